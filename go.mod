@@ -1,0 +1,16 @@
+module github.com/streamsgroup/streamsgroup
+
+go 1.26.0
+
+require (
+	github.com/google/uuid v1.6.0
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kadm v1.20.0
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+	golang.org/x/sync v0.25.0
+)
+
+require (
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
+)

@@ -1,0 +1,238 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Broker is the real Kafka broker the tests run against. Either the environment names one that is
+// already running (STREAMSGROUP_BOOTSTRAP, as written by `broker.sh start` into its env file), or
+// Main starts one with kafka/broker.sh and stops it when the tests are done.
+type Broker struct {
+	Bootstrap string // host:port of the PLAINTEXT listener
+	Version   string // Apache Kafka version, e.g. 4.4.0
+	Libs      string // directory of the broker's jars (for Kafka's own tools)
+	RunDir    string // the broker's run directory (config, data, log)
+	Script    string // path of broker.sh
+
+	startedHere bool
+}
+
+var current *Broker
+
+// Main is the body of TestMain for packages with real-broker tests. It finds or starts the broker and
+// runs the tests. If no broker can be had the run fails and says why: integration tests never skip
+// silently.
+func Main(m *testing.M) int {
+	b, err := findOrStart()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: no Kafka broker: %v\n", err)
+		return 1
+	}
+	current = b
+	code := m.Run()
+	if b.startedHere {
+		if err := b.run("stop"); err != nil {
+			fmt.Fprintf(os.Stderr, "integration: stopping the broker: %v\n", err)
+		}
+	}
+	return code
+}
+
+// Get returns the broker of this test run.
+func Get(t testing.TB) *Broker {
+	t.Helper()
+	if current == nil {
+		t.Fatal("integration.Main was not called from TestMain: no broker")
+	}
+	return current
+}
+
+func findOrStart() (*Broker, error) {
+	script := scriptPath()
+	if bs := os.Getenv("STREAMSGROUP_BOOTSTRAP"); bs != "" {
+		return &Broker{
+			Bootstrap: bs,
+			Version:   os.Getenv("STREAMSGROUP_KAFKA_VERSION"),
+			Libs:      os.Getenv("STREAMSGROUP_KAFKA_LIBS"),
+			RunDir:    os.Getenv("STREAMSGROUP_RUN_DIR"),
+			Script:    script,
+		}, nil
+	}
+	runDir, err := os.MkdirTemp("", "streamsgroup-test-broker-")
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{RunDir: runDir, Script: script, startedHere: true}
+	if err := b.run("start"); err != nil {
+		return nil, err
+	}
+	env, err := os.ReadFile(filepath.Join(runDir, "env"))
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(env), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		switch k {
+		case "STREAMSGROUP_BOOTSTRAP":
+			b.Bootstrap = v
+		case "STREAMSGROUP_KAFKA_VERSION":
+			b.Version = v
+		case "STREAMSGROUP_KAFKA_LIBS":
+			b.Libs = v
+		}
+	}
+	return b, nil
+}
+
+func scriptPath() string {
+	if s := os.Getenv("STREAMSGROUP_BROKER_SCRIPT"); s != "" {
+		return s
+	}
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "kafka", "broker.sh")
+}
+
+func (b *Broker) run(cmd string) error {
+	c := exec.Command("bash", b.Script, cmd)
+	c.Env = append(os.Environ(), "STREAMSGROUP_RUN_DIR="+b.RunDir)
+	if b.Version != "" {
+		c.Env = append(c.Env, "KAFKA_VERSION="+b.Version)
+	}
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("broker.sh %s: %v\n%s", cmd, err, out)
+	}
+	return nil
+}
+
+// Restart stops the broker and starts it again on the same ports and data, as a broker restart or a
+// coordinator failover looks to a client. It needs the run directory (set when broker.sh started it).
+func (b *Broker) Restart(t testing.TB) {
+	t.Helper()
+	if b.RunDir == "" {
+		t.Fatal("cannot restart a broker without its run directory (STREAMSGROUP_RUN_DIR)")
+	}
+	if err := b.run("restart"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Client returns a franz-go client for the broker, closed when the test ends.
+func (b *Broker) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Bootstrap)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Admin returns a kadm client for the broker, closed when the test ends.
+func (b *Broker) Admin(t testing.TB) *kadm.Client {
+	t.Helper()
+	return kadm.NewClient(b.Client(t))
+}
+
+// CreateTopic creates a topic with the given number of partitions and deletes it when the test ends.
+func (b *Broker) CreateTopic(t testing.TB, name string, partitions int32) {
+	t.Helper()
+	adm := b.Admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		t.Fatalf("creating topic %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = adm.DeleteTopics(ctx, name)
+	})
+}
+
+// StreamsHeartbeatMaxVersion asks the broker which StreamsGroupHeartbeat versions it supports. Tests
+// use it as a capability check: v1 comes with the 4.4 features (static membership, warm-up tasks,
+// task offsets); a version string is never consulted.
+func (b *Broker) StreamsHeartbeatMaxVersion(t testing.TB) int16 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, b.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == 88 {
+			return k.MaxVersion
+		}
+	}
+	return -1
+}
+
+// RequireStreams44 skips the calling test when the broker lacks the 4.4 streams-group features.
+func (b *Broker) RequireStreams44(t *testing.T) {
+	t.Helper()
+	if v := b.StreamsHeartbeatMaxVersion(t); v < 1 {
+		t.Skipf("broker's StreamsGroupHeartbeat max version is %d; this test needs v1 (Kafka 4.4+)", v)
+	}
+}
+
+// DeleteGroupAtEnd deletes the group when the test ends, so groups do not pile up in the broker. A
+// group that still has members cannot be deleted; that is ignored here (its members' tests stop them).
+func (b *Broker) DeleteGroupAtEnd(t testing.TB, group string) {
+	t.Helper()
+	adm := b.Admin(t)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = adm.DeleteGroups(ctx, group)
+	})
+}
+
+var nameSeq atomic.Int64
+
+// Name returns a name unique to this test run, for topics and groups.
+func Name(t testing.TB, prefix string) string {
+	t.Helper()
+	clean := strings.NewReplacer("/", "-", " ", "-", "_", "-").Replace(t.Name())
+	if len(clean) > 60 {
+		clean = clean[:60]
+	}
+	return fmt.Sprintf("%s-%s-%d-%d", prefix, strings.ToLower(clean), time.Now().UnixNano()%1_000_000, nameSeq.Add(1))
+}
+
+// Eventually calls cond until it reports true or the timeout passes; then it fails the test with the
+// last reason cond gave. It is how tests wait for a condition without sleeping as an assertion.
+func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v: %s", timeout, why)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

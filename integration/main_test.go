@@ -1,0 +1,8 @@
+package integration
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
