@@ -1,0 +1,80 @@
+package topology
+
+import "sort"
+
+// Kafka Streams does not sort copartition groups: it sends them in the iteration order of
+// java.util.HashSet, and the broker compares the lists in order. A Go member that shares a group with
+// Java members must produce the same order, so this file reproduces it.
+//
+// A HashSet is a HashMap table of n buckets (a power of two, at least 16, doubled whenever the size
+// exceeds 0.75·n). An element with hash code h lives in bucket (h ^ (h >>> 16)) & (n-1); iteration
+// walks the buckets in ascending order and each bucket in insertion order. A resize splits every
+// bucket keeping the relative order of its entries, so the final order is: by bucket index under the
+// final n, ties by insertion order. (A bucket of 8+ entries in a table of 64+ buckets becomes a tree
+// ordered differently; copartition groups never come near that size.)
+
+// javaStringHash is java.lang.String.hashCode: h = 31*h + c over the UTF-16 code units, with int32
+// wrap-around.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, r := range s {
+		if r >= 0x10000 { // a surrogate pair in UTF-16
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
+// javaSetHash is java.util.AbstractSet.hashCode: the int32 sum of the elements' hash codes.
+func javaSetHash(members []string) int32 {
+	var h int32
+	for _, m := range members {
+		h += javaStringHash(m)
+	}
+	return h
+}
+
+// javaTableSizeForAdds is the bucket count of a HashSet made with the default constructor after n adds.
+func javaTableSizeForAdds(n int) int {
+	size := 16
+	for n > size*3/4 {
+		size *= 2
+	}
+	return size
+}
+
+// javaTableSizeForCopy is the bucket count of a HashSet made with the copy constructor
+// HashSet(Collection c) from a collection of n elements: HashMap(max(n/0.75 + 1, 16)) rounded up to a
+// power of two, then grown by the adds if needed.
+func javaTableSizeForCopy(n int) int {
+	want := int(float32(n)/0.75) + 1
+	if want < 16 {
+		want = 16
+	}
+	size := 1
+	for size < want {
+		size *= 2
+	}
+	for n > size*3/4 {
+		size *= 2
+	}
+	return size
+}
+
+// javaHashOrder returns the indices 0..len(hashes)-1 in the order a Java HashSet with the given
+// bucket count iterates elements with these hash codes, inserted in index order.
+func javaHashOrder(hashes []int32, buckets int) []int {
+	order := make([]int, len(hashes))
+	bucket := make([]int, len(hashes))
+	for i, h := range hashes {
+		order[i] = i
+		u := uint32(h)
+		bucket[i] = int((u ^ (u >> 16)) & uint32(buckets-1))
+	}
+	sort.SliceStable(order, func(a, b int) bool { return bucket[order[a]] < bucket[order[b]] })
+	return order
+}
