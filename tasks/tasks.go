@@ -188,7 +188,9 @@ func (a Assignment) Equal(o Assignment) bool {
 }
 
 // IsEmpty reports whether the assignment has no task at all.
-func (a Assignment) IsEmpty() bool { return a.Active.IsEmpty() && a.Standby.IsEmpty() && a.Warmup.IsEmpty() }
+func (a Assignment) IsEmpty() bool {
+	return a.Active.IsEmpty() && a.Standby.IsEmpty() && a.Warmup.IsEmpty()
+}
 
 // All returns every task of any role.
 func (a Assignment) All() Set { return a.Active.Union(a.Standby).Union(a.Warmup) }
