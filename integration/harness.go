@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/heartbeat"
 )
 
 // Broker is the real Kafka broker the tests run against. Either the environment names one that is
@@ -235,4 +237,16 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// DescribeGroup describes a streams group at its coordinator.
+func (b *Broker) DescribeGroup(t testing.TB, group string) *kmsg.StreamsGroupDescribeResponseGroup {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, err := heartbeat.NewTransport(b.Client(t), group, 10*time.Second).Describe(ctx)
+	if err != nil {
+		t.Fatalf("describing %s: %v", group, err)
+	}
+	return g
 }

@@ -135,7 +135,8 @@ func IsCoordinatorMoved(code int16) bool {
 // IsRetriableTransport reports whether err, returned by Send, is worth retrying against a freshly
 // looked-up coordinator: a retriable FindCoordinator answer, or any failure to reach the broker
 // (refused or reset connections included, because a restarting broker looks exactly like that).
-// Not retriable: a closed client, a cancelled context, and a broker too old for the request.
+// A request that timed out is retriable too. Not retriable: a closed client, a cancelled context, and
+// a broker too old for the request.
 func IsRetriableTransport(err error) bool {
 	if err == nil {
 		return false
@@ -143,7 +144,7 @@ func IsRetriableTransport(err error) bool {
 	if le, ok := errors.AsType[*LookupError](err); ok {
 		return le.Retriable()
 	}
-	if errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, context.Canceled) {
 		return false
 	}
 	if IsBrokerTooOld(err) {

@@ -1,0 +1,183 @@
+package heartbeat
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/streamsgroup/streamsgroup/internal/coordinator"
+)
+
+// Class says what a member does about a failed heartbeat (PROTOCOL §5).
+type Class int
+
+const (
+	// Retry: send again after backoff, same coordinator (COORDINATOR_LOAD_IN_PROGRESS).
+	Retry Class = iota + 1
+	// Rediscover: forget the coordinator, look it up again, retry after backoff (NOT_COORDINATOR,
+	// COORDINATOR_NOT_AVAILABLE, connection failures).
+	Rediscover
+	// Fenced: the broker no longer knows this member at this epoch. Lose every task and rejoin at
+	// epoch 0 with the same member ID, without backoff (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
+	Fenced
+	// KeepState: report the error, keep the assignment and keep heartbeating
+	// (TOPIC_AUTHORIZATION_FAILED).
+	KeepState
+	// Fatal: the member cannot go on; it stops and reports a typed error.
+	Fatal
+)
+
+func (c Class) String() string {
+	switch c {
+	case Retry:
+		return "retry"
+	case Rediscover:
+		return "rediscover"
+	case Fenced:
+		return "fenced"
+	case KeepState:
+		return "keep-state"
+	case Fatal:
+		return "fatal"
+	}
+	return fmt.Sprintf("Class(%d)", int(c))
+}
+
+// ErrNotSupported is wrapped by every error that means the cluster cannot run streams groups (or not
+// the feature asked for), so callers can test for it with errors.Is.
+var ErrNotSupported = errors.New("not supported by this cluster")
+
+// ErrTopologyMismatch is wrapped by the error a member gets when the group already runs another
+// topology at an equal or higher epoch ("Topology updates are not supported yet.").
+var ErrTopologyMismatch = errors.New("the group runs a different topology")
+
+// Error is a heartbeat answered with an error code. It unwraps to the *kerr.Error of the code, so
+// errors.Is(err, kerr.FencedMemberEpoch) works, and to ErrNotSupported or ErrTopologyMismatch where
+// they apply. Action is a sentence saying what to do.
+type Error struct {
+	Code          int16
+	Kafka         error  // the kerr error of Code (a *kerr.Error, or an "unknown error" for new codes)
+	BrokerMessage string // ErrorMessage from the broker, if any
+	Class         Class
+	Action        string
+	kind          error // ErrNotSupported, ErrTopologyMismatch or nil
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "streams group heartbeat: %v", e.Kafka)
+	if e.BrokerMessage != "" {
+		fmt.Fprintf(&b, " (broker: %q)", e.BrokerMessage)
+	}
+	if e.Action != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Action)
+	}
+	return b.String()
+}
+
+// Unwrap returns the Kafka error and the kind.
+func (e *Error) Unwrap() []error {
+	if e.kind != nil {
+		return []error{e.Kafka, e.kind}
+	}
+	return []error{e.Kafka}
+}
+
+// topologyUpdateMessage is the broker's INVALID_REQUEST text when a topology differs from the group's.
+const topologyUpdateMessage = "Topology updates are not supported yet"
+
+// ErrorFor classifies a heartbeat error code; code 0 returns nil.
+func ErrorFor(code int16, brokerMessage *string) *Error {
+	if code == 0 {
+		return nil
+	}
+	e := &Error{Code: code, Kafka: kerr.ErrorForCode(code), Class: Fatal}
+	if brokerMessage != nil {
+		e.BrokerMessage = *brokerMessage
+	}
+	switch e.Kafka {
+	case kerr.CoordinatorLoadInProgress:
+		e.Class = Retry
+	case kerr.NotCoordinator, kerr.CoordinatorNotAvailable:
+		e.Class = Rediscover
+	case kerr.FencedMemberEpoch, kerr.UnknownMemberID:
+		e.Class = Fenced
+		e.Action = "the member lost its tasks and rejoins with the same member ID"
+	case kerr.TopicAuthorizationFailed:
+		e.Class = KeepState
+		e.Action = "grant DESCRIBE on every topic of the topology to this client; the member keeps its tasks and retries"
+	case kerr.UnsupportedVersion:
+		e.kind = ErrNotSupported
+		e.Action = "this cluster does not support streams groups: it needs Kafka 4.2+ with the feature streams.version >= 1 " +
+			"(kafka-features.sh upgrade --feature streams.version=1) and \"streams\" in group.coordinator.rebalance.protocols"
+	case kerr.GroupAuthorizationFailed:
+		e.Action = "grant READ on the group (application.id) to this client"
+	case kerr.ClusterAuthorizationFailed:
+		e.Action = "grant the needed cluster permission to this client"
+	case kerr.GroupMaxSizeReached:
+		e.Action = "the group is full (group.streams.max.size); stop a member or raise the limit"
+	case kerr.FencedInstanceID:
+		e.Action = "another member uses the same group.instance.id; give each member its own"
+	case kerr.UnreleasedInstanceID:
+		e.Action = "the group.instance.id is still held by a live member; stop it, or wait for its session to time out"
+	case kerr.GroupIDNotFound:
+		e.Action = "the group does not exist or is not a streams group (a consumer or share group may use this application.id)"
+	case kerr.InvalidGroupID:
+		e.Action = "application.id is not a valid group ID"
+	case kerr.StreamsInvalidTopology:
+		e.Action = "the broker rejected the topology; fix the topology as the broker message says"
+	case kerr.StreamsInvalidTopologyEpoch, kerr.StreamsTopologyFenced:
+		e.Action = "the broker refused the topology epoch; describe the group and use its topology and epoch"
+	case kerr.InvalidRequest:
+		switch {
+		case strings.Contains(e.BrokerMessage, topologyUpdateMessage):
+			e.kind = ErrTopologyMismatch
+			e.Action = "the group already runs another topology at the same or a higher topology.epoch; " +
+				"roll this topology out with a higher topology.epoch once the broker supports topology updates, " +
+				"or use a new application.id, or stop every member and delete the group first"
+		case strings.Contains(e.BrokerMessage, "not supported") || strings.Contains(e.BrokerMessage, "not yet supported"):
+			e.kind = ErrNotSupported
+			e.Action = "this broker does not support a feature the member uses (static membership, warm-up tasks and " +
+				"task offsets need Kafka 4.4+; source topic regexes are not supported by any broker)"
+		default:
+			e.Action = "the broker refused the request as invalid; this is a bug in streamsgroup, please report it with the broker message"
+		}
+	default:
+		e.Action = "unexpected error from the group coordinator"
+	}
+	return e
+}
+
+// TransportError is a heartbeat that did not get an answer: the broker could not be reached, the
+// connection broke, or the coordinator could not be found.
+type TransportError struct {
+	Err   error
+	Class Class // Rediscover, or Fatal when retrying cannot help
+}
+
+func (e *TransportError) Error() string {
+	if e.Class == Fatal && coordinator.IsBrokerTooOld(e.Err) {
+		return fmt.Sprintf("streams group heartbeat: %v: this cluster does not support streams groups: it needs Kafka 4.2+", e.Err)
+	}
+	return fmt.Sprintf("streams group heartbeat: %v", e.Err)
+}
+
+// Unwrap returns the underlying error (and ErrNotSupported for a broker too old).
+func (e *TransportError) Unwrap() []error {
+	if coordinator.IsBrokerTooOld(e.Err) {
+		return []error{e.Err, ErrNotSupported}
+	}
+	return []error{e.Err}
+}
+
+// ClassifyTransport wraps a failure to get any answer.
+func ClassifyTransport(err error) *TransportError {
+	c := Fatal
+	if coordinator.IsRetriableTransport(err) {
+		c = Rediscover
+	}
+	return &TransportError{Err: err, Class: c}
+}

@@ -1,0 +1,145 @@
+package heartbeat
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
+)
+
+// Protocol constants for MemberEpoch.
+const (
+	EpochJoin        int32 = 0  // (re-)joining the group
+	EpochLeave       int32 = -1 // leaving for good
+	EpochLeaveStatic int32 = -2 // a static member leaving for a while (Kafka 4.4+)
+)
+
+// Member is what a member says about itself when it joins; it does not change during its life.
+type Member struct {
+	Group             string
+	MemberID          string
+	InstanceID        string // static membership; "" for a dynamic member
+	ProcessID         string
+	Rack              string
+	RebalanceTimeout  int32 // milliseconds
+	EndpointHost      string
+	EndpointPort      uint16
+	HasEndpoint       bool
+	ClientTags        map[string]string
+	Topology          *topology.Topology
+	TopologyEpoch     int32
+	SupportsV1Offsets bool // the broker takes task offsets and warm-up tasks (Kafka 4.4+)
+}
+
+// State is what a member reports in one heartbeat.
+type State struct {
+	Epoch         int32            // EpochJoin, the current epoch, or a leave epoch
+	EndpointEpoch int32            // last EndpointInformationEpoch received, -1 at first
+	Owned         tasks.Assignment // the reconciled assignment the application owns
+	Shutdown      bool             // ask the whole group to shut down
+	// Offsets and EndOffsets are the current task offsets; nil when not provided. They are sent only
+	// when SendOffsets is set and they changed since last sent (all of them after a reset).
+	Offsets, EndOffsets tasks.Offsets
+	SendOffsets         bool
+}
+
+// Builder builds heartbeat requests. It remembers what it last sent, so that a heartbeat carries only
+// what changed (PROTOCOL §3.1): the owned task lists, all three together, only when the owned
+// assignment changed; task offsets only when due and changed. After Reset (any error) the next
+// request is full again: every field the join carries except the topology. Not safe for concurrent
+// use; the member's state machine owns it.
+type Builder struct {
+	m        Member
+	full     bool // next request carries every join field
+	hasOwned bool
+	owned    tasks.Assignment
+	offsets  tasks.Offsets
+	endOffs  tasks.Offsets
+}
+
+// NewBuilder returns a builder for member m; its first request is full.
+func NewBuilder(m Member) *Builder { return &Builder{m: m, full: true} }
+
+// Member returns the member description the builder was made with.
+func (b *Builder) Member() Member { return b.m }
+
+// SetSupportsOffsets records whether the broker accepts task offsets (learned from its answers).
+func (b *Builder) SetSupportsOffsets(ok bool) { b.m.SupportsV1Offsets = ok }
+
+// Reset forgets what was last sent, so the next request is full. Call it after any error.
+func (b *Builder) Reset() {
+	b.full = true
+	b.hasOwned = false
+	b.offsets, b.endOffs = nil, nil
+}
+
+// Build returns the request for s and records what it carries as sent.
+func (b *Builder) Build(s State) *kmsg.StreamsGroupHeartbeatRequest {
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Group = b.m.Group
+	req.MemberID = b.m.MemberID
+	req.MemberEpoch = s.Epoch
+	req.EndpointInformationEpoch = s.EndpointEpoch
+	req.ShutdownApplication = s.Shutdown
+	if b.m.InstanceID != "" {
+		id := b.m.InstanceID
+		req.InstanceID = &id
+	}
+	if s.Epoch < 0 { // a leave carries identity only
+		return req
+	}
+	join := s.Epoch == EpochJoin
+	if join || b.full {
+		b.fillJoinFields(req)
+	}
+	if join {
+		// Joining: a topology, and three empty (not null) task lists.
+		req.Topology = b.m.Topology.Request(b.m.TopologyEpoch)
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		b.hasOwned, b.owned = true, tasks.Assignment{}
+	} else if !b.hasOwned || !b.owned.Equal(s.Owned) {
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = s.Owned.Active.Kmsg(), s.Owned.Standby.Kmsg(), s.Owned.Warmup.Kmsg()
+		b.hasOwned, b.owned = true, s.Owned
+	}
+	if b.m.SupportsV1Offsets && (s.SendOffsets || join || b.full) {
+		if s.Offsets != nil && (b.offsets == nil || !b.offsets.Equal(s.Offsets)) {
+			req.TaskOffsets = s.Offsets.Kmsg()
+			b.offsets = s.Offsets
+		}
+		if s.EndOffsets != nil && (b.endOffs == nil || !b.endOffs.Equal(s.EndOffsets)) {
+			req.TaskEndOffsets = s.EndOffsets.Kmsg()
+			b.endOffs = s.EndOffsets
+		}
+	}
+	b.full = false
+	return req
+}
+
+// fillJoinFields sets the member's description: rebalance timeout, process ID, endpoint, rack and
+// client tags (always a list, maybe empty), as Kafka Streams sends them on join.
+func (b *Builder) fillJoinFields(req *kmsg.StreamsGroupHeartbeatRequest) {
+	req.RebalanceTimeoutMillis = b.m.RebalanceTimeout
+	pid := b.m.ProcessID
+	req.ProcessID = &pid
+	if b.m.Rack != "" {
+		rack := b.m.Rack
+		req.RackID = &rack
+	}
+	if b.m.HasEndpoint {
+		req.UserEndpoint = &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: b.m.EndpointHost, Port: b.m.EndpointPort}
+	}
+	keys := make([]string, 0, len(b.m.ClientTags))
+	for k := range b.m.ClientTags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	req.ClientTags = make([]kmsg.StreamsGroupHeartbeatRequestClientTag, 0, len(keys))
+	for _, k := range keys {
+		req.ClientTags = append(req.ClientTags, kmsg.StreamsGroupHeartbeatRequestClientTag{Key: k, Value: b.m.ClientTags[k]})
+	}
+}
+
+// OffsetsSent reports whether the builder has sent offsets since the last reset.
+func (b *Builder) OffsetsSent() bool { return b.offsets != nil || b.endOffs != nil }

@@ -1,0 +1,237 @@
+package heartbeat
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
+)
+
+// StatusCode is a status the broker attaches to a heartbeat answer (PROTOCOL §4).
+type StatusCode int8
+
+// Status codes known to this version of the library. Others are passed through as unknown.
+const (
+	StaleTopology                StatusCode = 0 // the member's topology epoch is older than the group's
+	MissingSourceTopics          StatusCode = 1
+	IncorrectlyPartitionedTopics StatusCode = 2
+	MissingInternalTopics        StatusCode = 3
+	ShutdownApplication          StatusCode = 4
+	AssignmentDelayed            StatusCode = 5
+	MissingClientTags            StatusCode = 6 // Kafka 4.4, v1 answers only
+)
+
+// Known reports whether the library knows the code.
+func (c StatusCode) Known() bool { return c >= StaleTopology && c <= MissingClientTags }
+
+func (c StatusCode) String() string {
+	switch c {
+	case StaleTopology:
+		return "STALE_TOPOLOGY"
+	case MissingSourceTopics:
+		return "MISSING_SOURCE_TOPICS"
+	case IncorrectlyPartitionedTopics:
+		return "INCORRECTLY_PARTITIONED_TOPICS"
+	case MissingInternalTopics:
+		return "MISSING_INTERNAL_TOPICS"
+	case ShutdownApplication:
+		return "SHUTDOWN_APPLICATION"
+	case AssignmentDelayed:
+		return "ASSIGNMENT_DELAYED"
+	case MissingClientTags:
+		return "MISSING_CLIENT_TAGS"
+	}
+	return fmt.Sprintf("UNKNOWN_STATUS_%d", int8(c))
+}
+
+// BlocksReadiness reports whether the status means the group is not ready to process: its members
+// get empty or held-back assignments until it clears.
+func (c StatusCode) BlocksReadiness() bool {
+	switch c {
+	case MissingSourceTopics, MissingInternalTopics, IncorrectlyPartitionedTopics, AssignmentDelayed:
+		return true
+	}
+	return false
+}
+
+// Status is one status of an answer with the broker's detail text.
+type Status struct {
+	Code   StatusCode
+	Detail string
+}
+
+// Topics pulls topic names out of the broker's detail text, e.g. "Source topics a, b are missing."
+// or "Internal topics are missing: a, b; Unauthorized to CREATE on topics a.". It returns nil when
+// the text names none.
+func (s Status) Topics() []string {
+	d := s.Detail
+	switch {
+	case strings.HasPrefix(d, "Source topics ") && strings.Contains(d, " are missing"):
+		d = strings.TrimPrefix(d, "Source topics ")
+		d = d[:strings.Index(d, " are missing")]
+	case strings.Contains(d, "are missing:"):
+		d = d[strings.Index(d, "are missing:")+len("are missing:"):]
+		if i := strings.IndexByte(d, ';'); i >= 0 {
+			d = d[:i]
+		}
+	case s.Code == IncorrectlyPartitionedTopics:
+		// e.g. "Following topics do not have the same number of partitions: [a, b]"
+		if i := strings.IndexByte(d, '['); i >= 0 {
+			d = strings.TrimSuffix(strings.TrimSpace(d[i+1:]), "]")
+			if j := strings.IndexByte(d, ']'); j >= 0 {
+				d = d[:j]
+			}
+		} else if i := strings.LastIndexByte(d, ':'); i >= 0 {
+			d = d[i+1:]
+		} else {
+			return nil
+		}
+	default:
+		return nil
+	}
+	var out []string
+	for _, t := range strings.FieldsFunc(d, func(r rune) bool { return r == ',' || r == ' ' }) {
+		t = strings.Trim(t, " .[]{}")
+		if t != "" && topology.ValidTopicName(t) == nil {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// EndpointPartitions are the partitions an interactive-query endpoint holds, by role.
+type EndpointPartitions struct {
+	Active  map[string][]int32
+	Standby map[string][]int32 // includes warm-up tasks' partitions
+}
+
+// Endpoint is an application.server host and port.
+type Endpoint struct {
+	Host string
+	Port uint16
+}
+
+func (e Endpoint) String() string { return fmt.Sprintf("%s:%d", e.Host, e.Port) }
+
+// Response is a successful heartbeat answer, read into typed values.
+type Response struct {
+	Version  int16
+	MemberID string
+	Epoch    int32
+	Interval time.Duration
+	// Assignment is the new target assignment, or nil when unchanged.
+	Assignment *tasks.Assignment
+	Statuses   []Status // known and unknown codes, in the broker's order
+	// EndpointEpoch and Endpoints: the interactive-query map; Endpoints is nil when unchanged.
+	EndpointEpoch int32
+	Endpoints     map[Endpoint]EndpointPartitions
+	// AcceptableRecoveryLag is -1 when the broker does not place warm-ups (before 4.4).
+	AcceptableRecoveryLag int64
+	// TaskOffsetInterval is 0 when the broker does not take task offsets (before 4.4).
+	TaskOffsetInterval          time.Duration
+	TopologyDescriptionRequired bool
+}
+
+// Has reports whether the answer carries the status.
+func (r *Response) Has(c StatusCode) bool {
+	return slices.ContainsFunc(r.Statuses, func(s Status) bool { return s.Code == c })
+}
+
+// Ready reports whether none of the statuses blocks the group's readiness.
+func (r *Response) Ready() bool {
+	return !slices.ContainsFunc(r.Statuses, func(s Status) bool { return s.Code.BlocksReadiness() })
+}
+
+// ProtocolError is an answer that breaks the protocol's rules; the member cannot act on it.
+type ProtocolError struct {
+	Reason string
+}
+
+func (e *ProtocolError) Error() string { return "malformed streams group heartbeat answer: " + e.Reason }
+
+// Parse reads a heartbeat answer whose error code is 0. Task lists must come all three or none;
+// partitions must not be negative; every task must belong to a subtopology of topo (else a
+// *tasks.UnknownSubtopologyError). Unknown status codes are kept, never an error.
+func Parse(resp *kmsg.StreamsGroupHeartbeatResponse, topo *topology.Topology) (*Response, error) {
+	if resp.ErrorCode != 0 {
+		return nil, &ProtocolError{Reason: fmt.Sprintf("error code %d given to Parse", resp.ErrorCode)}
+	}
+	r := &Response{
+		Version:                     resp.Version,
+		MemberID:                    resp.MemberID,
+		Epoch:                       resp.MemberEpoch,
+		Interval:                    time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond,
+		EndpointEpoch:               resp.EndpointInformationEpoch,
+		AcceptableRecoveryLag:       -1,
+		TaskOffsetInterval:          time.Duration(resp.TaskOffsetIntervalMillis) * time.Millisecond,
+		TopologyDescriptionRequired: resp.TopologyDescriptionRequired,
+	}
+	if resp.Version >= 1 {
+		r.AcceptableRecoveryLag = resp.AcceptableRecoveryLag
+	}
+	if resp.HeartbeatIntervalMillis < 0 || resp.TaskOffsetIntervalMillis < 0 {
+		return nil, &ProtocolError{Reason: "negative interval"}
+	}
+	for _, s := range resp.Status {
+		r.Statuses = append(r.Statuses, Status{Code: StatusCode(s.StatusCode), Detail: s.StatusDetail})
+	}
+	nulls := 0
+	for _, l := range [][]kmsg.TaskIDs{resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks} {
+		if l == nil {
+			nulls++
+		}
+	}
+	switch nulls {
+	case 3:
+	case 0:
+		a := tasks.Assignment{
+			Active:  tasks.FromKmsg(resp.ActiveTasks),
+			Standby: tasks.FromKmsg(resp.StandbyTasks),
+			Warmup:  tasks.FromKmsg(resp.WarmupTasks),
+		}
+		for _, l := range [][]kmsg.TaskIDs{resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks} {
+			for _, t := range l {
+				if slices.ContainsFunc(t.Partitions, func(p int32) bool { return p < 0 }) {
+					return nil, &ProtocolError{Reason: fmt.Sprintf("negative partition in subtopology %q", t.SubtopologyID)}
+				}
+			}
+		}
+		if err := tasks.CheckKnown(topo, a.All()); err != nil {
+			return nil, err
+		}
+		r.Assignment = &a
+	default:
+		return nil, &ProtocolError{Reason: "some task lists are null and others are not; all three or none must be set"}
+	}
+	if resp.PartitionsByUserEndpoint != nil {
+		r.Endpoints = make(map[Endpoint]EndpointPartitions)
+		for _, e := range resp.PartitionsByUserEndpoint {
+			ep := Endpoint{Host: e.UserEndpoint.Host, Port: e.UserEndpoint.Port}
+			cur, ok := r.Endpoints[ep]
+			if !ok {
+				cur = EndpointPartitions{Active: map[string][]int32{}, Standby: map[string][]int32{}}
+			}
+			// One entry per member: entries of one endpoint (several members of a process) are merged.
+			for _, p := range e.ActivePartitions {
+				cur.Active[p.Topic] = mergeSorted(cur.Active[p.Topic], p.Partitions)
+			}
+			for _, p := range e.StandbyPartitions {
+				cur.Standby[p.Topic] = mergeSorted(cur.Standby[p.Topic], p.Partitions)
+			}
+			r.Endpoints[ep] = cur
+		}
+	}
+	return r, nil
+}
+
+func mergeSorted(a, b []int32) []int32 {
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,168 @@
+package heartbeat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/internal/coordinator"
+)
+
+// Transport sends a group's streams-group requests to its coordinator over the user's *kgo.Client
+// (PROTOCOL §10: kgo cannot route them itself). It caches the coordinator, forgets it on
+// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS and connection errors, and
+// never resends a state-carrying heartbeat on its own: the member's state machine decides. Leaves
+// are idempotent and retried. Safe for concurrent use.
+type Transport struct {
+	cl      *kgo.Client
+	coord   *coordinator.Cache
+	group   string
+	timeout time.Duration
+}
+
+// NewTransport returns a transport for group; each request is bounded by requestTimeout.
+func NewTransport(cl *kgo.Client, group string, requestTimeout time.Duration) *Transport {
+	return &Transport{cl: cl, coord: coordinator.NewCache(cl), group: group, timeout: requestTimeout}
+}
+
+func (t *Transport) send(ctx context.Context, req kmsg.Request) (kmsg.Response, int32, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.coord.Send(ctx, t.group, req)
+}
+
+// Heartbeat sends req once. A failure to get an answer is a *TransportError; an answer is returned
+// as it is, error code included (the coordinator is forgotten when the code says it moved).
+func (t *Transport) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+	resp, node, err := t.send(ctx, req)
+	if err != nil {
+		return nil, ClassifyTransport(err)
+	}
+	r := resp.(*kmsg.StreamsGroupHeartbeatResponse)
+	if coordinator.IsCoordinatorMoved(r.ErrorCode) {
+		t.coord.Invalidate(t.group, node)
+	}
+	return r, nil
+}
+
+// Leave sends a leave heartbeat (epoch -1 or -2) until it is answered or ctx ends, retrying transport
+// and coordinator errors after backoff. UNKNOWN_MEMBER_ID and GROUP_ID_NOT_FOUND mean the member is
+// already gone, which is what a leave wants.
+func (t *Transport) Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest, backoff Backoff) error {
+	for attempt := 0; ; attempt++ {
+		resp, err := t.Heartbeat(ctx, req)
+		retry := false
+		switch {
+		case err != nil:
+			var te *TransportError
+			retry = errors.As(err, &te) && te.Class != Fatal
+		default:
+			switch kerr.ErrorForCode(resp.ErrorCode) {
+			case nil, kerr.UnknownMemberID, kerr.GroupIDNotFound:
+				return nil
+			}
+			herr := ErrorFor(resp.ErrorCode, resp.ErrorMessage)
+			retry = herr.Class == Retry || herr.Class == Rediscover
+			err = herr
+		}
+		if !retry {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("leaving the group: %w (last error: %v)", ctx.Err(), err)
+		case <-time.After(backoff.Delay(attempt)):
+		}
+	}
+}
+
+// Describe describes the group at its coordinator (StreamsGroupDescribe), retrying coordinator moves
+// until ctx ends. A per-group error code is returned as an *Error.
+func (t *Transport) Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
+	for attempt := 0; ; attempt++ {
+		req := kmsg.NewPtrStreamsGroupDescribeRequest()
+		req.Groups = []string{t.group}
+		resp, node, err := t.send(ctx, req)
+		if err == nil {
+			groups := resp.(*kmsg.StreamsGroupDescribeResponse).Groups
+			if len(groups) != 1 {
+				return nil, &ProtocolError{Reason: fmt.Sprintf("describe answered %d groups for one", len(groups))}
+			}
+			g := groups[0]
+			if !coordinator.IsCoordinatorMoved(g.ErrorCode) {
+				if g.ErrorCode != 0 {
+					return nil, ErrorFor(g.ErrorCode, g.ErrorMessage)
+				}
+				return &g, nil
+			}
+			t.coord.Invalidate(t.group, node)
+		} else if !coordinator.IsRetriableTransport(err) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(Backoff{Min: 50 * time.Millisecond, Max: time.Second}.Delay(attempt)):
+		}
+	}
+}
+
+// Capabilities is what the cluster says it supports, from ApiVersions.
+type Capabilities struct {
+	HeartbeatMaxVersion int16 // -1 when the broker does not know StreamsGroupHeartbeat
+	StreamsVersion      int16 // finalized feature streams.version; 0 when off
+}
+
+// StaticMembership reports whether the brokers accept group.instance.id (Kafka 4.4+, heartbeat v1).
+func (c Capabilities) StaticMembership() bool { return c.HeartbeatMaxVersion >= 1 }
+
+// TaskOffsets reports whether the brokers accept task offsets and warm-up tasks (Kafka 4.4+).
+func (c Capabilities) TaskOffsets() bool { return c.HeartbeatMaxVersion >= 1 }
+
+// Check returns a typed error when the cluster cannot run streams groups at all.
+func (c Capabilities) Check() error {
+	if c.HeartbeatMaxVersion < 0 {
+		return fmt.Errorf("the brokers do not know StreamsGroupHeartbeat: %w: streams groups need Kafka 4.2+", ErrNotSupported)
+	}
+	if c.StreamsVersion < 1 {
+		return fmt.Errorf("the finalized feature streams.version is %d: %w: enable it with "+
+			"kafka-features.sh upgrade --feature streams.version=1 (Kafka 4.2+)", c.StreamsVersion, ErrNotSupported)
+	}
+	return nil
+}
+
+// Capabilities asks a broker for its API versions and finalized features, retrying until ctx ends.
+func (t *Transport) Capabilities(ctx context.Context) (Capabilities, error) {
+	for attempt := 0; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, t.timeout)
+		resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(rctx, t.cl)
+		cancel()
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		if err == nil {
+			c := Capabilities{HeartbeatMaxVersion: -1}
+			for _, k := range resp.ApiKeys {
+				if k.ApiKey == 88 {
+					c.HeartbeatMaxVersion = k.MaxVersion
+				}
+			}
+			for _, f := range resp.FinalizedFeatures {
+				if f.Name == "streams.version" {
+					c.StreamsVersion = f.MaxVersionLevel
+				}
+			}
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return Capabilities{}, fmt.Errorf("asking the cluster for its API versions: %w (last error: %v)", ctx.Err(), err)
+		case <-time.After(Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}.Delay(attempt)):
+		}
+	}
+}
