@@ -153,7 +153,9 @@ type ProtocolError struct {
 	Reason string
 }
 
-func (e *ProtocolError) Error() string { return "malformed streams group heartbeat answer: " + e.Reason }
+func (e *ProtocolError) Error() string {
+	return "malformed streams group heartbeat answer: " + e.Reason
+}
 
 // Parse reads a heartbeat answer whose error code is 0. Task lists must come all three or none;
 // partitions must not be negative; every task must belong to a subtopology of topo (else a
