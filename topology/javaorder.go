@@ -1,6 +1,9 @@
 package topology
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // Kafka Streams does not sort copartition groups: it sends them in the iteration order of
 // java.util.HashSet, and the broker compares the lists in order. A Go member that shares a group with
@@ -47,13 +50,27 @@ func javaTableSizeForAdds(n int) int {
 	return size
 }
 
+// JavaRuntime selects the Java version whose HashSet sizing Kafka Streams ran with. It matters only
+// for the order of copartition groups, and only for some group counts (see javaTableSizeForCopy).
+type JavaRuntime int
+
+const (
+	// Java17 covers Java 11 to 18: the Kafka Streams JVMs of today (the default).
+	Java17 JavaRuntime = iota
+	// Java19Plus covers Java 19 and later, whose HashSet copy constructor sizes the table differently.
+	Java19Plus
+)
+
 // javaTableSizeForCopy is the bucket count of a HashSet made with the copy constructor
-// HashSet(Collection c) from a collection of n elements: HashMap(max(n/0.75 + 1, 16)) rounded up to a
-// power of two, then grown by the adds if needed.
-func javaTableSizeForCopy(n int) int {
-	want := int(float32(n)/0.75) + 1
-	if want < 16 {
-		want = 16
+// HashSet(Collection c) from a collection of n elements, then grown by the adds if needed. Java 11 to
+// 18 ask for max(n/0.75f + 1, 16) buckets; Java 19+ for ceil(max(n, 12)/0.75). Rounded up to a power
+// of two, these differ when n/0.75 is one exactly (n = 12, 24, 48, …).
+func javaTableSizeForCopy(n int, rt JavaRuntime) int {
+	var want int
+	if rt == Java19Plus {
+		want = int(math.Ceil(float64(max(n, 12)) / 0.75))
+	} else {
+		want = max(int(float32(n)/0.75)+1, 16)
 	}
 	size := 1
 	for size < want {

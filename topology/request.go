@@ -16,6 +16,7 @@ func (t *Topology) Request(epoch int32) *kmsg.StreamsGroupHeartbeatRequestTopolo
 	out := &v
 	out.Epoch = epoch
 	out.Subtopologies = make([]kmsg.StreamsGroupHeartbeatRequestTopologySubtopology, 0, len(t.subs))
+	outer := javaTableSizeForCopy(t.copartitionedTopics(), t.java)
 	for _, s := range t.subs {
 		k := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
 		k.SubtopologyID = s.ID
@@ -24,7 +25,7 @@ func (t *Topology) Request(epoch int32) *kmsg.StreamsGroupHeartbeatRequestTopolo
 		k.RepartitionSinkTopics = append([]string{}, s.RepartitionSinkTopics...)
 		k.RepartitionSourceTopics = toKmsgInfos(s.RepartitionSourceTopics)
 		k.StateChangelogTopics = toKmsgInfos(s.StateChangelogTopics)
-		k.CopartitionGroups = copartitionRequest(s)
+		k.CopartitionGroups = copartitionRequest(s, outer)
 		out.Subtopologies = append(out.Subtopologies, k)
 	}
 	return out
@@ -51,10 +52,30 @@ func toKmsgInfos(in []TopicInfo) []kmsg.TopicInfo {
 	return out
 }
 
+// copartitionedTopics counts the distinct topics of all copartition groups of the topology: Kafka
+// Streams sizes the HashSet that holds every group of the topology from that number.
+func (t *Topology) copartitionedTopics() int {
+	seen := make(map[string]bool)
+	for _, s := range t.subs {
+		for _, g := range s.CopartitionGroups {
+			for _, topic := range g {
+				seen[topic] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
 // copartitionRequest orders the subtopology's copartition groups, and the topics inside each, the
 // way Kafka Streams iterates its HashSets, and turns topic names into indices into the sorted
 // SourceTopics or RepartitionSourceTopics lists.
-func copartitionRequest(s Subtopology) []kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup {
+//
+// Kafka Streams keeps every copartition group of the topology in one HashSet (built with the copy
+// constructor from as many entries as there are copartitioned topics; outerBuckets is its table
+// size), iterates it once, and gives each subtopology the groups that lie inside it, in that order.
+// Each group is a HashSet of topic names filled by adds. Iteration order is bucket order, ties in
+// insertion order: the caller's order of groups and of topics inside each.
+func copartitionRequest(s Subtopology, outerBuckets int) []kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup {
 	out := make([]kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup, 0, len(s.CopartitionGroups))
 	if len(s.CopartitionGroups) == 0 {
 		return out
@@ -68,12 +89,10 @@ func copartitionRequest(s Subtopology) []kmsg.StreamsGroupHeartbeatRequestTopolo
 		repIdx[ti.Name] = int16(i)
 	}
 	groupHashes := make([]int32, len(s.CopartitionGroups))
-	entries := 0
 	for i, g := range s.CopartitionGroups {
 		groupHashes[i] = javaSetHash(g)
-		entries += len(g)
 	}
-	for _, gi := range javaHashOrder(groupHashes, outerCopartitionBuckets(len(s.CopartitionGroups), entries)) {
+	for _, gi := range javaHashOrder(groupHashes, outerBuckets) {
 		g := s.CopartitionGroups[gi]
 		topicHashes := make([]int32, len(g))
 		for i, topic := range g {
@@ -92,11 +111,4 @@ func copartitionRequest(s Subtopology) []kmsg.StreamsGroupHeartbeatRequestTopolo
 		out = append(out, k)
 	}
 	return out
-}
-
-// outerCopartitionBuckets is the bucket count of the HashSet that holds a subtopology's copartition
-// groups in Kafka Streams.
-func outerCopartitionBuckets(groups, entries int) int {
-	_ = entries
-	return javaTableSizeForAdds(groups)
 }

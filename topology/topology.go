@@ -95,6 +95,7 @@ type Topology struct {
 	subs []Subtopology // sorted by ID; every list sorted as Kafka Streams sends it
 	byID map[string]int
 	id   ID
+	java JavaRuntime
 }
 
 // New validates the subtopologies and returns the topology in canonical form. The order in which
@@ -115,6 +116,15 @@ func New(subtopologies ...Subtopology) (*Topology, error) {
 	}
 	t.id = computeID(t.subs)
 	return t, nil
+}
+
+// ForJava returns a copy of the topology whose copartition groups are ordered as Kafka Streams orders
+// them on the given Java runtime (Java17 by default; see JavaRuntime). Only Go members that share a
+// group with Java members of a Java 19+ runtime need it.
+func (t *Topology) ForJava(rt JavaRuntime) *Topology {
+	c := *t
+	c.java = rt
+	return &c
 }
 
 // MustNew is New for topologies written in the program's source: it panics on an invalid one.

@@ -1,0 +1,777 @@
+package membership
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// The conformance scenarios of PROTOCOL §11.1 and §11.2, named after the Java tests they mirror,
+// each driving the state machine with scripted inputs.
+var scenarios = []struct {
+	name string
+	run  func(h *harness)
+}{
+	// Setup and response validation
+	{"testJoining", func(h *harness) {
+		h.start()
+		h.expectState(Joining)
+		req := h.mustSend()
+		if req.MemberEpoch != 0 || req.Topology == nil || req.ActiveTasks == nil || len(req.ActiveTasks) != 0 ||
+			req.StandbyTasks == nil || req.WarmupTasks == nil || req.RebalanceTimeoutMillis != 30000 || req.ProcessID == nil {
+			h.t.Fatalf("join request is not a full join: %+v", req)
+		}
+		if req.MemberID != "member-1" || req.Group != "app" || req.EndpointInformationEpoch != -1 {
+			h.t.Fatalf("identity fields: %+v", req)
+		}
+	}},
+	{"testActiveTasksAreNullInHeartbeatResponse", func(h *harness) {
+		h.start()
+		h.mustSend()
+		r := resp(1, active("0_0"))
+		r.ActiveTasks = nil
+		h.answer(r)
+		h.expectState(Fatal)
+		var pe *heartbeat.ProtocolError
+		if len(h.done) != 1 || !errors.As(h.done[0].Err, &pe) {
+			h.t.Fatalf("want one Done with a ProtocolError, got %+v", h.done)
+		}
+	}},
+	{"testWarmupTasksAreNullInHeartbeatResponse", func(h *harness) {
+		h.start()
+		h.mustSend()
+		r := resp(1, active("0_0"))
+		r.WarmupTasks = nil
+		h.answer(r)
+		h.expectState(Fatal)
+	}},
+	{"testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, &tasks.Assignment{Active: set("0_0", "9_0")}))
+		h.expectState(Fatal)
+		var ue *tasks.UnknownSubtopologyError
+		if len(h.done) != 1 || !errors.As(h.done[0].Err, &ue) || ue.Task.Subtopology != "9" {
+			h.t.Fatalf("want a typed unknown-subtopology error, got %+v", h.done)
+		}
+		if len(h.invokes) != 0 {
+			h.t.Fatal("no callback may run for an assignment the member cannot process")
+		}
+	}},
+	{"testStandbyTaskOfUnknownSubtopologyInHeartbeatResponseFailsMember", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, standby("7_1")))
+		h.expectState(Fatal)
+	}},
+
+	// Active-task reconciliation
+	{"testReconcilingEmptyToSingleActiveTask", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.expectState(Reconciling)
+		h.expectInvoke(CallbackAssigned, "active=[0_0] standby=[] warmup=[]")
+		h.complete(nil)
+		h.expectState(Acknowledging)
+		req := h.mustSend() // at once, without waiting for the interval
+		if owned(req) != "active=[0_0] standby=[] warmup=[]" {
+			h.t.Fatalf("ack carries %s", owned(req))
+		}
+		h.expectState(Stable)
+	}},
+	{"testReconcilingActiveTaskToDifferentActiveTask", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, active("0_1")))
+		h.expectInvoke(CallbackRevoked, "[0_0]")
+		h.complete(nil)
+		h.expectInvoke(CallbackAssigned, "active=[0_1] standby=[] warmup=[]")
+	}},
+	{"testReconcilingSingleActiveTaskToAdditionalActiveTask", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		n := len(h.invokes)
+		h.answer(resp(2, active("0_0", "0_1")))
+		if len(h.invokes) != n+1 || h.lastInvoke().Kind != CallbackAssigned {
+			h.t.Fatal("adding a task must not revoke anything")
+		}
+		h.expectInvoke(CallbackAssigned, "active=[0_0 0_1] standby=[] warmup=[]")
+	}},
+	{"testReconcilingMultipleActiveTaskToSingleActiveTask", func(h *harness) {
+		h.stableWith(active("0_0", "0_1", "1_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, active("0_1")))
+		h.expectInvoke(CallbackRevoked, "[0_0 1_0]")
+		h.complete(nil)
+		h.expectInvoke(CallbackAssigned, "active=[0_1] standby=[] warmup=[]")
+	}},
+	{"testReconcilingEmptyToMultipleActiveTaskOfDifferentSubtopologies", func(h *harness) {
+		h.stableWith(active("0_0", "1_2"))
+		a, _ := h.m.Owned()
+		parts, err := tasks.InputPartitions(testTopology, a.Active)
+		if err != nil || len(parts) != 3 || parts["t0"][0] != 0 || parts["t1"][0] != 2 || parts["rep"][0] != 2 {
+			h.t.Fatalf("input partitions %v (%v)", parts, err)
+		}
+	}},
+	{"testReconcilingActiveTaskToStandbyTask", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, standby("0_0")))
+		h.expectInvoke(CallbackRevoked, "[0_0]")
+		h.complete(nil)
+		h.expectInvoke(CallbackAssigned, "active=[] standby=[0_0] warmup=[]")
+	}},
+	{"testReconcilingActiveTaskToWarmupTask", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, warmup("0_0")))
+		h.expectInvoke(CallbackRevoked, "[0_0]")
+		h.complete(nil)
+		h.expectInvoke(CallbackAssigned, "active=[] standby=[] warmup=[0_0]")
+	}},
+
+	// Standby and warm-up reconciliation: never a revoke callback
+	{"testReconcilingEmptyToSingleStandbyTask", func(h *harness) {
+		h.stableWith(standby("0_0"))
+		if h.invokes[0].Kind != CallbackAssigned || len(h.invokes) != 1 {
+			h.t.Fatalf("invokes %+v", h.invokes)
+		}
+	}},
+	{"testReconcilingStandbyTaskToDifferentStandbyTask", func(h *harness) {
+		h.stableWith(standby("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, standby("0_1")))
+		h.expectInvoke(CallbackAssigned, "active=[] standby=[0_1] warmup=[]")
+	}},
+	{"testReconcilingMultipleStandbyTaskToSingleStandbyTask", func(h *harness) {
+		h.stableWith(standby("0_0", "0_1"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, standby("0_1")))
+		h.expectInvoke(CallbackAssigned, "active=[] standby=[0_1] warmup=[]")
+	}},
+	{"testReconcilingStandbyTaskToActiveTask", func(h *harness) {
+		h.stableWith(standby("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, active("0_0")))
+		h.expectInvoke(CallbackAssigned, "active=[0_0] standby=[] warmup=[]")
+	}},
+	{"testReconcilingStandbyTaskToWarmupTask", func(h *harness) {
+		h.stableWith(standby("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, warmup("0_0")))
+		h.expectInvoke(CallbackAssigned, "active=[] standby=[] warmup=[0_0]")
+	}},
+	{"testReconcilingWarmupTaskToDifferentWarmupTask", func(h *harness) {
+		h.stableWith(warmup("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, warmup("0_1")))
+		h.expectInvoke(CallbackAssigned, "active=[] standby=[] warmup=[0_1]")
+	}},
+	{"testReconcilingSingleWarmupTaskToAdditionalWarmupTask", func(h *harness) {
+		h.stableWith(warmup("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, warmup("0_0", "0_1")))
+		h.expectInvoke(CallbackAssigned, "active=[] standby=[] warmup=[0_0 0_1]")
+	}},
+	{"testReconcilingWarmupTaskToActiveTask", func(h *harness) {
+		h.stableWith(warmup("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, active("0_0")))
+		h.expectInvoke(CallbackAssigned, "active=[0_0] standby=[] warmup=[]")
+	}},
+	{"testReconcilingWarmupTaskToStandbyTask", func(h *harness) {
+		h.stableWith(warmup("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, standby("0_0")))
+		h.expectInvoke(CallbackAssigned, "active=[] standby=[0_0] warmup=[]")
+	}},
+	{"shouldDropStandbyAndWarmupForTaskThatIsAlsoAssignedAsActive", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, &tasks.Assignment{Active: set("0_0"), Standby: set("0_0", "0_1"), Warmup: set("0_0")}))
+		h.expectInvoke(CallbackAssigned, "active=[0_0] standby=[0_1] warmup=[]")
+	}},
+
+	// Callback failures and aborted reconciliations
+	{"testReconcilingAndAssignmentCallbackFails", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.complete(errors.New("boom"))
+		h.expectState(Reconciling)
+		if a, _ := h.m.Owned(); !a.IsEmpty() {
+			h.t.Fatalf("a failed OnTasksAssigned must not change what is owned: %v", a)
+		}
+		var ce *CallbackError
+		if !h.hasEvent(EventError) || !errors.As(h.events[len(h.events)-1].Err, &ce) || ce.Callback != CallbackAssigned {
+			h.t.Fatal("the failure must surface as an error event naming the callback")
+		}
+		n := len(h.invokes)
+		h.advance(100 * time.Millisecond) // the backoff
+		h.tick()
+		if len(h.invokes) != n+1 {
+			h.t.Fatal("the reconciliation was not retried")
+		}
+		h.expectInvoke(CallbackAssigned, "active=[0_0] standby=[] warmup=[]")
+		h.complete(nil)
+		h.expectState(Acknowledging)
+	}},
+	{"testReconcilingAndRevocationCallbackFails", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, active("0_1")))
+		h.complete(errors.New("commit failed"))
+		if h.lastInvoke().Kind != CallbackRevoked {
+			h.t.Fatal("OnTasksAssigned must not run after a failed revocation")
+		}
+		h.advance(100 * time.Millisecond)
+		h.tick()
+		h.expectInvoke(CallbackRevoked, "[0_0]")
+	}},
+	{"testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, active("0_1")))
+		h.expectInvoke(CallbackRevoked, "[0_0]")
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.FencedMemberEpoch.Code)) // fenced while the revocation runs
+		h.complete(nil)                            // the revocation returns
+		h.expectInvoke(CallbackLost, "active=[0_0] standby=[] warmup=[]")
+		for _, inv := range h.invokes {
+			if inv.Kind == CallbackAssigned && inv.Assignment.Active.Contains(tasks.ID{Subtopology: "0", Partition: 1}) {
+				h.t.Fatal("the aborted reconciliation went on to assign")
+			}
+		}
+	}},
+	{"testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, active("0_0", "0_1")))
+		h.expectInvoke(CallbackAssigned, "active=[0_0 0_1] standby=[] warmup=[]")
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.UnknownMemberID.Code))
+		h.complete(nil) // OnTasksAssigned returns after the fencing
+		h.expectState(Fenced)
+		// The application holds what it was handed, so OnAllTasksLost covers it (invariant 1).
+		h.expectInvoke(CallbackLost, "active=[0_0 0_1] standby=[] warmup=[]")
+	}},
+	{"newerTargetDuringRevocationRestartsReconciliation", func(h *harness) {
+		h.stableWith(active("0_0", "0_1"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, active("0_1")))
+		h.expectInvoke(CallbackRevoked, "[0_0]")
+		h.advance(interval)
+		h.mustSend() // heartbeats go on while the callback runs
+		h.answer(resp(3, active("0_0", "0_2")))
+		h.complete(nil)
+		// Restarted from the newer target: 0_1 is revoked, then the whole new target assigned.
+		h.expectInvoke(CallbackRevoked, "[0_1]")
+		h.complete(nil)
+		h.expectInvoke(CallbackAssigned, "active=[0_0 0_2] standby=[] warmup=[]")
+	}},
+	{"newerTargetDuringAssignmentIsReconciledAfterTheAck", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, active("0_0", "0_1")))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(3, active("0_1")))
+		h.complete(nil) // assigned {0_0, 0_1}
+		h.expectState(Acknowledging)
+		req := h.mustSend()
+		if owned(req) != "active=[0_0 0_1] standby=[] warmup=[]" {
+			h.t.Fatalf("ack must report what the application owns now: %s", owned(req))
+		}
+		h.expectState(Reconciling)
+		h.expectInvoke(CallbackRevoked, "[0_0]")
+	}},
+
+	// Leaving
+	{"testLeaveGroupWhenNotInGroup", func(h *harness) {
+		h.record(h.m.Leave(h.now, CloseDefault))
+		if len(h.sent) != 0 || len(h.done) != 1 || h.done[0].Err != nil {
+			h.t.Fatalf("leave while unsubscribed: sent %d, done %+v", len(h.sent), h.done)
+		}
+	}},
+	{"testIgnoreLeaveResponseWhenNotLeavingGroup", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(-1, nil))
+		h.expectState(Stable)
+		if h.m.Epoch() != 1 {
+			h.t.Fatalf("epoch changed to %d", h.m.Epoch())
+		}
+	}},
+	{"testLeaveGroupWhenNotInGroupAndFenced", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.FencedMemberEpoch.Code))
+		h.expectState(Fenced)
+		h.record(h.m.Leave(h.now, CloseDefault))
+		if len(h.done) != 1 {
+			h.t.Fatal("leave while fenced must complete at once")
+		}
+	}},
+	{"testLeaveGroupWhenInGroupWithAssignment", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.record(h.m.Leave(h.now, CloseDefault))
+		h.expectState(PrepareLeaving)
+		h.expectInvoke(CallbackRevoked, "[0_0]")
+		h.complete(nil)
+		last := h.sent[len(h.sent)-1]
+		if last.MemberEpoch != heartbeat.EpochLeave || last.Topology != nil || last.ActiveTasks != nil {
+			h.t.Fatalf("leave heartbeat %+v", last)
+		}
+		h.expectState(Unsubscribed)
+		if len(h.done) != 1 || h.done[0].Err != nil {
+			h.t.Fatal("leave must end with Done(nil)")
+		}
+	}},
+	{"testLeaveGroupEpochIsStaticMemberEpochForStaticMember", func(h *harness) {
+		h.m.cfg.Member.InstanceID = "instance-a"
+		h.m.b = heartbeat.NewBuilder(h.m.cfg.Member)
+		h.stableWith(active("0_0"))
+		h.record(h.m.Leave(h.now, CloseDefault))
+		h.complete(nil)
+		last := h.sent[len(h.sent)-1]
+		if last.MemberEpoch != heartbeat.EpochLeaveStatic || last.InstanceID == nil || *last.InstanceID != "instance-a" {
+			h.t.Fatalf("static leave: %+v", last)
+		}
+	}},
+	{"testStaticMemberUsesExpectedLeaveEpochOnClose", func(h *harness) {
+		h.m.cfg.Member.InstanceID = "instance-a"
+		h.m.b = heartbeat.NewBuilder(h.m.cfg.Member)
+		h.stableWith(active("0_0"))
+		h.record(h.m.Leave(h.now, CloseLeaveGroup))
+		h.complete(nil)
+		if last := h.sent[len(h.sent)-1]; last.MemberEpoch != heartbeat.EpochLeave {
+			h.t.Fatalf("LEAVE_GROUP must use -1, got %d", last.MemberEpoch)
+		}
+	}},
+	{"testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat", func(h *harness) {
+		h.stableWith(active("0_0"))
+		n := len(h.sent)
+		h.record(h.m.Leave(h.now, CloseRemainInGroup))
+		h.complete(nil)
+		if len(h.sent) != n || len(h.done) != 1 {
+			h.t.Fatal("a dynamic member remaining in the group sends no leave heartbeat")
+		}
+	}},
+	{"testLeaveWhileJoiningBeforeAnyAnswer", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.record(h.m.Leave(h.now, CloseDefault))
+		if last := h.sent[len(h.sent)-1]; last.MemberEpoch != heartbeat.EpochLeave {
+			h.t.Fatal("a joining member that may be registered must still send a leave")
+		}
+		h.answer(resp(1, active("0_0"))) // the join answer arrives after the leave: ignored
+		if len(h.invokes) != 0 {
+			h.t.Fatal("an answer after the leave started a reconciliation")
+		}
+	}},
+
+	// Heartbeat outcomes by state
+	{"testOnHeartbeatSuccessWhenInFatal", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.fail(int16(kerr.GroupMaxSizeReached.Code))
+		h.answer(resp(5, active("0_0")))
+		if h.m.Epoch() == 5 || len(h.invokes) != 0 {
+			h.t.Fatal("a fatal member must ignore answers")
+		}
+	}},
+	{"testOnHeartbeatSuccessWhenInReconciling", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.complete(nil)
+		h.mustSend()
+		h.answer(resp(1, nil))
+		h.expectState(Stable)
+	}},
+	{"testOnHeartbeatRequestGeneratedWhenInAcknowledging", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.advance(interval)
+		if owned(h.mustSend()) != "null" { // keepalive while the callback runs: nothing owned changed
+			h.t.Fatal("a keepalive during reconciliation must not report owned tasks")
+		}
+		h.answer(resp(1, nil))
+		h.complete(nil)
+		h.expectState(Acknowledging)
+		h.mustSend()
+		h.expectState(Stable)
+	}},
+
+	// Fencing and fatal
+	{"testOnFencedWhenInStable", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.FencedMemberEpoch.Code))
+		h.expectState(Fenced)
+		if h.tick() != nil {
+			h.t.Fatal("no heartbeat while fenced")
+		}
+		h.expectInvoke(CallbackLost, "active=[0_0] standby=[] warmup=[]")
+		h.complete(nil)
+		h.expectState(Joining)
+		req := h.mustSend() // no backoff
+		if req.MemberEpoch != 0 || req.MemberID != "member-1" || req.Topology == nil || len(req.ActiveTasks) != 0 {
+			h.t.Fatalf("rejoin must be a join with the same member ID: %+v", req)
+		}
+	}},
+	{"testOnFencedWhenInJoining", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.fail(int16(kerr.UnknownMemberID.Code))
+		h.expectState(Joining) // nothing owned: rejoin at once
+		if h.mustSend().MemberEpoch != 0 {
+			h.t.Fatal("rejoin epoch")
+		}
+	}},
+	{"testOnFencedWhenInLeaving", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.record(h.m.Leave(h.now, CloseDefault)) // PrepareLeaving, revoke running
+		h.fail(int16(kerr.FencedMemberEpoch.Code))
+		h.complete(nil)
+		if len(h.done) != 1 {
+			h.t.Fatal("the pending leave must complete")
+		}
+		h.expectState(Unsubscribed)
+	}},
+	{"testTransitionToFatalWhenInStable", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.GroupAuthorizationFailed.Code))
+		h.expectState(Fatal)
+		h.expectInvoke(CallbackLost, "active=[0_0] standby=[] warmup=[]")
+		if len(h.done) != 0 {
+			h.t.Fatal("Done must wait for OnAllTasksLost")
+		}
+		h.complete(nil)
+		if len(h.done) != 1 || !errors.Is(h.done[0].Err, kerr.GroupAuthorizationFailed) || !h.hasEvent(EventFatal) {
+			h.t.Fatalf("done %+v", h.done)
+		}
+		h.record(h.m.Leave(h.now, CloseDefault))
+		h.answer(resp(9, nil))
+		if len(h.done) != 1 {
+			h.t.Fatal("exactly one Done after a fatal error")
+		}
+	}},
+	{"testTransitionToFatalWhenInUnsubscribe", func(h *harness) {
+		h.record(h.m.Fail(h.now, errors.New("cluster too old")))
+		h.expectState(Fatal)
+		if len(h.invokes) != 0 || len(h.done) != 1 {
+			h.t.Fatal("nothing owned: no OnAllTasksLost, one Done")
+		}
+	}},
+
+	// Group readiness
+	{"testIsGroupReadyWithMissingSourceTopicsStatus", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active(), heartbeat.Status{Code: heartbeat.MissingSourceTopics, Detail: "Source topics t0 are missing."}))
+		if inv := h.lastInvoke(); inv.Ready {
+			h.t.Fatal("missing source topics: group not ready")
+		}
+		if !h.hasEvent(EventMissingSourceTopics) {
+			h.t.Fatal("no missing-source-topics event")
+		}
+		for _, e := range h.events {
+			if e.Kind == EventMissingSourceTopics && (len(e.Topics) != 1 || e.Topics[0] != "t0") {
+				h.t.Fatalf("event names topics %v", e.Topics)
+			}
+		}
+	}},
+	{"testIsGroupReadyWithAssignmentDelayedStatus", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active(), heartbeat.Status{Code: heartbeat.AssignmentDelayed}))
+		if h.lastInvoke().Ready {
+			h.t.Fatal("assignment delayed: group not ready")
+		}
+	}},
+	{"testIsGroupReadyWithOtherStatuses", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active(), heartbeat.Status{Code: heartbeat.StaleTopology}))
+		if !h.lastInvoke().Ready {
+			h.t.Fatal("STALE_TOPOLOGY does not block readiness")
+		}
+		if !h.hasEvent(EventStaleTopology) {
+			h.t.Fatal("no stale-topology event")
+		}
+	}},
+	{"testIsGroupReadyChangeWhenTasksAreNull", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(1, nil, heartbeat.Status{Code: heartbeat.AssignmentDelayed}))
+		h.expectInvoke(CallbackAssigned, "active=[0_0] standby=[] warmup=[]")
+		if h.lastInvoke().Ready {
+			h.t.Fatal("readiness change alone must re-run OnTasksAssigned with ready=false")
+		}
+	}},
+
+	// Statuses
+	{"unknownStatusIgnoredAndReportedOnce", func(h *harness) {
+		h.stableWith(active("0_0"))
+		for range 3 {
+			h.advance(interval)
+			h.mustSend()
+			h.answer(resp(1, nil, heartbeat.Status{Code: 42, Detail: "future"}))
+			h.advance(interval)
+			h.mustSend()
+			h.answer(resp(1, nil))
+		}
+		if n := h.countEvents(EventUnknownStatus); n != 1 {
+			h.t.Fatalf("unknown status reported %d times, want once", n)
+		}
+		h.expectState(Stable)
+	}},
+	{"steadyStateEmitsNoEvents", func(h *harness) {
+		h.stableWith(active("0_0"))
+		n := len(h.events)
+		for range 10 {
+			h.advance(interval)
+			h.mustSend()
+			h.answer(resp(1, nil, heartbeat.Status{Code: heartbeat.StaleTopology}))
+		}
+		if got := len(h.events) - n; got != 1 {
+			h.t.Fatalf("%d events over 10 identical heartbeats, want 1 (the status appearing)", got)
+		}
+	}},
+	{"missingSourceTopicsTimeoutAfterTwoIntervals", func(h *harness) {
+		h.start()
+		h.mustSend()
+		missing := heartbeat.Status{Code: heartbeat.MissingSourceTopics, Detail: "Source topics a, b are missing."}
+		h.answer(resp(1, active(), missing))
+		h.complete(nil)
+		h.mustSend()
+		h.answer(resp(1, nil, missing))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(1, nil, missing))
+		if h.hasEvent(EventMissingSourceTopicsTimeout) {
+			h.t.Fatal("reported before two intervals passed")
+		}
+		h.advance(interval)
+		h.tick()
+		if !h.hasEvent(EventMissingSourceTopicsTimeout) {
+			h.t.Fatal("not reported after two intervals")
+		}
+		h.advance(interval)
+		h.tick()
+		if h.countEvents(EventMissingSourceTopicsTimeout) != 1 {
+			h.t.Fatal("reported more than once")
+		}
+		h.answer(resp(1, nil)) // the heartbeat sent with the first timeout tick
+		if !h.hasEvent(EventStatusCleared) {
+			h.t.Fatal("the status clearing was not reported")
+		}
+	}},
+	{"testStreamsGroupMemberRequestingShutdownApplication", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.record(h.m.RequestShutdown(h.now))
+		req := h.mustSend() // at once
+		if !req.ShutdownApplication {
+			h.t.Fatal("ShutdownApplication not set")
+		}
+		h.answer(resp(1, nil, heartbeat.Status{Code: heartbeat.ShutdownApplication}))
+		if !h.hasEvent(EventShutdownRequested) {
+			h.t.Fatal("no shutdown event")
+		}
+		h.advance(interval)
+		if !h.mustSend().ShutdownApplication {
+			h.t.Fatal("every later heartbeat must carry the request")
+		}
+	}},
+}
+
+func TestScenarios(t *testing.T) {
+	for _, s := range scenarios {
+		t.Run(s.name, func(t *testing.T) {
+			s.run(newHarness(t))
+		})
+	}
+}
+
+// Heartbeat sender scenarios (§11.2).
+func TestSenderScenarios(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(h *harness)
+	}{
+		{"testNoHeartbeatIfHeartbeatSkipped", func(h *harness) {
+			if h.tick() != nil {
+				h.t.Fatal("unsubscribed member sent a heartbeat")
+			}
+		}},
+		{"testNotSendingHeartbeatIfMemberIsJoiningOrAcknowledgingWhenHeartbeatInFlight", func(h *harness) {
+			h.start()
+			h.mustSend()
+			if h.tick() != nil {
+				h.t.Fatal("two heartbeats in flight")
+			}
+		}},
+		{"testNotSendingHeartbeatIfHeartbeatCannotBeSent", func(h *harness) {
+			h.stableWith(active("0_0"))
+			h.advance(interval - time.Millisecond)
+			if h.tick() != nil {
+				h.t.Fatal("sent before the interval")
+			}
+			if next := h.m.Next(); !next.Equal(h.now.Add(time.Millisecond)) {
+				h.t.Fatalf("Next() = %v, want the interval's end", next.Sub(h.now))
+			}
+			h.advance(time.Millisecond)
+			h.mustSend()
+		}},
+		{"testBuildingHeartbeatAssignmentSentWhenChanged", func(h *harness) {
+			h.stableWith(active("0_0"))
+			h.advance(interval)
+			if owned(h.mustSend()) != "null" {
+				h.t.Fatal("unchanged owned lists must be null")
+			}
+		}},
+		{"testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges", func(h *harness) {
+			h.stableWith(active("0_0"))
+			h.advance(interval)
+			h.mustSend()
+			h.answer(resp(2, &tasks.Assignment{Active: set("0_0"), Standby: set("1_0")}))
+			h.complete(nil)
+			req := h.mustSend()
+			if req.ActiveTasks == nil || req.StandbyTasks == nil || req.WarmupTasks == nil {
+				h.t.Fatal("all three lists must be sent together")
+			}
+		}},
+		{"testResettingHeartbeatState", func(h *harness) {
+			h.stableWith(active("0_0"))
+			h.advance(interval)
+			h.mustSend()
+			h.fail(int16(kerr.CoordinatorNotAvailable.Code))
+			h.advance(time.Second)
+			req := h.mustSend()
+			if owned(req) != "active=[0_0] standby=[] warmup=[]" || req.RebalanceTimeoutMillis != 30000 || req.ProcessID == nil || req.Topology != nil {
+				h.t.Fatalf("after an error the heartbeat must be full (without topology): %+v", req)
+			}
+		}},
+		{"testCoordinatorLoadInProgressErrorResponse", func(h *harness) {
+			h.stableWith(active("0_0"))
+			h.advance(interval)
+			h.mustSend()
+			h.fail(int16(kerr.CoordinatorLoadInProgress.Code))
+			h.expectState(Stable)
+			if h.tick() != nil {
+				h.t.Fatal("retried without backoff")
+			}
+			h.advance(100 * time.Millisecond)
+			h.mustSend()
+			h.fail(int16(kerr.CoordinatorLoadInProgress.Code))
+			h.advance(100 * time.Millisecond)
+			if h.tick() != nil {
+				h.t.Fatal("the backoff must grow")
+			}
+			h.advance(100 * time.Millisecond)
+			h.mustSend()
+		}},
+		{"testTopicAuthorizationFailedErrorResponse", func(h *harness) {
+			h.stableWith(active("0_0"))
+			h.advance(interval)
+			h.mustSend()
+			h.fail(int16(kerr.TopicAuthorizationFailed.Code))
+			h.expectState(Stable)
+			if a, _ := h.m.Owned(); !a.Active.Equal(set("0_0")) || !h.hasEvent(EventError) {
+				h.t.Fatal("keep state and report")
+			}
+			h.advance(time.Second)
+			h.mustSend()
+		}},
+		{"testKnownFatalErrorResponse", func(h *harness) {
+			for _, code := range []int16{42, 81, 130, 131, 132, 30, 31, 82, 111, 69} {
+				h := newHarness(h.t)
+				h.start()
+				h.mustSend()
+				h.fail(code)
+				h.expectState(Fatal)
+				if len(h.done) != 1 || h.done[0].Err == nil {
+					h.t.Fatalf("code %d: no typed fatal error", code)
+				}
+			}
+		}},
+		{"testOtherErrorResponse", func(h *harness) {
+			h.start()
+			h.mustSend()
+			h.fail(9999)
+			h.expectState(Fatal)
+		}},
+		{"testUnsupportedVersionFailureWhileSending", func(h *harness) {
+			h.start()
+			h.mustSend()
+			h.fail(int16(kerr.UnsupportedVersion.Code))
+			err := h.done[0].Err
+			if !errors.Is(err, heartbeat.ErrNotSupported) || !strings.Contains(err.Error(), "streams.version >= 1") {
+				h.t.Fatalf("unsupported: %v", err)
+			}
+		}},
+		{"testCoordinatorDisconnectFailureWhileSending", func(h *harness) {
+			h.stableWith(active("0_0"))
+			h.advance(interval)
+			h.mustSend()
+			h.record(h.m.HeartbeatFailed(h.now, heartbeat.ClassifyTransport(errors.New("connection reset"))))
+			h.expectState(Stable)
+			h.advance(100 * time.Millisecond)
+			h.mustSend()
+		}},
+		{"testStreamsRebalanceDataHeartbeatIntervalMsUpdatedOnSuccess", func(h *harness) {
+			h.stableWith(active("0_0"))
+			h.advance(interval)
+			h.mustSend()
+			r := resp(1, nil)
+			r.HeartbeatIntervalMillis = 2000
+			h.answer(r)
+			h.advance(1999 * time.Millisecond)
+			if h.tick() != nil {
+				h.t.Fatal("the new interval was not taken")
+			}
+			h.advance(time.Millisecond)
+			h.mustSend()
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(newHarness(t)) })
+	}
+}
