@@ -140,6 +140,3 @@ func (b *Builder) fillJoinFields(req *kmsg.StreamsGroupHeartbeatRequest) {
 		req.ClientTags = append(req.ClientTags, kmsg.StreamsGroupHeartbeatRequestClientTag{Key: k, Value: b.m.ClientTags[k]})
 	}
 }
-
-// OffsetsSent reports whether the builder has sent offsets since the last reset.
-func (b *Builder) OffsetsSent() bool { return b.offsets != nil || b.endOffs != nil }

@@ -384,7 +384,6 @@ func (m *Machine) sendHeartbeat(now time.Time, offsets, ends tasks.Offsets) []Ac
 	}
 	sendOffsets := m.offsetsSupported && offsets != nil &&
 		(m.offsetsAfterChange || m.offsetsIntervalDue(now) || m.hotWarmup(offsets, ends))
-	hadOffsets := m.b.OffsetsSent()
 	req := m.b.Build(heartbeat.State{
 		Epoch:         m.epoch,
 		EndpointEpoch: m.endpointEpoch,
@@ -394,10 +393,11 @@ func (m *Machine) sendHeartbeat(now time.Time, offsets, ends tasks.Offsets) []Ac
 		EndOffsets:    ends,
 		SendOffsets:   sendOffsets,
 	})
-	if req.TaskOffsets != nil || req.TaskEndOffsets != nil || (sendOffsets && hadOffsets) {
-		// The interval clock moves only when offsets were due; unchanged ones are not resent.
-		m.lastOffsetsAt = now
-		m.offsetsAfterChange = false
+	if sendOffsets {
+		m.offsetsAfterChange = false // the assignment-change trigger is used up
+	}
+	if req.TaskOffsets != nil || req.TaskEndOffsets != nil {
+		m.lastOffsetsAt = now // the interval clock moves only when offsets were sent
 	}
 	m.inFlight = true
 	out := []Action{Send{Request: req}}
