@@ -3,6 +3,7 @@ package membership
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,7 +205,15 @@ func TestMachineIsDeterministic(t *testing.T) {
 		h.fail(int16(kerr.FencedMemberEpoch.Code))
 		h.complete(nil)
 		h.mustSend()
-		return fmt.Sprintf("%+v", h.actions)
+		var out []string
+		for _, a := range h.actions {
+			if send, ok := a.(Send); ok {
+				out = append(out, fmt.Sprintf("send leave=%v %x", send.Leave, send.Request.AppendTo(nil)))
+				continue
+			}
+			out = append(out, fmt.Sprintf("%+v", a))
+		}
+		return strings.Join(out, "\n")
 	}
 	if a, b := run(), run(); a != b {
 		t.Fatal("the same inputs gave different actions")
