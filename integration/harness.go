@@ -250,3 +250,56 @@ func (b *Broker) DescribeGroup(t testing.TB, group string) *kmsg.StreamsGroupDes
 	}
 	return g
 }
+
+// SetStreamsFeature sets the finalized feature streams.version (0 turns streams groups off for the
+// whole cluster; 1 turns them on again).
+func (b *Broker) SetStreamsFeature(t testing.TB, level int16) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	req.TimeoutMillis = 30000
+	up := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	up.Feature, up.MaxVersionLevel = "streams.version", level
+	up.AllowDowngrade = level == 0
+	up.UpgradeType = 1 // upgrade
+	if level == 0 {
+		up.UpgradeType = 2 // safe downgrade
+	}
+	req.FeatureUpdates = append(req.FeatureUpdates, up)
+	resp, err := req.RequestWith(ctx, b.Client(t))
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+		for _, r := range resp.Results {
+			if err == nil {
+				err = kerr.ErrorForCode(r.ErrorCode)
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("setting streams.version=%d: %v", level, err)
+	}
+}
+
+// SetGroupConfig sets a dynamic group config (e.g. streams.num.standby.replicas) with
+// IncrementalAlterConfigs on resource type GROUP.
+func (b *Broker) SetGroupConfig(t testing.TB, group, key, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType = kmsg.ConfigResourceType(32) // GROUP
+	res.ResourceName = group
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = key, &value
+	res.Configs = append(res.Configs, cfg)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, b.Client(t))
+	if err == nil && len(resp.Resources) > 0 {
+		err = kerr.ErrorForCode(resp.Resources[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("setting group config %s=%s on %s: %v", key, value, group, err)
+	}
+}
