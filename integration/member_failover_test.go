@@ -265,3 +265,23 @@ func TestStaleTopologyEvent(t *testing.T) {
 			fmt.Sprintf("events %s, last %+v", old.eventKinds(), e.GroupTopology)
 	})
 }
+
+// TestStaticMembershipRefusedBeforeKafka44 (Kafka 4.2/4.3 only): group.instance.id against a broker
+// that cannot do static membership stops the member with a typed error before any heartbeat.
+func TestStaticMembershipRefusedBeforeKafka44(t *testing.T) {
+	b := Get(t)
+	if v := b.StreamsHeartbeatMaxVersion(t); v >= 1 {
+		t.Skipf("the broker supports static membership (heartbeat v%d); this test is for 4.2/4.3", v)
+	}
+	topic, group := Name(t, "in"), Name(t, "app")
+	b.CreateTopic(t, topic, 1)
+	m := startMember(t, b, group, simpleTopology(topic), "a", nil, func(c *config.Config) { c.GroupInstanceID = "i-1" })
+	select {
+	case <-m.Done():
+	case <-time.After(settle):
+		t.Fatal("the member did not stop")
+	}
+	if err := m.Err(); !errors.Is(err, heartbeat.ErrNotSupported) || !strings.Contains(err.Error(), "group.instance.id") {
+		t.Fatalf("Err() = %v", err)
+	}
+}

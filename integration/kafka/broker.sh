@@ -39,9 +39,13 @@ fetch() {
 	local tmp="$libs.partial"
 	rm -rf "$tmp"
 	mkdir -p "$tmp"
+	# Maven prints colour codes even in batch mode; strip them from what reaches the terminal.
+	local ok=1
 	mvn -B -q -Dstyle.color=never -f "$here/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
-		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >&2 \
-		|| die "Maven could not resolve org.apache.kafka:kafka_2.13:$KAFKA_VERSION"
+		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1 || ok=0
+	sed 's/\x1b\[[0-9;]*m//g' "$tmp.log" | grep -v '^[[:space:]]*$' >&2 || true
+	rm -f "$tmp.log"
+	[ "$ok" = 1 ] || die "Maven could not resolve org.apache.kafka:kafka_2.13:$KAFKA_VERSION"
 	rm -rf "$libs"
 	mv "$tmp" "$libs"
 	touch "$libs/.complete"
