@@ -109,6 +109,20 @@ func ErrorFor(code int16, brokerMessage *string) *Error {
 	case kerr.TopicAuthorizationFailed:
 		e.Class = KeepState
 		e.Action = "grant DESCRIBE on every topic of the topology to this client; the member keeps its tasks and retries"
+	case kerr.UnknownServerError:
+		if code != kerr.UnknownServerError.Code {
+			// kerr maps codes it does not know to UNKNOWN_SERVER_ERROR; a code newer than this
+			// library is treated as fatal, as the Java client does.
+			e.Action = fmt.Sprintf("unexpected error code %d from the group coordinator", code)
+			break
+		}
+		// The coordinator threw an exception it did not map to an error code. That is a broker
+		// fault, not a verdict on this member: Kafka 4.4.0 does it for a join with an
+		// application.server endpoint while the group's topology is not configured yet (its
+		// source topics are not known), and recovers by itself once they are. So report and
+		// retry, keeping state, rather than stopping the member for good.
+		e.Class = KeepState
+		e.Action = "the group coordinator failed internally (see the broker log); the member keeps its tasks and retries"
 	case kerr.UnsupportedVersion:
 		e.kind = ErrNotSupported
 		e.Action = "this cluster does not support streams groups: it needs Kafka 4.2+ with the feature streams.version >= 1 " +

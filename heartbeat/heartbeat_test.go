@@ -211,6 +211,7 @@ func TestErrorClasses(t *testing.T) {
 		{25, nil, Fenced, kerr.UnknownMemberID},
 		{110, nil, Fenced, kerr.FencedMemberEpoch},
 		{29, nil, KeepState, kerr.TopicAuthorizationFailed},
+		{-1, nil, KeepState, kerr.UnknownServerError},
 		{30, nil, Fatal, kerr.GroupAuthorizationFailed},
 		{35, nil, Fatal, ErrNotSupported},
 		{42, &msg, Fatal, ErrTopologyMismatch},

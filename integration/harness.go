@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ type Broker struct {
 	Script    string // path of broker.sh
 
 	startedHere bool
+	binDir      string // where BuildTool puts binaries; removed by Main
 }
 
 var current *Broker
@@ -46,6 +48,11 @@ func Main(m *testing.M) int {
 		return 1
 	}
 	current = b
+	if b.binDir, err = os.MkdirTemp("", "streamsgroup-bin-"); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(b.binDir)
 	code := m.Run()
 	if b.startedHere {
 		if err := b.run("stop"); err != nil {
@@ -237,6 +244,45 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+var buildMu sync.Mutex
+
+// BuildTool builds the main package at pkg (e.g. "./cmd/streams-groups", relative to the module
+// root) once per test run and returns the binary's path.
+func (b *Broker) BuildTool(t testing.TB, pkg string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	bin := filepath.Join(b.binDir, filepath.Base(pkg))
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	_, file, _, _ := runtime.Caller(0)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = filepath.Dir(filepath.Dir(file))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// KafkaTool runs one of Kafka's own command-line tools (a main class from the broker's jars) and
+// returns its standard output. It fails the test if the broker's jars are unknown.
+func (b *Broker) KafkaTool(t testing.TB, mainClass string, args ...string) (string, error) {
+	t.Helper()
+	if b.Libs == "" {
+		t.Fatal("the broker's jar directory is unknown (STREAMSGROUP_KAFKA_LIBS)")
+	}
+	full := append([]string{"-cp", filepath.Join(b.Libs, "*"), mainClass}, args...)
+	cmd := exec.Command("java", full...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("%s %v: %w\n%s", mainClass, args, err, stderr.String())
+	}
+	return stdout.String(), err
 }
 
 // DescribeGroup describes a streams group at its coordinator.

@@ -285,3 +285,31 @@ func TestStaticMembershipRefusedBeforeKafka44(t *testing.T) {
 		t.Fatalf("Err() = %v", err)
 	}
 }
+
+// TestApplicationServerEndpoints: members with application.server get the interactive-query map of
+// which endpoint holds which partitions. It also covers a Kafka 4.4.0 broker fault: a join with an
+// endpoint, sent while the group's topology is not configured yet (the topic was just created), is
+// answered with UNKNOWN_SERVER_ERROR; the member must retry rather than stop.
+func TestApplicationServerEndpoints(t *testing.T) {
+	b := Get(t)
+	topic, group := Name(t, "in"), Name(t, "app")
+	b.CreateTopic(t, topic, 2)
+	b.DeleteGroupAtEnd(t, group)
+	endpoint := func(port string) func(*config.Config) {
+		return func(c *config.Config) { c.ApplicationServer = "localhost:" + port }
+	}
+	a := startMember(t, b, group, simpleTopology(topic), "a", nil, endpoint("8080"))
+	c := startMember(t, b, group, simpleTopology(topic), "c", nil, endpoint("8081"))
+	Eventually(t, settle, func() (bool, string) {
+		e, ok := a.lastEvent(membership.EventEndpointsChanged)
+		if !ok {
+			return false, "no endpoints event; events " + a.eventKinds()
+		}
+		x := e.Endpoints[heartbeat.Endpoint{Host: "localhost", Port: 8080}].Active[topic]
+		y := e.Endpoints[heartbeat.Endpoint{Host: "localhost", Port: 8081}].Active[topic]
+		return len(x) == 1 && len(y) == 1 && x[0] != y[0], fmt.Sprintf("endpoints %+v", e.Endpoints)
+	})
+	if a.Err() != nil || c.Err() != nil {
+		t.Fatalf("a member stopped: %v / %v", a.Err(), c.Err())
+	}
+}

@@ -236,3 +236,14 @@ func groupMemberIDs(t *testing.T, b *Broker, group string) map[string]bool {
 	}
 	return out
 }
+
+func (m *member) lastEvent(kind membership.EventKind) (membership.Event, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := len(m.events) - 1; i >= 0; i-- {
+		if m.events[i].Kind == kind {
+			return m.events[i], true
+		}
+	}
+	return membership.Event{}, false
+}

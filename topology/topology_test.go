@@ -194,3 +194,32 @@ func TestFromDescribe(t *testing.T) {
 		t.Fatalf("empty ID: %v", err)
 	}
 }
+
+func TestJSONRoundTrip(t *testing.T) {
+	topo := MustNew(wordcount("app")...)
+	b, err := topo.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSON(strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.Equal(topo) || back.ID() != topo.ID() {
+		t.Fatalf("round trip changed the topology:\n%s", b)
+	}
+	if _, err := ReadJSON(strings.NewReader(`{"subtopologies":[{"id":"0","sourceTopic":["x"]}]}`)); err == nil {
+		t.Fatal("an unknown field (typo) must be an error")
+	}
+	if _, err := ReadJSON(strings.NewReader(`{"subtopologies":[{"id":"0"}]}`)); !errors.Is(err, ErrNoSource) {
+		t.Fatalf("validation applies: %v", err)
+	}
+	d, err := FromDescribe(describedOf(topo, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _ := d.MarshalJSON()
+	if !strings.Contains(string(db), topo.ID().Hex()) || !strings.Contains(string(db), `"epoch":0`) {
+		t.Fatalf("described JSON: %s", db)
+	}
+}

@@ -27,12 +27,19 @@ type Cache struct {
 	group singleflight.Group
 
 	mu    sync.Mutex
-	nodes map[string]int32
+	nodes map[string]Broker
+}
+
+// Broker is a coordinator as FindCoordinator names it.
+type Broker struct {
+	Node int32
+	Host string
+	Port int32
 }
 
 // NewCache returns a Cache that sends FindCoordinator through cl.
 func NewCache(cl *kgo.Client) *Cache {
-	return &Cache{cl: cl, nodes: make(map[string]int32)}
+	return &Cache{cl: cl, nodes: make(map[string]Broker)}
 }
 
 // LookupError is a FindCoordinator answer with an error code. Code is the Kafka error (a *kerr.Error
@@ -59,11 +66,17 @@ func (e *LookupError) Retriable() bool { return kerr.IsRetriable(e.Code) }
 
 // Node returns the coordinator node of group, from the cache or by asking the cluster.
 func (c *Cache) Node(ctx context.Context, group string) (int32, error) {
+	b, err := c.Lookup(ctx, group)
+	return b.Node, err
+}
+
+// Lookup returns the coordinator of group, from the cache or by asking the cluster.
+func (c *Cache) Lookup(ctx context.Context, group string) (Broker, error) {
 	c.mu.Lock()
-	node, ok := c.nodes[group]
+	b, ok := c.nodes[group]
 	c.mu.Unlock()
 	if ok {
-		return node, nil
+		return b, nil
 	}
 	v, err, _ := c.group.Do(group, func() (any, error) {
 		req := kmsg.NewPtrFindCoordinatorRequest()
@@ -72,35 +85,37 @@ func (c *Cache) Node(ctx context.Context, group string) (int32, error) {
 		req.CoordinatorKeys = []string{group}
 		resp, err := req.RequestWith(ctx, c.cl)
 		if err != nil {
-			return int32(0), fmt.Errorf("finding the coordinator of group %q: %w", group, err)
+			return Broker{}, fmt.Errorf("finding the coordinator of group %q: %w", group, err)
 		}
-		code, msg, node := resp.ErrorCode, resp.ErrorMessage, resp.NodeID
+		code, msg := resp.ErrorCode, resp.ErrorMessage
+		b := Broker{Node: resp.NodeID, Host: resp.Host, Port: resp.Port}
 		if len(resp.Coordinators) > 0 { // v4+: one entry per key
 			co := resp.Coordinators[0]
-			code, msg, node = co.ErrorCode, co.ErrorMessage, co.NodeID
+			code, msg = co.ErrorCode, co.ErrorMessage
+			b = Broker{Node: co.NodeID, Host: co.Host, Port: co.Port}
 		}
 		if code != 0 {
 			e := &LookupError{Group: group, Code: kerr.ErrorForCode(code)}
 			if msg != nil {
 				e.Message = *msg
 			}
-			return int32(0), e
+			return Broker{}, e
 		}
 		c.mu.Lock()
-		c.nodes[group] = node
+		c.nodes[group] = b
 		c.mu.Unlock()
-		return node, nil
+		return b, nil
 	})
 	if err != nil {
-		return 0, err
+		return Broker{}, err
 	}
-	return v.(int32), nil
+	return v.(Broker), nil
 }
 
 // Invalidate forgets the coordinator of group if it is still node (a newer look-up is kept).
 func (c *Cache) Invalidate(group string, node int32) {
 	c.mu.Lock()
-	if cur, ok := c.nodes[group]; ok && cur == node {
+	if cur, ok := c.nodes[group]; ok && cur.Node == node {
 		delete(c.nodes, group)
 	}
 	c.mu.Unlock()

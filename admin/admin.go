@@ -1,0 +1,333 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/internal/coordinator"
+	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
+)
+
+// Client runs streams-group admin requests over the caller's *kgo.Client.
+type Client struct {
+	cl    *kgo.Client
+	coord *coordinator.Cache
+}
+
+// NewClient returns a Client over cl.
+func NewClient(cl *kgo.Client) *Client {
+	return &Client{cl: cl, coord: coordinator.NewCache(cl)}
+}
+
+// Errors a caller can test with errors.Is.
+var (
+	// ErrGroupNotFound: no group has this ID.
+	ErrGroupNotFound = errors.New("group not found")
+	// ErrNotStreamsGroup: the ID belongs to a group of another type (consumer, classic, share).
+	ErrNotStreamsGroup = errors.New("not a streams group")
+	// ErrGroupNotEmpty: a group with members cannot be deleted.
+	ErrGroupNotEmpty = errors.New("group is not empty")
+)
+
+// GroupError is a per-group failure. It unwraps to one of the Err… values above where one applies,
+// and to the Kafka error.
+type GroupError struct {
+	Group string
+	Type  string // for ErrNotStreamsGroup: the group's actual type
+	Kind  error  // ErrGroupNotFound, ErrNotStreamsGroup, ErrGroupNotEmpty or nil
+	Kafka error  // the broker's error, if any
+}
+
+func (e *GroupError) Error() string {
+	switch {
+	case errors.Is(e.Kind, ErrNotStreamsGroup):
+		return fmt.Sprintf("group %q is a %s group, not a streams group", e.Group, e.Type)
+	case errors.Is(e.Kind, ErrGroupNotFound):
+		return fmt.Sprintf("group %q does not exist", e.Group)
+	case errors.Is(e.Kind, ErrGroupNotEmpty):
+		return fmt.Sprintf("group %q still has members; stop them first (it can only be deleted when empty)", e.Group)
+	}
+	return fmt.Sprintf("group %q: %v", e.Group, e.Kafka)
+}
+
+// Unwrap returns the kind and the Kafka error.
+func (e *GroupError) Unwrap() []error {
+	var out []error
+	if e.Kind != nil {
+		out = append(out, e.Kind)
+	}
+	if e.Kafka != nil {
+		out = append(out, e.Kafka)
+	}
+	return out
+}
+
+// Group is a described streams group.
+type Group struct {
+	ID                   string
+	State                string // Empty, NotReady, Assigning, Reconciling, Stable, Dead
+	Epoch                int32
+	AssignmentEpoch      int32
+	Topology             *topology.Described // nil when the group has no topology
+	Members              []Member            // sorted by member ID
+	Coordinator          int32               // node ID of the group coordinator
+	CoordinatorHost      string
+	CoordinatorPort      int32
+	AuthorizedOperations int32
+	AssignorName         string // Kafka 4.4+
+}
+
+// Member is one member of a described group.
+type Member struct {
+	MemberID         string
+	MemberEpoch      int32
+	InstanceID       string
+	RackID           string
+	ClientID         string
+	ClientHost       string
+	TopologyEpoch    int32
+	ProcessID        string
+	Endpoint         string // host:port of application.server, "" when not set
+	ClientTags       map[string]string
+	TaskOffsets      tasks.Offsets
+	TaskEndOffsets   tasks.Offsets
+	Assignment       tasks.Assignment
+	TargetAssignment tasks.Assignment
+	IsClassic        bool
+}
+
+// Describe describes one streams group at its coordinator.
+func (c *Client) Describe(ctx context.Context, group string) (*Group, error) {
+	for attempt := 0; ; attempt++ {
+		req := kmsg.NewPtrStreamsGroupDescribeRequest()
+		req.Groups = []string{group}
+		req.IncludeAuthorizedOperations = true
+		resp, node, err := c.coord.Send(ctx, group, req)
+		if err != nil {
+			if !coordinator.IsRetriableTransport(err) {
+				return nil, err
+			}
+		} else {
+			groups := resp.(*kmsg.StreamsGroupDescribeResponse).Groups
+			if len(groups) != 1 {
+				return nil, fmt.Errorf("describe of %q answered %d groups", group, len(groups))
+			}
+			g := groups[0]
+			if !coordinator.IsCoordinatorMoved(g.ErrorCode) {
+				if g.ErrorCode != 0 {
+					return nil, c.groupError(ctx, group, g.ErrorCode, g.ErrorMessage)
+				}
+				return c.convert(&g, node)
+			}
+			c.coord.Invalidate(group, node)
+		}
+		if err := sleep(ctx, attempt); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func sleep(ctx context.Context, attempt int) error {
+	d := min(50*time.Millisecond<<attempt, time.Second)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// groupError turns a per-group error code into a *GroupError. GROUP_ID_NOT_FOUND means either no
+// group or a group of another type; a ListGroups tells which.
+func (c *Client) groupError(ctx context.Context, group string, code int16, msg *string) error {
+	kafka := kerr.ErrorForCode(code)
+	if msg != nil && *msg != "" {
+		kafka = fmt.Errorf("%w: %s", kafka, *msg)
+	}
+	e := &GroupError{Group: group, Kafka: kafka}
+	switch kerr.ErrorForCode(code) {
+	case kerr.GroupIDNotFound:
+		e.Kind = ErrGroupNotFound
+		if typ, err := c.groupType(ctx, group); err == nil && typ != "" && typ != "streams" {
+			e.Kind, e.Type = ErrNotStreamsGroup, typ
+		}
+	case kerr.NonEmptyGroup:
+		e.Kind = ErrGroupNotEmpty
+	}
+	return e
+}
+
+// groupType returns the type of group (consumer, classic, share, streams) or "" if there is none.
+func (c *Client) groupType(ctx context.Context, group string) (string, error) {
+	all, err := c.listAll(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, g := range all {
+		if g.Group == group {
+			if g.GroupType == "" {
+				return "classic", nil
+			}
+			return g.GroupType, nil
+		}
+	}
+	return "", nil
+}
+
+func (c *Client) listAll(ctx context.Context) ([]kmsg.ListGroupsResponseGroup, error) {
+	req := kmsg.NewPtrListGroupsRequest()
+	shards := c.cl.RequestSharded(ctx, req)
+	var out []kmsg.ListGroupsResponseGroup
+	for _, s := range shards {
+		if s.Err != nil {
+			return nil, s.Err
+		}
+		r := s.Resp.(*kmsg.ListGroupsResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return nil, err
+		}
+		out = append(out, r.Groups...)
+	}
+	return out, nil
+}
+
+func (c *Client) convert(g *kmsg.StreamsGroupDescribeResponseGroup, node int32) (*Group, error) {
+	out := &Group{
+		ID: g.Group, State: g.State, Epoch: g.Epoch, AssignmentEpoch: g.AssignmentEpoch,
+		Coordinator: node, AuthorizedOperations: g.AuthorizedOperations,
+	}
+	if g.AssignorName != nil {
+		out.AssignorName = *g.AssignorName
+	}
+	if b, err := c.coord.Lookup(context.Background(), g.Group); err == nil && b.Node == node {
+		out.CoordinatorHost, out.CoordinatorPort = b.Host, b.Port // from the cache: no request
+	}
+	if g.Topology != nil {
+		d, err := topology.FromDescribe(g.Topology)
+		if err != nil {
+			return nil, fmt.Errorf("group %q: %w", g.Group, err)
+		}
+		out.Topology = d
+	}
+	for _, m := range g.Members {
+		mm := Member{
+			MemberID: m.MemberID, MemberEpoch: m.MemberEpoch, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			TopologyEpoch: m.TopologyEpoch, ProcessID: m.ProcessID, IsClassic: m.IsClassic,
+			TaskOffsets: tasks.OffsetsFromKmsg(m.TaskOffsets), TaskEndOffsets: tasks.OffsetsFromKmsg(m.TaskEndOffsets),
+			Assignment:       assignment(m.Assignment),
+			TargetAssignment: assignment(m.TargetAssignment),
+		}
+		if m.InstanceID != nil {
+			mm.InstanceID = *m.InstanceID
+		}
+		if m.RackID != nil {
+			mm.RackID = *m.RackID
+		}
+		if m.UserEndpoint != nil && m.UserEndpoint.Host != "" {
+			mm.Endpoint = fmt.Sprintf("%s:%d", m.UserEndpoint.Host, m.UserEndpoint.Port)
+		}
+		if len(m.ClientTags) > 0 {
+			mm.ClientTags = make(map[string]string, len(m.ClientTags))
+			for _, t := range m.ClientTags {
+				mm.ClientTags[t.Key] = t.Value
+			}
+		}
+		out.Members = append(out.Members, mm)
+	}
+	sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].MemberID < out.Members[j].MemberID })
+	return out, nil
+}
+
+func assignment(a kmsg.StreamsAssignment) tasks.Assignment {
+	return tasks.Assignment{
+		Active:  tasks.FromKmsg(a.ActiveTasks),
+		Standby: tasks.FromKmsg(a.StandbyTasks),
+		Warmup:  tasks.FromKmsg(a.WarmupTasks),
+	}
+}
+
+// Listed is a streams group as ListGroups reports it.
+type Listed struct {
+	ID    string
+	State string
+}
+
+// List lists the streams groups of the cluster, sorted by ID; with states, only groups in one of them
+// (matched case-insensitively, e.g. "stable").
+func (c *Client) List(ctx context.Context, states ...string) ([]Listed, error) {
+	all, err := c.listAll(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing groups: %w", err)
+	}
+	want := make(map[string]bool)
+	for _, s := range states {
+		want[normState(s)] = true
+	}
+	var out []Listed
+	for _, g := range all {
+		if g.GroupType != "streams" {
+			continue
+		}
+		if len(want) > 0 && !want[normState(g.GroupState)] {
+			continue
+		}
+		out = append(out, Listed{ID: g.Group, State: g.GroupState})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func normState(s string) string {
+	b := []byte(s)
+	for i, ch := range b {
+		if ch >= 'A' && ch <= 'Z' {
+			b[i] = ch + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// Delete deletes streams groups. Only empty groups can be deleted. The result maps each group to its
+// error (nil when deleted); the error is for the request as a whole.
+func (c *Client) Delete(ctx context.Context, groups ...string) (map[string]error, error) {
+	out := make(map[string]error, len(groups))
+	var toDelete []string
+	for _, g := range groups {
+		// Check the type first: DeleteGroups would delete a consumer group just as well.
+		d, err := c.Describe(ctx, g)
+		switch {
+		case err != nil:
+			out[g] = err
+		case d.State != "Empty" && d.State != "Dead":
+			out[g] = &GroupError{Group: g, Kind: ErrGroupNotEmpty, Kafka: kerr.NonEmptyGroup}
+		default:
+			toDelete = append(toDelete, g)
+		}
+	}
+	if len(toDelete) == 0 {
+		return out, nil
+	}
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.Groups = toDelete
+	for _, s := range c.cl.RequestSharded(ctx, req) {
+		if s.Err != nil {
+			return out, fmt.Errorf("deleting groups: %w", s.Err)
+		}
+		for _, r := range s.Resp.(*kmsg.DeleteGroupsResponse).Groups {
+			if r.ErrorCode != 0 {
+				out[r.Group] = c.groupError(ctx, r.Group, r.ErrorCode, nil)
+			} else {
+				out[r.Group] = nil
+			}
+		}
+	}
+	return out, nil
+}
