@@ -59,6 +59,18 @@ func javaCompatibleTopology(group, input, store string) *topology.Topology {
 	})
 }
 
+// deleteTopicsAtEnd deletes topics the test did not create itself (internal topics the broker
+// created for a streams group) when the test ends, so they do not pile up in a long-lived broker.
+func deleteTopicsAtEnd(t *testing.T, b *Broker, topics ...string) {
+	t.Helper()
+	adm := b.Admin(t)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = adm.DeleteTopics(ctx, topics...)
+	})
+}
+
 // javaBuild is the result of building the Java peer, shared by every test of the run.
 var javaBuild struct {
 	once      sync.Once

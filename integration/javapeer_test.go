@@ -3,6 +3,7 @@ package integration
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,8 +14,9 @@ import (
 
 // These tests run a real Kafka Streams 4.4 application (the Java peer, javapeer/) and Go members in
 // one streams group. The broker compares the topology of every joining member with the group's field
-// by field and refuses any difference, so a Go member that is assigned tasks next to a Java member
-// proves the Go topology is byte-for-byte the one Kafka Streams sends.
+// by field, every list in order (PROTOCOL §7.3), and refuses any difference; so a Go member that is
+// accepted into a group a Java member created, and the other way round, proves the Go topology is
+// the one Kafka Streams sends, to the byte once encoded.
 
 // interop is the shared setup of an interop test: an input topic of 4 partitions (so 4 tasks), an
 // output topic, a group, and the topology both sides run.
@@ -40,10 +42,12 @@ func newInterop(t *testing.T) *interop {
 	b.CreateTopic(t, in.input, 4)
 	b.CreateTopic(t, in.output, 1)
 	b.DeleteGroupAtEnd(t, in.group)
+	// The broker creates the store's changelog topic for the group; it outlives the group.
+	deleteTopicsAtEnd(t, b, topology.Names{AppID: in.group}.ChangelogTopic(in.store))
 	return in
 }
 
-// startJava starts a Java peer in mode and, for javaDefault, does not wait for anything.
+// startJava starts a Java peer in mode on this setup's group and topics; it does not wait for it.
 func (in *interop) startJava(t *testing.T, mode string) *javaPeer {
 	t.Helper()
 	return startJavaPeer(t, in.b, in.group, in.input, in.output, in.store, mode)
@@ -153,6 +157,9 @@ func TestJavaLeavesGoTakesOver(t *testing.T) {
 	in.splitBetween(t, m, p)
 
 	p.stop(t)
+	if a := p.activeTasks(); !a.IsEmpty() {
+		t.Fatalf("closed Java peer still reports active tasks %v", a)
+	}
 	goID, _ := m.Member()
 	// The close sent the leave heartbeat before it returned, so the broker has already dropped the
 	// Java member: the Go member does not wait for a session timeout.
@@ -209,8 +216,9 @@ func TestGoWithOtherTopologyRefusedByJavaGroup(t *testing.T) {
 // INVALID_REQUEST "Topology updates are not supported yet." (the group keeps the stored topology,
 // PROTOCOL §7.3); the stream thread dies with a StreamsException wrapping that
 // InvalidRequestException, the uncaught exception handler sees it (the ERROR line) and, returning
-// SHUTDOWN_CLIENT, takes the client through PENDING_ERROR to ERROR. The Java member never joined:
-// it owned no task and the group still has only the Go member, which keeps every task.
+// SHUTDOWN_CLIENT, takes the client from REBALANCING through PENDING_ERROR to ERROR, never RUNNING.
+// The Java member never joined: it owned no task and the group still has only the Go member, which
+// keeps every task. The JVM stays up in ERROR until stdin closes, and then still closes cleanly.
 func TestJavaWithOtherTopologyRefusedByGoGroup(t *testing.T) {
 	in := newInterop(t)
 	in.b.CreateTopic(t, in.input+"-extra", 4)
@@ -228,9 +236,13 @@ func TestJavaWithOtherTopologyRefusedByGoGroup(t *testing.T) {
 	if owned := p.everActive(); !owned.IsEmpty() {
 		t.Fatalf("refused Java peer was assigned %v", owned)
 	}
+	if states := p.stateHistory(); slices.Contains(states, "RUNNING") {
+		t.Fatalf("refused Java peer went through RUNNING: states %v", states)
+	}
 	goID, _ := m.Member()
 	if ids := groupMemberIDs(t, in.b, in.group); len(ids) != 1 || !ids[goID] {
 		t.Fatalf("group members are %v; want only the Go member %s", ids, goID)
 	}
 	in.goOwnsAll(t, m)
+	p.stop(t)
 }

@@ -59,6 +59,7 @@ public final class Peer {
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
 
     private static KafkaStreams streams;
+    private static final TaskReporter REPORTER = new TaskReporter();
     // Set once, under the Peer.class lock, when closing starts; volatile so the task poller reads it
     // without waiting for a close in progress.
     private static volatile boolean closed;
@@ -123,8 +124,7 @@ public final class Peer {
             t.setDaemon(true);
             return t;
         });
-        TaskReporter reporter = new TaskReporter();
-        poller.scheduleWithFixedDelay(reporter::poll, 0, 100, TimeUnit.MILLISECONDS);
+        poller.scheduleWithFixedDelay(REPORTER::poll, 0, 100, TimeUnit.MILLISECONDS);
 
         streams.start();
 
@@ -144,6 +144,7 @@ public final class Peer {
         closed = true;
         streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
             .withTimeout(CLOSE_TIMEOUT));
+        REPORTER.poll(); // the empty task sets are reported before CLOSED, however fast close was
         emit("CLOSED");
     }
 
@@ -212,7 +213,7 @@ public final class Peer {
     private static final class TaskReporter {
         private String last;
 
-        void poll() {
+        synchronized void poll() {
             TreeSet<String> active = new TreeSet<>();
             TreeSet<String> standby = new TreeSet<>();
             if (!closed) {
