@@ -23,7 +23,7 @@ integration:
 
 ## demo: a local broker and a few Go members sharing a group, visibly rebalancing
 demo:
-	scripts/with-broker.sh $(GO) run ./examples/rebalance
+	scripts/with-broker.sh $(GO) run ./examples/demo
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)

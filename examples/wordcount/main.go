@@ -1,0 +1,132 @@
+// Command wordcount is a small but real stateful stream processor on a streams group: it counts
+// words in the lines of an input topic, keeping the counts in a state store backed by a changelog
+// topic, and writes every new count to an output topic. Run several copies with the same -app and
+// the broker spreads the work between them.
+//
+// The topology is the one Kafka Streams builds for
+//
+//	builder.stream(input).flatMapValues(split).groupBy((k, word) -> word, Grouped.as("words"))
+//	       .count(Materialized.as("counts")).toStream().to(output)
+//
+// subtopology 0 reads the lines and writes each word to the repartition topic <app>-words-repartition
+// keyed by the word; subtopology 1 reads that topic, counts in the store "counts" (changelog
+// <app>-counts-changelog) and writes the counts out. It consumes exactly the partitions of its active
+// tasks, restores a task's store from the changelog before processing it, keeps standby stores up to
+// date, commits with its member ID and epoch on revocation and every second, reports changelog
+// positions as task offsets, and shuts down cleanly on SIGINT/SIGTERM or a group-wide shutdown
+// request.
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/membership"
+)
+
+func main() {
+	var (
+		bootstrap = flag.String("bootstrap", os.Getenv("STREAMSGROUP_BOOTSTRAP"), "Kafka bootstrap address")
+		appID     = flag.String("app", "wordcount", "application.id (the group)")
+		input     = flag.String("input", "lines", "input topic of text lines")
+		output    = flag.String("output", "word-counts", "output topic of word counts")
+		name      = flag.String("name", "wordcount", "client.id, shown by the group's description")
+		server    = flag.String("application-server", "", "host:port advertised for interactive queries (optional)")
+	)
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("name", *name)
+	if *bootstrap == "" {
+		log.Error("set -bootstrap or STREAMSGROUP_BOOTSTRAP")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, log, *bootstrap, *appID, *input, *output, *name, *server); err != nil {
+		log.Error("wordcount failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, log *slog.Logger, bootstrap, appID, input, output, name, server string) error {
+	a := newApp(appID, input, output, log)
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(bootstrap),
+		kgo.ClientID(name),
+		kgo.RecordPartitioner(a.partitioner()),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.FetchMaxWait(200*time.Millisecond),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	a.cl = cl
+
+	cfg := config.Default(appID)
+	cfg.ApplicationServer = server
+	cfg.MaxPollInterval = 60 * time.Second
+	mgr, err := membership.New(cl, cfg, a.topo,
+		membership.WithListener(a), membership.WithTaskOffsets(a), membership.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	a.mgr = mgr
+	events := mgr.Events()
+	if err := mgr.Start(ctx); err != nil {
+		return err
+	}
+	log.Info("started", "topology_id", a.topo.ID().String(), "group", appID)
+
+	shutdown := make(chan string, 1)
+	go func() {
+		for ev := range events {
+			switch ev.Kind {
+			case membership.EventShutdownRequested:
+				select {
+				case shutdown <- "the group asked every member to shut down":
+				default:
+				}
+			case membership.EventFatal:
+				select {
+				case shutdown <- "fatal: " + ev.Err.Error():
+				default:
+				}
+			}
+		}
+	}()
+
+	processCtx, stopProcessing := context.WithCancel(context.Background())
+	processed := make(chan error, 1)
+	go func() { processed <- a.process(processCtx) }()
+
+	select {
+	case <-ctx.Done():
+		log.Info("signal received: revoking, committing and leaving")
+	case why := <-shutdown:
+		log.Info("shutting down", "why", why)
+	case err := <-processed:
+		stopProcessing()
+		return err
+	}
+	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = mgr.Close(closeCtx) // OnTasksRevoked commits; then the leave heartbeat
+	stopProcessing()
+	<-processed
+	if err != nil {
+		return err
+	}
+	if ferr := mgr.Err(); ferr != nil {
+		return ferr
+	}
+	log.Info("left the group cleanly")
+	return nil
+}
