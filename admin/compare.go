@@ -64,7 +64,7 @@ func CompareTopology(g *Group, local *topology.Topology, localEpoch int32) Compa
 	switch {
 	case localEpoch < c.GroupEpoch:
 		c.Verdict = Older
-		c.Explanation = fmt.Sprintf("the group runs epoch %d; members with epoch %d are told STALE_TOPOLOGY and get no tasks", c.GroupEpoch, localEpoch)
+		c.Explanation = fmt.Sprintf("the group runs epoch %d; members with epoch %d are told STALE_TOPOLOGY", c.GroupEpoch, localEpoch)
 	case localEpoch > c.GroupEpoch:
 		c.Verdict = Newer
 		c.Explanation = fmt.Sprintf("epoch %d is newer than the group's %d; brokers up to Kafka 4.4 keep a group's first topology "+

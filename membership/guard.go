@@ -47,8 +47,8 @@ func compareTopologies(g *kmsg.StreamsGroupDescribeResponseGroup, local *topolog
 	}
 	switch {
 	case stale:
-		tm.Action = fmt.Sprintf("this member's topology.epoch %d is older than the group's; it gets no tasks of the new topology. "+
-			"Deploy the new topology to this process, or roll the group back", localEpoch)
+		tm.Action = fmt.Sprintf("this member's topology.epoch %d is older than the group's, which keeps its own topology; "+
+			"deploy the group's topology and epoch to this process", localEpoch)
 	case !tm.GroupTopologyID.IsZero() && tm.GroupTopologyID == tm.MemberTopology:
 		tm.Action = "the topologies have the same ID but differ in partition counts or copartition groups; make them identical"
 	default:
