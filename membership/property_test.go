@@ -234,3 +234,41 @@ func TestOnlyProtocolTransitions(t *testing.T) {
 	m := NewMachine(MachineConfig{Member: heartbeat.Member{Topology: testTopology}})
 	m.transition(Acknowledging) // Unsubscribed -> Acknowledging is not allowed
 }
+
+// BenchmarkMachineStep measures one state-machine step: a steady-state heartbeat answered (build the
+// request, read the answer) for a member that owns 1,000 tasks.
+func BenchmarkMachineStep(b *testing.B) {
+	var ids []tasks.ID
+	for p := range int32(500) {
+		ids = append(ids, tasks.ID{Subtopology: "0", Partition: p}, tasks.ID{Subtopology: "1", Partition: p})
+	}
+	big := tasks.Assignment{Active: tasks.NewSet(ids...)}
+	m := NewMachine(MachineConfig{
+		Member:  heartbeat.Member{Group: "app", MemberID: "m", ProcessID: "p", RebalanceTimeout: 1000, Topology: testTopology},
+		Backoff: heartbeat.Backoff{Min: time.Millisecond, Max: time.Second},
+	})
+	now := time.Unix(0, 0)
+	m.Start(now)
+	m.Tick(now, nil, nil)
+	r, err := heartbeat.Parse(resp(1, &big), testTopology)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, a := range m.HeartbeatAnswered(now, r) {
+		if inv, ok := a.(Invoke); ok {
+			m.CallbackDone(now, inv.Seq, nil)
+		}
+	}
+	m.Tick(now, nil, nil) // ack
+	steady, _ := heartbeat.Parse(resp(1, nil), testTopology)
+	m.HeartbeatAnswered(now, steady)
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(interval)
+		m.Tick(now, nil, nil)
+		m.HeartbeatAnswered(now, steady)
+	}
+	if m.State() != Stable {
+		b.Fatalf("state %s", m.State())
+	}
+}

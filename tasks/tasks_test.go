@@ -54,6 +54,9 @@ func TestSetOperations(t *testing.T) {
 	check("difference other way", b.Difference(a), "1_1")
 	check("intersect", a.Intersect(b), "0_1", "1_0")
 	check("empty union", Set{}.Union(Set{}))
+	if !a.Equal(a) || !a.Equal(set("0_0", "0_1", "0_2", "1_0")) || a.Equal(set("0_0", "0_1", "0_2", "1_1")) || a.Equal(b) {
+		t.Error("Equal on shared and on separate storage")
+	}
 	if !a.Contains(ID{"0", 2}) || a.Contains(ID{"1", 1}) {
 		t.Error("Contains is wrong")
 	}
