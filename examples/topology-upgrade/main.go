@@ -2,15 +2,19 @@
 // against a broker:
 //
 //  1. members of topology A join with topology.epoch 0;
+//
 //  2. a member of a changed topology B with the same epoch is refused, and the error names both
 //     topology IDs;
+//
 //  3. the same member with epoch 1 is refused too: brokers up to Kafka 4.4 keep a group's first
 //     topology and do not update it, whatever the epoch;
+//
 //  4. a member of A with an older epoch joining a group at epoch 1 is told STALE_TOPOLOGY;
+//
 //  5. the upgrade that works today: describe the group, take the next epoch, stop the old members,
 //     delete the emptied group, start the new topology.
 //
-//	go run ./examples/topology-upgrade      (with STREAMSGROUP_BOOTSTRAP set)
+//     go run ./examples/topology-upgrade      (with STREAMSGROUP_BOOTSTRAP set)
 package main
 
 import (
