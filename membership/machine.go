@@ -740,6 +740,17 @@ func fillLeaveRevoke(m *Machine, cb *callback) bool {
 	return false
 }
 
+// statusEvents maps each known status to the event that reports it.
+var statusEvents = map[heartbeat.StatusCode]EventKind{
+	heartbeat.StaleTopology:                EventStaleTopology,
+	heartbeat.MissingSourceTopics:          EventMissingSourceTopics,
+	heartbeat.IncorrectlyPartitionedTopics: EventIncorrectlyPartitionedTopics,
+	heartbeat.MissingInternalTopics:        EventMissingInternalTopics,
+	heartbeat.ShutdownApplication:          EventShutdownRequested,
+	heartbeat.AssignmentDelayed:            EventAssignmentDelayed,
+	heartbeat.MissingClientTags:            EventMissingClientTags,
+}
+
 // updateStatuses turns the answer's statuses into events when they change (no repeats in the steady
 // state), and tracks how long source topics have been missing.
 func (m *Machine) updateStatuses(now time.Time, statuses []heartbeat.Status) []Action {
@@ -753,22 +764,9 @@ func (m *Machine) updateStatuses(now time.Time, statuses []heartbeat.Status) []A
 		}
 		st := s
 		ev := Event{Status: &st, Topics: s.Topics(), Message: s.Detail}
-		switch s.Code {
-		case heartbeat.StaleTopology:
-			ev.Kind = EventStaleTopology
-		case heartbeat.MissingSourceTopics:
-			ev.Kind = EventMissingSourceTopics
-		case heartbeat.IncorrectlyPartitionedTopics:
-			ev.Kind = EventIncorrectlyPartitionedTopics
-		case heartbeat.MissingInternalTopics:
-			ev.Kind = EventMissingInternalTopics
-		case heartbeat.ShutdownApplication:
-			ev.Kind = EventShutdownRequested
-		case heartbeat.AssignmentDelayed:
-			ev.Kind = EventAssignmentDelayed
-		case heartbeat.MissingClientTags:
-			ev.Kind = EventMissingClientTags
-		default:
+		if kind, ok := statusEvents[s.Code]; ok {
+			ev.Kind = kind
+		} else {
 			if m.unknownSeen[s.Code] {
 				continue
 			}

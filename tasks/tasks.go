@@ -115,30 +115,21 @@ func (s Set) Union(o Set) Set {
 }
 
 // Difference returns the tasks in s that are not in o.
-func (s Set) Difference(o Set) Set {
-	var out []ID
-	j := 0
-	for _, id := range s.ids {
-		for j < len(o.ids) && o.ids[j].Compare(id) < 0 {
-			j++
-		}
-		if j < len(o.ids) && o.ids[j] == id {
-			continue
-		}
-		out = append(out, id)
-	}
-	return Set{ids: out}
-}
+func (s Set) Difference(o Set) Set { return s.filter(o, false) }
 
 // Intersect returns the tasks in both s and o.
-func (s Set) Intersect(o Set) Set {
+func (s Set) Intersect(o Set) Set { return s.filter(o, true) }
+
+// filter keeps the tasks of s that are in o (in = true) or not in o (in = false), walking both
+// sorted lists once.
+func (s Set) filter(o Set, in bool) Set {
 	var out []ID
 	j := 0
 	for _, id := range s.ids {
 		for j < len(o.ids) && o.ids[j].Compare(id) < 0 {
 			j++
 		}
-		if j < len(o.ids) && o.ids[j] == id {
+		if (j < len(o.ids) && o.ids[j] == id) == in {
 			out = append(out, id)
 		}
 	}

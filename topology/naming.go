@@ -49,42 +49,36 @@ func (n Names) Repartition(name string, partitions int32) TopicInfo {
 // KeyValueChangelog returns the TopicInfo Kafka Streams sends for the changelog of a key-value store:
 // cleanup.policy=compact and message.timestamp.type=CreateTime.
 func (n Names) KeyValueChangelog(store string) TopicInfo {
-	return TopicInfo{
-		Name:              n.ChangelogTopic(store),
-		ReplicationFactor: n.rf(),
-		Configs: map[string]string{
-			"cleanup.policy":         "compact",
-			"message.timestamp.type": "CreateTime",
-		},
-	}
+	return n.changelog(store, "cleanup.policy", "compact")
 }
 
 // WindowedChangelog returns the TopicInfo Kafka Streams sends for the changelog of a window or session
 // store with the given retention: cleanup.policy=compact,delete and retention.ms = retention plus one
-// day (windowstore.changelog.additional.retention.ms).
+// day (windowstore.changelog.additional.retention.ms). For a windowed aggregation without
+// Materialized.withRetention, Kafka Streams' retention is the window size plus the grace period.
 func (n Names) WindowedChangelog(store string, retentionMs int64) TopicInfo {
-	return TopicInfo{
-		Name:              n.ChangelogTopic(store),
-		ReplicationFactor: n.rf(),
-		Configs: map[string]string{
-			"cleanup.policy":         "compact,delete",
-			"retention.ms":           strconv.FormatInt(retentionMs+defaultAdditionalRetentionMs, 10),
-			"message.timestamp.type": "CreateTime",
-		},
-	}
+	return n.changelog(store, "cleanup.policy", "compact,delete",
+		"retention.ms", strconv.FormatInt(retentionMs+defaultAdditionalRetentionMs, 10))
 }
 
 // VersionedChangelog returns the TopicInfo Kafka Streams sends for the changelog of a versioned
 // key-value store with the given history retention: cleanup.policy=compact and
 // min.compaction.lag.ms = history retention plus one day.
 func (n Names) VersionedChangelog(store string, historyRetentionMs int64) TopicInfo {
-	return TopicInfo{
+	return n.changelog(store, "cleanup.policy", "compact",
+		"min.compaction.lag.ms", strconv.FormatInt(historyRetentionMs+defaultAdditionalRetentionMs, 10))
+}
+
+// changelog is a changelog TopicInfo with message.timestamp.type=CreateTime (every internal topic
+// has it) and the given key/value configs.
+func (n Names) changelog(store string, configs ...string) TopicInfo {
+	ti := TopicInfo{
 		Name:              n.ChangelogTopic(store),
 		ReplicationFactor: n.rf(),
-		Configs: map[string]string{
-			"cleanup.policy":         "compact",
-			"min.compaction.lag.ms":  strconv.FormatInt(historyRetentionMs+defaultAdditionalRetentionMs, 10),
-			"message.timestamp.type": "CreateTime",
-		},
+		Configs:           map[string]string{"message.timestamp.type": "CreateTime"},
 	}
+	for i := 0; i+1 < len(configs); i += 2 {
+		ti.Configs[configs[i]] = configs[i+1]
+	}
+	return ti
 }

@@ -138,20 +138,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !o.del && len(o.groups) > 1 {
 		return usageError(stderr, "only --delete takes several --group options")
 	}
-	opts, err := clientOptions(&o)
-	if err != nil {
-		fmt.Fprintln(stderr, "Error:", err)
-		return exitUsage
+	c, ctx, done, code := connect(&o, stdout, stderr)
+	if c == nil {
+		return code
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		fmt.Fprintln(stderr, "Error:", err)
-		return exitUsage
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(o.timeout)*time.Millisecond)
-	defer cancel()
-	c := &command{o: &o, adm: admin.NewClient(cl), out: stdout, errw: stderr}
+	defer done()
 	switch {
 	case o.list:
 		return c.list(ctx)
@@ -226,6 +217,24 @@ func clientOptions(o *options) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
+// connect builds the client and a context bounded by --timeout. On failure it prints why and returns
+// a nil command and the exit code; done releases both.
+func connect(o *options, stdout, stderr io.Writer) (*command, context.Context, func(), int) {
+	opts, err := clientOptions(o)
+	if err != nil {
+		fmt.Fprintln(stderr, "Error:", err)
+		return nil, nil, nil, exitUsage
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		fmt.Fprintln(stderr, "Error:", err)
+		return nil, nil, nil, exitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(o.timeout)*time.Millisecond)
+	done := func() { cancel(); cl.Close() }
+	return &command{o: o, adm: admin.NewClient(cl), out: stdout, errw: stderr}, ctx, done, exitOK
+}
+
 type command struct {
 	o    *options
 	adm  *admin.Client
@@ -285,20 +294,11 @@ func topologyIDCommand(o *options, stdout, stderr io.Writer) int {
 	if o.bootstrap == "" {
 		return usageError(stderr, "--bootstrap-server is required to compare with --group")
 	}
-	opts, err := clientOptions(o)
-	if err != nil {
-		fmt.Fprintln(stderr, "Error:", err)
-		return exitUsage
+	c, ctx, done, code := connect(o, stdout, stderr)
+	if c == nil {
+		return code
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		fmt.Fprintln(stderr, "Error:", err)
-		return exitUsage
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(o.timeout)*time.Millisecond)
-	defer cancel()
-	c := &command{o: o, adm: admin.NewClient(cl), out: stdout, errw: stderr}
+	defer done()
 	g, err := c.adm.Describe(ctx, o.groups[0])
 	if err != nil && !errors.Is(err, admin.ErrGroupNotFound) {
 		return c.fail(err)
