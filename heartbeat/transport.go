@@ -136,33 +136,28 @@ func (c Capabilities) Check() error {
 	return nil
 }
 
-// Capabilities asks a broker for its API versions and finalized features, retrying until ctx ends.
+// Capabilities asks a broker for its API versions and finalized features, once. The caller retries
+// (a cluster that is still starting does not answer yet).
 func (t *Transport) Capabilities(ctx context.Context) (Capabilities, error) {
-	for attempt := 0; ; attempt++ {
-		rctx, cancel := context.WithTimeout(ctx, t.timeout)
-		resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(rctx, t.cl)
-		cancel()
-		if err == nil {
-			err = kerr.ErrorForCode(resp.ErrorCode)
-		}
-		if err == nil {
-			c := Capabilities{HeartbeatMaxVersion: -1}
-			for _, k := range resp.ApiKeys {
-				if k.ApiKey == 88 {
-					c.HeartbeatMaxVersion = k.MaxVersion
-				}
-			}
-			for _, f := range resp.FinalizedFeatures {
-				if f.Name == "streams.version" {
-					c.StreamsVersion = f.MaxVersionLevel
-				}
-			}
-			return c, nil
-		}
-		select {
-		case <-ctx.Done():
-			return Capabilities{}, fmt.Errorf("asking the cluster for its API versions: %w (last error: %v)", ctx.Err(), err)
-		case <-time.After(Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}.Delay(attempt)):
+	rctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(rctx, t.cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		return Capabilities{}, fmt.Errorf("asking the cluster for its API versions: %w", err)
+	}
+	c := Capabilities{HeartbeatMaxVersion: -1}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == 88 {
+			c.HeartbeatMaxVersion = k.MaxVersion
 		}
 	}
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "streams.version" {
+			c.StreamsVersion = f.MaxVersionLevel
+		}
+	}
+	return c, nil
 }

@@ -1,10 +1,16 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/membership"
 )
 
@@ -67,4 +73,60 @@ func TestSecondMemberSplitsTasksWithoutOverlap(t *testing.T) {
 		return y.Equal(all), fmt.Sprintf("c owns %v", y)
 	})
 	own.check(t)
+}
+
+// heartbeatCounter counts StreamsGroupHeartbeat requests a client writes.
+type heartbeatCounter struct{ n atomic.Int64 }
+
+func (h *heartbeatCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key == 88 && err == nil {
+		h.n.Add(1)
+	}
+}
+
+// TestSteadyStateIsQuiet: once a member is stable, further heartbeats produce no events (and so no
+// log lines above debug): statuses, endpoints and assignments are reported only when they change.
+func TestSteadyStateIsQuiet(t *testing.T) {
+	b := Get(t)
+	topic, group := Name(t, "in"), Name(t, "app")
+	b.CreateTopic(t, topic, 2)
+	b.DeleteGroupAtEnd(t, group)
+	hb := &heartbeatCounter{}
+	cl := b.Client(t, kgo.WithHooks(hb))
+	cfg := config.Default(group)
+	cfg.ApplicationServer = "localhost:7070"
+	mgr, err := membership.New(cl, cfg, simpleTopology(topic), membership.WithLogger(testLogger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var events []membership.Event
+	evs := mgr.Events()
+	go func() {
+		for e := range evs {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		}
+	}()
+	if err := mgr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer mgr.Close(context.Background())
+	Eventually(t, settle, func() (bool, string) {
+		a, ready := mgr.Assignment()
+		return mgr.State() == membership.Stable && ready && a.Active.Len() == 2, mgr.State().String()
+	})
+	mu.Lock()
+	before := len(events)
+	mu.Unlock()
+	start := hb.n.Load()
+	Eventually(t, settle, func() (bool, string) {
+		return hb.n.Load() >= start+6, fmt.Sprintf("%d heartbeats so far", hb.n.Load()-start)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if extra := events[before:]; len(extra) > 0 {
+		t.Fatalf("%d events in the steady state, first: %v", len(extra), extra[0])
+	}
 }

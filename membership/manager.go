@@ -300,7 +300,7 @@ func (m *Manager) loop() {
 	defer close(m.doneCh)
 	now := m.o.clock()
 
-	caps, err := m.o.transport.Capabilities(m.runCtx)
+	caps, err := m.capabilities()
 	if err == nil {
 		err = caps.Check()
 		if err == nil && m.cfg.GroupInstanceID != "" && !caps.StaticMembership() {
@@ -365,6 +365,28 @@ func (m *Manager) loop() {
 			case <-timer.C:
 			default:
 			}
+		}
+	}
+}
+
+// capabilities asks the cluster what it supports, retrying with backoff until it answers or the
+// member is closed; the first failure is logged, so an unreachable cluster does not go unnoticed.
+func (m *Manager) capabilities() (heartbeat.Capabilities, error) {
+	for attempt := 0; ; attempt++ {
+		caps, err := m.o.transport.Capabilities(m.runCtx)
+		if err == nil {
+			if attempt > 0 {
+				m.log.Info("the cluster answers now")
+			}
+			return caps, nil
+		}
+		if attempt == 0 {
+			m.log.Warn("cannot reach the cluster yet; retrying", "err", err)
+		}
+		select {
+		case <-m.runCtx.Done():
+			return heartbeat.Capabilities{}, m.runCtx.Err()
+		case <-time.After(m.backoff.Delay(attempt)):
 		}
 	}
 }
