@@ -101,6 +101,8 @@ type Manager struct {
 	startOnce sync.Once
 	doneCh    chan struct{}
 
+	shutdownPending bool // RequestShutdown before the first heartbeat (loop goroutine only)
+
 	mu       sync.Mutex
 	snap     snapshot
 	err      error
@@ -309,7 +311,7 @@ func (m *Manager) loop() {
 		}
 	}
 	if err != nil {
-		if m.runCtx.Err() != nil {
+		if m.runCtx.Err() != nil || errors.Is(err, errClosedBeforeJoin) {
 			m.run(m.machine.finish(nil))
 		} else {
 			m.run(m.machine.Fail(now, err))
@@ -319,6 +321,9 @@ func (m *Manager) loop() {
 	m.machine.offsetsSupported = caps.TaskOffsets()
 	m.machine.b.SetSupportsOffsets(caps.TaskOffsets())
 	m.run(m.machine.Start(m.o.clock()))
+	if m.shutdownPending {
+		m.run(m.machine.RequestShutdown(m.o.clock()))
+	}
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -386,10 +391,18 @@ func (m *Manager) capabilities() (heartbeat.Capabilities, error) {
 		select {
 		case <-m.runCtx.Done():
 			return heartbeat.Capabilities{}, m.runCtx.Err()
+		case c := <-m.cmds:
+			if c.leave != nil {
+				return heartbeat.Capabilities{}, errClosedBeforeJoin // never joined: nothing to leave
+			}
+			m.shutdownPending = m.shutdownPending || c.shutdown
 		case <-time.After(m.backoff.Delay(attempt)):
 		}
 	}
 }
+
+// errClosedBeforeJoin: Close came before the cluster ever answered.
+var errClosedBeforeJoin = errors.New("closed before joining")
 
 func (m *Manager) tick() []Action {
 	now := m.o.clock()

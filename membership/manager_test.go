@@ -331,3 +331,30 @@ func TestCloseWithExpiredContextStopsByForce(t *testing.T) {
 		t.Fatalf("Close = %v, want the context's error", err)
 	}
 }
+
+// unreachable is a transport whose cluster never answers.
+type unreachable struct{ fakeBroker }
+
+func (u *unreachable) Capabilities(ctx context.Context) (heartbeat.Capabilities, error) {
+	return heartbeat.Capabilities{}, errors.New("dial tcp: connection refused")
+}
+
+func TestCloseWhileTheClusterNeverAnswered(t *testing.T) {
+	u := &unreachable{}
+	m := newTestManager(t, &u.fakeBroker, nil)
+	m.o.transport = u
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.RequestShutdown()
+	done := make(chan error, 1)
+	go func() { done <- m.Close(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil || m.Err() != nil {
+			t.Fatalf("Close = %v, Err = %v", err, m.Err())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hung while the member was still waiting for the cluster")
+	}
+}
