@@ -247,6 +247,13 @@ func fillLost(m *Machine, cb *callback) bool {
 	return true
 }
 
+// SetTaskOffsetsSupported says, before Start, whether the cluster takes task offsets (Kafka 4.4+), as
+// learned from ApiVersions; later the broker's answers keep it current.
+func (m *Machine) SetTaskOffsetsSupported(ok bool) {
+	m.offsetsSupported = ok
+	m.b.SetSupportsOffsets(ok)
+}
+
 // Start begins joining the group: the first heartbeat is due at once.
 func (m *Machine) Start(now time.Time) []Action {
 	if m.state != Unsubscribed || m.done {

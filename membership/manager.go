@@ -318,8 +318,7 @@ func (m *Manager) loop() {
 		}
 		return
 	}
-	m.machine.offsetsSupported = caps.TaskOffsets()
-	m.machine.b.SetSupportsOffsets(caps.TaskOffsets())
+	m.machine.SetTaskOffsetsSupported(caps.TaskOffsets())
 	m.run(m.machine.Start(m.o.clock()))
 	if m.shutdownPending {
 		m.run(m.machine.RequestShutdown(m.o.clock()))
