@@ -127,24 +127,6 @@ func ErrorFor(code int16, brokerMessage *string) *Error {
 		e.kind = ErrNotSupported
 		e.Action = "this cluster does not support streams groups: it needs Kafka 4.2+ with the feature streams.version >= 1 " +
 			"(kafka-features.sh upgrade --feature streams.version=1) and \"streams\" in group.coordinator.rebalance.protocols"
-	case kerr.GroupAuthorizationFailed:
-		e.Action = "grant READ on the group (application.id) to this client"
-	case kerr.ClusterAuthorizationFailed:
-		e.Action = "grant the needed cluster permission to this client"
-	case kerr.GroupMaxSizeReached:
-		e.Action = "the group is full (group.streams.max.size); stop a member or raise the limit"
-	case kerr.FencedInstanceID:
-		e.Action = "another member uses the same group.instance.id; give each member its own"
-	case kerr.UnreleasedInstanceID:
-		e.Action = "the group.instance.id is still held by a live member; stop it, or wait for its session to time out"
-	case kerr.GroupIDNotFound:
-		e.Action = "the group does not exist or is not a streams group (a consumer or share group may use this application.id)"
-	case kerr.InvalidGroupID:
-		e.Action = "application.id is not a valid group ID"
-	case kerr.StreamsInvalidTopology:
-		e.Action = "the broker rejected the topology; fix the topology as the broker message says"
-	case kerr.StreamsInvalidTopologyEpoch, kerr.StreamsTopologyFenced:
-		e.Action = "the broker refused the topology epoch; describe the group and use its topology and epoch"
 	case kerr.InvalidRequest:
 		switch {
 		case strings.Contains(e.BrokerMessage, topologyUpdateMessage):
@@ -160,9 +142,27 @@ func ErrorFor(code int16, brokerMessage *string) *Error {
 			e.Action = "the broker refused the request as invalid; this is a bug in streamsgroup, please report it with the broker message"
 		}
 	default:
-		e.Action = "unexpected error from the group coordinator"
+		if action, ok := fatalActions[e.Kafka]; ok {
+			e.Action = action
+		} else {
+			e.Action = "unexpected error from the group coordinator"
+		}
 	}
 	return e
+}
+
+// fatalActions says what to do about the fatal errors that need nothing but a sentence.
+var fatalActions = map[error]string{
+	kerr.GroupAuthorizationFailed:    "grant READ on the group (application.id) to this client",
+	kerr.ClusterAuthorizationFailed:  "grant the needed cluster permission to this client",
+	kerr.GroupMaxSizeReached:         "the group is full (group.streams.max.size); stop a member or raise the limit",
+	kerr.FencedInstanceID:            "another member uses the same group.instance.id; give each member its own",
+	kerr.UnreleasedInstanceID:        "the group.instance.id is still held by a live member; stop it, or wait for its session to time out",
+	kerr.GroupIDNotFound:             "the group does not exist or is not a streams group (a consumer or share group may use this application.id)",
+	kerr.InvalidGroupID:              "application.id is not a valid group ID",
+	kerr.StreamsInvalidTopology:      "the broker rejected the topology; fix the topology as the broker message says",
+	kerr.StreamsInvalidTopologyEpoch: "the broker refused the topology epoch; describe the group and use its topology and epoch",
+	kerr.StreamsTopologyFenced:       "the broker refused the topology epoch; describe the group and use its topology and epoch",
 }
 
 // TransportError is a heartbeat that did not get an answer: the broker could not be reached, the

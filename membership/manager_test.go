@@ -203,7 +203,10 @@ func contains(ks []EventKind, k EventKind) bool {
 	return false
 }
 
-func TestManagerHeartbeatsContinueWhileCallbackRuns(t *testing.T) {
+// startStableWithBlockingRevoke starts a member over a 4.4 fake broker whose listener blocks in
+// OnTasksRevoked until l.release is closed, and waits until it is stable.
+func startStableWithBlockingRevoke(t *testing.T) (*fakeBroker, *slowListener, *Manager) {
+	t.Helper()
 	f := &fakeBroker{caps: heartbeat.Capabilities{HeartbeatMaxVersion: 1, StreamsVersion: 1}}
 	l := &slowListener{release: make(chan struct{})}
 	m := newTestManager(t, f, l)
@@ -211,6 +214,11 @@ func TestManagerHeartbeatsContinueWhileCallbackRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "stable", func() bool { return m.State() == Stable })
+	return f, l, m
+}
+
+func TestManagerHeartbeatsContinueWhileCallbackRuns(t *testing.T) {
+	_, l, m := startStableWithBlockingRevoke(t)
 	closed := make(chan error, 1)
 	go func() { closed <- m.Close(context.Background()) }()
 	waitFor(t, "the revocation to start", func() bool { l.mu.Lock(); defer l.mu.Unlock(); return len(l.calls) == 2 })
@@ -227,13 +235,7 @@ func TestManagerHeartbeatsContinueWhileCallbackRuns(t *testing.T) {
 }
 
 func TestManagerSlowRevocationKeepsHeartbeating(t *testing.T) {
-	f := &fakeBroker{caps: heartbeat.Capabilities{HeartbeatMaxVersion: 1, StreamsVersion: 1}}
-	l := &slowListener{release: make(chan struct{})}
-	m := newTestManager(t, f, l)
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "stable", func() bool { return m.State() == Stable })
+	f, l, m := startStableWithBlockingRevoke(t)
 	// Take every task away; OnTasksRevoked blocks, and heartbeats must keep flowing meanwhile.
 	f.mu.Lock()
 	f.next = &tasks.Assignment{}
