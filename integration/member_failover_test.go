@@ -36,7 +36,7 @@ func TestKilledMemberLosesTasksAfterSessionTimeout(t *testing.T) {
 	// "Kill" a: stop it without a leave heartbeat (a dynamic member remaining in the group sends none).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := a.Close(ctx, membership.CloseRemainInGroup); err != nil {
+	if err := a.CloseWith(ctx, membership.CloseRemainInGroup); err != nil {
 		t.Fatal(err)
 	}
 	if ids := groupMemberIDs(t, b, group); !ids[aID] {

@@ -2,11 +2,9 @@ package membership
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
@@ -22,16 +20,35 @@ var testTopology = topology.MustNew(
 
 const interval = 500 * time.Millisecond
 
-// harness drives a Machine with scripted inputs and a fake clock, and keeps every action.
+// caps44 is what a Kafka 4.4 cluster says it supports.
+var caps44 = heartbeat.Capabilities{HeartbeatMaxVersion: 1, StreamsVersion: 1}
+
+// harness drives a Machine with scripted inputs and a fake clock, and keeps every action. The
+// capability probe, offset collections and describes are answered by the harness as configured
+// (caps, offs/ends, described); everything else is answered by the test.
 type harness struct {
 	t       *testing.T
 	m       *Machine
 	now     time.Time
 	actions []Action
-	sent    []*kmsg.StreamsGroupHeartbeatRequest
-	invokes []Invoke
-	events  []Event
-	done    []Done
+
+	sent     []*kmsg.StreamsGroupHeartbeatRequest
+	seqs     []uint64
+	consumed int // heartbeats already returned by tick/mustSend
+	leaves   []SendLeave
+	invokes  []Invoke
+	events   []Event
+	stopped  []Stopped
+	probes   int
+	collects int
+	describe int
+
+	caps           heartbeat.Capabilities
+	capsErr        error
+	offs, ends     tasks.Offsets
+	holdOffs       bool // leave CollectOffsets unanswered until tick
+	pendingCollect *CollectOffsets
+	described      Described
 }
 
 func newHarness(t *testing.T, mutate ...func(*MachineConfig)) *harness {
@@ -43,42 +60,81 @@ func newHarness(t *testing.T, mutate ...func(*MachineConfig)) *harness {
 	for _, f := range mutate {
 		f(&cfg)
 	}
-	return &harness{t: t, m: NewMachine(cfg), now: time.Unix(1_000_000, 0)}
+	return &harness{t: t, m: NewMachine(cfg), now: time.Unix(1_000_000, 0), caps: caps44,
+		described: Described{Err: errors.New("not described in this test")}}
 }
 
-func (h *harness) record(as []Action) []Action {
+// step feeds one input and answers what the harness answers.
+func (h *harness) step(in Input) []Action {
+	as := h.m.Step(h.now, in)
+	h.record(as)
 	for _, a := range as {
 		switch a := a.(type) {
-		case Send:
+		case ProbeCapabilities:
+			h.step(CapabilitiesKnown{Caps: h.caps, Err: h.capsErr})
+		case CollectOffsets:
+			if h.holdOffs {
+				h.pendingCollect = &a
+			} else {
+				h.step(OffsetsCollected{Seq: a.Seq, Offsets: h.offs, Ends: h.ends})
+			}
+		case Describe:
+			h.step(h.described)
+		}
+	}
+	return as
+}
+
+func (h *harness) record(as []Action) {
+	for _, a := range as {
+		switch a := a.(type) {
+		case SendHeartbeat:
 			h.sent = append(h.sent, a.Request)
+			h.seqs = append(h.seqs, a.Seq)
+		case SendLeave:
+			h.leaves = append(h.leaves, a)
 		case Invoke:
 			h.invokes = append(h.invokes, a)
 		case Emit:
 			h.events = append(h.events, a.Event)
-		case Done:
-			h.done = append(h.done, a)
+		case Stopped:
+			h.stopped = append(h.stopped, a)
+		case ProbeCapabilities:
+			h.probes++
+		case CollectOffsets:
+			h.collects++
+		case Describe:
+			h.describe++
 		}
 	}
 	h.actions = append(h.actions, as...)
-	return as
 }
 
 func (h *harness) advance(d time.Duration) { h.now = h.now.Add(d) }
 
-func (h *harness) start() { h.record(h.m.Start(h.now)) }
+// start starts the member; the harness answers the probe with h.caps, so it joins at once.
+func (h *harness) start() { h.step(Start{}) }
 
-// tick lets time pass and returns the heartbeat sent, or nil.
+// tick lets time pass and returns the heartbeat sent since the last one returned, or nil.
 func (h *harness) tick() *kmsg.StreamsGroupHeartbeatRequest {
-	return h.tickOffsets(nil, nil)
-}
-
-func (h *harness) tickOffsets(offs, ends tasks.Offsets) *kmsg.StreamsGroupHeartbeatRequest {
-	n := len(h.sent)
-	h.record(h.m.Tick(h.now, offs, ends))
-	if len(h.sent) > n {
-		return h.sent[len(h.sent)-1]
+	if len(h.sent) == h.consumed && h.pendingCollect == nil {
+		h.step(Tick{})
+	}
+	if c := h.pendingCollect; c != nil && len(h.sent) == h.consumed {
+		h.pendingCollect = nil
+		h.step(OffsetsCollected{Seq: c.Seq, Offsets: h.offs, Ends: h.ends})
+	}
+	if len(h.sent) > h.consumed {
+		h.consumed = len(h.sent)
+		return h.sent[h.consumed-1]
 	}
 	return nil
+}
+
+// tickOffsets is tick with the provider reporting offs and ends.
+func (h *harness) tickOffsets(offs, ends tasks.Offsets) *kmsg.StreamsGroupHeartbeatRequest {
+	h.offs, h.ends = offs, ends
+	return h.tick()
 }
 
 // mustSend ticks and fails unless a heartbeat goes out.
@@ -91,21 +147,32 @@ func (h *harness) mustSend() *kmsg.StreamsGroupHeartbeatRequest {
 	return req
 }
 
-// answer feeds a successful answer.
-func (h *harness) answer(r *kmsg.StreamsGroupHeartbeatResponse) {
-	h.t.Helper()
-	parsed, err := heartbeat.Parse(r, testTopology)
-	if err != nil {
-		h.record(h.m.HeartbeatFailed(h.now, err))
-		return
+func (h *harness) lastSeq() uint64 {
+	if len(h.seqs) == 0 {
+		return 0
 	}
-	h.record(h.m.HeartbeatAnswered(h.now, parsed))
+	return h.seqs[len(h.seqs)-1]
 }
 
-// fail feeds an answer with an error code.
-func (h *harness) fail(code int16) {
-	h.record(h.m.HeartbeatFailed(h.now, heartbeat.ErrorFor(code, nil)))
+// answer feeds an answer to the last heartbeat sent.
+func (h *harness) answer(r *kmsg.StreamsGroupHeartbeatResponse) {
+	h.step(HeartbeatDone{Seq: h.lastSeq(), Response: r})
 }
+
+// fail answers the last heartbeat with an error code.
+func (h *harness) fail(code int16) {
+	r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+	r.ErrorCode = code
+	h.answer(r)
+}
+
+// cut fails the last heartbeat without an answer.
+func (h *harness) cut(err error) { h.step(HeartbeatDone{Seq: h.lastSeq(), Err: err}) }
+
+func (h *harness) close(mode CloseMode) { h.step(Close{Mode: mode}) }
+
+// owned returns what the application holds.
+func (h *harness) owned() tasks.Assignment { return h.m.Snapshot().Owned }
 
 // lastInvoke returns the outstanding callback.
 func (h *harness) lastInvoke() Invoke {
@@ -119,7 +186,7 @@ func (h *harness) lastInvoke() Invoke {
 // complete finishes the outstanding callback with err.
 func (h *harness) complete(err error) {
 	h.t.Helper()
-	h.record(h.m.CallbackDone(h.now, h.lastInvoke().Seq, err))
+	h.step(CallbackDone{Seq: h.lastInvoke().Seq, Err: err})
 }
 
 func (h *harness) expectState(s State) {
@@ -148,14 +215,7 @@ func (h *harness) expectInvoke(kind CallbackKind, want string) Invoke {
 	return inv
 }
 
-func (h *harness) hasEvent(kind EventKind) bool {
-	for _, e := range h.events {
-		if e.Kind == kind {
-			return true
-		}
-	}
-	return false
-}
+func (h *harness) hasEvent(kind EventKind) bool { return h.countEvents(kind) > 0 }
 
 func (h *harness) countEvents(kind EventKind) int {
 	n := 0
@@ -165,6 +225,17 @@ func (h *harness) countEvents(kind EventKind) int {
 		}
 	}
 	return n
+}
+
+func (h *harness) lastEvent(kind EventKind) Event {
+	h.t.Helper()
+	for i := len(h.events) - 1; i >= 0; i-- {
+		if h.events[i].Kind == kind {
+			return h.events[i]
+		}
+	}
+	h.t.Fatalf("no %s event", kind)
+	return Event{}
 }
 
 // set parses task IDs like "0_1".
@@ -223,7 +294,15 @@ func (h *harness) stableWith(a *tasks.Assignment) {
 	h.expectState(Stable)
 }
 
-func isErr(err, target error) bool { return errors.Is(err, target) }
+func static(c *MachineConfig) { c.Member.InstanceID = "instance-a" }
 
-var _ = fmt.Sprint
-var _ = kerr.UnknownMemberID
+// expectPassedThrough fails unless the member was in state s at some point.
+func (h *harness) expectPassedThrough(s State) {
+	h.t.Helper()
+	for _, e := range h.events {
+		if e.Kind == EventStateChanged && e.State == s {
+			return
+		}
+	}
+	h.t.Fatalf("never in state %s", s)
+}

@@ -22,11 +22,11 @@ import (
 // Listener is told about the tasks the application owns. Callbacks run one at a time, in order, on
 // a goroutine of their own (never the heartbeat loop), each with its own copy of the data. An error
 // (or a panic) from OnTasksRevoked or OnTasksAssigned is reported as an EventError and the
-// reconciliation is retried; the member keeps its previous assignment meanwhile. ctx is cancelled
-// when the member is stopped by force.
+// reconciliation is retried after backoff; the member keeps its previous assignment meanwhile. ctx
+// is cancelled when the member is stopped by force (Close's ctx ended).
 type Listener interface {
 	// OnTasksRevoked: stop processing these active tasks and commit their progress. Called before any
-	// new assignment.
+	// new assignment, and only for tasks the application holds.
 	OnTasksRevoked(ctx context.Context, revoked tasks.Set) error
 	// OnTasksAssigned hands over the whole assignment the application now owns (not a delta), and
 	// whether the group is ready (no missing or mis-partitioned topics, no delayed assignment).
@@ -38,17 +38,26 @@ type Listener interface {
 
 // TaskOffsetsProvider gives the changelog positions of the member's tasks (Kafka 4.4+ brokers use
 // them to place warm-up tasks). offsets and ends are, per task, the sums of the changelog offsets and
-// end offsets (tasks.SumOffsets). It is called on the heartbeat loop only when offsets may be sent,
-// so it must be quick (read a snapshot).
+// end offsets (tasks.SumOffsets). It is called on a goroutine of its own, only when offsets may be
+// sent; the heartbeat waits for it at most MachineConfig.OffsetsWait (250 ms) and goes without
+// offsets after that, so it should be quick (read a snapshot).
 type TaskOffsetsProvider interface {
 	TaskOffsets(owned tasks.Assignment) (offsets, ends tasks.Offsets)
 }
 
-// Transport is what the Manager needs from the network; *heartbeat.Transport is the real one.
+// Transport is what the Manager needs from the network. The default sends through the user's
+// *kgo.Client to the group coordinator; tests and applications with their own routing may supply
+// another with WithTransport. Every method is called from a goroutine of its own and must return
+// once ctx ends.
 type Transport interface {
+	// Heartbeat sends req once and returns the broker's answer as it is (error code included), or
+	// the error that kept it from arriving. It must not retry: the member decides.
 	Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error)
-	Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest, backoff heartbeat.Backoff) error
+	// Leave sends a leave heartbeat, retrying coordinator moves until answered or ctx ends.
+	Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) error
+	// Describe describes the group (StreamsGroupDescribe) at its coordinator.
 	Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error)
+	// Capabilities asks the cluster what it supports (ApiVersions), once.
 	Capabilities(ctx context.Context) (heartbeat.Capabilities, error)
 }
 
@@ -58,7 +67,6 @@ type options struct {
 	logger    *slog.Logger
 	memberID  string
 	transport Transport
-	clock     func() time.Time
 }
 
 // Option configures a Manager.
@@ -76,56 +84,39 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // WithMemberID fixes the member ID (default: a new random UUID). It is kept across rejoins.
 func WithMemberID(id string) Option { return func(o *options) { o.memberID = id } }
 
-// WithTransport replaces the network (for tests that script broker answers).
+// WithTransport replaces the network: the member talks to t instead of the cluster behind the
+// *kgo.Client (which may then be nil).
 func WithTransport(t Transport) Option { return func(o *options) { o.transport = t } }
 
-// Manager makes this process a member of a streams group. It runs the state machine on one
-// background goroutine; see the package documentation.
+// Manager makes this process a member of a streams group. It runs the Machine on one background
+// goroutine and only carries out its actions: every protocol decision is the machine's.
+//
+// Goroutines: the loop (owns the machine); one short-lived goroutine per network action
+// (heartbeat, leave, describe, capability probe); one per listener callback (the machine hands out
+// one at a time) and per offsets collection; and the event pump. All of them are gone when Close
+// returns, except a callback or offsets provider that ignores its ctx and is still running when
+// Close's ctx ends: it is left to finish in the background and its result is discarded.
 type Manager struct {
 	cfg  config.Config
 	topo *topology.Topology
 	o    options
 	log  *slog.Logger
 
-	machine *Machine
-	backoff heartbeat.Backoff
+	machine *Machine // owned by the loop goroutine
+	stopped bool     // the machine said Stopped (loop goroutine only)
 
-	events *eventQueue
-	cbs    *callbackRunner
+	events  *eventQueue
+	inputs  chan Input
+	runCtx  context.Context
+	cancel  context.CancelFunc
+	netWG   sync.WaitGroup // the loop and network goroutines
+	userWG  sync.WaitGroup // goroutines running application code
+	started sync.Once
+	doneCh  chan struct{}
 
-	hbResults chan hbResult
-	cmds      chan command
-	runCtx    context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	startOnce sync.Once
-	doneCh    chan struct{}
-
-	shutdownPending bool // RequestShutdown before the first heartbeat (loop goroutine only)
-
-	mu       sync.Mutex
-	snap     snapshot
-	err      error
-	mismatch *TopologyMismatch // last description of a topology mismatch
-}
-
-type snapshot struct {
-	state    State
-	epoch    int32
-	owned    tasks.Assignment
-	ready    bool
-	memberID string
-}
-
-type hbResult struct {
-	resp     *heartbeat.Response
-	err      error
-	mismatch *TopologyMismatch
-}
-
-type command struct {
-	shutdown bool
-	leave    *CloseMode
+	mu   sync.Mutex
+	snap Snapshot
+	err  error
 }
 
 // New checks the configuration and the topology and returns a Manager that has not started. It
@@ -140,15 +131,16 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 	if err := topo.CheckJoinable(); err != nil {
 		return nil, err
 	}
-	o := options{logger: slog.Default(), clock: time.Now}
+	o := options{logger: slog.Default()}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	backoff := heartbeat.Backoff{Min: cfg.RetryBackoff, Max: cfg.RetryBackoffMax, Rand: rand.Float64}
 	if o.transport == nil {
 		if cl == nil {
 			return nil, errors.New("membership: a *kgo.Client is required")
 		}
-		o.transport = heartbeat.NewTransport(cl, cfg.ApplicationID, cfg.RequestTimeout)
+		o.transport = defaultTransport(cl, cfg.ApplicationID, cfg.RequestTimeout, backoff)
 	}
 	if o.memberID == "" {
 		o.memberID = uuid.NewString()
@@ -170,18 +162,22 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 	}
 	member.EndpointHost, member.EndpointPort, member.HasEndpoint = cfg.Endpoint()
 	m := &Manager{
-		cfg:       cfg.Clone(),
-		topo:      topo,
-		o:         o,
-		hbResults: make(chan hbResult, 1),
-		cmds:      make(chan command, 4),
-		doneCh:    make(chan struct{}),
+		cfg:    cfg.Clone(),
+		topo:   topo,
+		o:      o,
+		inputs: make(chan Input, 16),
+		doneCh: make(chan struct{}),
+		events: newEventQueue(),
 	}
 	m.log = o.logger.With("group", cfg.ApplicationID, "member", o.memberID)
-	m.backoff = heartbeat.Backoff{Min: cfg.RetryBackoff, Max: cfg.RetryBackoffMax, Rand: rand.Float64}
-	m.machine = NewMachine(MachineConfig{Member: member, Backoff: m.backoff, TaskOffsetInterval: cfg.TaskOffsetInterval})
-	m.snap = snapshot{memberID: o.memberID, state: Unsubscribed}
-	m.events = newEventQueue()
+	m.machine = NewMachine(MachineConfig{
+		Member:             member,
+		Backoff:            backoff,
+		TaskOffsetInterval: cfg.TaskOffsetInterval,
+		ReportsOffsets:     o.offsets != nil,
+		LeaveBudget:        min(cfg.RequestTimeout, DefaultLeaveBudget),
+	})
+	m.snap = m.machine.Snapshot()
 	return m, nil
 }
 
@@ -192,15 +188,15 @@ func (m *Manager) Start(ctx context.Context) error {
 		return err
 	}
 	started := false
-	m.startOnce.Do(func() {
+	m.started.Do(func() {
 		started = true
 		m.runCtx, m.cancel = context.WithCancel(context.Background())
-		m.cbs = newCallbackRunner(m.runCtx, m.o.listener)
-		m.wg.Add(1)
+		m.events.start()
+		m.netWG.Add(1)
 		go m.loop()
 	})
 	if !started {
-		return errors.New("membership: Start called twice")
+		return errors.New("membership: Start called twice, or after Close")
 	}
 	return nil
 }
@@ -214,26 +210,26 @@ func (m *Manager) Events() <-chan Event {
 	return m.events.out
 }
 
-// Assignment returns what the application owns now and whether the group is ready.
+// Assignment returns what the application holds now and whether the group is ready.
 func (m *Manager) Assignment() (tasks.Assignment, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.snap.owned, m.snap.ready
+	return m.snap.Owned, m.snap.Ready
 }
 
-// Member returns the member ID and epoch, for OffsetCommit and OffsetFetch. Both are read together
-// with the assignment, so a commit never pairs a new epoch with an old assignment.
+// Member returns the member ID and epoch, for OffsetCommit and OffsetFetch. Both come from the same
+// snapshot as Assignment, so a commit never pairs a new epoch with an old assignment.
 func (m *Manager) Member() (memberID string, epoch int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.snap.memberID, m.snap.epoch
+	return m.snap.MemberID, m.snap.Epoch
 }
 
 // State returns the member's state.
 func (m *Manager) State() State {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.snap.state
+	return m.snap.State
 }
 
 // Err returns the fatal error that stopped the member, or nil.
@@ -243,46 +239,70 @@ func (m *Manager) Err() error {
 	return m.err
 }
 
-// Done is closed when the member has stopped (after a leave or a fatal error).
+// Done is closed when the member has stopped (after a leave, a fatal error or a forced stop).
 func (m *Manager) Done() <-chan struct{} { return m.doneCh }
 
 // RequestShutdown asks every member of the group to shut down (the group reports
 // SHUTDOWN_APPLICATION to all of them, this one included). The member keeps running until Close.
-func (m *Manager) RequestShutdown() {
+func (m *Manager) RequestShutdown() { m.command(context.Background(), RequestShutdown{}) }
+
+// command hands an application request to the loop; false when the member has stopped or ctx ended.
+func (m *Manager) command(ctx context.Context, in Input) bool {
 	select {
-	case m.cmds <- command{shutdown: true}:
+	case m.inputs <- in:
+		return true
 	case <-m.doneCh:
+	case <-ctx.Done():
 	}
+	return false
 }
 
-// Close revokes the owned tasks (OnTasksRevoked), leaves the group as mode says (CloseDefault when
-// omitted), and stops the member; no goroutine of it is left when Close returns. If ctx ends first
-// the member is stopped by force and ctx's error returned. After a fatal error Close returns at once.
-func (m *Manager) Close(ctx context.Context, mode ...CloseMode) error {
-	md := CloseDefault
-	if len(mode) > 0 {
-		md = mode[0]
-	}
+// Close leaves the group and stops the member; it is CloseWith(ctx, CloseDefault).
+func (m *Manager) Close(ctx context.Context) error { return m.CloseWith(ctx, CloseDefault) }
+
+// CloseWith revokes the held tasks (OnTasksRevoked), leaves the group as mode says, and stops the
+// member. The leave heartbeat is skipped when the coordinator is not known, and takes at most
+// min(request.timeout.ms, 5 s); the broker removes a member whose leave did not arrive when its
+// session times out. ctx bounds all of it: when ctx ends first the member is stopped by force (the
+// listener's ctx is cancelled) and ctx's error is returned. After a fatal error CloseWith returns at
+// once. No goroutine of the member is left when it returns, except application code that ignores
+// its ctx (see Manager).
+func (m *Manager) CloseWith(ctx context.Context, mode CloseMode) error {
 	notStarted := false
-	m.startOnce.Do(func() { notStarted = true; close(m.doneCh); m.events.close() })
+	m.started.Do(func() {
+		notStarted = true
+		close(m.doneCh)
+		m.events.start()
+		m.events.close()
+	})
 	if notStarted {
-		<-m.events.finished
-		return nil
-	}
-	select {
-	case m.cmds <- command{leave: &md}:
-	case <-m.doneCh:
+		return m.waitEvents(ctx, nil)
 	}
 	var err error
+	if m.command(ctx, Close{Mode: mode}) {
+		m.log.Info("closing", "mode", mode.String())
+	}
 	select {
 	case <-m.doneCh:
 	case <-ctx.Done():
 		err = fmt.Errorf("membership: close did not finish: %w", ctx.Err())
-		m.cancel()
 	}
-	m.cancel()
-	m.wg.Wait()
-	m.cbs.stop()
+	m.cancel() // ends the network goroutines and tells the application's code to stop
+	m.netWG.Wait()
+	user := make(chan struct{})
+	go func() { m.userWG.Wait(); close(user) }()
+	select {
+	case <-user:
+	case <-ctx.Done():
+		if err == nil {
+			err = fmt.Errorf("membership: closed, but a listener callback is still running: %w", ctx.Err())
+		}
+	}
+	return m.waitEvents(ctx, err)
+}
+
+// waitEvents waits until every queued event was read, or ctx ends.
+func (m *Manager) waitEvents(ctx context.Context, err error) error {
 	m.events.close()
 	select {
 	case <-m.events.finished:
@@ -296,235 +316,160 @@ func (m *Manager) Close(ctx context.Context, mode ...CloseMode) error {
 	return err
 }
 
+// loop feeds the machine its inputs and carries out its actions until it stops.
 func (m *Manager) loop() {
-	defer m.wg.Done()
-	defer m.events.close()
+	defer m.netWG.Done()
 	defer close(m.doneCh)
-	now := m.o.clock()
-
-	caps, err := m.capabilities()
-	if err == nil {
-		err = caps.Check()
-		if err == nil && m.cfg.GroupInstanceID != "" && !caps.StaticMembership() {
-			err = fmt.Errorf("group.instance.id is set but the brokers do not support static membership of streams groups "+
-				"(StreamsGroupHeartbeat max version %d; Kafka 4.4+ needed): %w; remove group.instance.id", caps.HeartbeatMaxVersion, heartbeat.ErrNotSupported)
-		}
-	}
-	if err != nil {
-		if m.runCtx.Err() != nil || errors.Is(err, errClosedBeforeJoin) {
-			m.run(m.machine.finish(nil))
-		} else {
-			m.run(m.machine.Fail(now, err))
-		}
-		return
-	}
-	m.machine.SetTaskOffsetsSupported(caps.TaskOffsets())
-	m.run(m.machine.Start(m.o.clock()))
-	if m.shutdownPending {
-		m.run(m.machine.RequestShutdown(m.o.clock()))
-	}
-
+	defer m.events.close()
+	defer m.cancel()
+	m.step(Start{})
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for !m.machine.Done() {
-		m.run(m.tick())
-		if m.machine.Done() {
-			break
-		}
+	for !m.stopped {
 		wait := time.Hour
 		if next := m.machine.Next(); !next.IsZero() {
-			wait = max(next.Sub(m.o.clock()), 0)
+			wait = max(time.Until(next), 0)
 		}
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
-		case r := <-m.hbResults:
-			if r.mismatch != nil {
-				m.mu.Lock()
-				m.mismatch = r.mismatch
-				m.mu.Unlock()
-			}
-			if r.err != nil {
-				m.logHeartbeatError(r.err)
-				m.run(m.machine.HeartbeatFailed(m.o.clock(), r.err))
-			} else {
-				m.run(m.machine.HeartbeatAnswered(m.o.clock(), r.resp))
-			}
-		case d := <-m.cbs.results:
-			m.run(m.machine.CallbackDone(m.o.clock(), d.seq, d.err))
-		case c := <-m.cmds:
-			switch {
-			case c.shutdown:
-				m.log.Info("requesting a shutdown of the whole application")
-				m.run(m.machine.RequestShutdown(m.o.clock()))
-			case c.leave != nil:
-				m.log.Info("closing", "mode", c.leave.String())
-				m.run(m.machine.Leave(m.o.clock(), *c.leave))
-			}
+			m.step(Tick{})
+		case in := <-m.inputs:
+			m.step(in)
 		case <-m.runCtx.Done():
-			m.run(m.machine.finish(nil))
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
+			m.step(Stop{})
 		}
 	}
 }
 
-// capabilities asks the cluster what it supports, retrying with backoff until it answers or the
-// member is closed; the first failure is logged, so an unreachable cluster does not go unnoticed.
-func (m *Manager) capabilities() (heartbeat.Capabilities, error) {
-	for attempt := 0; ; attempt++ {
-		caps, err := m.o.transport.Capabilities(m.runCtx)
-		if err == nil {
-			if attempt > 0 {
-				m.log.Info("the cluster answers now")
-			}
-			return caps, nil
-		}
-		if attempt == 0 {
-			m.log.Warn("cannot reach the cluster yet; retrying", "err", err)
-		}
-		select {
-		case <-m.runCtx.Done():
-			return heartbeat.Capabilities{}, m.runCtx.Err()
-		case c := <-m.cmds:
-			if c.leave != nil {
-				return heartbeat.Capabilities{}, errClosedBeforeJoin // never joined: nothing to leave
-			}
-			m.shutdownPending = m.shutdownPending || c.shutdown
-		case <-time.After(m.backoff.Delay(attempt)):
-		}
-	}
-}
-
-// errClosedBeforeJoin: Close came before the cluster ever answered.
-var errClosedBeforeJoin = errors.New("closed before joining")
-
-func (m *Manager) tick() []Action {
-	now := m.o.clock()
-	var offs, ends tasks.Offsets
-	if m.o.offsets != nil && m.machine.WantsOffsets(now) {
-		owned, _ := m.machine.Owned()
-		offs, ends = m.o.offsets.TaskOffsets(owned)
-	}
-	return m.machine.Tick(now, offs, ends)
-}
-
-// run carries out the machine's actions.
-func (m *Manager) run(actions []Action) {
+// step feeds one input to the machine, carries out the actions and publishes the new snapshot.
+func (m *Manager) step(in Input) {
+	actions := m.machine.Step(time.Now(), in)
 	for _, a := range actions {
-		switch a := a.(type) {
-		case Send:
-			if a.Leave {
-				m.sendLeave(a.Request)
-			} else {
-				m.wg.Add(1)
-				go m.sendHeartbeat(a.Request)
-			}
-		case Invoke:
-			switch a.Kind {
-			case CallbackRevoked:
-				m.log.Info("revoking tasks", "tasks", a.Tasks.String(), "epoch", m.machine.Epoch())
-			case CallbackLost:
-				m.log.Info("tasks lost", "assignment", a.Assignment.String(), "epoch", m.machine.Epoch())
-			default:
-				m.log.Debug("assigning tasks", "assignment", a.Assignment.String(), "ready", a.Ready)
-			}
-			m.cbs.submit(a)
-		case Emit:
-			m.publish(a.Event)
-		case Done:
-			m.mu.Lock()
-			m.err = a.Err
-			m.mu.Unlock()
-		}
+		m.execute(a)
 	}
+	snap := m.machine.Snapshot()
 	m.mu.Lock()
-	owned, ready := m.machine.Owned()
-	m.snap = snapshot{state: m.machine.State(), epoch: m.machine.Epoch(), owned: owned, ready: ready, memberID: m.machine.MemberID()}
+	m.snap = snap
 	m.mu.Unlock()
 }
 
-func (m *Manager) sendHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest) {
-	defer m.wg.Done()
-	r := hbResult{}
-	resp, err := m.o.transport.Heartbeat(m.runCtx, req)
-	switch {
-	case err != nil:
-		r.err = err
-	case resp.ErrorCode != 0:
-		herr := heartbeat.ErrorFor(resp.ErrorCode, resp.ErrorMessage)
-		r.err = herr
-		if errors.Is(herr, heartbeat.ErrTopologyMismatch) {
-			tm := m.describeMismatch(false)
-			r.mismatch = &tm
-			r.err = &TopologyError{Mismatch: tm, Err: herr}
-		}
-	default:
-		r.resp, r.err = heartbeat.Parse(resp, m.topo)
-		if r.err == nil && r.resp.Has(heartbeat.StaleTopology) && m.currentMismatch() == nil {
-			tm := m.describeMismatch(true)
-			r.mismatch = &tm
-		}
+// execute carries out one action; results come back through m.inputs.
+func (m *Manager) execute(a Action) {
+	switch a := a.(type) {
+	case ProbeCapabilities:
+		m.goNet(func(ctx context.Context) Input {
+			caps, err := m.o.transport.Capabilities(ctx)
+			return CapabilitiesKnown{Caps: caps, Err: err}
+		})
+	case SendHeartbeat:
+		m.goNet(func(ctx context.Context) Input {
+			resp, err := m.o.transport.Heartbeat(ctx, a.Request)
+			return HeartbeatDone{Seq: a.Seq, Response: resp, Err: err}
+		})
+	case SendLeave:
+		m.goNet(func(ctx context.Context) Input {
+			ctx, cancel := context.WithTimeout(ctx, a.Budget)
+			defer cancel()
+			return LeaveDone{Err: m.o.transport.Leave(ctx, a.Request)}
+		})
+	case Describe:
+		m.goNet(func(ctx context.Context) Input {
+			ctx, cancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
+			defer cancel()
+			g, err := m.o.transport.Describe(ctx)
+			return Described{Group: g, Err: err}
+		})
+	case CollectOffsets:
+		m.goUser(func(ctx context.Context) Input {
+			offs, ends := m.o.offsets.TaskOffsets(a.Owned)
+			return OffsetsCollected{Seq: a.Seq, Offsets: offs, Ends: ends}
+		}, func(err error) Input { return OffsetsCollected{Seq: a.Seq} })
+	case Invoke:
+		m.logInvoke(a)
+		m.goUser(func(ctx context.Context) Input {
+			return CallbackDone{Seq: a.Seq, Err: m.call(ctx, a)}
+		}, func(err error) Input { return CallbackDone{Seq: a.Seq, Err: err} })
+	case Emit:
+		m.publish(a.Event)
+	case Log:
+		m.log.Log(context.Background(), a.Level, a.Msg,
+			append(a.Attrs, "epoch", m.machine.Epoch(), "state", m.machine.State().String())...)
+	case Stopped:
+		m.stopped = true
+		m.mu.Lock()
+		m.err = a.Err
+		m.mu.Unlock()
 	}
+}
+
+// goNet runs a network action on its own goroutine and feeds its result back.
+func (m *Manager) goNet(f func(ctx context.Context) Input) {
+	m.netWG.Add(1)
+	go func() {
+		defer m.netWG.Done()
+		m.deliver(f(m.runCtx))
+	}()
+}
+
+// goUser runs application code on its own goroutine; a panic becomes onPanic's input.
+func (m *Manager) goUser(f func(ctx context.Context) Input, onPanic func(error) Input) {
+	m.userWG.Add(1)
+	go func() {
+		defer m.userWG.Done()
+		var in Input
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					in = onPanic(fmt.Errorf("panic: %v", p))
+				}
+			}()
+			in = f(m.runCtx)
+		}()
+		m.deliver(in)
+	}()
+}
+
+func (m *Manager) deliver(in Input) {
 	select {
-	case m.hbResults <- r:
+	case m.inputs <- in:
 	case <-m.runCtx.Done():
 	}
 }
 
-func (m *Manager) currentMismatch() *TopologyMismatch {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.mismatch
-}
-
-func (m *Manager) describeMismatch(stale bool) TopologyMismatch {
-	ctx, cancel := context.WithTimeout(m.runCtx, m.cfg.RequestTimeout)
-	defer cancel()
-	g, err := m.o.transport.Describe(ctx)
-	if err != nil {
-		m.log.Warn("could not describe the group to compare topologies", "err", err)
+// call runs one listener callback.
+func (m *Manager) call(ctx context.Context, inv Invoke) error {
+	l := m.o.listener
+	if l == nil {
+		return nil
 	}
-	return compareTopologies(g, m.topo, m.cfg.TopologyEpoch, stale)
-}
-
-func (m *Manager) sendLeave(req *kmsg.StreamsGroupHeartbeatRequest) {
-	ctx, cancel := context.WithTimeout(m.runCtx, m.cfg.RequestTimeout)
-	defer cancel()
-	if err := m.o.transport.Leave(ctx, req, m.backoff); err != nil {
-		m.log.Warn("leave heartbeat failed; the broker removes the member when its session times out", "err", err, "epoch", req.MemberEpoch)
-		return
+	switch inv.Kind {
+	case CallbackRevoked:
+		return l.OnTasksRevoked(ctx, inv.Tasks)
+	case CallbackAssigned:
+		return l.OnTasksAssigned(ctx, inv.Assignment, inv.Ready)
+	case CallbackLost:
+		return l.OnAllTasksLost(ctx, inv.Assignment)
 	}
-	m.log.Info("left the group", "leave_epoch", req.MemberEpoch)
+	return nil
 }
 
-func (m *Manager) logHeartbeatError(err error) {
-	switch classOf(err) {
-	case heartbeat.Retry, heartbeat.Rediscover:
-		m.log.Debug("heartbeat failed; retrying after backoff", "err", err, "epoch", m.machine.Epoch(), "state", m.machine.State().String())
+func (m *Manager) logInvoke(a Invoke) {
+	switch a.Kind {
+	case CallbackRevoked:
+		m.log.Info("revoking tasks", "tasks", a.Tasks.String(), "epoch", m.machine.Epoch())
+	case CallbackLost:
+		m.log.Info("tasks lost", "assignment", a.Assignment.String(), "epoch", m.machine.Epoch())
 	default:
-		m.log.Warn("heartbeat failed", "err", err, "epoch", m.machine.Epoch(), "state", m.machine.State().String())
+		m.log.Debug("assigning tasks", "assignment", a.Assignment.String(), "ready", a.Ready)
 	}
 }
 
 func (m *Manager) publish(e Event) {
-	if e.Kind == EventStaleTopology {
-		e.GroupTopology = m.currentMismatch()
-	}
-	if te, ok := errors.AsType[*TopologyError](e.Err); ok {
-		tm := te.Mismatch
-		e.GroupTopology = &tm
-	}
 	attrs := []any{"event", e.Kind.String(), "epoch", e.Epoch, "state", e.State.String()}
 	switch e.Kind {
 	case EventFatal:
 		m.log.Error("member stopped", append(attrs, "err", e.Err)...)
-	case EventError, EventMissingSourceTopicsTimeout, EventFenced:
-		m.log.Warn(e.String(), attrs...)
 	case EventStateChanged, EventAssigned, EventGroupReadyChanged, EventLeft, EventShutdownRequested, EventStatusCleared:
 		m.log.Info(e.String(), attrs...)
 	case EventEndpointsChanged:

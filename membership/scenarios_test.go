@@ -40,8 +40,8 @@ var scenarios = []struct {
 		h.answer(r)
 		h.expectState(Fatal)
 		var pe *heartbeat.ProtocolError
-		if len(h.done) != 1 || !errors.As(h.done[0].Err, &pe) {
-			h.t.Fatalf("want one Done with a ProtocolError, got %+v", h.done)
+		if len(h.stopped) != 1 || !errors.As(h.stopped[0].Err, &pe) {
+			h.t.Fatalf("want one Done with a ProtocolError, got %+v", h.stopped)
 		}
 	}},
 	{"testWarmupTasksAreNullInHeartbeatResponse", func(h *harness) {
@@ -58,8 +58,8 @@ var scenarios = []struct {
 		h.answer(resp(1, &tasks.Assignment{Active: set("0_0", "9_0")}))
 		h.expectState(Fatal)
 		var ue *tasks.UnknownSubtopologyError
-		if len(h.done) != 1 || !errors.As(h.done[0].Err, &ue) || ue.Task.Subtopology != "9" {
-			h.t.Fatalf("want a typed unknown-subtopology error, got %+v", h.done)
+		if len(h.stopped) != 1 || !errors.As(h.stopped[0].Err, &ue) || ue.Task.Subtopology != "9" {
+			h.t.Fatalf("want a typed unknown-subtopology error, got %+v", h.stopped)
 		}
 		if len(h.invokes) != 0 {
 			h.t.Fatal("no callback may run for an assignment the member cannot process")
@@ -80,10 +80,10 @@ var scenarios = []struct {
 		h.expectState(Reconciling)
 		h.expectInvoke(CallbackAssigned, "active=[0_0] standby=[] warmup=[]")
 		h.complete(nil)
-		h.expectState(Acknowledging)
-		req := h.mustSend() // at once, without waiting for the interval
-		if owned(req) != "active=[0_0] standby=[] warmup=[]" {
-			h.t.Fatalf("ack carries %s", owned(req))
+		h.expectPassedThrough(Acknowledging)
+		req := h.sent[len(h.sent)-1] // sent at once, without waiting for the interval
+		if owned(req) != "active=[0_0] standby=[] warmup=[]" || req.MemberEpoch != 1 {
+			h.t.Fatalf("ack carries %s at epoch %d", owned(req), req.MemberEpoch)
 		}
 		h.expectState(Stable)
 	}},
@@ -118,7 +118,7 @@ var scenarios = []struct {
 	}},
 	{"testReconcilingEmptyToMultipleActiveTaskOfDifferentSubtopologies", func(h *harness) {
 		h.stableWith(active("0_0", "1_2"))
-		a, _ := h.m.Owned()
+		a := h.owned()
 		parts, err := tasks.InputPartitions(testTopology, a.Active)
 		if err != nil || len(parts) != 3 || parts["t0"][0] != 0 || parts["t1"][0] != 2 || parts["rep"][0] != 2 {
 			h.t.Fatalf("input partitions %v (%v)", parts, err)
@@ -220,7 +220,7 @@ var scenarios = []struct {
 		h.answer(resp(1, active("0_0")))
 		h.complete(errors.New("boom"))
 		h.expectState(Reconciling)
-		if a, _ := h.m.Owned(); !a.IsEmpty() {
+		if a := h.owned(); !a.IsEmpty() {
 			h.t.Fatalf("a failed OnTasksAssigned must not change what is owned: %v", a)
 		}
 		var ce *CallbackError
@@ -235,7 +235,10 @@ var scenarios = []struct {
 		}
 		h.expectInvoke(CallbackAssigned, "active=[0_0] standby=[] warmup=[]")
 		h.complete(nil)
-		h.expectState(Acknowledging)
+		h.expectPassedThrough(Acknowledging)
+		if owned(h.mustSend()) != "active=[0_0] standby=[] warmup=[]" {
+			h.t.Fatal("the retried reconciliation was not acknowledged")
+		}
 	}},
 	{"testReconcilingAndRevocationCallbackFails", func(h *harness) {
 		h.stableWith(active("0_0"))
@@ -259,8 +262,11 @@ var scenarios = []struct {
 		h.advance(interval)
 		h.mustSend()
 		h.fail(int16(kerr.FencedMemberEpoch.Code)) // fenced while the revocation runs
-		h.complete(nil)                            // the revocation returns
-		h.expectInvoke(CallbackLost, "active=[0_0] standby=[] warmup=[]")
+		h.complete(nil)                            // the revocation returns: the application holds nothing
+		if h.lastInvoke().Kind != CallbackRevoked {
+			h.t.Fatalf("OnAllTasksLost must not name tasks already revoked: %+v", h.lastInvoke())
+		}
+		h.expectState(Joining)
 		for _, inv := range h.invokes {
 			if inv.Kind == CallbackAssigned && inv.Assignment.Active.Contains(tasks.ID{Subtopology: "0", Partition: 1}) {
 				h.t.Fatal("the aborted reconciliation went on to assign")
@@ -281,7 +287,8 @@ var scenarios = []struct {
 		// The application holds what it was handed, so OnAllTasksLost covers it (invariant 1).
 		h.expectInvoke(CallbackLost, "active=[0_0 0_1] standby=[] warmup=[]")
 	}},
-	{"newerTargetDuringRevocationRestartsReconciliation", func(h *harness) {
+	{"newerTargetDuringRevocationFinishesTheCapturedTarget", func(h *harness) {
+		// Issue 9 item 1.2: owned {0_0 0_1}, target {0_1}, then target {0_2} during the revocation.
 		h.stableWith(active("0_0", "0_1"))
 		h.advance(interval)
 		h.mustSend()
@@ -289,12 +296,27 @@ var scenarios = []struct {
 		h.expectInvoke(CallbackRevoked, "[0_0]")
 		h.advance(interval)
 		h.mustSend() // heartbeats go on while the callback runs
-		h.answer(resp(3, active("0_0", "0_2")))
+		h.answer(resp(3, active("0_2")))
 		h.complete(nil)
-		// Restarted from the newer target: 0_1 is revoked, then the whole new target assigned.
+		// The captured target is finished first (as the Java client does), and acknowledged.
+		h.expectInvoke(CallbackAssigned, "active=[0_1] standby=[] warmup=[]")
+		h.complete(nil)
+		if owned(h.sent[len(h.sent)-1]) != "active=[0_1] standby=[] warmup=[]" {
+			h.t.Fatal("the captured target was not acknowledged")
+		}
+		// Then the newer one: only 0_1 is revoked, 0_0 never again.
 		h.expectInvoke(CallbackRevoked, "[0_1]")
 		h.complete(nil)
-		h.expectInvoke(CallbackAssigned, "active=[0_0 0_2] standby=[] warmup=[]")
+		h.expectInvoke(CallbackAssigned, "active=[0_2] standby=[] warmup=[]")
+		revoked := 0
+		for _, inv := range h.invokes {
+			if inv.Kind == CallbackRevoked && inv.Tasks.Contains(tasks.ID{Subtopology: "0", Partition: 0}) {
+				revoked++
+			}
+		}
+		if revoked != 1 {
+			h.t.Fatalf("0_0 revoked %d times", revoked)
+		}
 	}},
 	{"newerTargetDuringAssignmentIsReconciledAfterTheAck", func(h *harness) {
 		h.stableWith(active("0_0"))
@@ -305,7 +327,7 @@ var scenarios = []struct {
 		h.mustSend()
 		h.answer(resp(3, active("0_1")))
 		h.complete(nil) // assigned {0_0, 0_1}
-		h.expectState(Acknowledging)
+		h.expectPassedThrough(Acknowledging)
 		req := h.mustSend()
 		if owned(req) != "active=[0_0 0_1] standby=[] warmup=[]" {
 			h.t.Fatalf("ack must report what the application owns now: %s", owned(req))
@@ -316,9 +338,9 @@ var scenarios = []struct {
 
 	// Leaving
 	{"testLeaveGroupWhenNotInGroup", func(h *harness) {
-		h.record(h.m.Leave(h.now, CloseDefault))
-		if len(h.sent) != 0 || len(h.done) != 1 || h.done[0].Err != nil {
-			h.t.Fatalf("leave while unsubscribed: sent %d, done %+v", len(h.sent), h.done)
+		h.close(CloseDefault)
+		if len(h.sent) != 0 || len(h.stopped) != 1 || h.stopped[0].Err != nil {
+			h.t.Fatalf("leave while unsubscribed: sent %d, done %+v", len(h.sent), h.stopped)
 		}
 	}},
 	{"testIgnoreLeaveResponseWhenNotLeavingGroup", func(h *harness) {
@@ -330,6 +352,9 @@ var scenarios = []struct {
 		if h.m.Epoch() != 1 {
 			h.t.Fatalf("epoch changed to %d", h.m.Epoch())
 		}
+		if h.tick() != nil {
+			h.t.Fatal("an ignored answer must not make the member heartbeat at once")
+		}
 	}},
 	{"testLeaveGroupWhenNotInGroupAndFenced", func(h *harness) {
 		h.stableWith(active("0_0"))
@@ -337,61 +362,70 @@ var scenarios = []struct {
 		h.mustSend()
 		h.fail(int16(kerr.FencedMemberEpoch.Code))
 		h.expectState(Fenced)
-		h.record(h.m.Leave(h.now, CloseDefault))
-		if len(h.done) != 1 {
+		h.close(CloseDefault)
+		if len(h.stopped) != 1 {
 			h.t.Fatal("leave while fenced must complete at once")
 		}
 	}},
 	{"testLeaveGroupWhenInGroupWithAssignment", func(h *harness) {
 		h.stableWith(active("0_0"))
-		h.record(h.m.Leave(h.now, CloseDefault))
+		h.close(CloseDefault)
 		h.expectState(PrepareLeaving)
 		h.expectInvoke(CallbackRevoked, "[0_0]")
 		h.complete(nil)
-		last := h.sent[len(h.sent)-1]
-		if last.MemberEpoch != heartbeat.EpochLeave || last.Topology != nil || last.ActiveTasks != nil {
-			h.t.Fatalf("leave heartbeat %+v", last)
+		h.expectState(Leaving)
+		if len(h.leaves) != 1 {
+			h.t.Fatalf("%d leave heartbeats", len(h.leaves))
 		}
+		last := h.leaves[0].Request
+		if last.MemberEpoch != heartbeat.EpochLeave || last.Topology != nil || last.ActiveTasks != nil || h.leaves[0].Budget != DefaultLeaveBudget {
+			h.t.Fatalf("leave heartbeat %+v", h.leaves[0])
+		}
+		if len(h.stopped) != 0 {
+			h.t.Fatal("stopped before the leave was answered")
+		}
+		h.step(LeaveDone{})
 		h.expectState(Unsubscribed)
-		if len(h.done) != 1 || h.done[0].Err != nil {
-			h.t.Fatal("leave must end with Done(nil)")
+		if len(h.stopped) != 1 || h.stopped[0].Err != nil || h.lastEvent(EventLeft).Message != "left the group" {
+			h.t.Fatal("leave must end with Stopped(nil) and a left event")
 		}
 	}},
 	{"testLeaveGroupEpochIsStaticMemberEpochForStaticMember", func(h *harness) {
-		h.m.cfg.Member.InstanceID = "instance-a"
-		h.m.b = heartbeat.NewBuilder(h.m.cfg.Member)
+		h = newHarness(h.t, static)
 		h.stableWith(active("0_0"))
-		h.record(h.m.Leave(h.now, CloseDefault))
+		h.close(CloseDefault)
 		h.complete(nil)
-		last := h.sent[len(h.sent)-1]
+		last := h.leaves[len(h.leaves)-1].Request
 		if last.MemberEpoch != heartbeat.EpochLeaveStatic || last.InstanceID == nil || *last.InstanceID != "instance-a" {
 			h.t.Fatalf("static leave: %+v", last)
 		}
 	}},
 	{"testStaticMemberUsesExpectedLeaveEpochOnClose", func(h *harness) {
-		h.m.cfg.Member.InstanceID = "instance-a"
-		h.m.b = heartbeat.NewBuilder(h.m.cfg.Member)
+		h = newHarness(h.t, static)
 		h.stableWith(active("0_0"))
-		h.record(h.m.Leave(h.now, CloseLeaveGroup))
+		h.close(CloseLeaveGroup)
 		h.complete(nil)
-		if last := h.sent[len(h.sent)-1]; last.MemberEpoch != heartbeat.EpochLeave {
+		if last := h.leaves[len(h.leaves)-1].Request; last.MemberEpoch != heartbeat.EpochLeave {
 			h.t.Fatalf("LEAVE_GROUP must use -1, got %d", last.MemberEpoch)
 		}
 	}},
 	{"testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat", func(h *harness) {
 		h.stableWith(active("0_0"))
 		n := len(h.sent)
-		h.record(h.m.Leave(h.now, CloseRemainInGroup))
+		h.close(CloseRemainInGroup)
 		h.complete(nil)
-		if len(h.sent) != n || len(h.done) != 1 {
+		if len(h.sent) != n || len(h.leaves) != 0 || len(h.stopped) != 1 {
 			h.t.Fatal("a dynamic member remaining in the group sends no leave heartbeat")
+		}
+		if h.lastEvent(EventLeft).Message != "remaining in the group until the session times out" {
+			h.t.Fatal("the left event must say the member remains")
 		}
 	}},
 	{"testLeaveWhileJoiningBeforeAnyAnswer", func(h *harness) {
 		h.start()
 		h.mustSend()
-		h.record(h.m.Leave(h.now, CloseDefault))
-		if last := h.sent[len(h.sent)-1]; last.MemberEpoch != heartbeat.EpochLeave {
+		h.close(CloseDefault)
+		if len(h.leaves) != 1 || h.leaves[0].Request.MemberEpoch != heartbeat.EpochLeave {
 			h.t.Fatal("a joining member that may be registered must still send a leave")
 		}
 		h.answer(resp(1, active("0_0"))) // the join answer arrives after the leave: ignored
@@ -429,7 +463,7 @@ var scenarios = []struct {
 		}
 		h.answer(resp(1, nil))
 		h.complete(nil)
-		h.expectState(Acknowledging)
+		h.expectPassedThrough(Acknowledging)
 		h.mustSend()
 		h.expectState(Stable)
 	}},
@@ -465,10 +499,10 @@ var scenarios = []struct {
 		h.stableWith(active("0_0"))
 		h.advance(interval)
 		h.mustSend()
-		h.record(h.m.Leave(h.now, CloseDefault)) // PrepareLeaving, revoke running
+		h.close(CloseDefault) // PrepareLeaving, revoke running
 		h.fail(int16(kerr.FencedMemberEpoch.Code))
 		h.complete(nil)
-		if len(h.done) != 1 {
+		if len(h.stopped) != 1 {
 			h.t.Fatal("the pending leave must complete")
 		}
 		h.expectState(Unsubscribed)
@@ -480,23 +514,24 @@ var scenarios = []struct {
 		h.fail(int16(kerr.GroupAuthorizationFailed.Code))
 		h.expectState(Fatal)
 		h.expectInvoke(CallbackLost, "active=[0_0] standby=[] warmup=[]")
-		if len(h.done) != 0 {
+		if len(h.stopped) != 0 {
 			h.t.Fatal("Done must wait for OnAllTasksLost")
 		}
 		h.complete(nil)
-		if len(h.done) != 1 || !errors.Is(h.done[0].Err, kerr.GroupAuthorizationFailed) || !h.hasEvent(EventFatal) {
-			h.t.Fatalf("done %+v", h.done)
+		if len(h.stopped) != 1 || !errors.Is(h.stopped[0].Err, kerr.GroupAuthorizationFailed) || !h.hasEvent(EventFatal) {
+			h.t.Fatalf("done %+v", h.stopped)
 		}
-		h.record(h.m.Leave(h.now, CloseDefault))
+		h.close(CloseDefault)
 		h.answer(resp(9, nil))
-		if len(h.done) != 1 {
+		if len(h.stopped) != 1 {
 			h.t.Fatal("exactly one Done after a fatal error")
 		}
 	}},
 	{"testTransitionToFatalWhenInUnsubscribe", func(h *harness) {
-		h.record(h.m.Fail(h.now, errors.New("cluster too old")))
+		h.caps = heartbeat.Capabilities{HeartbeatMaxVersion: 0, StreamsVersion: 0}
+		h.start()
 		h.expectState(Fatal)
-		if len(h.invokes) != 0 || len(h.done) != 1 {
+		if len(h.invokes) != 0 || len(h.stopped) != 1 {
 			h.t.Fatal("nothing owned: no OnAllTasksLost, one Done")
 		}
 	}},
@@ -607,7 +642,7 @@ var scenarios = []struct {
 	}},
 	{"testStreamsGroupMemberRequestingShutdownApplication", func(h *harness) {
 		h.stableWith(active("0_0"))
-		h.record(h.m.RequestShutdown(h.now))
+		h.step(RequestShutdown{})
 		req := h.mustSend() // at once
 		if !req.ShutdownApplication {
 			h.t.Fatal("ShutdownApplication not set")
@@ -715,7 +750,7 @@ func TestSenderScenarios(t *testing.T) {
 			h.mustSend()
 			h.fail(int16(kerr.TopicAuthorizationFailed.Code))
 			h.expectState(Stable)
-			if a, _ := h.m.Owned(); !a.Active.Equal(set("0_0")) || !h.hasEvent(EventError) {
+			if a := h.owned(); !a.Active.Equal(set("0_0")) || !h.hasEvent(EventError) {
 				h.t.Fatal("keep state and report")
 			}
 			h.advance(time.Second)
@@ -728,7 +763,7 @@ func TestSenderScenarios(t *testing.T) {
 				h.mustSend()
 				h.fail(code)
 				h.expectState(Fatal)
-				if len(h.done) != 1 || h.done[0].Err == nil {
+				if len(h.stopped) != 1 || h.stopped[0].Err == nil {
 					h.t.Fatalf("code %d: no typed fatal error", code)
 				}
 			}
@@ -743,7 +778,7 @@ func TestSenderScenarios(t *testing.T) {
 			h.start()
 			h.mustSend()
 			h.fail(int16(kerr.UnsupportedVersion.Code))
-			err := h.done[0].Err
+			err := h.stopped[0].Err
 			if !errors.Is(err, heartbeat.ErrNotSupported) || !strings.Contains(err.Error(), "streams.version >= 1") {
 				h.t.Fatalf("unsupported: %v", err)
 			}
@@ -752,7 +787,7 @@ func TestSenderScenarios(t *testing.T) {
 			h.stableWith(active("0_0"))
 			h.advance(interval)
 			h.mustSend()
-			h.record(h.m.HeartbeatFailed(h.now, heartbeat.ClassifyTransport(errors.New("connection reset"))))
+			h.cut(errors.New("connection reset"))
 			h.expectState(Stable)
 			h.advance(100 * time.Millisecond)
 			h.mustSend()
@@ -780,7 +815,9 @@ func TestSenderScenarios(t *testing.T) {
 // Task offset scenarios of PROTOCOL §8 / §11.2 (Kafka 4.4 additions).
 
 func offsetsHarness(t *testing.T) *harness {
-	return newHarness(t, func(c *MachineConfig) { c.Member.SupportsV1Offsets = true })
+	h := newHarness(t, func(c *MachineConfig) { c.ReportsOffsets = true })
+	h.holdOffs = true // the provider answers at the next tick, with what tickOffsets gives
+	return h
 }
 
 // resp44 is an answer of a 4.4 broker: recovery lag 100, offset interval 15 s.
@@ -807,7 +844,7 @@ func TestTaskOffsetScenarios(t *testing.T) {
 	}{
 		{"testJoiningRecordsSentOffsetsSoFollowUpHeartbeatSkipsUnchanged", func(h *harness) {
 			h.start()
-			if !h.m.WantsOffsets(h.now) {
+			if !h.m.wantsOffsets(h.now) {
 				h.t.Fatal("a join wants offsets")
 			}
 			req := h.tickOffsets(offs("0_0", 5), offs("0_0", 9))
@@ -829,7 +866,7 @@ func TestTaskOffsetScenarios(t *testing.T) {
 			h.tick()
 			h.answer44(1, nil)
 			h.advance(15 * time.Second)
-			if !h.m.WantsOffsets(h.now) {
+			if !h.m.wantsOffsets(h.now) {
 				h.t.Fatal("nothing was ever sent, so offsets are due")
 			}
 		}},
@@ -841,7 +878,7 @@ func TestTaskOffsetScenarios(t *testing.T) {
 			h.tickOffsets(offs("0_0", 1), offs("0_0", 1000))
 			h.answer44(1, nil)
 			h.advance(interval)
-			if h.m.WantsOffsets(h.now) {
+			if h.m.wantsOffsets(h.now) {
 				h.t.Fatal("no trigger holds: offsets must not be asked for")
 			}
 			if req := h.tickOffsets(offs("0_0", 2), offs("0_0", 1000)); req.TaskOffsets != nil {
@@ -868,7 +905,7 @@ func TestTaskOffsetScenarios(t *testing.T) {
 			h.tickOffsets(offs("0_0", 0), offs("0_0", 1000))
 			h.answer44(1, nil)
 			h.advance(interval)
-			if !h.m.WantsOffsets(h.now) {
+			if !h.m.wantsOffsets(h.now) {
 				h.t.Fatal("a member with warm-ups checks their lag every heartbeat")
 			}
 			if req := h.tickOffsets(offs("0_0", 850), offs("0_0", 1000)); req.TaskOffsets != nil {
@@ -893,7 +930,7 @@ func TestTaskOffsetScenarios(t *testing.T) {
 				h.m.hotWarmup(offs("1_0", 5), offs("1_0", 5)) {
 				h.t.Fatal("unknown or missing offsets never make a warm-up hot")
 			}
-			h.m.acceptableLag = -1
+			h.m.offsets.acceptableLag = -1
 			if h.m.hotWarmup(offs("0_0", 5), offs("0_0", 5)) {
 				h.t.Fatal("a negative acceptable lag disables hot warm-ups")
 			}
@@ -917,7 +954,7 @@ func TestTaskOffsetScenarios(t *testing.T) {
 			r.Version = 0 // 4.2/4.3: v0 answer, no recovery lag
 			h.answer(r)
 			h.complete(nil)
-			if h.m.WantsOffsets(h.now) {
+			if h.m.wantsOffsets(h.now) {
 				h.t.Fatal("a v0 broker must never be asked for offsets")
 			}
 			if req := h.tickOffsets(offs("0_0", 1), offs("0_0", 2)); req.TaskOffsets != nil {

@@ -2,11 +2,17 @@ package membership
 
 import "fmt"
 
-// State is where a member is in its life (PROTOCOL §6). The names are those of the Java client.
+// State is where a member is in its life (PROTOCOL §6). The names are those of the Java client;
+// String returns them in Kafka's upper-case spelling (STABLE), as the Java client logs them. The
+// group's state in a describe (admin.Group.State) is another concept with its own spelling (Stable).
+//
+// Java's STALE state (left because the application stopped polling) does not exist here: a Go
+// application has no poll loop for the member to watch, and the broker still enforces the
+// rebalance timeout.
 type State int
 
 const (
-	// Unsubscribed: not in the group (before Start, and after a leave).
+	// Unsubscribed: not in the group (before the cluster answered, and after a leave).
 	Unsubscribed State = iota
 	// Joining: sending epoch-0 heartbeats with the topology until the broker answers.
 	Joining
@@ -20,16 +26,16 @@ const (
 	Stable
 	// Fenced: the broker fenced the member; it loses its tasks and rejoins with the same member ID.
 	Fenced
-	// PrepareLeaving: revoking tasks before leaving.
+	// PrepareLeaving: revoking tasks before leaving; heartbeats go on at the normal interval.
 	PrepareLeaving
-	// Leaving: sending the leave heartbeat.
+	// Leaving: the leave heartbeat is on its way.
 	Leaving
 	// Fatal: stopped for good by an error that retrying cannot fix.
 	Fatal
-	// Stale: left because the application stopped polling (not used by this library: a Go
-	// application has no poll loop for the member; see README).
-	Stale
 )
+
+// states lists every State, for tests and tables.
+var states = []State{Unsubscribed, Joining, Reconciling, Acknowledging, Stable, Fenced, PrepareLeaving, Leaving, Fatal}
 
 func (s State) String() string {
 	switch s {
@@ -51,16 +57,14 @@ func (s State) String() string {
 		return "LEAVING"
 	case Fatal:
 		return "FATAL"
-	case Stale:
-		return "STALE"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
-// allowedFrom lists, for each state, the states a member may move to it from (PROTOCOL §6). Every
-// transition of the state machine is checked against it; any other is a bug.
+// allowedFrom lists, for each state, the states a member may move to it from (PROTOCOL §6, without
+// STALE). Every state change of the machine goes through transition, which checks this table.
 var allowedFrom = map[State][]State{
-	Joining:        {Fenced, Unsubscribed, Stale},
+	Joining:        {Fenced, Unsubscribed},
 	Reconciling:    {Stable, Joining, Acknowledging, Reconciling},
 	Acknowledging:  {Reconciling},
 	Stable:         {Joining, Acknowledging, Reconciling},
@@ -68,7 +72,6 @@ var allowedFrom = map[State][]State{
 	PrepareLeaving: {Joining, Stable, Reconciling, Acknowledging, Unsubscribed},
 	Leaving:        {PrepareLeaving},
 	Unsubscribed:   {PrepareLeaving, Leaving, Fenced},
-	Stale:          {Leaving},
 	Fatal:          {Joining, Stable, Reconciling, Acknowledging, PrepareLeaving, Leaving, Unsubscribed},
 }
 
@@ -81,10 +84,6 @@ func CanTransition(from, to State) bool {
 	}
 	return false
 }
-
-// canHandleNewAssignment: new target assignments are taken only in states that may move to
-// Reconciling.
-func canHandleNewAssignment(s State) bool { return CanTransition(s, Reconciling) }
 
 // CloseMode says what Close does about the group (Kafka 4.4 CloseOptions).
 type CloseMode int
