@@ -1,0 +1,553 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/goleak"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// The Manager tests run in synctest bubbles: time is fake and advances only when every goroutine of
+// the bubble is blocked, so "10 s of heartbeats" takes no real time and counts are exact.
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeBroker scripts the coordinator: a join gets active tasks 0_0 and 0_1 at epoch 1; answer, when
+// set, replaces every answer; describe and leave can be made to block until their ctx ends.
+type fakeBroker struct {
+	mu           sync.Mutex
+	caps         heartbeat.Capabilities
+	heartbeats   []time.Time
+	requests     []*kmsg.StreamsGroupHeartbeatRequest
+	leaves       []int32
+	describes    int
+	answer       func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error)
+	blockLeave   bool
+	blockDescrib bool
+}
+
+func newFakeBroker() *fakeBroker { return &fakeBroker{caps: caps44} }
+
+func okAnswer(req *kmsg.StreamsGroupHeartbeatRequest) *kmsg.StreamsGroupHeartbeatResponse {
+	r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+	r.Version = 1
+	r.MemberID = req.MemberID
+	r.MemberEpoch = 1
+	r.HeartbeatIntervalMillis = 100
+	r.AcceptableRecoveryLag = -1
+	r.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
+	if req.MemberEpoch == 0 {
+		r.ActiveTasks = set("0_0", "0_1").Kmsg()
+		r.StandbyTasks, r.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	}
+	return r
+}
+
+func (f *fakeBroker) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+	f.mu.Lock()
+	f.heartbeats = append(f.heartbeats, time.Now())
+	f.requests = append(f.requests, req)
+	answer := f.answer
+	f.mu.Unlock()
+	if answer != nil {
+		return answer(req)
+	}
+	return okAnswer(req), nil
+}
+
+func (f *fakeBroker) Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) error {
+	f.mu.Lock()
+	f.leaves = append(f.leaves, req.MemberEpoch)
+	block := f.blockLeave
+	f.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (f *fakeBroker) Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
+	f.mu.Lock()
+	f.describes++
+	block := f.blockDescrib
+	f.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return nil, errors.New("not scripted")
+}
+
+func (f *fakeBroker) Capabilities(ctx context.Context) (heartbeat.Capabilities, error) { return f.caps, nil }
+
+func (f *fakeBroker) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.heartbeats)
+}
+
+func (f *fakeBroker) leaveEpochs() []int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int32(nil), f.leaves...)
+}
+
+// recordingListener records callbacks; revoke, when set, runs inside OnTasksRevoked.
+type recordingListener struct {
+	mu     sync.Mutex
+	calls  []string
+	revoke func(ctx context.Context)
+}
+
+func (l *recordingListener) add(s string) {
+	l.mu.Lock()
+	l.calls = append(l.calls, s)
+	l.mu.Unlock()
+}
+
+func (l *recordingListener) OnTasksRevoked(ctx context.Context, s tasks.Set) error {
+	l.add("revoked " + s.String())
+	if l.revoke != nil {
+		l.revoke(ctx)
+	}
+	return nil
+}
+
+func (l *recordingListener) OnTasksAssigned(ctx context.Context, a tasks.Assignment, ready bool) error {
+	l.add("assigned " + a.Active.String())
+	return nil
+}
+
+func (l *recordingListener) OnAllTasksLost(ctx context.Context, a tasks.Assignment) error {
+	l.add("lost " + a.Active.String())
+	return nil
+}
+
+func (l *recordingListener) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.calls...)
+}
+
+func newTestManager(t *testing.T, f Transport, l Listener, mutate ...func(*config.Config)) *Manager {
+	t.Helper()
+	cfg := config.Default("app")
+	cfg.RetryBackoff, cfg.RetryBackoffMax = 100*time.Millisecond, time.Second
+	cfg.StateDir = t.TempDir()
+	for _, fn := range mutate {
+		fn(&cfg)
+	}
+	m, err := New(nil, cfg, testTopology, WithTransport(f), WithListener(l),
+		WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// stableManager starts a member in a bubble and waits until it holds its tasks.
+func stableManager(t *testing.T, f *fakeBroker, l *recordingListener, mutate ...func(*config.Config)) *Manager {
+	t.Helper()
+	m := newTestManager(t, f, l, mutate...)
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	synctest.Wait()
+	if a, _ := m.Assignment(); !a.Active.Equal(set("0_0", "0_1")) || m.State() != Stable {
+		t.Fatalf("not stable with its tasks: %s %v", m.State(), a)
+	}
+	return m
+}
+
+func TestManagerLifecycleLeavesNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, l := newFakeBroker(), &recordingListener{}
+		m := stableManager(t, f, l)
+		drained := make(chan struct{})
+		go func() {
+			for range m.Events() { // closed once everything was delivered
+			}
+			close(drained)
+		}()
+		if err := m.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		<-drained
+		if got := f.leaveEpochs(); len(got) != 1 || got[0] != heartbeat.EpochLeave {
+			t.Fatalf("leave epochs %v", got)
+		}
+		if got := l.list(); len(got) != 2 || got[0] != "assigned [0_0 0_1]" || got[1] != "revoked [0_0 0_1]" {
+			t.Fatalf("callbacks %v", got)
+		}
+		if m.Err() != nil || m.State() != Unsubscribed {
+			t.Fatalf("after close: %v %s", m.Err(), m.State())
+		}
+	})
+}
+
+// Issue 9 item 1.1: a revocation longer than the session timeout must not get the member expired,
+// during a rebalance and during Close.
+func TestManagerHeartbeatsContinueWhileCallbackRuns(t *testing.T) {
+	for _, closing := range []bool{false, true} {
+		name := map[bool]string{false: "reconciling", true: "closing"}[closing]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f, l := newFakeBroker(), &recordingListener{}
+				l.revoke = func(ctx context.Context) { time.Sleep(10 * time.Second) }
+				m := stableManager(t, f, l)
+				before := f.count()
+				if closing {
+					go m.Close(t.Context())
+				} else {
+					f.mu.Lock()
+					f.answer = func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+						r := okAnswer(req)
+						r.ActiveTasks, r.StandbyTasks, r.WarmupTasks = set("0_1").Kmsg(), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+						return r, nil
+					}
+					f.mu.Unlock()
+				}
+				time.Sleep(9 * time.Second) // inside the revocation
+				synctest.Wait()
+				// 100 ms interval: ~90 heartbeats in 9 s; the bound leaves room for the first
+				// round trip. A member that stops heartbeating sends 0 or 1.
+				if got := f.count() - before; got < 80 {
+					t.Fatalf("%d heartbeats during a 9 s revocation, want about 90", got)
+				}
+				if m.State() != map[bool]State{false: Reconciling, true: PrepareLeaving}[closing] {
+					t.Fatalf("state %s", m.State())
+				}
+				m.Close(t.Context())
+			})
+		})
+	}
+}
+
+// Issue 9 §3: Close is bounded by its ctx even when a listener ignores ctx.
+func TestManagerCloseBoundedWhenListenerIgnoresCtx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, l := newFakeBroker(), &recordingListener{}
+		release := make(chan struct{})
+		l.revoke = func(context.Context) { <-release } // ignores ctx
+		m := stableManager(t, f, l)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		err := m.Close(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close = %v, want the ctx error", err)
+		}
+		if took := time.Since(start); took != 2*time.Second {
+			t.Fatalf("Close took %v of fake time, want exactly its ctx's 2 s", took)
+		}
+		select {
+		case <-m.Done():
+		default:
+			t.Fatal("the member is not stopped after Close returned")
+		}
+		close(release) // the abandoned callback finishes in the background
+		synctest.Wait()
+	})
+}
+
+// Issue 9 item 1.7: a leave that gets no answer is bounded by the leave budget.
+func TestManagerCloseBoundedWhenCoordinatorUnreachable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, l := newFakeBroker(), &recordingListener{}
+		m := stableManager(t, f, l)
+		f.mu.Lock()
+		f.blockLeave = true
+		f.mu.Unlock()
+		start := time.Now()
+		if err := m.Close(t.Context()); err != nil {
+			t.Fatal(err) // the leave failing is not Close failing: the session expires the member
+		}
+		if took := time.Since(start); took != DefaultLeaveBudget {
+			t.Fatalf("Close took %v of fake time, want the leave budget %v", took, DefaultLeaveBudget)
+		}
+	})
+}
+
+// Issue 9 §2: whatever the transport answers, the member never heartbeats in a loop, never panics,
+// and reports a typed error.
+func TestManagerMalformedAnswers(t *testing.T) {
+	cases := []struct {
+		name   string
+		answer func(*kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error)
+		typed  func(error) bool
+	}{
+		{"interval 0", func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := okAnswer(req)
+			r.HeartbeatIntervalMillis = 0
+			return r, nil
+		}, isProtocolError},
+		{"epoch -1 without error", func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := okAnswer(req)
+			r.MemberEpoch = -1
+			return r, nil
+		}, isProtocolError},
+		{"neither answer nor error", func(*kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			return nil, nil
+		}, isProtocolError},
+		{"negative endpoint partition", func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := okAnswer(req)
+			r.PartitionsByUserEndpoint = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint{{
+				ActivePartitions: []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{{Topic: "t0", Partitions: []int32{-3}}},
+			}}
+			return r, nil
+		}, isProtocolError},
+		{"some task lists null", func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := okAnswer(req)
+			r.ActiveTasks, r.StandbyTasks, r.WarmupTasks = []kmsg.TaskIDs{}, nil, []kmsg.TaskIDs{}
+			return r, nil
+		}, isProtocolError},
+		{"unknown subtopology", func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := okAnswer(req)
+			r.ActiveTasks, r.StandbyTasks, r.WarmupTasks = set("7_0").Kmsg(), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+			return r, nil
+		}, func(err error) bool { _, ok := errors.AsType[*tasks.UnknownSubtopologyError](err); return ok }},
+		{"NOT_COORDINATOR forever", func(*kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+			r.ErrorCode = kerr.NotCoordinator.Code
+			return r, nil
+		}, func(err error) bool { return err == nil }},
+		{"UNKNOWN_MEMBER_ID forever", func(*kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+			r.ErrorCode = kerr.UnknownMemberID.Code
+			return r, nil
+		}, func(err error) bool { return err == nil }},
+		{"connection refused forever", func(*kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			return nil, errors.New("dial tcp 127.0.0.1:1: connection refused")
+		}, func(err error) bool { return err == nil }},
+	}
+	const window = 10 * time.Second
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFakeBroker()
+				f.answer = c.answer
+				m := newTestManager(t, f, &recordingListener{})
+				events := m.Events()
+				var mu sync.Mutex
+				var errs []error
+				go func() {
+					for e := range events {
+						if e.Err != nil {
+							mu.Lock()
+							errs = append(errs, e.Err)
+							mu.Unlock()
+						}
+					}
+				}()
+				if err := m.Start(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(window)
+				synctest.Wait()
+				// retry.backoff.ms is 100 ms: at most one heartbeat per 100 ms, plus the one
+				// immediate retry the protocol allows after each backoff.
+				if got, limit := f.count(), 2*int(window/(100*time.Millisecond))+1; got > limit {
+					t.Fatalf("%d heartbeats in %v, more than %d", got, window, limit)
+				}
+				m.Close(t.Context())
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				if m.Err() != nil {
+					errs = append(errs, m.Err())
+				}
+				found := false
+				for _, err := range errs {
+					found = found || c.typed(err)
+				}
+				if !found && !c.typed(nil) {
+					t.Fatalf("no typed error reported; got %v", errs)
+				}
+			})
+		})
+	}
+}
+
+func isProtocolError(err error) bool {
+	_, ok := errors.AsType[*heartbeat.ProtocolError](err)
+	return ok
+}
+
+// Issue 9 item 1.8: describing the group for STALE_TOPOLOGY must not hold up heartbeats.
+func TestManagerStaleTopologyDescribeDoesNotBlockHeartbeats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, l := newFakeBroker(), &recordingListener{}
+		m := stableManager(t, f, l, func(c *config.Config) { c.RequestTimeout = 20 * time.Second })
+		events := m.Events()
+		f.mu.Lock()
+		f.blockDescrib = true
+		f.answer = func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := okAnswer(req)
+			r.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{{StatusCode: int8(heartbeat.StaleTopology), StatusDetail: "stale"}}
+			return r, nil
+		}
+		f.mu.Unlock()
+		before := f.count()
+		time.Sleep(10 * time.Second) // the describe hangs until its 20 s request timeout
+		synctest.Wait()
+		if got := f.count() - before; got < 90 {
+			t.Fatalf("%d heartbeats in 10 s while the describe hangs, want about 100", got)
+		}
+		time.Sleep(11 * time.Second) // the describe times out; the event goes out without the group's topology
+		synctest.Wait()
+		go m.Close(t.Context())
+		var stale []Event
+		for e := range events {
+			if e.Kind == EventStaleTopology {
+				stale = append(stale, e)
+			}
+		}
+		if len(stale) != 1 || stale[0].GroupTopology == nil || !stale[0].GroupTopology.GroupTopologyID.IsZero() {
+			t.Fatalf("stale events %+v", stale)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.describes != 1 {
+			t.Fatalf("%d describes for one status", f.describes)
+		}
+	})
+}
+
+func TestManagerFatalThenCloseReturnsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, l := newFakeBroker(), &recordingListener{}
+		m := stableManager(t, f, l)
+		f.mu.Lock()
+		f.answer = func(*kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+			r.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			return r, nil
+		}
+		f.mu.Unlock()
+		<-m.Done()
+		if !errors.Is(m.Err(), kerr.GroupAuthorizationFailed) {
+			t.Fatalf("Err = %v", m.Err())
+		}
+		if got := l.list(); got[len(got)-1] != "lost [0_0 0_1]" {
+			t.Fatalf("callbacks %v", got)
+		}
+		start := time.Now()
+		if err := m.Close(t.Context()); err != nil || time.Since(start) != 0 || len(f.leaveEpochs()) != 0 {
+			t.Fatalf("Close after fatal: %v after %v, leaves %v", err, time.Since(start), f.leaveEpochs())
+		}
+	})
+}
+
+func TestManagerCloseBeforeStartAndTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeBroker()
+		m := newTestManager(t, f, nil)
+		if err := m.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Start(t.Context()); err == nil {
+			t.Fatal("Start after Close must fail")
+		}
+		if f.count() != 0 {
+			t.Fatal("a member closed before Start sent heartbeats")
+		}
+		m2 := stableManager(t, f, &recordingListener{})
+		if err := m2.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := m2.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.leaveEpochs()) != 1 {
+			t.Fatalf("leaves %v", f.leaveEpochs())
+		}
+	})
+}
+
+// A capability probe that keeps failing is retried with backoff and Close ends it without a leave.
+func TestManagerCloseWhileClusterUnreachable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		u := &unreachable{}
+		m := newTestManager(t, u, nil)
+		m.Start(t.Context())
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		u.mu.Lock()
+		probes := u.probes
+		u.mu.Unlock()
+		// 100 ms doubling to 1 s: 0, 0.1, 0.3, 0.7, 1.5, 2.5, 3.5, 4.5 s.
+		if probes != 8 {
+			t.Fatalf("%d probes in 5 s, want 8", probes)
+		}
+		if err := m.Close(t.Context()); err != nil || m.Err() != nil {
+			t.Fatalf("close: %v, err %v", err, m.Err())
+		}
+	})
+}
+
+type unreachable struct {
+	mu     sync.Mutex
+	probes int
+}
+
+func (u *unreachable) Heartbeat(context.Context, *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+	panic("no heartbeat before the cluster answered")
+}
+func (u *unreachable) Leave(context.Context, *kmsg.StreamsGroupHeartbeatRequest) error {
+	panic("no leave for a member that never joined")
+}
+func (u *unreachable) Describe(context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
+	return nil, errors.New("unreachable")
+}
+func (u *unreachable) Capabilities(context.Context) (heartbeat.Capabilities, error) {
+	u.mu.Lock()
+	u.probes++
+	u.mu.Unlock()
+	return heartbeat.Capabilities{}, errors.New("dial tcp: connection refused")
+}
+
+func TestManagerRefusesWhatTheClusterCannotDo(t *testing.T) {
+	cases := []struct {
+		name string
+		caps heartbeat.Capabilities
+		cfg  func(*config.Config)
+	}{
+		{"streams.version 0", heartbeat.Capabilities{HeartbeatMaxVersion: 1, StreamsVersion: 0}, nil},
+		{"no heartbeat API", heartbeat.Capabilities{HeartbeatMaxVersion: -1, StreamsVersion: 1}, nil},
+		{"static membership on 4.3", heartbeat.Capabilities{HeartbeatMaxVersion: 0, StreamsVersion: 1},
+			func(c *config.Config) { c.GroupInstanceID = "a" }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFakeBroker()
+				f.caps = c.caps
+				var mutate []func(*config.Config)
+				if c.cfg != nil {
+					mutate = append(mutate, c.cfg)
+				}
+				m := newTestManager(t, f, nil, mutate...)
+				m.Start(t.Context())
+				<-m.Done()
+				if !errors.Is(m.Err(), heartbeat.ErrNotSupported) || f.count() != 0 {
+					t.Fatalf("Err = %v after %d heartbeats", m.Err(), f.count())
+				}
+				m.Close(t.Context())
+			})
+		})
+	}
+}
