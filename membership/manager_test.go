@@ -91,7 +91,9 @@ func (f *fakeBroker) Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeRe
 	return nil, errors.New("not scripted")
 }
 
-func (f *fakeBroker) Capabilities(ctx context.Context) (heartbeat.Capabilities, error) { return f.caps, nil }
+func (f *fakeBroker) Capabilities(ctx context.Context) (heartbeat.Capabilities, error) {
+	return f.caps, nil
+}
 
 func (f *fakeBroker) count() int {
 	f.mu.Lock()
