@@ -37,3 +37,9 @@ broker-stop:
 
 broker-status:
 	@bash $(BROKER) status
+
+## mutate: mutation testing with gremlins, one package at a time, and the efficacy per package against
+## its target (scripts/mutate.sh). Slow, so not part of test. Pick packages with PKGS="./tasks ./config".
+.PHONY: mutate
+mutate:
+	scripts/mutate.sh $(PKGS)
