@@ -145,8 +145,10 @@ func (s Set) String() string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
-// FromKmsg reads a task list of a heartbeat. Duplicates are dropped; negative partitions are kept for
-// the caller to reject (see Validate on Assignment users).
+// FromKmsg reads a task list of a heartbeat or a describe answer. Duplicates are dropped; negative
+// partitions are kept as they are, unlike ParseID: heartbeat.Parse checks the raw lists first and
+// rejects an answer with a negative partition as a *heartbeat.ProtocolError, and admin shows a
+// described assignment as the broker sent it.
 func FromKmsg(in []kmsg.TaskIDs) Set {
 	n := 0
 	for _, t := range in {
@@ -196,10 +198,16 @@ func (a Assignment) IsEmpty() bool {
 // All returns every task of any role.
 func (a Assignment) All() Set { return a.Active.Union(a.Standby).Union(a.Warmup) }
 
-// Normalize drops the standby and warm-up roles of tasks that are also active, as Kafka Streams does:
-// a process never keeps a replica of a task it runs.
+// Normalize gives every task one role, as Kafka Streams does (StreamsMembershipManager): a task that
+// is active is neither standby nor warm-up (a process never keeps a replica of a task it runs), and a
+// task that is standby is not also warm-up. So standby = Standby − Active and warm-up =
+// Warmup − Active − Standby, and each owned task is reported in one list only.
 func (a Assignment) Normalize() Assignment {
-	return Assignment{Active: a.Active, Standby: a.Standby.Difference(a.Active), Warmup: a.Warmup.Difference(a.Active)}
+	return Assignment{
+		Active:  a.Active,
+		Standby: a.Standby.Difference(a.Active),
+		Warmup:  a.Warmup.Difference(a.Active.Union(a.Standby)),
+	}
 }
 
 func (a Assignment) String() string {

@@ -199,3 +199,22 @@ func BenchmarkInputPartitions10k(b *testing.B) {
 		}
 	}
 }
+
+// A task the broker names as both standby and warm-up is a standby only, as in Kafka Streams
+// (StreamsMembershipManager: warm-up tasks are Warmup − Active − Standby), so the member reports it in
+// one owned list, not two (issue 9, 1.6).
+func TestNormalizeKeepsOneRolePerTask(t *testing.T) {
+	a := Assignment{
+		Active:  set("0_0", "1_0"),
+		Standby: set("0_0", "0_1", "1_1"),
+		Warmup:  set("0_0", "0_1", "0_2", "1_0", "1_1", "1_2"),
+	}
+	got := a.Normalize()
+	want := Assignment{Active: set("0_0", "1_0"), Standby: set("0_1", "1_1"), Warmup: set("0_2", "1_2")}
+	if !got.Equal(want) {
+		t.Fatalf("Normalize(%v) = %v, want %v", a, got, want)
+	}
+	if !a.Warmup.Equal(set("0_0", "0_1", "0_2", "1_0", "1_1", "1_2")) {
+		t.Fatal("Normalize changed its operand")
+	}
+}
