@@ -3,34 +3,58 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
 )
 
-// fakeCluster is a kfake cluster that counts FindCoordinator requests and can be told to fail them.
-func fakeCluster(t *testing.T, fail *atomic.Int32) (*kgo.Client, *atomic.Int64) {
+// fake is a three-broker kfake cluster whose FindCoordinator requests are counted (and the nodes that
+// got them recorded) and can be made to fail: with an error code (fail > 0) or by closing the
+// connection (fail < 0).
+type fake struct {
+	c     *kfake.Cluster
+	cl    *kgo.Client
+	fail  atomic.Int32
+	finds atomic.Int64
+
+	mu    sync.Mutex
+	nodes []int32 // the node of each FindCoordinator
+}
+
+func newFake(t *testing.T) *fake {
 	t.Helper()
-	var finds atomic.Int64
+	f := &fake{}
 	c, err := kfake.NewCluster(kfake.NumBrokers(3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
+	f.c = c
 	c.ControlKey(int16(kmsg.FindCoordinator), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		finds.Add(1)
-		if fail != nil && fail.Load() != 0 {
-			r := req.(*kmsg.FindCoordinatorRequest).ResponseKind().(*kmsg.FindCoordinatorResponse)
-			for _, k := range req.(*kmsg.FindCoordinatorRequest).CoordinatorKeys {
-				r.Coordinators = append(r.Coordinators, kmsg.FindCoordinatorResponseCoordinator{Key: k, ErrorCode: int16(fail.Load())})
+		f.finds.Add(1)
+		f.mu.Lock()
+		f.nodes = append(f.nodes, c.CurrentNode())
+		f.mu.Unlock()
+		switch code := f.fail.Load(); {
+		case code < 0:
+			return nil, errors.New("scripted connection failure"), true
+		case code > 0:
+			fr := req.(*kmsg.FindCoordinatorRequest)
+			r := fr.ResponseKind().(*kmsg.FindCoordinatorResponse)
+			for _, k := range fr.CoordinatorKeys {
+				r.Coordinators = append(r.Coordinators, kmsg.FindCoordinatorResponseCoordinator{Key: k, ErrorCode: int16(code)})
 			}
-			r.ErrorCode = int16(fail.Load())
+			r.ErrorCode = int16(code)
 			return r, nil, true
 		}
 		return nil, nil, false // let the fake cluster answer
@@ -40,12 +64,19 @@ func fakeCluster(t *testing.T, fail *atomic.Int32) (*kgo.Client, *atomic.Int64) 
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return cl, &finds
+	f.cl = cl
+	return f
+}
+
+func (f *fake) lookupNodes() []int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int32(nil), f.nodes...)
 }
 
 func TestCacheLooksUpOnceAndCollapsesConcurrentLookups(t *testing.T) {
-	cl, finds := fakeCluster(t, nil)
-	c := NewCache(cl)
+	f := newFake(t)
+	c := NewCache(f.cl)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	nodes := make([]int32, 16)
@@ -66,60 +97,293 @@ func TestCacheLooksUpOnceAndCollapsesConcurrentLookups(t *testing.T) {
 			t.Fatalf("different coordinators for one group: %v", nodes)
 		}
 	}
-	if got := finds.Load(); got != 1 {
+	if got := f.finds.Load(); got != 1 {
 		t.Fatalf("%d FindCoordinator requests for 16 concurrent look-ups, want 1", got)
+	}
+	if want := f.c.CoordinatorFor("g"); nodes[0] != want {
+		t.Fatalf("coordinator %d, the cluster says %d", nodes[0], want)
 	}
 	b, err := c.Lookup(ctx, "g")
 	if err != nil || b.Node != nodes[0] || b.Host == "" || b.Port == 0 {
 		t.Fatalf("Lookup = %+v, %v", b, err)
 	}
+	if cb, ok := c.Cached("g"); !ok || cb != b || !c.Known("g") || c.Known("other") {
+		t.Fatalf("Cached = %+v, %v; Known(g) = %v", cb, ok, c.Known("g"))
+	}
 	c.Invalidate("g", b.Node+100) // another node: kept
 	c.Node(ctx, "g")
-	if finds.Load() != 1 {
+	if f.finds.Load() != 1 || !c.Known("g") {
 		t.Fatal("invalidating another node must keep the cached coordinator")
 	}
 	c.Invalidate("g", b.Node)
+	if c.Known("g") {
+		t.Fatal("Invalidate must forget the coordinator")
+	}
 	c.Node(ctx, "g")
-	if finds.Load() != 2 {
+	if f.finds.Load() != 2 {
 		t.Fatal("after Invalidate the coordinator must be looked up again")
 	}
 }
 
+// A look-up is one FindCoordinator request, whatever goes wrong: kgo must not retry it on its own
+// schedule (issue 9 item 1.11). Each failed look-up goes to the next broker.
+func TestLookupIsOneAttemptRotatingBrokers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail int32
+		is   func(error) bool
+	}{
+		{"error code", int32(kerr.CoordinatorNotAvailable.Code), func(err error) bool {
+			le, ok := errors.AsType[*LookupError](err)
+			return ok && le.Retriable() && errors.Is(err, kerr.CoordinatorNotAvailable)
+		}},
+		{"connection closed", -1, func(err error) bool { _, ok := errors.AsType[*LookupError](err); return !ok }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t)
+			f.fail.Store(tc.fail)
+			c := NewCache(f.cl)
+			for i := 1; i <= 3; i++ {
+				_, err := c.Lookup(context.Background(), "g")
+				if err == nil || !tc.is(err) || !IsRetriableTransport(err) || !strings.Contains(err.Error(), `"g"`) {
+					t.Fatalf("look-up %d: %v", i, err)
+				}
+				if got := f.finds.Load(); got != int64(i) {
+					t.Fatalf("after %d failed look-ups %d FindCoordinator requests, want %d", i, got, i)
+				}
+				if c.Known("g") {
+					t.Fatal("a failed look-up must not cache anything")
+				}
+			}
+			nodes := f.lookupNodes()
+			if nodes[0] == nodes[1] || nodes[1] == nodes[2] || nodes[0] == nodes[2] {
+				t.Errorf("three look-ups went to brokers %v; each must try the next", nodes)
+			}
+			f.fail.Store(0)
+			if _, err := c.Lookup(context.Background(), "g"); err != nil || !c.Known("g") {
+				t.Fatalf("the next look-up must succeed and be cached: %v", err)
+			}
+		})
+	}
+}
+
 func TestLookupErrorIsTypedAndRetriable(t *testing.T) {
-	var fail atomic.Int32
-	fail.Store(int32(kerr.CoordinatorNotAvailable.Code))
-	cl, _ := fakeCluster(t, &fail)
-	c := NewCache(cl)
+	f := newFake(t)
+	f.fail.Store(int32(kerr.CoordinatorNotAvailable.Code))
+	c := NewCache(f.cl)
 	_, err := c.Node(context.Background(), "g")
 	var le *LookupError
 	if !errors.As(err, &le) || !le.Retriable() || !errors.Is(err, kerr.CoordinatorNotAvailable) || !IsRetriableTransport(err) {
 		t.Fatalf("got %v", err)
 	}
-	fail.Store(int32(kerr.GroupAuthorizationFailed.Code))
+	if le.Group != "g" || !strings.Contains(le.Error(), "COORDINATOR_NOT_AVAILABLE") {
+		t.Fatalf("the error names the group and the code: %v", le)
+	}
+	f.fail.Store(int32(kerr.GroupAuthorizationFailed.Code))
 	_, err = c.Node(context.Background(), "g")
 	if IsRetriableTransport(err) || !errors.Is(err, kerr.GroupAuthorizationFailed) {
 		t.Fatalf("an authorization failure is not retriable: %v", err)
 	}
 }
 
+func TestLookupWithoutBrokers(t *testing.T) {
+	// A client whose only seed is unreachable still has that seed; the look-up fails once, quickly.
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.DialTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	c := NewCache(cl, RequestTimeout(2*time.Second))
+	start := time.Now()
+	if _, err := c.Lookup(context.Background(), "g"); err == nil || !IsRetriableTransport(err) {
+		t.Fatalf("an unreachable broker is a retriable failure: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("one look-up attempt took %v", d)
+	}
+	if c.AnyBroker() == nil {
+		t.Fatal("a seed broker is a broker to ask")
+	}
+}
+
+func TestRequestTimeoutBoundsEachRequest(t *testing.T) {
+	f := newFake(t)
+	// A FindCoordinator that is never answered.
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	f.c.ControlKey(int16(kmsg.FindCoordinator), func(kmsg.Request) (kmsg.Response, error, bool) {
+		f.c.SleepControl(func() { <-release })
+		return nil, errors.New("released"), true
+	})
+	f.fail.Store(0)
+	c := NewCache(f.cl, RequestTimeout(200*time.Millisecond))
+	start := time.Now()
+	_, err := c.Lookup(context.Background(), "g")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a look-up past the request timeout: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the request timeout did not bound the look-up: %v", d)
+	}
+}
+
 func TestSendReachesTheCoordinator(t *testing.T) {
-	cl, _ := fakeCluster(t, nil)
-	c := NewCache(cl)
+	f := newFake(t)
+	c := NewCache(f.cl)
 	req := kmsg.NewPtrListGroupsRequest() // any request the fake brokers answer
 	resp, node, err := c.Send(context.Background(), "g", req)
-	if err != nil || resp == nil || node < 0 {
+	if err != nil || resp == nil || node != f.c.CoordinatorFor("g") {
 		t.Fatalf("Send = %v, %d, %v", resp, node, err)
+	}
+	f.fail.Store(int32(kerr.CoordinatorNotAvailable.Code))
+	c.Invalidate("g", node)
+	if _, node, err := c.Send(context.Background(), "g", req); err == nil || node != -1 {
+		t.Fatalf("a failed look-up sends nothing: %d, %v", node, err)
+	}
+}
+
+func TestSendFailureForgetsTheCoordinator(t *testing.T) {
+	f := newFake(t)
+	c := NewCache(f.cl)
+	f.c.ControlKey(int16(kmsg.ListGroups), func(kmsg.Request) (kmsg.Response, error, bool) {
+		return nil, errors.New("scripted connection failure"), true // once
+	})
+	_, node, err := c.Send(context.Background(), "g", kmsg.NewPtrListGroupsRequest())
+	if err == nil || node < 0 {
+		t.Fatalf("Send = %d, %v", node, err)
+	}
+	if c.Known("g") {
+		t.Fatal("a failed send must forget the coordinator")
 	}
 }
 
 func TestClassification(t *testing.T) {
-	if !IsCoordinatorMoved(int16(kerr.NotCoordinator.Code)) || !IsCoordinatorMoved(int16(kerr.CoordinatorLoadInProgress.Code)) ||
-		IsCoordinatorMoved(0) || IsCoordinatorMoved(int16(kerr.FencedMemberEpoch.Code)) {
-		t.Fatal("IsCoordinatorMoved")
+	moved := map[int16]bool{kerr.NotCoordinator.Code: true, kerr.CoordinatorNotAvailable.Code: true}
+	busy := map[int16]bool{kerr.NotCoordinator.Code: true, kerr.CoordinatorNotAvailable.Code: true, kerr.CoordinatorLoadInProgress.Code: true}
+	for _, code := range []int16{0, -1, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code,
+		kerr.FencedMemberEpoch.Code, kerr.UnknownMemberID.Code, kerr.GroupIDNotFound.Code, 9999} {
+		if IsCoordinatorMoved(code) != moved[code] {
+			t.Errorf("IsCoordinatorMoved(%d) = %v", code, !moved[code])
+		}
+		if IsCoordinatorBusy(code) != busy[code] {
+			t.Errorf("IsCoordinatorBusy(%d) = %v", code, !busy[code])
+		}
 	}
 	if IsRetriableTransport(nil) || IsRetriableTransport(context.Canceled) || IsRetriableTransport(kgo.ErrClientClosed) ||
 		!IsRetriableTransport(context.DeadlineExceeded) || !IsRetriableTransport(errors.New("connection reset")) ||
-		IsRetriableTransport(errors.New("broker is too old; the broker has a max version of -1")) {
+		IsRetriableTransport(errors.New("broker is too old; the broker has a max version of -1")) ||
+		!IsRetriableTransport(kerr.RequestTimedOut) || IsRetriableTransport(kerr.GroupAuthorizationFailed) {
 		t.Fatal("IsRetriableTransport")
+	}
+}
+
+// --- Describe ---
+
+// describeFake is newFake with StreamsGroupDescribe advertised and answered by script: each request
+// takes the next code (the last one repeats); 0 answers the group.
+func describeFake(t *testing.T, codes ...int16) (*fake, *atomic.Int64) {
+	t.Helper()
+	f := newFake(t)
+	if err := kfakestreams.Advertise(context.Background(), f.c, 1, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	f.c.ControlKey(int16(kmsg.StreamsGroupDescribe), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		f.c.KeepControl()
+		i := n.Add(1) - 1
+		code := codes[min(int(i), len(codes)-1)]
+		r := req.(*kmsg.StreamsGroupDescribeRequest)
+		resp := r.ResponseKind().(*kmsg.StreamsGroupDescribeResponse)
+		for _, g := range r.Groups {
+			msg := "scripted"
+			resp.Groups = append(resp.Groups, kmsg.StreamsGroupDescribeResponseGroup{
+				Group: g, ErrorCode: code, ErrorMessage: &msg, State: "Stable", Epoch: 7,
+				AuthorizedOperations: map[bool]int32{true: 8, false: -2147483648}[r.IncludeAuthorizedOperations],
+			})
+		}
+		return resp, nil, true
+	})
+	return f, &n
+}
+
+func TestDescribeRetriesMovesAndLoadsAndKeepsALoadingCoordinator(t *testing.T) {
+	f, describes := describeFake(t, kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code,
+		kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code, 0)
+	c := NewCache(f.cl)
+	var attempts []int
+	g, node, err := Describe(context.Background(), c, "g", true, func(n int) time.Duration {
+		attempts = append(attempts, n)
+		return time.Millisecond
+	})
+	if err != nil || g == nil || g.Group != "g" || g.Epoch != 7 || g.AuthorizedOperations != 8 || node != f.c.CoordinatorFor("g") {
+		t.Fatalf("Describe = %+v, %d, %v", g, node, err)
+	}
+	if got := describes.Load(); got != 5 {
+		t.Fatalf("%d describes, want 5", got)
+	}
+	if len(attempts) != 4 || attempts[0] != 0 || attempts[3] != 3 {
+		t.Fatalf("delays asked for attempts %v, want [0 1 2 3]", attempts)
+	}
+	// First look-up, then one after each move (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE); none after
+	// a load.
+	if got := f.finds.Load(); got != 3 {
+		t.Fatalf("%d look-ups, want 3: a loading coordinator is kept, a moved one looked up again", got)
+	}
+}
+
+func TestDescribeWaitsTheDelay(t *testing.T) {
+	f, _ := describeFake(t, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorLoadInProgress.Code, 0)
+	start := time.Now()
+	if _, _, err := Describe(context.Background(), NewCache(f.cl), "g", false, func(int) time.Duration { return 150 * time.Millisecond }); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("two retries with a 150ms delay took %v", d)
+	}
+}
+
+func TestDescribeErrors(t *testing.T) {
+	f, describes := describeFake(t, kerr.GroupIDNotFound.Code)
+	_, _, err := Describe(context.Background(), NewCache(f.cl), "g", false, func(int) time.Duration { return time.Millisecond })
+	de, ok := errors.AsType[*DescribeError](err)
+	if !ok || de.Group != "g" || de.Code != kerr.GroupIDNotFound.Code || !errors.Is(err, kerr.GroupIDNotFound) ||
+		!strings.Contains(err.Error(), "scripted") || !strings.Contains(err.Error(), `"g"`) || describes.Load() != 1 {
+		t.Fatalf("a group error is a *DescribeError at once: %v (%d describes)", err, describes.Load())
+	}
+	if s := (&DescribeError{Group: "g", Code: kerr.GroupIDNotFound.Code}).Error(); strings.HasSuffix(s, ": ") {
+		t.Errorf("no message: %q", s)
+	}
+
+	// The context ends while the coordinator keeps loading: the error says both.
+	f, _ = describeFake(t, kerr.CoordinatorLoadInProgress.Code)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, node, err := Describe(ctx, NewCache(f.cl), "g", false, func(int) time.Duration { return 20 * time.Millisecond })
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "COORDINATOR_LOAD_IN_PROGRESS") || node != -1 {
+		t.Fatalf("ctx ended: %d, %v", node, err)
+	}
+
+	// A broker that does not know StreamsGroupDescribe: not retried.
+	plain := newFake(t)
+	var delays atomic.Int32
+	_, _, err = Describe(context.Background(), NewCache(plain.cl), "g", false, func(int) time.Duration { delays.Add(1); return time.Millisecond })
+	if err == nil || !IsBrokerTooOld(err) || delays.Load() != 0 {
+		t.Fatalf("an unknown API fails at once: %v after %d delays", err, delays.Load())
+	}
+}
+
+func TestDescribeAnswerWithTwoGroups(t *testing.T) {
+	f := newFake(t)
+	if err := kfakestreams.Advertise(context.Background(), f.c, 1, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	f.c.ControlKey(int16(kmsg.StreamsGroupDescribe), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		resp := req.ResponseKind().(*kmsg.StreamsGroupDescribeResponse)
+		resp.Groups = make([]kmsg.StreamsGroupDescribeResponseGroup, 2)
+		return resp, nil, true
+	})
+	_, _, err := Describe(context.Background(), NewCache(f.cl), "g", false, func(int) time.Duration { return time.Millisecond })
+	if err == nil || !strings.Contains(err.Error(), "2 groups") {
+		t.Fatalf("got %v", err)
 	}
 }
