@@ -51,11 +51,12 @@ func InputPartitions(topo *topology.Topology, s Set) (map[string][]int32, error)
 		}
 	}
 	for t, ps := range out {
-		// Partitions of one subtopology arrive sorted; a topic read by two subtopologies needs a sort.
+		// Partitions of one subtopology arrive sorted and distinct; a topic read by two subtopologies
+		// may need a sort, and holds a partition twice when both subtopologies have its task.
 		if !slices.IsSorted(ps) {
 			slices.Sort(ps)
-			out[t] = slices.Compact(ps)
 		}
+		out[t] = slices.Compact(ps)
 	}
 	return out, nil
 }
