@@ -43,6 +43,10 @@ func (m *rawMember) send(ctx context.Context, req *kmsg.StreamsGroupHeartbeatReq
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
+		if r.ErrorCode == kerr.CoordinatorLoadInProgress.Code { // right coordinator, still loading
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
 		return r
 	}
 }
