@@ -1,11 +1,19 @@
 package heartbeat
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Backoff is exponential backoff with jitter between a minimum and a maximum (retry.backoff.ms and
 // retry.backoff.max.ms): attempt n waits about min·2ⁿ, capped at max, spread by ±20% so that members
 // that failed together do not retry together. It is a plain value: the jitter comes from Rand, so
 // tests and the state machine stay deterministic.
+//
+// Delay saturates: whatever Min, Max and attempt are (Kafka accepts retry.backoff.max.ms up to
+// Long.MAX_VALUE), it never overflows and never returns a negative duration. With Max > 0 it never
+// exceeds Max (not even with jitter, and not when Max < Min); with Max <= 0 it does not grow (every
+// attempt waits about Min).
 type Backoff struct {
 	Min, Max time.Duration
 	// Rand returns a number in [0, 1); nil means no jitter.
@@ -15,23 +23,34 @@ type Backoff struct {
 // jitter is the spread around the exponential value, as a fraction.
 const jitter = 0.2
 
-// Delay returns the wait before retry number attempt (0 for the first retry).
+// Delay returns the wait before retry number attempt (0 for the first retry; a negative attempt
+// counts as 0). It is 0 when Min <= 0.
 func (b Backoff) Delay(attempt int) time.Duration {
 	if b.Min <= 0 {
 		return 0
 	}
-	d := b.Min
-	for i := 0; i < attempt && d < b.Max; i++ {
-		d *= 2
+	// grow is where doubling stops; ceiling is what even jitter may not pass.
+	grow, ceiling := b.Max, b.Max
+	if b.Max <= 0 {
+		grow, ceiling = b.Min, math.MaxInt64
 	}
-	if b.Max > 0 && d > b.Max {
-		d = b.Max
+	d := min(b.Min, grow)
+	for i := 0; i < attempt && d < grow; i++ {
+		if d > grow/2 {
+			d = grow // doubling would pass the cap (or overflow)
+		} else {
+			d *= 2
+		}
 	}
 	if b.Rand != nil {
-		f := 1 - jitter + 2*jitter*b.Rand()
-		d = time.Duration(float64(d) * f)
-		if b.Max > 0 && d > b.Max {
-			d = b.Max
+		f := float64(d) * (1 - jitter + 2*jitter*b.Rand())
+		switch {
+		case f >= float64(ceiling): // also catches values past MaxInt64, where a conversion is undefined
+			d = ceiling
+		case f > 0:
+			d = time.Duration(f)
+		default: // a Rand outside [0, 1), or NaN
+			d = 0
 		}
 	}
 	return d
