@@ -254,27 +254,6 @@ func TestClassifyTransport(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	b := Backoff{Min: 100 * time.Millisecond, Max: time.Second}
-	want := []time.Duration{100, 200, 400, 800, 1000, 1000}
-	for i, w := range want {
-		if got := b.Delay(i); got != w*time.Millisecond {
-			t.Errorf("attempt %d: %v, want %v", i, got, w*time.Millisecond)
-		}
-	}
-	b.Rand = func() float64 { return 0.999 }
-	if got := b.Delay(10); got != time.Second {
-		t.Errorf("jitter must not exceed the maximum: %v", got)
-	}
-	b.Rand = func() float64 { return 0 }
-	if got := b.Delay(0); got != 80*time.Millisecond {
-		t.Errorf("jitter spreads by 20%%: %v", got)
-	}
-	if (Backoff{}).Delay(3) != 0 {
-		t.Error("no backoff configured")
-	}
-}
-
 func TestCapabilities(t *testing.T) {
 	if err := (Capabilities{HeartbeatMaxVersion: -1}).Check(); !errors.Is(err, ErrNotSupported) {
 		t.Error("no heartbeat API")
