@@ -14,10 +14,14 @@ import (
 type Class int
 
 const (
-	// Retry: send again after backoff, same coordinator (COORDINATOR_LOAD_IN_PROGRESS).
+	// Retry: send again after backoff to the same coordinator, which the transport keeps: it is the
+	// right broker, only still loading the group (COORDINATOR_LOAD_IN_PROGRESS).
 	Retry Class = iota + 1
-	// Rediscover: forget the coordinator, look it up again, retry after backoff (NOT_COORDINATOR,
-	// COORDINATOR_NOT_AVAILABLE, connection failures).
+	// Rediscover: the transport has forgotten the coordinator (NOT_COORDINATOR,
+	// COORDINATOR_NOT_AVAILABLE, a failure to reach the broker, a look-up that failed and may succeed
+	// later). The next heartbeat looks it up again, one FindCoordinator attempt, and goes to it as soon
+	// as it is found, as the Java client does; only look-ups that keep failing are paced by the
+	// backoff (PROTOCOL §10).
 	Rediscover
 	// Fenced: the broker no longer knows this member at this epoch. Lose every task and rejoin at
 	// epoch 0 with the same member ID, without backoff (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
@@ -166,7 +170,8 @@ var fatalActions = map[error]string{
 }
 
 // TransportError is a heartbeat that did not get an answer: the broker could not be reached, the
-// connection broke, or the coordinator could not be found.
+// connection broke, or the coordinator could not be found (Err is then a *coordinator.LookupError when
+// FindCoordinator answered with an error code).
 type TransportError struct {
 	Err   error
 	Class Class // Rediscover, or Fatal when retrying cannot help
@@ -187,7 +192,9 @@ func (e *TransportError) Unwrap() []error {
 	return []error{e.Err}
 }
 
-// ClassifyTransport wraps a failure to get any answer.
+// ClassifyTransport wraps a failure to get any answer: Rediscover when a later attempt against a
+// freshly looked-up coordinator may succeed, Fatal when it cannot (a closed client, a cancelled
+// context, a broker without the API, a look-up refused for good).
 func ClassifyTransport(err error) *TransportError {
 	c := Fatal
 	if coordinator.IsRetriableTransport(err) {

@@ -16,7 +16,9 @@ const (
 	EpochLeaveStatic int32 = -2 // a static member leaving for a while (Kafka 4.4+)
 )
 
-// Member is what a member says about itself when it joins; it does not change during its life.
+// Member is what a member says about itself when it joins. A Builder keeps its copy for the
+// member's life; only SupportsV1Offsets changes, through Builder.SetSupportsOffsets, once the member
+// learns what the broker takes.
 type Member struct {
 	Group             string
 	MemberID          string
@@ -39,8 +41,9 @@ type State struct {
 	EndpointEpoch int32            // last EndpointInformationEpoch received, -1 at first
 	Owned         tasks.Assignment // the reconciled assignment the application owns
 	Shutdown      bool             // ask the whole group to shut down
-	// Offsets and EndOffsets are the current task offsets; nil when not provided. They are sent only
-	// when SendOffsets is set and they changed since last sent (all of them after a reset).
+	// Offsets and EndOffsets are the current task offsets; nil when not provided. Each list is sent,
+	// to a broker that takes them, when it changed since last sent and either SendOffsets is set or the
+	// request is a join or the first after Reset (after Reset every list counts as changed).
 	Offsets, EndOffsets tasks.Offsets
 	SendOffsets         bool
 }

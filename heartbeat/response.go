@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -157,12 +158,57 @@ func (e *ProtocolError) Error() string {
 	return "malformed streams group heartbeat answer: " + e.Reason
 }
 
-// Parse reads a heartbeat answer whose error code is 0. Task lists must come all three or none;
-// partitions must not be negative; every task must belong to a subtopology of topo (else a
-// *tasks.UnknownSubtopologyError). Unknown status codes are kept, never an error.
+// Classify is the one pure entry point for a heartbeat's raw result, as a transport returns it (an
+// answer, or an error when there was none): a failure to get an answer is a *TransportError
+// (ClassifyTransport), no answer and no error a *ProtocolError, an answer with an error code an
+// *Error (ErrorFor), and a successful answer is Parse'd. An err that is already one of the typed
+// errors of this package is returned as it is, not wrapped again.
+func Classify(resp *kmsg.StreamsGroupHeartbeatResponse, err error, topo *topology.Topology) (*Response, error) {
+	if err != nil {
+		if _, ok := errors.AsType[*TransportError](err); ok {
+			return nil, err
+		}
+		if _, ok := errors.AsType[*Error](err); ok {
+			return nil, err
+		}
+		if _, ok := errors.AsType[*ProtocolError](err); ok {
+			return nil, err
+		}
+		return nil, ClassifyTransport(err)
+	}
+	if resp == nil {
+		return nil, &ProtocolError{Reason: "no answer and no error"}
+	}
+	if resp.ErrorCode != 0 {
+		return nil, ErrorFor(resp.ErrorCode, resp.ErrorMessage)
+	}
+	return Parse(resp, topo)
+}
+
+// Parse reads a heartbeat answer whose error code is 0. A success must carry a member epoch >= 0 and
+// a heartbeat interval > 0 (else the member could not pace its next heartbeat), and no negative task
+// offset interval. Task lists must come all three or none; partitions, in task lists and in the
+// endpoint map, must not be negative; every task must belong to a subtopology of topo (else a
+// *tasks.UnknownSubtopologyError). Any other broken rule is a *ProtocolError. Unknown status codes are
+// kept, never an error.
+//
+// An answer to a leave (epoch -1 or -2) carries the leave epoch and is not a success to Parse: the
+// member does not act on it.
 func Parse(resp *kmsg.StreamsGroupHeartbeatResponse, topo *topology.Topology) (*Response, error) {
+	if resp == nil {
+		return nil, &ProtocolError{Reason: "no answer given to Parse"}
+	}
 	if resp.ErrorCode != 0 {
 		return nil, &ProtocolError{Reason: fmt.Sprintf("error code %d given to Parse", resp.ErrorCode)}
+	}
+	if resp.MemberEpoch < 0 {
+		return nil, &ProtocolError{Reason: fmt.Sprintf("member epoch %d in a successful answer; it must be 0 or more", resp.MemberEpoch)}
+	}
+	if resp.HeartbeatIntervalMillis <= 0 {
+		return nil, &ProtocolError{Reason: fmt.Sprintf("heartbeat interval %d ms in a successful answer; it must be more than 0", resp.HeartbeatIntervalMillis)}
+	}
+	if resp.TaskOffsetIntervalMillis < 0 {
+		return nil, &ProtocolError{Reason: fmt.Sprintf("task offset interval %d ms; it must not be negative", resp.TaskOffsetIntervalMillis)}
 	}
 	r := &Response{
 		Version:                     resp.Version,
@@ -176,9 +222,6 @@ func Parse(resp *kmsg.StreamsGroupHeartbeatResponse, topo *topology.Topology) (*
 	}
 	if resp.Version >= 1 {
 		r.AcceptableRecoveryLag = resp.AcceptableRecoveryLag
-	}
-	if resp.HeartbeatIntervalMillis < 0 || resp.TaskOffsetIntervalMillis < 0 {
-		return nil, &ProtocolError{Reason: "negative interval"}
 	}
 	for _, s := range resp.Status {
 		r.Statuses = append(r.Statuses, Status{Code: StatusCode(s.StatusCode), Detail: s.StatusDetail})
@@ -221,15 +264,28 @@ func Parse(resp *kmsg.StreamsGroupHeartbeatResponse, topo *topology.Topology) (*
 			}
 			// One entry per member: entries of one endpoint (several members of a process) are merged.
 			for _, p := range e.ActivePartitions {
+				if err := nonNegative(ep, p.Topic, p.Partitions); err != nil {
+					return nil, err
+				}
 				cur.Active[p.Topic] = mergeSorted(cur.Active[p.Topic], p.Partitions)
 			}
 			for _, p := range e.StandbyPartitions {
+				if err := nonNegative(ep, p.Topic, p.Partitions); err != nil {
+					return nil, err
+				}
 				cur.Standby[p.Topic] = mergeSorted(cur.Standby[p.Topic], p.Partitions)
 			}
 			r.Endpoints[ep] = cur
 		}
 	}
 	return r, nil
+}
+
+func nonNegative(ep Endpoint, topic string, partitions []int32) error {
+	if slices.ContainsFunc(partitions, func(p int32) bool { return p < 0 }) {
+		return &ProtocolError{Reason: fmt.Sprintf("negative partition of topic %q for endpoint %s", topic, ep)}
+	}
+	return nil
 }
 
 func mergeSorted(a, b []int32) []int32 {

@@ -15,9 +15,13 @@ import (
 
 // Transport sends a group's streams-group requests to its coordinator over the user's *kgo.Client
 // (PROTOCOL §10: kgo cannot route them itself). It caches the coordinator, forgets it on
-// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS and connection errors, and
-// never resends a state-carrying heartbeat on its own: the member's state machine decides. Leaves
-// are idempotent and retried. Safe for concurrent use.
+// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and connection errors (keeps it on
+// COORDINATOR_LOAD_IN_PROGRESS), and never resends a state-carrying heartbeat on its own: the
+// member's state machine decides. Leaves are idempotent and retried. Safe for concurrent use.
+//
+// Deprecated: the I/O half moved to internal/transport (one look-up attempt per heartbeat, raw
+// results for the state machine to classify). This copy stays until membership switches to it; it
+// cannot forward to internal/transport, which imports this package.
 type Transport struct {
 	cl      *kgo.Client
 	coord   *coordinator.Cache
@@ -82,58 +86,13 @@ func (t *Transport) Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRe
 }
 
 // Describe describes the group at its coordinator (StreamsGroupDescribe), retrying coordinator moves
-// until ctx ends. A per-group error code is returned as an *Error.
+// until ctx ends (coordinator.Describe). A per-group error code is returned as an *Error.
 func (t *Transport) Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
-	for attempt := 0; ; attempt++ {
-		req := kmsg.NewPtrStreamsGroupDescribeRequest()
-		req.Groups = []string{t.group}
-		resp, node, err := t.send(ctx, req)
-		if err == nil {
-			groups := resp.(*kmsg.StreamsGroupDescribeResponse).Groups
-			if len(groups) != 1 {
-				return nil, &ProtocolError{Reason: fmt.Sprintf("describe answered %d groups for one", len(groups))}
-			}
-			g := groups[0]
-			if !coordinator.IsCoordinatorMoved(g.ErrorCode) {
-				if g.ErrorCode != 0 {
-					return nil, ErrorFor(g.ErrorCode, g.ErrorMessage)
-				}
-				return &g, nil
-			}
-			t.coord.Invalidate(t.group, node)
-		} else if !coordinator.IsRetriableTransport(err) {
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(Backoff{Min: 50 * time.Millisecond, Max: time.Second}.Delay(attempt)):
-		}
+	g, _, err := coordinator.Describe(ctx, t.coord, t.group, false, Backoff{Min: 50 * time.Millisecond, Max: time.Second}.Delay)
+	if de, ok := errors.AsType[*coordinator.DescribeError](err); ok {
+		return nil, ErrorFor(de.Code, de.Message)
 	}
-}
-
-// Capabilities is what the cluster says it supports, from ApiVersions.
-type Capabilities struct {
-	HeartbeatMaxVersion int16 // -1 when the broker does not know StreamsGroupHeartbeat
-	StreamsVersion      int16 // finalized feature streams.version; 0 when off
-}
-
-// StaticMembership reports whether the brokers accept group.instance.id (Kafka 4.4+, heartbeat v1).
-func (c Capabilities) StaticMembership() bool { return c.HeartbeatMaxVersion >= 1 }
-
-// TaskOffsets reports whether the brokers accept task offsets and warm-up tasks (Kafka 4.4+).
-func (c Capabilities) TaskOffsets() bool { return c.HeartbeatMaxVersion >= 1 }
-
-// Check returns a typed error when the cluster cannot run streams groups at all.
-func (c Capabilities) Check() error {
-	if c.HeartbeatMaxVersion < 0 {
-		return fmt.Errorf("the brokers do not know StreamsGroupHeartbeat: %w: streams groups need Kafka 4.2+", ErrNotSupported)
-	}
-	if c.StreamsVersion < 1 {
-		return fmt.Errorf("the finalized feature streams.version is %d: %w: enable it with "+
-			"kafka-features.sh upgrade --feature streams.version=1 (Kafka 4.2+)", c.StreamsVersion, ErrNotSupported)
-	}
-	return nil
+	return g, err
 }
 
 // Capabilities asks a broker for its API versions and finalized features, once. The caller retries
@@ -142,22 +101,8 @@ func (t *Transport) Capabilities(ctx context.Context) (Capabilities, error) {
 	rctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
 	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(rctx, t.cl)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.ErrorCode)
-	}
 	if err != nil {
 		return Capabilities{}, fmt.Errorf("asking the cluster for its API versions: %w", err)
 	}
-	c := Capabilities{HeartbeatMaxVersion: -1}
-	for _, k := range resp.ApiKeys {
-		if k.ApiKey == 88 {
-			c.HeartbeatMaxVersion = k.MaxVersion
-		}
-	}
-	for _, f := range resp.FinalizedFeatures {
-		if f.Name == "streams.version" {
-			c.StreamsVersion = f.MaxVersionLevel
-		}
-	}
-	return c, nil
+	return CapabilitiesFrom(resp)
 }
