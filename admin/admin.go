@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/internal/coordinator"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -104,45 +105,21 @@ type Member struct {
 	IsClassic        bool
 }
 
-// Describe describes one streams group at its coordinator.
-func (c *Client) Describe(ctx context.Context, group string) (*Group, error) {
-	for attempt := 0; ; attempt++ {
-		req := kmsg.NewPtrStreamsGroupDescribeRequest()
-		req.Groups = []string{group}
-		req.IncludeAuthorizedOperations = true
-		resp, node, err := c.coord.Send(ctx, group, req)
-		if err != nil {
-			if !coordinator.IsRetriableTransport(err) {
-				return nil, err
-			}
-		} else {
-			groups := resp.(*kmsg.StreamsGroupDescribeResponse).Groups
-			if len(groups) != 1 {
-				return nil, fmt.Errorf("describe of %q answered %d groups", group, len(groups))
-			}
-			g := groups[0]
-			if !coordinator.IsCoordinatorMoved(g.ErrorCode) {
-				if g.ErrorCode != 0 {
-					return nil, c.groupError(ctx, group, g.ErrorCode, g.ErrorMessage)
-				}
-				return c.convert(&g, node)
-			}
-			c.coord.Invalidate(group, node)
-		}
-		if err := sleep(ctx, attempt); err != nil {
-			return nil, err
-		}
-	}
-}
+// describeBackoff paces Describe's retries while the coordinator moves, loads or cannot be reached.
+var describeBackoff = heartbeat.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
 
-func sleep(ctx context.Context, attempt int) error {
-	d := min(50*time.Millisecond<<attempt, time.Second)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
+// Describe describes one streams group at its coordinator, retrying until ctx ends while the
+// coordinator moves, loads or cannot be reached (internal/coordinator.Describe, shared with the
+// member). A per-group error code is a *GroupError.
+func (c *Client) Describe(ctx context.Context, group string) (*Group, error) {
+	g, node, err := coordinator.Describe(ctx, c.coord, group, true, describeBackoff.Delay)
+	if de, ok := errors.AsType[*coordinator.DescribeError](err); ok {
+		return nil, c.groupError(ctx, group, de.Code, de.Message)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return c.convert(g, node)
 }
 
 // groupError turns a per-group error code into a *GroupError. GROUP_ID_NOT_FOUND means either no
@@ -207,8 +184,8 @@ func (c *Client) convert(g *kmsg.StreamsGroupDescribeResponseGroup, node int32) 
 	if g.AssignorName != nil {
 		out.AssignorName = *g.AssignorName
 	}
-	if b, err := c.coord.Lookup(context.Background(), g.Group); err == nil && b.Node == node {
-		out.CoordinatorHost, out.CoordinatorPort = b.Host, b.Port // from the cache: no request
+	if b, ok := c.coord.Cached(g.Group); ok && b.Node == node {
+		out.CoordinatorHost, out.CoordinatorPort = b.Host, b.Port
 	}
 	if g.Topology != nil {
 		d, err := topology.FromDescribe(g.Topology)

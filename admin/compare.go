@@ -10,74 +10,26 @@ import (
 	"github.com/streamsgroup/streamsgroup/topology"
 )
 
-// Verdict is how a local topology relates to the group's.
-type Verdict int
-
-const (
-	// NoGroupTopology: the group has no topology yet; the first member to join sets it.
-	NoGroupTopology Verdict = iota + 1
-	// Same: same topology ID and epoch; members join normally.
-	Same
-	// Newer: the local epoch is higher than the group's.
-	Newer
-	// Older: the local epoch is lower; its members would be told STALE_TOPOLOGY and get no tasks.
-	Older
-	// ChangedWithoutEpochBump: same epoch, different topology; the broker refuses such members.
-	ChangedWithoutEpochBump
-)
-
-func (v Verdict) String() string {
-	switch v {
-	case NoGroupTopology:
-		return "no-group-topology"
-	case Same:
-		return "same"
-	case Newer:
-		return "newer"
-	case Older:
-		return "older"
-	case ChangedWithoutEpochBump:
-		return "changed-without-epoch-bump"
-	}
-	return fmt.Sprintf("Verdict(%d)", int(v))
-}
-
-// Comparison is the result of CompareTopology, with both sides and a sentence on what follows.
+// Comparison is the result of CompareTopology: topology.Comparison (both sides, the verdict and the
+// action), plus the action under its former name.
 type Comparison struct {
-	Verdict     Verdict
-	GroupID     topology.ID
-	GroupEpoch  int32
-	LocalID     topology.ID
-	LocalEpoch  int32
+	topology.Comparison
+	// Explanation is Action under its former name.
+	//
+	// Deprecated: use Action.
 	Explanation string
 }
 
-// CompareTopology compares a local topology at localEpoch with the group's.
+// CompareTopology compares a local topology at localEpoch with the group's, before joining
+// (topology.Compare with topology.BeforeJoin: a group that is nil or has no topology is
+// NoGroupTopology).
 func CompareTopology(g *Group, local *topology.Topology, localEpoch int32) Comparison {
-	c := Comparison{LocalID: local.ID(), LocalEpoch: localEpoch}
-	if g == nil || g.Topology == nil {
-		c.Verdict = NoGroupTopology
-		c.Explanation = "the group has no topology yet: the first member to join sets it"
-		return c
+	var described *topology.Described
+	if g != nil {
+		described = g.Topology
 	}
-	c.GroupID, c.GroupEpoch = g.Topology.ID, g.Topology.Epoch
-	switch {
-	case localEpoch < c.GroupEpoch:
-		c.Verdict = Older
-		c.Explanation = fmt.Sprintf("the group runs epoch %d; members with epoch %d are told STALE_TOPOLOGY", c.GroupEpoch, localEpoch)
-	case localEpoch > c.GroupEpoch:
-		c.Verdict = Newer
-		c.Explanation = fmt.Sprintf("epoch %d is newer than the group's %d; brokers up to Kafka 4.4 keep a group's first topology "+
-			"and refuse any other, so roll out with a new application.id or delete the emptied group first", localEpoch, c.GroupEpoch)
-	case c.GroupID == c.LocalID:
-		c.Verdict = Same
-		c.Explanation = "the group runs this topology at this epoch"
-	default:
-		c.Verdict = ChangedWithoutEpochBump
-		c.Explanation = fmt.Sprintf("the topology differs from the group's at the same epoch %d: the broker refuses such members; "+
-			"use topology.epoch %d for the new topology", localEpoch, NextEpoch(nil, c.GroupEpoch))
-	}
-	return c
+	c := topology.Compare(described, local, localEpoch, topology.BeforeJoin)
+	return Comparison{Comparison: c, Explanation: c.Action}
 }
 
 // NextEpoch returns the topology epoch a rolling upgrade of the group should use: one above the

@@ -1,12 +1,16 @@
 package admin
 
 import (
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamsgroup/streamsgroup/topology"
 )
 
+// CompareTopology is topology.Compare before joining; these pin that it passes the group's side on
+// (nil group, group without topology) and keeps the former field name in step.
 func TestCompareTopology(t *testing.T) {
 	a := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"a"}})
 	b := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"b"}})
@@ -17,27 +21,43 @@ func TestCompareTopology(t *testing.T) {
 		g     *Group
 		local *topology.Topology
 		epoch int32
-		want  Verdict
+		want  topology.Verdict
 		says  string
 	}{
-		{nil, a, 0, NoGroupTopology, "first member"},
-		{&Group{ID: "g"}, a, 0, NoGroupTopology, "first member"},
-		{group(0, a), a, 0, Same, "runs this topology"},
-		{group(0, a), b, 0, ChangedWithoutEpochBump, "topology.epoch 1"},
-		{group(2, a), b, 1, Older, "STALE_TOPOLOGY"},
-		{group(1, a), b, 2, Newer, "new application.id"},
+		{nil, a, 0, topology.NoGroupTopology, "first member"},
+		{&Group{ID: "g"}, a, 0, topology.NoGroupTopology, "first member"},
+		{group(0, a), a, 0, topology.Same, "join normally"},
+		{group(0, a), b, 0, topology.ChangedWithoutEpochBump, "topology.epoch 1"},
+		{group(2, a), b, 1, topology.Older, "STALE_TOPOLOGY"},
+		{group(1, a), b, 2, topology.Newer, "new application.id"},
 	}
 	for _, c := range cases {
 		got := CompareTopology(c.g, c.local, c.epoch)
-		if got.Verdict != c.want || !strings.Contains(got.Explanation, c.says) || got.LocalID != c.local.ID() {
-			t.Errorf("%v: got %s %q", c.want, got.Verdict, got.Explanation)
+		want := topology.Compare(nil, c.local, c.epoch, topology.BeforeJoin)
+		if c.g != nil && c.g.Topology != nil {
+			want = topology.Compare(c.g.Topology, c.local, c.epoch, topology.BeforeJoin)
+		}
+		if got.Comparison != want || got.Verdict != c.want || !strings.Contains(got.Action, c.says) || got.Explanation != got.Action {
+			t.Errorf("%v: got %s %q (explanation %q)", c.want, got.Verdict, got.Action, got.Explanation)
 		}
 	}
-	if NextEpoch(group(3, a), 0) != 4 || NextEpoch(nil, -1) != 0 || NextEpoch(nil, 4) != 5 {
+	if NextEpoch(group(3, a), 0) != 4 || NextEpoch(nil, -1) != 0 || NextEpoch(nil, 4) != 5 || NextEpoch(&Group{ID: "g"}, 1) != 2 {
 		t.Error("NextEpoch")
 	}
-	if Verdict(99).String() == "" || Same.String() != "same" {
-		t.Error("Verdict names")
+}
+
+// Describe retries with describeBackoff for as long as its context allows: the wait must stay at the
+// maximum however many attempts were made (the former 50ms<<attempt turned negative at attempt 38
+// and then retried without waiting, hammering the broker).
+func TestDescribeBackoffNeverSpins(t *testing.T) {
+	for _, n := range []int{0, 1, 5, 37, 38, 39, 40, 63, 64, 1000, math.MaxInt} {
+		d := describeBackoff.Delay(n)
+		if d < 50*time.Millisecond || d > time.Second {
+			t.Errorf("attempt %d waits %v; want between 50ms and 1s", n, d)
+		}
+	}
+	if describeBackoff.Delay(40) != time.Second {
+		t.Errorf("attempt 40 waits %v, want the maximum 1s", describeBackoff.Delay(40))
 	}
 }
 

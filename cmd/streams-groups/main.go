@@ -307,13 +307,13 @@ func topologyIDCommand(o *options, stdout, stderr io.Writer) int {
 	if o.output == "json" {
 		return printJSON(stdout, map[string]any{
 			"verdict": cmp.Verdict.String(), "localTopologyId": cmp.LocalID.Hex(), "localEpoch": cmp.LocalEpoch,
-			"groupTopologyId": hexOrEmpty(cmp.GroupID), "groupEpoch": cmp.GroupEpoch, "explanation": cmp.Explanation,
+			"groupTopologyId": hexOrEmpty(cmp.GroupID), "groupEpoch": cmp.GroupEpoch, "action": cmp.Action,
 		})
 	}
 	rows := [][]string{{"GROUP", "GROUP-TOPOLOGY-ID", "GROUP-EPOCH", "LOCAL-TOPOLOGY-ID", "LOCAL-EPOCH", "VERDICT"},
 		{o.groups[0], shortOrDash(cmp.GroupID), strconv.Itoa(int(cmp.GroupEpoch)), cmp.LocalID.String(), strconv.Itoa(int(cmp.LocalEpoch)), cmp.Verdict.String()}}
 	printTable(stdout, rows)
-	fmt.Fprintln(stdout, cmp.Explanation)
+	fmt.Fprintln(stdout, cmp.Action)
 	return exitOK
 }
 
