@@ -1,0 +1,191 @@
+// Package transport is the I/O half of a streams-group member: it sends a group's heartbeats, leave,
+// describe and ApiVersions requests over the user's *kgo.Client, to the group coordinator it finds
+// and caches with internal/coordinator (PROTOCOL §10: kgo cannot route streams-group requests).
+//
+// It decides nothing about the member. A heartbeat is sent once, with at most one coordinator
+// look-up before it, and its raw result (the answer with its error code, or the error) goes back to
+// the caller; the state machine classifies it (heartbeat.Classify) and paces retries. The only
+// retries here are the leave's and the describe's, both bounded by the caller's context.
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/internal/coordinator"
+)
+
+// Transport sends one group's requests to its coordinator. It caches the coordinator, forgets it on
+// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and failures to reach it, and keeps it on
+// COORDINATOR_LOAD_IN_PROGRESS (the broker is the coordinator, only still loading). Safe for
+// concurrent use.
+type Transport struct {
+	coord   *coordinator.Cache
+	group   string
+	timeout time.Duration
+	backoff heartbeat.Backoff
+}
+
+// defaultBackoff paces the leave's and the describe's retries when New is given no backoff (Min <= 0):
+// the Java defaults of retry.backoff.ms and retry.backoff.max.ms.
+var defaultBackoff = heartbeat.Backoff{Min: 100 * time.Millisecond, Max: time.Second}
+
+// New returns a transport for group over cl. Each request (a look-up, a heartbeat, an ApiVersions)
+// is bounded by requestTimeout on top of the caller's context; backoff paces the retries of Leave and
+// Describe (a backoff without a minimum is replaced by 100 ms doubling to 1 s, so they never spin).
+func New(cl *kgo.Client, group string, requestTimeout time.Duration, backoff heartbeat.Backoff) *Transport {
+	if backoff.Min <= 0 {
+		backoff = defaultBackoff
+	}
+	return &Transport{
+		coord:   coordinator.NewCache(cl, coordinator.RequestTimeout(requestTimeout)),
+		group:   group,
+		timeout: requestTimeout,
+		backoff: backoff,
+	}
+}
+
+// Heartbeat sends req once. When the coordinator is not cached it first looks it up, with one
+// FindCoordinator request to one broker and no retries (a failed look-up is the call's error), so
+// that after a network failure the next heartbeat goes as soon as the coordinator answers again, on
+// the member's schedule rather than the client library's. It returns the answer as it is, error code
+// included, or the error as it is: neither is classified here.
+//
+// The coordinator is forgotten on an answer with NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE and on
+// any failure to send (the next call looks it up again), and kept on COORDINATOR_LOAD_IN_PROGRESS.
+func (t *Transport) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+	resp, node, err := t.coord.Send(ctx, t.group, req) // Send forgets the coordinator on a send failure
+	if err != nil {
+		return nil, err
+	}
+	r, ok := resp.(*kmsg.StreamsGroupHeartbeatResponse)
+	if !ok {
+		return nil, fmt.Errorf("streams group heartbeat: the client returned a %T", resp)
+	}
+	if coordinator.IsCoordinatorMoved(r.ErrorCode) {
+		t.coord.Invalidate(t.group, node)
+	}
+	return r, nil
+}
+
+// ErrNoCoordinator is returned by Leave when no coordinator is known: the leave is skipped rather than
+// searched for, as the Java client skips it; the broker removes the member when its session times
+// out.
+var ErrNoCoordinator = errors.New("no group coordinator known: the leave heartbeat was not sent; " +
+	"the member leaves the group when its session times out")
+
+// Leave sends a leave heartbeat (epoch -1, or -2 for a static member). If no coordinator is cached it
+// returns ErrNoCoordinator at once, without sending anything. Otherwise it sends until the leave is
+// answered or ctx ends (the caller bounds ctx: the leave budget), retrying after the backoff on a
+// coordinator that moved or is loading (looked up again, one attempt per try, when it moved) and on
+// failures to reach it that may pass. UNKNOWN_MEMBER_ID and GROUP_ID_NOT_FOUND mean the member is
+// already gone, which is what a leave wants: nil. Other error codes are a *heartbeat.Error, a
+// transport failure that cannot pass a *heartbeat.TransportError; when ctx ends the error wraps
+// ctx.Err() and names the last failure.
+func (t *Transport) Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) error {
+	if !t.coord.Known(t.group) {
+		return ErrNoCoordinator
+	}
+	for attempt := 0; ; attempt++ {
+		resp, err := t.Heartbeat(ctx, req)
+		if err != nil {
+			te := heartbeat.ClassifyTransport(err)
+			if te.Class == heartbeat.Fatal {
+				return te
+			}
+			err = te
+		} else {
+			switch kerr.ErrorForCode(resp.ErrorCode) {
+			case nil, kerr.UnknownMemberID, kerr.GroupIDNotFound:
+				return nil
+			}
+			herr := heartbeat.ErrorFor(resp.ErrorCode, resp.ErrorMessage)
+			if herr.Class != heartbeat.Retry && herr.Class != heartbeat.Rediscover {
+				return herr
+			}
+			err = herr
+		}
+		timer := time.NewTimer(t.backoff.Delay(attempt))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("leaving the group: %w (last error: %v)", ctx.Err(), err)
+		case <-timer.C:
+		}
+	}
+}
+
+// Describe describes the group at its coordinator (StreamsGroupDescribe), retrying with the backoff
+// until ctx ends whatever may pass (coordinator.Describe, the one implementation admin shares). A
+// per-group error code is a *heartbeat.Error.
+func (t *Transport) Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
+	g, _, err := coordinator.Describe(ctx, t.coord, t.group, false, t.backoff.Delay)
+	if de, ok := errors.AsType[*coordinator.DescribeError](err); ok {
+		return nil, heartbeat.ErrorFor(de.Code, de.Message)
+	}
+	return g, err
+}
+
+// Capabilities asks one broker for its API versions and finalized features: one ApiVersions request,
+// one attempt. The caller retries (a cluster that is still starting does not answer yet).
+func (t *Transport) Capabilities(ctx context.Context) (heartbeat.Capabilities, error) {
+	b := t.coord.AnyBroker()
+	if b == nil {
+		return heartbeat.Capabilities{}, fmt.Errorf("asking the cluster for its API versions: %w", coordinator.ErrNoBroker)
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	// Sent straight to a broker, the request does not get the names kgo fills in on Client.Request;
+	// v3+ brokers refuse an ApiVersions without them.
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "streamsgroup", softwareVersion()
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+	}
+	resp, err := b.Request(ctx, req)
+	if err != nil {
+		return heartbeat.Capabilities{}, fmt.Errorf("asking the cluster for its API versions: %w", err)
+	}
+	return heartbeat.CapabilitiesFrom(resp.(*kmsg.ApiVersionsResponse))
+}
+
+// softwareVersion is this module's version as the build knows it, in the characters ApiVersions
+// allows ([a-zA-Z0-9.-], starting and ending with a letter or digit).
+func softwareVersion() string {
+	v := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range append([]*debug.Module{&bi.Main}, bi.Deps...) {
+			if m.Path == "github.com/streamsgroup/streamsgroup" && m.Version != "" && m.Version != "(devel)" {
+				v = m.Version
+			}
+		}
+	}
+	return sanitize(v)
+}
+
+func sanitize(v string) string {
+	b := []byte(v)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	for len(b) > 0 && (b[0] == '.' || b[0] == '-') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == '.' || b[len(b)-1] == '-') {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return "unknown"
+	}
+	return string(b)
+}

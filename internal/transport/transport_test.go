@@ -1,0 +1,578 @@
+package transport
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/internal/coordinator"
+	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
+)
+
+const group = "app"
+
+var fastBackoff = heartbeat.Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond}
+
+// env is a three-broker kfake cluster that knows the streams APIs, whose FindCoordinator and
+// StreamsGroupHeartbeat requests are counted and scripted, reached through a dialer that can reset the
+// connection a FindCoordinator request travels on.
+type env struct {
+	c      *kfake.Cluster
+	cl     *kgo.Client
+	dialer *resetDialer
+
+	findCode atomic.Int32 // FindCoordinator answers with this code when non-zero
+	finds    atomic.Int64 // FindCoordinator requests the cluster received
+
+	mu     sync.Mutex
+	codes  []int16 // the next heartbeat answers' error codes; -1 closes the connection; empty: 0
+	hbs    []*kmsg.StreamsGroupHeartbeatRequest
+	hbNode []int32
+}
+
+func newEnv(t *testing.T, opts ...kgo.Opt) *env {
+	t.Helper()
+	e := &env{dialer: &resetDialer{}}
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	e.c = c
+	if err := kfakestreams.Advertise(context.Background(), c, 1, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	c.ControlKey(int16(kmsg.FindCoordinator), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		e.finds.Add(1)
+		code := int16(e.findCode.Load())
+		if code == 0 {
+			return nil, nil, false
+		}
+		fr := req.(*kmsg.FindCoordinatorRequest)
+		r := fr.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		for _, k := range fr.CoordinatorKeys {
+			r.Coordinators = append(r.Coordinators, kmsg.FindCoordinatorResponseCoordinator{Key: k, ErrorCode: code})
+		}
+		r.ErrorCode = code
+		return r, nil, true
+	})
+	c.ControlKey(int16(kmsg.StreamsGroupHeartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		hr := req.(*kmsg.StreamsGroupHeartbeatRequest)
+		e.mu.Lock()
+		e.hbs = append(e.hbs, hr)
+		e.hbNode = append(e.hbNode, c.CurrentNode())
+		var code int16
+		if len(e.codes) > 0 {
+			code, e.codes = e.codes[0], e.codes[1:]
+		}
+		e.mu.Unlock()
+		if code == -1 {
+			return nil, errors.New("scripted connection failure"), true
+		}
+		r := hr.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+		r.ErrorCode = code
+		r.MemberID, r.MemberEpoch, r.HeartbeatIntervalMillis = hr.MemberID, hr.MemberEpoch+1, 500
+		return r, nil, true
+	})
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...), kgo.Dialer(e.dialer.dial)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	e.cl = cl
+	return e
+}
+
+func (e *env) script(codes ...int16) {
+	e.mu.Lock()
+	e.codes = append(e.codes, codes...)
+	e.mu.Unlock()
+}
+
+func (e *env) heartbeats() []*kmsg.StreamsGroupHeartbeatRequest {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*kmsg.StreamsGroupHeartbeatRequest(nil), e.hbs...)
+}
+
+func (e *env) transport() *Transport { return New(e.cl, group, 5*time.Second, fastBackoff) }
+
+func hbReq(epoch int32) *kmsg.StreamsGroupHeartbeatRequest {
+	r := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	r.Group, r.MemberID, r.MemberEpoch = group, "m1", epoch
+	return r
+}
+
+// resetDialer dials normally, but while reset is set, a connection that carries a FindCoordinator
+// request is reset (ECONNRESET) instead of sending it, as a connection through a failing network is.
+// It counts the FindCoordinator requests it saw, reset or not.
+type resetDialer struct {
+	reset atomic.Bool
+	finds atomic.Int64
+}
+
+func (d *resetDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	var nd net.Dialer
+	c, err := nd.DialContext(ctx, network, host)
+	if err != nil {
+		return nil, err
+	}
+	return &resetConn{Conn: c, d: d}, nil
+}
+
+type resetConn struct {
+	net.Conn
+	d     *resetDialer
+	dead  atomic.Bool
+	frame []byte // the start of the request being written, until its API key is known
+	left  int    // bytes of the current request still to come
+}
+
+var errReset = &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+
+func (c *resetConn) Write(p []byte) (int, error) {
+	if c.dead.Load() {
+		return 0, errReset
+	}
+	// Requests are frames: a 4-byte length, then the API key. Follow them through the stream.
+	for rest := p; len(rest) > 0; {
+		if c.left == 0 {
+			need := 6 - len(c.frame)
+			n := min(need, len(rest))
+			c.frame = append(c.frame, rest[:n]...)
+			rest = rest[n:]
+			if len(c.frame) < 6 {
+				break
+			}
+			c.left = int(binary.BigEndian.Uint32(c.frame[:4])) - 2
+			key := int16(binary.BigEndian.Uint16(c.frame[4:6]))
+			c.frame = c.frame[:0]
+			if key == int16(kmsg.FindCoordinator) {
+				c.d.finds.Add(1)
+				if c.d.reset.Load() {
+					c.dead.Store(true)
+					c.Conn.Close()
+					return len(p), nil // "sent", and then the connection is reset
+				}
+			}
+			continue
+		}
+		n := min(c.left, len(rest))
+		c.left -= n
+		rest = rest[n:]
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *resetConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.dead.Load() {
+		return 0, errReset
+	}
+	return n, err
+}
+
+// Issue 9 item 1.11: a heartbeat whose coordinator look-up fails makes exactly one FindCoordinator
+// attempt, whatever the failure; kgo must not retry it on its own schedule. The error comes back raw
+// (not classified) and nothing reaches the group.
+func TestHeartbeatMakesOneLookupAttemptWhenItFails(t *testing.T) {
+	t.Run("connection reset", func(t *testing.T) {
+		e := newEnv(t)
+		tr := e.transport()
+		e.dialer.reset.Store(true)
+		for i := int64(1); i <= 3; i++ {
+			resp, err := tr.Heartbeat(context.Background(), hbReq(0))
+			if err == nil || resp != nil {
+				t.Fatalf("heartbeat %d through a reset connection: %v, %v", i, resp, err)
+			}
+			if _, ok := errors.AsType[*heartbeat.TransportError](err); ok {
+				t.Fatalf("the transport must not classify: %T", err)
+			}
+			if !coordinator.IsRetriableTransport(err) || !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("a reset is a retriable transport failure: %v", err)
+			}
+			if got := e.dialer.finds.Load(); got != i {
+				t.Fatalf("after %d heartbeats %d FindCoordinator attempts, want %d", i, got, i)
+			}
+		}
+		if len(e.heartbeats()) != 0 {
+			t.Fatal("no heartbeat may be sent without a coordinator")
+		}
+		e.dialer.reset.Store(false)
+		if resp, err := tr.Heartbeat(context.Background(), hbReq(0)); err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("the network is back: %v, %v", resp, err)
+		}
+	})
+	t.Run("error code", func(t *testing.T) {
+		e := newEnv(t)
+		tr := e.transport()
+		e.findCode.Store(int32(kerr.CoordinatorNotAvailable.Code))
+		for i := int64(1); i <= 3; i++ {
+			_, err := tr.Heartbeat(context.Background(), hbReq(0))
+			if le, ok := errors.AsType[*coordinator.LookupError](err); !ok || !errors.Is(le, kerr.CoordinatorNotAvailable) {
+				t.Fatalf("heartbeat %d: want the raw *coordinator.LookupError, got %T %v", i, err, err)
+			}
+			if got := e.finds.Load(); got != i {
+				t.Fatalf("after %d heartbeats %d FindCoordinator requests, want %d", i, got, i)
+			}
+		}
+		if len(e.heartbeats()) != 0 {
+			t.Fatal("no heartbeat may be sent without a coordinator")
+		}
+	})
+}
+
+// Which answers forget the coordinator: the next heartbeat looks it up again exactly when the
+// previous answer said the coordinator moved, or the send failed. COORDINATOR_LOAD_IN_PROGRESS keeps
+// it (issue 9 item 1.5).
+func TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved(t *testing.T) {
+	cases := []struct {
+		code    int16 // -1: the connection fails
+		forgets bool
+	}{
+		{0, false},
+		{kerr.CoordinatorLoadInProgress.Code, false},
+		{kerr.FencedMemberEpoch.Code, false},
+		{kerr.UnknownMemberID.Code, false},
+		{kerr.GroupAuthorizationFailed.Code, false},
+		{kerr.NotCoordinator.Code, true},
+		{kerr.CoordinatorNotAvailable.Code, true},
+		{-1, true},
+	}
+	for _, c := range cases {
+		t.Run(kerrName(c.code), func(t *testing.T) {
+			e := newEnv(t)
+			tr := e.transport()
+			if _, err := tr.Heartbeat(context.Background(), hbReq(0)); err != nil {
+				t.Fatal(err)
+			}
+			if e.finds.Load() != 1 || !tr.coord.Known(group) {
+				t.Fatalf("the first heartbeat looks the coordinator up once: %d", e.finds.Load())
+			}
+			e.script(c.code)
+			resp, err := tr.Heartbeat(context.Background(), hbReq(1))
+			if c.code == -1 {
+				if err == nil || resp != nil {
+					t.Fatalf("a failed connection is an error: %v, %v", resp, err)
+				}
+			} else if err != nil || resp.ErrorCode != c.code {
+				t.Fatalf("the answer comes back as it is: %v, %v", resp, err)
+			}
+			if tr.coord.Known(group) == c.forgets {
+				t.Fatalf("coordinator known after %s: %v", kerrName(c.code), !c.forgets)
+			}
+			if _, err := tr.Heartbeat(context.Background(), hbReq(1)); err != nil {
+				t.Fatal(err)
+			}
+			want := int64(1)
+			if c.forgets {
+				want = 2
+			}
+			if got := e.finds.Load(); got != want {
+				t.Fatalf("%d look-ups, want %d", got, want)
+			}
+			hbs := e.heartbeats()
+			if len(hbs) != 3 || hbs[1].MemberEpoch != 1 || hbs[0].Group != group {
+				t.Fatalf("heartbeats sent: %d", len(hbs))
+			}
+			if node := e.c.CoordinatorFor(group); e.hbNode[2] != node {
+				t.Fatalf("heartbeat went to %d, the coordinator is %d", e.hbNode[2], node)
+			}
+		})
+	}
+}
+
+func kerrName(code int16) string {
+	switch code {
+	case -1:
+		return "connection-failure"
+	case 0:
+		return "ok"
+	}
+	return kerr.ErrorForCode(code).(*kerr.Error).Message
+}
+
+func TestLeaveWithoutCoordinatorSendsNothing(t *testing.T) {
+	e := newEnv(t)
+	tr := e.transport()
+	start := time.Now()
+	if err := tr.Leave(context.Background(), hbReq(heartbeat.EpochLeave)); !errors.Is(err, ErrNoCoordinator) {
+		t.Fatalf("got %v", err)
+	}
+	if e.finds.Load() != 0 || len(e.heartbeats()) != 0 || time.Since(start) > time.Second {
+		t.Fatalf("a leave without a known coordinator sends nothing: %d look-ups, %d heartbeats", e.finds.Load(), len(e.heartbeats()))
+	}
+}
+
+func TestLeave(t *testing.T) {
+	cases := []struct {
+		name   string
+		codes  []int16
+		sent   int
+		wantIs error // nil: Leave returns nil
+	}{
+		{"answered", []int16{0}, 1, nil},
+		{"already unknown", []int16{kerr.UnknownMemberID.Code}, 1, nil},
+		{"group gone", []int16{kerr.GroupIDNotFound.Code}, 1, nil},
+		{"retries moves, loads and failures", []int16{kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code, -1, kerr.CoordinatorNotAvailable.Code, 0}, 5, nil},
+		{"fatal code", []int16{kerr.CoordinatorLoadInProgress.Code, kerr.GroupAuthorizationFailed.Code}, 2, kerr.GroupAuthorizationFailed},
+		{"fenced is not done", []int16{kerr.FencedMemberEpoch.Code}, 1, kerr.FencedMemberEpoch},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			tr := e.transport()
+			if _, err := tr.Heartbeat(context.Background(), hbReq(0)); err != nil {
+				t.Fatal(err)
+			}
+			e.script(c.codes...)
+			err := tr.Leave(context.Background(), hbReq(heartbeat.EpochLeave))
+			if c.wantIs == nil && err != nil || c.wantIs != nil && !errors.Is(err, c.wantIs) {
+				t.Fatalf("Leave = %v, want %v", err, c.wantIs)
+			}
+			if c.wantIs != nil {
+				if _, ok := errors.AsType[*heartbeat.Error](err); !ok {
+					t.Fatalf("a refused leave is a *heartbeat.Error: %T", err)
+				}
+			}
+			hbs := e.heartbeats()
+			if len(hbs)-1 != c.sent {
+				t.Fatalf("%d leave heartbeats, want %d", len(hbs)-1, c.sent)
+			}
+			for _, h := range hbs[1:] {
+				if h.MemberEpoch != heartbeat.EpochLeave || h.MemberID != "m1" {
+					t.Fatalf("a leave heartbeat as given: epoch %d member %q", h.MemberEpoch, h.MemberID)
+				}
+			}
+		})
+	}
+}
+
+func TestLeaveIsBoundedByItsContext(t *testing.T) {
+	e := newEnv(t)
+	tr := e.transport()
+	if _, err := tr.Heartbeat(context.Background(), hbReq(0)); err != nil {
+		t.Fatal(err)
+	}
+	codes := make([]int16, 10000)
+	for i := range codes {
+		codes[i] = kerr.CoordinatorLoadInProgress.Code
+	}
+	e.script(codes...)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := tr.Leave(ctx, hbReq(heartbeat.EpochLeave))
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "COORDINATOR_LOAD_IN_PROGRESS") {
+		t.Fatalf("got %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("the leave outlived its context by far: %v", d)
+	}
+	n := len(e.heartbeats()) - 1
+	if n < 2 {
+		t.Fatalf("only %d leave attempts in 300ms with a 1-5ms backoff", n)
+	}
+	// Paced by the backoff (at most 5ms apart after the first few): no hot loop, and no pause either.
+	if n > 300 {
+		t.Fatalf("%d leave attempts in 300ms: the backoff does not pace them", n)
+	}
+}
+
+func TestLeaveWithAClosedClientIsFatal(t *testing.T) {
+	e := newEnv(t)
+	tr := e.transport()
+	if _, err := tr.Heartbeat(context.Background(), hbReq(0)); err != nil {
+		t.Fatal(err)
+	}
+	e.cl.Close()
+	err := tr.Leave(context.Background(), hbReq(heartbeat.EpochLeave))
+	te, ok := errors.AsType[*heartbeat.TransportError](err)
+	if !ok || te.Class != heartbeat.Fatal || !errors.Is(err, kgo.ErrClientClosed) {
+		t.Fatalf("got %T %v", err, err)
+	}
+}
+
+func TestLeaveRetriesTheLookUpAfterAMove(t *testing.T) {
+	e := newEnv(t)
+	tr := e.transport()
+	if _, err := tr.Heartbeat(context.Background(), hbReq(0)); err != nil {
+		t.Fatal(err)
+	}
+	e.script(kerr.NotCoordinator.Code)
+	e.findCode.Store(int32(kerr.CoordinatorNotAvailable.Code))
+	done := make(chan error, 1)
+	go func() { done <- tr.Leave(context.Background(), hbReq(heartbeat.EpochLeave)) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for e.finds.Load() < 4 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	e.findCode.Store(0)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := len(e.heartbeats()); got != 3 {
+		t.Fatalf("%d heartbeats, want the join, the moved leave and the answered one", got)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	e := newEnv(t)
+	var codes []int16
+	var mu sync.Mutex
+	e.c.ControlKey(int16(kmsg.StreamsGroupDescribe), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		mu.Lock()
+		code := int16(0)
+		if len(codes) > 0 {
+			code, codes = codes[0], codes[1:]
+		}
+		mu.Unlock()
+		r := req.(*kmsg.StreamsGroupDescribeRequest)
+		resp := r.ResponseKind().(*kmsg.StreamsGroupDescribeResponse)
+		resp.Groups = []kmsg.StreamsGroupDescribeResponseGroup{{Group: r.Groups[0], ErrorCode: code, Epoch: 4, State: "Stable"}}
+		return resp, nil, true
+	})
+	tr := e.transport()
+	codes = []int16{kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code}
+	g, err := tr.Describe(context.Background())
+	if err != nil || g.Group != group || g.Epoch != 4 {
+		t.Fatalf("Describe = %+v, %v", g, err)
+	}
+	codes = []int16{kerr.GroupIDNotFound.Code}
+	_, err = tr.Describe(context.Background())
+	if he, ok := errors.AsType[*heartbeat.Error](err); !ok || !errors.Is(he, kerr.GroupIDNotFound) {
+		t.Fatalf("a group error is a *heartbeat.Error: %T %v", err, err)
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	for _, c := range []struct {
+		hbMax, streams int16
+		want           heartbeat.Capabilities
+	}{
+		{1, 1, heartbeat.Capabilities{HeartbeatMaxVersion: 1, StreamsVersion: 1}},
+		{0, 0, heartbeat.Capabilities{HeartbeatMaxVersion: 0, StreamsVersion: 0}},
+		{-1, 0, heartbeat.Capabilities{HeartbeatMaxVersion: -1, StreamsVersion: 0}},
+	} {
+		kc, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ours atomic.Int32
+		kc.ControlKey(int16(kmsg.ApiVersions), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			kc.KeepControl()
+			if req.(*kmsg.ApiVersionsRequest).ClientSoftwareName == "streamsgroup" {
+				if v := req.(*kmsg.ApiVersionsRequest).ClientSoftwareVersion; v == "" || sanitize(v) != v {
+					t.Errorf("software version %q", v)
+				}
+				ours.Add(1)
+			}
+			return nil, nil, false
+		})
+		if err := kfakestreams.Advertise(context.Background(), kc, c.hbMax, c.hbMax, c.streams); err != nil {
+			t.Fatal(err)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := New(cl, group, 5*time.Second, heartbeat.Backoff{})
+		got, err := tr.Capabilities(context.Background())
+		if err != nil || got != c.want {
+			t.Errorf("advertised heartbeat v%d, streams.version %d: got %+v, %v", c.hbMax, c.streams, got, err)
+		}
+		if ours.Load() != 1 {
+			t.Errorf("%d ApiVersions requests of ours, want 1", ours.Load())
+		}
+		cl.Close()
+		kc.Close()
+	}
+}
+
+func TestCapabilitiesIsOneAttempt(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	var ours atomic.Int32
+	kc.ControlKey(int16(kmsg.ApiVersions), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		r := req.(*kmsg.ApiVersionsRequest)
+		if r.ClientSoftwareName != "streamsgroup" {
+			return nil, nil, false
+		}
+		ours.Add(1)
+		resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil, true
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	_, err = New(cl, group, time.Second, fastBackoff).Capabilities(context.Background())
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) || ours.Load() != 1 {
+		t.Fatalf("got %v after %d requests", err, ours.Load())
+	}
+	// A closed client: no broker answers.
+	cl.Close()
+	if _, err := New(cl, group, time.Second, fastBackoff).Capabilities(context.Background()); err == nil {
+		t.Fatal("a closed client has no capabilities")
+	}
+}
+
+func TestNewReplacesAMissingBackoff(t *testing.T) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, b := range []heartbeat.Backoff{{}, {Max: time.Second}, {Min: -1}} {
+		if got := New(cl, group, time.Second, b).backoff; got.Min != defaultBackoff.Min || got.Max != defaultBackoff.Max {
+			t.Errorf("%+v became %+v", b, got)
+		}
+	}
+	if got := New(cl, group, time.Second, fastBackoff).backoff; got.Min != fastBackoff.Min || got.Max != fastBackoff.Max {
+		t.Errorf("a given backoff is kept: %+v", got)
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	for in, want := range map[string]string{
+		"v1.2.3":                     "v1.2.3",
+		"v0.0.0-20260101-abcdef":     "v0.0.0-20260101-abcdef",
+		"v2.0.0+incompatible":        "v2.0.0-incompatible",
+		"-.x.-":                      "x",
+		"":                           "unknown",
+		"+++":                        "unknown",
+		"v1.0.0+dirty.build/1":       "v1.0.0-dirty.build-1",
+		"ünïcode":                    "n--code", // bytes, not runes
+		"v1.2.3-rc.1+meta.data.here": "v1.2.3-rc.1-meta.data.here",
+	} {
+		if got := sanitize(in); got != want {
+			t.Errorf("sanitize(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if v := softwareVersion(); v == "" || sanitize(v) != v {
+		t.Errorf("softwareVersion() = %q", v)
+	}
+}
