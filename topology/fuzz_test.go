@@ -2,10 +2,12 @@ package topology
 
 import (
 	"errors"
+	"hash/fnv"
+	"math/rand/v2"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // subtopologiesFrom turns arbitrary text into subtopologies: lines are "id|sources|sinks|repartition
@@ -56,39 +58,116 @@ func infos(s string) []TopicInfo {
 	return out
 }
 
-// FuzzNew checks that any input either builds a topology whose request encodes and whose ID is
-// stable, or fails with a *ValidationError; never a panic.
+// FuzzNew builds a topology from arbitrary text. If New accepts it, the topology must satisfy every
+// invariant of checkTopology (canonical, legal names, the documented ID, the same topology and ID
+// whatever the declaration order, a request that survives kmsg encode/decode and reads back as the
+// same topology, and the same ID from the broker's description). If New refuses it, the error must be
+// a *ValidationError whose problems are all of the documented kinds and name the input's
+// subtopologies. Either way, the verdict must agree with expectedProblems, a reference check of
+// the simple rules written here from New's documentation.
 func FuzzNew(f *testing.F) {
 	f.Add("0|words|app-r||\n1|||app-r:|app-c|")
 	f.Add("0|a,b,c|||x|a,b;b,c")
+	f.Add("0|a,b|r,s||c:|a,b\n1|x||r:xx:xxx,s|d,e:|x,r;s,r\n10|y||||")
 	f.Add("re:a(|||")
+	f.Add("re:in-.*|||")
 	f.Add("0|a,a|||c::|a")
 	f.Add("\n\n|..|.|\x00|")
 	f.Fuzz(func(t *testing.T, in string) {
 		subs := subtopologiesFrom(in)
+		want := expectedProblems(subs)
 		topo, err := New(subs...)
-		if err != nil {
-			var ve *ValidationError
-			if !errors.As(err, &ve) || len(ve.Problems) == 0 {
-				t.Fatalf("untyped error %T: %v", err, err)
+		for _, kind := range want {
+			if !errors.Is(err, kind) {
+				t.Fatalf("New(%q) = %v, want a problem %q", in, err, kind)
 			}
+		}
+		if err != nil {
+			checkValidationError(t, subs, err)
 			return
 		}
-		hb := &StreamsHeartbeatForTest{}
-		hb.encode(topo)
-		if again := MustNew(subtopologiesFrom(in)...); again.ID() != topo.ID() || !again.Equal(topo) {
-			t.Fatal("the same input gave two different topologies")
-		}
-		_ = topo.CheckJoinable()
+		h := fnv.New64a()
+		h.Write([]byte(in))
+		checkTopology(t, subs, topo, rand.New(rand.NewPCG(h.Sum64(), 2)))
 	})
 }
 
-// StreamsHeartbeatForTest wraps a topology in a join request so tests can encode it with kmsg.
-type StreamsHeartbeatForTest struct{ bytes []byte }
+var problemKinds = []error{ErrNoSubtopologies, ErrEmptySubtopologyID, ErrDuplicateSubtopologyID, ErrNoSource,
+	ErrInvalidTopicName, ErrDuplicateTopic, ErrSourceAndRepartition, ErrChangelogPartitions, ErrNegativePartitions,
+	ErrReplicationFactor, ErrEmptyConfigKey, ErrCopartitionSize, ErrCopartitionTopic, ErrBadRegex, ErrDanglingSink,
+	ErrTooManyTopics}
 
-func (h *StreamsHeartbeatForTest) encode(topo *Topology) {
-	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
-	req.Group, req.MemberID = "g", "m"
-	req.Topology = topo.Request(0)
-	h.bytes = req.AppendTo(nil)
+// checkValidationError holds what New promises about a refusal: one *ValidationError listing at
+// least one problem, each of a documented kind, each naming a subtopology of the input (or none), and
+// a message that carries every problem.
+func checkValidationError(t *testing.T, subs []Subtopology, err error) {
+	t.Helper()
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) == 0 {
+		t.Fatalf("untyped or empty error %T: %v", err, err)
+	}
+	for _, p := range ve.Problems {
+		if !slices.ContainsFunc(problemKinds, func(k error) bool { return errors.Is(p, k) }) {
+			t.Fatalf("problem of an undocumented kind: %v", p)
+		}
+		if p.Subtopology != "" && !slices.ContainsFunc(subs, func(s Subtopology) bool { return s.ID == p.Subtopology }) {
+			t.Fatalf("problem names subtopology %q, which the input does not have", p.Subtopology)
+		}
+		if !strings.Contains(err.Error(), p.Error()) {
+			t.Fatalf("the message %q leaves out the problem %q", err, p)
+		}
+	}
+}
+
+// expectedProblems is a reference for the rules of New that need no look at other subtopologies or
+// topics: every kind it returns must be among New's problems. New may refuse for other reasons too
+// (duplicate topics, dangling sinks, copartition topics, …), which it does not model.
+func expectedProblems(subs []Subtopology) []error {
+	var out []error
+	add := func(kind error) {
+		if !slices.Contains(out, kind) {
+			out = append(out, kind)
+		}
+	}
+	seen := map[string]bool{}
+	for _, s := range subs {
+		switch {
+		case s.ID == "":
+			add(ErrEmptySubtopologyID)
+		case seen[s.ID]:
+			add(ErrDuplicateSubtopologyID)
+		}
+		seen[s.ID] = true
+		if len(s.SourceTopics) == 0 && len(s.SourceTopicRegexes) == 0 && len(s.RepartitionSourceTopics) == 0 {
+			add(ErrNoSource)
+		}
+		names := slices.Concat(s.SourceTopics, s.RepartitionSinkTopics)
+		for _, ti := range slices.Concat(s.RepartitionSourceTopics, s.StateChangelogTopics) {
+			names = append(names, ti.Name)
+		}
+		for _, n := range names {
+			if !isLegalTopic(n) {
+				add(ErrInvalidTopicName)
+			}
+		}
+		for _, ti := range s.StateChangelogTopics {
+			if ti.Partitions != 0 {
+				add(ErrChangelogPartitions)
+			}
+			if ti.ReplicationFactor < -1 {
+				add(ErrReplicationFactor)
+			}
+		}
+		for _, re := range s.SourceTopicRegexes {
+			if _, err := regexp.Compile(re); err != nil {
+				add(ErrBadRegex)
+			}
+		}
+		for _, g := range s.CopartitionGroups {
+			if len(g) < 2 {
+				add(ErrCopartitionSize)
+			}
+		}
+	}
+	return out
 }
