@@ -2,6 +2,8 @@ package topology
 
 import (
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -125,5 +127,76 @@ func TestIDIsPinned(t *testing.T) {
 	}
 	if _, err := ParseID("xyz"); err == nil {
 		t.Fatal("ParseID accepted garbage")
+	}
+}
+
+// richSubtopologies has several topics in every list the ID covers, regexes, replication factors 0,
+// -1 and others, configs, and subtopology IDs that sort differently as strings and as numbers.
+func richSubtopologies() []Subtopology {
+	return []Subtopology{
+		{ID: "10", SourceTopicRegexes: []string{"in-.*", "a+"}},
+		{ID: "0", SourceTopics: []string{"b", "a", "zeta"}, RepartitionSinkTopics: []string{"app-r2-repartition", "app-r1-repartition"},
+			StateChangelogTopics: []TopicInfo{
+				{Name: "app-s2-changelog", Configs: map[string]string{"message.timestamp.type": "CreateTime", "cleanup.policy": "compact"}},
+				{Name: "app-s1-changelog", ReplicationFactor: 3},
+			}},
+		{ID: "1", SourceTopics: []string{"c"},
+			RepartitionSourceTopics: []TopicInfo{
+				{Name: "app-r2-repartition", Partitions: 2, ReplicationFactor: 2, Configs: map[string]string{"x": "y", "a": "b"}},
+				{Name: "app-r1-repartition", ReplicationFactor: -1},
+			},
+			StateChangelogTopics: []TopicInfo{{Name: "app-s3-changelog", ReplicationFactor: 300, Configs: map[string]string{"k": ""}}}},
+	}
+}
+
+// TestIDIsPinnedForARichTopology pins a second ID, computed from the documented encoding by an
+// independent Python script (every list with several entries, so that the order inside each list is
+// pinned too), and checks refID, the tests' own reading of the documentation, against it.
+func TestIDIsPinnedForARichTopology(t *testing.T) {
+	const want = "1f7bb9409521aa34f9b8197540d9df86baa80c644c78a46dcc7b7fda26afd423"
+	if got := MustNew(richSubtopologies()...).ID().Hex(); got != want {
+		t.Fatalf("ID %s, pinned %s", got, want)
+	}
+	if got := refID(richSubtopologies()).Hex(); got != want {
+		t.Fatalf("refID gives %s, pinned %s: the tests' reference encoder is wrong", got, want)
+	}
+}
+
+// computeID sorts and normalizes on its own, as its documentation says: a topology that did not go
+// through New (in any order, replication factor 0) has the ID of its canonical form.
+func TestComputeIDNeedsNoCanonicalInput(t *testing.T) {
+	subs := richSubtopologies()
+	want := MustNew(subs...).ID()
+	for i := range subs {
+		slices.Reverse(subs[i].SourceTopics)
+		slices.Reverse(subs[i].SourceTopicRegexes)
+		slices.Reverse(subs[i].RepartitionSinkTopics)
+		slices.Reverse(subs[i].RepartitionSourceTopics)
+		slices.Reverse(subs[i].StateChangelogTopics)
+		for k := range subs[i].StateChangelogTopics {
+			if subs[i].StateChangelogTopics[k].ReplicationFactor == -1 {
+				subs[i].StateChangelogTopics[k].ReplicationFactor = 0
+			}
+		}
+	}
+	slices.Reverse(subs)
+	if got := computeID(subs); got != want {
+		t.Fatalf("computeID of the same topology in another order: %s, want %s", got, want)
+	}
+}
+
+func TestParseIDSaysWhatItWants(t *testing.T) {
+	for _, bad := range []string{"", "xyz", strings.Repeat("a", 63), strings.Repeat("a", 66), strings.Repeat("g", 64)} {
+		_, err := ParseID(bad)
+		if err == nil || !strings.Contains(err.Error(), "want 64 hex characters") {
+			t.Errorf("ParseID(%q) = %v, want an error asking for 64 hex characters", bad, err)
+		}
+	}
+	if id, err := ParseID(strings.Repeat("0A", 32)); err != nil || id.Hex() != strings.Repeat("0a", 32) || id.IsZero() {
+		t.Errorf("ParseID of upper-case hex: %v %v", id, err)
+	}
+	var zero ID
+	if !zero.IsZero() || zero.String() != "0000000000000000" || !zero.Matches(strings.Repeat("0", 64)) || zero.Matches("0") {
+		t.Error("the zero ID")
 	}
 }

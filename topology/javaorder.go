@@ -62,9 +62,10 @@ const (
 )
 
 // javaTableSizeForCopy is the bucket count of a HashSet made with the copy constructor
-// HashSet(Collection c) from a collection of n elements, then grown by the adds if needed. Java 11 to
-// 18 ask for max(n/0.75f + 1, 16) buckets; Java 19+ for ceil(max(n, 12)/0.75). Rounded up to a power
-// of two, these differ when n/0.75 is one exactly (n = 12, 24, 48, …).
+// HashSet(Collection c) from a collection of n elements. Java 11 to 18 ask for max(n/0.75f + 1, 16)
+// buckets; Java 19+ for ceil(max(n, 12)/0.75). Rounded up to a power of two, these differ when n/0.75
+// is one exactly (n = 12, 24, 48, …). Either way the table holds n elements below the load factor
+// (0.75·size ≥ n), so the adds that fill it never grow it.
 func javaTableSizeForCopy(n int, rt JavaRuntime) int {
 	var want int
 	if rt == Java19Plus {
@@ -74,9 +75,6 @@ func javaTableSizeForCopy(n int, rt JavaRuntime) int {
 	}
 	size := 1
 	for size < want {
-		size *= 2
-	}
-	for n > size*3/4 {
 		size *= 2
 	}
 	return size

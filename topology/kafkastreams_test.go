@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"pgregory.net/rapid"
 )
 
 // The expectations in this file were written down from what Kafka Streams 4.4.0 itself produced for
@@ -199,5 +202,79 @@ func TestGoldenRequests(t *testing.T) {
 		if strings.TrimSpace(string(want)) != got {
 			t.Errorf("%s: request bytes changed\n got %s\nwant %s", name, got, want)
 		}
+	}
+}
+
+// refJavaStringHash is String.hashCode over the UTF-16 encoding that unicode/utf16 produces.
+func refJavaStringHash(s string) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(u)
+	}
+	return h
+}
+
+func TestJavaStringHashAgainstUTF16(t *testing.T) {
+	// U+FFFF is the last rune of one code unit, U+10000 the first of two.
+	for _, s := range []string{"\uffff", "\U00010000", "a\U00010000b", "\U0010ffff", "\ud7ff"} {
+		if got, want := javaStringHash(s), refJavaStringHash(s); got != want {
+			t.Errorf("hash(%q) = %d, want %d", s, got, want)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.String().Draw(t, "s")
+		if got, want := javaStringHash(s), refJavaStringHash(s); got != want {
+			t.Fatalf("hash(%q) = %d, want %d", s, got, want)
+		}
+	})
+}
+
+// The bucket counts of Java's HashSet copy constructor, worked out by hand from the two formulas
+// (Java 11-18: tableSizeFor(max((int)(n/.75f)+1, 16)); Java 19+: tableSizeFor(ceil(max(n, 12)/0.75)))
+// on both sides of every change.
+func TestJavaTableSizeForCopy(t *testing.T) {
+	cases := []struct{ n, java17, java19 int }{
+		{0, 16, 16}, {11, 16, 16}, {12, 32, 16}, {13, 32, 32}, {23, 32, 32}, {24, 64, 32}, {25, 64, 64},
+		{47, 64, 64}, {48, 128, 64}, {49, 128, 128}, {96, 256, 128}, {97, 256, 256},
+	}
+	for _, c := range cases {
+		if got := javaTableSizeForCopy(c.n, Java17); got != c.java17 {
+			t.Errorf("Java 17, %d elements: %d buckets, want %d", c.n, got, c.java17)
+		}
+		if got := javaTableSizeForCopy(c.n, Java19Plus); got != c.java19 {
+			t.Errorf("Java 19+, %d elements: %d buckets, want %d", c.n, got, c.java19)
+		}
+	}
+	for n, want := range map[int]int{0: 16, 12: 16, 13: 32, 24: 32, 25: 64, 48: 64, 49: 128} {
+		if got := javaTableSizeForAdds(n); got != want {
+			t.Errorf("%d adds: %d buckets, want %d", n, got, want)
+		}
+	}
+}
+
+// Names gives every internal topic the configured replication factor, and -1 when none is set.
+func TestNamesReplicationFactor(t *testing.T) {
+	for rf, want := range map[int16]int16{0: -1, 3: 3, -1: -1} {
+		n := Names{AppID: "app", ReplicationFactor: rf}
+		for name, ti := range map[string]TopicInfo{
+			"repartition": n.Repartition("r", 0), "key-value": n.KeyValueChangelog("s"),
+			"windowed": n.WindowedChangelog("w", 1), "versioned": n.VersionedChangelog("v", 1),
+		} {
+			if ti.ReplicationFactor != want {
+				t.Errorf("replication.factor %d, %s topic: %d, want %d", rf, name, ti.ReplicationFactor, want)
+			}
+		}
+	}
+	n := Names{AppID: "app"}
+	if got := n.WindowedChangelog("w", 1000).Configs; !reflect.DeepEqual(got, map[string]string{
+		"cleanup.policy": "compact,delete", "retention.ms": "86401000", "message.timestamp.type": "CreateTime"}) {
+		t.Errorf("windowed changelog configs %v", got)
+	}
+	if got := n.VersionedChangelog("v", 1000).Configs; !reflect.DeepEqual(got, map[string]string{
+		"cleanup.policy": "compact", "min.compaction.lag.ms": "86401000", "message.timestamp.type": "CreateTime"}) {
+		t.Errorf("versioned changelog configs %v", got)
+	}
+	if got := n.Repartition("r", 5); got.Name != "app-r-repartition" || got.Partitions != 5 {
+		t.Errorf("repartition topic %+v", got)
 	}
 }

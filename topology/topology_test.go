@@ -2,6 +2,8 @@ package topology
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -222,4 +224,132 @@ func TestJSONRoundTrip(t *testing.T) {
 	if !strings.Contains(string(db), topo.ID().Hex()) || !strings.Contains(string(db), `"epoch":0`) {
 		t.Fatalf("described JSON: %s", db)
 	}
+}
+
+// TestValidTopicNameEveryByte checks every byte against Kafka's rule, written out as a list, and the
+// length limit on both sides.
+func TestValidTopicNameEveryByte(t *testing.T) {
+	const legal = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+	for c := 0; c < 256; c++ {
+		name := "a" + string([]byte{byte(c)}) + "b"
+		err := ValidTopicName(name)
+		if ok := strings.IndexByte(legal, byte(c)) >= 0; ok != (err == nil) {
+			t.Errorf("ValidTopicName(%q) = %v; legal: %v", name, err, ok)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidTopicName) {
+			t.Errorf("ValidTopicName(%q) = %v, not ErrInvalidTopicName", name, err)
+		}
+	}
+	for name, ok := range map[string]bool{
+		"": false, ".": false, "..": false, "...": true, ".a": true, "_": true,
+		strings.Repeat("x", 249): true, strings.Repeat("x", 250): false,
+	} {
+		if err := ValidTopicName(name); (err == nil) != ok {
+			t.Errorf("ValidTopicName(%d characters %.5q…) = %v, want legal=%v", len(name), name, err, ok)
+		}
+	}
+}
+
+// A subtopology needs one input of any kind; any one is enough.
+func TestNoSourceOnlyWithoutAnyInput(t *testing.T) {
+	for name, s := range map[string]Subtopology{
+		"source":             {ID: "0", SourceTopics: []string{"a"}},
+		"regex":              {ID: "0", SourceTopicRegexes: []string{"a.*"}},
+		"source and regex":   {ID: "0", SourceTopics: []string{"a"}, SourceTopicRegexes: []string{"b.*"}},
+		"regex and two more": {ID: "0", SourceTopics: []string{"a", "b"}, SourceTopicRegexes: []string{"c.*"}},
+		"repartition":        {ID: "0", RepartitionSourceTopics: []TopicInfo{{Name: "r"}}},
+		"repartition and regexes": {ID: "0", RepartitionSourceTopics: []TopicInfo{{Name: "r"}},
+			SourceTopicRegexes: []string{"c.*", "d.*"}},
+	} {
+		if _, err := New(s); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// The request indexes source and repartition source topics with int16: 32767 of each is the most.
+func TestTooManyTopicsAtTheLimit(t *testing.T) {
+	names := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s%d", prefix, i)
+		}
+		return out
+	}
+	infos := func(prefix string, n int) []TopicInfo {
+		out := make([]TopicInfo, n)
+		for i, name := range names(prefix, n) {
+			out[i] = TopicInfo{Name: name}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		sources, repartitions int
+		ok                    bool
+	}{{32767, 0, true}, {32768, 0, false}, {0, 32767, true}, {0, 32768, false}, {32767, 32767, true}} {
+		_, err := New(Subtopology{ID: "0", SourceTopics: names("s", c.sources), RepartitionSourceTopics: infos("r", c.repartitions)})
+		if c.ok != (err == nil) || (!c.ok && !errors.Is(err, ErrTooManyTopics)) {
+			t.Errorf("%d source and %d repartition source topics: %v", c.sources, c.repartitions, err)
+		}
+	}
+}
+
+// FromDescribe keeps what the broker described and nothing more: sorted, replication factor 0 read
+// as -1, no configs map for a topic without configs, no regexes, no copartition groups.
+func TestFromDescribeContent(t *testing.T) {
+	desc := &kmsg.StreamsGroupDescribeResponseGroupTopology{Epoch: 4, Subtopologies: []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology{
+		{SubtopologyID: "2", SourceTopics: []string{"z", "y"}, RepartitionSinkTopics: []string{"r"}},
+		{SubtopologyID: "10",
+			RepartitionSourceTopics: []kmsg.TopicInfo{{Topic: "r", NumPartitions: 6, ReplicationFactor: 0}},
+			StateChangelogTopics: []kmsg.TopicInfo{
+				{Topic: "c2", NumPartitions: 6, ReplicationFactor: 3, Configs: []kmsg.TopicInfoConfig{{Key: "b", Value: "2"}, {Key: "a", Value: "1"}}},
+				{Topic: "c1", NumPartitions: 6, ReplicationFactor: -1, Configs: []kmsg.TopicInfoConfig{}},
+			}},
+	}}
+	d, err := FromDescribe(desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Subtopology{
+		{ID: "10",
+			RepartitionSourceTopics: []TopicInfo{{Name: "r", Partitions: 6, ReplicationFactor: -1}},
+			StateChangelogTopics: []TopicInfo{
+				{Name: "c1", Partitions: 6, ReplicationFactor: -1},
+				{Name: "c2", Partitions: 6, ReplicationFactor: 3, Configs: map[string]string{"a": "1", "b": "2"}},
+			}},
+		{ID: "2", SourceTopics: []string{"y", "z"}, RepartitionSinkTopics: []string{"r"}},
+	}
+	if d.Epoch != 4 || !reflect.DeepEqual(emptyListsAsNil(d.Subtopologies), want) {
+		t.Fatalf("FromDescribe =\n%#v\nwant\n%#v", d.Subtopologies, want)
+	}
+	local := MustNew(
+		Subtopology{ID: "2", SourceTopics: []string{"y", "z"}, RepartitionSinkTopics: []string{"r"}},
+		Subtopology{ID: "10", RepartitionSourceTopics: []TopicInfo{{Name: "r"}}, StateChangelogTopics: []TopicInfo{
+			{Name: "c1"}, {Name: "c2", ReplicationFactor: 3, Configs: map[string]string{"a": "1", "b": "2"}}}},
+	)
+	if d.ID != local.ID() || d.ID != refID(want) {
+		t.Fatalf("described ID %s, local %s", d.ID, local.ID())
+	}
+}
+
+// emptyListsAsNil sets the empty lists of subs to nil (not the configs maps), so that DeepEqual
+// compares content, and whether a topic has a configs map at all.
+func emptyListsAsNil(subs []Subtopology) []Subtopology {
+	for i := range subs {
+		s := &subs[i]
+		for _, l := range []*[]string{&s.SourceTopics, &s.SourceTopicRegexes, &s.RepartitionSinkTopics} {
+			if len(*l) == 0 {
+				*l = nil
+			}
+		}
+		for _, l := range []*[]TopicInfo{&s.RepartitionSourceTopics, &s.StateChangelogTopics} {
+			if len(*l) == 0 {
+				*l = nil
+			}
+		}
+		if len(s.CopartitionGroups) == 0 {
+			s.CopartitionGroups = nil
+		}
+	}
+	return subs
 }
