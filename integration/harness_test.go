@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/internal/transport"
 )
 
 // Broker is the real Kafka broker the tests run against. Either the environment names one that is
@@ -290,7 +291,7 @@ func (b *Broker) DescribeGroup(t testing.TB, group string) *kmsg.StreamsGroupDes
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	g, err := heartbeat.NewTransport(b.Client(t), group, 10*time.Second).Describe(ctx)
+	g, err := transport.New(b.Client(t), group, 10*time.Second, heartbeat.Backoff{Min: 50 * time.Millisecond, Max: time.Second}).Describe(ctx)
 	if err != nil {
 		t.Fatalf("describing %s: %v", group, err)
 	}
