@@ -440,3 +440,19 @@ func TestMoreScenarios(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) { s.run(newHarness(t)) })
 	}
 }
+
+func TestStopWhileFailingKeepsTheFatalError(t *testing.T) {
+	h := newHarness(t)
+	h.stableWith(active("0_0"))
+	h.advance(interval)
+	h.mustSend()
+	h.fail(int16(kerr.GroupAuthorizationFailed.Code)) // OnAllTasksLost starts
+	h.step(Stop{})                                     // Close's ctx ends before it returns
+	if len(h.stopped) != 1 || !errors.Is(h.stopped[0].Err, kerr.GroupAuthorizationFailed) || !h.hasEvent(EventFatal) {
+		t.Fatalf("stopped %+v", h.stopped)
+	}
+	h.complete(nil)
+	if len(h.stopped) != 1 {
+		t.Fatal("exactly one Stopped")
+	}
+}

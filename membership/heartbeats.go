@@ -247,7 +247,12 @@ func (m *Machine) answered(now time.Time, r *heartbeat.Response) []Action {
 	}
 	m.offsetsAnswered(r)
 	out = append(out, m.updateStatuses(now, r.Statuses)...)
-	return append(out, m.newTarget(r)...)
+	out = append(out, m.newTarget(r)...)
+	if m.state == Acknowledging {
+		// The answer was to a heartbeat sent while the callbacks ran; the ack goes at once.
+		m.hb.at = now
+	}
+	return out
 }
 
 // requestShutdown makes every following heartbeat ask the group to shut down; one goes at once

@@ -166,7 +166,7 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 	case RequestShutdown:
 		out = m.requestShutdown(now)
 	case Stop:
-		out = m.finish(nil)
+		out = m.stop()
 	default:
 		panic(fmt.Sprintf("membership: unknown input %T", in)) // a bug in the caller's code
 	}
@@ -237,6 +237,21 @@ func (m *Machine) finish(err error) []Action {
 	m.stopped = true
 	m.jobs = jobQueue{}
 	return []Action{Stopped{Err: err}}
+}
+
+// stop ends the member at once (Close ran out of time). A member already failing stops with its
+// fatal error (invariant 6), which has not been reported yet.
+func (m *Machine) stop() []Action {
+	var err error
+	switch {
+	case m.fatal != nil:
+		err = m.fatal.err
+	case m.leave != nil && m.leave.fatal != nil:
+		err = m.leave.fatal
+	default:
+		return m.finish(nil)
+	}
+	return append([]Action{m.emit(Event{Kind: EventFatal, Err: err})}, m.finish(err)...)
 }
 
 // start probes the cluster before joining: a member that cannot join (streams groups off, static
