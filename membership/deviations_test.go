@@ -447,7 +447,7 @@ func TestStopWhileFailingKeepsTheFatalError(t *testing.T) {
 	h.advance(interval)
 	h.mustSend()
 	h.fail(int16(kerr.GroupAuthorizationFailed.Code)) // OnAllTasksLost starts
-	h.step(Stop{})                                     // Close's ctx ends before it returns
+	h.step(Stop{})                                    // Close's ctx ends before it returns
 	if len(h.stopped) != 1 || !errors.Is(h.stopped[0].Err, kerr.GroupAuthorizationFailed) || !h.hasEvent(EventFatal) {
 		t.Fatalf("stopped %+v", h.stopped)
 	}
