@@ -433,6 +433,167 @@ var moreScenarios = []struct {
 			h.t.Fatalf("one hot warm-up sends the offsets of all warm-ups: %+v", req)
 		}
 	}},
+	{"testOnHeartbeatSuccessWhenInFenced", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.FencedMemberEpoch.Code))
+		h.expectState(Fenced)
+		h.answer(resp(9, active("0_1"))) // a late answer while OnAllTasksLost runs
+		h.expectState(Fenced)
+		if h.m.Epoch() != 1 || len(h.invokes) != 2 {
+			h.t.Fatalf("epoch %d, %d callbacks: an answer while fenced changes nothing", h.m.Epoch(), len(h.invokes))
+		}
+	}},
+	{"testOnFencedWhenInAcknowledging", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, active("0_0", "0_1")))
+		h.advance(interval)
+		h.mustSend() // in flight while OnTasksAssigned runs
+		h.complete(nil)
+		h.expectState(Acknowledging) // the ack waits for the heartbeat in flight
+		h.fail(int16(kerr.UnknownMemberID.Code))
+		h.expectState(Fenced)
+		h.expectInvoke(CallbackLost, "active=[0_0 0_1] standby=[] warmup=[]")
+		h.complete(nil)
+		h.expectState(Joining)
+		if req := h.mustSend(); req.MemberEpoch != 0 || req.MemberID != "member-1" {
+			h.t.Fatalf("rejoin %+v", req)
+		}
+	}},
+	{"testTransitionToFatalWhenInLeaving", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.close(CloseDefault)
+		h.complete(nil)
+		h.expectState(Leaving)
+		h.fail(int16(kerr.GroupAuthorizationFailed.Code)) // the stuck heartbeat's answer
+		h.expectState(Leaving)
+		h.step(LeaveDone{})
+		if len(h.stopped) != 1 || h.stopped[0].Err != nil {
+			h.t.Fatalf("the pending leave completes normally: %+v", h.stopped)
+		}
+	}},
+	{"testOnAllTasksLostCallbackCompletedWhenCallbackFails", func(h *harness) {
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.FencedMemberEpoch.Code))
+		h.complete(errors.New("lost failed"))
+		h.expectState(Joining) // a failing OnAllTasksLost is logged; fencing still rejoins
+		if !h.owned().IsEmpty() {
+			h.t.Fatal("the tasks are gone whatever OnAllTasksLost returned")
+		}
+		logged := false
+		for _, a := range h.actions {
+			if l, ok := a.(Log); ok && l.Msg == "OnAllTasksLost failed; rejoining anyway" {
+				logged = true
+			}
+		}
+		if !logged {
+			h.t.Fatal("the failure is not logged")
+		}
+	}},
+	{"testConsumerPollWhenNotJoining", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.expectState(Reconciling)
+		n := len(h.sent)
+		h.start() // a second Start changes nothing
+		h.expectState(Reconciling)
+		if len(h.sent) != n || h.probes != 1 {
+			h.t.Fatal("a second Start restarted joining")
+		}
+	}},
+	{"testIsGroupReadyWithMissingInternalTopicsStatus", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active(), heartbeat.Status{Code: heartbeat.MissingInternalTopics, Detail: "Internal topics are missing: app-x-changelog"}))
+		if h.lastInvoke().Ready || !h.hasEvent(EventMissingInternalTopics) {
+			h.t.Fatal("missing internal topics: group not ready, and reported")
+		}
+		if ev := h.lastEvent(EventMissingInternalTopics); len(ev.Topics) != 1 || ev.Topics[0] != "app-x-changelog" {
+			h.t.Fatalf("topics %v", ev.Topics)
+		}
+	}},
+	{"testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus", func(h *harness) {
+		// Also testStreamsProtocolIncorrectlyPartitionedTopics: the status is reported at once.
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active(), heartbeat.Status{Code: heartbeat.IncorrectlyPartitionedTopics,
+			Detail: "Following topics do not have the same number of partitions: [t0, t1]"}))
+		if h.lastInvoke().Ready {
+			h.t.Fatal("incorrectly partitioned topics: group not ready")
+		}
+		if ev := h.lastEvent(EventIncorrectlyPartitionedTopics); len(ev.Topics) != 2 || ev.Topics[0] != "t0" || ev.Topics[1] != "t1" {
+			h.t.Fatalf("topics %v", ev.Topics)
+		}
+	}},
+	{"testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeatWhenNotInGroup", func(h *harness) {
+		h.close(CloseRemainInGroup)
+		if len(h.sent) != 0 || len(h.leaves) != 0 || len(h.stopped) != 1 || h.stopped[0].Err != nil {
+			h.t.Fatal("closing a member not in the group sends nothing and stops")
+		}
+	}},
+	{"rackAndEndpointSentOnlyWhenJoining", func(h *harness) {
+		h = newHarness(h.t, func(c *MachineConfig) {
+			c.Member.Rack, c.Member.EndpointHost, c.Member.EndpointPort, c.Member.HasEndpoint = "r1", "h", 9, true
+		})
+		h.start()
+		join := h.mustSend()
+		if join.RackID == nil || *join.RackID != "r1" || join.UserEndpoint == nil || join.UserEndpoint.Host != "h" || join.UserEndpoint.Port != 9 {
+			h.t.Fatalf("join %+v", join)
+		}
+		h.answer(resp(1, active("0_0")))
+		h.complete(nil)
+		ack := h.mustSend()
+		h.answer(resp(1, nil))
+		h.advance(interval)
+		h.mustSend()
+		if ack.RackID != nil || ack.UserEndpoint != nil || h.sent[len(h.sent)-1].RackID != nil || h.sent[len(h.sent)-1].UserEndpoint != nil {
+			h.t.Fatal("rack and endpoint go only with the join (and after an error)")
+		}
+	}},
+	{"testHotWarmupTaskDisabledWhenEndOffsetMissing", func(h *harness) {
+		h.m.cfg.ReportsOffsets = true
+		h.holdOffs = true
+		h.start()
+		h.tickOffsets(nil, nil)
+		h.answer44(1, warmup("0_0"))
+		h.complete(nil)
+		h.tickOffsets(offs("0_0", 0), offs("0_0", 1000))
+		h.answer44(1, nil)
+		h.advance(interval)
+		if req := h.tickOffsets(offs("0_0", 1000), tasks.Offsets{}); req == nil || req.TaskOffsets != nil {
+			h.t.Fatal("a warm-up without an end offset is not hot")
+		}
+	}},
+	{"testMissingClientTagsStatusLogsWarningOnlyOnce", func(h *harness) {
+		h.stableWith(active("0_0"))
+		for range 3 {
+			h.advance(interval)
+			h.mustSend()
+			h.answer(resp(1, nil, heartbeat.Status{Code: heartbeat.MissingClientTags, Detail: "rack tags missing"}))
+		}
+		if n := h.countEvents(EventMissingClientTags); n != 1 {
+			h.t.Fatalf("reported %d times", n)
+		}
+	}},
+	{"testNoWarningWhenClientTagsPresent", func(h *harness) {
+		h.stableWith(active("0_0"))
+		for range 3 {
+			h.advance(interval)
+			h.mustSend()
+			h.answer(resp(1, nil))
+		}
+		if h.hasEvent(EventMissingClientTags) {
+			h.t.Fatal("no status, no event")
+		}
+	}},
 }
 
 func TestMoreScenarios(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -555,4 +557,118 @@ func TestManagerRefusesWhatTheClusterCannotDo(t *testing.T) {
 			})
 		})
 	}
+}
+
+// failingListener fails or panics in the callbacks it is told to, once each.
+type failingListener struct {
+	recordingListener
+	failAssigned, panicRevoked, failLost bool
+}
+
+func (l *failingListener) OnTasksAssigned(ctx context.Context, a tasks.Assignment, ready bool) error {
+	l.add("assigned " + a.Active.String())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failAssigned {
+		l.failAssigned = false
+		return errors.New("assign failed")
+	}
+	return nil
+}
+
+func (l *failingListener) OnTasksRevoked(ctx context.Context, s tasks.Set) error {
+	l.add("revoked " + s.String())
+	l.mu.Lock()
+	p := l.panicRevoked
+	l.panicRevoked = false
+	l.mu.Unlock()
+	if p {
+		panic("revoke exploded")
+	}
+	return nil
+}
+
+func (l *failingListener) OnAllTasksLost(ctx context.Context, a tasks.Assignment) error {
+	l.add("lost " + a.Active.String())
+	if l.failLost {
+		return errors.New("lost failed")
+	}
+	return nil
+}
+
+// testInvoke{TasksAssigned,TasksRevoked,AllTasksLost}WithOtherException, testOnAllTasksLostWithException:
+// an error or a panic in a callback is caught, reported and retried; a failing OnAllTasksLost does
+// not stop the rejoin.
+func TestManagerListenerErrorsAndPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeBroker()
+		l := &failingListener{failAssigned: true, panicRevoked: true, failLost: true}
+		m := newTestManager(t, f, l)
+		var mu sync.Mutex
+		var errs []error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for e := range m.Events() {
+				if e.Kind == EventError {
+					mu.Lock()
+					errs = append(errs, e.Err)
+					mu.Unlock()
+				}
+			}
+		}()
+		m.Start(t.Context())
+		time.Sleep(time.Second) // assign fails, is retried after backoff and succeeds
+		synctest.Wait()
+		if a, _ := m.Assignment(); !a.Active.Equal(set("0_0", "0_1")) {
+			t.Fatalf("holds %v after the retried assignment", a)
+		}
+		f.mu.Lock()
+		f.answer = func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := okAnswer(req)
+			r.ActiveTasks, r.StandbyTasks, r.WarmupTasks = set("0_1").Kmsg(), []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+			return r, nil
+		}
+		f.mu.Unlock()
+		time.Sleep(time.Second) // the revocation panics, is retried and succeeds
+		synctest.Wait()
+		if a, _ := m.Assignment(); !a.Active.Equal(set("0_1")) {
+			t.Fatalf("holds %v after the retried revocation", a)
+		}
+		f.mu.Lock()
+		fenceOnce := true
+		f.answer = func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			if fenceOnce && req.MemberEpoch > 0 {
+				fenceOnce = false
+				r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+				r.ErrorCode = kerr.FencedMemberEpoch.Code
+				return r, nil
+			}
+			return okAnswer(req), nil
+		}
+		f.mu.Unlock()
+		time.Sleep(time.Second) // fenced: OnAllTasksLost fails, the member rejoins all the same
+		synctest.Wait()
+		if a, _ := m.Assignment(); !a.Active.Equal(set("0_0", "0_1")) || m.State() != Stable {
+			t.Fatalf("after the failed OnAllTasksLost: %s %v", m.State(), a)
+		}
+		m.Close(t.Context())
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		var kinds []CallbackKind
+		for _, err := range errs {
+			var ce *CallbackError
+			if errors.As(err, &ce) {
+				kinds = append(kinds, ce.Callback)
+			}
+		}
+		if len(kinds) != 2 || kinds[0] != CallbackAssigned || kinds[1] != CallbackRevoked ||
+			!strings.Contains(errs[1].Error(), "panic: revoke exploded") {
+			t.Fatalf("callback errors %v (%v)", kinds, errs)
+		}
+		if got := l.list(); !slices.Contains(got, "lost [0_1]") {
+			t.Fatalf("callbacks %v", got)
+		}
+	})
 }
