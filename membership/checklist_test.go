@@ -14,7 +14,7 @@
 //
 // After editing the slice: go test ./membership -run TestConformanceChecklist -checklist.update
 //
-// Now: 205 items, 23 not applicable, 182 applicable, 145 covered (79.7%; target 95%).
+// Now: 205 items, 23 not applicable, 182 applicable, 158 covered (86.8%; target 95%).
 //
 // # §11.1 Membership state machine (StreamsMembershipManagerTest)
 //
@@ -60,7 +60,7 @@
 //	| testOnHeartbeatRequestSkippedWhenInLeaving | internal/transport/transport_test.go: TestLeaveWithoutCoordinatorSendsNothing; membership/deviations_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated, heartbeatsContinueInPrepareLeaving |
 //	| testOnHeartbeatSuccessWhenInLeaving | membership/scenarios_test.go: testLeaveWhileJoiningBeforeAnyAnswer; membership/deviations_test.go: testOnFencedWhenInLeaving |
 //	| testOnHeartbeatSuccessWhenInUnsubscribeLeaveNotInProgress | membership/property_test.go: TestMachineProperties |
-//	| testOnHeartbeatSuccessWhenInFenced | UNCOVERED |
+//	| testOnHeartbeatSuccessWhenInFenced | membership/deviations_test.go: testOnHeartbeatSuccessWhenInFenced |
 //	| testOnHeartbeatSuccessWhenInFatal | membership/scenarios_test.go: testOnHeartbeatSuccessWhenInFatal |
 //	| testOnHeartbeatSuccessWhenInStale | n/a: no STALE state (no client-side poll timer: README, Choices) |
 //	| testOnHeartbeatSuccessWhenInReconciling | membership/scenarios_test.go: testOnHeartbeatSuccessWhenInReconciling |
@@ -74,27 +74,27 @@
 //	| testOnPollTimerExpiredWhenInFatal, testOnPollTimerExpiredWhenInUnsubscribe | n/a: no poll timer |
 //	| testMaybeRejoinStaleMember | n/a: no poll timer, no STALE state |
 //	| testOnFencedWhenIn{Joining,Reconciling,Stable} | membership/scenarios_test.go: testOnFencedWhenInJoining, testOnFencedWhenInStable, testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin, testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin |
-//	| testOnFencedWhenInAcknowledging | UNCOVERED |
+//	| testOnFencedWhenInAcknowledging | membership/deviations_test.go: testOnFencedWhenInAcknowledging |
 //	| testOnFencedWhenIn{PrepareLeaving,Leaving} | membership/deviations_test.go: testOnFencedWhenInPrepareLeaving, testOnFencedWhenInLeaving |
 //	| testTransitionToFatalWhenIn{Joining,Reconciling,Acknowledging,Stable,Unsubscribe} | membership/scenarios_test.go: testKnownFatalErrorResponse, testOnHeartbeatSuccessWhenInFatal, testTransitionToFatalWhenInStable, testTransitionToFatalWhenInUnsubscribe; membership/property_test.go: TestMachineProperties |
 //	| testTransitionToFatalWhenInPrepareLeaving | membership/deviations_test.go: testTransitionToFatalWhenInPrepareLeaving |
-//	| testTransitionToFatalWhenInLeaving | UNCOVERED |
+//	| testTransitionToFatalWhenInLeaving | membership/deviations_test.go: testTransitionToFatalWhenInLeaving |
 //	| testOnFencedMarksPendingRevocationBeforeCallback, testTransitionToFatal…, testTransitionToStale… | n/a: the library fetches nothing, so there are no partitions to mark pending-revocation (the Java SubscriptionState's job; here the application's own consumer) |
 //	| testOn{TasksAssigned,TasksRevoked,AllTasksLost}CallbackCompleted | membership/scenarios_test.go: testReconcilingEmptyToSingleActiveTask, testReconcilingActiveTaskToDifferentActiveTask, testOnFencedWhenInStable |
 //	| testOn{TasksAssigned,TasksRevoked}CallbackCompletedWhenCallbackFails | membership/scenarios_test.go: testReconcilingAndAssignmentCallbackFails, testReconcilingAndRevocationCallbackFails; membership/deviations_test.go: callbackFailuresBackOff |
-//	| testOnAllTasksLostCallbackCompletedWhenCallbackFails | UNCOVERED |
+//	| testOnAllTasksLostCallbackCompletedWhenCallbackFails | membership/deviations_test.go: testOnAllTasksLostCallbackCompletedWhenCallbackFails |
 //	| testForDuplicateRegistrationOfSameStateListener | n/a: no state-listener registry; one Listener is given to New (WithListener) and state changes are events on one channel |
-//	| testConsumerPollWhenNotJoining | UNCOVERED |
+//	| testConsumerPollWhenNotJoining | membership/deviations_test.go: testConsumerPollWhenNotJoining |
 //	| testConsumerPollWhenSubscriptionNotUpdated | membership/scenarios_test.go: testNoHeartbeatIfHeartbeatSkipped; membership/manager_test.go: TestManagerCloseBeforeStartAndTwice |
 //	| testIsGroupReadyWith{MissingSourceTopics,AssignmentDelayed}Status | membership/scenarios_test.go: testIsGroupReadyWithMissingSourceTopicsStatus, testIsGroupReadyWithAssignmentDelayedStatus |
-//	| testIsGroupReadyWith{MissingInternalTopics,IncorrectlyPartitionedTopics}Status | UNCOVERED |
+//	| testIsGroupReadyWith{MissingInternalTopics,IncorrectlyPartitionedTopics}Status | membership/deviations_test.go: testIsGroupReadyWithMissingInternalTopicsStatus, testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus |
 //	| testIsGroupReadyWithNoStatuses, testIsGroupReadyWithOtherStatuses | membership/scenarios_test.go: testIsGroupReadyWithOtherStatuses; integration/member_test.go: TestOneMemberGetsAllTasks |
 //	| testIsGroupReadyChangeWhenTasksAreNull | membership/scenarios_test.go: testIsGroupReadyChangeWhenTasksAreNull |
 //	| testIsLeavingGroupReturnsFalseForDynamicMemberWithRemainInGroupOperation | membership/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat; integration/member_failover_test.go: TestKilledMemberLosesTasksAfterSessionTimeout |
 //	| testIsLeavingGroupReturnsTrueForStaticMemberWithRemainInGroupOperation | membership/deviations_test.go: staticRemainInGroupLeavesWithMinusTwo |
 //	| testLeaveGroupEpochIsStaticMemberEpochForStaticMember, testStaticMemberUsesExpectedLeaveEpochOnClose | membership/scenarios_test.go: testLeaveGroupEpochIsStaticMemberEpochForStaticMember, testStaticMemberUsesExpectedLeaveEpochOnClose; integration/member_failover_test.go: TestStaticMemberRestartKeepsItsTasks |
 //	| testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat | membership/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat |
-//	| testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeatWhenNotInGroup | UNCOVERED |
+//	| testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeatWhenNotInGroup | membership/deviations_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeatWhenNotInGroup |
 //
 // # §11.2 Heartbeat sender (StreamsGroupHeartbeatRequestManagerTest)
 //
@@ -113,7 +113,7 @@
 //	| testSendingHeartbeatRequest | internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine |
 //	| testBuildingHeartbeatRequestFieldsThatAreAlwaysSent | membership/scenarios_test.go: testJoining, testStreamsGroupMemberRequestingShutdownApplication; membership/deviations_test.go: endpointEpochEchoed, heartbeatsContinueInPrepareLeaving; integration/member_test.go: TestSteadyStateIsQuiet |
 //	| testBuildingHeartbeatRequest{ClientTag,Topology,RebalanceTimeout}SentWhenJoining, testBuildingHeartbeat{ProcessId,ClientTags}SentWhenJoining | heartbeat/heartbeat_test.go: TestBuilderJoinCarriesEverything, TestBuilderDeltasAndReset |
-//	| testBuildingHeartbeatRequestRackIdSentWhenJoining, testBuildingHeartbeatEndpointSentWhenJoining | UNCOVERED |
+//	| testBuildingHeartbeatRequestRackIdSentWhenJoining, testBuildingHeartbeatEndpointSentWhenJoining | membership/deviations_test.go: rackAndEndpointSentOnlyWhenJoining |
 //	| testBuildingHeartbeatAssignmentSentWhenChanged | membership/scenarios_test.go: testBuildingHeartbeatAssignmentSentWhenChanged; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset |
 //	| testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges | membership/scenarios_test.go: testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges |
 //	| testResettingHeartbeatState | membership/scenarios_test.go: testResettingHeartbeatState; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset |
@@ -146,11 +146,11 @@
 //	| testTaskOffsetsResentAfterReset | membership/scenarios_test.go: testTaskOffsetsResentAfterReset; membership/deviations_test.go: offsetsResentAfterErrorAndClockRestored |
 //	| testHotWarmupTaskDisabledWhen{AcceptableRecoveryLagIsNegative,OffsetMissing,OffsetOrEndOffsetOverflowed} | membership/scenarios_test.go: testHotWarmupTaskDisabledWhenOffsetOrEndOffsetOverflowed |
 //	| testHotWarmupTaskDisabledWhenLagAboveThreshold | membership/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold |
-//	| testHotWarmupTaskDisabledWhenEndOffsetMissing | UNCOVERED |
+//	| testHotWarmupTaskDisabledWhenEndOffsetMissing | membership/deviations_test.go: testHotWarmupTaskDisabledWhenEndOffsetMissing |
 //	| testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold | membership/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold |
 //	| testDoesNotLogOrUpdateGroupConfigOnLeaveResponse | n/a: a leave's answer never reaches the machine (internal/transport Leave returns only an error, LeaveDone carries no answer), so it cannot update interval or lag |
 //	| testLogsNotProvidedWhenOlderBrokerOmitsConfig, testLogsReceivedGroupConfigWhenAnyValueChanges | n/a: log lines only; this library does not log the group config it receives (what a v0 broker changes is olderBrokerGetsNoOffsets) |
-//	| testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent | UNCOVERED |
+//	| testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent | membership/deviations_test.go: testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent |
 //	| testFencedInstanceIdErrorResponse | membership/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses |
 //	| testPollOnCloseWhenStaticMemberIsLeaving, testSendLeaveHeartbeatForStaticMember | membership/scenarios_test.go: testLeaveGroupEpochIsStaticMemberEpochForStaticMember |
 //	| testSkipLeaveHeartbeatForRemainInGroupWithDynamicMember | membership/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat |
@@ -165,16 +165,16 @@
 //	| testInvokeAllTasksRevokedWithListener | membership/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine |
 //	| testInvoke{TasksAssigned,TasksRevoked,AllTasksLost}WithListener | membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine, TestManagerFatalThenCloseReturnsAtOnce |
 //	| testInvoke{TasksAssigned,TasksRevoked,AllTasksLost}With{Wakeup,Interrupt}Exception | n/a: Java's WakeupException and InterruptException; a Go callback gets a ctx and returns an error |
-//	| testInvoke{TasksAssigned,TasksRevoked,AllTasksLost}WithOtherException | UNCOVERED |
+//	| testInvoke{TasksAssigned,TasksRevoked,AllTasksLost}WithOtherException | membership/manager_test.go: TestManagerListenerErrorsAndPanics |
 //	| testOnTasksRevoked(+WithException), testOnTasksAssigned(+WithException), testOnAllTasksLost | membership/scenarios_test.go: testReconcilingAndAssignmentCallbackFails, testReconcilingAndRevocationCallbackFails; membership/deviations_test.go: assignFailsAfterRevokeDoesNotRevokeAgain, leaveAtEpochZeroLosesInsteadOfRevoking |
-//	| testOnAllTasksLostWithException | UNCOVERED |
+//	| testOnAllTasksLostWithException | membership/manager_test.go: TestManagerListenerErrorsAndPanics |
 //	| shouldDropStandbyAndWarmupForTaskThatIsAlsoAssignedAsActive | membership/scenarios_test.go: shouldDropStandbyAndWarmupForTaskThatIsAlsoAssignedAsActive; tasks/tasks_test.go: TestNormalizeKeepsOneRolePerTask |
 //	| StreamsRebalanceDataTest (~28) | tasks/tasks_test.go: TestIDOrderAndParse, TestSetOperations; topology/topology_test.go: TestCanonicalOrderAndImmutability |
 //	| testStreamsRebalanceDataWithStreamsProtocol, …WithExtraCopartition | topology/kafkastreams_test.go: TestWordCountMatchesKafkaStreams, TestCopartitionGroupOrderMatchesKafkaStreams, TestGoldenRequests; integration/javapeer_test.go: TestJavaCreatesGroupGoJoins, TestGoCreatesGroupJavaJoins |
 //	| testNamedTopologyWithStreamsProtocol, …WithClassicProtocol | n/a: named topologies (Kafka Streams only) and the classic protocol are not this library's: it speaks the streams protocol with one topology |
 //	| testStreamsProtocolRunOnce{With,Without}ProcessingThreads | n/a: Kafka Streams' thread loop; this library processes no records |
 //	| testStreamsProtocolRunOnce{With,Without}ProcessingThreadsMissingSourceTopic, testStreamsProtocolMissingSourceTopicRecovery | membership/scenarios_test.go: testIsGroupReadyWithMissingSourceTopicsStatus, missingSourceTopicsTimeoutAfterTwoIntervals; integration/member_failover_test.go: TestMissingSourceTopicThenCreated |
-//	| testStreamsProtocolIncorrectlyPartitionedTopics | UNCOVERED |
+//	| testStreamsProtocolIncorrectlyPartitionedTopics | membership/deviations_test.go: testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus |
 //
 // # §11.4 Against a real broker
 //
