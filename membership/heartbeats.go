@@ -2,7 +2,6 @@ package membership
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 // heartbeatTiming is when the next heartbeat may go and what is in flight.
 type heartbeatTiming struct {
 	at       time.Time // the earliest time the next heartbeat may go
+	regular  time.Time // when it would go by the broker's interval alone (at may be earlier for an ack)
 	inFlight bool
 	seq      uint64 // of the heartbeat in flight, or of the last one
 	failures int    // heartbeats failed in a row, for backoff; 0 after a success
@@ -84,8 +84,8 @@ func (m *Machine) offsetsCollected(now time.Time, in OffsetsCollected) []Action 
 		return nil // late: the heartbeat went without them
 	}
 	m.hb.collecting = nil
-	if !m.heartbeating() || m.hb.inFlight {
-		return nil
+	if !m.heartbeating() || m.hb.inFlight || now.Before(m.hb.at) {
+		return nil // the state changed meanwhile (Close): the heartbeat goes when due
 	}
 	return m.send(now, in.Offsets, in.Ends)
 }
@@ -122,26 +122,18 @@ func (m *Machine) send(now time.Time, offs, ends tasks.Offsets) []Action {
 	return out
 }
 
-// classify reads a heartbeat's raw result: an answer the member can act on, or a typed error
-// (*heartbeat.TransportError, *heartbeat.Error, *heartbeat.ProtocolError,
-// *tasks.UnknownSubtopologyError).
+// classify reads a heartbeat's raw result with heartbeat.Classify: an answer the member can act on,
+// or a typed error (*heartbeat.TransportError, *heartbeat.Error, *heartbeat.ProtocolError,
+// *tasks.UnknownSubtopologyError). A success must carry the member's epoch and an interval to wait,
+// or the member would heartbeat in a loop: Parse refuses both. A leave epoch in a success is then
+// ignored, as the Java client does, and the heartbeat retried after backoff (ignoredAnswer); a
+// missing interval stays fatal, as no sane pace can be derived from it.
 func classify(in HeartbeatDone, topo *topology.Topology) (*heartbeat.Response, error) {
-	switch {
-	case in.Err != nil:
-		return nil, heartbeat.ClassifyTransport(in.Err)
-	case in.Response == nil:
-		return nil, &heartbeat.ProtocolError{Reason: "the transport returned neither an answer nor an error"}
-	case in.Response.ErrorCode != 0:
-		return nil, heartbeat.ErrorFor(in.Response.ErrorCode, in.Response.ErrorMessage)
+	r, err := heartbeat.Classify(in.Response, in.Err, topo)
+	if err != nil && in.Err == nil && in.Response != nil && in.Response.ErrorCode == 0 && in.Response.MemberEpoch < 0 {
+		return nil, ignoredAnswer{err}
 	}
-	// A success must carry the member's epoch and an interval to wait: acting on anything else would
-	// make the member heartbeat in a loop. A leave epoch is ignored, as the Java client does, and the
-	// heartbeat retried after backoff; Parse refuses a missing interval, which is fatal: no sane pace
-	// can be derived from it.
-	if e := in.Response.MemberEpoch; e < 0 {
-		return nil, ignoredAnswer{&heartbeat.ProtocolError{Reason: fmt.Sprintf("member epoch %d in a successful answer; the answer is ignored", e)}}
-	}
-	return heartbeat.Parse(in.Response, topo)
+	return r, err
 }
 
 func (m *Machine) heartbeatDone(now time.Time, in HeartbeatDone) []Action {
@@ -183,6 +175,7 @@ func (m *Machine) answeredWhileLeaving(now time.Time, r *heartbeat.Response, err
 	m.hb.failures = 0
 	m.epoch, m.interval, m.endpointEpoch = r.Epoch, r.Interval, r.EndpointEpoch
 	m.hb.at = now.Add(m.interval)
+	m.hb.regular = m.hb.at
 	return nil
 }
 
@@ -241,6 +234,7 @@ func (m *Machine) answered(now time.Time, r *heartbeat.Response) []Action {
 	m.hb.failures, m.hb.rejoinDelay = 0, 0
 	m.epoch, m.interval = r.Epoch, r.Interval
 	m.hb.at = now.Add(m.interval)
+	m.hb.regular = m.hb.at
 	m.endpointEpoch = r.EndpointEpoch
 	if r.Endpoints != nil {
 		out = append(out, m.emit(Event{Kind: EventEndpointsChanged, Endpoints: r.Endpoints}))

@@ -40,8 +40,19 @@ func (m *Machine) close(now time.Time, mode CloseMode) []Action {
 	}
 	m.leave = intent
 	m.abortReconciliation()
+	// Keepalives while leaving go at the broker's interval: an ack that was about to go at once is
+	// not sent, and offsets being collected are not wanted any more.
+	m.hb.collecting = nil
+	m.hb.at = later(m.hb.at, m.hb.regular)
 	out := m.transition(PrepareLeaving)
 	return append(out, m.enqueue(job{op: opLeave})...)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // leaveRevoked goes on once the leave's callback returned: the application holds nothing now.

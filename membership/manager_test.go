@@ -607,9 +607,10 @@ func TestManagerListenerErrorsAndPanics(t *testing.T) {
 		var mu sync.Mutex
 		var errs []error
 		done := make(chan struct{})
+		events := m.Events() // before Start, to see every event
 		go func() {
 			defer close(done)
-			for e := range m.Events() {
+			for e := range events {
 				if e.Kind == EventError {
 					mu.Lock()
 					errs = append(errs, e.Err)
