@@ -230,3 +230,35 @@ func TestResolveProcessID(t *testing.T) {
 		t.Fatal("an unusable state.dir must be an error")
 	}
 }
+
+// Java's Properties ends a line at "\n", "\r\n" or a lone "\r" (LineReader), and reads a character
+// outside the BMP from the two \u escapes of its UTF-16 surrogate pair, as Properties.store writes it.
+func TestParsePropertiesJavaLineEndsAndSurrogates(t *testing.T) {
+	cases := map[string]map[string]string{
+		"a=1\rb=2":                  {"a": "1", "b": "2"},
+		"a=1\r\nb=2\r\n":            {"a": "1", "b": "2"},
+		"a=x\\\r\n  y":              {"a": "xy"},
+		"a=x\\\ry\rb=2":             {"a": "xy", "b": "2"},
+		"a=x\\\n\rb=2":              {"a": "x", "b": "2"},
+		"# c\r!c\ra=1":              {"a": "1"},
+		`a=\ud83d\ude00`:            {"a": "😀"},
+		`\ud83d\ude00=\u00e9\u0041`: {"😀": "éA"},
+		`a=\ud83d`:                  {"a": "\uFFFD"},
+		`a=\ude00\ud83d`:            {"a": "\uFFFD\uFFFD"},
+		`a=\ud83dx`:                 {"a": "\uFFFDx"},
+	}
+	for in, want := range cases {
+		got, err := ParseProperties(strings.NewReader(in))
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
+	}
+	// A pair whose second escape is malformed is an error, not a replacement character.
+	if _, err := ParseProperties(strings.NewReader(`a=\ud83d\uZZ00`)); err == nil || !strings.Contains(err.Error(), `"ZZ00"`) {
+		t.Errorf("malformed low surrogate: %v", err)
+	}
+}

@@ -2,12 +2,15 @@ package config
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // FromMap builds a Config from Kafka-style keys, starting from Default. Every key is checked; the
@@ -121,14 +124,18 @@ type SyntaxError struct {
 
 func (e *SyntaxError) Error() string { return fmt.Sprintf("properties line %d: %s", e.Line, e.Reason) }
 
-// ParseProperties reads the java.util.Properties text format: one key and value per logical line,
-// separated by '=', ':' or white space; '#' or '!' start a comment line; a line ending in an odd
-// number of backslashes continues on the next; \t \n \r \f \uXXXX and \<char> escapes in keys and
-// values. A later duplicate key wins, as in Java. Invalid escapes are a *SyntaxError.
+// ParseProperties reads the java.util.Properties text format: lines end at "\n", "\r\n" or "\r";
+// one key and value per logical line, separated by '=', ':' or white space; '#' or '!' start a
+// comment line; a line ending in an odd number of backslashes continues on the next; \t \n \r \f
+// \uXXXX and \<char> escapes in keys and values, a character outside the BMP being the \u escapes
+// of its UTF-16 surrogate pair (a lone surrogate, which a Go string cannot hold, reads as U+FFFD). A
+// later duplicate key wins, as in Java. The text is read as UTF-8 (Java's load(InputStream) reads
+// ISO 8859-1; load(Reader) matches this). Invalid escapes are a *SyntaxError.
 func ParseProperties(r io.Reader) (map[string]string, error) {
 	out := make(map[string]string)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	sc.Split(scanJavaLines)
 	lineNo := 0
 	var logical strings.Builder
 	start := 0
@@ -160,6 +167,25 @@ func ParseProperties(r io.Reader) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// scanJavaLines is bufio.ScanLines with Java's line ends: "\n", "\r\n" and a lone "\r".
+func scanJavaLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	i := bytes.IndexAny(data, "\r\n")
+	switch {
+	case i < 0 && atEOF && len(data) > 0:
+		return len(data), data, nil
+	case i < 0:
+		return 0, nil, nil
+	case data[i] == '\n':
+		return i + 1, data[:i], nil
+	case i+1 < len(data) && data[i+1] == '\n':
+		return i + 2, data[:i], nil
+	case i+1 < len(data) || atEOF:
+		return i + 1, data[:i], nil
+	default:
+		return 0, nil, nil // a '\r' at the end of the data: wait for what follows
+	}
 }
 
 func trailingBackslashes(s string) int {
@@ -226,18 +252,35 @@ func unescape(s string) (string, error) {
 		case 'f':
 			b.WriteByte('\f')
 		case 'u':
-			if i+5 > len(s) {
-				return "", fmt.Errorf(`incomplete \u escape`)
-			}
-			n, err := strconv.ParseUint(s[i+1:i+5], 16, 16)
+			r, err := hex4(s[i+1:])
 			if err != nil {
-				return "", fmt.Errorf(`malformed \u escape %q`, s[i+1:i+5])
+				return "", err
 			}
-			b.WriteRune(rune(n))
 			i += 4
+			if utf16.IsSurrogate(r) && strings.HasPrefix(s[i+1:], `\u`) {
+				if lo, err := hex4(s[i+3:]); err == nil {
+					if pair := utf16.DecodeRune(r, lo); pair != utf8.RuneError {
+						r = pair
+						i += 6
+					}
+				}
+			}
+			b.WriteRune(r) // a lone surrogate is written as U+FFFD
 		default:
 			b.WriteByte(s[i])
 		}
 	}
 	return b.String(), nil
+}
+
+// hex4 reads the four hex digits of a \u escape at the start of s.
+func hex4(s string) (rune, error) {
+	if len(s) < 4 {
+		return 0, fmt.Errorf(`incomplete \u escape`)
+	}
+	n, err := strconv.ParseUint(s[:4], 16, 16)
+	if err != nil {
+		return 0, fmt.Errorf(`malformed \u escape %q`, s[:4])
+	}
+	return rune(n), nil
 }
