@@ -2,9 +2,11 @@ package config
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -260,5 +262,139 @@ func TestParsePropertiesJavaLineEndsAndSurrogates(t *testing.T) {
 	// A pair whose second escape is malformed is an error, not a replacement character.
 	if _, err := ParseProperties(strings.NewReader(`a=\ud83d\uZZ00`)); err == nil || !strings.Contains(err.Error(), `"ZZ00"`) {
 		t.Errorf("malformed low surrogate: %v", err)
+	}
+}
+
+// Every limit of Validate, on both sides.
+func TestValidateBoundaries(t *testing.T) {
+	cases := []struct {
+		key    string
+		change func(*Config)
+		ok     bool
+	}{
+		{KeyMaxPollInterval, func(c *Config) { c.MaxPollInterval = time.Millisecond }, true},
+		{KeyMaxPollInterval, func(c *Config) { c.MaxPollInterval = time.Millisecond - 1 }, false},
+		{KeyMaxPollInterval, func(c *Config) { c.MaxPollInterval = math.MaxInt32 * time.Millisecond }, true},
+		{KeyMaxPollInterval, func(c *Config) { c.MaxPollInterval = math.MaxInt32*time.Millisecond + 1 }, false},
+		{KeyRetryBackoff, func(c *Config) { c.RetryBackoff = 0 }, true},
+		{KeyRetryBackoff, func(c *Config) { c.RetryBackoff = -1 }, false},
+		{KeyRetryBackoffMax, func(c *Config) { c.RetryBackoff, c.RetryBackoffMax = 0, 0 }, true},
+		{KeyRetryBackoffMax, func(c *Config) { c.RetryBackoff, c.RetryBackoffMax = 0, -1 }, false},
+		{KeyRetryBackoffMax, func(c *Config) { c.RetryBackoff, c.RetryBackoffMax = 5, 5 }, true},
+		{KeyRetryBackoffMax, func(c *Config) { c.RetryBackoff, c.RetryBackoffMax = 5, 4 }, false},
+		{KeyRequestTimeout, func(c *Config) { c.RequestTimeout = 1 }, true},
+		{KeyRequestTimeout, func(c *Config) { c.RequestTimeout = 0 }, false},
+		{KeyTaskOffsetInterval, func(c *Config) { c.TaskOffsetInterval = 0 }, true},
+		{KeyTaskOffsetInterval, func(c *Config) { c.TaskOffsetInterval = -1 }, false},
+		{KeyTopologyEpoch, func(c *Config) { c.TopologyEpoch = 0 }, true},
+		{KeyTopologyEpoch, func(c *Config) { c.TopologyEpoch = -1 }, false},
+		{KeyApplicationID, func(c *Config) { c.ApplicationID = strings.Repeat("a", 200) }, true},
+		{KeyApplicationID, func(c *Config) { c.ApplicationID = strings.Repeat("a", 201) }, false},
+		{KeyGroupInstanceID, func(c *Config) { c.GroupInstanceID = "\t" }, false},
+		{KeyGroupInstanceID, func(c *Config) { c.GroupInstanceID = " a " }, true},
+		{KeyBootstrapServers, func(c *Config) { c.BootstrapServers = []string{"h:65535", "h:1"} }, true},
+		{KeyBootstrapServers, func(c *Config) { c.BootstrapServers = []string{"h:65536"} }, false},
+		{KeyBootstrapServers, func(c *Config) { c.BootstrapServers = []string{":9092"} }, false},
+		{KeyApplicationServer, func(c *Config) { c.ApplicationServer = "h:0" }, false},
+		{KeyProcessID, func(c *Config) { c.ProcessID = "6ba7b810-9dad-11d1-80b4-00c04fd430c8" }, true},
+	}
+	for _, c := range cases {
+		cfg := Default("app")
+		c.change(&cfg)
+		err := cfg.Validate()
+		var ce *Error
+		if c.ok && err != nil || !c.ok && (!errors.As(err, &ce) || !ce.Has(c.key) || len(ce.Keys) != 1) {
+			t.Errorf("%s: %+v: Validate() = %v, want ok=%v", c.key, cfg, err, c.ok)
+		}
+	}
+}
+
+// application.id prefixes topic names: exactly the characters of a topic name are allowed.
+func TestApplicationIDEveryByte(t *testing.T) {
+	const legal = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+	for c := 0; c < 256; c++ {
+		cfg := Default("a" + string([]byte{byte(c)}) + "b")
+		err := cfg.Validate()
+		if ok := strings.IndexByte(legal, byte(c)) >= 0; ok != (err == nil) {
+			t.Errorf("application.id %q: %v; legal: %v", cfg.ApplicationID, err, ok)
+		}
+	}
+}
+
+// Problems are sorted by key, and the problems of one key stay in the order of their values.
+func TestErrorOrder(t *testing.T) {
+	cfg := Default("app")
+	cfg.BootstrapServers = []string{"z:0", "a:0", "m:0"}
+	cfg.RequestTimeout = 0
+	cfg.ApplicationID = ""
+	var ce *Error
+	if !errors.As(cfg.Validate(), &ce) {
+		t.Fatal("no *Error")
+	}
+	var got []string
+	for _, k := range ce.Keys {
+		got = append(got, k.Key+"="+k.Value)
+	}
+	want := []string{"application.id=", "bootstrap.servers=z:0", "bootstrap.servers=a:0", "bootstrap.servers=m:0", "request.timeout.ms=0"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("problems %q, want %q", got, want)
+	}
+	if got := (KeyError{Key: "k", Reason: "r"}).Error(); got != "k: r" {
+		t.Errorf("KeyError without a value: %q", got)
+	}
+}
+
+// Millisecond values are whole numbers whose nanoseconds fit an int64.
+func TestDurationRange(t *testing.T) {
+	const most = math.MaxInt64 / int64(time.Millisecond) // 9223372036854
+	for raw, want := range map[string]string{
+		strconv.FormatInt(most, 10):        "",
+		strconv.FormatInt(most+1, 10):      "out of range",
+		strconv.FormatInt(-most, 10):       "must be >= 0",
+		strconv.FormatInt(-most-1, 10):     "out of range",
+		"1.5":                              "not a whole number",
+		"99999999999999999999999999999999": "not a whole number",
+	} {
+		c, err := FromMap(map[string]string{KeyApplicationID: "app", KeyTaskOffsetInterval: raw})
+		if want == "" {
+			if err != nil || c.TaskOffsetInterval != time.Duration(most)*time.Millisecond {
+				t.Errorf("%s: %v, %v", raw, c.TaskOffsetInterval, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", raw, err, want)
+		}
+	}
+}
+
+func TestParsePropertiesEdges(t *testing.T) {
+	// A line of backslashes only: odd continues, even does not.
+	for in, want := range map[string]map[string]string{
+		"a=b\\\n\\\nc=d":   {"a": "bc=d"},
+		"a=b\\\n\\\\\nc=d": {"a": `b\`, "c": "d"},
+		"\\\n#x":           {},
+	} {
+		if got := parse(t, in); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+	// A lone trailing backslash cannot reach unescape through ParseProperties (it continues the
+	// line); unescape drops it, as Java's loadConvert does.
+	if got, err := unescape(`ab\`); err != nil || got != "ab" {
+		t.Errorf(`unescape("ab\\") = %q, %v`, got, err)
+	}
+	// A malformed escape names its digits and its line; a line over 1 MiB names its line.
+	_, err := ParseProperties(strings.NewReader("a=1\n\nb=\\u12G4"))
+	var se *SyntaxError
+	if !errors.As(err, &se) || se.Line != 3 || !strings.Contains(err.Error(), `"12G4"`) {
+		t.Errorf("malformed escape: %v", err)
+	}
+	_, err = ParseProperties(strings.NewReader("a=1\nb=" + strings.Repeat("x", 1<<20)))
+	if !errors.As(err, &se) || se.Line != 2 {
+		t.Errorf("over-long line: %v", err)
+	}
+	if m, err := ParseProperties(strings.NewReader("a=" + strings.Repeat("x", 1<<19))); err != nil || len(m["a"]) != 1<<19 {
+		t.Errorf("a long line below the limit: %v", err)
 	}
 }

@@ -2,12 +2,24 @@ package config
 
 import (
 	"errors"
+	"math"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
-// FuzzProperties feeds arbitrary text to the properties parser and the config builder: neither may
-// panic, and every failure must be one of the package's typed errors.
+// FuzzProperties feeds arbitrary text to the properties parser and the config builder, and checks
+// the results against oracles that do not use them:
+//
+//   - text without a backslash must read as refParse (the Java rules, written independently) reads it;
+//   - any map read must survive writeProperties (an independent writer, in every style: separators,
+//     line ends, \u escapes, continued lines, comments) and a second read unchanged;
+//   - a parse error is a *SyntaxError, which only a \u escape or an over-long line can cause;
+//   - FromMap must take each Kafka key's value as written (trimmed string, whole milliseconds,
+//     int32 epoch, comma-separated servers), keep user.* values raw, name every unknown key, and
+//     return only a Config that Validate accepts and that round-trips through properties.
 func FuzzProperties(f *testing.F) {
 	for _, seed := range []string{
 		"application.id=app\nbootstrap.servers=127.0.0.1:9092\n",
@@ -15,6 +27,8 @@ func FuzzProperties(f *testing.F) {
 		"topology.epoch=99999999999\nmax.poll.interval.ms=-5\n",
 		"client.tag.=\nuser.x=y\nprocess.id=\\uZZZZ",
 		"retry.backoff.ms=9223372036854775807",
+		"application.id app\rclient.tag.z\\ one : v\r\nuser.\\ud83d\\ude00= \\ x \nstate.dir=\n",
+		"application.id:a\nretry.backoff.ms=2000\nrequest.timeout.ms 5\ngroup.instance.id=\\t\n",
 	} {
 		f.Add(seed)
 	}
@@ -22,21 +36,143 @@ func FuzzProperties(f *testing.F) {
 		m, err := ParseProperties(strings.NewReader(in))
 		if err != nil {
 			var se *SyntaxError
-			if !errors.As(err, &se) {
+			if !errors.As(err, &se) || se.Line < 1 {
 				t.Fatalf("untyped parse error %T: %v", err, err)
 			}
-			return
-		}
-		c, err := FromMap(m)
-		if err != nil {
-			var ce *Error
-			if !errors.As(err, &ce) || len(ce.Keys) == 0 {
-				t.Fatalf("untyped config error %T: %v", err, err)
+			if !strings.Contains(in, `\u`) && len(in) <= 1<<20 {
+				t.Fatalf("a parse error without a \\u escape or a long line: %v", err)
 			}
 			return
 		}
+		if !strings.Contains(in, `\`) {
+			if want := refParse(in); !reflect.DeepEqual(m, want) {
+				t.Fatalf("ParseProperties(%q) = %q, the Java rules give %q", in, m, want)
+			}
+		}
+		for _, st := range styles {
+			text := writeProperties(m, st)
+			if again := parse(t, text); !reflect.DeepEqual(again, m) {
+				t.Fatalf("%q read as %q; written in style %+v as %q and read back as %q", in, m, st, text, again)
+			}
+		}
+
+		c, err := FromMap(m)
+		if err != nil {
+			checkConfigError(t, m, err)
+			return
+		}
+		checkFromMap(t, m, c)
 		if err := c.Validate(); err != nil {
 			t.Fatalf("FromMap returned a config that Validate rejects: %v", err)
 		}
+		for _, st := range styles {
+			text := writeProperties(propertiesOf(c), st)
+			back, err := FromProperties(strings.NewReader(text))
+			if err != nil || !reflect.DeepEqual(back, c) {
+				t.Fatalf("config %+v written as %q reads back as %+v, %v", c, text, back, err)
+			}
+		}
 	})
+}
+
+var knownKeys = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch, KeyTaskOffsetInterval, KeyProcessID,
+	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
+	KeyRequestTimeout, KeyStateDir}
+
+func known(key string) bool {
+	for _, k := range knownKeys {
+		if key == k {
+			return true
+		}
+	}
+	return strings.HasPrefix(key, PrefixClientTag) || strings.HasPrefix(key, PrefixUser)
+}
+
+// checkConfigError: an *Error, its keys sorted and distinct, each one given or one whose absence or
+// conflict Validate reports, and every unknown key among them.
+func checkConfigError(t *testing.T, m map[string]string, err error) {
+	t.Helper()
+	var ce *Error
+	if !errors.As(err, &ce) || len(ce.Keys) == 0 {
+		t.Fatalf("untyped config error %T: %v", err, err)
+	}
+	for i, k := range ce.Keys {
+		if i > 0 && ce.Keys[i-1].Key >= k.Key {
+			t.Fatalf("keys not sorted or repeated: %v", err)
+		}
+		if _, given := m[k.Key]; !given && k.Key != KeyApplicationID && k.Key != KeyRetryBackoffMax {
+			t.Fatalf("problem with key %q, which the input does not have: %v", k.Key, err)
+		}
+		if !strings.Contains(err.Error(), k.Key) {
+			t.Fatalf("the message leaves out %q: %v", k.Key, err)
+		}
+	}
+	for key := range m {
+		if !known(key) && !ce.Has(key) {
+			t.Fatalf("unknown key %q not reported: %v", key, err)
+		}
+	}
+}
+
+// checkFromMap compares each field of an accepted Config with its key's value, read here by hand.
+func checkFromMap(t *testing.T, m map[string]string, c Config) {
+	t.Helper()
+	def := Default("")
+	strs := map[string]string{KeyApplicationID: c.ApplicationID, KeyProcessID: c.ProcessID, KeyGroupInstanceID: c.GroupInstanceID,
+		KeyClientRack: c.ClientRack, KeyApplicationServer: c.ApplicationServer, KeyStateDir: c.StateDir}
+	for key, got := range strs {
+		if raw, ok := m[key]; ok && got != strings.TrimSpace(raw) || !ok && got != "" {
+			t.Fatalf("%s: %q from %q", key, got, raw)
+		}
+	}
+	durs := map[string][2]time.Duration{
+		KeyTaskOffsetInterval: {c.TaskOffsetInterval, def.TaskOffsetInterval}, KeyMaxPollInterval: {c.MaxPollInterval, def.MaxPollInterval},
+		KeyRetryBackoff: {c.RetryBackoff, def.RetryBackoff}, KeyRetryBackoffMax: {c.RetryBackoffMax, def.RetryBackoffMax},
+		KeyRequestTimeout: {c.RequestTimeout, def.RequestTimeout},
+	}
+	for key, d := range durs {
+		want := d[1]
+		if raw, ok := m[key]; ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+			if err != nil || n > math.MaxInt64/int64(time.Millisecond) || n < math.MinInt64/int64(time.Millisecond) {
+				t.Fatalf("%s=%q accepted", key, raw)
+			}
+			want = time.Duration(n) * time.Millisecond
+		}
+		if d[0] != want {
+			t.Fatalf("%s: %v, want %v", key, d[0], want)
+		}
+	}
+	if raw, ok := m[KeyTopologyEpoch]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 32); err != nil || int32(n) != c.TopologyEpoch {
+			t.Fatalf("topology.epoch %d from %q", c.TopologyEpoch, raw)
+		}
+	} else if c.TopologyEpoch != 0 {
+		t.Fatalf("topology.epoch %d without the key", c.TopologyEpoch)
+	}
+	var servers []string
+	for _, s := range strings.Split(m[KeyBootstrapServers], ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			servers = append(servers, s)
+		}
+	}
+	if !reflect.DeepEqual(c.BootstrapServers, servers) {
+		t.Fatalf("bootstrap.servers %q from %q", c.BootstrapServers, m[KeyBootstrapServers])
+	}
+	tags, user := map[string]string{}, map[string]string{}
+	for key, raw := range m {
+		if tag, ok := strings.CutPrefix(key, PrefixClientTag); ok {
+			tags[tag] = strings.TrimSpace(raw)
+		} else if strings.HasPrefix(key, PrefixUser) {
+			user[key] = raw
+		} else if !known(key) {
+			t.Fatalf("unknown key %q accepted", key)
+		}
+	}
+	if len(tags) != len(c.ClientTags) || len(tags) > 0 && !reflect.DeepEqual(tags, c.ClientTags) {
+		t.Fatalf("client tags %q, want %q", c.ClientTags, tags)
+	}
+	if len(user) != len(c.User) || len(user) > 0 && !reflect.DeepEqual(user, c.User) {
+		t.Fatalf("user keys %q, want %q", c.User, user)
+	}
 }
