@@ -1,0 +1,459 @@
+package membership_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/goleak"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/membership"
+	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
+)
+
+// These tests use only the exported API: the Machine can be driven from outside the package
+// (issue 9 §3), and a Manager runs against a Transport written here.
+
+var extTopology = topology.MustNew(
+	topology.Subtopology{ID: "0", SourceTopics: []string{"orders"}},
+	topology.Subtopology{ID: "1", SourceTopics: []string{"payments"}},
+)
+
+var extCaps = heartbeat.Capabilities{HeartbeatMaxVersion: 1, StreamsVersion: 1} // Kafka 4.4
+
+func extTasks(ids ...string) tasks.Set {
+	var out []tasks.ID
+	for _, s := range ids {
+		id, err := tasks.ParseID(s)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, id)
+	}
+	return tasks.NewSet(out...)
+}
+
+// extAnswer is a broker's successful answer; a nil assignment leaves the three task lists null.
+func extAnswer(epoch int32, a *tasks.Assignment) *kmsg.StreamsGroupHeartbeatResponse {
+	r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+	r.Version = 1
+	r.MemberID = "m-1"
+	r.MemberEpoch = epoch
+	r.HeartbeatIntervalMillis = 500
+	r.AcceptableRecoveryLag = -1
+	r.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
+	if a != nil {
+		r.ActiveTasks, r.StandbyTasks, r.WarmupTasks = a.Active.Kmsg(), a.Standby.Kmsg(), a.Warmup.Kmsg()
+	}
+	return r
+}
+
+// only returns the one action of type A among as, failing unless there is exactly one.
+func only[A membership.Action](t *testing.T, as []membership.Action) A {
+	t.Helper()
+	var found []A
+	for _, a := range as {
+		if x, ok := a.(A); ok {
+			found = append(found, x)
+		}
+	}
+	if len(found) != 1 {
+		var zero A
+		t.Fatalf("want one %T among the actions, got %d: %+v", zero, len(found), as)
+	}
+	return found[0]
+}
+
+func none[A membership.Action](t *testing.T, as []membership.Action) {
+	t.Helper()
+	for _, a := range as {
+		if _, ok := a.(A); ok {
+			t.Fatalf("unexpected %T among %+v", a, as)
+		}
+	}
+}
+
+// states returns the states entered, in order, from the EventStateChanged events among as.
+func states(as []membership.Action) []membership.State {
+	var out []membership.State
+	for _, a := range as {
+		if e, ok := a.(membership.Emit); ok && e.Event.Kind == membership.EventStateChanged {
+			out = append(out, e.Event.State)
+		}
+	}
+	return out
+}
+
+func owned(req *kmsg.StreamsGroupHeartbeatRequest) string {
+	if req.ActiveTasks == nil || req.StandbyTasks == nil || req.WarmupTasks == nil {
+		return fmt.Sprintf("null lists (%v %v %v)", req.ActiveTasks == nil, req.StandbyTasks == nil, req.WarmupTasks == nil)
+	}
+	return tasks.Assignment{Active: tasks.FromKmsg(req.ActiveTasks), Standby: tasks.FromKmsg(req.StandbyTasks),
+		Warmup: tasks.FromKmsg(req.WarmupTasks)}.String()
+}
+
+// TestMachineDrivenFromOutside runs a member's whole life — join, assignment, ack, stable, Close,
+// revocation, leave — with nothing but Machine.Step and the exported inputs and actions.
+func TestMachineDrivenFromOutside(t *testing.T) {
+	m := membership.NewMachine(membership.MachineConfig{
+		Member: heartbeat.Member{Group: "app", MemberID: "m-1", ProcessID: "p-1", RebalanceTimeout: 30000,
+			Topology: extTopology, ClientTags: map[string]string{}},
+		Backoff: heartbeat.Backoff{Min: 100 * time.Millisecond, Max: time.Second},
+	})
+	now := time.Unix(1_000_000, 0)
+
+	// Start: the cluster is probed before anything is sent.
+	as := m.Step(now, membership.Start{})
+	only[membership.ProbeCapabilities](t, as)
+	none[membership.SendHeartbeat](t, as)
+
+	// The cluster runs streams groups: join at once with epoch 0, the topology and three empty lists.
+	as = m.Step(now, membership.CapabilitiesKnown{Caps: extCaps})
+	if got := states(as); !slices.Equal(got, []membership.State{membership.Joining}) {
+		t.Fatalf("states %v, want [JOINING]", got)
+	}
+	join := only[membership.SendHeartbeat](t, as)
+	req := join.Request
+	if req.Group != "app" || req.MemberID != "m-1" || req.MemberEpoch != 0 {
+		t.Fatalf("join %s/%s at epoch %d", req.Group, req.MemberID, req.MemberEpoch)
+	}
+	if req.Topology == nil || len(req.Topology.Subtopologies) != 2 || req.Topology.Epoch != 0 {
+		t.Fatalf("join topology %+v", req.Topology)
+	}
+	if owned(req) != "active=[] standby=[] warmup=[]" || len(req.ActiveTasks) != 0 {
+		t.Fatalf("join owned lists: %s", owned(req))
+	}
+	if req.RebalanceTimeoutMillis != 30000 || req.ProcessID == nil || *req.ProcessID != "p-1" || req.InstanceID != nil {
+		t.Fatalf("join fields: rebalance timeout %d, process %v, instance %v", req.RebalanceTimeoutMillis, req.ProcessID, req.InstanceID)
+	}
+
+	// The broker assigns: OnTasksAssigned with the whole target, and the group is ready.
+	target := tasks.Assignment{Active: extTasks("0_0", "1_1"), Standby: extTasks("0_1")}
+	as = m.Step(now, membership.HeartbeatDone{Seq: join.Seq, Response: extAnswer(1, &target)})
+	if got := states(as); !slices.Equal(got, []membership.State{membership.Reconciling}) {
+		t.Fatalf("states %v, want [RECONCILING]", got)
+	}
+	assign := only[membership.Invoke](t, as)
+	if assign.Kind != membership.CallbackAssigned || !assign.Assignment.Equal(target) || !assign.Ready {
+		t.Fatalf("callback %s %v ready=%v, want OnTasksAssigned %v ready", assign.Kind, assign.Assignment, assign.Ready, target)
+	}
+	none[membership.SendHeartbeat](t, as)
+	if snap := m.Snapshot(); !snap.Owned.IsEmpty() || snap.Epoch != 1 {
+		t.Fatalf("before OnTasksAssigned returns: owned %v epoch %d", snap.Owned, snap.Epoch)
+	}
+
+	// OnTasksAssigned returns: ACKNOWLEDGING, the ack goes at once with the owned lists, and building
+	// it makes the member STABLE.
+	as = m.Step(now, membership.CallbackDone{Seq: assign.Seq})
+	if got := states(as); !slices.Equal(got, []membership.State{membership.Acknowledging, membership.Stable}) {
+		t.Fatalf("states %v, want [ACKNOWLEDGING STABLE]", got)
+	}
+	ack := only[membership.SendHeartbeat](t, as)
+	if ack.Request.MemberEpoch != 1 || ack.Request.Topology != nil {
+		t.Fatalf("ack at epoch %d with topology %v", ack.Request.MemberEpoch, ack.Request.Topology != nil)
+	}
+	if got := owned(ack.Request); got != "active=[0_0 1_1] standby=[0_1] warmup=[]" {
+		t.Fatalf("ack owned lists: %s", got)
+	}
+	if snap := m.Snapshot(); !snap.Owned.Equal(target) || snap.State != membership.Stable {
+		t.Fatalf("after the ack: %+v", snap)
+	}
+	as = m.Step(now, membership.HeartbeatDone{Seq: ack.Seq, Response: extAnswer(1, nil)})
+	if len(states(as)) != 0 || m.State() != membership.Stable {
+		t.Fatalf("the ack's answer moved the member: %v, %s", states(as), m.State())
+	}
+
+	// Nothing is due before the interval; at the interval a heartbeat with nothing changed goes.
+	if next := m.Next(); !next.Equal(now.Add(500 * time.Millisecond)) {
+		t.Fatalf("next step at %v, want the interval", next.Sub(now))
+	}
+	none[membership.SendHeartbeat](t, m.Step(now.Add(499*time.Millisecond), membership.Tick{}))
+	now = now.Add(500 * time.Millisecond)
+	steady := only[membership.SendHeartbeat](t, m.Step(now, membership.Tick{}))
+	if steady.Request.MemberEpoch != 1 || steady.Request.ActiveTasks != nil || steady.Request.ProcessID != nil {
+		t.Fatalf("steady heartbeat: epoch %d, owned %s, process %v", steady.Request.MemberEpoch, owned(steady.Request), steady.Request.ProcessID)
+	}
+	m.Step(now, membership.HeartbeatDone{Seq: steady.Seq, Response: extAnswer(1, nil)})
+
+	// Close: PREPARE_LEAVING, the held active tasks revoked first.
+	as = m.Step(now, membership.Close{Mode: membership.CloseDefault})
+	if got := states(as); !slices.Equal(got, []membership.State{membership.PrepareLeaving}) {
+		t.Fatalf("states %v, want [PREPARE_LEAVING]", got)
+	}
+	revoke := only[membership.Invoke](t, as)
+	if revoke.Kind != membership.CallbackRevoked || !revoke.Tasks.Equal(target.Active) {
+		t.Fatalf("callback %s %v, want OnTasksRevoked %v", revoke.Kind, revoke.Tasks, target.Active)
+	}
+	none[membership.SendLeave](t, as)
+
+	// OnTasksRevoked returns: LEAVING, and the leave heartbeat (epoch -1, identity only).
+	as = m.Step(now, membership.CallbackDone{Seq: revoke.Seq})
+	if got := states(as); !slices.Equal(got, []membership.State{membership.Leaving}) {
+		t.Fatalf("states %v, want [LEAVING]", got)
+	}
+	leave := only[membership.SendLeave](t, as)
+	if r := leave.Request; r.MemberEpoch != heartbeat.EpochLeave || r.MemberID != "m-1" || r.Group != "app" ||
+		r.Topology != nil || r.ActiveTasks != nil || r.ProcessID != nil {
+		t.Fatalf("leave request %+v", r)
+	}
+	if leave.Budget <= 0 {
+		t.Fatalf("leave budget %v", leave.Budget)
+	}
+	none[membership.Stopped](t, as)
+	if snap := m.Snapshot(); !snap.Owned.IsEmpty() {
+		t.Fatalf("the application still holds %v after the leave's revocation", snap.Owned)
+	}
+
+	// The broker takes the leave: UNSUBSCRIBED, EventLeft, and Stopped(nil) as the last action.
+	as = m.Step(now, membership.LeaveDone{})
+	if got := states(as); !slices.Equal(got, []membership.State{membership.Unsubscribed}) {
+		t.Fatalf("states %v, want [UNSUBSCRIBED]", got)
+	}
+	left := false
+	for _, a := range as {
+		if e, ok := a.(membership.Emit); ok && e.Event.Kind == membership.EventLeft {
+			left = e.Event.Err == nil
+		}
+	}
+	if !left {
+		t.Fatalf("no EventLeft without error among %+v", as)
+	}
+	if stop, ok := as[len(as)-1].(membership.Stopped); !ok || stop.Err != nil {
+		t.Fatalf("last action %+v, want Stopped(nil)", as[len(as)-1])
+	}
+	only[membership.Stopped](t, as)
+	if !m.Snapshot().Stopped || !m.Next().IsZero() {
+		t.Fatal("the machine is not stopped")
+	}
+	if as := m.Step(now.Add(time.Hour), membership.Tick{}); len(as) != 0 {
+		t.Fatalf("actions after Stopped: %+v", as)
+	}
+}
+
+// extBroker is a scripted coordinator behind the exported Transport interface: the member joins
+// and gets every partition of subtopology "0" (2 tasks) as active tasks.
+type extBroker struct {
+	mu         sync.Mutex
+	log        []string // what the member did, in order (heartbeats, leave, callbacks)
+	heartbeats []*kmsg.StreamsGroupHeartbeatRequest
+	at         []time.Time
+	leaves     []*kmsg.StreamsGroupHeartbeatRequest
+}
+
+var _ membership.Transport = (*extBroker)(nil)
+
+func (b *extBroker) record(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.log = append(b.log, s)
+}
+
+func (b *extBroker) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.heartbeats = append(b.heartbeats, req)
+	b.at = append(b.at, time.Now())
+	b.log = append(b.log, fmt.Sprintf("heartbeat epoch=%d owned=%s", req.MemberEpoch, owned(req)))
+	if req.MemberEpoch == 0 {
+		return extAnswer(1, &tasks.Assignment{Active: extTasks("0_0", "0_1")}), nil
+	}
+	return extAnswer(1, nil), nil
+}
+
+func (b *extBroker) Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.leaves = append(b.leaves, req)
+	b.log = append(b.log, fmt.Sprintf("leave epoch=%d", req.MemberEpoch))
+	return nil
+}
+
+func (b *extBroker) Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
+	return nil, errors.New("describe is not scripted")
+}
+
+func (b *extBroker) Capabilities(ctx context.Context) (heartbeat.Capabilities, error) {
+	return extCaps, nil
+}
+
+func (b *extBroker) snapshot() (log []string, heartbeats []*kmsg.StreamsGroupHeartbeatRequest, at []time.Time, leaves []*kmsg.StreamsGroupHeartbeatRequest) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.log), slices.Clone(b.heartbeats), slices.Clone(b.at), slices.Clone(b.leaves)
+}
+
+// extListener records the callbacks into the broker's log (one order for everything) and takes
+// revokeFor (fake time) to revoke, as an application committing its work would.
+type extListener struct {
+	b         *extBroker
+	revokeFor time.Duration
+	assigned  chan tasks.Assignment
+}
+
+func (l *extListener) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error {
+	l.b.record("revoked " + revoked.String())
+	select {
+	case <-time.After(l.revokeFor):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	l.b.record("revoked done")
+	return nil
+}
+
+func (l *extListener) OnTasksAssigned(ctx context.Context, a tasks.Assignment, ready bool) error {
+	l.b.record(fmt.Sprintf("assigned %v ready=%v", a, ready))
+	l.assigned <- a
+	return nil
+}
+
+func (l *extListener) OnAllTasksLost(ctx context.Context, a tasks.Assignment) error {
+	l.b.record("lost " + a.String())
+	return nil
+}
+
+// TestManagerWithOwnTransport runs a real Manager against a Transport written outside the package,
+// in a synctest bubble (fake time, no sleeps): it joins, the listener gets its tasks, heartbeats go
+// at the broker's interval — also while a slow OnTasksRevoked runs for Close — and Close leaves
+// with epoch -1 and returns with no goroutine left.
+func TestManagerWithOwnTransport(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	synctest.Test(t, func(t *testing.T) {
+		before := goleak.IgnoreCurrent()
+		b := &extBroker{}
+		l := &extListener{b: b, revokeFor: 2 * time.Second, assigned: make(chan tasks.Assignment, 4)}
+		cfg := config.Default("app")
+		cfg.ProcessID = "7f3c9a52-6f1e-4d5b-9a0e-2b8c4d6e8f10"
+		m, err := membership.New(nil, cfg, extTopology,
+			membership.WithTransport(b), membership.WithListener(l), membership.WithMemberID("m-1"),
+			membership.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := m.Events()
+		collected := make(chan []membership.Event, 1)
+		go func() {
+			var evs []membership.Event
+			for e := range events {
+				evs = append(evs, e)
+			}
+			collected <- evs
+		}()
+		start := time.Now()
+		if err := m.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+
+		// Join, OnTasksAssigned, ack: all at once, without waiting for any interval.
+		want := tasks.Assignment{Active: extTasks("0_0", "0_1")}
+		if got := <-l.assigned; !got.Equal(want) {
+			t.Fatalf("OnTasksAssigned %v, want %v", got, want)
+		}
+		synctest.Wait()
+		if a, _ := m.Assignment(); !a.Equal(want) || m.State() != membership.Stable {
+			t.Fatalf("after the ack: %v in %s", a, m.State())
+		}
+		if id, epoch := m.Member(); id != "m-1" || epoch != 1 {
+			t.Fatalf("member %s epoch %d", id, epoch)
+		}
+		if time.Since(start) != 0 {
+			t.Fatalf("joining took %v of fake time; the join and the ack go at once", time.Since(start))
+		}
+		_, hbs, _, _ := b.snapshot()
+		if len(hbs) != 2 || hbs[0].MemberEpoch != 0 || hbs[0].Topology == nil || hbs[0].ProcessID == nil || *hbs[0].ProcessID != cfg.ProcessID {
+			t.Fatalf("join: %d heartbeats, the first %+v", len(hbs), hbs[0])
+		}
+		if hbs[1].MemberEpoch != 1 || owned(hbs[1]) != "active=[0_0 0_1] standby=[] warmup=[]" {
+			t.Fatalf("ack at epoch %d owns %s", hbs[1].MemberEpoch, owned(hbs[1]))
+		}
+
+		// Five seconds in the group: one heartbeat per 500 ms interval, no more, no less.
+		time.Sleep(5*time.Second + 250*time.Millisecond)
+		_, hbs, at, _ := b.snapshot()
+		if n := len(hbs) - 2; n != 10 {
+			t.Fatalf("%d heartbeats in 5 s at a 500 ms interval, want 10", n)
+		}
+		for i := 2; i < len(at); i++ {
+			if gap := at[i].Sub(at[i-1]); gap != 500*time.Millisecond {
+				t.Fatalf("heartbeat %d came %v after the previous one", i, gap)
+			}
+		}
+
+		// Close: OnTasksRevoked takes 2 s; the member keeps heartbeating meanwhile (issue 9 §1.1),
+		// then leaves with epoch -1.
+		closeStart := time.Now()
+		if err := m.Close(context.Background()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if took := time.Since(closeStart); took != 2*time.Second {
+			t.Fatalf("Close took %v, want the 2 s of the revocation", took)
+		}
+		log, hbs, at, leaves := b.snapshot()
+		if len(leaves) != 1 || leaves[0].MemberEpoch != heartbeat.EpochLeave || leaves[0].MemberID != "m-1" {
+			t.Fatalf("leaves %+v, want one at epoch -1", leaves)
+		}
+		during := 0
+		for _, ts := range at {
+			if ts.After(closeStart) {
+				during++
+			}
+		}
+		if during < 3 {
+			t.Fatalf("%d heartbeats during the 2 s revocation, want one per interval", during)
+		}
+		var calls []string
+		for _, s := range log {
+			if !strings.HasPrefix(s, "heartbeat") {
+				calls = append(calls, s)
+			}
+		}
+		wantCalls := []string{"assigned active=[0_0 0_1] standby=[] warmup=[] ready=true", "revoked [0_0 0_1]", "revoked done", "leave epoch=-1"}
+		if !slices.Equal(calls, wantCalls) {
+			t.Fatalf("callbacks and leave %q, want %q", calls, wantCalls)
+		}
+		if m.Err() != nil || m.State() != membership.Unsubscribed {
+			t.Fatalf("after Close: err %v, state %s", m.Err(), m.State())
+		}
+		select {
+		case <-m.Done():
+		default:
+			t.Fatal("Done is not closed after Close")
+		}
+		if a, _ := m.Assignment(); !a.IsEmpty() {
+			t.Fatalf("still assigned %v after Close", a)
+		}
+
+		evs := <-collected // the channel closed
+		var seen []string
+		for _, e := range evs {
+			switch e.Kind {
+			case membership.EventStateChanged:
+				seen = append(seen, e.State.String())
+			case membership.EventAssigned, membership.EventLeft:
+				seen = append(seen, e.Kind.String())
+			}
+		}
+		wantSeen := []string{"JOINING", "RECONCILING", "assigned", "ACKNOWLEDGING", "STABLE", "PREPARE_LEAVING", "LEAVING", "UNSUBSCRIBED", "left"}
+		if !slices.Equal(seen, wantSeen) {
+			t.Fatalf("events %v, want %v", seen, wantSeen)
+		}
+		if len(hbs) == 0 {
+			t.Fatal("no heartbeat")
+		}
+		goleak.VerifyNone(t, before) // nothing of the member is left once Close returned
+	})
+}
