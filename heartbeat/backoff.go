@@ -24,9 +24,9 @@ type Backoff struct {
 const jitter = 0.2
 
 // Delay returns the wait before retry number attempt (0 for the first retry; a negative attempt
-// counts as 0). It is 0 when Min <= 0.
+// counts as 0). It is 0 when Min < 1ns. A Rand that leaves [0, 1] is clamped into it (NaN counts as 0).
 func (b Backoff) Delay(attempt int) time.Duration {
-	if b.Min <= 0 {
+	if b.Min < 1 {
 		return 0
 	}
 	// grow is where doubling stops; ceiling is what even jitter may not pass.
@@ -35,22 +35,22 @@ func (b Backoff) Delay(attempt int) time.Duration {
 		grow, ceiling = b.Min, math.MaxInt64
 	}
 	d := min(b.Min, grow)
-	for i := 0; i < attempt && d < grow; i++ {
-		if d > grow/2 {
-			d = grow // doubling would pass the cap (or overflow)
-		} else {
-			d *= 2
-		}
+	// d·2ⁿ passes grow exactly when d > grow/2ⁿ (rounded down); shifting by 64 or more gives 0.
+	if n := uint(max(attempt, 0)); d > grow>>n {
+		d = grow
+	} else {
+		d <<= n
 	}
 	if b.Rand != nil {
-		f := float64(d) * (1 - jitter + 2*jitter*b.Rand())
-		switch {
-		case f >= float64(ceiling): // also catches values past MaxInt64, where a conversion is undefined
+		r := b.Rand()
+		if math.IsNaN(r) {
+			r = 0
+		}
+		f := float64(d) * (1 - jitter + 2*jitter*min(max(r, 0), 1))
+		if f >= float64(ceiling) { // also catches values past MaxInt64, where a conversion is undefined
 			d = ceiling
-		case f > 0:
+		} else {
 			d = time.Duration(f)
-		default: // a Rand outside [0, 1), or NaN
-			d = 0
 		}
 	}
 	return d

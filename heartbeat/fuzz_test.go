@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
 )
 
 // broken says, independently of Parse, which rule of a successful answer resp breaks ("" for none),
@@ -135,6 +136,27 @@ func FuzzParse(f *testing.F) {
 				if topic == "" {
 					t.Fatal("an empty topic name from a status")
 				}
+			}
+		}
+	})
+}
+
+// FuzzStatusTopics: no detail text makes Topics panic (a broker text "Source topics are missing."
+// once did), and what it returns are valid topic names, sorted, each once.
+func FuzzStatusTopics(f *testing.F) {
+	for _, s := range []string{"Source topics are missing.", "Source topics a, b are missing.", "Internal topics are missing: a; x",
+		"[l, r]", "partitions: [] y]", ":", "Source topics ", "are missing:"} {
+		f.Add(int8(1), s)
+		f.Add(int8(2), s)
+	}
+	f.Fuzz(func(t *testing.T, code int8, detail string) {
+		got := Status{Code: StatusCode(code), Detail: detail}.Topics()
+		if !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
+			t.Fatalf("%q: %q", detail, got)
+		}
+		for _, name := range got {
+			if topology.ValidTopicName(name) != nil {
+				t.Fatalf("%q: invalid topic name %q", detail, name)
 			}
 		}
 	})

@@ -72,9 +72,12 @@ type Status struct {
 func (s Status) Topics() []string {
 	d := s.Detail
 	switch {
-	case strings.HasPrefix(d, "Source topics ") && strings.Contains(d, " are missing"):
-		d = strings.TrimPrefix(d, "Source topics ")
-		d = d[:strings.Index(d, " are missing")]
+	case strings.HasPrefix(d, "Source topics "):
+		// "Source topics are missing." names none: cut after the prefix, so the text cannot overlap.
+		var ok bool
+		if d, _, ok = strings.Cut(strings.TrimPrefix(d, "Source topics "), " are missing"); !ok {
+			return nil
+		}
 	case strings.Contains(d, "are missing:"):
 		d = d[strings.Index(d, "are missing:")+len("are missing:"):]
 		if i := strings.IndexByte(d, ';'); i >= 0 {

@@ -295,3 +295,76 @@ func TestCapabilitiesGates(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusCodes(t *testing.T) {
+	for c := StatusCode(-2); c <= 8; c++ {
+		known := c >= 0 && c <= 6
+		if c.Known() != known {
+			t.Errorf("%d: Known() = %v", c, !known)
+		}
+		if name := c.String(); known == strings.HasPrefix(name, "UNKNOWN_STATUS_") {
+			t.Errorf("%d: %q", c, name)
+		}
+		blocks := c == MissingSourceTopics || c == MissingInternalTopics || c == IncorrectlyPartitionedTopics || c == AssignmentDelayed
+		if c.BlocksReadiness() != blocks {
+			t.Errorf("%d: BlocksReadiness() = %v", c, !blocks)
+		}
+	}
+	names := []string{"STALE_TOPOLOGY", "MISSING_SOURCE_TOPICS", "INCORRECTLY_PARTITIONED_TOPICS", "MISSING_INTERNAL_TOPICS",
+		"SHUTDOWN_APPLICATION", "ASSIGNMENT_DELAYED", "MISSING_CLIENT_TAGS"}
+	for i, n := range names {
+		if StatusCode(i).String() != n {
+			t.Errorf("%d: %q, want %q", i, StatusCode(i).String(), n)
+		}
+	}
+	if StatusCode(-3).String() != "UNKNOWN_STATUS_-3" {
+		t.Error(StatusCode(-3).String())
+	}
+}
+
+func TestResponseHasAndReady(t *testing.T) {
+	one := &Response{Statuses: []Status{{Code: AssignmentDelayed}}}
+	if !one.Has(AssignmentDelayed) || one.Has(MissingSourceTopics) || one.Ready() {
+		t.Error("a response with ASSIGNMENT_DELAYED only")
+	}
+	stale := &Response{Statuses: []Status{{Code: StaleTopology}, {Code: StatusCode(50)}}}
+	if !stale.Has(StaleTopology) || !stale.Has(50) || stale.Has(AssignmentDelayed) || !stale.Ready() {
+		t.Error("STALE_TOPOLOGY and an unknown status do not block readiness")
+	}
+	if none := (&Response{}); none.Has(StaleTopology) || !none.Ready() {
+		t.Error("no statuses")
+	}
+	if (Endpoint{Host: "h", Port: 80}).String() != "h:80" {
+		t.Error("Endpoint.String")
+	}
+}
+
+func TestStatusTopicsEdges(t *testing.T) {
+	cases := []struct {
+		s    Status
+		want []string
+	}{
+		// Nothing after the colon before the semicolon: no topics, and the rest of the text is not read.
+		{Status{MissingInternalTopics, "Internal topics are missing:; Unauthorized to CREATE on topics x."}, nil},
+		{Status{MissingInternalTopics, "Internal topics are missing: a"}, []string{"a"}},
+		// The bracket may open the text.
+		{Status{IncorrectlyPartitionedTopics, "[l, r]"}, []string{"l", "r"}},
+		{Status{IncorrectlyPartitionedTopics, "partitions:x[l, r]"}, []string{"l", "r"}},
+		// An empty list followed by more text: the list ends at the first bracket.
+		{Status{IncorrectlyPartitionedTopics, "Following topics do not have the same number of partitions: [] y]"}, nil},
+		{Status{IncorrectlyPartitionedTopics, "Following topics do not have the same number of partitions: [a, b] and more"}, []string{"a", "b"}},
+		// No brackets: the topics after the last colon.
+		{Status{IncorrectlyPartitionedTopics, "Following topics do not have the same number of partitions: b, a"}, []string{"a", "b"}},
+		{Status{IncorrectlyPartitionedTopics, "no topics named"}, nil},
+		// Duplicates, invalid names and punctuation are dropped.
+		{Status{MissingSourceTopics, "Source topics a, a, b/c, {d}. are missing."}, []string{"a", "d"}},
+		{Status{MissingSourceTopics, "Source topics are missing."}, nil},
+		{Status{ShutdownApplication, "Source topics a are missing."}, []string{"a"}},
+		{Status{StaleTopology, "whatever: [a]"}, nil},
+	}
+	for _, c := range cases {
+		if got := c.s.Topics(); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s %q: got %q, want %q", c.s.Code, c.s.Detail, got, c.want)
+		}
+	}
+}
