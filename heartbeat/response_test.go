@@ -171,9 +171,15 @@ func TestParseAcceptsTheBoundaries(t *testing.T) {
 
 func TestParseRefusesUnknownSubtopologies(t *testing.T) {
 	for _, edit := range []func(r *kmsg.StreamsGroupHeartbeatResponse){
-		func(r *kmsg.StreamsGroupHeartbeatResponse) { r.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "9", Partitions: []int32{0}}} },
-		func(r *kmsg.StreamsGroupHeartbeatResponse) { r.StandbyTasks = []kmsg.TaskIDs{{SubtopologyID: "9", Partitions: []int32{0}}} },
-		func(r *kmsg.StreamsGroupHeartbeatResponse) { r.WarmupTasks = []kmsg.TaskIDs{{SubtopologyID: "9", Partitions: []int32{0}}} },
+		func(r *kmsg.StreamsGroupHeartbeatResponse) {
+			r.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "9", Partitions: []int32{0}}}
+		},
+		func(r *kmsg.StreamsGroupHeartbeatResponse) {
+			r.StandbyTasks = []kmsg.TaskIDs{{SubtopologyID: "9", Partitions: []int32{0}}}
+		},
+		func(r *kmsg.StreamsGroupHeartbeatResponse) {
+			r.WarmupTasks = []kmsg.TaskIDs{{SubtopologyID: "9", Partitions: []int32{0}}}
+		},
 	} {
 		r := response()
 		r.ActiveTasks, r.StandbyTasks, r.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
