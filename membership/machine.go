@@ -251,7 +251,9 @@ func (m *Machine) stop() []Action {
 	default:
 		return m.finish(nil)
 	}
-	return append([]Action{m.emit(Event{Kind: EventFatal, Err: err})}, m.finish(err)...)
+	out := m.transition(Fatal)
+	out = append(out, m.emit(Event{Kind: EventFatal, Err: err}))
+	return append(out, m.finish(err)...)
 }
 
 // start probes the cluster before joining: a member that cannot join (streams groups off, static

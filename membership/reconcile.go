@@ -53,10 +53,12 @@ func (m *Machine) held() tasks.Assignment {
 	return h
 }
 
-// targetDiffers reports whether the target (tasks or readiness) differs from what is owned.
+// targetDiffers reports whether the target (tasks or readiness) differs from what is owned: what
+// the broker was told (current) or what the application holds (current minus revoked tasks, which a
+// failed OnTasksAssigned may have left behind).
 func (m *Machine) targetDiffers() bool {
 	r := &m.rec
-	return r.hasTarget && (!r.hasCurrent || !r.current.Equal(r.target) || r.currentReady != r.targetReady)
+	return r.hasTarget && (!r.hasCurrent || !r.current.Equal(r.target) || !r.revoked.IsEmpty() || r.currentReady != r.targetReady)
 }
 
 // newTarget records the answer's target and readiness and starts reconciling toward it.
