@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/google/uuid"
@@ -396,5 +398,37 @@ func TestParsePropertiesEdges(t *testing.T) {
 	}
 	if m, err := ParseProperties(strings.NewReader("a=" + strings.Repeat("x", 1<<19))); err != nil || len(m["a"]) != 1<<19 {
 		t.Errorf("a long line below the limit: %v", err)
+	}
+}
+
+// Line ends split across reads: a '\r' at the end of what was read so far may be the first half of
+// "\r\n", which is one line end.
+func TestLineEndsAcrossReads(t *testing.T) {
+	in := "a=x\\\r\n  y\rb=2\r\n\r\nc=3\r"
+	want := map[string]string{"a": "xy", "b": "2", "c": "3"}
+	for name, r := range map[string]io.Reader{
+		"whole":    strings.NewReader(in),
+		"one byte": iotest.OneByteReader(strings.NewReader(in)),
+		"halves":   iotest.HalfReader(strings.NewReader(in)),
+	} {
+		got, err := ParseProperties(r)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	for _, c := range []struct {
+		data    string
+		atEOF   bool
+		advance int
+		token   string
+	}{
+		{"", true, 0, ""}, {"", false, 0, ""}, {"ab", false, 0, ""}, {"ab", true, 2, "ab"},
+		{"a\nb", false, 2, "a"}, {"a\r", false, 0, ""}, {"a\r", true, 2, "a"}, {"a\r\n", false, 3, "a"},
+		{"a\rb", false, 2, "a"}, {"\r\r", false, 1, ""}, {"\n", true, 1, ""},
+	} {
+		advance, token, err := scanJavaLines([]byte(c.data), c.atEOF)
+		if advance != c.advance || string(token) != c.token || err != nil {
+			t.Errorf("scanJavaLines(%q, %v) = %d, %q, %v; want %d, %q", c.data, c.atEOF, advance, token, err, c.advance, c.token)
+		}
 	}
 }

@@ -172,20 +172,22 @@ func ParseProperties(r io.Reader) (map[string]string, error) {
 // scanJavaLines is bufio.ScanLines with Java's line ends: "\n", "\r\n" and a lone "\r".
 func scanJavaLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
 	i := bytes.IndexAny(data, "\r\n")
-	switch {
-	case i < 0 && atEOF && len(data) > 0:
-		return len(data), data, nil
-	case i < 0:
+	if i < 0 {
+		if atEOF && len(data) > 0 {
+			return len(data), data, nil // the last line has no line end
+		}
 		return 0, nil, nil
-	case data[i] == '\n':
+	}
+	if data[i] == '\n' {
 		return i + 1, data[:i], nil
-	case i+1 < len(data) && data[i+1] == '\n':
-		return i + 2, data[:i], nil
-	case i+1 < len(data) || atEOF:
-		return i + 1, data[:i], nil
-	default:
+	}
+	if i+1 == len(data) && !atEOF {
 		return 0, nil, nil // a '\r' at the end of the data: wait for what follows
 	}
+	if i+1 < len(data) && data[i+1] == '\n' {
+		return i + 2, data[:i], nil
+	}
+	return i + 1, data[:i], nil
 }
 
 func trailingBackslashes(s string) int {
