@@ -14,6 +14,12 @@
 #   STREAMSGROUP_CACHE     where jars are cached (default ${XDG_CACHE_HOME:-$HOME/.cache}/streamsgroup)
 #   STREAMSGROUP_RUN_DIR   config, data, log and PID of the running broker (default ${TMPDIR:-/tmp}/streamsgroup-broker)
 #   BROKER_READY_TIMEOUT   seconds to wait for readiness (default 120)
+#   STREAMSGROUP_BROKER_EXTRA
+#                          extra server properties for `start`, as space-separated key=value words
+#                          (e.g. "group.coordinator.rebalance.protocols=classic,consumer"); they are
+#                          appended to server.properties after the defaults above, so a key given here
+#                          overrides the default (the last occurrence of a key wins). A value cannot
+#                          contain spaces. Used by tests that start a dedicated broker with a special config.
 #
 # After `start`, $STREAMSGROUP_RUN_DIR/env holds `STREAMSGROUP_BOOTSTRAP=host:port` and the other facts the
 # tests read, so `. "$STREAMSGROUP_RUN_DIR/env"` sets them in a shell.
@@ -90,6 +96,7 @@ group.streams.assignment.interval.ms=0
 group.streams.min.task.offset.interval.ms=100
 group.initial.rebalance.delay.ms=0
 EOF
+	append_extra_properties
 	cat >"$run_dir/log4j2.properties" <<EOF
 rootLogger.level=INFO
 rootLogger.appenderRef.file.ref=file
@@ -103,6 +110,20 @@ logger.kafka.level=INFO
 logger.state.name=state.change.logger
 logger.state.level=WARN
 EOF
+}
+
+# append_extra_properties appends the key=value words of STREAMSGROUP_BROKER_EXTRA to server.properties.
+append_extra_properties() {
+	[ -n "${STREAMSGROUP_BROKER_EXTRA:-}" ] || return 0
+	local kv extra
+	read -r -a extra <<<"$STREAMSGROUP_BROKER_EXTRA"
+	echo "# Extra properties from STREAMSGROUP_BROKER_EXTRA (override the defaults above)." >>"$run_dir/server.properties"
+	for kv in "${extra[@]}"; do
+		case "$kv" in
+		?*=*) printf '%s\n' "$kv" >>"$run_dir/server.properties" ;;
+		*) die "STREAMSGROUP_BROKER_EXTRA: '$kv' is not key=value" ;;
+		esac
+	done
 }
 
 launch() {
