@@ -1,0 +1,150 @@
+package membership
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/heartbeat"
+)
+
+// Tests written for mutants that lived: each pins a detail no other test asserted.
+
+func TestEventString(t *testing.T) {
+	err := errors.New("boom")
+	cases := []struct {
+		e    Event
+		want string
+	}{
+		{Event{Kind: EventAssigned, State: Reconciling, Epoch: 3, Assignment: *active("0_0"), Ready: true},
+			"assigned state=RECONCILING epoch=3 active=[0_0] standby=[] warmup=[] ready=true"},
+		{Event{Kind: EventGroupReadyChanged, State: Stable, Epoch: 1, Ready: false}, "group-ready-changed state=STABLE epoch=1 ready=false"},
+		{Event{Kind: EventMissingSourceTopics, State: Stable, Epoch: 1, Topics: []string{"a", "b"}, Message: "Source topics a, b are missing."},
+			"missing-source-topics state=STABLE epoch=1 topics=[a b]: Source topics a, b are missing."},
+		{Event{Kind: EventError, State: Stable, Epoch: 2, Err: err}, "error state=STABLE epoch=2: boom"},
+		{Event{Kind: EventLeft, State: Unsubscribed, Epoch: 2}, "left state=UNSUBSCRIBED epoch=2"},
+		{Event{Kind: EventKind(99)}, "EventKind(99) state=UNSUBSCRIBED epoch=0"},
+	}
+	for _, c := range cases {
+		if got := c.e.String(); got != c.want {
+			t.Errorf("got  %q\nwant %q", got, c.want)
+		}
+	}
+}
+
+// describedGroup is a StreamsGroupDescribe group running testTopology at epoch.
+func describedGroup(epoch int32) *kmsg.StreamsGroupDescribeResponseGroup {
+	g := kmsg.NewStreamsGroupDescribeResponseGroup()
+	req := testTopology.Request(epoch)
+	tp := kmsg.NewStreamsGroupDescribeResponseGroupTopology()
+	tp.Epoch = epoch
+	for _, s := range req.Subtopologies {
+		d := kmsg.NewStreamsGroupDescribeResponseGroupTopologySubtopology()
+		d.SubtopologyID, d.SourceTopics, d.RepartitionSinkTopics = s.SubtopologyID, s.SourceTopics, s.RepartitionSinkTopics
+		for _, r := range s.RepartitionSourceTopics {
+			r.NumPartitions = 4 // described topologies carry resolved counts
+			d.RepartitionSourceTopics = append(d.RepartitionSourceTopics, r)
+		}
+		for _, c := range s.StateChangelogTopics {
+			c.NumPartitions = 4
+			d.StateChangelogTopics = append(d.StateChangelogTopics, c)
+		}
+		tp.Subtopologies = append(tp.Subtopologies, d)
+	}
+	g.Topology = &tp
+	return &g
+}
+
+func TestStaleTopologyNamesTheGroupsTopology(t *testing.T) {
+	h := newHarness(t)
+	h.stableWith(active("0_0"))
+	h.described = Described{Group: describedGroup(4)}
+	h.advance(interval)
+	h.mustSend()
+	h.answer(resp(1, nil, heartbeat.Status{Code: heartbeat.StaleTopology}))
+	ev := h.lastEvent(EventStaleTopology)
+	if tm := ev.GroupTopology; tm == nil || tm.GroupTopologyID != testTopology.ID() || tm.GroupEpoch != 4 || tm.MemberEpoch != 0 {
+		t.Fatalf("mismatch %+v", ev.GroupTopology)
+	}
+	if !strings.Contains(ev.GroupTopology.String(), "at epoch 4") {
+		t.Fatalf("String %q", ev.GroupTopology.String())
+	}
+}
+
+// A late OffsetsCollected from an earlier collection is not taken for the current one.
+func TestLateOffsetsOfAnEarlierCollectionAreIgnored(t *testing.T) {
+	h := newHarness(t, func(c *MachineConfig) { c.ReportsOffsets = true })
+	h.holdOffs = true
+	h.start()
+	first := *h.pendingCollect
+	h.pendingCollect = nil
+	h.advance(DefaultOffsetsWait)
+	h.step(Tick{}) // the join goes without offsets
+	h.answer44(1, warmup("0_0"))
+	h.complete(nil) // the ack wants offsets: a second collection
+	if h.pendingCollect == nil || h.pendingCollect.Seq == first.Seq {
+		t.Fatalf("second collection %+v, first %+v", h.pendingCollect, first)
+	}
+	n := len(h.sent)
+	h.step(OffsetsCollected{Seq: first.Seq, Offsets: offs("0_0", 1), Ends: offs("0_0", 2)})
+	if len(h.sent) != n {
+		t.Fatal("offsets of the first collection sent the second heartbeat")
+	}
+}
+
+// A duplicate answer to an earlier heartbeat is not taken for the one in flight.
+func TestDuplicateAnswerIsIgnored(t *testing.T) {
+	h := newHarness(t, func(c *MachineConfig) { c.ReportsOffsets = true })
+	h.start() // collects (answered at once by the harness), then joins
+	h.mustSend()
+	joinSeq := h.lastSeq()
+	h.answer44(1, nil)
+	h.advance(interval)
+	h.mustSend() // collects, then sends
+	if h.lastSeq() == joinSeq {
+		t.Fatal("two heartbeats with one sequence number")
+	}
+	n := len(h.invokes)
+	h.step(HeartbeatDone{Seq: joinSeq, Response: resp(1, active("0_0"))})
+	if len(h.invokes) != n || !h.m.hb.inFlight {
+		t.Fatal("a duplicate answer to the join was taken for the heartbeat in flight")
+	}
+}
+
+// An answer with epoch 0 and no interval is a malformed success, fatal, not an ignored leave epoch.
+func TestZeroEpochWithoutIntervalIsFatal(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.mustSend()
+	r := resp(0, nil)
+	r.HeartbeatIntervalMillis = 0
+	h.answer(r)
+	h.expectState(Fatal)
+	var pe *heartbeat.ProtocolError
+	if len(h.stopped) != 1 || !errors.As(h.stopped[0].Err, &pe) {
+		t.Fatalf("stopped %+v", h.stopped)
+	}
+}
+
+// Retries of keepalives while leaving back off as everywhere else.
+func TestBackoffGrowsWhileLeaving(t *testing.T) {
+	h := newHarness(t)
+	h.stableWith(active("0_0"))
+	h.close(CloseDefault)
+	h.advance(interval)
+	h.mustSend()
+	h.fail(int16(kerr.CoordinatorLoadInProgress.Code))
+	h.advance(100 * time.Millisecond)
+	h.mustSend()
+	h.fail(int16(kerr.CoordinatorLoadInProgress.Code))
+	h.advance(199 * time.Millisecond)
+	if h.tick() != nil {
+		t.Fatal("the second retry came before the doubled backoff")
+	}
+	h.advance(time.Millisecond)
+	h.mustSend()
+}
