@@ -361,6 +361,7 @@ func TestStatusTopicsEdges(t *testing.T) {
 		{Status{IncorrectlyPartitionedTopics, "Following topics do not have the same number of partitions: [a, b] and more"}, []string{"a", "b"}},
 		// No brackets: the topics after the last colon.
 		{Status{IncorrectlyPartitionedTopics, "Following topics do not have the same number of partitions: b, a"}, []string{"a", "b"}},
+		{Status{IncorrectlyPartitionedTopics, ":b, a"}, []string{"a", "b"}}, // the colon may open the text
 		{Status{IncorrectlyPartitionedTopics, "no topics named"}, nil},
 		// Duplicates, invalid names and punctuation are dropped.
 		{Status{MissingSourceTopics, "Source topics a, a, b/c, {d}. are missing."}, []string{"a", "d"}},
