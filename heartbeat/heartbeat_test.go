@@ -16,8 +16,8 @@ import (
 
 var topo = topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"in"}})
 
-func member() Member {
-	return Member{Group: "g", MemberID: "m", ProcessID: "p", RebalanceTimeout: 1000, Topology: topo, TopologyEpoch: 2,
+func member() JoinInfo {
+	return JoinInfo{Group: "g", MemberID: "m", ProcessID: "p", RebalanceTimeout: 1000, Topology: topo, TopologyEpoch: 2,
 		Rack: "r1", EndpointHost: "h", EndpointPort: 9, HasEndpoint: true, ClientTags: map[string]string{"b": "2", "a": "1"}}
 }
 
@@ -31,7 +31,7 @@ func a(ids ...int32) tasks.Assignment {
 
 func TestBuilderJoinCarriesEverything(t *testing.T) {
 	b := NewBuilder(member())
-	req := b.Build(State{Epoch: EpochJoin, EndpointEpoch: -1})
+	req := b.Build(Report{Epoch: EpochJoin, EndpointEpoch: -1})
 	if req.Topology == nil || req.Topology.Epoch != 2 {
 		t.Fatal("join must carry the topology with topology.epoch")
 	}
@@ -51,30 +51,30 @@ func TestBuilderJoinCarriesEverything(t *testing.T) {
 
 func TestBuilderDeltasAndReset(t *testing.T) {
 	b := NewBuilder(member())
-	b.Build(State{Epoch: 0})
-	req := b.Build(State{Epoch: 1, Owned: tasks.Assignment{}})
+	b.Build(Report{Epoch: 0})
+	req := b.Build(Report{Epoch: 1, Owned: tasks.Assignment{}})
 	if req.ActiveTasks != nil || req.Topology != nil || req.RebalanceTimeoutMillis != -1 || req.ProcessID != nil || req.ClientTags != nil {
 		t.Fatalf("a steady-state heartbeat carries only what changed: %+v", req)
 	}
-	req = b.Build(State{Epoch: 1, Owned: a(0)})
+	req = b.Build(Report{Epoch: 1, Owned: a(0)})
 	if req.ActiveTasks == nil || req.StandbyTasks == nil || req.WarmupTasks == nil {
 		t.Fatal("a changed assignment sends all three lists")
 	}
-	if req = b.Build(State{Epoch: 1, Owned: a(0)}); req.ActiveTasks != nil {
+	if req = b.Build(Report{Epoch: 1, Owned: a(0)}); req.ActiveTasks != nil {
 		t.Fatal("unchanged lists must be null")
 	}
 	b.Reset()
-	req = b.Build(State{Epoch: 1, Owned: a(0)})
+	req = b.Build(Report{Epoch: 1, Owned: a(0)})
 	if req.ActiveTasks == nil || req.ProcessID == nil || req.RebalanceTimeoutMillis != 1000 || req.Topology != nil {
 		t.Fatalf("after Reset the request is full except the topology: %+v", req)
 	}
-	leave := b.Build(State{Epoch: EpochLeave, Owned: a(0), Shutdown: true})
+	leave := b.Build(Report{Epoch: EpochLeave, Owned: a(0), Shutdown: true})
 	if leave.MemberEpoch != -1 || leave.ActiveTasks != nil || leave.ProcessID != nil || !leave.ShutdownApplication {
 		t.Fatalf("leave: %+v", leave)
 	}
 	m := member()
 	m.InstanceID = "i"
-	if req := NewBuilder(m).Build(State{Epoch: EpochLeaveStatic}); req.InstanceID == nil || *req.InstanceID != "i" {
+	if req := NewBuilder(m).Build(Report{Epoch: EpochLeaveStatic}); req.InstanceID == nil || *req.InstanceID != "i" {
 		t.Fatal("a static member sends its instance ID on every heartbeat")
 	}
 }
@@ -85,27 +85,27 @@ func TestBuilderOffsets(t *testing.T) {
 	b := NewBuilder(m)
 	offs := tasks.Offsets{{Subtopology: "0", Partition: 0}: 10}
 	ends := tasks.Offsets{{Subtopology: "0", Partition: 0}: 20}
-	req := b.Build(State{Epoch: 0, Offsets: offs, EndOffsets: ends})
+	req := b.Build(Report{Epoch: 0, Offsets: offs, EndOffsets: ends})
 	if len(req.TaskOffsets) != 1 || len(req.TaskEndOffsets) != 1 {
 		t.Fatal("offsets go with the join")
 	}
-	if req := b.Build(State{Epoch: 1, Offsets: offs, EndOffsets: ends, SendOffsets: true}); req.TaskOffsets != nil || req.TaskEndOffsets != nil {
+	if req := b.Build(Report{Epoch: 1, Offsets: offs, EndOffsets: ends, SendOffsets: true}); req.TaskOffsets != nil || req.TaskEndOffsets != nil {
 		t.Fatal("unchanged offsets must not be resent")
 	}
 	offs2 := tasks.Offsets{{Subtopology: "0", Partition: 0}: 11}
-	if req := b.Build(State{Epoch: 1, Offsets: offs2, EndOffsets: ends, SendOffsets: false}); req.TaskOffsets != nil {
+	if req := b.Build(Report{Epoch: 1, Offsets: offs2, EndOffsets: ends, SendOffsets: false}); req.TaskOffsets != nil {
 		t.Fatal("offsets are sent only when due")
 	}
-	req = b.Build(State{Epoch: 1, Offsets: offs2, EndOffsets: ends, SendOffsets: true})
+	req = b.Build(Report{Epoch: 1, Offsets: offs2, EndOffsets: ends, SendOffsets: true})
 	if req.TaskOffsets == nil || req.TaskEndOffsets != nil {
 		t.Fatal("each list is sent only when it changed")
 	}
 	b.Reset()
-	if req := b.Build(State{Epoch: 1, Offsets: offs2, EndOffsets: ends, SendOffsets: true}); req.TaskOffsets == nil || req.TaskEndOffsets == nil {
+	if req := b.Build(Report{Epoch: 1, Offsets: offs2, EndOffsets: ends, SendOffsets: true}); req.TaskOffsets == nil || req.TaskEndOffsets == nil {
 		t.Fatal("after a reset offsets are resent in full")
 	}
 	b.SetSupportsOffsets(false)
-	if req := b.Build(State{Epoch: 0, Offsets: offs, EndOffsets: ends}); req.TaskOffsets != nil {
+	if req := b.Build(Report{Epoch: 0, Offsets: offs, EndOffsets: ends}); req.TaskOffsets != nil {
 		t.Fatal("no offsets to a broker that does not take them")
 	}
 }
@@ -268,7 +268,7 @@ func TestCapabilities(t *testing.T) {
 }
 
 // A member with 1,000 tasks over 20 subtopologies.
-func benchMember() (Member, tasks.Assignment) {
+func benchMember() (JoinInfo, tasks.Assignment) {
 	var subs []topology.Subtopology
 	var ids []tasks.ID
 	for s := range 20 {
@@ -286,12 +286,12 @@ func benchMember() (Member, tasks.Assignment) {
 func BenchmarkBuildEncodeSteadyState(b *testing.B) {
 	m, owned := benchMember()
 	bl := NewBuilder(m)
-	bl.Build(State{Epoch: 0})
-	bl.Build(State{Epoch: 1, Owned: owned})
+	bl.Build(Report{Epoch: 0})
+	bl.Build(Report{Epoch: 1, Owned: owned})
 	buf := make([]byte, 0, 1<<16)
 	b.ReportAllocs()
 	for b.Loop() {
-		req := bl.Build(State{Epoch: 1, Owned: owned})
+		req := bl.Build(Report{Epoch: 1, Owned: owned})
 		buf = req.AppendTo(buf[:0])
 	}
 }
@@ -303,7 +303,7 @@ func BenchmarkBuildEncodeFull(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		bl.Reset()
-		req := bl.Build(State{Epoch: 3, Owned: owned})
+		req := bl.Build(Report{Epoch: 3, Owned: owned})
 		buf = req.AppendTo(buf[:0])
 	}
 }
@@ -314,7 +314,7 @@ func BenchmarkBuildEncodeJoin(b *testing.B) {
 	buf := make([]byte, 0, 1<<16)
 	b.ReportAllocs()
 	for b.Loop() {
-		req := bl.Build(State{Epoch: 0})
+		req := bl.Build(Report{Epoch: 0})
 		buf = req.AppendTo(buf[:0])
 	}
 }

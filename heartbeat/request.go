@@ -16,10 +16,10 @@ const (
 	EpochLeaveStatic int32 = -2 // a static member leaving for a while (Kafka 4.4+)
 )
 
-// Member is what a member says about itself when it joins. A Builder keeps its copy for the
+// JoinInfo is what a member says about itself when it joins. A Builder keeps its copy for the
 // member's life; only SupportsV1Offsets changes, through Builder.SetSupportsOffsets, once the member
 // learns what the broker takes.
-type Member struct {
+type JoinInfo struct {
 	Group             string
 	MemberID          string
 	InstanceID        string // static membership; "" for a dynamic member
@@ -35,8 +35,8 @@ type Member struct {
 	SupportsV1Offsets bool // the broker takes task offsets and warm-up tasks (Kafka 4.4+)
 }
 
-// State is what a member reports in one heartbeat.
-type State struct {
+// Report is what a member reports in one heartbeat.
+type Report struct {
 	Epoch         int32            // EpochJoin, the current epoch, or a leave epoch
 	EndpointEpoch int32            // last EndpointInformationEpoch received, -1 at first
 	Owned         tasks.Assignment // the reconciled assignment the application owns
@@ -54,7 +54,7 @@ type State struct {
 // request is full again: every field the join carries except the topology. Not safe for concurrent
 // use; the member's state machine owns it.
 type Builder struct {
-	m        Member
+	m        JoinInfo
 	full     bool // next request carries every join field
 	hasOwned bool
 	owned    tasks.Assignment
@@ -63,10 +63,10 @@ type Builder struct {
 }
 
 // NewBuilder returns a builder for member m; its first request is full.
-func NewBuilder(m Member) *Builder { return &Builder{m: m, full: true} }
+func NewBuilder(m JoinInfo) *Builder { return &Builder{m: m, full: true} }
 
-// Member returns the member description the builder was made with.
-func (b *Builder) Member() Member { return b.m }
+// JoinInfo returns the member description the builder was made with.
+func (b *Builder) JoinInfo() JoinInfo { return b.m }
 
 // SetSupportsOffsets records whether the broker accepts task offsets (learned from its answers).
 func (b *Builder) SetSupportsOffsets(ok bool) { b.m.SupportsV1Offsets = ok }
@@ -79,7 +79,7 @@ func (b *Builder) Reset() {
 }
 
 // Build returns the request for s and records what it carries as sent.
-func (b *Builder) Build(s State) *kmsg.StreamsGroupHeartbeatRequest {
+func (b *Builder) Build(s Report) *kmsg.StreamsGroupHeartbeatRequest {
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 	req.Group = b.m.Group
 	req.MemberID = b.m.MemberID

@@ -541,7 +541,7 @@ var moreScenarios = []struct {
 	}},
 	{"rackAndEndpointSentOnlyWhenJoining", func(h *harness) {
 		h = newHarness(h.t, func(c *MachineConfig) {
-			c.Member.Rack, c.Member.EndpointHost, c.Member.EndpointPort, c.Member.HasEndpoint = "r1", "h", 9, true
+			c.Join.Rack, c.Join.EndpointHost, c.Join.EndpointPort, c.Join.HasEndpoint = "r1", "h", 9, true
 		})
 		h.start()
 		join := h.mustSend()

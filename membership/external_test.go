@@ -107,7 +107,7 @@ func owned(req *kmsg.StreamsGroupHeartbeatRequest) string {
 // revocation, leave — with nothing but Machine.Step and the exported inputs and actions.
 func TestMachineDrivenFromOutside(t *testing.T) {
 	m := membership.NewMachine(membership.MachineConfig{
-		Member: heartbeat.Member{Group: "app", MemberID: "m-1", ProcessID: "p-1", RebalanceTimeout: 30000,
+		Join: heartbeat.JoinInfo{Group: "app", MemberID: "m-1", ProcessID: "p-1", RebalanceTimeout: 30000,
 			Topology: extTopology, ClientTags: map[string]string{}},
 		Backoff: heartbeat.Backoff{Min: 100 * time.Millisecond, Max: time.Second},
 	})

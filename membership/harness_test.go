@@ -53,7 +53,7 @@ type harness struct {
 
 func newHarness(t *testing.T, mutate ...func(*MachineConfig)) *harness {
 	cfg := MachineConfig{
-		Member: heartbeat.Member{Group: "app", MemberID: "member-1", ProcessID: "p-1", RebalanceTimeout: 30000,
+		Join: heartbeat.JoinInfo{Group: "app", MemberID: "member-1", ProcessID: "p-1", RebalanceTimeout: 30000,
 			Topology: testTopology, ClientTags: map[string]string{}},
 		Backoff: heartbeat.Backoff{Min: 100 * time.Millisecond, Max: time.Second},
 	}
@@ -294,7 +294,7 @@ func (h *harness) stableWith(a *tasks.Assignment) {
 	h.expectState(Stable)
 }
 
-func static(c *MachineConfig) { c.Member.InstanceID = "instance-a" }
+func static(c *MachineConfig) { c.Join.InstanceID = "instance-a" }
 
 // expectPassedThrough fails unless the member was in state s at some point.
 func (h *harness) expectPassedThrough(s State) {

@@ -96,7 +96,7 @@ func (m *Machine) send(now time.Time, offs, ends tasks.Offsets) []Action {
 	if !sendOffsets {
 		offs, ends = nil, nil
 	}
-	req := m.b.Build(heartbeat.State{
+	req := m.b.Build(heartbeat.Report{
 		Epoch:         m.epoch,
 		EndpointEpoch: m.endpointEpoch,
 		Owned:         m.rec.current,
@@ -141,7 +141,7 @@ func (m *Machine) heartbeatDone(now time.Time, in HeartbeatDone) []Action {
 		return nil // the answer to a heartbeat the member no longer waits for
 	}
 	m.hb.inFlight = false
-	r, err := classify(in, m.cfg.Member.Topology)
+	r, err := classify(in, m.cfg.Join.Topology)
 	switch m.state {
 	case Joining, Reconciling, Acknowledging, Stable:
 		if err != nil {

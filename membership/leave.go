@@ -20,7 +20,7 @@ type leaveIntent struct {
 // heartbeat: -1, or -2 for a static member (unless the mode is CloseLeaveGroup); none for a dynamic
 // member that remains in the group.
 func (m *Machine) close(now time.Time, mode CloseMode) []Action {
-	static := m.cfg.Member.InstanceID != ""
+	static := m.cfg.Join.InstanceID != ""
 	intent := &leaveIntent{epoch: heartbeat.EpochLeave}
 	switch {
 	case static && mode != CloseLeaveGroup:
@@ -83,7 +83,7 @@ func (m *Machine) leaveRevoked(now time.Time, j job, err error) []Action {
 		return append(out, m.finish(nil)...)
 	}
 	out = append(out, m.transition(Leaving)...)
-	req := m.b.Build(heartbeat.State{Epoch: l.epoch, EndpointEpoch: m.endpointEpoch, Shutdown: m.shutdown})
+	req := m.b.Build(heartbeat.Report{Epoch: l.epoch, EndpointEpoch: m.endpointEpoch, Shutdown: m.shutdown})
 	return append(out, SendLeave{Request: req, Budget: m.cfg.LeaveBudget})
 }
 

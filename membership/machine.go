@@ -66,8 +66,8 @@ type Machine struct {
 
 // MachineConfig is what the machine needs to know up front.
 type MachineConfig struct {
-	// Member describes the member as it joins; it does not change during its life.
-	Member heartbeat.Member
+	// Join describes the member as it joins; it does not change during its life.
+	Join heartbeat.JoinInfo
 	// Backoff paces retries after errors (retry.backoff.ms, retry.backoff.max.ms).
 	Backoff heartbeat.Backoff
 	// TaskOffsetInterval from the config: 0 follows the broker; never below the broker's.
@@ -97,7 +97,7 @@ func NewMachine(cfg MachineConfig) *Machine {
 	}
 	// The machine alone decides whether offsets go (offsetState.supported); the builder sends what
 	// it is given.
-	bm := cfg.Member
+	bm := cfg.Join
 	bm.SupportsV1Offsets = true
 	return &Machine{
 		cfg:           cfg,
@@ -126,7 +126,7 @@ type Snapshot struct {
 // Snapshot returns the member's current state.
 func (m *Machine) Snapshot() Snapshot {
 	return Snapshot{
-		State: m.state, MemberID: m.cfg.Member.MemberID, Epoch: m.epoch,
+		State: m.state, MemberID: m.cfg.Join.MemberID, Epoch: m.epoch,
 		Owned: m.held(), Ready: m.rec.currentReady, Stopped: m.stopped, Pending: m.pendingString(),
 	}
 }
@@ -225,7 +225,7 @@ func (m *Machine) transition(to State) []Action {
 }
 
 func (m *Machine) emit(e Event) Emit {
-	e.State, e.MemberID, e.Epoch = m.state, m.cfg.Member.MemberID, m.epoch
+	e.State, e.MemberID, e.Epoch = m.state, m.cfg.Join.MemberID, m.epoch
 	return Emit{Event: e}
 }
 

@@ -149,7 +149,7 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 	if err != nil {
 		return nil, err
 	}
-	member := heartbeat.Member{
+	member := heartbeat.JoinInfo{
 		Group:            cfg.ApplicationID,
 		MemberID:         o.memberID,
 		InstanceID:       cfg.GroupInstanceID,
@@ -171,7 +171,7 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 	}
 	m.log = o.logger.With("group", cfg.ApplicationID, "member", o.memberID)
 	m.machine = NewMachine(MachineConfig{
-		Member:             member,
+		Join:               member,
 		Backoff:            backoff,
 		TaskOffsetInterval: cfg.TaskOffsetInterval,
 		ReportsOffsets:     o.offsets != nil,

@@ -64,7 +64,7 @@ func (m *Machine) checkCapabilities(c heartbeat.Capabilities) error {
 	if err := c.Check(); err != nil {
 		return err
 	}
-	if m.cfg.Member.InstanceID != "" && !c.StaticMembership() {
+	if m.cfg.Join.InstanceID != "" && !c.StaticMembership() {
 		return fmt.Errorf("group.instance.id is set but the brokers do not support static membership of streams groups "+
 			"(StreamsGroupHeartbeat max version %d; Kafka 4.4+ needed): %w; remove group.instance.id",
 			c.HeartbeatMaxVersion, heartbeat.ErrNotSupported)

@@ -252,13 +252,13 @@ func newPropDriver(t fataler, c chooser, static, offs bool, backoffSeed uint64) 
 
 func propConfig(static, offs bool, backoffSeed uint64) MachineConfig {
 	cfg := MachineConfig{
-		Member: heartbeat.Member{Group: "app", MemberID: "member-1", ProcessID: "p-1", RebalanceTimeout: 30000,
+		Join: heartbeat.JoinInfo{Group: "app", MemberID: "member-1", ProcessID: "p-1", RebalanceTimeout: 30000,
 			Topology: testTopology, ClientTags: map[string]string{}},
 		Backoff:        heartbeat.Backoff{Min: propBackoffMin, Max: propBackoffMax, Rand: rand.New(rand.NewPCG(backoffSeed, backoffSeed)).Float64},
 		ReportsOffsets: offs,
 	}
 	if static {
-		cfg.Member.InstanceID = "instance-a"
+		cfg.Join.InstanceID = "instance-a"
 	}
 	return cfg
 }
@@ -1290,7 +1290,7 @@ func TestTransitionTable(t *testing.T) {
 						t.Errorf("transition %s -> %s did not panic", from, to)
 					}
 				}()
-				m := NewMachine(MachineConfig{Member: heartbeat.Member{Topology: testTopology}})
+				m := NewMachine(MachineConfig{Join: heartbeat.JoinInfo{Topology: testTopology}})
 				m.state = from
 				m.transition(to)
 			}()
@@ -1410,7 +1410,7 @@ func BenchmarkMachineStep(b *testing.B) {
 	topo := topology.MustNew(subs...)
 	big := tasks.Assignment{Active: tasks.NewSet(ids...)}
 	m := NewMachine(MachineConfig{
-		Member:  heartbeat.Member{Group: "app", MemberID: "member-1", ProcessID: "p", RebalanceTimeout: 1000, Topology: topo},
+		Join:    heartbeat.JoinInfo{Group: "app", MemberID: "member-1", ProcessID: "p", RebalanceTimeout: 1000, Topology: topo},
 		Backoff: heartbeat.Backoff{Min: time.Millisecond, Max: time.Second},
 	})
 	now := time.Unix(0, 0)

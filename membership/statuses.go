@@ -136,12 +136,12 @@ func (m *Machine) described(in Described) []Action {
 	}
 	if s := m.describe.stale; s != nil {
 		m.describe.stale = nil
-		tm := compareTopologies(in.Group, m.cfg.Member.Topology, m.cfg.Member.TopologyEpoch, topology.StaleStatus)
+		tm := compareTopologies(in.Group, m.cfg.Join.Topology, m.cfg.Join.TopologyEpoch, topology.StaleStatus)
 		out = append(out, m.emit(Event{Kind: EventStaleTopology, Status: s, Message: s.Detail, GroupTopology: &tm}))
 	}
 	if f := m.fatal; f != nil && f.describing {
 		f.describing = false
-		tm := compareTopologies(in.Group, m.cfg.Member.Topology, m.cfg.Member.TopologyEpoch, topology.RefusedJoin)
+		tm := compareTopologies(in.Group, m.cfg.Join.Topology, m.cfg.Join.TopologyEpoch, topology.RefusedJoin)
 		f.err = &TopologyError{Mismatch: tm, Err: f.err}
 		out = append(out, m.maybeStopFatal()...)
 	}
