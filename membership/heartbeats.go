@@ -112,6 +112,7 @@ func (m *Machine) send(now time.Time, offs, ends tasks.Offsets) []Action {
 	if m.state == Acknowledging {
 		// Building the ack completes the reconciliation (PROTOCOL §6): Stable, or on to the next
 		// target if one arrived meanwhile.
+		out = append(out, Rebalance{Phase: RebalanceCompleted, TargetAt: m.rec.ackedTargetAt})
 		if m.targetDiffers() {
 			out = append(out, m.transition(Reconciling)...)
 			out = append(out, m.maybeReconcile()...)
@@ -142,16 +143,21 @@ func (m *Machine) heartbeatDone(now time.Time, in HeartbeatDone) []Action {
 	}
 	m.hb.inFlight = false
 	r, err := classify(in, m.cfg.Join.Topology)
+	res := HeartbeatResult{Seq: in.Seq, Err: err}
+	if err != nil {
+		res.Class = classOf(err)
+	}
+	out := []Action{res}
 	switch m.state {
 	case Joining, Reconciling, Acknowledging, Stable:
 		if err != nil {
-			return m.heartbeatFailed(now, err)
+			return append(out, m.heartbeatFailed(now, err)...)
 		}
-		return m.answered(now, r)
+		return append(out, m.answered(now, r)...)
 	case PrepareLeaving:
-		return m.answeredWhileLeaving(now, r, err)
+		return append(out, m.answeredWhileLeaving(now, r, err)...)
 	}
-	return nil // Unsubscribed, Fenced, Leaving, Fatal: the answer changes nothing
+	return out // Unsubscribed, Fenced, Leaving, Fatal: the answer changes nothing
 }
 
 // answeredWhileLeaving keeps the member's epoch and interval current while OnTasksRevoked runs

@@ -23,6 +23,8 @@ import (
 //	Describe            Described
 //	Invoke              CallbackDone
 //	Emit, Log           (none)
+//	HeartbeatResult     (none: how an answer was read, for metrics)
+//	Rebalance           (none: a reconciliation's progress, for metrics)
 //	Stopped             (none: the member is done)
 
 // Input is something that happened to the member; feed it to Machine.Step.
@@ -145,6 +147,43 @@ type Log struct {
 	Attrs []any
 }
 
+// HeartbeatResult reports how the machine read the answer to SendHeartbeat{Seq}: Class is 0 for a
+// success, else the error's class. It is for metrics and needs nothing carried out.
+type HeartbeatResult struct {
+	Seq   uint64
+	Class heartbeat.Class
+	Err   error
+}
+
+// RebalancePhase is a step of a reconciliation, for metrics.
+type RebalancePhase int
+
+// The phases a Rebalance action reports.
+const (
+	RebalanceStarted   RebalancePhase = iota + 1 // callbacks start toward a new target
+	RebalanceCompleted                           // the acknowledgement was built
+	RebalanceFailed                              // a callback failed; retried after backoff
+)
+
+func (p RebalancePhase) String() string {
+	switch p {
+	case RebalanceStarted:
+		return "started"
+	case RebalanceCompleted:
+		return "completed"
+	case RebalanceFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("RebalancePhase(%d)", int(p))
+}
+
+// Rebalance reports a reconciliation's progress, for metrics: TargetAt is when the broker's answer
+// with the target it reconciles toward arrived, so now − TargetAt is the rebalance latency.
+type Rebalance struct {
+	Phase    RebalancePhase
+	TargetAt time.Time
+}
+
 // Stopped says the member is done: Err is nil after a leave or a forced stop, the typed error after a
 // fatal one. No action follows it.
 type Stopped struct{ Err error }
@@ -158,6 +197,8 @@ func (Invoke) isAction()            {}
 func (Emit) isAction()              {}
 func (Log) isAction()               {}
 func (Stopped) isAction()           {}
+func (HeartbeatResult) isAction()   {}
+func (Rebalance) isAction()         {}
 
 // CallbackKind names the listener callback an Invoke action runs.
 type CallbackKind int

@@ -148,3 +148,49 @@ func TestBackoffGrowsWhileLeaving(t *testing.T) {
 	h.advance(time.Millisecond)
 	h.mustSend()
 }
+
+// The observation actions metrics are built on: how each answer was read, and each reconciliation's
+// start, completion and failure with the time its target arrived.
+func TestObservationActions(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.mustSend()
+	joinAt := h.now
+	h.answer(resp(1, active("0_0")))
+	h.advance(30 * time.Millisecond)
+	h.complete(errors.New("boom")) // OnTasksAssigned fails
+	h.advance(100 * time.Millisecond)
+	h.step(Tick{})
+	h.complete(nil) // the retry succeeds; the ack is built
+	h.mustSend()
+	h.answer(resp(1, nil))
+	h.advance(interval)
+	h.mustSend()
+	h.fail(int16(kerr.NotCoordinator.Code))
+	var results []HeartbeatResult
+	var phases []RebalancePhase
+	for _, a := range h.actions {
+		switch a := a.(type) {
+		case HeartbeatResult:
+			results = append(results, a)
+		case Rebalance:
+			phases = append(phases, a.Phase)
+			if !a.TargetAt.Equal(joinAt) {
+				t.Fatalf("%s: target arrived at %v, want %v", a.Phase, a.TargetAt, joinAt)
+			}
+		}
+	}
+	want := []RebalancePhase{RebalanceStarted, RebalanceFailed, RebalanceStarted, RebalanceCompleted}
+	if len(phases) != len(want) {
+		t.Fatalf("phases %v, want %v", phases, want)
+	}
+	for i := range want {
+		if phases[i] != want[i] {
+			t.Fatalf("phases %v, want %v", phases, want)
+		}
+	}
+	if len(results) != 3 || results[0].Class != 0 || results[1].Class != 0 || results[2].Class != heartbeat.Rediscover ||
+		results[2].Seq != h.seqs[2] || !errors.Is(results[2].Err, kerr.NotCoordinator) {
+		t.Fatalf("results %+v", results)
+	}
+}

@@ -332,6 +332,14 @@ func (d *propDriver) observe(a Action) {
 	case Stopped:
 		d.stoppedWith(a.Err)
 	case Log:
+	case HeartbeatResult:
+		if (a.Err == nil) != (a.Class == 0) {
+			d.failf("heartbeat result %+v: a class exactly when there is an error", a)
+		}
+	case Rebalance:
+		if a.Phase < RebalanceStarted || a.Phase > RebalanceFailed || (a.Phase == RebalanceStarted && a.TargetAt.IsZero()) {
+			d.failf("rebalance %+v", a)
+		}
 	default:
 		d.failf("unknown action %T", a)
 	}

@@ -22,10 +22,13 @@ type reconcileState struct {
 	// longer holds them, but they are reported as owned until the assignment that follows (the
 	// broker learns of a revocation with the acknowledgement, as from Kafka Streams).
 	revoked tasks.Set
-	// target is the broker's latest target and its readiness.
+	// target is the broker's latest target and its readiness; targetAt when it arrived.
 	target      tasks.Assignment
 	targetReady bool
 	hasTarget   bool
+	targetAt    time.Time
+	// ackedTargetAt is targetAt of the reconciliation awaiting its acknowledgement.
+	ackedTargetAt time.Time
 	// running is the reconciliation in progress, nil when none.
 	running  *reconciliation
 	lastID   uint64
@@ -39,6 +42,7 @@ type reconciliation struct {
 	id       uint64
 	target   tasks.Assignment
 	ready    bool
+	targetAt time.Time
 	revoking tasks.Set // what OnTasksRevoked is asked to give up; empty when nothing is
 }
 
@@ -67,6 +71,9 @@ func (m *Machine) newTarget(r *heartbeat.Response) []Action {
 	target := rec.target
 	if r.Assignment != nil {
 		target = r.Assignment.Normalize()
+	}
+	if !rec.hasTarget || !target.Equal(rec.target) || r.Ready() != rec.targetReady {
+		rec.targetAt = m.now
 	}
 	rec.target, rec.targetReady, rec.hasTarget = target, r.Ready(), true
 	switch {
@@ -103,15 +110,16 @@ func (m *Machine) maybeReconcile() []Action {
 		return m.transition(Stable)
 	}
 	rec.lastID++
-	r := &reconciliation{id: rec.lastID, target: rec.target, ready: rec.targetReady}
+	r := &reconciliation{id: rec.lastID, target: rec.target, ready: rec.targetReady, targetAt: rec.targetAt}
 	rec.running = r
+	started := Rebalance{Phase: RebalanceStarted, TargetAt: r.targetAt}
 	if rec.hasCurrent {
 		r.revoking = m.held().Active.Difference(r.target.Active)
 	}
 	if !r.revoking.IsEmpty() {
-		return m.enqueue(job{op: opRevoke, recon: r.id})
+		return append([]Action{started}, m.enqueue(job{op: opRevoke, recon: r.id})...)
 	}
-	return m.enqueue(job{op: opAssign, recon: r.id})
+	return append([]Action{started}, m.enqueue(job{op: opAssign, recon: r.id})...)
 }
 
 // reconciling returns the running reconciliation if id is still it, nil when it was aborted (the
@@ -159,6 +167,7 @@ func (m *Machine) assignDone(now time.Time, j job, err error) []Action {
 	if m.reconciling(j.recon) == nil {
 		return nil
 	}
+	rec.ackedTargetAt = m.reconcilingTargetAt(j.recon)
 	rec.running, rec.failures = nil, 0
 	out := []Action{m.emit(Event{Kind: EventAssigned, Assignment: j.assignment, Ready: j.ready})}
 	if readyChanged {
@@ -174,11 +183,23 @@ func (m *Machine) assignDone(now time.Time, j job, err error) []Action {
 // reconciliation after backoff (the Java client retries on the next poll).
 func (m *Machine) reconcileFailed(now time.Time, kind CallbackKind, err error) []Action {
 	rec := &m.rec
+	failed := Rebalance{Phase: RebalanceFailed}
+	if rec.running != nil {
+		failed.TargetAt = rec.running.targetAt
+	}
 	rec.running = nil
 	rec.failures++
 	rec.retryAt = now.Add(m.cfg.Backoff.Delay(rec.failures - 1))
-	return []Action{m.emit(Event{Kind: EventError, Err: &CallbackError{Callback: kind, Err: err},
+	return []Action{failed, m.emit(Event{Kind: EventError, Err: &CallbackError{Callback: kind, Err: err},
 		Message: "the reconciliation is retried; the member keeps its previous assignment meanwhile"})}
+}
+
+// reconcilingTargetAt is when the target of reconciliation id arrived.
+func (m *Machine) reconcilingTargetAt(id uint64) time.Time {
+	if r := m.reconciling(id); r != nil {
+		return r.targetAt
+	}
+	return time.Time{}
 }
 
 // abortReconciliation forgets the running reconciliation and any retry: a callback of it that is
