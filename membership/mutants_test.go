@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
 // Tests written for mutants that lived: each pins a detail no other test asserted.
@@ -193,4 +194,105 @@ func TestObservationActions(t *testing.T) {
 		results[2].Seq != h.seqs[2] || !errors.Is(results[2].Err, kerr.NotCoordinator) {
 		t.Fatalf("results %+v", results)
 	}
+}
+
+func TestSnapshotPendingNamesTheWork(t *testing.T) {
+	h := newHarness(t)
+	h.stableWith(active("0_0"))
+	if p := h.m.Snapshot().Pending; p != "" {
+		t.Fatalf("pending %q while stable", p)
+	}
+	h.advance(interval)
+	h.mustSend()
+	h.answer(resp(2, active("0_1")))
+	p := h.m.Snapshot().Pending
+	for _, want := range []string{"running #", "revoke OnTasksRevoked[0_0]", "reconciliation#", "toward {active=[0_1]"} {
+		if !strings.Contains(p, want) {
+			t.Fatalf("pending %q lacks %q", p, want)
+		}
+	}
+	h.complete(nil)
+	if p := h.m.Snapshot().Pending; !strings.Contains(p, "assign OnTasksAssigned{active=[0_1]") {
+		t.Fatalf("pending %q", p)
+	}
+	h.close(CloseDefault) // queued behind the running assignment
+	if p := h.m.Snapshot().Pending; !strings.Contains(p, "waiting #") || !strings.Contains(p, " leave") {
+		t.Fatalf("pending %q", p)
+	}
+}
+
+// Callback sequence numbers increase, so a result is matched to its callback alone.
+func TestInvokeSequenceNumbersIncrease(t *testing.T) {
+	h := newHarness(t)
+	h.stableWith(active("0_0"))
+	h.advance(interval)
+	h.mustSend()
+	h.answer(resp(2, active("0_1")))
+	h.complete(nil)
+	h.complete(nil)
+	for i := 1; i < len(h.invokes); i++ {
+		if h.invokes[i].Seq <= h.invokes[i-1].Seq {
+			t.Fatalf("sequence %d after %d", h.invokes[i].Seq, h.invokes[i-1].Seq)
+		}
+	}
+	if h.invokes[0].Seq != 1 {
+		t.Fatalf("first sequence %d", h.invokes[0].Seq)
+	}
+}
+
+// Without any interval (the broker's is 0 and none is configured) offsets go only on a trigger.
+func TestNoOffsetIntervalMeansTriggersOnly(t *testing.T) {
+	h := offsetsHarness(t)
+	h.start()
+	h.tickOffsets(offs("0_0", 1), offs("0_0", 2))
+	r := resp(1, active("0_0"))
+	r.AcceptableRecoveryLag = 100 // a 4.4 broker, but no offset interval
+	h.answer(r)
+	h.complete(nil)
+	h.tickOffsets(offs("0_0", 1), offs("0_0", 2)) // the ack: nothing changed
+	h.answer(r)
+	h.advance(time.Hour)
+	if req := h.tickOffsets(offs("0_0", 5), offs("0_0", 9)); req == nil || req.TaskOffsets != nil {
+		t.Fatalf("offsets sent without a trigger: %+v", req)
+	}
+}
+
+// Either list alone goes: a provider may know end offsets before positions.
+func TestOffsetListsGoAlone(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		offs, ends tasks.Offsets
+	}{{"ends only", nil, offs("0_0", 9)}, {"offsets only", offs("0_0", 1), nil}} {
+		t.Run(c.name, func(t *testing.T) {
+			h := offsetsHarness(t)
+			h.start()
+			req := h.tickOffsets(c.offs, c.ends)
+			if (req.TaskOffsets != nil) != (c.offs != nil) || (req.TaskEndOffsets != nil) != (c.ends != nil) {
+				t.Fatalf("join %+v", req)
+			}
+		})
+	}
+}
+
+// An acceptable recovery lag of 0 still places warm-ups: a warm-up that caught up exactly is hot.
+func TestZeroAcceptableLagWarmupIsHot(t *testing.T) {
+	h := offsetsHarness(t)
+	h.start()
+	h.tickOffsets(nil, nil)
+	r := resp(1, warmup("0_0"))
+	r.AcceptableRecoveryLag, r.TaskOffsetIntervalMillis = 0, 15000
+	h.answer(r)
+	h.complete(nil)
+	h.tickOffsets(offs("0_0", 0), offs("0_0", 10))
+	h.answer(resp44(1))
+	h.advance(interval)
+	if req := h.tickOffsets(offs("0_0", 10), offs("0_0", 10)); req == nil || req.TaskOffsets == nil {
+		t.Fatal("a caught-up warm-up with lag 0 allowed is hot")
+	}
+}
+
+func resp44(epoch int32) *kmsg.StreamsGroupHeartbeatResponse {
+	r := resp(epoch, nil)
+	r.AcceptableRecoveryLag, r.TaskOffsetIntervalMillis = 0, 15000
+	return r
 }
