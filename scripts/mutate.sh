@@ -13,14 +13,23 @@
 # machine every mutant's test run times out and the figures mean nothing. GOFLAGS=-count=1 so no
 # mutant is judged by a cached test result.
 #
+# gremlins runs only mutants on lines its coverage profile marks as run, and Go's profile never
+# covers the expression of a switch case, so every mutant of a `case x < y:` is NOT COVERED however
+# well it is tested. Unless MUTATE_UNCOVERED=0, this script runs those mutants itself (the same token
+# change, in a copy of the module, the package's tests with -failfast) and reports them in the
+# columns "uncov k" (killed, or timed out) and "uncov l" (lived).
+#
 # scripts/mutate-equivalent.txt lists mutants that are truly equivalent (no behaviour change is
 # possible), each with its reason. A listed mutant that lives is counted in the "equiv" column and
-# left out of the efficacy the verdict uses ("judged"); the plain efficacy is printed as well. A
-# listed mutant that no longer lives is reported as stale, so the list cannot rot silently.
+# left out of the judged efficacy; a listed mutant that no longer lives is reported as STALE, so the
+# list cannot rot silently.
+#
+# The verdict uses the judged efficacy: killed/(killed+lived) over gremlins' mutants and the
+# hand-run uncovered ones, equivalent mutants left out. The plain gremlins figure is printed too.
 #
 # Environment: GREMLINS (the binary; installed with go install when absent),
-# GREMLINS_TIMEOUT_COEFFICIENT (default 10), MUTATE_OUT (where the JSON and logs go; default a
-# temporary directory, kept and printed).
+# GREMLINS_TIMEOUT_COEFFICIENT (default 10), MUTATE_UNCOVERED (default 1), MUTATE_OUT (where the
+# JSON and logs go; default a temporary directory, kept and printed).
 #
 # Exits 1 when a package is BELOW its target or gremlins fails, else 0.
 set -euo pipefail
@@ -30,6 +39,7 @@ cd "$root"
 
 gremlins_version=v0.6.0
 coefficient=${GREMLINS_TIMEOUT_COEFFICIENT:-10}
+uncovered=${MUTATE_UNCOVERED:-1}
 equivalents="$root/scripts/mutate-equivalent.txt"
 
 if [ $# -eq 0 ]; then
@@ -52,24 +62,103 @@ fi
 out=${MUTATE_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/streamsgroup-mutate.XXXXXX")}
 mkdir -p "$out"
 
+# run_uncovered MODULE PKG REPORT OUT: run the NOT COVERED mutants of REPORT by hand; write their
+# statuses to OUT as JSON.
+run_uncovered() {
+	python3 - "$@" "$coefficient" <<'EOF'
+import json, os, shutil, subprocess, sys, tempfile, time
+
+root, pkg, report_path, out_path, coef = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
+OPS = [b"<=", b">=", b"==", b"!=", b"++", b"--", b"<", b">", b"+", b"-", b"*", b"/", b"%"]
+MUTATIONS = {  # gremlins v0.6.0 internal/engine/mappings.go, the mutators enabled by default
+    "ARITHMETIC_BASE": {b"+": b"-", b"-": b"+", b"*": b"/", b"/": b"*", b"%": b"*"},
+    "CONDITIONALS_BOUNDARY": {b">=": b">", b">": b">=", b"<=": b"<", b"<": b"<="},
+    "CONDITIONALS_NEGATION": {b"==": b"!=", b"!=": b"==", b">=": b"<", b">": b"<=", b"<=": b">", b"<": b">="},
+    "INCREMENT_DECREMENT": {b"++": b"--", b"--": b"++"},
+    "INVERT_NEGATIVES": {b"-": b"+"},
+}
+with open(report_path) as f:
+    report = json.load(f)
+todo = [(f["file_name"], m["line"], m["column"], m["type"])
+        for f in report.get("files") or [] for m in f.get("mutations") or [] if m["status"] == "NOT COVERED"]
+results = []
+if todo:
+    tmp = tempfile.mkdtemp(prefix="streamsgroup-uncovered.")
+    try:
+        mod = os.path.join(tmp, "module")
+        shutil.copytree(root, mod, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+        pdir, binary = os.path.join(mod, pkg), os.path.join(tmp, "pkg.test")
+        env = dict(os.environ, GOFLAGS="-count=1")
+
+        def build():
+            return subprocess.run(["go", "test", "-c", "-o", binary, "./" + pkg], cwd=mod, env=env,
+                                  capture_output=True).returncode == 0
+
+        def run(timeout):
+            try:
+                rc = subprocess.run([binary, "-test.count=1", "-test.failfast"], cwd=pdir, env=env,
+                                    capture_output=True, timeout=timeout).returncode
+            except subprocess.TimeoutExpired:
+                return "TIMED OUT"
+            return "LIVED" if rc == 0 else "KILLED"
+
+        if not build():
+            sys.exit(f"mutate: {pkg} does not build in a copy of the module")
+        start = time.monotonic()
+        if run(None) != "LIVED":
+            sys.exit(f"mutate: the tests of {pkg} fail without any mutant")
+        timeout = max(10.0, coef * (time.monotonic() - start))
+        for file, line, col, typ in todo:
+            path = os.path.join(pdir, file)
+            with open(path, "rb") as f:
+                orig = f.read()
+            lines = orig.split(b"\n")
+            text, i = lines[line - 1], col - 1
+            tok = next((t for t in OPS if text[i:i + len(t)] == t), None)
+            new = MUTATIONS.get(typ, {}).get(tok)
+            if new is None:
+                status = "UNKNOWN"
+            else:
+                lines[line - 1] = text[:i] + new + text[i + len(tok):]
+                with open(path, "wb") as f:
+                    f.write(b"\n".join(lines))
+                status = run(timeout) if build() else "NOT VIABLE"
+                with open(path, "wb") as f:
+                    f.write(orig)
+            results.append({"file_name": file, "line": line, "column": col, "type": typ, "status": status})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+with open(out_path, "w") as f:
+    json.dump(results, f)
+EOF
+}
+
 status=0
 results=()
 for pkg in "$@"; do
 	pkg="./${pkg#./}"
 	pkg="${pkg%/}"
 	name=${pkg#./}
-	json="$out/${name//\//_}.json"
-	log="$out/${name//\//_}.log"
-	echo "mutate: $pkg (log $log)" >&2
+	base="$out/${name//\//_}"
+	json="$base.json"
+	rm -f "$json" "$base.uncovered.json"
+	echo "mutate: $pkg (log $base.log)" >&2
 	start=$(date +%s)
 	if ! GOFLAGS=-count=1 "$gremlins" unleash --workers 1 --timeout-coefficient "$coefficient" \
-		--output "$json" "$pkg" >"$log" 2>&1; then
-		echo "mutate: gremlins failed on $pkg; the end of its log:" >&2
-		tail -20 "$log" >&2
+		--output "$json" "$pkg" >"$base.log" 2>&1 || [ ! -s "$json" ]; then
+		echo "mutate: gremlins failed on $pkg (or was stopped before writing its report); the end of its log:" >&2
+		tail -20 "$base.log" >&2
 		status=1
 		continue
 	fi
-	results+=("$name" "$json" "$(($(date +%s) - start))")
+	if [ "$uncovered" != 0 ]; then
+		echo "mutate: $pkg: running the mutants gremlins could not see" >&2
+		if ! run_uncovered "$root" "$name" "$json" "$base.uncovered.json"; then
+			status=1
+			continue
+		fi
+	fi
+	results+=("$name" "$base" "$(($(date +%s) - start))")
 done
 
 [ ${#results[@]} -gt 0 ] || exit 1
@@ -100,46 +189,68 @@ def target(pkg):
 def pct(killed, lived):
     return 100.0 * killed / (killed + lived) if killed + lived else float("nan")
 
-rows, below = [], False
+rows, below, notes = [], False, []
 for i in range(0, len(rest), 3):
-    pkg, path, secs = rest[i], rest[i + 1], int(rest[i + 2])
-    with open(path) as f:
+    pkg, base, secs = rest[i], rest[i + 1], int(rest[i + 2])
+    with open(base + ".json") as f:
         report = json.load(f)
+    try:
+        with open(base + ".uncovered.json") as f:
+            by_hand = {(m["file_name"], m["line"], m["column"], m["type"]): m["status"] for m in json.load(f)}
+    except FileNotFoundError:
+        by_hand = None
     count = {"KILLED": 0, "LIVED": 0, "NOT COVERED": 0, "TIMED OUT": 0, "NOT VIABLE": 0}
-    equiv, lived = 0, []
+    uk = ul = equiv = 0
     for file in report.get("files") or []:
         for m in file.get("mutations") or []:
-            count[m["status"]] = count.get(m["status"], 0) + 1
+            status = m["status"]
+            count[status] = count.get(status, 0) + 1
             key = (f"{pkg}/{file['file_name']}", m["line"], m["column"], m["type"])
-            if m["status"] in ("NOT COVERED", "TIMED OUT"):
-                lived.append(f"{key[0]}:{key[1]}:{key[2]} {key[3]} {m['status']}")
-            if m["status"] == "LIVED":
+            where = f"{key[0]}:{key[1]}:{key[2]} {key[3]}"
+            if status == "NOT COVERED" and by_hand is not None:
+                hand = by_hand.get((file["file_name"], m["line"], m["column"], m["type"]), "UNKNOWN")
+                if hand in ("KILLED", "TIMED OUT"):
+                    uk += 1
+                    continue
+                if hand == "LIVED":
+                    ul += 1
+                    if key in equivalents:
+                        equivalents[key] = True
+                        equiv += 1
+                        continue
+                notes.append(f"{where} NOT COVERED, {hand} when run by hand")
+            elif status == "LIVED":
                 if key in equivalents:
                     equivalents[key] = True
                     equiv += 1
-                else:
-                    lived.append(f"{key[0]}:{key[1]}:{key[2]} {key[3]} LIVED")
+                    continue
+                notes.append(f"{where} LIVED")
+            elif status != "KILLED":
+                notes.append(f"{where} {status}")
     k, l = count["KILLED"], count["LIVED"]
-    plain, judged = pct(k, l), pct(k, l - equiv)
+    plain, judged = pct(k, l), pct(k + uk, l + ul - equiv)
     ok = judged >= target(pkg)  # False for nan: a package with no killed or lived mutant has no figure
     below |= not ok
-    rows.append((pkg, k, l, equiv, count["NOT COVERED"], count["TIMED OUT"], count["NOT VIABLE"],
-                 plain, judged, target(pkg), "PASS" if ok else "BELOW", secs, lived))
+    rows.append((pkg, k, l, equiv, count["NOT COVERED"], uk if by_hand is not None else "-",
+                 ul if by_hand is not None else "-", count["TIMED OUT"], count["NOT VIABLE"],
+                 plain, judged, target(pkg), "PASS" if ok else "BELOW", secs))
 
-for pkg, *_, lived in rows:
-    for m in lived:
-        print(m)
+for n in notes:
+    print(n)
 stale = [k for k, seen in equivalents.items() if not seen and any(k[0].startswith(r[0] + "/") for r in rows)]
 for k in stale:
     print(f"STALE  {k[0]}:{k[1]}:{k[2]} {k[3]} is listed as equivalent but did not live: update {equiv_file}")
 print()
-head = f"{'package':<12} {'killed':>6} {'lived':>5} {'equiv':>5} {'not cov':>7} {'timed out':>9} {'not viable':>10} {'efficacy':>8} {'judged':>7} {'target':>6}  verdict  time"
+head = (f"{'package':<12} {'killed':>6} {'lived':>5} {'equiv':>5} {'not cov':>7} {'uncov k':>7} {'uncov l':>7} "
+        f"{'timed out':>9} {'not viable':>10} {'efficacy':>8} {'judged':>7} {'target':>6}  verdict  time")
 print(head)
 print("-" * len(head))
-for pkg, k, l, e, nc, to, nv, plain, judged, tgt, verdict, secs, _ in rows:
-    print(f"{pkg:<12} {k:>6} {l:>5} {e:>5} {nc:>7} {to:>9} {nv:>10} {plain:>7.1f}% {judged:>6.1f}% {tgt:>5.0f}%  {verdict:<7}  {secs}s")
+for pkg, k, l, e, nc, uk, ul, to, nv, plain, judged, tgt, verdict, secs in rows:
+    print(f"{pkg:<12} {k:>6} {l:>5} {e:>5} {nc:>7} {uk:>7} {ul:>7} {to:>9} {nv:>10} {plain:>7.1f}% {judged:>6.1f}% "
+          f"{tgt:>5.0f}%  {verdict:<7}  {secs}s")
 print()
-print("efficacy = killed/(killed+lived); judged leaves out the lived mutants listed in scripts/mutate-equivalent.txt")
+print("efficacy = killed/(killed+lived) as gremlins ran them; judged = the same over gremlins' mutants and the")
+print("NOT COVERED ones run by hand (uncov k/l), less the equivalent mutants of scripts/mutate-equivalent.txt")
 sys.exit(1 if below else 0)
 EOF
 
