@@ -339,17 +339,20 @@ func checkTopology(t fataler, subs []Subtopology, topo *Topology, r *rand.Rand) 
 	if d.ID != id || d.Epoch != 7 {
 		t.Fatalf("described ID %s epoch %d, local ID %s epoch 7", d.ID.Hex(), d.Epoch, id.Hex())
 	}
-	resolved := map[string]int32{}
+	resolved := map[string]int32{} // by subtopology, list ("r" or "c") and topic
 	for _, s := range desc.Subtopologies {
-		for _, ti := range append(slices.Clone(s.RepartitionSourceTopics), s.StateChangelogTopics...) {
-			resolved[s.SubtopologyID+"/"+ti.Topic] = ti.NumPartitions
+		for _, ti := range s.RepartitionSourceTopics {
+			resolved[s.SubtopologyID+"/r/"+ti.Topic] = ti.NumPartitions
+		}
+		for _, ti := range s.StateChangelogTopics {
+			resolved[s.SubtopologyID+"/c/"+ti.Topic] = ti.NumPartitions
 		}
 	}
 	want := withoutGroups(got)
 	for i := range want {
-		for _, l := range [][]TopicInfo{want[i].RepartitionSourceTopics, want[i].StateChangelogTopics} {
+		for kind, l := range map[string][]TopicInfo{"r": want[i].RepartitionSourceTopics, "c": want[i].StateChangelogTopics} {
 			for k := range l {
-				l[k].Partitions = resolved[want[i].ID+"/"+l[k].Name]
+				l[k].Partitions = resolved[want[i].ID+"/"+kind+"/"+l[k].Name]
 			}
 		}
 	}
