@@ -296,3 +296,52 @@ func resp44(epoch int32) *kmsg.StreamsGroupHeartbeatResponse {
 	r.AcceptableRecoveryLag, r.TaskOffsetIntervalMillis = 0, 15000
 	return r
 }
+
+// Offsets of 0 are real positions: a warm-up at offset 0 within the lag is hot, and so is one whose
+// changelog is empty (0 of 0).
+func TestWarmupAtOffsetZeroIsHot(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		off, end int
+	}{{"offset 0", 0, 50}, {"empty changelog", 0, 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			h := offsetsHarness(t)
+			h.start()
+			h.tickOffsets(nil, nil)
+			h.answer44(1, warmup("0_0"))
+			h.complete(nil)
+			h.tickOffsets(offs("0_0", 7), offs("0_0", 1000)) // the ack: lag 993, not hot
+			h.answer44(1, nil)
+			h.advance(interval)
+			if req := h.tickOffsets(offs("0_0", c.off), offs("0_0", c.end)); req == nil || req.TaskOffsets == nil {
+				t.Fatalf("offset %d of %d with lag 100 allowed is hot", c.off, c.end)
+			}
+		})
+	}
+}
+
+// The interval clock moves only for offsets a heartbeat carried, and a trigger is used up once.
+func TestOffsetClockAndTrigger(t *testing.T) {
+	h := offsetsHarness(t)
+	h.start()
+	h.tickOffsets(offs("0_0", 1), offs("0_0", 2)) // join at t0: offsets go, the clock starts
+	h.answer44(1, nil)                              // 15 s offset interval
+	h.complete(nil)
+	h.tickOffsets(offs("0_0", 1), offs("0_0", 2)) // the ack uses up the assignment trigger
+	h.answer44(1, nil)
+	h.advance(interval)
+	if req := h.tickOffsets(offs("0_0", 3), offs("0_0", 4)); req == nil || req.TaskOffsets != nil {
+		t.Fatal("the trigger was used by the ack: changed offsets wait for the interval")
+	}
+	h.answer44(1, nil)
+	h.advance(15 * time.Second)
+	if req := h.tickOffsets(offs("0_0", 1), offs("0_0", 2)); req == nil || req.TaskOffsets != nil {
+		t.Fatal("unchanged offsets are not resent at the interval")
+	}
+	h.answer44(1, nil)
+	h.advance(interval)
+	// Nothing was carried at the interval, so the clock did not move: changed offsets go now.
+	if req := h.tickOffsets(offs("0_0", 5), offs("0_0", 6)); req == nil || req.TaskOffsets == nil {
+		t.Fatal("the interval clock moved although no offsets were sent")
+	}
+}
