@@ -325,7 +325,7 @@ func TestOffsetClockAndTrigger(t *testing.T) {
 	h := offsetsHarness(t)
 	h.start()
 	h.tickOffsets(offs("0_0", 1), offs("0_0", 2)) // join at t0: offsets go, the clock starts
-	h.answer44(1, nil)                              // 15 s offset interval
+	h.answer44(1, nil)                            // 15 s offset interval
 	h.complete(nil)
 	h.tickOffsets(offs("0_0", 1), offs("0_0", 2)) // the ack uses up the assignment trigger
 	h.answer44(1, nil)
