@@ -67,6 +67,7 @@ type options struct {
 	logger    *slog.Logger
 	memberID  string
 	transport Transport
+	hooks     []Hook
 }
 
 // Option configures a Manager.
@@ -104,6 +105,7 @@ type Manager struct {
 
 	machine *Machine // owned by the loop goroutine
 	stopped bool     // the machine said Stopped (loop goroutine only)
+	metrics *metrics // measures on the loop goroutine; read by Stats
 
 	events  *eventQueue
 	inputs  chan Input
@@ -178,6 +180,7 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 		LeaveBudget:        min(cfg.RequestTimeout, DefaultLeaveBudget),
 	})
 	m.snap = m.machine.Snapshot()
+	m.metrics = newMetrics(o.hooks, o.transport, m.snap)
 	return m, nil
 }
 
@@ -344,14 +347,18 @@ func (m *Manager) loop() {
 
 // step feeds one input to the machine, carries out the actions and publishes the new snapshot.
 func (m *Manager) step(in Input) {
-	actions := m.machine.Step(time.Now(), in)
+	now := time.Now()
+	m.metrics.input(now, in)
+	actions := m.machine.Step(now, in)
 	for _, a := range actions {
+		m.metrics.action(now, a)
 		m.execute(a)
 	}
 	snap := m.machine.Snapshot()
 	m.mu.Lock()
 	m.snap = snap
 	m.mu.Unlock()
+	m.metrics.observe(snap)
 }
 
 // execute carries out one action; results come back through m.inputs.
