@@ -116,9 +116,10 @@ type Stats struct {
 	// is in neither.
 	HeartbeatsSucceeded uint64
 	HeartbeatsFailed    map[heartbeat.Class]uint64
-	// LastHeartbeatRTT and MaxHeartbeatRTT: time from sending a heartbeat to its result (successes
-	// and failures alike).
-	LastHeartbeatRTT, MaxHeartbeatRTT time.Duration
+	// LastHeartbeatRTT, MaxHeartbeatRTT and HeartbeatRTTTotal: time from sending a heartbeat to its
+	// result, successes and failures alike (average = HeartbeatRTTTotal / (HeartbeatsSucceeded + the
+	// sum of HeartbeatsFailed)).
+	LastHeartbeatRTT, MaxHeartbeatRTT, HeartbeatRTTTotal time.Duration
 	// LastHeartbeatSent is when the last heartbeat was sent; LastHeartbeatAnswered when the last
 	// successful answer arrived.
 	LastHeartbeatSent, LastHeartbeatAnswered time.Time
@@ -339,6 +340,7 @@ func (mt *metrics) action(now time.Time, a Action) {
 		}
 		mt.update(func(s *Stats) {
 			s.LastHeartbeatRTT, s.MaxHeartbeatRTT = rtt, max(s.MaxHeartbeatRTT, rtt)
+			s.HeartbeatRTTTotal += rtt
 			if a.Class == 0 {
 				s.HeartbeatsSucceeded++
 				s.LastHeartbeatAnswered = now

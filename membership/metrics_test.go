@@ -256,8 +256,9 @@ func TestMetricsThroughAMembersLife(t *testing.T) {
 		if s.HeartbeatsSucceeded+3 != uint64(returned) {
 			t.Errorf("HeartbeatsSucceeded %d + 3 failed, but %d answers came back", s.HeartbeatsSucceeded, returned)
 		}
-		if s.LastHeartbeatRTT != 30*time.Millisecond || s.MaxHeartbeatRTT != 30*time.Millisecond {
-			t.Errorf("RTT last %v max %v, want 30ms", s.LastHeartbeatRTT, s.MaxHeartbeatRTT)
+		if s.LastHeartbeatRTT != 30*time.Millisecond || s.MaxHeartbeatRTT != 30*time.Millisecond ||
+			s.HeartbeatRTTTotal != time.Duration(returned)*30*time.Millisecond {
+			t.Errorf("RTT last %v max %v total %v, want 30ms 30ms and %d × 30ms", s.LastHeartbeatRTT, s.MaxHeartbeatRTT, s.HeartbeatRTTTotal, returned)
 		}
 		if !s.LastHeartbeatAnswered.Equal(lastOK) {
 			t.Errorf("LastHeartbeatAnswered %v, the last success left the transport at %v", s.LastHeartbeatAnswered, lastOK)
