@@ -10,15 +10,9 @@ import (
 	"github.com/streamsgroup/streamsgroup/topology"
 )
 
-// Comparison is the result of CompareTopology: topology.Comparison (both sides, the verdict and the
-// action), plus the action under its former name.
-type Comparison struct {
-	topology.Comparison
-	// Explanation is Action under its former name.
-	//
-	// Deprecated: use Action.
-	Explanation string
-}
+// Comparison is the result of CompareTopology: both sides, the verdict and the action
+// (topology.Comparison, the one comparison of the module).
+type Comparison = topology.Comparison
 
 // CompareTopology compares a local topology at localEpoch with the group's, before joining
 // (topology.Compare with topology.BeforeJoin: a group that is nil or has no topology is
@@ -28,8 +22,7 @@ func CompareTopology(g *Group, local *topology.Topology, localEpoch int32) Compa
 	if g != nil {
 		described = g.Topology
 	}
-	c := topology.Compare(described, local, localEpoch, topology.BeforeJoin)
-	return Comparison{Comparison: c, Explanation: c.Action}
+	return topology.Compare(described, local, localEpoch, topology.BeforeJoin)
 }
 
 // NextEpoch returns the topology epoch a rolling upgrade of the group should use: one above the

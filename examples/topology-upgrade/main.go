@@ -188,7 +188,7 @@ func run(ctx context.Context, bootstrap string) error {
 	}
 	next := admin.NextEpoch(g, 0)
 	cmp := admin.CompareTopology(g, topoB, next)
-	fmt.Printf("   compare: %s (%s)\n", cmp.Verdict, cmp.Explanation)
+	fmt.Printf("   compare: %s (%s)\n", cmp.Verdict, cmp.Action)
 	a.close()
 	res, err := e.adm.Delete(ctx, app)
 	if err != nil || res[app] != nil {
