@@ -116,3 +116,190 @@ func OffsetsFromKmsg(in []kmsg.TaskOffset) Offsets {
 	}
 	return out
 }
+
+// TopicPartition is one partition of one topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// String reads "topic[partition]".
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition) }
+
+// ChangelogPartitions maps tasks to the changelog partitions of their state stores: task (s, p)
+// owns partition p of every changelog topic of subtopology s, whatever its role (active, standby or
+// warm-up). The result has the shape of InputPartitions; a task of a stateless subtopology adds
+// nothing. A task of an unknown subtopology is an *UnknownSubtopologyError.
+func ChangelogPartitions(topo *topology.Topology, s Set) (map[string][]int32, error) {
+	out := make(map[string][]int32)
+	for _, id := range s.ids {
+		sub, ok := topo.Subtopology(id.Subtopology)
+		if !ok {
+			return nil, &UnknownSubtopologyError{Task: id}
+		}
+		for _, ti := range sub.StateChangelogTopics {
+			out[ti.Name] = append(out[ti.Name], id.Partition)
+		}
+	}
+	for t, ps := range out {
+		// Each changelog topic belongs to one subtopology (validated), whose tasks arrive sorted.
+		out[t] = slices.Compact(ps)
+	}
+	return out, nil
+}
+
+// PartitionKind says what a task does with a topic partition.
+type PartitionKind uint8
+
+const (
+	// Input partitions are read and processed by the active task: partition p of every source and
+	// repartition source topic of the task's subtopology.
+	Input PartitionKind = iota + 1
+	// Changelog partitions back the task's state stores: written by the active task, read to restore
+	// it and to keep standby and warm-up replicas current.
+	Changelog
+)
+
+// String names the kind.
+func (k PartitionKind) String() string {
+	switch k {
+	case Input:
+		return "input"
+	case Changelog:
+		return "changelog"
+	}
+	return fmt.Sprintf("PartitionKind(%d)", uint8(k))
+}
+
+// SharedTopicError is a topic that a Router cannot route: it is read by two subtopologies, or is
+// both an input and a changelog, so one partition of it would belong to two tasks.
+type SharedTopicError struct {
+	Topic         string
+	Subtopologies []string // the subtopologies that use it, in topology order
+}
+
+// Error names the topic and its subtopologies.
+func (e *SharedTopicError) Error() string {
+	return fmt.Sprintf("topic %q is used by subtopologies %v (or as both input and changelog): one of its partitions cannot be routed to one task",
+		e.Topic, e.Subtopologies)
+}
+
+// NegativePartitionError is a task with a negative partition: no topic has such a partition.
+type NegativePartitionError struct {
+	Task ID
+}
+
+// Error names the task.
+func (e *NegativePartitionError) Error() string {
+	return fmt.Sprintf("task %s has a negative partition", e.Task)
+}
+
+// Router maps tasks to the partitions they read and write, and topic partitions back to tasks. It
+// is the one place that knows the rule: task (s, p) owns partition p of the input topics (source and
+// repartition source topics, copartitioned ones together) and of the changelog topics of
+// subtopology s. A Router is immutable and safe for concurrent use.
+type Router struct {
+	topo       *topology.Topology
+	inputs     map[string][]string // subtopology → input topics, sorted
+	changelogs map[string][]string // subtopology → changelog topics, sorted
+	byTopic    map[string]topicUse
+}
+
+type topicUse struct {
+	sub  string
+	kind PartitionKind
+}
+
+// NewRouter builds the router of a topology. A topic that belongs to more than one subtopology, or
+// that is both an input and a changelog, is a *SharedTopicError: its partitions cannot be routed to
+// one task each.
+func NewRouter(topo *topology.Topology) (*Router, error) {
+	if topo == nil {
+		return nil, fmt.Errorf("tasks: NewRouter needs a topology")
+	}
+	r := &Router{
+		topo:       topo,
+		inputs:     make(map[string][]string),
+		changelogs: make(map[string][]string),
+		byTopic:    make(map[string]topicUse),
+	}
+	users := make(map[string][]string)
+	for _, sub := range topo.Subtopologies() {
+		r.inputs[sub.ID] = sub.InputTopics()
+		for _, t := range r.inputs[sub.ID] {
+			users[t] = append(users[t], sub.ID)
+			r.byTopic[t] = topicUse{sub: sub.ID, kind: Input}
+		}
+		for _, ti := range sub.StateChangelogTopics {
+			r.changelogs[sub.ID] = append(r.changelogs[sub.ID], ti.Name)
+			users[ti.Name] = append(users[ti.Name], sub.ID)
+			r.byTopic[ti.Name] = topicUse{sub: sub.ID, kind: Changelog}
+		}
+	}
+	var shared []string
+	for t, subs := range users {
+		if len(subs) > 1 {
+			shared = append(shared, t)
+		}
+	}
+	if len(shared) > 0 {
+		slices.Sort(shared)
+		return nil, &SharedTopicError{Topic: shared[0], Subtopologies: users[shared[0]]}
+	}
+	return r, nil
+}
+
+// Task returns the task a topic partition belongs to and what the task does with it; false for a
+// topic that is no input or changelog of the topology, or a negative partition.
+func (r *Router) Task(topic string, partition int32) (ID, PartitionKind, bool) {
+	u, ok := r.byTopic[topic]
+	if !ok || partition < 0 {
+		return ID{}, 0, false
+	}
+	return ID{Subtopology: u.sub, Partition: partition}, u.kind, true
+}
+
+// Inputs returns the input partitions of task id (one per input topic, sorted by topic). A task of
+// an unknown subtopology is an *UnknownSubtopologyError, a negative partition a
+// *NegativePartitionError.
+func (r *Router) Inputs(id ID) ([]TopicPartition, error) { return r.partitions(id, r.inputs) }
+
+// Changelogs returns the changelog partitions of task id (one per state store, sorted by topic);
+// none for a stateless task. Errors as for Inputs.
+func (r *Router) Changelogs(id ID) ([]TopicPartition, error) { return r.partitions(id, r.changelogs) }
+
+// Stateful reports whether task id has state stores (changelog partitions). Unknown subtopologies
+// are not stateful.
+func (r *Router) Stateful(id ID) bool { return len(r.changelogs[id.Subtopology]) > 0 }
+
+// Known reports whether the topology has the task's subtopology.
+func (r *Router) Known(id ID) bool { return r.topo.HasSubtopology(id.Subtopology) }
+
+func (r *Router) partitions(id ID, by map[string][]string) ([]TopicPartition, error) {
+	if !r.topo.HasSubtopology(id.Subtopology) {
+		return nil, &UnknownSubtopologyError{Task: id}
+	}
+	if id.Partition < 0 {
+		return nil, &NegativePartitionError{Task: id}
+	}
+	topics := by[id.Subtopology]
+	out := make([]TopicPartition, len(topics))
+	for i, t := range topics {
+		out[i] = TopicPartition{Topic: t, Partition: id.Partition}
+	}
+	return out, nil
+}
+
+// Group collects topic partitions by topic (the form kgo's consume and pause calls take), each
+// topic's partitions ascending and distinct.
+func Group(tps []TopicPartition) map[string][]int32 {
+	out := make(map[string][]int32)
+	for _, tp := range tps {
+		out[tp.Topic] = append(out[tp.Topic], tp.Partition)
+	}
+	for t, ps := range out {
+		slices.Sort(ps)
+		out[t] = slices.Compact(ps)
+	}
+	return out
+}
