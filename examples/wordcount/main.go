@@ -14,7 +14,7 @@
 // tasks, restores a task's store from the changelog before processing it, keeps standby stores up to
 // date, commits with its member ID and epoch on revocation and every second, reports changelog
 // positions as task offsets, and shuts down cleanly on SIGINT/SIGTERM or a group-wide shutdown
-// request.
+// request. With -metrics-addr it serves the member's metrics at /metrics for Prometheus.
 package main
 
 import (
@@ -40,6 +40,7 @@ func main() {
 		output    = flag.String("output", "word-counts", "output topic of word counts")
 		name      = flag.String("name", "wordcount", "client.id, shown by the group's description")
 		server    = flag.String("application-server", "", "host:port advertised for interactive queries (optional)")
+		metrics   = flag.String("metrics-addr", "", "serve the member's metrics at http://ADDR/metrics in the Prometheus text format (optional; port 0 picks a free one, logged)")
 	)
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("name", *name)
@@ -49,13 +50,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, log, *bootstrap, *appID, *input, *output, *name, *server); err != nil {
+	if err := run(ctx, log, *bootstrap, *appID, *input, *output, *name, *server, *metrics); err != nil {
 		log.Error("wordcount failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, log *slog.Logger, bootstrap, appID, input, output, name, server string) error {
+func run(ctx context.Context, log *slog.Logger, bootstrap, appID, input, output, name, server, metricsAddr string) error {
 	a := newApp(appID, input, output, log)
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(bootstrap),
@@ -79,6 +80,13 @@ func run(ctx context.Context, log *slog.Logger, bootstrap, appID, input, output,
 		return err
 	}
 	a.mgr = mgr
+	if metricsAddr != "" {
+		metricsCtx, stopMetrics := context.WithCancel(context.Background())
+		defer stopMetrics()
+		if err := serveMetrics(metricsCtx, log, metricsAddr, mgr); err != nil {
+			return err
+		}
+	}
 	events := mgr.Events()
 	if err := mgr.Start(ctx); err != nil {
 		return err
