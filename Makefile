@@ -1,25 +1,45 @@
 # Make targets for streamsgroup. Every target that needs a broker starts its own and stops it again.
 KAFKA_VERSION ?= 4.4.0
 export KAFKA_VERSION
+# The Kafka lines `make test` and `make test-compat` run the integration suite against: the newest
+# patch of each supported line on Maven Central.
+COMPAT_VERSIONS ?= 4.2.2,4.3.1,4.4.0
 
 GO        ?= go
 BROKER    := integration/kafka/broker.sh
 UNIT_PKGS  = $(shell $(GO) list ./... | grep -v /integration)
 
-.PHONY: test vet unit integration demo broker-start broker-stop broker-status bench fuzz
+.PHONY: test test-quick test-compat vet unit integration plugin demo broker-start broker-stop broker-status bench fuzz
 
-## test: vet, unit tests with -race, then integration tests against a broker started and stopped here
-test: vet unit integration
+## test: what CI runs (.ci/run). vet, unit tests with -race, the Prometheus plugin's test against a
+## broker, then the integration suite against every supported Kafka line (test-compat), each with a
+## broker started and stopped for it, ending with the version table.
+test: vet unit plugin test-compat
+
+## test-quick: vet, unit tests and the integration suite against one line (KAFKA_VERSION, default
+## 4.4.0): the developer's loop, a third of the time of test.
+test-quick: vet unit integration
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	cd plugin/sgprom && $(GO) vet ./...
 
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 integration:
 	scripts/with-broker.sh $(GO) test -race -count=1 -timeout 30m ./integration/...
+
+## plugin: the Prometheus adapter (its own module, plugin/sgprom) against a broker of KAFKA_VERSION
+plugin:
+	scripts/with-broker.sh sh -c 'cd plugin/sgprom && $(GO) test -race -count=1 ./...'
+
+## test-compat: the integration suite against each of COMPAT_VERSIONS (a broker of each started and
+## stopped in turn), then a table version × passed/skipped/failed with wall times. Skipped tests are
+## listed with their reason. COMPAT_REPORT=file also writes the table there.
+test-compat:
+	$(GO) run ./scripts/compat -versions $(COMPAT_VERSIONS) $(if $(COMPAT_REPORT),-report $(COMPAT_REPORT))
 
 ## demo: a local broker and a few Go members sharing a group, visibly rebalancing
 demo:
