@@ -110,6 +110,11 @@ func writeMetrics(w io.Writer, s membership.Stats) {
 	e.family(ns+"rebalance_latency_seconds", "summary", "Time from the arrival of a target assignment to its acknowledgement, for completed reconciliations.")
 	e.summary(ns+"rebalance_latency_seconds", s.RebalanceLatencyTotal, s.RebalancesCompleted)
 	e.one(ns+"rebalance_latency_max_seconds", "gauge", "The longest completed reconciliation so far.", s.MaxRebalanceLatency.Seconds())
+	sinceRebalance := -1.0
+	if !s.LastRebalance.IsZero() {
+		sinceRebalance = s.At.Sub(s.LastRebalance).Seconds()
+	}
+	e.one(ns+"last_rebalance_seconds_ago", "gauge", "Seconds since the last completed rebalance; -1 before the first.", sinceRebalance)
 
 	callbacks := []struct {
 		label string

@@ -22,6 +22,7 @@
 //	ns_rebalances_completed_total              counter
 //	ns_rebalances_failed_total                 counter
 //	ns_rebalance_latency_seconds               histogram: target arrived → acknowledgement built
+//	ns_last_rebalance_seconds_ago              gauge: since the last completed rebalance; -1 before one
 //	ns_callback_duration_seconds{callback}     histogram: revoked, assigned, lost
 //	ns_callback_failures_total{callback}       counter
 //	ns_assigned_tasks{type}                    gauge: active, standby, warmup
@@ -104,6 +105,8 @@ type Metrics struct {
 	rebalancesCompleted prometheus.Counter
 	rebalancesFailed    prometheus.Counter
 	rebalanceLatency    prometheus.Histogram
+	lastRebalance       prometheus.GaugeFunc
+	lastCompleted       atomic.Int64 // UnixNano of the last completed rebalance; 0 before one
 
 	callbackDuration *prometheus.HistogramVec
 	callbackFailures *prometheus.CounterVec
@@ -167,7 +170,9 @@ func NewMetrics(namespace string, opts ...Opt) *Metrics {
 		memberEpoch: gauge("member_epoch", "The member epoch the broker gave this member."),
 	}
 	m.lastHeartbeat = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Subsystem: c.subsystem, ConstLabels: c.constLabels,
-		Name: "last_heartbeat_seconds_ago", Help: "Seconds since the last successful heartbeat answer; -1 before the first."}, m.sinceLastAnswer)
+		Name: "last_heartbeat_seconds_ago", Help: "Seconds since the last successful heartbeat answer; -1 before the first."}, func() float64 { return since(&m.lastAnswered) })
+	m.lastRebalance = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Subsystem: c.subsystem, ConstLabels: c.constLabels,
+		Name: "last_rebalance_seconds_ago", Help: "Seconds since the last completed rebalance; -1 before the first."}, func() float64 { return since(&m.lastCompleted) })
 	// Every series exists from the start, so a dashboard shows 0 rather than nothing.
 	for _, cl := range []heartbeat.Class{heartbeat.Retry, heartbeat.Rediscover, heartbeat.Fenced, heartbeat.KeepState, heartbeat.Fatal} {
 		m.heartbeatsFailed.WithLabelValues(cl.String())
@@ -183,7 +188,7 @@ func NewMetrics(namespace string, opts ...Opt) *Metrics {
 	m.OnStateChanged(membership.Unsubscribed, 0)
 	m.all = []prometheus.Collector{
 		m.heartbeatsSent, m.heartbeatsFailed, m.heartbeatRTT, m.lastHeartbeat,
-		m.rebalancesStarted, m.rebalancesCompleted, m.rebalancesFailed, m.rebalanceLatency,
+		m.rebalancesStarted, m.rebalancesCompleted, m.rebalancesFailed, m.rebalanceLatency, m.lastRebalance,
 		m.callbackDuration, m.callbackFailures,
 		m.assignedTasks, m.fencings, m.coordinator, m.coordinatorChanges, m.memberState, m.memberEpoch,
 	}
@@ -204,12 +209,13 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (m *Metrics) sinceLastAnswer() float64 {
-	at := m.lastAnswered.Load()
-	if at == 0 {
+// since is the seconds since the UnixNano time in at, -1 when at is 0 (never).
+func since(at *atomic.Int64) float64 {
+	t := at.Load()
+	if t == 0 {
 		return -1
 	}
-	return time.Since(time.Unix(0, at)).Seconds()
+	return time.Since(time.Unix(0, t)).Seconds()
 }
 
 // OnHeartbeatSent implements membership.HookHeartbeatSent.
@@ -232,6 +238,7 @@ func (m *Metrics) OnRebalanceStarted() { m.rebalancesStarted.Inc() }
 func (m *Metrics) OnRebalanceCompleted(latency time.Duration) {
 	m.rebalancesCompleted.Inc()
 	m.rebalanceLatency.Observe(latency.Seconds())
+	m.lastCompleted.Store(time.Now().UnixNano())
 }
 
 // OnRebalanceFailed implements membership.HookRebalanceFailed.

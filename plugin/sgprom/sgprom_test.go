@@ -169,7 +169,7 @@ func TestMetricsAgainstABroker(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics)
 	before := scrape(t, reg)
-	if before["streamsgroup_last_heartbeat_seconds_ago"] != -1 || before[`streamsgroup_member_state{state=UNSUBSCRIBED}`] != 1 ||
+	if before["streamsgroup_last_heartbeat_seconds_ago"] != -1 || before["streamsgroup_last_rebalance_seconds_ago"] != -1 || before[`streamsgroup_member_state{state=UNSUBSCRIBED}`] != 1 ||
 		before[`streamsgroup_assigned_tasks{type=active}`] != 0 || before["streamsgroup_coordinator"] != -1 {
 		t.Fatalf("before the start: %v", before)
 	}
@@ -192,8 +192,8 @@ func TestMetricsAgainstABroker(t *testing.T) {
 		joined["streamsgroup_rebalance_latency_seconds_count"] != joined["streamsgroup_rebalances_completed_total"] {
 		t.Errorf("after joining: %v", joined)
 	}
-	if since := joined["streamsgroup_last_heartbeat_seconds_ago"]; since < 0 {
-		t.Errorf("last_heartbeat_seconds_ago %v after answered heartbeats", since)
+	if joined["streamsgroup_last_heartbeat_seconds_ago"] < 0 || joined["streamsgroup_last_rebalance_seconds_ago"] < 0 {
+		t.Errorf("seconds ago still -1 after answered heartbeats and a rebalance: %v", joined)
 	}
 
 	// A second member (without hooks) takes some of the tasks: the first one revokes, and the
