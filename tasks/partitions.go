@@ -272,6 +272,16 @@ func (r *Router) Changelogs(id ID) ([]TopicPartition, error) { return r.partitio
 // are not stateful.
 func (r *Router) Stateful(id ID) bool { return len(r.changelogs[id.Subtopology]) > 0 }
 
+// ChangelogTopics returns every changelog topic of the topology, sorted.
+func (r *Router) ChangelogTopics() []string {
+	var out []string
+	for _, topics := range r.changelogs {
+		out = append(out, topics...)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Known reports whether the topology has the task's subtopology.
 func (r *Router) Known(id ID) bool { return r.topo.HasSubtopology(id.Subtopology) }
 

@@ -152,3 +152,13 @@ func TestGroup(t *testing.T) {
 		t.Fatalf("Group(nil) = %v", got)
 	}
 }
+
+func TestRouterChangelogTopics(t *testing.T) {
+	r, err := NewRouter(statefulTopology())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.ChangelogTopics(), []string{"app-a-changelog", "app-b-changelog", "app-join-changelog"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("ChangelogTopics = %v, want %v", got, want)
+	}
+}
