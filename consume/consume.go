@@ -1,0 +1,567 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/membership"
+	"github.com/streamsgroup/streamsgroup/taskoffsets"
+	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
+)
+
+// Role is the role a task has in this member.
+type Role uint8
+
+const (
+	// Active tasks process their inputs (after restoring their stores).
+	Active Role = iota + 1
+	// Standby tasks keep a replica of the stores current, for a fast fail-over.
+	Standby
+	// Warmup tasks restore the stores before an active task moves here (Kafka 4.4+).
+	Warmup
+)
+
+// String names the role.
+func (r Role) String() string {
+	switch r {
+	case Active:
+		return "active"
+	case Standby:
+		return "standby"
+	case Warmup:
+		return "warmup"
+	}
+	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
+// Committer is what the Consumer needs from a *commit.Committer: committed offsets of the tasks it
+// starts, and commits of processed positions (CommitProcessed).
+type Committer interface {
+	CommittedOffsets(ctx context.Context, s tasks.Set) (commit.Offsets, error)
+	Commit(ctx context.Context, offsets commit.Offsets) error
+}
+
+// ErrGroupClient: the client consumes on its own (a consumer or share group, a regex or topics to
+// consume), so the Consumer could not decide what it fetches.
+var ErrGroupClient = errors.New("consume: the client must be built for direct consumption: no ConsumerGroup, ShareGroup, ConsumeRegex or ConsumeTopics")
+
+// ErrClosed: the kgo client was closed.
+var ErrClosed = fmt.Errorf("consume: %w", kgo.ErrClientClosed)
+
+// client is the part of *kgo.Client the Consumer drives.
+type client interface {
+	AddConsumePartitions(map[string]map[int32]kgo.Offset)
+	RemoveConsumePartitions(map[string][]int32)
+	PauseFetchPartitions(map[string][]int32) map[string][]int32
+	ResumeFetchPartitions(map[string][]int32)
+	SetOffsets(map[string]map[int32]kgo.EpochOffset)
+	PollFetches(context.Context) kgo.Fetches
+}
+
+// lister lists the first and end offsets of every partition of some topics.
+type lister interface {
+	Bounds(ctx context.Context, topics []string) (start, end map[tasks.TopicPartition]int64, err error)
+}
+
+type kadmLister struct{ adm *kadm.Client }
+
+func (l kadmLister) Bounds(ctx context.Context, topics []string) (start, end map[tasks.TopicPartition]int64, err error) {
+	read := func(listed kadm.ListedOffsets, err error) (map[tasks.TopicPartition]int64, error) {
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[tasks.TopicPartition]int64)
+		var first error
+		listed.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil && first == nil {
+				first = fmt.Errorf("%s[%d]: %w", o.Topic, o.Partition, o.Err)
+			}
+			out[tasks.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
+		})
+		return out, first
+	}
+	if start, err = read(l.adm.ListStartOffsets(ctx, topics...)); err != nil {
+		return nil, nil, err
+	}
+	if end, err = read(l.adm.ListEndOffsets(ctx, topics...)); err != nil {
+		return nil, nil, err
+	}
+	return start, end, nil
+}
+
+// ChangelogStart says where a task's store stands in a changelog partition when the Consumer starts
+// feeding it (a restoring active task, a standby or a warm-up task it did not feed already): the
+// offset of the next record to apply, and true; false when the store is empty (restoration starts at
+// the beginning of the changelog). A position before the changelog's first offset starts there.
+type ChangelogStart func(task tasks.ID, changelog tasks.TopicPartition) (next int64, ok bool)
+
+type options struct {
+	next    membership.Listener
+	reset   kgo.Offset
+	start   ChangelogStart
+	tracker *taskoffsets.Tracker
+	logger  *slog.Logger
+}
+
+// Option configures a Consumer.
+type Option func(*options)
+
+// WithListener sets the application's listener, called inside each callback after (assigned) or
+// before (revoked, lost) the Consumer changed what it consumes, and while no Batch is out.
+func WithListener(l membership.Listener) Option { return func(o *options) { o.next = l } }
+
+// WithResetOffset sets where an input partition without a committed offset starts
+// (auto.offset.reset; default the earliest offset, as Kafka Streams).
+func WithResetOffset(off kgo.Offset) Option { return func(o *options) { o.reset = off } }
+
+// WithChangelogStart says where the application's stores stand (for stores that outlive a task,
+// such as persistent ones); by default every store starts empty.
+func WithChangelogStart(f ChangelogStart) Option { return func(o *options) { o.start = f } }
+
+// WithTaskOffsets makes the Consumer report changelog positions, end offsets seen in fetches and
+// which active tasks are processing to t, the member's TaskOffsetsProvider.
+func WithTaskOffsets(t *taskoffsets.Tracker) Option { return func(o *options) { o.tracker = t } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// maxReaders is the weight a callback acquires: every Batch out holds one unit.
+const maxReaders = 1 << 20
+
+// Consumer drives a kgo client for the member's tasks; see the package documentation.
+type Consumer struct {
+	cl      client
+	list    lister
+	router  *tasks.Router
+	commits Committer
+	o       options
+	log     *slog.Logger
+
+	// sem orders records and callbacks: a Batch out holds 1, a callback holds maxReaders.
+	sem *semaphore.Weighted
+
+	pollMu  sync.Mutex
+	writers int
+	idle    chan struct{} // closed when writers drops to 0
+	polls   map[*int]context.CancelFunc
+
+	mu    sync.Mutex
+	tasks map[tasks.ID]*task
+	byTP  map[tasks.TopicPartition]*part // the partitions the client consumes now
+}
+
+// task is what the Consumer knows of one owned task.
+type task struct {
+	id        tasks.ID
+	role      Role
+	restoring bool // active, stateful, changelogs not caught up yet: inputs paused
+	stopped   bool // active, removed from the client while OnTasksRevoked runs
+	parts     map[tasks.TopicPartition]*part
+	restoreTo map[tasks.TopicPartition]int64
+}
+
+// part is one partition of a task.
+type part struct {
+	tp        tasks.TopicPartition
+	task      tasks.ID
+	kind      tasks.PartitionKind
+	handed    int64 // next offset to hand out; -1 unknown (reset offset)
+	done      int64 // next offset after the records applied or processed; -1 unknown
+	committed int64 // inputs: last committed position, -1 unknown
+}
+
+// New returns a Consumer over the user's client cl, which must be built for direct consumption
+// (ErrGroupClient otherwise), for the topology topo, reading committed offsets through committer
+// (a *commit.Committer bound to the member). A topology with a topic of two subtopologies is a
+// *tasks.SharedTopicError.
+func New(cl *kgo.Client, topo *topology.Topology, committer Committer, opts ...Option) (*Consumer, error) {
+	if cl == nil {
+		return nil, errors.New("consume: a *kgo.Client is required")
+	}
+	if g, _ := cl.OptValue(kgo.ConsumerGroup).(string); g != "" {
+		return nil, ErrGroupClient
+	}
+	if g, _ := cl.OptValue(kgo.ShareGroup).(string); g != "" {
+		return nil, ErrGroupClient
+	}
+	if re, _ := cl.OptValue(kgo.ConsumeRegex).(bool); re {
+		return nil, ErrGroupClient
+	}
+	if ts, _ := cl.OptValue(kgo.ConsumeTopics).([]string); len(ts) > 0 {
+		return nil, ErrGroupClient
+	}
+	return newConsumer(cl, kadmLister{adm: kadm.NewClient(cl)}, topo, committer, opts...)
+}
+
+func newConsumer(cl client, l lister, topo *topology.Topology, committer Committer, opts ...Option) (*Consumer, error) {
+	if topo == nil {
+		return nil, errors.New("consume: the topology is required")
+	}
+	if committer == nil {
+		return nil, errors.New("consume: a committer (*commit.Committer) is required")
+	}
+	router, err := tasks.NewRouter(topo)
+	if err != nil {
+		return nil, fmt.Errorf("consume: %w", err)
+	}
+	o := options{reset: kgo.NewOffset().AtStart(), logger: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Consumer{
+		cl: cl, list: l, router: router, commits: committer, o: o, log: o.logger,
+		sem:   semaphore.NewWeighted(maxReaders),
+		polls: make(map[*int]context.CancelFunc),
+		tasks: make(map[tasks.ID]*task),
+		byTP:  make(map[tasks.TopicPartition]*part),
+	}, nil
+}
+
+// ---- the processing lock ----
+
+// lockCallback waits until no Batch is out and keeps new ones from going out, waking up polls that
+// wait on the network.
+func (c *Consumer) lockCallback(ctx context.Context) error {
+	c.pollMu.Lock()
+	if c.writers == 0 {
+		c.idle = make(chan struct{})
+	}
+	c.writers++
+	for _, cancel := range c.polls {
+		cancel()
+	}
+	c.pollMu.Unlock()
+	err := c.sem.Acquire(ctx, maxReaders)
+	c.pollMu.Lock()
+	c.writers--
+	if c.writers == 0 {
+		close(c.idle)
+	}
+	c.pollMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("consume: waiting for the batch out to be done: %w", err)
+	}
+	return nil
+}
+
+func (c *Consumer) unlockCallback() { c.sem.Release(maxReaders) }
+
+// Poll waits for records of the owned tasks and returns them as a Batch, or ctx's error, or
+// ErrClosed. Call Done on the Batch once its records are applied and processed; until then listener
+// callbacks wait. Do not call Poll or CommitProcessed while holding a Batch, nor from a callback.
+func (c *Consumer) Poll(ctx context.Context) (*Batch, error) {
+	for {
+		if err := c.sem.Acquire(ctx, 1); err != nil {
+			return nil, err
+		}
+		c.pollMu.Lock()
+		if c.writers > 0 { // a callback is waiting for the lock: let it go first
+			idle := c.idle
+			c.pollMu.Unlock()
+			c.sem.Release(1)
+			select {
+			case <-idle:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		pctx, cancel := context.WithCancel(ctx)
+		key := new(int)
+		c.polls[key] = cancel
+		c.pollMu.Unlock()
+
+		fetches := c.cl.PollFetches(pctx)
+
+		c.pollMu.Lock()
+		delete(c.polls, key)
+		c.pollMu.Unlock()
+		cancel()
+		if fetches.IsClientClosed() {
+			c.sem.Release(1)
+			return nil, ErrClosed
+		}
+		if b := c.route(fetches); !b.empty() {
+			b.c = c
+			return b, nil
+		}
+		c.sem.Release(1)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// ---- batches ----
+
+// Records are records of one partition of one task, in offset order.
+type Records struct {
+	Task tasks.ID
+	// Role is the task's role when the records were handed out. Restore records with Role Active
+	// belong to a task that is restoring before it processes.
+	Role          Role
+	Partition     tasks.TopicPartition
+	HighWatermark int64
+	Records       []*kgo.Record
+}
+
+// Batch is what one Poll returned. Apply Restore to the tasks' stores and process Process, then call
+// Done. Records of one task may come in both lists only in different batches.
+type Batch struct {
+	// Restore holds changelog records: for active tasks that are restoring and for standby and
+	// warm-up tasks.
+	Restore []Records
+	// Process holds input records of active tasks that are processing.
+	Process []Records
+	// Errors holds fetch errors (the client retries what can be retried; see kgo.FetchError).
+	Errors []kgo.FetchError
+
+	c    *Consumer
+	done atomic.Bool
+}
+
+func (b *Batch) empty() bool { return len(b.Restore)+len(b.Process)+len(b.Errors) == 0 }
+
+// route sorts fetched records by task, dropping those of partitions no longer wanted.
+func (c *Consumer) route(fetches kgo.Fetches) *Batch {
+	b := &Batch{}
+	fetches.EachError(func(topic string, p int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
+			return
+		}
+		b.Errors = append(b.Errors, kgo.FetchError{Topic: topic, Partition: p, Err: err})
+	})
+	rewind := make(map[string]map[int32]kgo.EpochOffset)
+	c.mu.Lock()
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		tp := tasks.TopicPartition{Topic: fp.Topic, Partition: fp.Partition}
+		p := c.byTP[tp]
+		if p == nil {
+			return // not consumed any more: revoked, lost, or a restored task's changelog
+		}
+		t := c.tasks[p.task]
+		recs := fp.Records
+		for len(recs) > 0 && p.handed >= 0 && recs[0].Offset < p.handed {
+			recs = recs[1:]
+		}
+		replica := t.role != Active || t.restoring
+		if p.kind == tasks.Changelog && replica {
+			c.observeEnd(tp, fp.HighWatermark)
+		}
+		if len(recs) == 0 {
+			return
+		}
+		switch {
+		case p.kind == tasks.Input && !replica && !t.stopped:
+			b.Process = append(b.Process, Records{Task: t.id, Role: Active, Partition: tp, HighWatermark: fp.HighWatermark, Records: recs})
+		case p.kind == tasks.Changelog && replica && !t.stopped:
+			b.Restore = append(b.Restore, Records{Task: t.id, Role: t.role, Partition: tp, HighWatermark: fp.HighWatermark, Records: recs})
+		case p.kind == tasks.Input:
+			// An input of a task that is restoring (a fetch that raced the pause): fetch these again.
+			if rewind[tp.Topic] == nil {
+				rewind[tp.Topic] = make(map[int32]kgo.EpochOffset)
+			}
+			rewind[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: recs[0].Offset}
+			return
+		default:
+			return // the changelog of a task that processes now: being dropped
+		}
+		p.handed = recs[len(recs)-1].Offset + 1
+	})
+	c.mu.Unlock()
+	if len(rewind) > 0 {
+		c.cl.SetOffsets(rewind)
+	}
+	return b
+}
+
+// Done marks the batch's records applied and processed: positions move, restorations that reached
+// their end offsets finish (the task's inputs resume), and callbacks waiting for the batch go on.
+// Calling it again does nothing.
+func (b *Batch) Done() {
+	if b == nil || b.c == nil || !b.done.CompareAndSwap(false, true) {
+		return
+	}
+	c := b.c
+	ops := &clientOps{}
+	c.mu.Lock()
+	for _, r := range b.Process {
+		if p := c.byTP[r.Partition]; p != nil && p.task == r.Task {
+			p.done = r.Records[len(r.Records)-1].Offset + 1
+		}
+	}
+	touched := make(map[tasks.ID]bool)
+	for _, r := range b.Restore {
+		if p := c.byTP[r.Partition]; p != nil && p.task == r.Task {
+			p.done = r.Records[len(r.Records)-1].Offset + 1
+			c.setPosition(p.tp, p.done)
+			touched[r.Task] = true
+		}
+	}
+	for id := range touched {
+		if t := c.tasks[id]; t != nil && t.role == Active && t.restoring && t.caughtUp() {
+			c.finishRestore(t, ops)
+		}
+	}
+	c.mu.Unlock()
+	ops.run(c.cl)
+	c.sem.Release(1)
+}
+
+// ---- positions ----
+
+// Processed returns the positions of the input partitions of the active tasks in s: for each, the
+// offset after the last record processed (Batch.Done), or where consumption started when nothing
+// was processed yet; partitions with neither are left out. Inside OnTasksRevoked, after the
+// Consumer stopped the revoked tasks, their positions are final: commit.OnRevoke commits them.
+func (c *Consumer) Processed(s tasks.Set) commit.Offsets {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := commit.Offsets{}
+	for id := range s.All() {
+		t := c.tasks[id]
+		if t == nil || t.role != Active {
+			continue
+		}
+		for tp, p := range t.parts {
+			if p.kind == tasks.Input && p.done >= 0 {
+				out[tp] = p.done
+			}
+		}
+	}
+	return out
+}
+
+// CommitProcessed commits the positions of every active task's inputs that moved since they were
+// last committed here (a periodic commit). Make what the records produced durable first (flush).
+// Partitions whose tasks the member does not own at the moment of the commit (a revocation or an
+// assignment in progress) are left for the next time. Call it between batches, not from a callback.
+func (c *Consumer) CommitProcessed(ctx context.Context) error {
+	if err := c.sem.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	defer c.sem.Release(1)
+	c.mu.Lock()
+	offs := commit.Offsets{}
+	for _, t := range c.tasks {
+		if t.role != Active || t.stopped {
+			continue
+		}
+		for tp, p := range t.parts {
+			if p.kind == tasks.Input && p.done >= 0 && p.done != p.committed {
+				offs[tp] = p.done
+			}
+		}
+	}
+	c.mu.Unlock()
+	if len(offs) == 0 {
+		return nil
+	}
+	err := c.commits.Commit(ctx, offs)
+	var no *commit.NotOwnedError
+	if errors.As(err, &no) {
+		for _, tp := range no.Partitions {
+			delete(offs, tp)
+		}
+		err = nil
+		if len(offs) > 0 {
+			err = c.commits.Commit(ctx, offs)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for tp, o := range offs {
+		if p := c.byTP[tp]; p != nil {
+			p.committed = o
+		}
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// ---- task offsets ----
+
+func (c *Consumer) setPosition(tp tasks.TopicPartition, next int64) {
+	if c.o.tracker != nil {
+		c.o.tracker.SetPosition(tp, next)
+	}
+}
+
+func (c *Consumer) observeEnd(tp tasks.TopicPartition, end int64) {
+	if c.o.tracker != nil {
+		c.o.tracker.ObserveEnd(tp, end)
+	}
+}
+
+func (c *Consumer) setProcessing(id tasks.ID, processing bool) {
+	if c.o.tracker != nil {
+		c.o.tracker.SetProcessing(id, processing)
+	}
+}
+
+func (c *Consumer) forget(ids ...tasks.ID) {
+	if c.o.tracker != nil && len(ids) > 0 {
+		c.o.tracker.Forget(tasks.NewSet(ids...))
+	}
+}
+
+// ---- client operations ----
+
+// clientOps are changes to what the client consumes, made after the Consumer's state changed:
+// pauses first (so an added partition of a restoring task is never fetched), then removals, adds,
+// and resumes.
+type clientOps struct {
+	pause, remove, resume []tasks.TopicPartition
+	add                   map[string]map[int32]kgo.Offset
+}
+
+func (o *clientOps) addAt(tp tasks.TopicPartition, off kgo.Offset) {
+	if o.add == nil {
+		o.add = make(map[string]map[int32]kgo.Offset)
+	}
+	if o.add[tp.Topic] == nil {
+		o.add[tp.Topic] = make(map[int32]kgo.Offset)
+	}
+	o.add[tp.Topic][tp.Partition] = off
+}
+
+// drop stops consuming tp: a partition about to be added is simply not added.
+func (o *clientOps) drop(tp tasks.TopicPartition) {
+	if ps := o.add[tp.Topic]; ps != nil {
+		if _, ok := ps[tp.Partition]; ok {
+			delete(ps, tp.Partition)
+			if len(ps) == 0 {
+				delete(o.add, tp.Topic)
+			}
+			return
+		}
+	}
+	o.remove = append(o.remove, tp)
+}
+
+func (o *clientOps) run(cl client) {
+	if len(o.pause) > 0 {
+		cl.PauseFetchPartitions(tasks.Group(o.pause))
+	}
+	if len(o.remove) > 0 {
+		cl.RemoveConsumePartitions(tasks.Group(o.remove))
+	}
+	if len(o.add) > 0 {
+		cl.AddConsumePartitions(o.add)
+	}
+	if len(o.resume) > 0 {
+		cl.ResumeFetchPartitions(tasks.Group(o.resume))
+	}
+}

@@ -1,0 +1,715 @@
+package consume
+
+import (
+	"context"
+	"errors"
+
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/taskoffsets"
+	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
+)
+
+// Subtopology 0 is stateful (input "in", changelog "app-st-changelog"); 1 is stateless ("other").
+func testTopology() *topology.Topology {
+	return topology.MustNew(
+		topology.Subtopology{ID: "0", SourceTopics: []string{"in"}, StateChangelogTopics: []topology.TopicInfo{{Name: "app-st-changelog"}}},
+		topology.Subtopology{ID: "1", SourceTopics: []string{"other"}},
+	)
+}
+
+const cl0 = "app-st-changelog"
+
+func tid(s string) tasks.ID {
+	id, err := tasks.ParseID(s)
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
+func set(ids ...string) tasks.Set {
+	out := make([]tasks.ID, len(ids))
+	for i, s := range ids {
+		out[i] = tid(s)
+	}
+	return tasks.NewSet(out...)
+}
+
+func tp(topic string, p int32) tasks.TopicPartition {
+	return tasks.TopicPartition{Topic: topic, Partition: p}
+}
+
+// fakeClient records what the Consumer asks of the kgo client and serves scripted fetches.
+type fakeClient struct {
+	mu       sync.Mutex
+	ops      []string
+	consumed map[tasks.TopicPartition]string // added partitions → the offset they were added at
+	paused   map[tasks.TopicPartition]bool
+	fetches  chan kgo.Fetches
+	polling  chan struct{} // a value each time PollFetches starts waiting
+}
+
+func newFakeClient() *fakeClient {
+	return &fakeClient{consumed: map[tasks.TopicPartition]string{}, paused: map[tasks.TopicPartition]bool{},
+		fetches: make(chan kgo.Fetches, 16), polling: make(chan struct{}, 64)}
+}
+
+func offStr(o kgo.Offset) string {
+	switch eo := o.EpochOffset(); eo.Offset {
+	case -2:
+		return "start"
+	case -1:
+		return "end"
+	default:
+		return fmt.Sprint(eo.Offset)
+	}
+}
+
+func (f *fakeClient) each(m map[string][]int32, fn func(tasks.TopicPartition)) []string {
+	var s []string
+	for t, ps := range m {
+		for _, p := range ps {
+			fn(tp(t, p))
+			s = append(s, tp(t, p).String())
+		}
+	}
+	sort.Strings(s)
+	return s
+}
+
+func (f *fakeClient) AddConsumePartitions(m map[string]map[int32]kgo.Offset) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var s []string
+	for t, ps := range m {
+		for p, o := range ps {
+			f.consumed[tp(t, p)] = offStr(o)
+			s = append(s, fmt.Sprintf("%v@%s", tp(t, p), offStr(o)))
+		}
+	}
+	sort.Strings(s)
+	f.ops = append(f.ops, "add "+strings.Join(s, ","))
+}
+
+func (f *fakeClient) RemoveConsumePartitions(m map[string][]int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.each(m, func(x tasks.TopicPartition) { delete(f.consumed, x) })
+	f.ops = append(f.ops, "remove "+strings.Join(s, ","))
+}
+
+func (f *fakeClient) PauseFetchPartitions(m map[string][]int32) map[string][]int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.each(m, func(x tasks.TopicPartition) { f.paused[x] = true })
+	f.ops = append(f.ops, "pause "+strings.Join(s, ","))
+	return nil
+}
+
+func (f *fakeClient) ResumeFetchPartitions(m map[string][]int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.each(m, func(x tasks.TopicPartition) { delete(f.paused, x) })
+	f.ops = append(f.ops, "resume "+strings.Join(s, ","))
+}
+
+func (f *fakeClient) SetOffsets(m map[string]map[int32]kgo.EpochOffset) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var s []string
+	for t, ps := range m {
+		for p, o := range ps {
+			s = append(s, fmt.Sprintf("%v@%d", tp(t, p), o.Offset))
+		}
+	}
+	sort.Strings(s)
+	f.ops = append(f.ops, "set "+strings.Join(s, ","))
+}
+
+func (f *fakeClient) PollFetches(ctx context.Context) kgo.Fetches {
+	select {
+	case fs := <-f.fetches:
+		return fs
+	default:
+	}
+	f.polling <- struct{}{}
+	select {
+	case fs := <-f.fetches:
+		return fs
+	case <-ctx.Done():
+		return kgo.NewErrFetch(ctx.Err())
+	}
+}
+
+func (f *fakeClient) takeOps() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.ops
+	f.ops = nil
+	return out
+}
+
+func (f *fakeClient) state() (consumed []string, paused []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for x := range f.consumed {
+		consumed = append(consumed, x.String())
+	}
+	for x := range f.paused {
+		paused = append(paused, x.String())
+	}
+	sort.Strings(consumed)
+	sort.Strings(paused)
+	return consumed, paused
+}
+
+// fetch builds a fetch answer: partition → offsets of its records.
+func fetch(hwm int64, parts map[tasks.TopicPartition][]int64) kgo.Fetches {
+	byTopic := map[string][]kgo.FetchPartition{}
+	for _, x := range slices.SortedFunc(maps.Keys(parts), func(a, b tasks.TopicPartition) int { return strings.Compare(a.String(), b.String()) }) {
+		fp := kgo.FetchPartition{Partition: x.Partition, HighWatermark: hwm}
+		for _, o := range parts[x] {
+			fp.Records = append(fp.Records, &kgo.Record{Topic: x.Topic, Partition: x.Partition, Offset: o, Value: []byte(fmt.Sprint(o))})
+		}
+		byTopic[x.Topic] = append(byTopic[x.Topic], fp)
+	}
+	var f kgo.Fetch
+	for _, t := range slices.Sorted(maps.Keys(byTopic)) {
+		f.Topics = append(f.Topics, kgo.FetchTopic{Topic: t, Partitions: byTopic[t]})
+	}
+	return kgo.Fetches{f}
+}
+
+type fakeCommitter struct {
+	mu        sync.Mutex
+	committed commit.Offsets
+	fetchErr  error
+	asked     []tasks.Set
+	commits   []commit.Offsets
+	commitErr func(commit.Offsets) error
+}
+
+func (f *fakeCommitter) CommittedOffsets(_ context.Context, s tasks.Set) (commit.Offsets, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, s)
+	if f.fetchErr != nil {
+		return nil, f.fetchErr
+	}
+	return maps.Clone(f.committed), nil
+}
+
+func (f *fakeCommitter) Commit(_ context.Context, o commit.Offsets) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.commits = append(f.commits, maps.Clone(o))
+	if f.commitErr != nil {
+		return f.commitErr(o)
+	}
+	return nil
+}
+
+type fakeLister struct {
+	start, end map[tasks.TopicPartition]int64
+	err        error
+	calls      [][]string
+}
+
+func (f *fakeLister) Bounds(_ context.Context, topics []string) (map[tasks.TopicPartition]int64, map[tasks.TopicPartition]int64, error) {
+	f.calls = append(f.calls, topics)
+	return f.start, f.end, f.err
+}
+
+// listener records the application's callbacks.
+type listener struct {
+	mu        sync.Mutex
+	calls     []string
+	revokeErr error
+	onRevoke  func(tasks.Set)
+}
+
+func (l *listener) add(s string) {
+	l.mu.Lock()
+	l.calls = append(l.calls, s)
+	l.mu.Unlock()
+}
+
+func (l *listener) OnTasksRevoked(_ context.Context, s tasks.Set) error {
+	if l.onRevoke != nil {
+		l.onRevoke(s)
+	}
+	l.add("revoked " + s.String())
+	return l.revokeErr
+}
+
+func (l *listener) OnTasksAssigned(_ context.Context, a tasks.Assignment, _ bool) error {
+	l.add("assigned " + a.String())
+	return nil
+}
+
+func (l *listener) OnAllTasksLost(_ context.Context, a tasks.Assignment) error {
+	l.add("lost " + a.String())
+	return nil
+}
+
+type env struct {
+	t       *testing.T
+	cl      *fakeClient
+	commits *fakeCommitter
+	list    *fakeLister
+	app     *listener
+	tracker *taskoffsets.Tracker
+	c       *Consumer
+}
+
+type endLister map[tasks.TopicPartition]int64
+
+func (e endLister) EndOffsets(context.Context, []string) (map[tasks.TopicPartition]int64, error) {
+	return maps.Clone(e), nil
+}
+
+func newEnv(t *testing.T, opts ...Option) *env {
+	t.Helper()
+	e := &env{t: t, cl: newFakeClient(), commits: &fakeCommitter{committed: commit.Offsets{}},
+		list: &fakeLister{start: map[tasks.TopicPartition]int64{}, end: map[tasks.TopicPartition]int64{}}, app: &listener{}}
+	var err error
+	e.tracker, err = taskoffsets.New(nil, testTopology(), taskoffsets.WithEndLister(endLister{}), taskoffsets.WithWait(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.tracker.Close)
+	all := append([]Option{WithListener(e.app), WithTaskOffsets(e.tracker), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
+	if e.c, err = newConsumer(e.cl, e.list, testTopology(), e.commits, all...); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) assign(a tasks.Assignment) {
+	e.t.Helper()
+	if err := e.c.OnTasksAssigned(context.Background(), a, true); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) poll() *Batch {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := e.c.Poll(ctx)
+	if err != nil {
+		e.t.Fatalf("Poll: %v", err)
+	}
+	return b
+}
+
+func offsetsOf(rs []Records) []string {
+	var out []string
+	for _, r := range rs {
+		var os []string
+		for _, rec := range r.Records {
+			os = append(os, fmt.Sprint(rec.Offset))
+		}
+		out = append(out, fmt.Sprintf("%s %s %v:%s", r.Task, r.Role, r.Partition, strings.Join(os, ",")))
+	}
+	return out
+}
+
+func eq(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s:\n got %q\nwant %q", what, got, want)
+	}
+}
+
+func TestStatelessTaskStartsAtItsCommittedOffsetAndTracksProcessed(t *testing.T) {
+	e := newEnv(t)
+	e.commits.committed = commit.Offsets{tp("other", 0): 5}
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	eq(t, "client calls", e.cl.takeOps(), []string{"add other[0]@5,other[1]@start"})
+	eq(t, "app calls", e.app.calls, []string{"assigned active=[1_0 1_1] standby=[] warmup=[]"})
+	if len(e.list.calls) != 0 {
+		t.Fatalf("changelog offsets listed for stateless tasks: %v", e.list.calls)
+	}
+	if got := e.c.Processed(set("1_0", "1_1")); len(got) != 1 || got[tp("other", 0)] != 5 {
+		t.Fatalf("Processed before any record = %v, want where it starts", got)
+	}
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {5, 6}, tp("other", 1): {0}})
+	b := e.poll()
+	eq(t, "process", offsetsOf(b.Process), []string{"1_0 active other[0]:5,6", "1_1 active other[1]:0"})
+	if len(b.Restore) != 0 {
+		t.Fatalf("restore %v", offsetsOf(b.Restore))
+	}
+	if got := e.c.Processed(set("1_0")); got[tp("other", 0)] != 5 {
+		t.Fatalf("Processed moved before Done: %v", got)
+	}
+	b.Done()
+	b.Done() // twice: nothing more
+	if got := e.c.Processed(set("1_0", "1_1")); got[tp("other", 0)] != 7 || got[tp("other", 1)] != 1 {
+		t.Fatalf("Processed after Done = %v", got)
+	}
+	// The same records again (a refetch): only the new one is handed out.
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {6, 7}})
+	b = e.poll()
+	eq(t, "refetch", offsetsOf(b.Process), []string{"1_0 active other[0]:7"})
+	b.Done()
+	// Assigning the same tasks again changes nothing and asks for nothing.
+	e.commits.asked = nil
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	if ops := e.cl.takeOps(); len(ops) != 0 || len(e.commits.asked) != 0 {
+		t.Fatalf("a repeated assignment: client calls %q, committed offsets asked %v", ops, e.commits.asked)
+	}
+}
+
+func TestRestoreBeforeProcess(t *testing.T) {
+	e := newEnv(t)
+	e.list.start[tp(cl0, 0)], e.list.end[tp(cl0, 0)] = 0, 3
+	e.commits.committed = commit.Offsets{tp("in", 0): 40}
+	e.assign(tasks.Assignment{Active: set("0_0")})
+	eq(t, "client calls", e.cl.takeOps(), []string{"pause in[0]", "add app-st-changelog[0]@0,in[0]@40"})
+	if offs, _ := e.tracker.TaskOffsets(tasks.Assignment{Active: set("0_0")}); offs[tid("0_0")] != 0 {
+		t.Fatalf("a restoring task reports its position: %v", offs)
+	}
+	e.cl.fetches <- fetch(3, map[tasks.TopicPartition][]int64{tp(cl0, 0): {0, 1}})
+	b := e.poll()
+	eq(t, "restore", offsetsOf(b.Restore), []string{"0_0 active app-st-changelog[0]:0,1"})
+	b.Done()
+	if ops := e.cl.takeOps(); len(ops) != 0 {
+		t.Fatalf("restoration finished early: %q", ops)
+	}
+	// An input record that raced the pause is not handed out, and will be fetched again.
+	e.cl.fetches <- fetch(3, map[tasks.TopicPartition][]int64{tp(cl0, 0): {2}, tp("in", 0): {40, 41}})
+	b = e.poll()
+	eq(t, "restore", offsetsOf(b.Restore), []string{"0_0 active app-st-changelog[0]:2"})
+	if len(b.Process) != 0 {
+		t.Fatalf("input records of a restoring task handed out: %v", offsetsOf(b.Process))
+	}
+	eq(t, "client calls", e.cl.takeOps(), []string{"set in[0]@40"})
+	b.Done()
+	eq(t, "client calls", e.cl.takeOps(), []string{"remove app-st-changelog[0]", "resume in[0]"})
+	if offs, _ := e.tracker.TaskOffsets(tasks.Assignment{Active: set("0_0")}); len(offs) != 0 {
+		t.Fatalf("a processing task reports offsets: %v", offs)
+	}
+	e.cl.fetches <- fetch(3, map[tasks.TopicPartition][]int64{tp(cl0, 0): {3}, tp("in", 0): {40}})
+	b = e.poll()
+	eq(t, "process", offsetsOf(b.Process), []string{"0_0 active in[0]:40"})
+	if len(b.Restore) != 0 {
+		t.Fatal("the changelog of a processing task was handed out")
+	}
+	b.Done()
+}
+
+func TestEmptyChangelogNeedsNoRestore(t *testing.T) {
+	e := newEnv(t)
+	e.list.start[tp(cl0, 2)], e.list.end[tp(cl0, 2)] = 7, 7 // everything deleted: nothing to restore
+	e.assign(tasks.Assignment{Active: set("0_2")})
+	eq(t, "client calls", e.cl.takeOps(), []string{"add in[2]@start"})
+}
+
+func TestStandbyPromotionRestoresOnlyTheRest(t *testing.T) {
+	e := newEnv(t)
+	e.list.end[tp(cl0, 1)] = 5
+	e.assign(tasks.Assignment{Active: set("1_0"), Standby: set("0_1")})
+	eq(t, "client calls", e.cl.takeOps(), []string{"add app-st-changelog[1]@0,other[0]@start"})
+	e.cl.fetches <- fetch(5, map[tasks.TopicPartition][]int64{tp(cl0, 1): {0, 1, 2, 3, 4}})
+	b := e.poll()
+	eq(t, "standby", offsetsOf(b.Restore), []string{"0_1 standby app-st-changelog[1]:0,1,2,3,4"})
+	b.Done()
+	if offs, ends := e.tracker.TaskOffsets(tasks.Assignment{Standby: set("0_1")}); offs[tid("0_1")] != 5 || ends[tid("0_1")] != 5 {
+		t.Fatalf("standby task offsets %v %v", offs, ends)
+	}
+	// The active owner wrote 3 more records, then handed the task over.
+	e.list.end[tp(cl0, 1)] = 8
+	e.assign(tasks.Assignment{Active: set("1_0", "0_1")})
+	eq(t, "client calls", e.cl.takeOps(), []string{"pause in[1]", "add in[1]@start"})
+	e.cl.fetches <- fetch(8, map[tasks.TopicPartition][]int64{tp(cl0, 1): {5, 6, 7}})
+	b = e.poll()
+	eq(t, "restore", offsetsOf(b.Restore), []string{"0_1 active app-st-changelog[1]:5,6,7"})
+	b.Done()
+	eq(t, "client calls", e.cl.takeOps(), []string{"remove app-st-changelog[1]", "resume in[1]"})
+}
+
+func TestChangelogStartHook(t *testing.T) {
+	e := newEnv(t, WithChangelogStart(func(id tasks.ID, x tasks.TopicPartition) (int64, bool) {
+		if id == tid("0_3") {
+			return 12, true
+		}
+		return 2, true // before the log start: starts there
+	}))
+	e.list.start[tp(cl0, 3)], e.list.end[tp(cl0, 3)] = 0, 20
+	e.list.start[tp(cl0, 4)], e.list.end[tp(cl0, 4)] = 6, 20
+	e.assign(tasks.Assignment{Standby: set("0_3"), Warmup: set("0_4")})
+	eq(t, "client calls", e.cl.takeOps(), []string{"add app-st-changelog[3]@12,app-st-changelog[4]@6"})
+	e.cl.fetches <- fetch(20, map[tasks.TopicPartition][]int64{tp(cl0, 4): {6}})
+	b := e.poll()
+	eq(t, "warm-up", offsetsOf(b.Restore), []string{"0_4 warmup app-st-changelog[4]:6"})
+	b.Done()
+	// A standby that is no longer assigned is dropped.
+	e.assign(tasks.Assignment{Warmup: set("0_4")})
+	eq(t, "client calls", e.cl.takeOps(), []string{"remove app-st-changelog[3]"})
+}
+
+// A revocation waits for the batch out; after it returns no record of the revoked task is handed
+// out, its partitions are not consumed, and the application saw the final positions.
+func TestRevocationWaitsForTheBatchAndStopsItsRecords(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	e.cl.takeOps()
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {0, 1}})
+	b := e.poll()
+	var seen commit.Offsets
+	var doneFirst atomic.Bool
+	e.app.onRevoke = func(s tasks.Set) {
+		if !doneFirst.Load() {
+			t.Error("the application's OnTasksRevoked ran while a batch with the task's records was out")
+		}
+		seen = e.c.Processed(s)
+	}
+	revoked := make(chan error, 1)
+	go func() { revoked <- e.c.OnTasksRevoked(context.Background(), set("1_0")) }()
+	waitForCallback(t, e.c) // the revocation is waiting for the batch
+	doneFirst.Store(true)
+	b.Done()
+	if err := <-revoked; err != nil {
+		t.Fatal(err)
+	}
+	if seen[tp("other", 0)] != 2 {
+		t.Fatalf("the application's OnTasksRevoked saw positions %v, want other[0] at 2", seen)
+	}
+	eq(t, "client calls", e.cl.takeOps(), []string{"remove other[0]"})
+	if consumed, _ := e.cl.state(); !slices.Equal(consumed, []string{"other[1]"}) {
+		t.Fatalf("consumed %v", consumed)
+	}
+	// Records of the revoked partition fetched before the removal are dropped.
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {2, 3}, tp("other", 1): {0}})
+	b = e.poll()
+	eq(t, "after the revocation", offsetsOf(b.Process), []string{"1_1 active other[1]:0"})
+	b.Done()
+	if got := e.c.Processed(set("1_0")); len(got) != 0 {
+		t.Fatalf("a revoked task still has positions: %v", got)
+	}
+}
+
+// waitForCallback waits until a callback is waiting for the batch out.
+func waitForCallback(t *testing.T, c *Consumer) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.pollMu.Lock()
+		n := c.writers
+		c.pollMu.Unlock()
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no callback started waiting")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A failed revocation puts the tasks back where they stopped: the member keeps them.
+func TestFailedRevocationConsumesAgainFromWhereItStopped(t *testing.T) {
+	e := newEnv(t)
+	e.list.end[tp(cl0, 0)] = 4
+	e.assign(tasks.Assignment{Active: set("1_0", "0_0")})
+	e.cl.takeOps()
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {3, 4}, tp(cl0, 0): {0}})
+	b := e.poll()
+	b.Done()
+	e.app.revokeErr = errors.New("flush failed")
+	if err := e.c.OnTasksRevoked(context.Background(), set("1_0", "0_0")); !errors.Is(err, e.app.revokeErr) {
+		t.Fatalf("got %v", err)
+	}
+	eq(t, "client calls", e.cl.takeOps(), []string{
+		"remove app-st-changelog[0],in[0],other[0]", "resume in[0]",
+		"pause in[0]", "add app-st-changelog[0]@1,in[0]@start,other[0]@5"})
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {5}})
+	b = e.poll()
+	eq(t, "after the failed revocation", offsetsOf(b.Process), []string{"1_0 active other[0]:5"})
+	b.Done()
+}
+
+// A Poll waiting on the network is woken up for a callback, and goes on polling afterwards.
+func TestCallbackWakesUpAWaitingPoll(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0")})
+	polled := make(chan *Batch, 1)
+	go func() { polled <- e.poll() }()
+	<-e.cl.polling
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")}) // must not wait for the fetch
+	<-e.cl.polling                                        // the Poll waits again
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 1): {0}})
+	b := <-polled
+	eq(t, "records", offsetsOf(b.Process), []string{"1_1 active other[1]:0"})
+	b.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.c.Poll(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Poll with an ended ctx: %v", err)
+	}
+	e.cl.fetches <- kgo.NewErrFetch(kgo.ErrClientClosed)
+	if _, err := e.c.Poll(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed client: %v", err)
+	}
+	e.cl.fetches <- kgo.NewErrFetch(errors.New("broken"))
+	b = e.poll()
+	if len(b.Errors) != 1 || b.Errors[0].Err.Error() != "broken" {
+		t.Fatalf("fetch errors %v", b.Errors)
+	}
+	b.Done()
+}
+
+func TestAllTasksLostStopsEverything(t *testing.T) {
+	e := newEnv(t)
+	e.list.end[tp(cl0, 0)] = 4
+	e.assign(tasks.Assignment{Active: set("1_0", "0_0"), Standby: set("0_1")})
+	e.cl.takeOps()
+	lost := tasks.Assignment{Active: set("1_0", "0_0"), Standby: set("0_1")}
+	if err := e.c.OnAllTasksLost(context.Background(), lost); err != nil {
+		t.Fatal(err)
+	}
+	consumed, paused := e.cl.state()
+	if len(consumed)+len(paused) != 0 {
+		t.Fatalf("after losing everything: consumed %v paused %v", consumed, paused)
+	}
+	if last := e.app.calls[len(e.app.calls)-1]; !strings.HasPrefix(last, "lost ") {
+		t.Fatalf("app calls %q", e.app.calls)
+	}
+	if offs, _ := e.tracker.TaskOffsets(lost); offs[tid("0_1")] != tasks.UnknownOffset {
+		t.Fatalf("positions of lost tasks kept: %v", offs)
+	}
+}
+
+func TestAssignmentFailuresChangeNothing(t *testing.T) {
+	e := newEnv(t)
+	var ue *tasks.UnknownSubtopologyError
+	if err := e.c.OnTasksAssigned(context.Background(), tasks.Assignment{Active: set("7_0")}, true); !errors.As(err, &ue) {
+		t.Fatalf("unknown subtopology: %v", err)
+	}
+	e.commits.fetchErr = commit.ErrTasksLost
+	if err := e.c.OnTasksAssigned(context.Background(), tasks.Assignment{Active: set("1_0")}, true); !errors.Is(err, commit.ErrTasksLost) {
+		t.Fatalf("committed offsets failed: %v", err)
+	}
+	e.commits.fetchErr = nil
+	e.list.err = errors.New("no bounds")
+	if err := e.c.OnTasksAssigned(context.Background(), tasks.Assignment{Standby: set("0_0")}, true); !errors.Is(err, e.list.err) {
+		t.Fatalf("listing failed: %v", err)
+	}
+	if ops := e.cl.takeOps(); len(ops) != 0 || len(e.app.calls) != 0 {
+		t.Fatalf("a failed assignment changed something: client %q app %q", ops, e.app.calls)
+	}
+}
+
+func TestCommitProcessed(t *testing.T) {
+	e := newEnv(t)
+	e.commits.committed = commit.Offsets{tp("other", 1): 3}
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	ctx := context.Background()
+	if err := e.c.CommitProcessed(ctx); err != nil || len(e.commits.commits) != 0 {
+		t.Fatalf("nothing processed: %v, commits %v", err, e.commits.commits)
+	}
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {0}, tp("other", 1): {3, 4}})
+	e.poll().Done()
+	if err := e.c.CommitProcessed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.commits.commits; len(got) != 1 || got[0][tp("other", 0)] != 1 || got[0][tp("other", 1)] != 5 {
+		t.Fatalf("commits %v", got)
+	}
+	if err := e.c.CommitProcessed(ctx); err != nil || len(e.commits.commits) != 1 {
+		t.Fatalf("nothing moved: %v, %d commits", err, len(e.commits.commits))
+	}
+	// A partition whose task is not owned at the moment is left for later.
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {1}, tp("other", 1): {5}})
+	e.poll().Done()
+	e.commits.commitErr = func(o commit.Offsets) error {
+		if _, ok := o[tp("other", 1)]; ok {
+			return &commit.NotOwnedError{Partitions: []tasks.TopicPartition{tp("other", 1)}, Tasks: set("1_1")}
+		}
+		return nil
+	}
+	if err := e.c.CommitProcessed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if last := e.commits.commits[len(e.commits.commits)-1]; len(last) != 1 || last[tp("other", 0)] != 2 {
+		t.Fatalf("retry without the partition not owned: %v", last)
+	}
+	e.commits.commitErr = func(commit.Offsets) error { return commit.ErrNotJoined }
+	if err := e.c.CommitProcessed(ctx); !errors.Is(err, commit.ErrNotJoined) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestNewChecksTheClientAndArguments(t *testing.T) {
+	topo := testTopology()
+	for _, opts := range [][]kgo.Opt{
+		{kgo.ConsumerGroup("g"), kgo.ConsumeTopics("in")},
+		{kgo.ConsumeTopics("in")},
+		{kgo.ConsumeRegex(), kgo.ConsumeTopics("i.*")},
+	} {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(cl, topo, &fakeCommitter{}); !errors.Is(err, ErrGroupClient) {
+			t.Errorf("%d options: got %v, want ErrGroupClient", len(opts), err)
+		}
+		cl.Close()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := New(cl, topo, &fakeCommitter{}); err != nil {
+		t.Fatalf("a direct client: %v", err)
+	}
+	if _, err := New(nil, topo, &fakeCommitter{}); err == nil {
+		t.Error("nil client accepted")
+	}
+	if _, err := New(cl, nil, &fakeCommitter{}); err == nil {
+		t.Error("nil topology accepted")
+	}
+	if _, err := New(cl, topo, nil); err == nil {
+		t.Error("nil committer accepted")
+	}
+	var se *tasks.SharedTopicError
+	shared := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"s"}}, topology.Subtopology{ID: "1", SourceTopics: []string{"s"}})
+	if _, err := New(cl, shared, &fakeCommitter{}); !errors.As(err, &se) {
+		t.Errorf("shared topic: %v", err)
+	}
+	if Active.String() != "active" || Standby.String() != "standby" || Warmup.String() != "warmup" || Role(0).String() != "Role(0)" {
+		t.Error("Role.String")
+	}
+}
+
+func TestPartitionerSendsChangelogRecordsToTheirTask(t *testing.T) {
+	p := Partitioner(testTopology())
+	if got := p.ForTopic(cl0).Partition(&kgo.Record{Topic: cl0, Partition: 3, Key: []byte("k")}, 8); got != 3 {
+		t.Fatalf("changelog record went to %d, want its task's partition 3", got)
+	}
+	key := &kgo.Record{Topic: "out", Key: []byte("word")}
+	want := kgo.StickyKeyPartitioner(nil).ForTopic("out").Partition(key, 8)
+	if got := p.ForTopic("out").Partition(key, 8); got != want {
+		t.Fatalf("keyed record went to %d, want %d (murmur2)", got, want)
+	}
+	if Partitioner(nil).ForTopic(cl0).Partition(key, 8) != want {
+		t.Fatal("without a topology every topic is partitioned by key")
+	}
+}
