@@ -63,3 +63,11 @@ broker-status:
 .PHONY: mutate
 mutate:
 	scripts/mutate.sh $(PKGS)
+
+## alloc-guard: the allocation guard of the hot paths (membership/alloc_test.go): a steady heartbeat
+## built and encoded allocates at most 2 times, one steady machine step at most 5. Run without -race
+## (the race detector allocates on its own); make test runs it.
+.PHONY: alloc-guard
+alloc-guard:
+	$(GO) test -count=1 -run '^TestAllocations$$' -v ./membership/
+test: alloc-guard
