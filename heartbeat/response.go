@@ -167,25 +167,36 @@ func (e *ProtocolError) Error() string {
 // *Error (ErrorFor), and a successful answer is Parse'd. An err that is already one of the typed
 // errors of this package is returned as it is, not wrapped again.
 func Classify(resp *kmsg.StreamsGroupHeartbeatResponse, err error, topo *topology.Topology) (*Response, error) {
+	r := new(Response)
+	if err := ClassifyInto(r, resp, err, topo); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// ClassifyInto is Classify writing a successful answer into dst, so a caller that reads one answer
+// at a time can reuse one Response (the member's state machine does, to keep its steady heartbeat
+// free of allocations). dst is overwritten only by a success.
+func ClassifyInto(dst *Response, resp *kmsg.StreamsGroupHeartbeatResponse, err error, topo *topology.Topology) error {
 	if err != nil {
 		if _, ok := errors.AsType[*TransportError](err); ok {
-			return nil, err
+			return err
 		}
 		if _, ok := errors.AsType[*Error](err); ok {
-			return nil, err
+			return err
 		}
 		if _, ok := errors.AsType[*ProtocolError](err); ok {
-			return nil, err
+			return err
 		}
-		return nil, ClassifyTransport(err)
+		return ClassifyTransport(err)
 	}
 	if resp == nil {
-		return nil, &ProtocolError{Reason: "no answer and no error"}
+		return &ProtocolError{Reason: "no answer and no error"}
 	}
 	if resp.ErrorCode != 0 {
-		return nil, ErrorFor(resp.ErrorCode, resp.ErrorMessage)
+		return ErrorFor(resp.ErrorCode, resp.ErrorMessage)
 	}
-	return Parse(resp, topo)
+	return ParseInto(dst, resp, topo)
 }
 
 // Parse reads a heartbeat answer whose error code is 0. A success must carry a member epoch >= 0 and
@@ -198,22 +209,31 @@ func Classify(resp *kmsg.StreamsGroupHeartbeatResponse, err error, topo *topolog
 // An answer to a leave (epoch -1 or -2) carries the leave epoch and is not a success to Parse: the
 // member does not act on it.
 func Parse(resp *kmsg.StreamsGroupHeartbeatResponse, topo *topology.Topology) (*Response, error) {
+	r := new(Response)
+	if err := ParseInto(r, resp, topo); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// ParseInto is Parse writing into dst, which it overwrites only when the answer is valid.
+func ParseInto(dst *Response, resp *kmsg.StreamsGroupHeartbeatResponse, topo *topology.Topology) error {
 	if resp == nil {
-		return nil, &ProtocolError{Reason: "no answer given to Parse"}
+		return &ProtocolError{Reason: "no answer given to Parse"}
 	}
 	if resp.ErrorCode != 0 {
-		return nil, &ProtocolError{Reason: fmt.Sprintf("error code %d given to Parse", resp.ErrorCode)}
+		return &ProtocolError{Reason: fmt.Sprintf("error code %d given to Parse", resp.ErrorCode)}
 	}
 	if resp.MemberEpoch < 0 {
-		return nil, &ProtocolError{Reason: fmt.Sprintf("member epoch %d in a successful answer; it must be 0 or more", resp.MemberEpoch)}
+		return &ProtocolError{Reason: fmt.Sprintf("member epoch %d in a successful answer; it must be 0 or more", resp.MemberEpoch)}
 	}
 	if resp.HeartbeatIntervalMillis <= 0 {
-		return nil, &ProtocolError{Reason: fmt.Sprintf("heartbeat interval %d ms in a successful answer; it must be more than 0", resp.HeartbeatIntervalMillis)}
+		return &ProtocolError{Reason: fmt.Sprintf("heartbeat interval %d ms in a successful answer; it must be more than 0", resp.HeartbeatIntervalMillis)}
 	}
 	if resp.TaskOffsetIntervalMillis < 0 {
-		return nil, &ProtocolError{Reason: fmt.Sprintf("task offset interval %d ms; it must not be negative", resp.TaskOffsetIntervalMillis)}
+		return &ProtocolError{Reason: fmt.Sprintf("task offset interval %d ms; it must not be negative", resp.TaskOffsetIntervalMillis)}
 	}
-	r := &Response{
+	r := Response{
 		Version:                     resp.Version,
 		MemberID:                    resp.MemberID,
 		Epoch:                       resp.MemberEpoch,
@@ -246,16 +266,16 @@ func Parse(resp *kmsg.StreamsGroupHeartbeatResponse, topo *topology.Topology) (*
 		for _, l := range [][]kmsg.TaskIDs{resp.ActiveTasks, resp.StandbyTasks, resp.WarmupTasks} {
 			for _, t := range l {
 				if slices.ContainsFunc(t.Partitions, func(p int32) bool { return p < 0 }) {
-					return nil, &ProtocolError{Reason: fmt.Sprintf("negative partition in subtopology %q", t.SubtopologyID)}
+					return &ProtocolError{Reason: fmt.Sprintf("negative partition in subtopology %q", t.SubtopologyID)}
 				}
 			}
 		}
 		if err := tasks.CheckKnown(topo, a.All()); err != nil {
-			return nil, err
+			return err
 		}
 		r.Assignment = &a
 	default:
-		return nil, &ProtocolError{Reason: "some task lists are null and others are not; all three or none must be set"}
+		return &ProtocolError{Reason: "some task lists are null and others are not; all three or none must be set"}
 	}
 	if resp.PartitionsByUserEndpoint != nil {
 		r.Endpoints = make(map[Endpoint]EndpointPartitions)
@@ -268,20 +288,21 @@ func Parse(resp *kmsg.StreamsGroupHeartbeatResponse, topo *topology.Topology) (*
 			// One entry per member: entries of one endpoint (several members of a process) are merged.
 			for _, p := range e.ActivePartitions {
 				if err := nonNegative(ep, p.Topic, p.Partitions); err != nil {
-					return nil, err
+					return err
 				}
 				cur.Active[p.Topic] = mergeSorted(cur.Active[p.Topic], p.Partitions)
 			}
 			for _, p := range e.StandbyPartitions {
 				if err := nonNegative(ep, p.Topic, p.Partitions); err != nil {
-					return nil, err
+					return err
 				}
 				cur.Standby[p.Topic] = mergeSorted(cur.Standby[p.Topic], p.Partitions)
 			}
 			r.Endpoints[ep] = cur
 		}
 	}
-	return r, nil
+	*dst = r
+	return nil
 }
 
 func nonNegative(ep Endpoint, topic string, partitions []int32) error {

@@ -108,7 +108,10 @@ func (m *Machine) send(now time.Time, offs, ends tasks.Offsets) []Action {
 	m.offsetsSent(now, sendOffsets, req)
 	m.hb.seq++
 	m.hb.inFlight = true
-	out := []Action{SendHeartbeat{Seq: m.hb.seq, Request: req}}
+	// The steady heartbeat's one action goes in a buffer the machine keeps (capacity 1, so appending
+	// to it copies): the slice Step returns is only valid until the next Step.
+	out := m.sendBuf[:1:1]
+	out[0] = SendHeartbeat{Seq: m.hb.seq, Request: req}
 	if m.state == Acknowledging {
 		// Building the ack completes the reconciliation (PROTOCOL §6): Stable, or on to the next
 		// target if one arrived meanwhile.
@@ -123,18 +126,22 @@ func (m *Machine) send(now time.Time, offs, ends tasks.Offsets) []Action {
 	return out
 }
 
-// classify reads a heartbeat's raw result with heartbeat.Classify: an answer the member can act on,
+// classify reads a heartbeat's raw result with heartbeat.ClassifyInto (into dst, reused from one
+// answer to the next): an answer the member can act on,
 // or a typed error (*heartbeat.TransportError, *heartbeat.Error, *heartbeat.ProtocolError,
 // *tasks.UnknownSubtopologyError). A success must carry the member's epoch and an interval to wait,
 // or the member would heartbeat in a loop: Parse refuses both. A leave epoch in a success is then
 // ignored, as the Java client does, and the heartbeat retried after backoff (ignoredAnswer); a
 // missing interval stays fatal, as no sane pace can be derived from it.
-func classify(in HeartbeatDone, topo *topology.Topology) (*heartbeat.Response, error) {
-	r, err := heartbeat.Classify(in.Response, in.Err, topo)
+func classify(dst *heartbeat.Response, in HeartbeatDone, topo *topology.Topology) (*heartbeat.Response, error) {
+	err := heartbeat.ClassifyInto(dst, in.Response, in.Err, topo)
 	if err != nil && in.Err == nil && in.Response != nil && in.Response.ErrorCode == 0 && in.Response.MemberEpoch < 0 {
 		return nil, ignoredAnswer{err}
 	}
-	return r, err
+	if err != nil {
+		return nil, err
+	}
+	return dst, nil
 }
 
 func (m *Machine) heartbeatDone(now time.Time, in HeartbeatDone) []Action {
@@ -142,12 +149,13 @@ func (m *Machine) heartbeatDone(now time.Time, in HeartbeatDone) []Action {
 		return nil // the answer to a heartbeat the member no longer waits for
 	}
 	m.hb.inFlight = false
-	r, err := classify(in, m.cfg.Join.Topology)
+	r, err := classify(&m.parsed, in, m.cfg.Join.Topology)
 	res := HeartbeatResult{Seq: in.Seq, Err: err}
 	if err != nil {
 		res.Class = classOf(err)
 	}
-	out := []Action{res}
+	out := m.resultBuf[:1:1]
+	out[0] = res
 	switch m.state {
 	case Joining, Reconciling, Acknowledging, Stable:
 		if err != nil {

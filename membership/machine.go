@@ -61,7 +61,10 @@ type Machine struct {
 	offsets  offsetState
 
 	stopped bool
-	now     time.Time // the time of the input being handled
+	now     time.Time          // the time of the input being handled
+	parsed  heartbeat.Response // the last answer read, reused so the steady heartbeat does not allocate
+	// sendBuf and resultBuf hold the one action of a steady heartbeat step, so it needs no slice.
+	sendBuf, resultBuf [1]Action
 }
 
 // MachineConfig is what the machine needs to know up front.
@@ -138,7 +141,9 @@ func (m *Machine) State() State { return m.state }
 func (m *Machine) Epoch() int32 { return m.epoch }
 
 // Step feeds one input at time now and returns the actions to carry out, in order. After the input
-// it does whatever has come due by now (a heartbeat, a retried reconciliation, a probe).
+// it does whatever has come due by now (a heartbeat, a retried reconciliation, a probe). The slice
+// is valid until the next call of Step: carry the actions out (or copy them) before feeding the
+// next input.
 func (m *Machine) Step(now time.Time, in Input) []Action {
 	if m.stopped {
 		return nil
@@ -170,7 +175,7 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 	default:
 		panic(fmt.Sprintf("membership: unknown input %T", in)) // a bug in the caller's code
 	}
-	return append(out, m.due(now)...)
+	return cat(out, m.due(now))
 }
 
 // Next returns when Step must next be called (with Tick) if no other input arrives; the zero time
@@ -198,19 +203,28 @@ func (m *Machine) timers() [4]time.Time {
 func (m *Machine) due(now time.Time) []Action {
 	var out []Action
 	if at := m.probeAt(); !at.IsZero() && !now.Before(at) {
-		out = append(out, m.sendProbe()...)
+		out = cat(out, m.sendProbe())
 	}
 	if at := m.reconcileRetryAt(); !at.IsZero() && !now.Before(at) {
 		m.rec.retryAt = time.Time{}
-		out = append(out, m.maybeReconcile()...)
+		out = cat(out, m.maybeReconcile())
 	}
 	if at := m.missingTimeoutAt(); !at.IsZero() && !now.Before(at) {
-		out = append(out, m.missingTimeout()...)
+		out = cat(out, m.missingTimeout())
 	}
 	if at := m.heartbeatAt(); !at.IsZero() && !now.Before(at) {
-		out = append(out, m.heartbeat(now)...)
+		out = cat(out, m.heartbeat(now))
 	}
 	return out
+}
+
+// cat appends b to a without copying when a is empty: most steps produce one short list, and the
+// steady heartbeat path should not allocate for joining lists.
+func cat(a, b []Action) []Action {
+	if len(a) == 0 {
+		return b
+	}
+	return append(a, b...)
 }
 
 func (m *Machine) transition(to State) []Action {
