@@ -107,7 +107,7 @@ func NewMachine(cfg MachineConfig) *Machine {
 		b:             heartbeat.NewBuilder(bm),
 		endpointEpoch: -1,
 		status:        statusState{unknownSeen: make(map[heartbeat.StatusCode]bool)},
-		offsets:       offsetState{acceptableLag: -1, trigger: true},
+		offsets:       offsetState{trigger: true}, // acceptableLag is read only once an answer set it
 	}
 }
 

@@ -673,3 +673,94 @@ func TestManagerListenerErrorsAndPanics(t *testing.T) {
 		}
 	})
 }
+
+type fixedOffsets struct{ offs, ends tasks.Offsets }
+
+func (f fixedOffsets) TaskOffsets(tasks.Assignment) (tasks.Offsets, tasks.Offsets) { return f.offs, f.ends }
+
+// A TaskOffsetsProvider's offsets reach the broker (4.4), and a member without one reports none.
+func TestManagerReportsTaskOffsetsFromItsProvider(t *testing.T) {
+	for _, withProvider := range []bool{true, false} {
+		t.Run(map[bool]string{true: "provider", false: "none"}[withProvider], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFakeBroker()
+				cfg := config.Default("app")
+				cfg.StateDir = t.TempDir()
+				opts := []Option{WithTransport(f), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+				if withProvider {
+					opts = append(opts, WithTaskOffsets(fixedOffsets{offs("0_0", 5), offs("0_0", 9)}))
+				}
+				m, err := New(nil, cfg, testTopology, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.Start(t.Context())
+				time.Sleep(time.Second)
+				synctest.Wait()
+				f.mu.Lock()
+				join := f.requests[0]
+				f.mu.Unlock()
+				if got := join.TaskOffsets != nil && join.TaskEndOffsets != nil; got != withProvider {
+					t.Fatalf("join offsets %v / %v with provider %v", join.TaskOffsets, join.TaskEndOffsets, withProvider)
+				}
+				m.Close(t.Context())
+			})
+		})
+	}
+}
+
+// Close says what kept it past its ctx: a callback still running after the member stopped, or
+// events nobody read.
+func TestManagerCloseNamesWhatItWaitedFor(t *testing.T) {
+	t.Run("callback", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f, l := newFakeBroker(), &blockingLost{release: make(chan struct{})}
+			m := newTestManager(t, f, l)
+			m.Start(t.Context())
+			time.Sleep(time.Second)
+			synctest.Wait()
+			f.mu.Lock()
+			f.answer = func(*kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+				r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+				r.ErrorCode = kerr.FencedMemberEpoch.Code
+				return r, nil
+			}
+			f.mu.Unlock()
+			time.Sleep(time.Second) // fenced: OnAllTasksLost blocks, ignoring ctx
+			synctest.Wait()
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			err := m.Close(ctx) // a fenced member stops at once; the callback goes on
+			if err == nil || !strings.Contains(err.Error(), "listener callback is still running") {
+				t.Fatalf("Close = %v", err)
+			}
+			close(l.release)
+			synctest.Wait()
+		})
+	})
+	t.Run("events", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f, l := newFakeBroker(), &recordingListener{}
+			m := newTestManager(t, f, l)
+			m.Events() // subscribed, never read
+			m.Start(t.Context())
+			time.Sleep(time.Second)
+			synctest.Wait()
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			if err := m.Close(ctx); err == nil || !strings.Contains(err.Error(), "events were left unread") {
+				t.Fatalf("Close = %v", err)
+			}
+		})
+	})
+}
+
+type blockingLost struct {
+	recordingListener
+	release chan struct{}
+}
+
+func (l *blockingLost) OnAllTasksLost(ctx context.Context, a tasks.Assignment) error {
+	<-l.release
+	return nil
+}
