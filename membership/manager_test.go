@@ -676,7 +676,9 @@ func TestManagerListenerErrorsAndPanics(t *testing.T) {
 
 type fixedOffsets struct{ offs, ends tasks.Offsets }
 
-func (f fixedOffsets) TaskOffsets(tasks.Assignment) (tasks.Offsets, tasks.Offsets) { return f.offs, f.ends }
+func (f fixedOffsets) TaskOffsets(tasks.Assignment) (tasks.Offsets, tasks.Offsets) {
+	return f.offs, f.ends
+}
 
 // A TaskOffsetsProvider's offsets reach the broker (4.4), and a member without one reports none.
 func TestManagerReportsTaskOffsetsFromItsProvider(t *testing.T) {
