@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"regexp"
@@ -95,7 +96,8 @@ func FuzzNew(f *testing.F) {
 var problemKinds = []error{ErrNoSubtopologies, ErrEmptySubtopologyID, ErrDuplicateSubtopologyID, ErrNoSource,
 	ErrInvalidTopicName, ErrDuplicateTopic, ErrSourceAndRepartition, ErrChangelogPartitions, ErrNegativePartitions,
 	ErrReplicationFactor, ErrEmptyConfigKey, ErrCopartitionSize, ErrCopartitionTopic, ErrBadRegex, ErrDanglingSink,
-	ErrTooManyTopics}
+	ErrTooManyTopics, ErrSourceReadTwice, ErrRepartitionReadTwice, ErrRepartitionCounts, ErrSourceIsRepartition,
+	ErrChangelogShared, ErrChangelogConflict, ErrRepartitionCycle, ErrRepartitionNotWritten, ErrCopartitionFixedCounts}
 
 // checkValidationError holds what New promises about a refusal: one *ValidationError listing at
 // least one problem, each of a documented kind, each naming a subtopology of the input (or none), and
@@ -106,16 +108,20 @@ func checkValidationError(t *testing.T, subs []Subtopology, err error) {
 	if !errors.As(err, &ve) || len(ve.Problems) == 0 {
 		t.Fatalf("untyped or empty error %T: %v", err, err)
 	}
-	for _, p := range ve.Problems {
+	for i, p := range ve.Problems {
 		if !slices.ContainsFunc(problemKinds, func(k error) bool { return errors.Is(p, k) }) {
 			t.Fatalf("problem of an undocumented kind: %v", p)
 		}
 		if p.Subtopology != "" && !slices.ContainsFunc(subs, func(s Subtopology) bool { return s.ID == p.Subtopology }) {
 			t.Fatalf("problem names subtopology %q, which the input does not have", p.Subtopology)
 		}
-		if !strings.Contains(err.Error(), p.Error()) {
+		// The message lists the first maxProblemsShown problems and counts the rest.
+		if i < maxProblemsShown && !strings.Contains(err.Error(), p.Error()) {
 			t.Fatalf("the message %q leaves out the problem %q", err, p)
 		}
+	}
+	if len(ve.Problems) > maxProblemsShown && !strings.Contains(err.Error(), fmt.Sprintf("(%d in all)", len(ve.Problems))) {
+		t.Fatalf("the message %q does not count the %d problems", err, len(ve.Problems))
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 // genSubtopologies draws a valid topology: one to four subtopologies with IDs that sort differently
 // as strings and as numbers, source topics, optionally source topic regexes, repartition topics
-// written by one or two subtopologies and read by one, changelog topics, topic configs, replication
+// written by one or two subtopologies that read a user topic and read by one, changelog topics, topic configs, replication
 // factors including 0 (= -1), and copartition groups over each subtopology's input topics.
 func genSubtopologies(t *rapid.T, regexes bool) []Subtopology {
 	n := rapid.IntRange(1, 4).Draw(t, "subtopologies")
@@ -22,14 +22,17 @@ func genSubtopologies(t *rapid.T, regexes bool) []Subtopology {
 		serial++
 		return rapid.StringMatching(`[a-zA-Z0-9._-]{0,6}`).Draw(t, label) + "-" + fmt.Sprint(serial)
 	}
+	// Every fixed repartition count of the topology is the same (copartitioned repartition topics
+	// must agree, and the broker compares all of them for a group of repartition topics only).
+	fixedCount := rapid.Int32Range(1, 4).Draw(t, "fixed partition count")
 	info := func(label string, partitions bool) TopicInfo {
 		ti := TopicInfo{
 			Name:              name(label),
 			ReplicationFactor: rapid.SampledFrom([]int16{-1, 0, 1, 3, 300}).Draw(t, label+" rf"),
 			Configs:           rapid.MapOfN(rapid.StringMatching(`[a-z.]{1,6}`), rapid.StringMatching(`[a-z0-9,-]{0,4}`), 0, 3).Draw(t, label+" configs"),
 		}
-		if partitions {
-			ti.Partitions = rapid.Int32Range(0, 4).Draw(t, label+" partitions")
+		if partitions && rapid.Bool().Draw(t, label+" fixed") {
+			ti.Partitions = fixedCount
 		}
 		return ti
 	}
@@ -53,6 +56,9 @@ func genSubtopologies(t *rapid.T, regexes bool) []Subtopology {
 		subs[reader].RepartitionSourceTopics = append(subs[reader].RepartitionSourceTopics, ti)
 		for _, w := range rapid.SliceOfNDistinct(rapid.IntRange(0, n-1), 1, 2, rapid.ID[int]).Draw(t, "writers") {
 			subs[w].RepartitionSinkTopics = append(subs[w].RepartitionSinkTopics, ti.Name)
+			if len(subs[w].SourceTopics) == 0 { // so the broker can derive the topic's count
+				subs[w].SourceTopics = append(subs[w].SourceTopics, name("source"))
+			}
 		}
 	}
 	for i := range subs {
@@ -117,7 +123,24 @@ func TestIDIgnoresOnlyWhatDescribeLacks(t *testing.T) {
 			if len(s.RepartitionSourceTopics) == 0 {
 				t.Skip("no repartition source topic")
 			}
-			s.RepartitionSourceTopics[0].Partitions += 3
+			// A new fixed count, given to every fixed repartition topic alike (they must agree, see
+			// genSubtopologies), and to this one.
+			newCount := s.RepartitionSourceTopics[0].Partitions + 3
+			for j := range changed {
+				for k := range changed[j].RepartitionSourceTopics {
+					if changed[j].RepartitionSourceTopics[k].Partitions > 0 {
+						newCount = changed[j].RepartitionSourceTopics[k].Partitions + 3
+					}
+				}
+			}
+			for j := range changed {
+				for k := range changed[j].RepartitionSourceTopics {
+					if changed[j].RepartitionSourceTopics[k].Partitions > 0 {
+						changed[j].RepartitionSourceTopics[k].Partitions = newCount
+					}
+				}
+			}
+			s.RepartitionSourceTopics[0].Partitions = newCount
 			covered = false
 		case 5:
 			l := s.StateChangelogTopics

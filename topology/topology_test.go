@@ -257,8 +257,9 @@ func TestNoSourceOnlyWithoutAnyInput(t *testing.T) {
 		"regex":              {ID: "0", SourceTopicRegexes: []string{"a.*"}},
 		"source and regex":   {ID: "0", SourceTopics: []string{"a"}, SourceTopicRegexes: []string{"b.*"}},
 		"regex and two more": {ID: "0", SourceTopics: []string{"a", "b"}, SourceTopicRegexes: []string{"c.*"}},
-		"repartition":        {ID: "0", RepartitionSourceTopics: []TopicInfo{{Name: "r"}}},
-		"repartition and regexes": {ID: "0", RepartitionSourceTopics: []TopicInfo{{Name: "r"}},
+		// A repartition topic nothing writes needs a fixed count (else ErrRepartitionNotWritten).
+		"repartition": {ID: "0", RepartitionSourceTopics: []TopicInfo{{Name: "r", Partitions: 2}}},
+		"repartition and regexes": {ID: "0", RepartitionSourceTopics: []TopicInfo{{Name: "r", Partitions: 2}},
 			SourceTopicRegexes: []string{"c.*", "d.*"}},
 	} {
 		if _, err := New(s); err != nil {
@@ -279,7 +280,7 @@ func TestTooManyTopicsAtTheLimit(t *testing.T) {
 	infos := func(prefix string, n int) []TopicInfo {
 		out := make([]TopicInfo, n)
 		for i, name := range names(prefix, n) {
-			out[i] = TopicInfo{Name: name}
+			out[i] = TopicInfo{Name: name, Partitions: 1} // fixed: no subtopology writes them
 		}
 		return out
 	}

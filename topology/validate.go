@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 )
@@ -27,6 +28,44 @@ var (
 	ErrBadRegex               = errors.New("source topic regex does not compile")
 	ErrDanglingSink           = errors.New("repartition sink topic is not read as a repartition source by any subtopology")
 	ErrTooManyTopics          = errors.New("a subtopology may list at most 32767 source or repartition source topics (the request indexes them with int16)")
+
+	// Rules across subtopologies. Kafka Streams reads every topic in exactly one subtopology (one
+	// source node subscribes it) and keeps every state store, so its changelog, in one; the broker
+	// derives the partition count of each internal topic from that (PROTOCOL §7.5), and a topology
+	// that breaks these rules is accepted by the heartbeat but fails later, or gets wrong counts.
+
+	// ErrSourceReadTwice: a user source topic is read by two subtopologies.
+	ErrSourceReadTwice = errors.New("source topic is read by more than one subtopology (Kafka Streams reads a topic in one subtopology only)")
+	// ErrRepartitionReadTwice: a repartition topic is a repartition source of two subtopologies.
+	ErrRepartitionReadTwice = errors.New("repartition topic is read by more than one subtopology (Kafka Streams reads a repartition topic in one subtopology only)")
+	// ErrRepartitionCounts: one repartition topic is declared with two partition counts.
+	ErrRepartitionCounts = errors.New("repartition topic is declared with different partition counts")
+	// ErrSourceIsRepartition: a topic is a source topic in one subtopology and a repartition source
+	// topic in another.
+	ErrSourceIsRepartition = errors.New("topic is a source topic in one subtopology and a repartition source topic in another")
+	// ErrChangelogShared: one changelog topic is listed by two subtopologies. A state store belongs to
+	// one subtopology, and the broker sizes its changelog by that subtopology's task count.
+	ErrChangelogShared = errors.New("changelog topic is listed by more than one subtopology (a state store and its changelog belong to one subtopology)")
+	// ErrChangelogConflict: a changelog topic is also a repartition topic, or a source topic of
+	// another subtopology, so the broker would size one topic in two ways. (A changelog that is a
+	// source topic of its own subtopology is allowed: Kafka Streams sends that when a KTable reuses its
+	// source topic as changelog, topology.optimization=all.)
+	ErrChangelogConflict = errors.New("changelog topic is also a repartition topic or another subtopology's source topic")
+	// ErrRepartitionCycle: the partition count of a repartition topic cannot be derived, because every
+	// subtopology that writes it reads only repartition topics whose counts cannot be derived either
+	// (a cycle of repartition topics with no user source topic). The broker accepts the heartbeat and
+	// then fails the group's topology with "Failed to compute number of partitions for all
+	// repartition topics. There may be loops in the topology that cannot be resolved."
+	ErrRepartitionCycle = errors.New("the partition count of this repartition topic cannot be derived: it is written only from a cycle of repartition topics that no user source topic feeds (the broker fails with \"Failed to compute number of partitions\"); fix a partition count or read a user topic")
+	// ErrRepartitionNotWritten: a repartition source topic without a fixed partition count is not a
+	// repartition sink of any subtopology, so the broker cannot derive its count ("a repartition
+	// source topic is never used as a sink topic").
+	ErrRepartitionNotWritten = errors.New("repartition source topic has no fixed partition count and no subtopology writes it, so the broker cannot derive its count (\"never used as a sink topic\")")
+	// ErrCopartitionFixedCounts: repartition topics with fixed partition counts that must be
+	// copartitioned have different counts. The broker refuses (INCORRECTLY_PARTITIONED_TOPICS). Kafka
+	// 4.4's broker compares, for a copartition group made only of repartition topics, the fixed counts
+	// of every repartition topic of the topology, not only the group's.
+	ErrCopartitionFixedCounts = errors.New("copartitioned repartition topics have different fixed partition counts (the broker answers INCORRECTLY_PARTITIONED_TOPICS)")
 	// ErrRegexUnsupported is returned by CheckJoinable: no broker accepts source topic regexes yet.
 	ErrRegexUnsupported = errors.New("source topic regexes are not supported by any Kafka broker yet (KIP-1071); list the topics explicitly")
 )
@@ -41,10 +80,10 @@ type Problem struct {
 func (p *Problem) Error() string {
 	var b strings.Builder
 	if p.Subtopology != "" {
-		fmt.Fprintf(&b, "subtopology %q: ", p.Subtopology)
+		fmt.Fprintf(&b, "subtopology %s: ", quote(p.Subtopology))
 	}
 	if p.Topic != "" {
-		fmt.Fprintf(&b, "topic %q: ", p.Topic)
+		fmt.Fprintf(&b, "topic %s: ", quote(p.Topic))
 	}
 	b.WriteString(p.Err.Error())
 	return b.String()
@@ -57,12 +96,21 @@ type ValidationError struct {
 	Problems []*Problem
 }
 
+// maxProblemsShown caps the problems a ValidationError message lists; Problems keeps them all.
+const maxProblemsShown = 20
+
+// Error lists the problems, at most maxProblemsShown of them, and says how many more there are.
 func (e *ValidationError) Error() string {
-	msgs := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
+	n := min(len(e.Problems), maxProblemsShown)
+	msgs := make([]string, n)
+	for i, p := range e.Problems[:n] {
 		msgs[i] = p.Error()
 	}
-	return "invalid topology: " + strings.Join(msgs, "; ")
+	msg := "invalid topology: " + strings.Join(msgs, "; ")
+	if more := len(e.Problems) - n; more > 0 {
+		msg += fmt.Sprintf("; and %d more problems (%d in all)", more, len(e.Problems))
+	}
+	return msg
 }
 
 // Unwrap lets errors.Is and errors.As look at each problem.
@@ -88,10 +136,9 @@ func ValidTopicName(name string) error {
 	case len(name) > maxTopicNameLen:
 		return fmt.Errorf("%w: %d characters, at most %d allowed", ErrInvalidTopicName, len(name), maxTopicNameLen)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: character %q is not one of [a-zA-Z0-9._-]", ErrInvalidTopicName, c)
+	for i, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%w: %s is not one of [a-zA-Z0-9._-]", ErrInvalidTopicName, describeRune(name, i, r))
 		}
 	}
 	return nil
@@ -146,7 +193,7 @@ func validate(subs []Subtopology) error {
 		}
 		for _, re := range s.SourceTopicRegexes {
 			if _, err := regexp.Compile(re); err != nil {
-				add(s.ID, re, fmt.Errorf("%w: %v", ErrBadRegex, err))
+				add(s.ID, re, regexError(err))
 			}
 		}
 		for _, ti := range s.RepartitionSourceTopics {
@@ -181,10 +228,21 @@ func validate(subs []Subtopology) error {
 			}
 		}
 	}
+	checkAcross(subs, add)
 	if len(probs) > 0 {
 		return &ValidationError{Problems: probs}
 	}
 	return nil
+}
+
+// regexError is ErrBadRegex with what the regexp package found, without repeating the expression
+// (the Problem names it, quoted and cut to a readable length).
+func regexError(err error) error {
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return fmt.Errorf("%w: %s", ErrBadRegex, se.Code)
+	}
+	return ErrBadRegex
 }
 
 func checkTopicInfo(sub string, ti TopicInfo, changelog bool, add func(sub, topic string, err error)) {
