@@ -3,9 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,37 +104,60 @@ func Default(applicationID string) Config {
 	}
 }
 
-// KeyError is one bad key and why.
+// KeyError is one bad key and why. Its text quotes the key and the value (see Quote), so invisible
+// characters show and a long value is cut.
 type KeyError struct {
 	Key    string
 	Value  string
 	Reason string
+	// Err is the underlying error, when there is one (a state.dir that cannot be written).
+	Err error
 }
 
 func (e KeyError) Error() string {
 	if e.Value == "" {
-		return fmt.Sprintf("%s: %s", e.Key, e.Reason)
+		return fmt.Sprintf("%s: %s", Quote(e.Key), e.Reason)
 	}
-	return fmt.Sprintf("%s=%q: %s", e.Key, e.Value, e.Reason)
+	return fmt.Sprintf("%s=%s: %s", Quote(e.Key), Quote(e.Value), e.Reason)
 }
 
+// Unwrap returns Err.
+func (e KeyError) Unwrap() error { return e.Err }
+
 // Error lists every bad key of a configuration. It is the only error Validate, FromMap and
-// FromProperties return for bad values.
+// FromProperties return for bad values, and ResolveProcessID's for a state.dir it cannot use. Its
+// text lists the first MaxListedProblems problems and counts the rest; Keys holds them all.
 type Error struct {
 	Keys []KeyError
 }
 
 func (e *Error) Error() string {
-	msgs := make([]string, len(e.Keys))
-	for i, k := range e.Keys {
+	n := min(len(e.Keys), MaxListedProblems)
+	msgs := make([]string, n)
+	for i, k := range e.Keys[:n] {
 		msgs[i] = k.Error()
 	}
-	return "invalid configuration: " + strings.Join(msgs, "; ")
+	s := "invalid configuration: " + strings.Join(msgs, "; ")
+	if more := len(e.Keys) - n; more > 0 {
+		s += fmt.Sprintf("; and %d more", more)
+	}
+	return s
 }
 
 // Has reports whether key is among the bad keys.
 func (e *Error) Has(key string) bool {
 	return slices.ContainsFunc(e.Keys, func(k KeyError) bool { return k.Key == key })
+}
+
+// Unwrap returns the underlying errors of the problems that have one.
+func (e *Error) Unwrap() []error {
+	var out []error
+	for _, k := range e.Keys {
+		if k.Err != nil {
+			out = append(out, k.Err)
+		}
+	}
+	return out
 }
 
 type problems struct{ keys []KeyError }
@@ -151,21 +174,39 @@ func (p *problems) err() error {
 	return &Error{Keys: p.keys}
 }
 
-// Validate checks every field and returns an *Error listing each bad one, or nil.
+// Validate checks every field and returns an *Error listing each bad one, or nil. It does no I/O.
 func (c *Config) Validate() error {
 	var p problems
 	c.validate(&p)
 	return p.err()
 }
 
+// Limits taken from Kafka.
+const (
+	// maxAppIDLength keeps application.id short enough to prefix internal topic names, which Kafka
+	// limits to 249 characters.
+	maxAppIDLength = 200
+	// maxInstanceIDLength is Kafka's limit on group.instance.id (JoinGroupRequest.validateGroupInstanceId).
+	maxInstanceIDLength = 249
+	// Kafka Streams' limits on client tags (StreamsConfig.MAX_RACK_AWARE_ASSIGNMENT_TAG_*).
+	maxClientTags         = 5
+	maxClientTagKeyLength = 20
+	maxClientTagValLength = 30
+)
+
+const appIDRequired = "is required: set it to the application's name (it is the streams group ID and prefixes internal topic names)"
+
 func (c *Config) validate(p *problems) {
 	if c.ApplicationID == "" {
-		p.add(KeyApplicationID, "", "required")
-	} else if reason := legalName(c.ApplicationID); reason != "" {
-		p.add(KeyApplicationID, c.ApplicationID, "%s (it prefixes internal topic names)", reason)
+		p.add(KeyApplicationID, "", appIDRequired)
+	} else if bad := firstIllegal(c.ApplicationID, topicChar); bad != "" {
+		p.add(KeyApplicationID, c.ApplicationID, "%s is not one of [a-zA-Z0-9._-] (it prefixes internal topic names)", bad)
+	} else if len(c.ApplicationID) > maxAppIDLength {
+		p.add(KeyApplicationID, c.ApplicationID, "is %d characters long, more than %d (it prefixes internal topic names, which Kafka limits to 249)",
+			len(c.ApplicationID), maxAppIDLength)
 	}
 	for _, s := range c.BootstrapServers {
-		if _, err := hostPort(s); err != nil {
+		if _, _, err := CheckHostPort(s); err != nil {
 			p.add(KeyBootstrapServers, s, "%v", err)
 		}
 	}
@@ -173,86 +214,108 @@ func (c *Config) validate(p *problems) {
 		p.add(KeyTopologyEpoch, strconv.Itoa(int(c.TopologyEpoch)), "must be >= 0")
 	}
 	if c.TaskOffsetInterval < 0 {
-		p.add(KeyTaskOffsetInterval, c.TaskOffsetInterval.String(), "must be >= 0 (0 follows the broker)")
+		p.add(KeyTaskOffsetInterval, ms(c.TaskOffsetInterval), "must be >= 0 (0 follows the broker)")
 	}
-	if c.ProcessID != "" {
-		if _, err := uuid.Parse(c.ProcessID); err != nil {
-			p.add(KeyProcessID, c.ProcessID, "must be a UUID")
+	if c.ProcessID != "" && !canonicalUUID(c.ProcessID) {
+		p.add(KeyProcessID, c.ProcessID, "must be a UUID written as 8-4-4-4-12 hex digits, e.g. 6ba7b810-9dad-11d1-80b4-00c04fd430c8 "+
+			"(leave the key out to get a generated one)")
+	}
+	if c.GroupInstanceID != "" {
+		if reason := instanceIDReason(c.GroupInstanceID); reason != "" {
+			p.add(KeyGroupInstanceID, c.GroupInstanceID, "%s", reason)
 		}
 	}
-	for key, val := range map[string]*string{KeyGroupInstanceID: &c.GroupInstanceID, KeyClientRack: &c.ClientRack} {
-		if *val != "" && strings.TrimSpace(*val) == "" {
-			p.add(key, *val, "must not be blank")
-		}
+	if c.ClientRack != "" && strings.TrimSpace(c.ClientRack) == "" {
+		p.add(KeyClientRack, c.ClientRack, "must not be blank")
 	}
 	if c.ApplicationServer != "" {
-		if _, err := hostPort(c.ApplicationServer); err != nil {
+		if _, _, err := CheckHostPort(c.ApplicationServer); err != nil {
 			p.add(KeyApplicationServer, c.ApplicationServer, "%v", err)
 		}
 	}
-	for k := range c.ClientTags {
-		if k == "" {
-			p.add(PrefixClientTag, "", "client tag key is empty")
-		}
-	}
+	c.validateTags(p)
 	if c.MaxPollInterval < time.Millisecond || c.MaxPollInterval > math.MaxInt32*time.Millisecond {
-		p.add(KeyMaxPollInterval, ms(c.MaxPollInterval), "must be between 1 and %d ms", math.MaxInt32)
+		p.add(KeyMaxPollInterval, ms(c.MaxPollInterval), "must be between 1 and %d ms (an INT in Kafka)", math.MaxInt32)
 	}
+	// retry.backoff.ms above retry.backoff.max.ms is allowed, as in Kafka: the backoff is then
+	// constant at retry.backoff.max.ms (heartbeat.Backoff caps every wait at the maximum).
 	if c.RetryBackoff < 0 {
 		p.add(KeyRetryBackoff, ms(c.RetryBackoff), "must be >= 0")
 	}
 	if c.RetryBackoffMax < 0 {
 		p.add(KeyRetryBackoffMax, ms(c.RetryBackoffMax), "must be >= 0")
-	} else if c.RetryBackoffMax < c.RetryBackoff {
-		p.add(KeyRetryBackoffMax, ms(c.RetryBackoffMax), "must be >= %s (%s)", KeyRetryBackoff, ms(c.RetryBackoff))
 	}
-	if c.RequestTimeout <= 0 {
-		p.add(KeyRequestTimeout, ms(c.RequestTimeout), "must be > 0")
+	if c.RequestTimeout <= 0 || c.RequestTimeout > math.MaxInt32*time.Millisecond {
+		p.add(KeyRequestTimeout, ms(c.RequestTimeout), "must be > 0 and at most %d ms (an INT in Kafka; 0 would fail every request)", math.MaxInt32)
+	}
+	if strings.IndexByte(c.StateDir, 0) >= 0 {
+		p.add(KeyStateDir, c.StateDir, "holds a NUL byte, which no file system allows in a path")
 	}
 }
 
-func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-
-// legalName returns why s cannot prefix Kafka topic names, or "".
-func legalName(s string) string {
-	if len(s) > 200 {
-		return "longer than 200 characters"
+// validateTags applies Kafka Streams' limits on client tags (StreamsConfig.validateRackAwarenessConfiguration):
+// at most 5, keys and values not blank, keys at most 20 and values at most 30 characters (UTF-16
+// units, as Java counts).
+func (c *Config) validateTags(p *problems) {
+	keys := slices.Sorted(maps.Keys(c.ClientTags))
+	if len(keys) > maxClientTags {
+		p.add(keyClientTags, strings.Join(keys, ","), "%d client tags; Kafka Streams allows at most %d", len(keys), maxClientTags)
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Sprintf("character %q is not one of [a-zA-Z0-9._-]", c)
+	for _, k := range keys {
+		v := c.ClientTags[k]
+		key := PrefixClientTag + k
+		switch {
+		case strings.TrimSpace(k) == "":
+			p.add(key, v, "client tag key is empty (Kafka Streams refuses it)")
+		case javaLength(k) > maxClientTagKeyLength:
+			p.add(key, v, "client tag key is %d characters long; Kafka Streams allows at most %d", javaLength(k), maxClientTagKeyLength)
+		case strings.TrimSpace(v) == "":
+			p.add(key, v, "client tag value is empty (Kafka Streams refuses it)")
+		case javaLength(v) > maxClientTagValLength:
+			p.add(key, v, "client tag value is %d characters long; Kafka Streams allows at most %d", javaLength(v), maxClientTagValLength)
 		}
+	}
+}
+
+// instanceIDReason applies Kafka's validateGroupInstanceId (Topic.validate): not empty, not "." or
+// "..", at most 249 characters of [a-zA-Z0-9._-]; it returns why id breaks it, or "".
+func instanceIDReason(id string) string {
+	switch {
+	case id == "":
+		return "is empty: leave the key out for a dynamic member, or give each static member its own ID"
+	case id == "." || id == "..":
+		return "'.' and '..' are not allowed (Kafka's rule for group instance IDs)"
+	case javaLength(id) > maxInstanceIDLength:
+		return fmt.Sprintf("is %d characters long; Kafka allows at most %d", javaLength(id), maxInstanceIDLength)
+	}
+	if bad := firstIllegal(id, topicChar); bad != "" {
+		return bad + " is not one of [a-zA-Z0-9._-] (Kafka's rule for group instance IDs)"
 	}
 	return ""
 }
 
-// hostPort checks a host:port address and returns its port.
-func hostPort(s string) (uint16, error) {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return 0, errors.New("must be host:port")
+// canonicalUUID reports whether s is a UUID in its 36-character form, as Java's UUID.toString writes
+// it (uuid.Parse also takes braces, a urn: prefix and 32 bare hex digits, which would be sent as
+// written).
+func canonicalUUID(s string) bool {
+	if len(s) != 36 {
+		return false
 	}
-	if host == "" {
-		return 0, errors.New("host is empty")
-	}
-	n, err := strconv.ParseUint(port, 10, 16)
-	if err != nil || n == 0 {
-		return 0, errors.New("port must be between 1 and 65535")
-	}
-	return uint16(n), nil
+	_, err := uuid.Parse(s)
+	return err == nil
 }
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 // Endpoint returns the host and port of ApplicationServer; ok is false when it is not set.
 func (c *Config) Endpoint() (host string, port uint16, ok bool) {
 	if c.ApplicationServer == "" {
 		return "", 0, false
 	}
-	port, err := hostPort(c.ApplicationServer)
+	host, port, err := CheckHostPort(c.ApplicationServer)
 	if err != nil {
 		return "", 0, false
 	}
-	host, _, _ = net.SplitHostPort(c.ApplicationServer)
 	return host, port, true
 }
 
@@ -269,6 +332,7 @@ const processIDFile = "streamsgroup-process-id"
 
 // ResolveProcessID returns the process ID to use: ProcessID when set; else the UUID kept in
 // <state.dir>/<application.id>/streamsgroup-process-id, created on first use; else a new random UUID.
+// A state.dir it cannot use is an *Error naming state.dir, which unwraps to the file system's error.
 func (c *Config) ResolveProcessID() (string, error) {
 	if c.ProcessID != "" {
 		return c.ProcessID, nil
@@ -278,25 +342,43 @@ func (c *Config) ResolveProcessID() (string, error) {
 	}
 	dir := filepath.Join(c.StateDir, c.ApplicationID)
 	path := filepath.Join(dir, processIDFile)
+	fail := func(err error, format string, args ...any) error {
+		return &Error{Keys: []KeyError{{Key: KeyStateDir, Value: c.StateDir, Reason: fmt.Sprintf(format, args...), Err: err}}}
+	}
 	if b, err := os.ReadFile(path); err == nil {
 		id := strings.TrimSpace(string(b))
-		if _, err := uuid.Parse(id); err != nil {
-			return "", fmt.Errorf("%s holds %q, not a UUID: remove the file to get a new process ID", path, id)
+		if !canonicalUUID(id) {
+			return "", fail(nil, "%s holds %s, not a process ID: remove the file to get a new process ID", quotePath(path), Quote(id))
 		}
 		return id, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("reading the process ID: %w", err)
+		return "", fail(err, "cannot read the process ID from %s: %s (state.dir must be a directory this process can write)",
+			quotePath(path), fsReason(err))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("creating %s for the process ID: %w", dir, err)
+		return "", fail(err, "cannot create the directory %s for the process ID: %s (state.dir must be a directory this process can write)",
+			quotePath(dir), fsReason(err))
 	}
 	id := uuid.NewString()
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("writing the process ID: %w", err)
+		return "", fail(err, "cannot write the process ID to %s: %s (state.dir must be a directory this process can write)", quotePath(tmp), fsReason(err))
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return "", fmt.Errorf("writing the process ID: %w", err)
+		return "", fail(err, "cannot write the process ID to %s: %s", quotePath(path), fsReason(err))
 	}
 	return id, nil
+}
+
+// fsReason is the reason of a file system error without its path (which the message quotes itself).
+func fsReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err.Error()
+	}
+	return err.Error()
 }

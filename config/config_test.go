@@ -86,7 +86,7 @@ func TestFromMapListsEveryBadKey(t *testing.T) {
 		"topology.epoch":       "-1",
 		"max.poll.interval.ms": "soon",
 		"retry.backoff.ms":     "900",
-		"retry.backoff.max.ms": "100",
+		"retry.backoff.max.ms": "-1",
 		"request.timeout.ms":   "0",
 		"process.id":           "not-a-uuid",
 		"application.server":   "nohost",
@@ -107,7 +107,7 @@ func TestFromMapListsEveryBadKey(t *testing.T) {
 		}
 	}
 	if ce.Has("retry.backoff.ms") {
-		t.Errorf("retry.backoff.ms is fine on its own; the conflict belongs to retry.backoff.max.ms: %v", err)
+		t.Errorf("retry.backoff.ms=900 is fine, also above retry.backoff.max.ms (Kafka then backs off by the maximum): %v", err)
 	}
 	if !strings.Contains(err.Error(), `"user."`) {
 		t.Errorf("the unknown-key message must say how to pass the application's own keys: %v", err)
@@ -283,7 +283,9 @@ func TestValidateBoundaries(t *testing.T) {
 		{KeyRetryBackoffMax, func(c *Config) { c.RetryBackoff, c.RetryBackoffMax = 0, 0 }, true},
 		{KeyRetryBackoffMax, func(c *Config) { c.RetryBackoff, c.RetryBackoffMax = 0, -1 }, false},
 		{KeyRetryBackoffMax, func(c *Config) { c.RetryBackoff, c.RetryBackoffMax = 5, 5 }, true},
-		{KeyRetryBackoffMax, func(c *Config) { c.RetryBackoff, c.RetryBackoffMax = 5, 4 }, false},
+		{KeyRetryBackoffMax, func(c *Config) { c.RetryBackoff, c.RetryBackoffMax = 5, 4 }, true}, // Kafka: a constant backoff of the maximum
+		{KeyRequestTimeout, func(c *Config) { c.RequestTimeout = math.MaxInt32 * time.Millisecond }, true},
+		{KeyRequestTimeout, func(c *Config) { c.RequestTimeout = math.MaxInt32*time.Millisecond + 1 }, false},
 		{KeyRequestTimeout, func(c *Config) { c.RequestTimeout = 1 }, true},
 		{KeyRequestTimeout, func(c *Config) { c.RequestTimeout = 0 }, false},
 		{KeyTaskOffsetInterval, func(c *Config) { c.TaskOffsetInterval = 0 }, true},
@@ -293,7 +295,9 @@ func TestValidateBoundaries(t *testing.T) {
 		{KeyApplicationID, func(c *Config) { c.ApplicationID = strings.Repeat("a", 200) }, true},
 		{KeyApplicationID, func(c *Config) { c.ApplicationID = strings.Repeat("a", 201) }, false},
 		{KeyGroupInstanceID, func(c *Config) { c.GroupInstanceID = "\t" }, false},
-		{KeyGroupInstanceID, func(c *Config) { c.GroupInstanceID = " a " }, true},
+		{KeyGroupInstanceID, func(c *Config) { c.GroupInstanceID = " a " }, false}, // Kafka's [a-zA-Z0-9._-]
+		{KeyGroupInstanceID, func(c *Config) { c.GroupInstanceID = strings.Repeat("a", 249) }, true},
+		{KeyGroupInstanceID, func(c *Config) { c.GroupInstanceID = strings.Repeat("a", 250) }, false},
 		{KeyBootstrapServers, func(c *Config) { c.BootstrapServers = []string{"h:65535", "h:1"} }, true},
 		{KeyBootstrapServers, func(c *Config) { c.BootstrapServers = []string{"h:65536"} }, false},
 		{KeyBootstrapServers, func(c *Config) { c.BootstrapServers = []string{":9092"} }, false},
@@ -341,21 +345,23 @@ func TestErrorOrder(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("problems %q, want %q", got, want)
 	}
-	if got := (KeyError{Key: "k", Reason: "r"}).Error(); got != "k: r" {
+	if got := (KeyError{Key: "k", Reason: "r"}).Error(); got != `"k": r` {
 		t.Errorf("KeyError without a value: %q", got)
 	}
 }
 
-// Millisecond values are whole numbers whose nanoseconds fit an int64.
+// Millisecond values of LONG keys are whole numbers up to Long.MAX_VALUE, as Kafka reads them; what a
+// Duration cannot hold counts as the most it holds.
 func TestDurationRange(t *testing.T) {
 	const most = math.MaxInt64 / int64(time.Millisecond) // 9223372036854
 	for raw, want := range map[string]string{
-		strconv.FormatInt(most, 10):        "",
-		strconv.FormatInt(most+1, 10):      "out of range",
-		strconv.FormatInt(-most, 10):       "must be >= 0",
-		strconv.FormatInt(-most-1, 10):     "out of range",
-		"1.5":                              "not a whole number",
-		"99999999999999999999999999999999": "not a whole number",
+		strconv.FormatInt(most, 10):          "",
+		strconv.FormatInt(most+1, 10):        "",
+		strconv.FormatInt(math.MaxInt64, 10): "",
+		strconv.FormatInt(-most, 10):         "must be >= 0",
+		strconv.FormatInt(-most-1, 10):       "must be >= 0",
+		"1.5":                                "not a whole number",
+		"99999999999999999999999999999999":   "out of range",
 	} {
 		c, err := FromMap(map[string]string{KeyApplicationID: "app", KeyTaskOffsetInterval: raw})
 		if want == "" {
@@ -392,8 +398,8 @@ func TestParsePropertiesEdges(t *testing.T) {
 	if !errors.As(err, &se) || se.Line != 3 || !strings.Contains(err.Error(), `"12G4"`) {
 		t.Errorf("malformed escape: %v", err)
 	}
-	_, err = ParseProperties(strings.NewReader("a=1\nb=" + strings.Repeat("x", 1<<20)))
-	if !errors.As(err, &se) || se.Line != 2 {
+	_, err = ParseProperties(strings.NewReader("a=1\nb=" + strings.Repeat("x", MaxLineBytes)))
+	if !errors.As(err, &se) || se.Line != 2 || !strings.Contains(err.Error(), "longer than 16 MiB") {
 		t.Errorf("over-long line: %v", err)
 	}
 	if m, err := ParseProperties(strings.NewReader("a=" + strings.Repeat("x", 1<<19))); err != nil || len(m["a"]) != 1<<19 {

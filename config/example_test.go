@@ -24,5 +24,5 @@ client.tag.zone=eu-1
 	fmt.Println(err)
 	// Output:
 	// wordcount [127.0.0.1:9092] 1m0s map[zone:eu-1]
-	// invalid configuration: application.id="a b": character ' ' is not one of [a-zA-Z0-9._-] (it prefixes internal topic names); retry.backoff.ms="soon": not a whole number of milliseconds; typo.key="1": unknown key (keys for the application's own use start with "user.")
+	// invalid configuration: "application.id"="a b": character ' ' (U+0020) is not one of [a-zA-Z0-9._-] (it prefixes internal topic names); "retry.backoff.ms"="soon": not a whole number of milliseconds (Kafka reads it as a LONG); "typo.key"="1": unknown key (keys for the application's own use start with "user.")
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -29,6 +30,9 @@ func FuzzProperties(f *testing.F) {
 		"retry.backoff.ms=9223372036854775807",
 		"application.id app\rclient.tag.z\\ one : v\r\nuser.\\ud83d\\ude00= \\ x \nstate.dir=\n",
 		"application.id:a\nretry.backoff.ms=2000\nrequest.timeout.ms 5\ngroup.instance.id=\\t\n",
+		"\ufeffapplication.id=w\u00f6rter\nbootstrap.servers=localhost,[::1]:9092,h:99999\ngroup.protocol=streams\n",
+		"request.timeout.ms=4294967296\nretry.backoff.max.ms=9223372036854775807\nnum.standby.replicas=1\nclient.tag.k=\n",
+		"group.instance.id=..\nstate.dir=a\\u0000b\nclient.tag.a=1\nclient.tag.b=1\nclient.tag.c=1\nclient.tag.d=1\nclient.tag.e=1\nclient.tag.f=1\n",
 	} {
 		f.Add(seed)
 	}
@@ -39,7 +43,8 @@ func FuzzProperties(f *testing.F) {
 			if !errors.As(err, &se) || se.Line < 1 {
 				t.Fatalf("untyped parse error %T: %v", err, err)
 			}
-			if !strings.Contains(in, `\u`) && len(in) <= 1<<20 {
+			checkMessage(t, err.Error())
+			if !strings.Contains(in, `\u`) && len(in) <= MaxLineBytes {
 				t.Fatalf("a parse error without a \\u escape or a long line: %v", err)
 			}
 			return
@@ -77,7 +82,7 @@ func FuzzProperties(f *testing.F) {
 
 var knownKeys = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch, KeyTaskOffsetInterval, KeyProcessID,
 	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
-	KeyRequestTimeout, KeyStateDir}
+	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol}
 
 func known(key string) bool {
 	for _, k := range knownKeys {
@@ -100,12 +105,16 @@ func checkConfigError(t *testing.T, m map[string]string, err error) {
 		if i > 0 && ce.Keys[i-1].Key >= k.Key {
 			t.Fatalf("keys not sorted or repeated: %v", err)
 		}
-		if _, given := m[k.Key]; !given && k.Key != KeyApplicationID && k.Key != KeyRetryBackoffMax {
+		if _, given := m[k.Key]; !given && k.Key != KeyApplicationID && k.Key != keyClientTags {
 			t.Fatalf("problem with key %q, which the input does not have: %v", k.Key, err)
 		}
-		if !strings.Contains(err.Error(), k.Key) {
+		if i < MaxListedProblems && !strings.Contains(err.Error(), Quote(k.Key)) {
 			t.Fatalf("the message leaves out %q: %v", k.Key, err)
 		}
+	}
+	checkMessage(t, err.Error())
+	if n := len(ce.Keys) - MaxListedProblems; n > 0 && !strings.HasSuffix(err.Error(), fmt.Sprintf("; and %d more", n)) {
+		t.Fatalf("%d problems, the message does not count the %d it leaves out: %v", len(ce.Keys), n, err)
 	}
 	for key := range m {
 		if !known(key) && !ce.Has(key) {
@@ -125,6 +134,7 @@ func checkFromMap(t *testing.T, m map[string]string, c Config) {
 			t.Fatalf("%s: %q from %q", key, got, raw)
 		}
 	}
+	ints := map[string]bool{KeyMaxPollInterval: true, KeyRequestTimeout: true}
 	durs := map[string][2]time.Duration{
 		KeyTaskOffsetInterval: {c.TaskOffsetInterval, def.TaskOffsetInterval}, KeyMaxPollInterval: {c.MaxPollInterval, def.MaxPollInterval},
 		KeyRetryBackoff: {c.RetryBackoff, def.RetryBackoff}, KeyRetryBackoffMax: {c.RetryBackoffMax, def.RetryBackoffMax},
@@ -133,11 +143,17 @@ func checkFromMap(t *testing.T, m map[string]string, c Config) {
 	for key, d := range durs {
 		want := d[1]
 		if raw, ok := m[key]; ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-			if err != nil || n > math.MaxInt64/int64(time.Millisecond) || n < math.MinInt64/int64(time.Millisecond) {
+			bits := 64
+			if ints[key] {
+				bits = 32 // Kafka's INT
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, bits)
+			if err != nil {
 				t.Fatalf("%s=%q accepted", key, raw)
 			}
-			want = time.Duration(n) * time.Millisecond
+			// A LONG beyond what a Duration holds counts as the most it holds.
+			const most = math.MaxInt64 / int64(time.Millisecond)
+			want = time.Duration(min(max(n, -most), most)) * time.Millisecond
 		}
 		if d[0] != want {
 			t.Fatalf("%s: %v, want %v", key, d[0], want)
@@ -163,16 +179,32 @@ func checkFromMap(t *testing.T, m map[string]string, c Config) {
 	for key, raw := range m {
 		if tag, ok := strings.CutPrefix(key, PrefixClientTag); ok {
 			tags[tag] = strings.TrimSpace(raw)
+			if tags[tag] == "" || strings.TrimSpace(tag) == "" {
+				t.Fatalf("client tag %q=%q accepted: Kafka Streams refuses blank tag keys and values", tag, raw)
+			}
 		} else if strings.HasPrefix(key, PrefixUser) {
 			user[key] = raw
 		} else if !known(key) {
 			t.Fatalf("unknown key %q accepted", key)
 		}
 	}
+	if len(tags) > 5 {
+		t.Fatalf("%d client tags accepted, Kafka Streams allows 5", len(tags))
+	}
 	if len(tags) != len(c.ClientTags) || len(tags) > 0 && !reflect.DeepEqual(tags, c.ClientTags) {
 		t.Fatalf("client tags %q, want %q", c.ClientTags, tags)
 	}
 	if len(user) != len(c.User) || len(user) > 0 && !reflect.DeepEqual(user, c.User) {
 		t.Fatalf("user keys %q, want %q", c.User, user)
+	}
+}
+
+// checkMessage: no raw control byte (NUL included) reaches a message; input is escaped.
+func checkMessage(t *testing.T, msg string) {
+	t.Helper()
+	for i := 0; i < len(msg); i++ {
+		if msg[i] < 0x20 || msg[i] == 0x7f {
+			t.Fatalf("raw control byte 0x%02x in the message %q", msg[i], msg)
+		}
 	}
 }

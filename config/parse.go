@@ -3,6 +3,7 @@ package config
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,16 +15,26 @@ import (
 )
 
 // FromMap builds a Config from Kafka-style keys, starting from Default. Every key is checked; the
-// returned *Error lists each unknown key, each value of the wrong type and each value out of range.
+// returned *Error lists each unknown key (saying what to do about it: a broker-side group config, a
+// setting of the Kafka client, a likely typo), each value of the wrong type and each value out of
+// range, one problem per key.
+//
+// Values are read as Kafka's ConfigDef reads them: trimmed; INT keys (max.poll.interval.ms,
+// request.timeout.ms) up to 2147483647; LONG keys (retry.backoff.ms, retry.backoff.max.ms,
+// task.offset.interval.ms) up to Long.MAX_VALUE, a value above 9223372036854 ms (292 years, the
+// most a time.Duration holds) counting as that. An empty client.rack, application.server or
+// state.dir is the same as leaving the key out, as in Kafka.
 func FromMap(m map[string]string) (Config, error) {
 	c := Default("")
 	var p problems
-	durations := map[string]*time.Duration{
+	longs := map[string]*time.Duration{
 		KeyTaskOffsetInterval: &c.TaskOffsetInterval,
-		KeyMaxPollInterval:    &c.MaxPollInterval,
 		KeyRetryBackoff:       &c.RetryBackoff,
 		KeyRetryBackoffMax:    &c.RetryBackoffMax,
-		KeyRequestTimeout:     &c.RequestTimeout,
+	}
+	ints := map[string]*time.Duration{
+		KeyMaxPollInterval: &c.MaxPollInterval,
+		KeyRequestTimeout:  &c.RequestTimeout,
 	}
 	strs := map[string]*string{
 		KeyApplicationID:     &c.ApplicationID,
@@ -36,43 +47,55 @@ func FromMap(m map[string]string) (Config, error) {
 	for key, raw := range m {
 		val := strings.TrimSpace(raw)
 		switch {
-		case durations[key] != nil:
+		case longs[key] != nil:
 			n, err := strconv.ParseInt(val, 10, 64)
 			if err != nil {
-				p.add(key, raw, "not a whole number of milliseconds")
+				p.add(key, raw, "%s", numberReason(err, "LONG", math.MaxInt64))
 				continue
 			}
-			if n > math.MaxInt64/int64(time.Millisecond) || n < math.MinInt64/int64(time.Millisecond) {
-				p.add(key, raw, "out of range")
+			*longs[key] = time.Duration(min(max(n, -maxMillis), maxMillis)) * time.Millisecond
+		case ints[key] != nil:
+			n, err := strconv.ParseInt(val, 10, 32)
+			if err != nil {
+				p.add(key, raw, "%s", numberReason(err, "INT", math.MaxInt32))
 				continue
 			}
-			*durations[key] = time.Duration(n) * time.Millisecond
+			*ints[key] = time.Duration(n) * time.Millisecond
 		case strs[key] != nil:
-			if val == "" && key != KeyStateDir {
-				p.add(key, raw, "must not be empty (leave the key out instead)")
-				continue
+			if val == "" {
+				switch key {
+				case KeyApplicationID:
+					p.add(key, raw, appIDRequired)
+					continue
+				case KeyProcessID:
+					p.add(key, raw, "is empty: leave the key out to get a generated process ID (kept in state.dir when that is set)")
+					continue
+				case KeyGroupInstanceID:
+					p.add(key, raw, "%s", instanceIDReason(""))
+					continue
+				}
 			}
 			*strs[key] = val
 		case key == KeyTopologyEpoch:
 			n, err := strconv.ParseInt(val, 10, 32)
 			if err != nil {
-				p.add(key, raw, "not a 32-bit whole number")
+				p.add(key, raw, "not a whole number between 0 and %d", math.MaxInt32)
 				continue
 			}
 			c.TopologyEpoch = int32(n)
 		case key == KeyBootstrapServers:
-			for _, s := range strings.Split(val, ",") {
-				if s = strings.TrimSpace(s); s != "" {
-					c.BootstrapServers = append(c.BootstrapServers, s)
-				}
-			}
+			c.BootstrapServers = SplitServers(val)
 			if len(c.BootstrapServers) == 0 {
 				p.add(key, raw, "no host:port given")
+			}
+		case key == KeyGroupProtocol:
+			if !strings.EqualFold(val, "streams") {
+				p.add(key, raw, "this library speaks only the streams rebalance protocol: set group.protocol=streams or leave the key out")
 			}
 		case strings.HasPrefix(key, PrefixClientTag):
 			tag := strings.TrimPrefix(key, PrefixClientTag)
 			if tag == "" {
-				p.add(key, raw, "client tag key is empty")
+				p.add(key, raw, "client tag key is empty: write client.tag.<key>=<value>")
 				continue
 			}
 			if c.ClientTags == nil {
@@ -85,25 +108,63 @@ func FromMap(m map[string]string) (Config, error) {
 			}
 			c.User[key] = raw
 		default:
-			p.add(key, raw, "unknown key (keys for the application's own use start with %q)", PrefixUser)
+			p.add(key, raw, "%s", unknownKeyReason(key))
 		}
 	}
-	c.validate(&p)
-	return c, dedupe(&p).err()
+	var v problems
+	c.validate(&v)
+	p.keys = append(p.keys, onePerKey(v.keys, p.keys, m)...)
+	return c, p.err()
 }
 
-// dedupe drops a range complaint about a key that already failed to parse.
-func dedupe(p *problems) *problems {
-	seen := make(map[string]bool)
-	var out problems
-	for _, k := range p.keys {
-		if seen[k.Key] {
+// maxMillis is the most milliseconds a time.Duration holds.
+const maxMillis = math.MaxInt64 / int64(time.Millisecond)
+
+// numberReason says why val is not a number of Kafka's type typ (INT or LONG) of milliseconds.
+func numberReason(err error, typ string, most int64) string {
+	article := map[string]string{"INT": "an", "LONG": "a"}[typ]
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Sprintf("out of range: Kafka reads it as %s %s, from %d to %d", article, typ, -most-1, most)
+	}
+	return fmt.Sprintf("not a whole number of milliseconds (Kafka reads it as %s %s)", article, typ)
+}
+
+// onePerKey turns Validate's problems into FromMap's: none for a key that already failed to parse,
+// the raw value of the key as written, and the problems of one key (several bad bootstrap servers)
+// merged into one.
+func onePerKey(validated, parsed []KeyError, m map[string]string) []KeyError {
+	failed := make(map[string]bool, len(parsed))
+	for _, k := range parsed {
+		failed[k.Key] = true
+	}
+	var out []KeyError
+	at := map[string]int{}
+	extra := map[string]int{} // problems merged into the first of their key
+	for _, k := range validated {
+		if failed[k.Key] {
 			continue
 		}
-		seen[k.Key] = true
-		out.keys = append(out.keys, k)
+		if i, ok := at[k.Key]; ok {
+			if extra[k.Key]++; extra[k.Key] < MaxListedProblems {
+				out[i].Reason += "; " + Quote(k.Value) + ": " + k.Reason
+			}
+			continue
+		}
+		if raw, ok := m[k.Key]; ok {
+			if k.Key == KeyBootstrapServers {
+				k.Reason = Quote(k.Value) + ": " + k.Reason
+			}
+			k.Value = raw
+		}
+		at[k.Key] = len(out)
+		out = append(out, k)
 	}
-	return &out
+	for key, n := range extra {
+		if n >= MaxListedProblems {
+			out[at[key]].Reason += fmt.Sprintf("; and %d more", n-MaxListedProblems+1)
+		}
+	}
+	return out
 }
 
 // FromProperties reads a Java-style properties file (see ParseProperties) and builds a Config from
@@ -116,13 +177,22 @@ func FromProperties(r io.Reader) (Config, error) {
 	return FromMap(m)
 }
 
-// SyntaxError is a properties file that cannot be read.
+// SyntaxError is a properties file that cannot be read: a malformed escape, a line longer than
+// MaxLineBytes, or a failure of the reader (Err).
 type SyntaxError struct {
 	Line   int
 	Reason string
+	Err    error // the reader's error, if that is the cause
 }
 
 func (e *SyntaxError) Error() string { return fmt.Sprintf("properties line %d: %s", e.Line, e.Reason) }
+
+// Unwrap returns the reader's error, if any.
+func (e *SyntaxError) Unwrap() error { return e.Err }
+
+// MaxLineBytes is the longest physical line ParseProperties reads (Java's Properties has no limit;
+// one is kept so that a binary file given by mistake is refused rather than read whole).
+const MaxLineBytes = 16 << 20
 
 // ParseProperties reads the java.util.Properties text format: lines end at "\n", "\r\n" or "\r";
 // one key and value per logical line, separated by '=', ':' or white space; '#' or '!' start a
@@ -130,11 +200,12 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("properties line %d: %
 // \uXXXX and \<char> escapes in keys and values, a character outside the BMP being the \u escapes
 // of its UTF-16 surrogate pair (a lone surrogate, which a Go string cannot hold, reads as U+FFFD). A
 // later duplicate key wins, as in Java. The text is read as UTF-8 (Java's load(InputStream) reads
-// ISO 8859-1; load(Reader) matches this). Invalid escapes are a *SyntaxError.
+// ISO 8859-1; load(Reader) matches this). Invalid escapes and lines longer than MaxLineBytes are a
+// *SyntaxError naming the line.
 func ParseProperties(r io.Reader) (map[string]string, error) {
 	out := make(map[string]string)
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 0, 64*1024), MaxLineBytes+2) // room for the line end
 	sc.Split(scanJavaLines)
 	lineNo := 0
 	var logical strings.Builder
@@ -159,7 +230,10 @@ func ParseProperties(r io.Reader) (map[string]string, error) {
 		logical.Reset()
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &SyntaxError{Line: lineNo + 1, Reason: err.Error()}
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, &SyntaxError{Line: lineNo + 1, Reason: fmt.Sprintf("longer than %d MiB, the most one line may be (is this a properties file?)", MaxLineBytes>>20)}
+		}
+		return nil, &SyntaxError{Line: lineNo + 1, Reason: fmt.Sprintf("reading: %v", err), Err: err}
 	}
 	if logical.Len() > 0 {
 		if err := parseLogical(logical.String(), start, out); err != nil {
@@ -223,7 +297,7 @@ func parseLogical(line string, lineNo int, out map[string]string) error {
 	}
 	val, err := unescape(rest)
 	if err != nil {
-		return &SyntaxError{Line: lineNo, Reason: fmt.Sprintf("value of %q: %v", key, err)}
+		return &SyntaxError{Line: lineNo, Reason: fmt.Sprintf("value of %s: %v", Quote(key), err)}
 	}
 	out[key] = val
 	return nil

@@ -211,6 +211,12 @@ func trimmed(min int) *rapid.Generator[string] {
 	return rapid.StringN(min, 10, -1).Filter(func(s string) bool { return strings.TrimSpace(s) == s })
 }
 
+// nonBlank draws strings that are not all white space, trimmed, of 1 to n characters: client tag
+// keys and values as Kafka Streams accepts them.
+func nonBlank(n int) *rapid.Generator[string] {
+	return rapid.StringN(1, n, -1).Filter(func(s string) bool { return s != "" && strings.TrimSpace(s) == s })
+}
+
 func genConfig(t *rapid.T) Config {
 	ms := func(label string, lo, hi int64) time.Duration {
 		return time.Duration(rapid.Int64Range(lo, hi).Draw(t, label)) * time.Millisecond
@@ -224,14 +230,14 @@ func genConfig(t *rapid.T) Config {
 		BootstrapServers:   rapid.SliceOfN(hostPort, 0, 3).Draw(t, "bootstrap.servers"),
 		TopologyEpoch:      rapid.Int32Min(0).Draw(t, "topology.epoch"),
 		TaskOffsetInterval: ms("task.offset.interval.ms", 0, 1<<40),
-		GroupInstanceID:    rapid.OneOf(rapid.Just(""), trimmed(1)).Draw(t, "group.instance.id"),
+		GroupInstanceID:    rapid.OneOf(rapid.Just(""), rapid.StringMatching(`[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,19}`)).Draw(t, "group.instance.id"),
 		ClientRack:         rapid.OneOf(rapid.Just(""), trimmed(1)).Draw(t, "client.rack"),
 		ApplicationServer:  rapid.OneOf(rapid.Just(""), hostPort).Draw(t, "application.server"),
-		ClientTags:         rapid.MapOfN(rapid.StringN(1, 6, -1), trimmed(0), 0, 3).Draw(t, "client tags"),
+		ClientTags:         rapid.MapOfN(nonBlank(6), nonBlank(10), 0, 5).Draw(t, "client tags"),
 		MaxPollInterval:    ms("max.poll.interval.ms", 1, math.MaxInt32),
 		RetryBackoff:       ms("retry.backoff.ms", 0, 1<<30),
-		RequestTimeout:     ms("request.timeout.ms", 1, 1<<40),
-		StateDir:           rapid.OneOf(rapid.Just(""), trimmed(1)).Draw(t, "state.dir"),
+		RequestTimeout:     ms("request.timeout.ms", 1, math.MaxInt32),
+		StateDir:           rapid.OneOf(rapid.Just(""), trimmed(1).Filter(func(s string) bool { return !strings.Contains(s, "\x00") })).Draw(t, "state.dir"),
 		User:               rapid.MapOfN(rapid.Map(rapid.StringN(0, 6, -1), func(s string) string { return PrefixUser + s }), rapid.String(), 0, 3).Draw(t, "user"),
 	}
 	c.RetryBackoffMax = c.RetryBackoff + ms("retry.backoff.max.ms above retry.backoff.ms", 0, 1<<30)

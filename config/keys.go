@@ -1,0 +1,193 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// KeyGroupProtocol is Kafka Streams' group.protocol. Kafka Streams 4.4 needs group.protocol=streams to
+// use streams groups, so a properties file written for it has the key; "streams" is accepted (in
+// any case) and changes nothing, any other value is refused.
+const KeyGroupProtocol = "group.protocol"
+
+// keyClientTags names the set of client tags in a problem about all of them (their number).
+const keyClientTags = PrefixClientTag + "*"
+
+// keysRead are the keys FromMap reads, for suggestions.
+var keysRead = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch, KeyTaskOffsetInterval, KeyProcessID,
+	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
+	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol}
+
+// brokerSide maps Kafka Streams keys that streams groups moved to the broker to the name of the
+// group config (streams.<name> per group, group.streams.<name> as the broker's default).
+var brokerSide = map[string]string{
+	"num.standby.replicas":       "num.standby.replicas",
+	"session.timeout.ms":         "session.timeout.ms",
+	"heartbeat.interval.ms":      "heartbeat.interval.ms",
+	"acceptable.recovery.lag":    "acceptable.recovery.lag",
+	"max.warmup.replicas":        "num.warmup.replicas",
+	"rack.aware.assignment.tags": "rack.aware.assignment.tags",
+}
+
+// runtimeKeys are Kafka Streams settings of its own runtime (threads, serdes, commits, caches,
+// exception handlers): the application does that work here, so this package does not read them.
+var runtimeKeys = map[string]bool{
+	"num.stream.threads": true, "processing.guarantee": true, "commit.interval.ms": true,
+	"default.key.serde": true, "default.value.serde": true, "default.timestamp.extractor": true,
+	"default.deserialization.exception.handler": true, "deserialization.exception.handler": true,
+	"default.production.exception.handler": true, "production.exception.handler": true,
+	"processing.exception.handler": true, "cache.max.bytes.buffering": true, "statestore.cache.max.bytes": true,
+	"topology.optimization": true, "upgrade.from": true, "probing.rebalance.interval.ms": true,
+	"task.timeout.ms": true, "poll.ms": true, "max.task.idle.ms": true, "buffered.records.per.partition": true,
+	"rocksdb.config.setter": true, "state.cleanup.delay.ms": true, "num.stream.threads.max": true,
+	"metrics.recording.level": true, "metrics.num.samples": true, "metrics.sample.window.ms": true,
+	"metric.reporters": true, "windowstore.changelog.additional.retention.ms": true,
+	"dsl.store.suppliers.class": true, "default.dsl.store": true, "log.summary.interval.ms": true,
+	"repartition.purge.interval.ms": true, "max.poll.records": true, "auto.offset.reset": true,
+	"enable.auto.commit": true, "isolation.level": true,
+}
+
+// clientKeys are settings of the Kafka client, which is the caller's *kgo.Client here.
+var clientKeys = map[string]bool{
+	"security.protocol": true, "client.id": true, "client.dns.lookup": true, "reconnect.backoff.ms": true,
+	"reconnect.backoff.max.ms": true, "socket.connection.setup.timeout.ms": true,
+	"socket.connection.setup.timeout.max.ms": true, "connections.max.idle.ms": true, "metadata.max.age.ms": true,
+	"send.buffer.bytes": true, "receive.buffer.bytes": true, "bootstrap.resolve.timeout.ms": true,
+}
+
+const userHint = `(keys for the application's own use start with "user.")`
+
+// unknownKeyReason explains why key is not a key of this package and what to do instead.
+func unknownKeyReason(key string) string {
+	if g, ok := brokerSide[key]; ok {
+		return fmt.Sprintf("is a broker-side group config in streams groups: set group.streams.%s on the broker "+
+			"or streams.%s per group (kafka-configs.sh --alter --entity-type groups --entity-name <application.id> "+
+			"--add-config streams.%s=…)", g, g, g)
+	}
+	for _, p := range []string{"group.streams.", "streams."} {
+		if g, ok := strings.CutPrefix(key, p); ok && isBrokerGroupConfig(g) {
+			return fmt.Sprintf("is a group config set on the broker, not in a member's config (kafka-configs.sh "+
+				"--alter --entity-type groups --entity-name <application.id> --add-config streams.%s=…, or "+
+				"group.streams.%s in the broker's properties)", g, g)
+		}
+	}
+	switch {
+	case key == "group.id":
+		return "a streams group's ID is application.id: set that instead"
+	case key == "replication.factor":
+		return "internal topics are created by the broker from the topology: set the replication factor of each " +
+			"internal topic in the topology (topology.TopicInfo.ReplicationFactor)"
+	case clientKeys[key] || strings.HasPrefix(key, "ssl.") || strings.HasPrefix(key, "sasl."):
+		return "is a setting of the Kafka client, which is yours here: configure it on the *kgo.Client " +
+			"(kgo.DialTLSConfig, kgo.SASL, kgo.ClientID, …); this config does not build the client"
+	case hasAnyPrefix(key, "consumer.", "producer.", "admin.", "main.consumer.", "restore.consumer.", "global.consumer."):
+		return "Kafka Streams passes these keys to the clients it creates; here the clients are yours " +
+			"(*kgo.Client): set the option there " + userHint
+	case runtimeKeys[key]:
+		return "is a Kafka Streams runtime setting that this library does not read: threads, serdes, commits and " +
+			"processing belong to the application " + userHint
+	}
+	if s := suggest(key); s != "" {
+		return "unknown key; " + s + " " + userHint
+	}
+	return "unknown key " + userHint
+}
+
+func isBrokerGroupConfig(name string) bool {
+	for _, g := range brokerSide {
+		if g == name {
+			return true
+		}
+	}
+	switch name {
+	case "initial.rebalance.delay.ms", "assignment.interval.ms", "assignor.name", "task.offset.interval.ms",
+		"assignor.offload.enable", "max.size", "assignors":
+		return true
+	}
+	return false
+}
+
+func hasAnyPrefix(s string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// suggest returns "did you mean …?" for a key that is a known key with invisible characters, in
+// another case, or with a typo of at most two edits; or "".
+func suggest(key string) string {
+	var invisible []string
+	clean := strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.IsControl(r) {
+			invisible = append(invisible, fmt.Sprintf("U+%04X", r))
+			return -1
+		}
+		return r
+	}, key)
+	if len(invisible) > 0 && clean != key && isKeyRead(clean) {
+		return fmt.Sprintf("did you mean %q? the key holds invisible characters (%s); a byte order mark (U+FEFF) "+
+			"at the start of the file is one: save the file without it", clean, strings.Join(dedupeStrings(invisible), ", "))
+	}
+	if lower := strings.ToLower(clean); lower != key && isKeyRead(lower) {
+		return fmt.Sprintf("did you mean %q? keys are case-sensitive", lower)
+	}
+	if len(key) > 64 {
+		return ""
+	}
+	best, bestDist := "", 3
+	for _, k := range keysRead {
+		if d := editDistance(key, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf("did you mean %q?", best)
+	}
+	return ""
+}
+
+func isKeyRead(key string) bool {
+	for _, k := range keysRead {
+		if k == key {
+			return true
+		}
+	}
+	return strings.HasPrefix(key, PrefixClientTag) && len(key) > len(PrefixClientTag) || strings.HasPrefix(key, PrefixUser)
+}
+
+func dedupeStrings(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b, counted in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
