@@ -57,12 +57,31 @@ var ErrNotSupported = errors.New("not supported by this cluster")
 // topology at an equal or higher epoch ("Topology updates are not supported yet.").
 var ErrTopologyMismatch = errors.New("the group runs a different topology")
 
+// UnknownCodeError is an error code that neither this library nor franz-go's kerr knows, from a
+// broker newer than both. kerr maps such a code to UNKNOWN_SERVER_ERROR (code -1); this keeps the
+// number, so a message says "unknown error code 9999".
+type UnknownCodeError struct {
+	Code int16
+}
+
+func (e *UnknownCodeError) Error() string { return fmt.Sprintf("unknown error code %d", e.Code) }
+
+// KafkaError returns the *kerr.Error of code, an *UnknownCodeError for a code kerr does not know, or
+// nil for 0.
+func KafkaError(code int16) error {
+	err := kerr.ErrorForCode(code)
+	if err == kerr.UnknownServerError && code != kerr.UnknownServerError.Code {
+		return &UnknownCodeError{Code: code}
+	}
+	return err
+}
+
 // Error is a heartbeat answered with an error code. It unwraps to the *kerr.Error of the code, so
 // errors.Is(err, kerr.FencedMemberEpoch) works, and to ErrNotSupported or ErrTopologyMismatch where
 // they apply. Action is a sentence saying what to do.
 type Error struct {
 	Code          int16
-	Kafka         error  // the kerr error of Code (a *kerr.Error, or an "unknown error" for new codes)
+	Kafka         error  // the kerr error of Code: a *kerr.Error, or an *UnknownCodeError for new codes
 	BrokerMessage string // ErrorMessage from the broker, if any
 	Class         Class
 	Action        string
@@ -98,7 +117,7 @@ func ErrorFor(code int16, brokerMessage *string) *Error {
 	if code == 0 {
 		return nil
 	}
-	e := &Error{Code: code, Kafka: kerr.ErrorForCode(code), Class: Fatal}
+	e := &Error{Code: code, Kafka: KafkaError(code), Class: Fatal}
 	if brokerMessage != nil {
 		e.BrokerMessage = *brokerMessage
 	}
@@ -114,12 +133,6 @@ func ErrorFor(code int16, brokerMessage *string) *Error {
 		e.Class = KeepState
 		e.Action = "grant DESCRIBE on every topic of the topology to this client; the member keeps its tasks and retries"
 	case kerr.UnknownServerError:
-		if code != kerr.UnknownServerError.Code {
-			// kerr maps codes it does not know to UNKNOWN_SERVER_ERROR; a code newer than this
-			// library is treated as fatal, as the Java client does.
-			e.Action = fmt.Sprintf("unexpected error code %d from the group coordinator", code)
-			break
-		}
 		// The coordinator threw an exception it did not map to an error code. That is a broker
 		// fault, not a verdict on this member: Kafka 4.4.0 does it for a join with an
 		// application.server endpoint while the group's topology is not configured yet (its
@@ -146,6 +159,11 @@ func ErrorFor(code int16, brokerMessage *string) *Error {
 			e.Action = "the broker refused the request as invalid; this is a bug in streamsgroup, please report it with the broker message"
 		}
 	default:
+		if _, ok := e.Kafka.(*UnknownCodeError); ok {
+			// A code newer than this library is treated as fatal, as the Java client does.
+			e.Action = fmt.Sprintf("unexpected error code %d from the group coordinator (newer than this library)", code)
+			break
+		}
 		if action, ok := fatalActions[e.Kafka]; ok {
 			e.Action = action
 		} else {
