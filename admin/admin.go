@@ -36,15 +36,19 @@ var (
 	ErrNotStreamsGroup = errors.New("not a streams group")
 	// ErrGroupNotEmpty: a group with members cannot be deleted.
 	ErrGroupNotEmpty = errors.New("group is not empty")
+	// ErrWrongGroup: the broker answered about another group than the one asked for (or left the
+	// asked one out); the answer is not used.
+	ErrWrongGroup = errors.New("the broker answered about another group")
 )
 
 // GroupError is a per-group failure. It unwraps to one of the Err… values above where one applies,
 // and to the Kafka error.
 type GroupError struct {
-	Group string
-	Type  string // for ErrNotStreamsGroup: the group's actual type
-	Kind  error  // ErrGroupNotFound, ErrNotStreamsGroup, ErrGroupNotEmpty or nil
-	Kafka error  // the broker's error, if any
+	Group    string
+	Type     string // for ErrNotStreamsGroup: the group's actual type
+	Kind     error  // ErrGroupNotFound, ErrNotStreamsGroup, ErrGroupNotEmpty, ErrWrongGroup or nil
+	Kafka    error  // the broker's error, if any (an *heartbeat.UnknownCodeError for a code kerr does not know)
+	Answered string // for ErrWrongGroup: the group the answer was about ("" when none was)
 }
 
 func (e *GroupError) Error() string {
@@ -55,6 +59,10 @@ func (e *GroupError) Error() string {
 		return fmt.Sprintf("group %q does not exist", e.Group)
 	case errors.Is(e.Kind, ErrGroupNotEmpty):
 		return fmt.Sprintf("group %q still has members; stop them first (it can only be deleted when empty)", e.Group)
+	case errors.Is(e.Kind, ErrWrongGroup) && e.Answered == "":
+		return fmt.Sprintf("group %q: the broker's answer left this group out; nothing was assumed about it", e.Group)
+	case errors.Is(e.Kind, ErrWrongGroup):
+		return fmt.Sprintf("group %q: the broker answered about group %q instead; the answer was not used", e.Group, e.Answered)
 	}
 	return fmt.Sprintf("group %q: %v", e.Group, e.Kafka)
 }
@@ -119,13 +127,16 @@ func (c *Client) Describe(ctx context.Context, group string) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
+	if g.Group != group {
+		return nil, &GroupError{Group: group, Kind: ErrWrongGroup, Answered: g.Group}
+	}
 	return c.convert(g, node)
 }
 
 // groupError turns a per-group error code into a *GroupError. GROUP_ID_NOT_FOUND means either no
 // group or a group of another type; a ListGroups tells which.
 func (c *Client) groupError(ctx context.Context, group string, code int16, msg *string) error {
-	kafka := kerr.ErrorForCode(code)
+	kafka := heartbeat.KafkaError(code)
 	if msg != nil && *msg != "" {
 		kafka = fmt.Errorf("%w: %s", kafka, *msg)
 	}
@@ -168,7 +179,7 @@ func (c *Client) listAll(ctx context.Context) ([]kmsg.ListGroupsResponseGroup, e
 			return nil, s.Err
 		}
 		r := s.Resp.(*kmsg.ListGroupsResponse)
-		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		if err := heartbeat.KafkaError(r.ErrorCode); err != nil {
 			return nil, err
 		}
 		out = append(out, r.Groups...)
@@ -294,17 +305,41 @@ func (c *Client) Delete(ctx context.Context, groups ...string) (map[string]error
 	}
 	req := kmsg.NewPtrDeleteGroupsRequest()
 	req.Groups = toDelete
+	asked := make(map[string]bool, len(toDelete))
+	for _, g := range toDelete {
+		asked[g] = true
+	}
+	answered := make(map[string]bool, len(toDelete))
+	var stray []string // answers about groups not asked for
 	for _, s := range c.cl.RequestSharded(ctx, req) {
 		if s.Err != nil {
 			return out, fmt.Errorf("deleting groups: %w", s.Err)
 		}
 		for _, r := range s.Resp.(*kmsg.DeleteGroupsResponse).Groups {
+			if !asked[r.Group] {
+				stray = append(stray, r.Group)
+				continue
+			}
+			answered[r.Group] = true
 			if r.ErrorCode != 0 {
 				out[r.Group] = c.groupError(ctx, r.Group, r.ErrorCode, nil)
 			} else {
 				out[r.Group] = nil
 			}
 		}
+	}
+	var missing []string
+	for _, g := range toDelete {
+		if !answered[g] {
+			missing = append(missing, g)
+		}
+	}
+	for _, g := range missing {
+		e := &GroupError{Group: g, Kind: ErrWrongGroup}
+		if len(missing) == 1 && len(stray) == 1 {
+			e.Answered = stray[0] // the one answer that came instead
+		}
+		out[g] = e
 	}
 	return out, nil
 }
