@@ -1,10 +1,6 @@
 package topology
 
-import (
-	"encoding/json"
-	"fmt"
-	"io"
-)
+import "encoding/json"
 
 // The JSON form of a topology, for files and the streams-groups tool:
 //
@@ -78,31 +74,4 @@ func (d *Described) MarshalJSON() ([]byte, error) {
 		TopologyID string `json:"topologyId"`
 		jsonTopology
 	}{d.Epoch, d.ID.Hex(), subtopologiesJSON(d.Subtopologies)})
-}
-
-// ReadJSON reads a topology in its JSON form:
-//
-//	{"subtopologies": [{"id": "0", "sourceTopics": ["in"], "repartitionSinkTopics": [...],
-//	  "repartitionSourceTopics": [{"name": "...", "partitions": 0, "replicationFactor": -1,
-//	  "configs": {...}}], "stateChangelogTopics": [...], "copartitionGroups": [["a", "b"]]}]}
-//
-// Unknown fields are an error (a typo must not pass unseen), and the result is validated as by New.
-func ReadJSON(r io.Reader) (*Topology, error) {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	var jt jsonTopology
-	if err := dec.Decode(&jt); err != nil {
-		return nil, fmt.Errorf("reading the topology JSON: %w", err)
-	}
-	var subs []Subtopology
-	for _, s := range jt.Subtopologies {
-		subs = append(subs, Subtopology{
-			ID: s.ID, SourceTopics: s.SourceTopics, SourceTopicRegexes: s.SourceTopicRegexes,
-			RepartitionSinkTopics:   s.RepartitionSinkTopics,
-			RepartitionSourceTopics: fromJSONTopics(s.RepartitionSourceTopics),
-			StateChangelogTopics:    fromJSONTopics(s.StateChangelogTopics),
-			CopartitionGroups:       s.CopartitionGroups,
-		})
-	}
-	return New(subs...)
 }
