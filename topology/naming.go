@@ -53,9 +53,12 @@ func (n Names) KeyValueChangelog(store string) TopicInfo {
 }
 
 // WindowedChangelog returns the TopicInfo Kafka Streams sends for the changelog of a window or session
-// store with the given retention: cleanup.policy=compact,delete and retention.ms = retention plus one
-// day (windowstore.changelog.additional.retention.ms). For a windowed aggregation without
-// Materialized.withRetention, Kafka Streams' retention is the window size plus the grace period.
+// store of an aggregation with the given retention: cleanup.policy=compact,delete and retention.ms =
+// retention plus one day (windowstore.changelog.additional.retention.ms). For a windowed aggregation
+// without Materialized.withRetention, Kafka Streams' retention is the window size plus the grace
+// period (TimeWindowRetention, SessionWindowRetention). Not for the window stores of a stream-stream
+// join: those keep duplicates and Kafka Streams sends cleanup.policy=delete (JoinWindowChangelog,
+// StreamStreamJoin).
 func (n Names) WindowedChangelog(store string, retentionMs int64) TopicInfo {
 	return n.changelog(store, "cleanup.policy", "compact,delete",
 		"retention.ms", strconv.FormatInt(retentionMs+defaultAdditionalRetentionMs, 10))
