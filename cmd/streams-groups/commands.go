@@ -14,19 +14,11 @@ import (
 )
 
 func (c *command) list(ctx context.Context) int {
-	var states []string
-	if c.o.state.value != "" {
-		for _, s := range strings.Split(c.o.state.value, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				states = append(states, s)
-			}
-		}
-	}
-	groups, err := c.adm.List(ctx, states...)
+	groups, err := c.adm.List(ctx, c.o.states...)
 	if err != nil {
 		return c.fail(err)
 	}
-	if c.o.output == "json" {
+	if c.o.output.value == "json" {
 		out := []map[string]string{}
 		for _, g := range groups {
 			out = append(out, map[string]string{"group": g.ID, "state": g.State})
@@ -68,7 +60,7 @@ func (c *command) describeState(g *admin.Group) int {
 	if assignor == "" {
 		assignor = "-"
 	}
-	if c.o.output == "json" {
+	if c.o.output.value == "json" {
 		return printJSON(c.out, map[string]any{"group": g.ID, "coordinator": coord, "assignor": assignor, "state": g.State,
 			"groupEpoch": g.Epoch, "targetAssignmentEpoch": g.AssignmentEpoch, "members": len(g.Members)})
 	}
@@ -114,21 +106,21 @@ func assignmentString(a tasks.Assignment, prefix string) string {
 }
 
 func (c *command) describeMembers(g *admin.Group) int {
-	if c.o.output == "json" {
+	if c.o.output.value == "json" {
 		type member struct {
-			MemberID         string            `json:"memberId"`
-			MemberEpoch      int32             `json:"memberEpoch"`
-			TopologyEpoch    int32             `json:"topologyEpoch"`
-			Protocol         string            `json:"memberProtocol"`
-			ProcessID        string            `json:"processId"`
-			ClientID         string            `json:"clientId"`
-			ClientHost       string            `json:"clientHost"`
-			InstanceID       string            `json:"instanceId,omitempty"`
-			RackID           string            `json:"rackId,omitempty"`
-			Endpoint         string            `json:"endpoint,omitempty"`
-			ClientTags       map[string]string `json:"clientTags,omitempty"`
-			Assignment       map[string][]string
-			TargetAssignment map[string][]string
+			MemberID         string              `json:"memberId"`
+			MemberEpoch      int32               `json:"memberEpoch"`
+			TopologyEpoch    int32               `json:"topologyEpoch"`
+			Protocol         string              `json:"memberProtocol"`
+			ProcessID        string              `json:"processId"`
+			ClientID         string              `json:"clientId"`
+			ClientHost       string              `json:"clientHost"`
+			InstanceID       string              `json:"instanceId,omitempty"`
+			RackID           string              `json:"rackId,omitempty"`
+			Endpoint         string              `json:"endpoint,omitempty"`
+			ClientTags       map[string]string   `json:"clientTags,omitempty"`
+			Assignment       map[string][]string `json:"assignment"`
+			TargetAssignment map[string][]string `json:"targetAssignment"`
 		}
 		out := []member{}
 		for _, m := range g.Members {
@@ -182,7 +174,7 @@ func (c *command) describeOffsets(ctx context.Context, g *admin.Group) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	if c.o.output == "json" {
+	if c.o.output.value == "json" {
 		out := []map[string]any{}
 		for _, o := range offs {
 			out = append(out, map[string]any{"topic": o.Topic, "partition": o.Partition, "currentOffset": o.Committed,
@@ -228,7 +220,7 @@ func (c *command) delete(ctx context.Context) int {
 		names = append(names, g)
 	}
 	sort.Strings(names)
-	if c.o.output == "json" {
+	if c.o.output.value == "json" {
 		out := map[string]string{}
 		for _, g := range names {
 			if results[g] != nil {
@@ -246,7 +238,7 @@ func (c *command) delete(ctx context.Context) int {
 			}
 			continue
 		}
-		if c.o.output != "json" {
+		if c.o.output.value != "json" {
 			fmt.Fprintf(c.out, "Deletion of requested streams group ('%s') was successful.\n", g)
 		}
 	}
@@ -262,7 +254,7 @@ func (c *command) topology(ctx context.Context) int {
 		fmt.Fprintf(c.out, "Streams group '%s' has no topology.\n", g.ID)
 		return exitOK
 	}
-	if c.o.output == "json" {
+	if c.o.output.value == "json" {
 		return printJSON(c.out, g.Topology)
 	}
 	fmt.Fprintf(c.out, "GROUP %s  TOPOLOGY-EPOCH %d  TOPOLOGY-ID %s\n\n", g.ID, g.Topology.Epoch, g.Topology.ID)
@@ -294,7 +286,7 @@ func (c *command) nextEpoch(ctx context.Context) int {
 		return c.fail(err)
 	}
 	next := admin.NextEpoch(g, -1)
-	if c.o.output == "json" {
+	if c.o.output.value == "json" {
 		return printJSON(c.out, map[string]any{"group": c.o.groups[0], "nextTopologyEpoch": next})
 	}
 	fmt.Fprintln(c.out, next)

@@ -6,11 +6,14 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
+	"math"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,112 +36,21 @@ const (
 	exitInvalidFile = 6 // the topology file is invalid
 )
 
-const usage = `streams-groups: list, describe and delete Kafka streams groups (KIP-1071).
-
-  streams-groups --bootstrap-server HOST:PORT --list [--state [STATE,...]]
-  streams-groups --bootstrap-server HOST:PORT --describe --group G [--members|--state|--offsets] [--verbose]
-  streams-groups --bootstrap-server HOST:PORT --delete --group G [--group G2 ...]
-  streams-groups --bootstrap-server HOST:PORT --topology --group G
-  streams-groups --bootstrap-server HOST:PORT --next-epoch --group G
-  streams-groups --topology-id FILE|- [--bootstrap-server HOST:PORT --group G [--topology-epoch N]]
-
-Options:
-`
-
-type options struct {
-	bootstrap     string
-	list          bool
-	describe      bool
-	del           bool
-	groups        multi
-	state         optional
-	members       bool
-	offsets       bool
-	verbose       bool
-	commandConfig string
-	timeout       int
-	topology      bool
-	topologyID    string
-	topologyEpoch int
-	nextEpoch     bool
-	output        string
-}
-
-type multi []string
-
-func (m *multi) String() string     { return strings.Join(*m, ",") }
-func (m *multi) Set(s string) error { *m = append(*m, s); return nil }
-
-// optional is a flag that may stand alone (--state) or carry a value (--state Stable,Empty).
-type optional struct {
-	set   bool
-	value string
-}
-
-func (o *optional) String() string { return o.value }
-func (o *optional) Set(s string) error {
-	o.set = true
-	if s != "true" {
-		o.value = s
-	}
-	return nil
-}
-func (o *optional) IsBoolFlag() bool { return true }
-
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	var o options
-	fs := flag.NewFlagSet("streams-groups", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
-	fs.StringVar(&o.bootstrap, "bootstrap-server", "", "the Kafka broker(s) to connect to, host:port[,host:port]")
-	fs.BoolVar(&o.list, "list", false, "list all streams groups")
-	fs.BoolVar(&o.describe, "describe", false, "describe a streams group")
-	fs.BoolVar(&o.del, "delete", false, "delete empty streams groups")
-	fs.Var(&o.groups, "group", "the streams group (repeatable for --delete)")
-	fs.Var(&o.state, "state", "with --describe: the group's state; with --list: show states, optionally only these (comma separated)")
-	fs.BoolVar(&o.members, "members", false, "with --describe: the members and their assignments")
-	fs.BoolVar(&o.offsets, "offsets", false, "with --describe: committed offsets and lag of the input topics (the default)")
-	fs.BoolVar(&o.verbose, "verbose", false, "with --describe: more columns")
-	fs.StringVar(&o.commandConfig, "command-config", "", "properties file with client settings (client.id, request.timeout.ms, security.protocol=SSL)")
-	fs.IntVar(&o.timeout, "timeout", 5000, "milliseconds to wait for the cluster")
-	fs.BoolVar(&o.topology, "topology", false, "print the group's topology, topology epoch and topology ID")
-	fs.StringVar(&o.topologyID, "topology-id", "", "compute the topology ID of a topology JSON file (- for stdin); with --group, compare with the group's")
-	fs.IntVar(&o.topologyEpoch, "topology-epoch", 0, "with --topology-id and --group: the local topology.epoch to compare")
-	fs.BoolVar(&o.nextEpoch, "next-epoch", false, "print the topology.epoch a rolling upgrade of the group should use")
-	fs.StringVar(&o.output, "output", "table", "table or json")
-	if err := fs.Parse(normalize(args)); err != nil {
-		return exitUsage
+	o, err := parseArgs(args)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(stdout, usageText())
+		return exitOK
 	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, "unexpected argument %q", fs.Arg(0))
+	if err != nil {
+		return usageFail(stderr, err)
 	}
-	if o.output != "table" && o.output != "json" {
-		return usageError(stderr, "--output must be table or json")
+	if o.topologyID.set {
+		return topologyIDCommand(o, stdout, stderr)
 	}
-	actions := 0
-	for _, b := range []bool{o.list, o.describe, o.del, o.topology, o.nextEpoch} {
-		if b {
-			actions++
-		}
-	}
-	if o.topologyID != "" && actions == 0 {
-		return topologyIDCommand(&o, stdout, stderr)
-	}
-	if actions != 1 {
-		return usageError(stderr, "give exactly one of --list, --describe, --delete, --topology, --next-epoch, --topology-id")
-	}
-	if o.bootstrap == "" {
-		return usageError(stderr, "--bootstrap-server is required")
-	}
-	if (o.describe || o.del || o.topology || o.nextEpoch) && len(o.groups) == 0 {
-		return usageError(stderr, "--group is required")
-	}
-	if !o.del && len(o.groups) > 1 {
-		return usageError(stderr, "only --delete takes several --group options")
-	}
-	c, ctx, done, code := connect(&o, stdout, stderr)
+	c, ctx, done, code := connect(o, stdout, stderr)
 	if c == nil {
 		return code
 	}
@@ -146,6 +58,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case o.list:
 		return c.list(ctx)
+	case o.describe && o.topology:
+		return c.topology(ctx)
 	case o.describe:
 		return c.describe(ctx)
 	case o.del:
@@ -157,49 +71,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// normalize lets "--state Stable" (a value after an optional flag) work like "--state=Stable".
-func normalize(args []string) []string {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if (a == "--state" || a == "-state") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-			out = append(out, a+"="+args[i+1])
-			i++
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-func usageError(w io.Writer, format string, args ...any) int {
-	fmt.Fprintf(w, "Error: "+format+"\n(run with -h for the options)\n", args...)
+// usageFail prints a bad command line and returns exitUsage.
+func usageFail(w io.Writer, err error) int {
+	fmt.Fprintf(w, "Error: %v\n(run with -h for the options)\n", err)
 	return exitUsage
 }
 
 // clientOptions builds the franz-go client from --bootstrap-server and --command-config.
 func clientOptions(o *options) ([]kgo.Opt, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(o.bootstrap, ",")...), kgo.ClientID("streams-groups")}
-	if o.commandConfig == "" {
+	opts := []kgo.Opt{kgo.SeedBrokers(o.servers...), kgo.ClientID("streams-groups")}
+	if !o.commandConfig.set {
 		return opts, nil
 	}
-	f, err := os.Open(o.commandConfig)
+	file := config.Quote(o.commandConfig.value)
+	f, err := os.Open(o.commandConfig.value)
 	if err != nil {
-		return nil, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("--command-config %s: %v", file, err)
 	}
 	defer f.Close()
 	props, err := config.ParseProperties(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.commandConfig, err)
+		return nil, fmt.Errorf("--command-config %s: %w", file, err)
 	}
-	for k, v := range props {
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		v := strings.TrimSpace(props[k])
 		switch k {
 		case "client.id":
 			opts = append(opts, kgo.ClientID(v))
 		case "request.timeout.ms":
-			ms, err := strconv.Atoi(v)
+			ms, err := strconv.ParseInt(v, 10, 32)
 			if err != nil || ms <= 0 {
-				return nil, fmt.Errorf("%s: request.timeout.ms=%q is not a positive number", o.commandConfig, v)
+				return nil, fmt.Errorf("--command-config %s: request.timeout.ms=%s must be a whole number of milliseconds from 1 to %d",
+					file, config.Quote(v), math.MaxInt32)
 			}
 			opts = append(opts, kgo.RequestTimeoutOverhead(time.Duration(ms)*time.Millisecond))
 		case "security.protocol":
@@ -208,10 +115,12 @@ func clientOptions(o *options) ([]kgo.Opt, error) {
 			case "SSL":
 				opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
 			default:
-				return nil, fmt.Errorf("%s: security.protocol=%s is not supported by streams-groups (PLAINTEXT or SSL with the system's CAs)", o.commandConfig, v)
+				return nil, fmt.Errorf("--command-config %s: security.protocol=%s is not supported by streams-groups (PLAINTEXT or SSL with the system's CAs)",
+					file, config.Quote(v))
 			}
 		default:
-			return nil, fmt.Errorf("%s: %s is not supported by streams-groups (supported: client.id, request.timeout.ms, security.protocol)", o.commandConfig, k)
+			return nil, fmt.Errorf("--command-config %s: %s is not supported by streams-groups (supported: client.id, request.timeout.ms, security.protocol)",
+				file, config.Quote(k))
 		}
 	}
 	return opts, nil
@@ -222,15 +131,13 @@ func clientOptions(o *options) ([]kgo.Opt, error) {
 func connect(o *options, stdout, stderr io.Writer) (*command, context.Context, func(), int) {
 	opts, err := clientOptions(o)
 	if err != nil {
-		fmt.Fprintln(stderr, "Error:", err)
-		return nil, nil, nil, exitUsage
+		return nil, nil, nil, usageFail(stderr, err)
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		fmt.Fprintln(stderr, "Error:", err)
-		return nil, nil, nil, exitUsage
+		return nil, nil, nil, usageFail(stderr, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(o.timeout)*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(o.timeout.ms)*time.Millisecond)
 	done := func() { cancel(); cl.Close() }
 	return &command{o: o, adm: admin.NewClient(cl), out: stdout, errw: stderr}, ctx, done, exitOK
 }
@@ -257,11 +164,11 @@ func (c *command) fail(err error) int {
 		return exitNotEmpty
 	case errors.Is(err, context.DeadlineExceeded):
 		fmt.Fprintf(c.errw, "Error: cannot reach the cluster at %s: no answer within %d ms; is it running and reachable? (%v)\n",
-			c.o.bootstrap, c.o.timeout, err)
+			c.o.bootstrap.value, c.o.timeout.ms, err)
 		return exitFailed
 	}
 	if _, ok := errors.AsType[*net.OpError](err); ok {
-		fmt.Fprintf(c.errw, "Error: cannot reach the cluster at %s: is it running and reachable? (%v)\n", c.o.bootstrap, err)
+		fmt.Fprintf(c.errw, "Error: cannot reach the cluster at %s: is it running and reachable? (%v)\n", c.o.bootstrap.value, err)
 		return exitFailed
 	}
 	fmt.Fprintf(c.errw, "Error: %v\n", err)
@@ -270,8 +177,8 @@ func (c *command) fail(err error) int {
 
 func topologyIDCommand(o *options, stdout, stderr io.Writer) int {
 	var r io.Reader = os.Stdin
-	if o.topologyID != "-" {
-		f, err := os.Open(o.topologyID)
+	if o.topologyID.value != "-" {
+		f, err := os.Open(o.topologyID.value)
 		if err != nil {
 			fmt.Fprintln(stderr, "Error:", err)
 			return exitInvalidFile
@@ -285,14 +192,11 @@ func topologyIDCommand(o *options, stdout, stderr io.Writer) int {
 		return exitInvalidFile
 	}
 	if len(o.groups) == 0 {
-		if o.output == "json" {
+		if o.output.value == "json" {
 			return printJSON(stdout, map[string]any{"topologyId": topo.ID().Hex(), "short": topo.ID().String()})
 		}
 		fmt.Fprintln(stdout, topo.ID())
 		return exitOK
-	}
-	if o.bootstrap == "" {
-		return usageError(stderr, "--bootstrap-server is required to compare with --group")
 	}
 	c, ctx, done, code := connect(o, stdout, stderr)
 	if c == nil {
@@ -303,8 +207,8 @@ func topologyIDCommand(o *options, stdout, stderr io.Writer) int {
 	if err != nil && !errors.Is(err, admin.ErrGroupNotFound) {
 		return c.fail(err)
 	}
-	cmp := admin.CompareTopology(g, topo, int32(o.topologyEpoch))
-	if o.output == "json" {
+	cmp := admin.CompareTopology(g, topo, o.topologyEpoch.n)
+	if o.output.value == "json" {
 		return printJSON(stdout, map[string]any{
 			"verdict": cmp.Verdict.String(), "localTopologyId": cmp.LocalID.Hex(), "localEpoch": cmp.LocalEpoch,
 			"groupTopologyId": hexOrEmpty(cmp.GroupID), "groupEpoch": cmp.GroupEpoch, "action": cmp.Action,

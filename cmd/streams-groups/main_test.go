@@ -67,11 +67,11 @@ func TestCommandConfig(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "c.properties")
 	os.WriteFile(f, []byte("client.id=ops\nsecurity.protocol=SSL\n"), 0o644)
-	if _, err := clientOptions(&options{bootstrap: "x:1", commandConfig: f}); err != nil {
+	if _, err := clientOptions(&options{servers: []string{"x:1"}, commandConfig: once{set: true, value: f}}); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(f, []byte("sasl.jaas.config=x\n"), 0o644)
-	if _, err := clientOptions(&options{bootstrap: "x:1", commandConfig: f}); err == nil || !strings.Contains(err.Error(), "not supported") {
+	if _, err := clientOptions(&options{servers: []string{"x:1"}, commandConfig: once{set: true, value: f}}); err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Fatalf("an unsupported key must be refused clearly: %v", err)
 	}
 }
