@@ -322,14 +322,14 @@ func TestOffsetsAgainstModel(t *testing.T) {
 var inputTopics = map[string][]string{
 	"0":  {"a", "shared"},
 	"1":  {"b", "rep"},
-	"10": {"shared"},
+	"10": {"c"},
 }
 
 func modelTopology() *topology.Topology {
 	return topology.MustNew(
 		topology.Subtopology{ID: "0", SourceTopics: []string{"shared", "a"}, RepartitionSinkTopics: []string{"rep"}},
 		topology.Subtopology{ID: "1", SourceTopics: []string{"b"}, RepartitionSourceTopics: []topology.TopicInfo{{Name: "rep"}}},
-		topology.Subtopology{ID: "10", SourceTopics: []string{"shared"}},
+		topology.Subtopology{ID: "10", SourceTopics: []string{"c"}},
 	)
 }
 

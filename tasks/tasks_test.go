@@ -132,20 +132,7 @@ func TestInputPartitions(t *testing.T) {
 	if !errors.As(err, &ue) || ue.Task != (ID{"7", 1}) {
 		t.Fatalf("unknown subtopology: %v", err)
 	}
-	// A topic read by two subtopologies lists each partition once, sorted or not on arrival.
-	shared := topology.MustNew(
-		topology.Subtopology{ID: "0", SourceTopics: []string{"s"}},
-		topology.Subtopology{ID: "1", SourceTopics: []string{"s", "t"}},
-	)
-	got, err = InputPartitions(shared, set("0_4", "1_4", "0_7", "1_2"))
-	if want := map[string][]int32{"s": {2, 4, 7}, "t": {2, 4}}; err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("shared topic: got %v, %v, want %v", got, err, want)
-	}
-	got, err = InputPartitions(shared, set("0_4", "1_4"))
-	if want := map[string][]int32{"s": {4}, "t": {4}}; err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("shared topic, same partition: got %v, %v, want %v", got, err, want)
-	}
-	if _, err := InputPartitions(shared, NewSet(ID{"", 0})); !errors.As(err, &ue) || ue.Task != (ID{"", 0}) {
+	if _, err := InputPartitions(testTopology(), NewSet(ID{"", 0})); !errors.As(err, &ue) || ue.Task != (ID{"", 0}) {
 		t.Fatalf("a task of the empty subtopology ID: %v", err)
 	}
 	if err := CheckKnown(testTopology(), set("1_0", "9_0")); !errors.As(err, &ue) {
