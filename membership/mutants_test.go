@@ -345,3 +345,16 @@ func TestOffsetClockAndTrigger(t *testing.T) {
 		t.Fatal("the interval clock moved although no offsets were sent")
 	}
 }
+
+// A capability answer nobody asked for (a duplicate, or one after the member joined) changes nothing.
+func TestUnaskedCapabilitiesIgnored(t *testing.T) {
+	h := newHarness(t)
+	h.stableWith(active("0_0"))
+	n, events := len(h.sent), len(h.events)
+	h.step(CapabilitiesKnown{Caps: heartbeat.Capabilities{HeartbeatMaxVersion: -1}})
+	h.step(CapabilitiesKnown{Err: errors.New("late failure")})
+	h.expectState(Stable)
+	if len(h.sent) != n || len(h.events) != events || h.probes != 1 {
+		t.Fatalf("an unasked capability answer acted: %d sent, %d events, %d probes", len(h.sent)-n, len(h.events)-events, h.probes)
+	}
+}
