@@ -9,6 +9,9 @@
 # and prints killed / lived / not covered / timed out, the efficacy killed/(killed+lived), the
 # target (>= 90% for membership and heartbeat, >= 85% elsewhere) and PASS or BELOW.
 #
+# Each package is mutated in a snapshot of the module taken when its turn comes (the working tree,
+# uncommitted files included, without .git), so edits made while it runs cannot mix into its figures.
+#
 # One worker and a generous timeout coefficient, because with several workers on a small shared
 # machine every mutant's test run times out and the figures mean nothing. GOFLAGS=-count=1 so no
 # mutant is judged by a cached test result.
@@ -142,22 +145,27 @@ for pkg in "$@"; do
 	base="$out/${name//\//_}"
 	json="$base.json"
 	rm -f "$json" "$base.uncovered.json"
-	echo "mutate: $pkg (log $base.log)" >&2
+	echo "mutate: $pkg at $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes') (log $base.log)" >&2
 	start=$(date +%s)
-	if ! GOFLAGS=-count=1 "$gremlins" unleash --workers 1 --timeout-coefficient "$coefficient" \
-		--output "$json" "$pkg" >"$base.log" 2>&1 || [ ! -s "$json" ]; then
+	snap=$(mktemp -d "${TMPDIR:-/tmp}/streamsgroup-mutate-snapshot.XXXXXX")
+	tar -C "$root" --exclude=./.git -cf - . | tar -C "$snap" -xf -
+	if ! (cd "$snap" && GOFLAGS=-count=1 "$gremlins" unleash --workers 1 --timeout-coefficient "$coefficient" \
+		--output "$json" "$pkg" >"$base.log" 2>&1) || [ ! -s "$json" ]; then
 		echo "mutate: gremlins failed on $pkg (or was stopped before writing its report); the end of its log:" >&2
 		tail -20 "$base.log" >&2
+		rm -rf "$snap"
 		status=1
 		continue
 	fi
 	if [ "$uncovered" != 0 ]; then
 		echo "mutate: $pkg: running the mutants gremlins could not see" >&2
-		if ! run_uncovered "$root" "$name" "$json" "$base.uncovered.json"; then
+		if ! run_uncovered "$snap" "$name" "$json" "$base.uncovered.json"; then
+			rm -rf "$snap"
 			status=1
 			continue
 		fi
 	fi
+	rm -rf "$snap"
 	results+=("$name" "$base" "$(($(date +%s) - start))")
 done
 
