@@ -16,9 +16,25 @@ type TopologyMismatch struct {
 	MemberTopology  topology.ID
 	Verdict         topology.Verdict
 	Action          string // what to do about it
+	// Differences lists how the member's topology differs from the group's as the broker describes it
+	// (topology.Diff): subtopologies, topics, configs, replication factors and fixed partition counts,
+	// one line each. Empty when the group could not be described, or when the topologies differ only
+	// where the description does not show (copartition groups).
+	Differences []string
 }
 
-func (t *TopologyMismatch) String() string { return t.comparison().String() }
+// maxDifferencesShown caps the differences String repeats; Differences keeps them all.
+const maxDifferencesShown = 10
+
+// String is the comparison ("the group runs topology X at epoch N; this member runs Y at epoch M:
+// <action>") followed by the differences, at most maxDifferencesShown of them.
+func (t *TopologyMismatch) String() string {
+	s := t.comparison().String()
+	if len(t.Differences) > 0 {
+		s += "; differences: " + topology.JoinDiff(t.Differences, maxDifferencesShown)
+	}
+	return s
+}
 
 func (t *TopologyMismatch) comparison() topology.Comparison {
 	return topology.Comparison{Verdict: t.Verdict, GroupID: t.GroupTopologyID, GroupEpoch: t.GroupEpoch,
@@ -48,5 +64,5 @@ func compareTopologies(g *kmsg.StreamsGroupDescribeResponseGroup, local *topolog
 	}
 	c := topology.Compare(group, local, localEpoch, situation)
 	return TopologyMismatch{GroupEpoch: c.GroupEpoch, GroupTopologyID: c.GroupID, MemberEpoch: c.LocalEpoch,
-		MemberTopology: c.LocalID, Verdict: c.Verdict, Action: c.Action}
+		MemberTopology: c.LocalID, Verdict: c.Verdict, Action: c.Action, Differences: topology.Diff(group, local)}
 }
