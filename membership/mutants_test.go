@@ -358,3 +358,31 @@ func TestUnaskedCapabilitiesIgnored(t *testing.T) {
 		t.Fatalf("an unasked capability answer acted: %d sent, %d events, %d probes", len(h.sent)-n, len(h.events)-events, h.probes)
 	}
 }
+
+// An unreachable cluster is logged once, not at every retry, and its recovery once.
+func TestUnreachableClusterLoggedOnce(t *testing.T) {
+	h := newHarness(t)
+	h.capsErr = errors.New("connection refused")
+	h.start()
+	for range 3 {
+		h.advance(time.Second)
+		h.step(Tick{})
+	}
+	h.capsErr = nil
+	h.advance(time.Second)
+	h.step(Tick{})
+	var warn, back int
+	for _, a := range h.actions {
+		if l, ok := a.(Log); ok {
+			switch l.Msg {
+			case "cannot reach the cluster yet; retrying":
+				warn++
+			case "the cluster answers now":
+				back++
+			}
+		}
+	}
+	if h.probes != 5 || warn != 1 || back != 1 {
+		t.Fatalf("%d probes, %d warnings, %d recoveries", h.probes, warn, back)
+	}
+}
