@@ -43,7 +43,9 @@ func set(ids ...string) tasks.Set {
 	return tasks.NewSet(out...)
 }
 
-func tp(topic string, p int32) tasks.TopicPartition { return tasks.TopicPartition{Topic: topic, Partition: p} }
+func tp(topic string, p int32) tasks.TopicPartition {
+	return tasks.TopicPartition{Topic: topic, Partition: p}
+}
 
 // fakeMember is a member whose snapshot the test sets.
 type fakeMember struct {
@@ -273,8 +275,7 @@ func TestCommitWithoutMemberOrEpoch(t *testing.T) {
 		func() (*Committer, error) { return New(&fakeCluster{}, "", testTopology()) },
 		func() (*Committer, error) { return New(&fakeCluster{}, "app", nil) },
 		func() (*Committer, error) {
-			return New(&fakeCluster{}, "app", topology.MustNew(
-				topology.Subtopology{ID: "0", SourceTopics: []string{"s"}}, topology.Subtopology{ID: "1", SourceTopics: []string{"s"}}))
+			return New(&fakeCluster{}, "app", topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"table"}, StateChangelogTopics: []topology.TopicInfo{{Name: "table"}}}))
 		},
 	} {
 		if _, err := bad(); err == nil {

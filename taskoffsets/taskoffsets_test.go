@@ -20,7 +20,9 @@ func testTopology() *topology.Topology {
 
 func id(sub string, p int32) tasks.ID { return tasks.ID{Subtopology: sub, Partition: p} }
 
-func tp(topic string, p int32) tasks.TopicPartition { return tasks.TopicPartition{Topic: topic, Partition: p} }
+func tp(topic string, p int32) tasks.TopicPartition {
+	return tasks.TopicPartition{Topic: topic, Partition: p}
+}
 
 // lister answers from ends; while gate is non-nil it waits for it (or ctx).
 type lister struct {
@@ -107,7 +109,7 @@ func TestTaskOffsetsSumChangelogPositionsOfTasksNotProcessing(t *testing.T) {
 	tr.SetProcessing(id("0", 2), true)
 	// 0_3 has no position for b (never started) and no end for b: unknown sums.
 	tr.SetPosition(tp("a-changelog", 3), 1)
-	tr.SetPosition(tp("in", 0), 99)         // not a changelog: ignored
+	tr.SetPosition(tp("in", 0), 99)          // not a changelog: ignored
 	tr.SetPosition(tp("a-changelog", 5), -3) // negative: ignored
 
 	owned := tasks.Assignment{
@@ -250,7 +252,7 @@ func TestNewChecksItsArguments(t *testing.T) {
 	if _, err := New(nil, testTopology()); err == nil {
 		t.Fatal("neither client nor lister accepted")
 	}
-	shared := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"s"}}, topology.Subtopology{ID: "1", SourceTopics: []string{"s"}})
+	shared := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"table"}, StateChangelogTopics: []topology.TopicInfo{{Name: "table"}}})
 	var se *tasks.SharedTopicError
 	if _, err := New(nil, shared, WithEndLister(&lister{})); !errors.As(err, &se) {
 		t.Fatalf("shared topic: %v", err)
