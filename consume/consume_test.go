@@ -690,7 +690,7 @@ func TestNewChecksTheClientAndArguments(t *testing.T) {
 		t.Error("nil committer accepted")
 	}
 	var se *tasks.SharedTopicError
-	shared := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"s"}}, topology.Subtopology{ID: "1", SourceTopics: []string{"s"}})
+	shared := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"table"}, StateChangelogTopics: []topology.TopicInfo{{Name: "table"}}})
 	if _, err := New(cl, shared, &fakeCommitter{}); !errors.As(err, &se) {
 		t.Errorf("shared topic: %v", err)
 	}
@@ -711,5 +711,26 @@ func TestPartitionerSendsChangelogRecordsToTheirTask(t *testing.T) {
 	}
 	if Partitioner(nil).ForTopic(cl0).Partition(key, 8) != want {
 		t.Fatal("without a topology every topic is partitioned by key")
+	}
+}
+
+// A warm-up task that caught up becomes active without restoring anything: its inputs are not even
+// paused.
+func TestCaughtUpWarmupBecomesActiveWithoutRestoring(t *testing.T) {
+	e := newEnv(t)
+	e.list.end[tp(cl0, 2)] = 3
+	e.assign(tasks.Assignment{Warmup: set("0_2")})
+	eq(t, "client calls", e.cl.takeOps(), []string{"add app-st-changelog[2]@0"})
+	e.cl.fetches <- fetch(3, map[tasks.TopicPartition][]int64{tp(cl0, 2): {0, 1, 2}})
+	b := e.poll()
+	eq(t, "warm-up", offsetsOf(b.Restore), []string{"0_2 warmup app-st-changelog[2]:0,1,2"})
+	b.Done()
+	if offs, ends := e.tracker.TaskOffsets(tasks.Assignment{Warmup: set("0_2")}); offs[tid("0_2")] != 3 || ends[tid("0_2")] != 3 {
+		t.Fatalf("warm-up task offsets %v %v: a caught-up warm-up reports offset = end", offs, ends)
+	}
+	e.assign(tasks.Assignment{Active: set("0_2")})
+	eq(t, "client calls", e.cl.takeOps(), []string{"remove app-st-changelog[2]", "add in[2]@start"})
+	if offs, _ := e.tracker.TaskOffsets(tasks.Assignment{Active: set("0_2")}); len(offs) != 0 {
+		t.Fatalf("the promoted task reports offsets: %v", offs)
 	}
 }
