@@ -75,9 +75,9 @@ type StreamStreamJoin struct {
 	// ofTimeDifferenceWithNoGrace(d), grace 0) has Before = After = d; .before(…) and .after(…)
 	// change one side.
 	Before, After, Grace time.Duration
-	// Left and Right are the input topics of the two joined streams (source topics, or the
-	// repartition topic a re-keying before the join created).
-	Left, Right []string
+	// Left and Right are the source nodes of the two joined streams (left.join(right, …)) and the
+	// topics they read (see JoinInput).
+	Left, Right []JoinInput
 }
 
 // Join is what a DSL join adds to the subtopology it runs in: the changelogs of its state stores and
@@ -119,22 +119,70 @@ func (n Names) StreamStreamJoin(j StreamStreamJoin) Join {
 	return out
 }
 
-// CopartitionGroup is the copartition group of a join whose sides read the given topics: all of
-// them, left side first, each once.
-func CopartitionGroup(sides ...[]string) []string {
-	var out []string
-	for _, side := range sides {
-		for _, t := range side {
-			if !slices.Contains(out, t) {
-				out = append(out, t)
+// JoinInput is one source node a join reads, as Topology.describe() shows it:
+//
+//	Source: KSTREAM-SOURCE-0000000002 (topics: [orders])
+//
+// Kafka Streams orders the topics of a copartition group by their Java hash codes, and topics that
+// fall into the same hash bucket by the hash codes of their source nodes' names (then this side
+// before the other). With the node names the order is exact; without them (Node "") such topics keep
+// the order given, which matches Kafka Streams only by chance. The broker compares the order.
+type JoinInput struct {
+	// Node is the source node's name: generated (KSTREAM-SOURCE-<n>, numbered in the order the
+	// program creates nodes), given with Consumed.as / Repartitioned.as, or an internal one such as
+	// <name>-subscription-response-source.
+	Node string
+	// Topics are the topics the node reads, in its order (the application's input topics, or the
+	// repartition topic a re-keying before the join created).
+	Topics []string
+}
+
+// Source is the JoinInput of source node node reading topics.
+func Source(node string, topics ...string) JoinInput { return JoinInput{Node: node, Topics: topics} }
+
+// CopartitionGroup returns the copartition group Kafka Streams registers for a join, with its topics
+// in the order Kafka Streams adds them: sides[0] are the source nodes of the stream or table whose
+// join method is called (this), the others those of the joined ones (AbstractStream
+// .ensureCopartitionWith and InternalTopologyBuilder.copartitionGroups, Kafka Streams 4.4).
+func CopartitionGroup(sides ...[]JoinInput) []string {
+	byNode := make(map[string][]string)
+	this := newJavaSet()
+	all := (*javaSet)(nil)
+	var unnamed []string // topics of nodes without a name, in the order given
+	for i, side := range sides {
+		if i == 1 {
+			all = copyJavaSet(this)
+		}
+		for _, in := range side {
+			if in.Node == "" {
+				unnamed = append(unnamed, in.Topics...)
+				continue
+			}
+			byNode[in.Node] = append(byNode[in.Node], in.Topics...)
+			if i == 0 {
+				this.add(in.Node)
+			} else {
+				all.add(in.Node)
 			}
 		}
 	}
-	return out
+	if all == nil {
+		all = this
+	}
+	topics := newJavaSet()
+	for _, node := range copyJavaSet(all).iter() {
+		for _, t := range byNode[node] {
+			topics.add(t)
+		}
+	}
+	for _, t := range unnamed {
+		topics.add(t)
+	}
+	return topics.iter()
 }
 
-// CopartitionGroups merges the copartition groups of a topology's joins, given in the order the
-// joins appear in the program, the way Kafka Streams does (InternalTopologyBuilder.copartitionGroups):
+// CopartitionGroups merges the copartition groups of a topology's joins (each as CopartitionGroup
+// returns it), given in the order the joins appear in the program, the way Kafka Streams does (InternalTopologyBuilder.copartitionGroups):
 // a join's group joins the group of the first of its topics already in one, else starts a new
 // group. The result is in the order Subtopology.CopartitionGroups wants (the order of the groups'
 // first topics, each group's topics in the order they were added); give each subtopology the groups
@@ -147,7 +195,6 @@ func CopartitionGroups(joins ...[]string) [][]string {
 	groupOf := make(map[string]int)
 	var topics []string // in the order they were first mapped (Kafka Streams' LinkedHashMap keys)
 	for _, join := range joins {
-		join = CopartitionGroup(join)
 		g := -1
 		for _, t := range join {
 			if i, ok := groupOf[t]; ok {
@@ -196,6 +243,8 @@ type ForeignKeyJoin struct {
 	// SubscriptionStore is the changelog of the <name>-subscription-store on the foreign side
 	// (cleanup.policy=compact).
 	SubscriptionStore TopicInfo
+
+	name string
 }
 
 // ForeignKeyJoin returns the internal topics of a foreign-key join named name (TableJoined.as(name)).
@@ -211,27 +260,31 @@ func (n Names) ForeignKeyJoin(name string) ForeignKeyJoin {
 		Registration:      rep(name + "-subscription-registration-topic"),
 		Response:          rep(name + "-subscription-response-topic"),
 		SubscriptionStore: n.KeyValueChangelog(name + "-subscription-store"),
+		name:              name,
 	}
 }
 
-// AddToPrimary adds the join to the primary table's subtopology s, whose table reads primaryInputs:
-// it writes the registration topic, reads the response topic, and copartitions the response topic
-// with the primary table's input. (The join result's store, if materialized, is on this side too:
-// add its KeyValueChangelog.)
-func (j ForeignKeyJoin) AddToPrimary(s *Subtopology, primaryInputs ...string) {
+// AddToPrimary adds the join to the primary table's subtopology s, whose table is read by primary
+// (its source node and topic, see JoinInput): it writes the registration topic, reads the response
+// topic (source node <name>-subscription-response-source), and copartitions the two. (The join
+// result's store, if materialized, is on this side too: add its KeyValueChangelog.)
+func (j ForeignKeyJoin) AddToPrimary(s *Subtopology, primary ...JoinInput) {
 	s.RepartitionSinkTopics = append(s.RepartitionSinkTopics, j.Registration.Name)
 	s.RepartitionSourceTopics = append(s.RepartitionSourceTopics, j.Response.clone())
-	s.CopartitionGroups = append(s.CopartitionGroups, CopartitionGroup(primaryInputs, []string{j.Response.Name}))
+	s.CopartitionGroups = append(s.CopartitionGroups, CopartitionGroup(primary,
+		[]JoinInput{Source(j.name+"-subscription-response-source", j.Response.Name)}))
 }
 
-// AddToForeign adds the join to the foreign table's subtopology s, whose table reads foreignInputs:
-// it reads the registration topic, keeps the subscription store, writes the response topic, and
-// copartitions the registration topic with the foreign table's input.
-func (j ForeignKeyJoin) AddToForeign(s *Subtopology, foreignInputs ...string) {
+// AddToForeign adds the join to the foreign table's subtopology s, whose table is read by foreign:
+// it reads the registration topic (source node <name>-subscription-registration-source), keeps the
+// subscription store, writes the response topic, and copartitions the registration topic with the
+// foreign table's input.
+func (j ForeignKeyJoin) AddToForeign(s *Subtopology, foreign ...JoinInput) {
 	s.RepartitionSinkTopics = append(s.RepartitionSinkTopics, j.Response.Name)
 	s.RepartitionSourceTopics = append(s.RepartitionSourceTopics, j.Registration.clone())
 	s.StateChangelogTopics = append(s.StateChangelogTopics, j.SubscriptionStore.clone())
-	s.CopartitionGroups = append(s.CopartitionGroups, CopartitionGroup([]string{j.Registration.Name}, foreignInputs))
+	s.CopartitionGroups = append(s.CopartitionGroups, CopartitionGroup(foreign,
+		[]JoinInput{Source(j.name+"-subscription-registration-source", j.Registration.Name)}))
 }
 
 // TimeWindowRetention is the retention Kafka Streams gives a windowed aggregation's store

@@ -41,29 +41,29 @@ func dslTopology(construct, app, t string, optimized bool) *Topology {
 	case "stream-table-join": // stream(orders).join(table(customers, Materialized.as("customers")))
 		return MustNew(Subtopology{ID: "0", SourceTopics: []string{t + "-orders", t + "-customers"},
 			StateChangelogTopics: []TopicInfo{table("customers", t+"-customers")},
-			CopartitionGroups:    [][]string{CopartitionGroup([]string{t + "-orders"}, []string{t + "-customers"})}})
+			CopartitionGroups:    [][]string{CopartitionGroup([]JoinInput{Source("KSTREAM-SOURCE-0000000002", t+"-orders")}, []JoinInput{Source("KSTREAM-SOURCE-0000000000", t+"-customers")})}})
 	case "stream-stream-join", "stream-stream-left-join", "stream-stream-outer-join":
 		j := map[string]StreamStreamJoin{
 			"stream-stream-join":       {StoreName: "pairs", Kind: InnerJoin, Before: 5 * time.Minute, After: 5 * time.Minute},
 			"stream-stream-left-join":  {StoreName: "lpairs", Kind: LeftJoin, Before: 5 * time.Minute, After: 5 * time.Minute, Grace: 30 * time.Second},
 			"stream-stream-outer-join": {StoreName: "opairs", Kind: OuterJoin, Before: time.Minute, After: time.Minute},
 		}[construct]
-		j.Left, j.Right = []string{t + "-left"}, []string{t + "-right"}
+		j.Left, j.Right = []JoinInput{Source("KSTREAM-SOURCE-0000000000", t+"-left")}, []JoinInput{Source("KSTREAM-SOURCE-0000000001", t+"-right")}
 		join := n.StreamStreamJoin(j)
 		return MustNew(Subtopology{ID: "0", SourceTopics: []string{t + "-left", t + "-right"},
 			StateChangelogTopics: join.Changelogs, CopartitionGroups: [][]string{join.CopartitionGroup}})
 	case "table-table-join": // table(left).join(table(right), Materialized.as("joined"))
 		return MustNew(Subtopology{ID: "0", SourceTopics: []string{t + "-left", t + "-right"},
 			StateChangelogTopics: []TopicInfo{table("left", t+"-left"), table("right", t+"-right"), n.KeyValueChangelog("joined")},
-			CopartitionGroups:    [][]string{CopartitionGroup([]string{t + "-left"}, []string{t + "-right"})}})
+			CopartitionGroups:    [][]string{CopartitionGroup([]JoinInput{Source("KSTREAM-SOURCE-0000000000", t+"-left")}, []JoinInput{Source("KSTREAM-SOURCE-0000000002", t+"-right")})}})
 	case "fk-join": // table(orders).join(table(customers), fk, TableJoined.as("fk"), Materialized.as("enriched"))
 		fk := n.ForeignKeyJoin("fk")
 		primary := Subtopology{ID: "0", SourceTopics: []string{t + "-orders"},
 			StateChangelogTopics: []TopicInfo{table("orders", t+"-orders"), n.KeyValueChangelog("enriched")}}
-		fk.AddToPrimary(&primary, t+"-orders")
+		fk.AddToPrimary(&primary, Source("KSTREAM-SOURCE-0000000000", t+"-orders"))
 		foreign := Subtopology{ID: "1", SourceTopics: []string{t + "-customers"},
 			StateChangelogTopics: []TopicInfo{table("customers", t+"-customers")}}
-		fk.AddToForeign(&foreign, t+"-customers")
+		fk.AddToForeign(&foreign, Source("KSTREAM-SOURCE-0000000002", t+"-customers"))
 		return MustNew(primary, foreign)
 	case "windowed-suppress": // windowedBy(TimeWindows.ofSizeAndGrace(1 min, 10 s)).count(as("per-minute")).suppress(…withName("final"))
 		return MustNew(Subtopology{ID: "0", SourceTopics: []string{t + "-clicks"}, StateChangelogTopics: []TopicInfo{
@@ -79,7 +79,7 @@ func dslTopology(construct, app, t string, optimized bool) *Topology {
 			ti = ti.ReusingSource(t + "-prices")
 		}
 		return MustNew(Subtopology{ID: "0", SourceTopics: []string{t + "-events", t + "-prices"}, StateChangelogTopics: []TopicInfo{ti},
-			CopartitionGroups: [][]string{CopartitionGroup([]string{t + "-events"}, []string{t + "-prices"})}})
+			CopartitionGroups: [][]string{CopartitionGroup([]JoinInput{Source("KSTREAM-SOURCE-0000000002", t+"-events")}, []JoinInput{Source("KSTREAM-SOURCE-0000000000", t+"-prices")})}})
 	case "repartition-fixed": // selectKey().repartition(Repartitioned.as("rekeyed").withNumberOfPartitions(3)).groupByKey().count(as("per-key"))
 		return MustNew(
 			Subtopology{ID: "0", SourceTopics: []string{t + "-events"}, RepartitionSinkTopics: []string{n.RepartitionTopic("rekeyed")}},
@@ -195,13 +195,14 @@ func TestDSLHelpersMatchKafkaStreams(t *testing.T) {
 func TestDSLFindings(t *testing.T) {
 	n := Names{AppID: "app"}
 	join := n.StreamStreamJoin(StreamStreamJoin{StoreName: "pairs", Before: 5 * time.Minute, After: 5 * time.Minute,
-		Left: []string{"l"}, Right: []string{"r"}})
+		Left: []JoinInput{Source("KSTREAM-SOURCE-0000000000", "l")}, Right: []JoinInput{Source("KSTREAM-SOURCE-0000000001", "r")}})
 	if len(join.Changelogs) != 2 || join.Changelogs[0].Name != "app-pairs-this-join-store-changelog" ||
 		join.Changelogs[1].Name != "app-pairs-other-join-store-changelog" ||
 		join.Changelogs[0].Configs["cleanup.policy"] != "delete" || join.Changelogs[0].Configs["retention.ms"] != "87000000" {
 		t.Errorf("stream-stream join stores: %+v", join.Changelogs)
 	}
-	if !slices.Equal(join.CopartitionGroup, []string{"l", "r"}) {
+	// "l".hashCode() = 108 (bucket 12 of 16), "r" = 114 (bucket 2): r first.
+	if !slices.Equal(join.CopartitionGroup, []string{"r", "l"}) {
 		t.Errorf("stream-stream join copartition group %v", join.CopartitionGroup)
 	}
 	fk := n.ForeignKeyJoin("fk")
@@ -230,5 +231,26 @@ func TestCopartitionGroupsMergeAsKafkaStreams(t *testing.T) {
 		if got := CopartitionGroups(c.joins...); !slices.EqualFunc(got, c.want, slices.Equal) {
 			t.Errorf("CopartitionGroups(%v) = %v, want %v", c.joins, got, c.want)
 		}
+	}
+}
+
+// A copartition group whose two topics share a Java hash bucket: Kafka Streams orders them by their
+// source nodes' names. These topic names and the order come from a real run (the TOPOLOGY line of
+// the DSL peer for stream(events).join(table(prices, versioned)), table declared first): Kafka
+// Streams sent [prices, events], the order of nodes KSTREAM-SOURCE-0000000000 (prices) and
+// KSTREAM-SOURCE-0000000002 (events), not the join's this-then-other order.
+func TestCopartitionGroupTieFollowsSourceNodes(t *testing.T) {
+	events, prices := "dsl-testdslinterop-587069-1-versioned-table-events", "dsl-testdslinterop-587069-1-versioned-table-prices"
+	got := CopartitionGroup([]JoinInput{Source("KSTREAM-SOURCE-0000000002", events)}, []JoinInput{Source("KSTREAM-SOURCE-0000000000", prices)})
+	if want := []string{prices, events}; !slices.Equal(got, want) {
+		t.Fatalf("CopartitionGroup = %v, want %v", got, want)
+	}
+	// Without node names the order given is kept for the tie: the this side first.
+	if got := CopartitionGroup([]JoinInput{{Topics: []string{events}}}, []JoinInput{{Topics: []string{prices}}}); !slices.Equal(got, []string{events, prices}) {
+		t.Fatalf("without node names: %v", got)
+	}
+	topo := MustNew(Subtopology{ID: "0", SourceTopics: []string{events, prices}, CopartitionGroups: [][]string{{prices, events}}})
+	if g := topo.Request(0).Subtopologies[0].CopartitionGroups[0]; !slices.Equal(g.SourceTopics, []int16{1, 0}) {
+		t.Fatalf("request indices %v, want [1 0] (prices, events)", g.SourceTopics)
 	}
 }

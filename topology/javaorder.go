@@ -2,6 +2,7 @@ package topology
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -92,4 +93,48 @@ func javaHashOrder(hashes []int32, buckets int) []int {
 	}
 	sort.SliceStable(order, func(a, b int) bool { return bucket[order[a]] < bucket[order[b]] })
 	return order
+}
+
+// javaSet simulates a java.util.HashSet<String> well enough to know its iteration order: the
+// elements in insertion order and the table size. Iteration is by bucket, ties in insertion order
+// (a resize keeps the relative order inside each bucket), which javaHashOrder computes.
+type javaSet struct {
+	elems   []string
+	buckets int
+}
+
+// newJavaSet is `new HashSet<>()`.
+func newJavaSet() *javaSet { return &javaSet{buckets: 16} }
+
+// copyJavaSet is `new HashSet<>(src)`: sized by the copy constructor, filled in src's iteration order.
+func copyJavaSet(src *javaSet) *javaSet {
+	s := &javaSet{buckets: javaTableSizeForCopy(len(src.elems), Java17)}
+	for _, e := range src.iter() {
+		s.add(e)
+	}
+	return s
+}
+
+// add is HashSet.add: a new element is appended; the table doubles once the size exceeds 0.75 of it.
+func (s *javaSet) add(e string) {
+	if slices.Contains(s.elems, e) {
+		return
+	}
+	s.elems = append(s.elems, e)
+	for len(s.elems) > s.buckets*3/4 {
+		s.buckets *= 2
+	}
+}
+
+// iter returns the elements in iteration order.
+func (s *javaSet) iter() []string {
+	hashes := make([]int32, len(s.elems))
+	for i, e := range s.elems {
+		hashes[i] = javaStringHash(e)
+	}
+	out := make([]string, 0, len(s.elems))
+	for _, i := range javaHashOrder(hashes, s.buckets) {
+		out = append(out, s.elems[i])
+	}
+	return out
 }

@@ -50,10 +50,11 @@ type Subtopology struct {
 	// StateChangelogTopics are the changelog topics of the subtopology's state stores.
 	StateChangelogTopics []TopicInfo
 	// CopartitionGroups are sets of input topics (source or repartition source topics of this
-	// subtopology) that must have the same partition count, as a join requires. List each group's
-	// topics, and the groups, in the order Kafka Streams registers them (the joined source nodes in
-	// order, each node's topics in order): Kafka Streams sends them in Java HashSet order, which
-	// depends on that order when hash buckets collide, and the broker compares the lists in order.
+	// subtopology) that must have the same partition count, as a join requires. Kafka Streams sends
+	// them in Java HashSet order, and the broker compares the lists in order; where hash buckets
+	// collide that order depends on the order Kafka Streams added the topics. List each group's topics
+	// in that order, as CopartitionGroup returns them for a join (it needs the source node names for
+	// an exact order), and the groups in the order of the joins, merged as CopartitionGroups does.
 	CopartitionGroups [][]string
 }
 
