@@ -386,3 +386,26 @@ func TestUnreachableClusterLoggedOnce(t *testing.T) {
 		t.Fatalf("%d probes, %d warnings, %d recoveries", h.probes, warn, back)
 	}
 }
+
+// A readiness change alone is a new target: the rebalance it starts dates from that answer.
+func TestReadinessChangeDatesItsRebalance(t *testing.T) {
+	h := newHarness(t)
+	h.stableWith(active("0_0"))
+	h.advance(interval)
+	h.mustSend()
+	at := h.now
+	n := len(h.actions)
+	h.answer(resp(1, nil, heartbeat.Status{Code: heartbeat.AssignmentDelayed}))
+	found := false
+	for _, a := range h.actions[n:] {
+		if r, ok := a.(Rebalance); ok && r.Phase == RebalanceStarted {
+			found = true
+			if !r.TargetAt.Equal(at) {
+				t.Fatalf("rebalance dated %v, want the answer's %v", r.TargetAt, at)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("a readiness change started no rebalance")
+	}
+}
