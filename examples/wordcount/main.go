@@ -10,11 +10,12 @@
 //
 // subtopology 0 reads the lines and writes each word to the repartition topic <app>-words-repartition
 // keyed by the word; subtopology 1 reads that topic, counts in the store "counts" (changelog
-// <app>-counts-changelog) and writes the counts out. It consumes exactly the partitions of its active
-// tasks, restores a task's store from the changelog before processing it, keeps standby stores up to
-// date, commits with its member ID and epoch on revocation and every second, reports changelog
-// positions as task offsets, and shuts down cleanly on SIGINT/SIGTERM or a group-wide shutdown
-// request. With -metrics-addr it serves the member's metrics at /metrics for Prometheus.
+// <app>-counts-changelog) and writes the counts out. The library's processing pieces do the rest:
+// consume (exactly the partitions of its active tasks, each store restored from the changelog before
+// its task processes, standby stores kept up to date), commit (with the member ID and epoch, on
+// revocation and every second) and taskoffsets (changelog positions reported as task offsets). It
+// shuts down cleanly on SIGINT/SIGTERM or a group-wide shutdown request. With -metrics-addr it serves
+// the member's metrics at /metrics for Prometheus.
 package main
 
 import (
@@ -28,8 +29,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/consume"
 	"github.com/streamsgroup/streamsgroup/membership"
+	"github.com/streamsgroup/streamsgroup/taskoffsets"
+	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
 func main() {
@@ -57,14 +62,9 @@ func main() {
 }
 
 func run(ctx context.Context, log *slog.Logger, bootstrap, appID, input, output, name, server, metricsAddr string) error {
-	a := newApp(appID, input, output, log)
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(bootstrap),
-		kgo.ClientID(name),
-		kgo.RecordPartitioner(a.partitioner()),
-		kgo.ProducerLinger(5*time.Millisecond),
-		kgo.FetchMaxWait(200*time.Millisecond),
-	)
+	a := newApp(appID, input, output)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ClientID(name), kgo.RecordPartitioner(consume.Partitioner(a.topo)),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
 		return err
 	}
@@ -74,12 +74,30 @@ func run(ctx context.Context, log *slog.Logger, bootstrap, appID, input, output,
 	cfg := config.Default(appID)
 	cfg.ApplicationServer = server
 	cfg.MaxPollInterval = 60 * time.Second
-	mgr, err := membership.New(cl, cfg, a.topo,
-		membership.WithListener(a), membership.WithTaskOffsets(a), membership.WithLogger(log))
+	// The pieces: epoch-fenced commits, the consumer that follows the tasks (committing the revoked
+	// ones' offsets once what they produced is durable), and task offsets from changelog positions.
+	commits, err := commit.New(cl, appID, a.topo)
 	if err != nil {
 		return err
 	}
-	a.mgr = mgr
+	offsets, err := taskoffsets.New(cl, a.topo)
+	if err != nil {
+		return err
+	}
+	defer offsets.Close()
+	var cons *consume.Consumer
+	revoked := func(ctx context.Context, s tasks.Set) (commit.Offsets, error) { return cons.Processed(s), a.flush(ctx) }
+	cons, err = consume.New(cl, a.topo, commits, consume.WithListener(commit.OnRevoke(commits, revoked, a)),
+		consume.WithTaskOffsets(offsets), consume.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	mgr, err := membership.New(cl, cfg, a.topo, membership.WithListener(cons), membership.WithTaskOffsets(offsets),
+		membership.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	commits.Bind(mgr)
 	if metricsAddr != "" {
 		metricsCtx, stopMetrics := context.WithCancel(context.Background())
 		defer stopMetrics()
@@ -96,24 +114,17 @@ func run(ctx context.Context, log *slog.Logger, bootstrap, appID, input, output,
 	shutdown := make(chan string, 1)
 	go func() {
 		for ev := range events {
-			switch ev.Kind {
-			case membership.EventShutdownRequested:
+			if ev.Kind == membership.EventShutdownRequested || ev.Kind == membership.EventFatal {
 				select {
-				case shutdown <- "the group asked every member to shut down":
-				default:
-				}
-			case membership.EventFatal:
-				select {
-				case shutdown <- "fatal: " + ev.Err.Error():
+				case shutdown <- ev.String():
 				default:
 				}
 			}
 		}
 	}()
-
 	processCtx, stopProcessing := context.WithCancel(context.Background())
 	processed := make(chan error, 1)
-	go func() { processed <- a.process(processCtx) }()
+	go func() { processed <- a.process(processCtx, cons) }()
 
 	select {
 	case <-ctx.Done():
@@ -126,7 +137,7 @@ func run(ctx context.Context, log *slog.Logger, bootstrap, appID, input, output,
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = mgr.Close(closeCtx) // OnTasksRevoked commits; then the leave heartbeat
+	err = mgr.Close(closeCtx) // OnTasksRevoked commits (commit.OnRevoke); then the leave heartbeat
 	stopProcessing()
 	<-processed
 	if err != nil {
