@@ -3,6 +3,8 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -137,6 +139,18 @@ func TestCLIValidationOnALiveGroup(t *testing.T) {
 	out, _, code = tool(t, b, bs, "--describe", "--group", group, "--topology")
 	if code != 0 || !strings.Contains(out, "TOPOLOGY-ID "+topo.ID().String()) {
 		t.Errorf("--describe --topology: exit %d\n%s", code, out)
+	}
+
+	// A changed topology: the comparison names what differs from the group's.
+	file := filepath.Join(t.TempDir(), "other.json")
+	other, _ := simpleTopology("elsewhere").MarshalJSON()
+	if err := os.WriteFile(file, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = tool(t, b, bs, "--topology-id", file, "--group", group)
+	if code != 0 || !strings.Contains(out, "changed-without-epoch-bump") || !strings.Contains(out, "DIFFERENCES") ||
+		!strings.Contains(out, `source topic "elsewhere" is only in this topology`) {
+		t.Errorf("--topology-id of another topology: exit %d\n%s", code, out)
 	}
 }
 

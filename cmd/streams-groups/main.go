@@ -208,17 +208,46 @@ func topologyIDCommand(o *options, stdout, stderr io.Writer) int {
 		return c.fail(err)
 	}
 	cmp := admin.CompareTopology(g, topo, o.topologyEpoch.n)
+	// How the topologies differ, when they do: what the group runs against the file.
+	var diff []string
+	if cmp.Verdict != topology.Same && g != nil && g.Topology != nil {
+		diff = topology.Diff(g.Topology, topo)
+	}
 	if o.output.value == "json" {
 		return printJSON(stdout, map[string]any{
 			"verdict": cmp.Verdict.String(), "localTopologyId": cmp.LocalID.Hex(), "localEpoch": cmp.LocalEpoch,
 			"groupTopologyId": hexOrEmpty(cmp.GroupID), "groupEpoch": cmp.GroupEpoch, "action": cmp.Action,
+			"differences": append([]string{}, diff...),
 		})
 	}
 	rows := [][]string{{"GROUP", "GROUP-TOPOLOGY-ID", "GROUP-EPOCH", "LOCAL-TOPOLOGY-ID", "LOCAL-EPOCH", "VERDICT"},
 		{o.groups[0], shortOrDash(cmp.GroupID), strconv.Itoa(int(cmp.GroupEpoch)), cmp.LocalID.String(), strconv.Itoa(int(cmp.LocalEpoch)), cmp.Verdict.String()}}
 	printTable(stdout, rows)
 	fmt.Fprintln(stdout, cmp.Action)
+	if len(diff) > 0 {
+		fmt.Fprintln(stdout, "\nDIFFERENCES (this file against the group's topology):")
+		for i, line := range diff {
+			if i == maxDiffLines {
+				fmt.Fprintf(stdout, "  … and %d more (--output json lists them all)\n", len(diff)-maxDiffLines)
+				break
+			}
+			fmt.Fprintln(stdout, "  "+printable(line))
+		}
+	}
 	return exitOK
+}
+
+// maxDiffLines is how many differences the table output lists.
+const maxDiffLines = 50
+
+// printable escapes control bytes, so no input reaches the terminal raw.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 func hexOrEmpty(id topology.ID) string {
