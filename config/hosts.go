@@ -29,6 +29,9 @@ func SplitServers(s string) []string {
 // Kafka ignores: the security protocol is set on the client, and SSL:// silently meaning plaintext
 // would mislead.
 func CheckHostPort(s string) (host string, port uint16, err error) {
+	if i := strings.IndexAny(s, "; \t"); i >= 0 {
+		return "", 0, fmt.Errorf("holds %s: separate servers with commas (host1:9092,host2:9092)", runeName(rune(s[i])))
+	}
 	if i := strings.Index(s, "://"); i >= 0 {
 		return "", 0, fmt.Errorf("has a scheme prefix %s: give host:port only (the security protocol is set on the client)", Quote(s[:i+3]))
 	}
@@ -59,7 +62,7 @@ func CheckHostPort(s string) (host string, port uint16, err error) {
 		}
 		host, rest = s[:i], s[i+1:]
 		if strings.Contains(host, ":") {
-			return "", 0, errors.New("an IPv6 address must be in brackets: [::1]:9092")
+			return "", 0, errors.New("has more than one ':': give one port, and an IPv6 address in brackets: [::1]:9092")
 		}
 		if host == "" {
 			return "", 0, errors.New("host is empty")
