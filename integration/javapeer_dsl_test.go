@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -352,8 +353,22 @@ func TestDSLInterop(t *testing.T) {
 	}
 	t.Logf("the %d Kafka Streams applications were running with their tasks %v after the JVM started", len(apps), time.Since(start).Round(time.Millisecond))
 	goSecond := make(map[string]*member)
+	var firstTasksMu sync.Mutex
+	firstTasks := make(map[string]time.Duration) // how long after its start each member first owned a task
 	for _, p := range pairs {
-		goSecond[p.construct] = startMember(t, b, p.javaFirst, p.topoJava, "go-second-"+p.construct, nil)
+		m := startMember(t, b, p.javaFirst, p.topoJava, "go-second-"+p.construct, nil)
+		goSecond[p.construct] = m
+		go func(construct string, started time.Time) {
+			for time.Since(started) < javaStart {
+				if a, _, _ := m.rec.snapshot(); !a.IsEmpty() {
+					firstTasksMu.Lock()
+					firstTasks[construct] = time.Since(started)
+					firstTasksMu.Unlock()
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}(p.construct, time.Now())
 	}
 
 	// Both ways round: two members per group, the tasks split between them, none refused.
@@ -385,11 +400,43 @@ func TestDSLInterop(t *testing.T) {
 			if len(d.Members) != 2 || described.ID != way.topo.ID() {
 				t.Fatalf("%s: %d members, group topology %s, Go declared %s", way.group, len(d.Members), described.ID, way.topo.ID())
 			}
-			t.Logf("%-24s %-10s accepted: Go %v, Java %v", p.construct, strings.TrimPrefix(way.group, prefix+"-"+p.construct+"-")+"-first",
-				activeIDs(must(way.m.rec.snapshot())), activeIDs(peer.app(way.group).active))
+			since := ""
+			if way.group == p.javaFirst {
+				firstTasksMu.Lock()
+				since = fmt.Sprintf(" (first task %v after joining the busy group)", firstTasks[p.construct].Round(100*time.Millisecond))
+				firstTasksMu.Unlock()
+			}
+			t.Logf("%-24s %-10s accepted: Go %v, Java %v%s", p.construct, strings.TrimPrefix(way.group, prefix+"-"+p.construct+"-")+"-first",
+				activeIDs(must(way.m.rec.snapshot())), activeIDs(peer.app(way.group).active), since)
 		}
 	}
+	checkRefusalNamesDifference(t, b, prefix+"-stream-stream-join-java", prefix+"-stream-stream-join")
 }
 
 // must returns the first of three values (the active tasks of a recorder snapshot).
 func must(a, _ tasks.Set, _ bool) tasks.Set { return a }
+
+// The refusal names the difference: a Go member that declares the stream-stream join's stores with
+// WindowedChangelog (compact,delete, as for windowed aggregations) instead of the join helper is
+// refused by the group Kafka Streams created, and its TopologyError says which config differs.
+func checkRefusalNamesDifference(t *testing.T, b *Broker, group, topics string) {
+	t.Helper()
+	n := topology.Names{AppID: group}
+	retention := (10 * time.Minute).Milliseconds()
+	wrong := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{topics + "-left", topics + "-right"},
+		StateChangelogTopics: []topology.TopicInfo{n.WindowedChangelog("pairs-this-join-store", retention), n.WindowedChangelog("pairs-other-join-store", retention)},
+		CopartitionGroups: [][]string{topology.CopartitionGroup([]topology.JoinInput{topology.Source("KSTREAM-SOURCE-0000000000", topics+"-left")},
+			[]topology.JoinInput{topology.Source("KSTREAM-SOURCE-0000000001", topics+"-right")})}})
+	m := startMember(t, b, group, wrong, "go-wrong-join-stores", nil)
+	Eventually(t, settle, func() (bool, string) {
+		return m.Err() != nil, "the member with compact,delete join stores is not refused yet"
+	})
+	var te *membership.TopologyError
+	if !errors.As(m.Err(), &te) {
+		t.Fatalf("refused with %v (%T), want a *membership.TopologyError", m.Err(), m.Err())
+	}
+	want := fmt.Sprintf(`subtopology "0": changelog topic "%s-pairs-other-join-store-changelog": config "cleanup.policy" is "compact,delete" in this topology, "delete" in the group's`, group)
+	if !slices.Contains(te.Mismatch.Differences, want) || !strings.Contains(te.Error(), want) {
+		t.Fatalf("the refusal does not name the difference %q: %v", want, te)
+	}
+}
