@@ -84,7 +84,7 @@ func TestCLIListAndDescribe(t *testing.T) {
 	var desc struct {
 		Members []struct {
 			MemberID   string              `json:"memberId"`
-			Assignment map[string][]string `json:"Assignment"`
+			Assignment map[string][]string `json:"assignment"`
 		} `json:"members"`
 	}
 	if err := json.Unmarshal([]byte(out), &desc); err != nil {
