@@ -25,9 +25,9 @@ var (
 // them, do not commit for them; the member learns of it from its heartbeat and rejoins on its own.
 type LostError struct {
 	Tasks    tasks.Set // the tasks whose offsets were refused
-	MemberID string    // the identity the request carried
-	Epoch    int32
-	Err      error // kerr.StaleMemberEpoch, kerr.UnknownMemberID or kerr.FencedMemberEpoch
+	MemberID string    // the member ID the request carried
+	Epoch    int32     // the member epoch the request carried
+	Err      error     // kerr.StaleMemberEpoch, kerr.UnknownMemberID or kerr.FencedMemberEpoch
 }
 
 // Error says which tasks were lost and what to do.
@@ -71,8 +71,8 @@ func (e *InvalidOffsetsError) Error() string {
 // PartitionError is a partition the broker refused for another reason than a lost member (for
 // example an authorization error), after retries of coordinator moves.
 type PartitionError struct {
-	Partition tasks.TopicPartition
-	Err       error
+	Partition tasks.TopicPartition // the partition refused
+	Err       error                // the broker's error (a kerr error)
 }
 
 // Error names the partition and the broker's error.

@@ -306,13 +306,17 @@ func (c *Consumer) Poll(ctx context.Context) (*Batch, error) {
 
 // Records are records of one partition of one task, in offset order.
 type Records struct {
+	// Task is the task the records belong to.
 	Task tasks.ID
 	// Role is the task's role when the records were handed out. Restore records with Role Active
 	// belong to a task that is restoring before it processes.
-	Role          Role
-	Partition     tasks.TopicPartition
+	Role Role
+	// Partition is the input or changelog partition the records come from.
+	Partition tasks.TopicPartition
+	// HighWatermark is the partition's high watermark in the fetch answer.
 	HighWatermark int64
-	Records       []*kgo.Record
+	// Records are the records, in offset order.
+	Records []*kgo.Record
 }
 
 // Batch is what one Poll returned. Apply Restore to the tasks' stores and process Process, then call

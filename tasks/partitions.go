@@ -13,9 +13,10 @@ import (
 // UnknownSubtopologyError is a task whose subtopology the topology does not have. A broker that
 // assigns such a task runs another topology than this member; the member cannot process it.
 type UnknownSubtopologyError struct {
-	Task ID
+	Task ID // the task of the unknown subtopology
 }
 
+// Error names the task and its subtopology.
 func (e *UnknownSubtopologyError) Error() string {
 	return fmt.Sprintf("task %s belongs to subtopology %q, which this member's topology does not have", e.Task, e.Task.Subtopology)
 }
@@ -114,8 +115,8 @@ func OffsetsFromKmsg(in []kmsg.TaskOffset) Offsets {
 
 // TopicPartition is one partition of one topic.
 type TopicPartition struct {
-	Topic     string
-	Partition int32
+	Topic     string // the topic's name
+	Partition int32  // the partition number
 }
 
 // String reads "topic[partition]".
@@ -166,22 +167,25 @@ func (k PartitionKind) String() string {
 	return fmt.Sprintf("PartitionKind(%d)", uint8(k))
 }
 
-// SharedTopicError is a topic that a Router cannot route: it is read by two subtopologies, or is
-// both an input and a changelog, so one partition of it would belong to two tasks.
+// SharedTopicError is a topic that a Router cannot route because it has two uses: it is both an
+// input and a changelog of a subtopology (Kafka Streams sends that when a KTable reuses its source
+// topic as changelog, topology.optimization=all), or it belongs to two subtopologies (which
+// topology.New refuses). Restoring a store from its own input partition is not supported yet.
 type SharedTopicError struct {
-	Topic         string
-	Subtopologies []string // the subtopologies that use it, in topology order
+	Topic         string   // the topic with two uses
+	Subtopologies []string // the subtopology of each use, in topology order
 }
 
-// Error names the topic and its subtopologies.
+// Error names the topic and its uses.
 func (e *SharedTopicError) Error() string {
-	return fmt.Sprintf("topic %q is used by subtopologies %v (or as both input and changelog): one of its partitions cannot be routed to one task",
+	return fmt.Sprintf("topic %q has two uses (subtopologies %v; input and changelog when a KTable reuses its source topic as changelog): "+
+		"the processing pieces cannot route one of its partitions to one task in one role; turn off topology.optimization=reuse.ktable.source.topics",
 		e.Topic, e.Subtopologies)
 }
 
 // NegativePartitionError is a task with a negative partition: no topic has such a partition.
 type NegativePartitionError struct {
-	Task ID
+	Task ID // the task asked about
 }
 
 // Error names the task.
