@@ -80,6 +80,20 @@ func dslTopology(construct, app, t string, optimized bool) *Topology {
 		}
 		return MustNew(Subtopology{ID: "0", SourceTopics: []string{t + "-events", t + "-prices"}, StateChangelogTopics: []TopicInfo{ti},
 			CopartitionGroups: [][]string{CopartitionGroup([]JoinInput{Source("KSTREAM-SOURCE-0000000002", t+"-events")}, []JoinInput{Source("KSTREAM-SOURCE-0000000000", t+"-prices")})}})
+	case "readme": // the worked example of the README, "Matching a Kafka Streams topology"
+		ordersJoin := CopartitionGroup(
+			[]JoinInput{Source("KSTREAM-SOURCE-0000000004", t+"-orders")},    // this: the stream
+			[]JoinInput{Source("KSTREAM-SOURCE-0000000002", t+"-customers")}) // other: the table
+		return MustNew(
+			// "Sub-topology: 0 for global store": no subtopology is sent for it, but it took number 0.
+			Subtopology{ID: "1",
+				SourceTopics:          []string{t + "-orders", t + "-customers"},
+				RepartitionSinkTopics: []string{n.RepartitionTopic("by-country")},
+				StateChangelogTopics:  []TopicInfo{n.KeyValueChangelog("customers")},
+				CopartitionGroups:     [][]string{ordersJoin}},
+			Subtopology{ID: "2",
+				RepartitionSourceTopics: []TopicInfo{n.Repartition("by-country", 0)},
+				StateChangelogTopics:    []TopicInfo{n.KeyValueChangelog("per-country")}})
 	case "repartition-fixed": // selectKey().repartition(Repartitioned.as("rekeyed").withNumberOfPartitions(3)).groupByKey().count(as("per-key"))
 		return MustNew(
 			Subtopology{ID: "0", SourceTopics: []string{t + "-events"}, RepartitionSinkTopics: []string{n.RepartitionTopic("rekeyed")}},
@@ -185,8 +199,8 @@ func TestDSLHelpersMatchKafkaStreams(t *testing.T) {
 		})
 		seen++
 	}
-	if seen != 26 {
-		t.Fatalf("%d captured topologies, want 26 (13 constructs × 2 optimization settings)", seen)
+	if seen != 27 {
+		t.Fatalf("%d captured topologies, want 27 (13 constructs × 2 optimization settings, and the README's example)", seen)
 	}
 }
 

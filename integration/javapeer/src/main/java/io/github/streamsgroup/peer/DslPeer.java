@@ -85,7 +85,7 @@ public final class DslPeer {
     static final List<String> CONSTRUCTS = List.of(
         "aggregate", "stream-table-join", "stream-stream-join", "stream-stream-left-join", "fk-join",
         "windowed-suppress", "global-table", "versioned-table", "repartition-fixed", "aggregate-unnamed",
-        "stream-stream-outer-join", "table-table-join", "session-count");
+        "stream-stream-outer-join", "table-table-join", "session-count", "readme");
 
     private static final Map<String, KafkaStreams> STREAMS = new LinkedHashMap<>();
     private static final Map<String, String> LAST_TASKS = new TreeMap<>();
@@ -293,6 +293,18 @@ public final class DslPeer {
                     .toStream()
                     .map((w, n) -> KeyValue.pair(w.key() + "@" + w.window().start(), n))
                     .to(t + "-out", Produced.with(Serdes.String(), Serdes.Long()));
+                break;
+            }
+            case "readme": {
+                // The worked example of the README ("Matching a Kafka Streams topology").
+                GlobalKTable<String, String> countries = b.globalTable(t + "-countries", Materialized.as("countries"));
+                KTable<String, String> customers = b.table(t + "-customers", Materialized.as("customers"));
+                b.<String, String>stream(t + "-orders")
+                    .join(customers, (order, customer) -> customer)
+                    .join(countries, (k, customer) -> customer, (customer, country) -> country)
+                    .groupBy((k, country) -> country, Grouped.as("by-country"))
+                    .count(Materialized.as("per-country"))
+                    .toStream().to(t + "-counts", Produced.with(Serdes.String(), Serdes.Long()));
                 break;
             }
             default:
