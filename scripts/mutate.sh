@@ -23,7 +23,9 @@
 # columns "uncov k" (killed, or timed out) and "uncov l" (lived).
 #
 # scripts/mutate-equivalent.txt lists mutants that are truly equivalent (no behaviour change is
-# possible), each with its reason. A listed mutant that lives is counted in the "equiv" column and
+# possible), each with its reason, by file, column, mutator and the text of its line (not the line
+# number, which moves whenever code above it changes). A listed mutant that lives is counted in the
+# "equiv" column and
 # left out of the judged efficacy; a listed mutant that no longer lives is reported as STALE, so the
 # list cannot rot silently.
 #
@@ -136,6 +138,11 @@ with open(out_path, "w") as f:
 EOF
 }
 
+snap=
+trap '[ -z "$snap" ] || rm -rf "$snap"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 status=0
 results=()
 for pkg in "$@"; do
@@ -165,6 +172,7 @@ for pkg in "$@"; do
 			continue
 		fi
 	fi
+	rm -rf "$base.src" && mkdir -p "$base.src" && cp "$snap/$name"/*.go "$base.src/"
 	rm -rf "$snap"
 	results+=("$name" "$base" "$(($(date +%s) - start))")
 done
@@ -176,20 +184,28 @@ import json, re, sys
 
 equiv_file, rest = sys.argv[1], sys.argv[2:]
 
-# mutate-equivalent.txt: "<package dir>/<file>:<line>:<column> <MUTATOR>  <reason>"; '#' starts a comment.
+# mutate-equivalent.txt: "<package dir>/<file>:<column> <MUTATOR> <the line's code>", the code as
+# in the source with leading and trailing white space removed; lines starting with '#' are comments.
 equivalents = {}
 try:
     with open(equiv_file) as f:
         for raw in f:
-            line = raw.split("#", 1)[0].strip()
-            if not line:
+            line = raw.strip()
+            if not line or line.startswith("#"):
                 continue
-            m = re.match(r"(\S+):(\d+):(\d+)\s+([A-Z_]+)\b", line)
+            m = re.match(r"(\S+):(\d+)\s+([A-Z_]+)\s+(.+)$", line)
             if not m:
                 sys.exit(f"mutate: {equiv_file}: cannot read {raw.strip()!r}")
-            equivalents[(m[1], int(m[2]), int(m[3]), m[4])] = False
+            equivalents[(m[1], int(m[2]), m[3], m[4].strip())] = False
 except FileNotFoundError:
     pass
+
+def source_line(base, file, line):
+    try:
+        with open(f"{base}.src/{file}", encoding="utf-8", errors="replace") as f:
+            return f.read().split("\n")[line - 1].strip()
+    except (OSError, IndexError):
+        return ""
 
 def target(pkg):
     return 90.0 if pkg.split("/")[0] in ("membership", "heartbeat") else 85.0
@@ -213,8 +229,8 @@ for i in range(0, len(rest), 3):
         for m in file.get("mutations") or []:
             status = m["status"]
             count[status] = count.get(status, 0) + 1
-            key = (f"{pkg}/{file['file_name']}", m["line"], m["column"], m["type"])
-            where = f"{key[0]}:{key[1]}:{key[2]} {key[3]}"
+            where = f"{pkg}/{file['file_name']}:{m['line']}:{m['column']} {m['type']}"
+            key = (f"{pkg}/{file['file_name']}", m["column"], m["type"], source_line(base, file["file_name"], m["line"]))
             if status == "NOT COVERED" and by_hand is not None:
                 hand = by_hand.get((file["file_name"], m["line"], m["column"], m["type"]), "UNKNOWN")
                 if hand in ("KILLED", "TIMED OUT"):
@@ -247,7 +263,7 @@ for n in notes:
     print(n)
 stale = [k for k, seen in equivalents.items() if not seen and any(k[0].startswith(r[0] + "/") for r in rows)]
 for k in stale:
-    print(f"STALE  {k[0]}:{k[1]}:{k[2]} {k[3]} is listed as equivalent but did not live: update {equiv_file}")
+    print(f"STALE  {k[0]}:{k[1]} {k[2]} {k[3]!r} is listed as equivalent but did not live: update {equiv_file}")
 print()
 head = (f"{'package':<12} {'killed':>6} {'lived':>5} {'equiv':>5} {'not cov':>7} {'uncov k':>7} {'uncov l':>7} "
         f"{'timed out':>9} {'not viable':>10} {'efficacy':>8} {'judged':>7} {'target':>6}  verdict  time")
