@@ -71,3 +71,11 @@ mutate:
 alloc-guard:
 	$(GO) test -count=1 -run '^TestAllocations$$' -v ./membership/
 test: alloc-guard
+
+## bench-compare: Go members side by side with Kafka Streams 4.4 on one broker started for the run
+## (heartbeat 500 ms, session 6 s): start-up, convergence, steady-state cost, scaling. Writes a
+## Markdown table, a JSON file and SVG charts to bench/results (BENCH_QUICK=1: a ~2-minute version,
+## written to $TMPDIR/streamsgroup-bench-quick). See bench/README.md.
+.PHONY: bench-compare
+bench-compare:
+	scripts/with-broker.sh $(GO) run ./bench/cmd/benchcompare $(if $(BENCH_QUICK),-quick) $(BENCH_FLAGS)
