@@ -99,6 +99,8 @@ func main() {
 	readme := flag.Bool("readme", true, "a full run rewrites the generated part of README.md's Performance section")
 	only := flag.String("only", "", "comma-separated phases to run (p2,p1,p3,sweep,groups,micro); default all")
 	reps := flag.Int("reps", 0, "override the repetitions of P1-P3")
+	sweep := flag.String("sweep", "", "override the members-per-process sizes of the sweep, e.g. 10,1000")
+	window := flag.Duration("window", 0, "override the steady-state window")
 	render := flag.String("render", "", "only render the table and charts of this results.json again (no broker needed)")
 	flag.Parse()
 	if *render != "" {
@@ -114,7 +116,21 @@ func main() {
 		p = quickPlan()
 	}
 	if *reps > 0 {
-		p.Reps = *reps
+		p.Reps, p.SweepReps, p.GroupReps = *reps, min(*reps, p.SweepReps), min(*reps, p.GroupReps)
+	}
+	if *sweep != "" {
+		p.SweepSizes = nil
+		for _, f := range strings.Split(*sweep, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				fmt.Fprintln(os.Stderr, "benchcompare: -sweep takes member counts, e.g. 10,1000")
+				os.Exit(2)
+			}
+			p.SweepSizes = append(p.SweepSizes, n)
+		}
+	}
+	if *window > 0 {
+		p.Window = *window
 	}
 	started := time.Now()
 	e, err := setup(p, *out)
