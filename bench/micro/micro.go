@@ -39,6 +39,7 @@ var Cases = []Case{
 	{"machine/steady step", "Machine.Step: Tick sends a heartbeat, HeartbeatDone reads its answer", machineSteady},
 	{"machine/steady step + snapshot", "what Manager.step does per input: Step, Snapshot, compare with the last snapshot", managerSteady},
 	{"machine/reconcile 10%", "a new target moving 10% of n tasks: answer, revoke, assign, ack, answer", machineReconcile},
+	{"machine/reconcile 10% + snapshots", "the same with the snapshot the Manager takes after every step", managerReconcile},
 	{"tasks/FromKmsg", "a task list of a heartbeat answer read into a Set", fromKmsg},
 	{"tasks/Set.Kmsg", "a Set written as a heartbeat task list", setKmsg},
 	{"tasks/Compare", "the diff between two assignments of n tasks that share 90%", compare},
@@ -141,6 +142,7 @@ func decodeParse(b *testing.B, n int) {
 type driver struct {
 	m        *membership.Machine
 	now      time.Time
+	snapshot bool   // take the Manager's snapshot after every step
 	seq      uint64 // of the last heartbeat sent
 	sent     bool   // a heartbeat went in the last feed
 	inFlight bool   // a heartbeat was sent and not answered
@@ -176,6 +178,9 @@ func (d *driver) feed(in membership.Input) {
 		case membership.Invoke:
 			done = append(done, membership.CallbackDone{Seq: a.Seq})
 		}
+	}
+	if d.snapshot {
+		d.snap = d.m.Snapshot()
 	}
 	for _, in := range done {
 		d.feed(in)
@@ -251,9 +256,15 @@ func managerSteady(b *testing.B, n int) {
 	}
 }
 
-func machineReconcile(b *testing.B, n int) {
+func machineReconcile(b *testing.B, n int) { reconcile(b, n, false) }
+
+// managerReconcile is machineReconcile with the snapshot the Manager takes after every step.
+func managerReconcile(b *testing.B, n int) { reconcile(b, n, true) }
+
+func reconcile(b *testing.B, n int, snapshots bool) {
 	from, to := Tasks(n, 0), Tasks(n, moved(n))
 	d := newDriver(b, from)
+	d.snapshot = snapshots
 	targets := [2]tasks.Assignment{{Active: to}, {Active: from}}
 	b.ReportAllocs()
 	i := 0

@@ -133,7 +133,9 @@ func main() {
 		p.Window = *window
 	}
 	started := time.Now()
-	e, err := setup(p, *out)
+	phases := phasesOf(*only)
+	needBroker := len(phases) > 1 || !phases["micro"]
+	e, err := setup(p, *out, needBroker)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchcompare:", err)
 		os.Exit(1)
@@ -146,15 +148,23 @@ func main() {
 		killAll()
 		os.Exit(130)
 	}()
-	res, err := e.run(phasesOf(*only))
+	res, err := e.run(phases)
 	killAll()
-	e.cl.Close()
+	if e.cl != nil {
+		e.cl.Close()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchcompare:", err)
 		os.Exit(1)
 	}
 	res.WallSeconds = time.Since(started).Seconds()
-	if err := e.write(res, *readme && !p.Quick && *only == ""); err != nil {
+	if *only != "" {
+		// Some phases only: fold them into the earlier run's results in the output directory.
+		if old, err := readResults(filepath.Join(e.out, "results.json")); err == nil {
+			res = merge(old, res)
+		}
+	}
+	if err := e.write(res, *readme && !p.Quick); err != nil {
 		fmt.Fprintln(os.Stderr, "benchcompare:", err)
 		os.Exit(1)
 	}
@@ -174,9 +184,20 @@ func phasesOf(only string) map[string]bool {
 }
 
 // setup reads the broker's environment, builds both programs and connects.
-func setup(p plan, out string) (*env, error) {
+func setup(p plan, out string, needBroker bool) (*env, error) {
 	e := &env{plan: p, bootstrap: os.Getenv("STREAMSGROUP_BOOTSTRAP"), runDir: os.Getenv("STREAMSGROUP_RUN_DIR"),
 		topics: map[string]bool{}, runID: strconv.FormatInt(time.Now().Unix()%100000, 10)}
+	if !needBroker {
+		var err error
+		if e.root, err = repoRoot(); err != nil {
+			return nil, err
+		}
+		e.out = out
+		if e.out == "" {
+			e.out = filepath.Join(e.root, "bench", "results")
+		}
+		return e, os.MkdirAll(e.out, 0o755)
+	}
 	if e.bootstrap == "" || e.runDir == "" {
 		return nil, fmt.Errorf("no broker: run through scripts/with-broker.sh (make bench-compare)")
 	}

@@ -26,6 +26,8 @@ type Results struct {
 	Load        []PhaseLoad       `json:"load_by_phase"`
 	LoadSamples []LoadSample      `json:"load_samples"`
 	Errors      []string          `json:"errors,omitempty"`
+	Ran         []string          `json:"phases"`
+	Updated     []string          `json:"updated,omitempty"` // partial runs folded in later (-only)
 }
 
 // RTTs are the heartbeat round trips Go members measured in the run (milliseconds, medians over
@@ -50,25 +52,34 @@ func (r *RTTs) add(s GoStats) {
 func (e *env) run(phases map[string]bool) (*Results, error) {
 	res := &Results{Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Machine: machine(), Broker: map[string]string{},
 		Plan: e.plan}
-	res.Machine.Java = javaVersion(e.javaBinary)
-	res.Machine.JavaOpts = fmt.Sprint(e.javaOpts)
+	if e.javaBinary != "" {
+		res.Machine.Java = javaVersion(e.javaBinary)
+		res.Machine.JavaOpts = fmt.Sprint(e.javaOpts)
+	}
 	for k, v := range e.brokerProps {
 		if len(k) > 6 && (k[:6] == "group." || k == "num.partitions") {
 			res.Broker[k] = v
 		}
 	}
 	res.Broker["kafka.version"] = envOr("STREAMSGROUP_KAFKA_VERSION", "4.4.0")
+	for _, ph := range []string{"p2", "p1", "p3", "sweep", "groups", "micro"} {
+		if phases[ph] {
+			res.Ran = append(res.Ran, ph)
+		}
+	}
 	e.load = newLoadRecorder(5 * time.Second)
 	fail := func(phase string, err error) {
 		logf("%s: %v", phase, err)
 		res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", phase, err))
 	}
 
-	e.load.setPhase("idle")
-	if err := e.idleBaseline(); err != nil {
-		return nil, err
+	if e.brokerPID != 0 {
+		e.load.setPhase("idle")
+		if err := e.idleBaseline(); err != nil {
+			return nil, err
+		}
+		res.BrokerIdle = e.brokerIdle
 	}
-	res.BrokerIdle = e.brokerIdle
 	if phases["p2"] {
 		e.load.setPhase("P2")
 		res.Figures = append(res.Figures, e.p2(&res.RTT, fail)...)

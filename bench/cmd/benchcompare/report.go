@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -53,16 +54,65 @@ func (e *env) write(res *Results, readme bool) error {
 	return nil
 }
 
-// rerender writes the Markdown and the charts of an earlier run again, into out (default: the
-// directory of the JSON file).
-func rerender(path, out string) error {
+func readResults(path string) (*Results, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var res Results
 	if err := json.Unmarshal(b, &res); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &res, nil
+}
+
+// merge folds the results of a partial run (-only) into an earlier full one: figures, points and
+// sections that were measured again replace the old ones; the rest is kept. The date and wall time
+// stay the earlier run's; Updated says when and what was measured again.
+func merge(old, part *Results) *Results {
+	out := *old
+	out.Updated = append(out.Updated, fmt.Sprintf("%s: %s", part.Date, strings.Join(part.Ran, ",")))
+	for _, f := range part.Figures {
+		if i := slices.IndexFunc(out.Figures, func(g *Figure) bool { return g.ID == f.ID }); i >= 0 {
+			out.Figures[i] = f
+		} else {
+			out.Figures = append(out.Figures, f)
+		}
+	}
+	for _, p := range part.Members {
+		if i := slices.IndexFunc(out.Members, func(q *MembersPoint) bool { return q.Variant == p.Variant && q.Members == p.Members }); i >= 0 {
+			out.Members[i] = p
+		} else {
+			out.Members = append(out.Members, p)
+		}
+	}
+	if len(part.Groups) > 0 {
+		out.Groups = part.Groups
+	}
+	if len(part.Micro) > 0 {
+		out.Micro, out.Growth = part.Micro, part.Growth
+	}
+	for _, l := range part.Load {
+		if l.Phase == "idle" {
+			continue
+		}
+		if i := slices.IndexFunc(out.Load, func(m PhaseLoad) bool { return m.Phase == l.Phase }); i >= 0 {
+			out.Load[i] = l
+		} else {
+			out.Load = append(out.Load, l)
+		}
+	}
+	out.LoadSamples = append(out.LoadSamples, part.LoadSamples...)
+	out.Errors = append(out.Errors, part.Errors...)
+	return &out
+}
+
+// rerender writes the Markdown and the charts of an earlier run again, into out (default: the
+// directory of the JSON file).
+func rerender(path, out string) error {
+	res, err := readResults(path)
+	if err != nil {
+		return err
 	}
 	if out == "" {
 		out = filepath.Dir(path)
@@ -72,7 +122,7 @@ func rerender(path, out string) error {
 		return err
 	}
 	e := &env{out: out, root: root}
-	return e.write(&res, false)
+	return e.write(res, false)
 }
 
 const (
@@ -264,6 +314,9 @@ func markdown(res *Results, imgDir string) string {
 			parts = append(parts, fmt.Sprintf("%s %.1f (%.1f–%.1f)", l.Phase, l.Mean, l.Min, l.Max))
 		}
 		w("%s.\n", strings.Join(parts, "; "))
+	}
+	if len(res.Updated) > 0 {
+		w("\nMeasured again since: %s.\n", strings.Join(res.Updated, "; "))
 	}
 	if len(res.Errors) > 0 {
 		w("\nNot measured (errors in this run): %s.\n", strings.Join(res.Errors, "; "))
