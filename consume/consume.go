@@ -103,6 +103,11 @@ func (l kadmLister) Bounds(ctx context.Context, topics []string) (start, end map
 // feeding it (a restoring active task, a standby or a warm-up task it did not feed already): the
 // offset of the next record to apply, and true; false when the store is empty (restoration starts at
 // the beginning of the changelog). A position before the changelog's first offset starts there.
+//
+// A standby that becomes active while still assigned goes on from where it is without this. But a
+// task that is dropped and assigned again (Kafka 4.2 and 4.3 brokers take a standby away before they
+// make it active) starts over unless the application kept its store, as Kafka Streams keeps state
+// directories, and says here where it stands.
 type ChangelogStart func(task tasks.ID, changelog tasks.TopicPartition) (next int64, ok bool)
 
 type options struct {

@@ -54,6 +54,7 @@ type counter struct {
 
 	mu        sync.Mutex
 	stores    map[tasks.ID]map[string]int64
+	applied   map[tasks.TopicPartition]int64 // where each replica store stands in its changelog
 	handouts  []handout
 	fetched   []fetchedBatch
 	revokedAt map[tasks.ID]int64 // sequence number when OnTasksRevoked returned, per revoked task
@@ -99,7 +100,7 @@ func startCounter(t *testing.T, b *Broker, group, name string, topo *topology.To
 	sub, _ := topo.Subtopology("0")
 	c := &counter{
 		t: t, name: name, topo: topo, output: output, seq: seq,
-		stores: map[tasks.ID]map[string]int64{}, revokedAt: map[tasks.ID]int64{},
+		stores: map[tasks.ID]map[string]int64{}, applied: map[tasks.TopicPartition]int64{}, revokedAt: map[tasks.ID]int64{},
 		loopDone: make(chan struct{}),
 	}
 	if len(sub.StateChangelogTopics) > 0 {
@@ -134,7 +135,7 @@ func startCounter(t *testing.T, b *Broker, group, name string, topo *topology.To
 	}, (*counterApp)(c))
 	log := testLogger.With("test_member", name)
 	if c.cons, err = consume.New(c.cl, topo, c.commits, consume.WithListener(app), consume.WithTaskOffsets(c.offsets),
-		consume.WithLogger(log)); err != nil {
+		consume.WithChangelogStart(c.storedAt), consume.WithLogger(log)); err != nil {
 		t.Fatal(err)
 	}
 	opts := []membership.Option{membership.WithListener((*stampRevoked)(c)), membership.WithTaskOffsets(c.offsets),
@@ -226,11 +227,15 @@ func (c *counter) apply(b *consume.Batch) {
 				c.errs = append(c.errs, fmt.Sprintf("changelog %v@%d: value of %d bytes", r.Partition, rec.Offset, len(rec.Value)))
 			}
 			c.handouts = append(c.handouts, handout{seq: seq, task: r.Task, role: r.Role, restore: true, tp: r.Partition, offset: rec.Offset})
+			c.applied[r.Partition] = rec.Offset + 1
 		}
 	}
 	var out []*kgo.Record
 	for _, r := range b.Process {
 		st := c.store(r.Task)
+		for _, cl := range c.changelogsOf(r.Task) {
+			delete(c.applied, cl) // the task writes its changelog now: the store is ahead of what was applied
+		}
 		for _, rec := range r.Records {
 			c.handouts = append(c.handouts, handout{seq: seq, task: r.Task, role: r.Role, tp: r.Partition, offset: rec.Offset})
 			if rec.Key == nil {
@@ -258,6 +263,27 @@ func (c *counter) apply(b *consume.Batch) {
 	b.Done()
 }
 
+func (c *counter) changelogsOf(id tasks.ID) []tasks.TopicPartition {
+	if c.changelog == "" {
+		return nil
+	}
+	return []tasks.TopicPartition{{Topic: c.changelog, Partition: id.Partition}}
+}
+
+// storedAt tells the Consumer where a kept store stands (consume.WithChangelogStart): the counter
+// keeps the store of a standby that is no longer assigned, as Kafka Streams keeps its state
+// directory, so that a task that comes back (Kafka 4.2 and 4.3 brokers take a standby away before
+// they make it active) restores only the rest.
+func (c *counter) storedAt(id tasks.ID, tp tasks.TopicPartition) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stores[id] == nil {
+		return 0, false
+	}
+	next, ok := c.applied[tp]
+	return next, ok
+}
+
 func (c *counter) store(id tasks.ID) map[string]int64 {
 	st := c.stores[id]
 	if st == nil {
@@ -282,11 +308,22 @@ func (a *counterApp) OnTasksAssigned(_ context.Context, as tasks.Assignment, _ b
 	defer c.mu.Unlock()
 	c.assigned = as
 	for id := range c.stores {
-		if !as.All().Contains(id) {
+		if !as.All().Contains(id) && !c.kept(id) {
 			delete(c.stores, id)
 		}
 	}
 	return nil
+}
+
+// kept reports whether the store of a task no longer held is kept: one whose changelog position is
+// known (a standby's).
+func (c *counter) kept(id tasks.ID) bool {
+	for _, tp := range c.changelogsOf(id) {
+		if _, ok := c.applied[tp]; !ok {
+			return false
+		}
+	}
+	return c.changelog != ""
 }
 
 func (a *counterApp) OnTasksRevoked(_ context.Context, revoked tasks.Set) error {
@@ -295,6 +332,9 @@ func (a *counterApp) OnTasksRevoked(_ context.Context, revoked tasks.Set) error 
 	defer c.mu.Unlock()
 	for id := range revoked.All() {
 		delete(c.stores, id)
+		for _, tp := range c.changelogsOf(id) {
+			delete(c.applied, tp)
+		}
 	}
 	return nil
 }
@@ -304,6 +344,7 @@ func (a *counterApp) OnAllTasksLost(context.Context, tasks.Assignment) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stores = map[tasks.ID]map[string]int64{}
+	c.applied = map[tasks.TopicPartition]int64{}
 	return nil
 }
 

@@ -437,6 +437,11 @@ func TestPiecesStandbyPromotionRestoresOnlyTheRest(t *testing.T) {
 		t.Fatalf("standby of %s applied %s, want 0…%d", x, compact(standby), k-1)
 	}
 	if !isRange(restored, k, end) || end <= k {
+		c.mu.Lock()
+		for _, e := range c.events {
+			t.Logf("c event: %v", e)
+		}
+		c.mu.Unlock()
 		t.Fatalf("promoted %s restored %s, want only the rest: %d…%d", x, compact(restored), k, end-1)
 	}
 	t.Logf("task %s: %d changelog records applied as standby, only the other %d restored after the promotion", x, k, end-k)
