@@ -176,3 +176,27 @@ func TestValidationMessagesStayReadable(t *testing.T) {
 		t.Errorf("1 MiB regex: %d-byte message %.300q", len(err.Error()), err)
 	}
 }
+
+// Values of well-known topic configs that the broker's CreateTopics would refuse are refused up
+// front; other keys and values pass as they are.
+func TestTopicConfigValues(t *testing.T) {
+	bad := map[string]string{
+		"retention.ms": "1d", "segment.bytes": "4294967296", "cleanup.policy": "compacted",
+		"message.timestamp.type": "createtime", "min.compaction.lag.ms": "", "max.message.bytes": "1.5",
+	}
+	for k, v := range bad {
+		_, err := New(Subtopology{ID: "0", SourceTopics: []string{"in"}, StateChangelogTopics: []TopicInfo{{Name: "c", Configs: map[string]string{k: v}}}})
+		if !errors.Is(err, ErrTopicConfigValue) || !strings.Contains(err.Error(), quote(k)+"="+quote(v)) {
+			t.Errorf("%s=%q: %v", k, v, err)
+		}
+	}
+	good := map[string]string{
+		"retention.ms": "-1", "segment.bytes": " 52428800 ", "cleanup.policy": "compact, delete",
+		"message.timestamp.type": "LogAppendTime", "some.future.config": "anything", "retention.bytes": "9223372036854775807",
+	}
+	for k, v := range good {
+		if _, err := New(Subtopology{ID: "0", SourceTopics: []string{"in"}, StateChangelogTopics: []TopicInfo{{Name: "c", Configs: map[string]string{k: v}}}}); err != nil {
+			t.Errorf("%s=%q refused: %v", k, v, err)
+		}
+	}
+}

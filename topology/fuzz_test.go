@@ -97,7 +97,8 @@ var problemKinds = []error{ErrNoSubtopologies, ErrEmptySubtopologyID, ErrDuplica
 	ErrInvalidTopicName, ErrDuplicateTopic, ErrSourceAndRepartition, ErrChangelogPartitions, ErrNegativePartitions,
 	ErrReplicationFactor, ErrEmptyConfigKey, ErrCopartitionSize, ErrCopartitionTopic, ErrBadRegex, ErrDanglingSink,
 	ErrTooManyTopics, ErrSourceReadTwice, ErrRepartitionReadTwice, ErrRepartitionCounts, ErrSourceIsRepartition,
-	ErrChangelogShared, ErrChangelogConflict, ErrRepartitionCycle, ErrRepartitionNotWritten, ErrCopartitionFixedCounts}
+	ErrChangelogShared, ErrChangelogConflict, ErrRepartitionCycle, ErrRepartitionNotWritten, ErrCopartitionFixedCounts,
+	ErrTopicConfigValue}
 
 // checkValidationError holds what New promises about a refusal: one *ValidationError listing at
 // least one problem, each of a documented kind, each naming a subtopology of the input (or none), and

@@ -3,9 +3,11 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"regexp/syntax"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -23,11 +25,15 @@ var (
 	ErrNegativePartitions     = errors.New("partition count is negative")
 	ErrReplicationFactor      = errors.New("replication factor must be -1 or 0 (broker default) or positive")
 	ErrEmptyConfigKey         = errors.New("topic config key is empty")
-	ErrCopartitionSize        = errors.New("copartition group needs at least two topics")
-	ErrCopartitionTopic       = errors.New("copartition group names a topic that is not a source or repartition source topic of its subtopology")
-	ErrBadRegex               = errors.New("source topic regex does not compile")
-	ErrDanglingSink           = errors.New("repartition sink topic is not read as a repartition source by any subtopology")
-	ErrTooManyTopics          = errors.New("a subtopology may list at most 32767 source or repartition source topics (the request indexes them with int16)")
+	// ErrTopicConfigValue: a well-known topic config has a value the broker's CreateTopics refuses
+	// (a number that is not one, an unknown cleanup.policy or message.timestamp.type). The heartbeat
+	// would be accepted, but the broker could never create the internal topic (MISSING_INTERNAL_TOPICS).
+	ErrTopicConfigValue = errors.New("topic config value is not one the broker accepts")
+	ErrCopartitionSize  = errors.New("copartition group needs at least two topics")
+	ErrCopartitionTopic = errors.New("copartition group names a topic that is not a source or repartition source topic of its subtopology")
+	ErrBadRegex         = errors.New("source topic regex does not compile")
+	ErrDanglingSink     = errors.New("repartition sink topic is not read as a repartition source by any subtopology")
+	ErrTooManyTopics    = errors.New("a subtopology may list at most 32767 source or repartition source topics (the request indexes them with int16)")
 
 	// Rules across subtopologies. Kafka Streams reads every topic in exactly one subtopology (one
 	// source node subscribes it) and keeps every state store, so its changelog, in one; the broker
@@ -255,11 +261,50 @@ func checkTopicInfo(sub string, ti TopicInfo, changelog bool, add func(sub, topi
 	if ti.ReplicationFactor < -1 {
 		add(sub, ti.Name, ErrReplicationFactor)
 	}
-	for k := range ti.Configs {
+	for _, k := range slices.Sorted(maps.Keys(ti.Configs)) {
 		if k == "" {
 			add(sub, ti.Name, ErrEmptyConfigKey)
+		} else if err := checkConfigValue(k, ti.Configs[k]); err != nil {
+			add(sub, ti.Name, err)
 		}
 	}
+}
+
+// Topic configs whose values Kafka's LogConfig parses as numbers (TopicConfig, Kafka 4.4): the bits
+// of each (32 for INT, 64 for LONG).
+var numericTopicConfigs = map[string]int{
+	"retention.ms": 64, "retention.bytes": 64, "segment.ms": 64, "segment.jitter.ms": 64,
+	"min.compaction.lag.ms": 64, "max.compaction.lag.ms": 64, "delete.retention.ms": 64,
+	"file.delete.delay.ms": 64, "flush.messages": 64, "flush.ms": 64, "local.retention.ms": 64,
+	"local.retention.bytes": 64, "message.timestamp.before.max.ms": 64, "message.timestamp.after.max.ms": 64,
+	"segment.bytes": 32, "segment.index.bytes": 32, "index.interval.bytes": 32, "max.message.bytes": 32,
+	"min.insync.replicas": 32,
+}
+
+// checkConfigValue checks the value of a well-known topic config; other keys pass as they are.
+func checkConfigValue(key, value string) error {
+	bad := func(want string) error {
+		return fmt.Errorf("%w: %s=%s, want %s", ErrTopicConfigValue, quote(key), quote(value), want)
+	}
+	if bits, ok := numericTopicConfigs[key]; ok {
+		if _, err := strconv.ParseInt(strings.TrimSpace(value), 10, bits); err != nil {
+			return bad(fmt.Sprintf("an integer (%d-bit)", bits))
+		}
+		return nil
+	}
+	switch key {
+	case "cleanup.policy":
+		for _, p := range strings.Split(value, ",") {
+			if p = strings.TrimSpace(p); p != "" && p != "compact" && p != "delete" {
+				return bad(`"compact", "delete" or "compact,delete"`)
+			}
+		}
+	case "message.timestamp.type":
+		if v := strings.TrimSpace(value); v != "CreateTime" && v != "LogAppendTime" {
+			return bad(`"CreateTime" or "LogAppendTime"`)
+		}
+	}
+	return nil
 }
 
 // CheckJoinable reports whether today's brokers accept this topology in a heartbeat. It is valid but
