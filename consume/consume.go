@@ -51,9 +51,9 @@ type Committer interface {
 	Commit(ctx context.Context, offsets commit.Offsets) error
 }
 
-// ErrGroupClient: the client consumes on its own (a consumer or share group, a regex or topics to
-// consume), so the Consumer could not decide what it fetches.
-var ErrGroupClient = errors.New("consume: the client must be built for direct consumption: no ConsumerGroup, ShareGroup, ConsumeRegex or ConsumeTopics")
+// ErrGroupClient: the client consumes on its own (a consumer or share group, a regex, topics or
+// partitions to consume), so the Consumer could not decide what it fetches.
+var ErrGroupClient = errors.New("consume: the client must be built for direct consumption: no ConsumerGroup, ShareGroup, ConsumeRegex, ConsumeTopics or ConsumePartitions")
 
 // ErrClosed: the kgo client was closed.
 var ErrClosed = fmt.Errorf("consume: %w", kgo.ErrClientClosed)
@@ -203,6 +203,9 @@ func New(cl *kgo.Client, topo *topology.Topology, committer Committer, opts ...O
 		return nil, ErrGroupClient
 	}
 	if ts, _ := cl.OptValue(kgo.ConsumeTopics).([]string); len(ts) > 0 {
+		return nil, ErrGroupClient
+	}
+	if ps, _ := cl.OptValue(kgo.ConsumePartitions).(map[string]map[int32]kgo.Offset); len(ps) > 0 {
 		return nil, ErrGroupClient
 	}
 	return newConsumer(cl, kadmLister{adm: kadm.NewClient(cl)}, topo, committer, opts...)

@@ -662,6 +662,7 @@ func TestNewChecksTheClientAndArguments(t *testing.T) {
 		{kgo.ConsumerGroup("g"), kgo.ConsumeTopics("in")},
 		{kgo.ConsumeTopics("in")},
 		{kgo.ConsumeRegex(), kgo.ConsumeTopics("i.*")},
+		{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"in": {0: kgo.NewOffset()}})},
 	} {
 		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}, opts...)...)
 		if err != nil {
