@@ -45,6 +45,8 @@ const (
 	maxAttempts = 12
 )
 
+var errNilCommitter = errors.New("commit: nil *Committer (use New)")
+
 // Committer commits and fetches a member's input offsets with the member's ID and epoch. It is safe
 // for concurrent use.
 type Committer struct {
@@ -125,6 +127,9 @@ func (c *Committer) bound() Member {
 // broker refused some partitions; joined with errors.Join when several), or the transport's error.
 // An empty Offsets commits nothing.
 func (c *Committer) Commit(ctx context.Context, offsets Offsets) error {
+	if c == nil {
+		return errNilCommitter
+	}
 	if err := c.check(offsets); err != nil {
 		return err
 	}
@@ -168,6 +173,9 @@ func (c *Committer) Commit(ctx context.Context, offsets Offsets) error {
 // require. A partition without a committed offset is left out. s need not be owned yet; its tasks
 // must be of the topology (*tasks.UnknownSubtopologyError otherwise). Other errors as for Commit.
 func (c *Committer) CommittedOffsets(ctx context.Context, s tasks.Set) (Offsets, error) {
+	if c == nil {
+		return nil, errNilCommitter
+	}
 	var parts []tasks.TopicPartition
 	for id := range s.All() {
 		in, err := c.router.Inputs(id)

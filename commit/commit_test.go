@@ -256,6 +256,13 @@ func TestCommitWithoutMemberOrEpoch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var nilC *Committer
+	if err := nilC.Commit(context.Background(), Offsets{tp("in", 0): 1}); err == nil {
+		t.Fatal("a nil Committer committed")
+	}
+	if _, err := nilC.CommittedOffsets(context.Background(), set("0_0")); err == nil {
+		t.Fatal("a nil Committer fetched")
+	}
 	if err := c.Commit(context.Background(), Offsets{tp("in", 0): 1}); !errors.Is(err, ErrNotBound) {
 		t.Fatalf("unbound: %v", err)
 	}

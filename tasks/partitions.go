@@ -127,6 +127,9 @@ func (tp TopicPartition) String() string { return fmt.Sprintf("%s[%d]", tp.Topic
 // warm-up). The result has the shape of InputPartitions; a task of a stateless subtopology adds
 // nothing. A task of an unknown subtopology is an *UnknownSubtopologyError.
 func ChangelogPartitions(topo *topology.Topology, s Set) (map[string][]int32, error) {
+	if topo == nil {
+		return nil, fmt.Errorf("tasks: ChangelogPartitions needs a topology")
+	}
 	out := make(map[string][]int32)
 	for _, id := range s.ids {
 		sub, ok := topo.Subtopology(id.Subtopology)

@@ -34,6 +34,9 @@ func TestChangelogPartitions(t *testing.T) {
 	if _, err := ChangelogPartitions(statefulTopology(), set("1_0", "9_0")); !errors.As(err, &ue) || ue.Task != (ID{"9", 0}) {
 		t.Fatalf("unknown subtopology: %v", err)
 	}
+	if _, err := ChangelogPartitions(nil, set("0_0")); err == nil {
+		t.Fatal("nil topology accepted")
+	}
 	if got, err := ChangelogPartitions(statefulTopology(), Set{}); err != nil || len(got) != 0 {
 		t.Fatalf("no tasks: %v, %v", got, err)
 	}
