@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/streamsgroup/streamsgroup/topology"
 )
 
@@ -159,4 +161,43 @@ func TestRouterChangelogTopics(t *testing.T) {
 	if got, want := r.ChangelogTopics(), []string{"app-a-changelog", "app-b-changelog", "app-join-changelog"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("ChangelogTopics = %v, want %v", got, want)
 	}
+}
+
+// The Router and the set functions agree: the inputs and changelogs of a set of tasks, task by task
+// through the Router, are what InputPartitions and ChangelogPartitions return for the set.
+func TestRouterAgreesWithTheSetFunctions(t *testing.T) {
+	topo := statefulTopology()
+	r, err := NewRouter(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		s := NewSet(genIDs(t, "ids")...)
+		wantIn, errIn := InputPartitions(topo, s)
+		wantCl, errCl := ChangelogPartitions(topo, s)
+		var in, cl []TopicPartition
+		var err error
+		for id := range s.All() {
+			var a, b []TopicPartition
+			if a, err = r.Inputs(id); err != nil {
+				break
+			}
+			if b, err = r.Changelogs(id); err != nil {
+				break
+			}
+			in, cl = append(in, a...), append(cl, b...)
+		}
+		if (err == nil) != (errIn == nil) || (err == nil) != (errCl == nil) {
+			t.Fatalf("tasks %v: router error %v, set functions %v / %v", s, err, errIn, errCl)
+		}
+		if err != nil {
+			return
+		}
+		if got := Group(in); !reflect.DeepEqual(got, wantIn) {
+			t.Fatalf("inputs of %v: router %v, InputPartitions %v", s, got, wantIn)
+		}
+		if got := Group(cl); !reflect.DeepEqual(got, wantCl) {
+			t.Fatalf("changelogs of %v: router %v, ChangelogPartitions %v", s, got, wantCl)
+		}
+	})
 }
