@@ -163,17 +163,14 @@ func (m *Machine) callbackDone(now time.Time, in CallbackDone) []Action {
 // jobDone goes on after a job's callback returned err (nil also when no callback ran).
 func (m *Machine) jobDone(now time.Time, j job, err error) []Action {
 	switch j.op {
-	case opRevoke:
-		if j.kind == 0 { // skipped
-			if r := m.reconciling(j.recon); r != nil {
-				return m.enqueue(job{op: opAssign, recon: r.id})
-			}
+	case opRevoke, opAssign:
+		switch {
+		case j.kind == 0:
+			// Skipped: its reconciliation was aborted. (A revocation is never left with nothing to
+			// revoke: maybeReconcile revokes only what the application holds, and starts it at once.)
 			return nil
-		}
-		return m.revokeDone(now, j, err)
-	case opAssign:
-		if j.kind == 0 {
-			return nil
+		case j.op == opRevoke:
+			return m.revokeDone(now, j, err)
 		}
 		return m.assignDone(now, j, err)
 	case opLoseThenRejoin:

@@ -409,3 +409,137 @@ func TestReadinessChangeDatesItsRebalance(t *testing.T) {
 		t.Fatal("a readiness change started no rebalance")
 	}
 }
+
+func TestZeroValuesAreNotKinds(t *testing.T) {
+	for got, want := range map[string]string{
+		EventKind(0).String():      "EventKind(0)",
+		jobOp(0).String():          "jobOp(0)",
+		RebalancePhase(0).String(): "RebalancePhase(0)",
+		CallbackKind(0).String():   "CallbackKind(0)",
+	} {
+		if got != want {
+			t.Errorf("zero value reads %q, want %q", got, want)
+		}
+	}
+}
+
+// EventGroupReadyChanged comes only when readiness changes.
+func TestReadyChangedOnlyOnChange(t *testing.T) {
+	h := newHarness(t)
+	h.stableWith(active("0_0"))
+	n := h.countEvents(EventGroupReadyChanged)
+	h.advance(interval)
+	h.mustSend()
+	h.answer(resp(2, active("0_0", "0_1")))
+	h.complete(nil)
+	if h.countEvents(EventGroupReadyChanged) != n {
+		t.Fatal("a new assignment at the same readiness reported a readiness change")
+	}
+}
+
+// A fatal error whose OnAllTasksLost fails still stops the member, and the failure is logged.
+func TestFatalWithFailingLostStops(t *testing.T) {
+	h := newHarness(t)
+	h.stableWith(active("0_0"))
+	h.advance(interval)
+	h.mustSend()
+	h.fail(int16(kerr.GroupAuthorizationFailed.Code))
+	n := len(h.actions)
+	h.complete(errors.New("lost failed"))
+	logged := false
+	for _, a := range h.actions[n:] {
+		if l, ok := a.(Log); ok && l.Msg == "OnAllTasksLost failed" {
+			logged = true
+		}
+	}
+	if !logged || len(h.stopped) != 1 || !errors.Is(h.stopped[0].Err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("logged %v, stopped %+v", logged, h.stopped)
+	}
+	h2 := newHarness(t)
+	h2.stableWith(active("0_0"))
+	h2.advance(interval)
+	h2.mustSend()
+	h2.fail(int16(kerr.GroupAuthorizationFailed.Code))
+	n = len(h2.actions)
+	h2.complete(nil)
+	for _, a := range h2.actions[n:] {
+		if _, ok := a.(Log); ok {
+			t.Fatal("a successful OnAllTasksLost logged a failure")
+		}
+	}
+}
+
+// The timeout event names the missing source topics, whatever other statuses come with them.
+func TestMissingTimeoutNamesTheMissingTopics(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.mustSend()
+	missing := heartbeat.Status{Code: heartbeat.MissingSourceTopics, Detail: "Source topics a, b are missing."}
+	other := heartbeat.Status{Code: heartbeat.MissingInternalTopics, Detail: "Internal topics are missing: x"}
+	h.answer(resp(1, active(), missing, other))
+	h.complete(nil)
+	h.advance(2 * interval)
+	h.step(Tick{})
+	ev := h.lastEvent(EventMissingSourceTopicsTimeout)
+	if len(ev.Topics) != 2 || ev.Topics[0] != "a" || ev.Topics[1] != "b" {
+		t.Fatalf("timeout names %v", ev.Topics)
+	}
+}
+
+// A failed describe is logged; a good one is not.
+func TestDescribeFailureLogged(t *testing.T) {
+	for _, fails := range []bool{true, false} {
+		h := newHarness(t)
+		h.stableWith(active("0_0"))
+		h.described = Described{Group: describedGroup(3)}
+		if fails {
+			h.described = Described{Err: errors.New("timeout")}
+		}
+		h.advance(interval)
+		h.mustSend()
+		n := len(h.actions)
+		h.answer(resp(1, nil, heartbeat.Status{Code: heartbeat.StaleTopology}))
+		logged := false
+		for _, a := range h.actions[n:] {
+			if l, ok := a.(Log); ok && l.Msg == "could not describe the group to compare topologies" {
+				logged = true
+			}
+		}
+		if logged != fails {
+			t.Fatalf("describe fails %v, logged %v", fails, logged)
+		}
+	}
+}
+
+// A member that holds active tasks at epoch 0 (the broker answered the join at epoch 0) loses them
+// on Close: OnTasksRevoked is only for a member past epoch 0, whose revocation the broker waits for.
+func TestLeaveAtEpochZeroWithTasks(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.mustSend()
+	h.answer(resp(0, active("0_0")))
+	h.complete(nil)
+	h.close(CloseDefault)
+	h.expectInvoke(CallbackLost, "active=[0_0] standby=[] warmup=[]")
+}
+
+// An answer whose target equals what is held ends a pending retry at once: Stable.
+func TestTargetBackToHeldEndsRetry(t *testing.T) {
+	h := newHarness(t)
+	h.stableWith(active("0_0"))
+	h.advance(interval)
+	h.mustSend()
+	h.answer(resp(2, active("0_0", "0_1")))
+	h.advance(interval)
+	h.mustSend()                   // in flight while OnTasksAssigned runs
+	h.complete(errors.New("boom")) // the assignment fails; a retry is pending
+	h.expectState(Reconciling)
+	h.answer(resp(2, active("0_0"))) // the broker takes 0_1 back
+	h.expectState(Stable)
+	n := len(h.invokes)
+	h.advance(time.Second)
+	h.step(Tick{})
+	if len(h.invokes) != n {
+		t.Fatal("the cancelled retry still ran")
+	}
+}
