@@ -350,14 +350,16 @@ func (m *Manager) step(in Input) {
 	now := time.Now()
 	m.metrics.input(now, in)
 	actions := m.machine.Step(now, in)
-	for _, a := range actions {
-		m.metrics.action(now, a)
-		m.execute(a)
-	}
+	// Publish the new snapshot before carrying out the actions: a callback started by them must
+	// read the epoch and ownership the machine has now, not the previous ones.
 	snap := m.machine.Snapshot()
 	m.mu.Lock()
 	m.snap = snap
 	m.mu.Unlock()
+	for _, a := range actions {
+		m.metrics.action(now, a)
+		m.execute(a)
+	}
 	m.metrics.observe(snap)
 }
 
