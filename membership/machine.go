@@ -121,6 +121,11 @@ type Snapshot struct {
 	Owned   tasks.Assignment
 	Ready   bool
 	Stopped bool
+	// TaskOffsetInterval and AcceptableRecoveryLag are the broker's, from its last answer (Kafka
+	// 4.4; 0 and -1 before an answer and from older brokers): how often the group wants task offsets,
+	// and how far behind a warm-up may be to take over.
+	TaskOffsetInterval    time.Duration
+	AcceptableRecoveryLag int64
 	// Pending describes the outstanding and queued callbacks and the reconciliation, for logs and
 	// tests ("" when none).
 	Pending string
@@ -131,11 +136,20 @@ func (m *Machine) Snapshot() Snapshot {
 	return Snapshot{
 		State: m.state, MemberID: m.cfg.Join.MemberID, Epoch: m.epoch,
 		Owned: m.held(), Ready: m.rec.currentReady, Stopped: m.stopped, Pending: m.pendingString(),
+		TaskOffsetInterval: m.offsets.brokerEvery, AcceptableRecoveryLag: m.acceptableLag(),
 	}
 }
 
 // State returns the current state.
 func (m *Machine) State() State { return m.state }
+
+// acceptableLag is the broker's acceptable recovery lag, -1 until an answer said.
+func (m *Machine) acceptableLag() int64 {
+	if m.interval == 0 {
+		return -1
+	}
+	return m.offsets.acceptableLag
+}
 
 // Epoch returns the member epoch.
 func (m *Machine) Epoch() int32 { return m.epoch }

@@ -543,3 +543,16 @@ func TestTargetBackToHeldEndsRetry(t *testing.T) {
 		t.Fatal("the cancelled retry still ran")
 	}
 }
+
+func TestSnapshotCarriesTheBrokersOffsetSettings(t *testing.T) {
+	h := newHarness(t)
+	if s := h.m.Snapshot(); s.AcceptableRecoveryLag != -1 || s.TaskOffsetInterval != 0 {
+		t.Fatalf("before any answer: %+v", s)
+	}
+	h.start()
+	h.mustSend()
+	h.answer44(1, nil)
+	if s := h.m.Snapshot(); s.AcceptableRecoveryLag != 100 || s.TaskOffsetInterval != 15*time.Second {
+		t.Fatalf("after a 4.4 answer: lag %d, interval %v", s.AcceptableRecoveryLag, s.TaskOffsetInterval)
+	}
+}
