@@ -1177,8 +1177,6 @@ func TestBrokerRuleHeartbeatRequestValidation(t *testing.T) {
 			r.MemberEpoch, r.RebalanceTimeoutMillis, r.Topology = 3, -1, nil
 			r.StandbyTasks = nil
 		}, kerr.InvalidRequest, "If one task-type is non-null, all must be non-null."},
-		{"InstanceId empty", nil, func(r *kmsg.StreamsGroupHeartbeatRequest) { r.InstanceID = &empty },
-			kerr.InvalidRequest, "InstanceId can't be empty."},
 		{"RackId empty", nil, func(r *kmsg.StreamsGroupHeartbeatRequest) { r.RackID = &empty },
 			kerr.InvalidRequest, "RackId can't be empty."},
 		{"member epoch -3", nil, func(r *kmsg.StreamsGroupHeartbeatRequest) {
@@ -1195,6 +1193,8 @@ func TestBrokerRuleHeartbeatRequestValidation(t *testing.T) {
 	}
 	if v44 {
 		cases = append(cases,
+			testCase{"InstanceId empty", nil, func(r *kmsg.StreamsGroupHeartbeatRequest) { r.InstanceID = &empty },
+				kerr.InvalidRequest, "InstanceId can't be empty."},
 			testCase{"non-empty WarmupTasks on join", nil, func(r *kmsg.StreamsGroupHeartbeatRequest) { r.WarmupTasks = brmTaskIDs("0", 0) },
 				kerr.InvalidRequest, "WarmupTasks must be empty when (re-)joining."},
 			testCase{"static leave (-2) without InstanceId", nil, func(r *kmsg.StreamsGroupHeartbeatRequest) {
@@ -1206,6 +1206,9 @@ func TestBrokerRuleHeartbeatRequestValidation(t *testing.T) {
 		cases = append(cases,
 			testCase{"non-empty WarmupTasks on join (before 4.4)", nil, func(r *kmsg.StreamsGroupHeartbeatRequest) { r.WarmupTasks = brmTaskIDs("0", 0) },
 				kerr.InvalidRequest, "WarmupTasks are not supported yet."},
+			// Before 4.4 any InstanceId, empty or not, is refused as static membership.
+			testCase{"InstanceId empty (before 4.4)", nil, func(r *kmsg.StreamsGroupHeartbeatRequest) { r.InstanceID = &empty },
+				kerr.InvalidRequest, "Static membership is not yet supported."},
 		)
 	}
 

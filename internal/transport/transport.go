@@ -189,3 +189,10 @@ func sanitize(v string) string {
 	}
 	return string(b)
 }
+
+// Coordinator returns the group's coordinator node as cached now, and whether one is known; the
+// Manager's metrics count its changes.
+func (t *Transport) Coordinator() (int32, bool) {
+	b, ok := t.coord.Cached(t.group)
+	return b.Node, ok
+}

@@ -375,23 +375,24 @@ func TestLeaveIsBoundedByItsContext(t *testing.T) {
 		codes[i] = kerr.CoordinatorLoadInProgress.Code
 	}
 	e.script(codes...)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Long enough for a loaded machine to fit a few attempts; the bounds below are counts, not times.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start := time.Now()
 	err := tr.Leave(ctx, hbReq(heartbeat.EpochLeave))
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "COORDINATOR_LOAD_IN_PROGRESS") {
 		t.Fatalf("got %v", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("the leave outlived its context by far: %v", d)
 	}
 	n := len(e.heartbeats()) - 1
 	if n < 2 {
-		t.Fatalf("only %d leave attempts in 300ms with a 1-5ms backoff", n)
+		t.Fatalf("only %d leave attempts in 2s with a 1-5ms backoff", n)
 	}
-	// Paced by the backoff (at most 5ms apart after the first few): no hot loop, and no pause either.
-	if n > 300 {
-		t.Fatalf("%d leave attempts in 300ms: the backoff does not pace them", n)
+	// Paced by the backoff (at least 1ms apart): no hot loop, and no pause either.
+	if n > 2000 {
+		t.Fatalf("%d leave attempts in 2s: the backoff does not pace them", n)
 	}
 }
 
