@@ -492,3 +492,27 @@ func TestMetricsSinceLastAnswerGrowsWhileUnreachable(t *testing.T) {
 		}
 	})
 }
+
+// An epoch change without a state change still reaches Stats and the state hook.
+func TestStatsFollowEpochWithinAState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, l := newFakeBroker(), &recordingListener{}
+		m := stableManager(t, f, l)
+		if s := m.Stats(); s.Epoch != 1 || s.State != Stable {
+			t.Fatalf("stats %d %s", s.Epoch, s.State)
+		}
+		f.mu.Lock()
+		f.answer = func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := okAnswer(req)
+			r.MemberEpoch = 5
+			return r, nil
+		}
+		f.mu.Unlock()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if s := m.Stats(); s.Epoch != 5 || s.State != Stable {
+			t.Fatalf("stats after the epoch moved: %d %s", s.Epoch, s.State)
+		}
+		m.Close(t.Context())
+	})
+}
