@@ -117,18 +117,29 @@ func (e *env) run(phases map[string]bool) (*Results, error) {
 	return res, nil
 }
 
-// idleBaseline measures the broker's CPU with no member, to subtract from what members cost it.
+// idleBaseline measures the broker's CPU with no member at the start of the run.
 func (e *env) idleBaseline() error {
-	c0, err := cpuSeconds(e.brokerPID)
-	if err != nil {
-		return fmt.Errorf("reading the broker's CPU: %w", err)
+	var err error
+	if e.brokerIdle, err = e.brokerRate(e.IdleWindow); err != nil {
+		return err
 	}
-	t0 := time.Now()
-	time.Sleep(e.IdleWindow)
-	c1, _ := cpuSeconds(e.brokerPID)
-	e.brokerIdle = (c1 - c0) / time.Since(t0).Seconds()
 	logf("broker idle: %.4f CPU-s per second", e.brokerIdle)
 	return nil
+}
+
+// brokerRate is the broker's CPU-seconds per second over d.
+func (e *env) brokerRate(d time.Duration) (float64, error) {
+	c0, err := cpuSeconds(e.brokerPID)
+	if err != nil {
+		return 0, fmt.Errorf("reading the broker's CPU: %w", err)
+	}
+	t0 := time.Now()
+	time.Sleep(d)
+	c1, err := cpuSeconds(e.brokerPID)
+	if err != nil {
+		return 0, fmt.Errorf("reading the broker's CPU: %w", err)
+	}
+	return (c1 - c0) / time.Since(t0).Seconds(), nil
 }
 
 // P2: exec → main(), exec → first active tasks, graceful stop; one member alone in a new group.
@@ -315,6 +326,7 @@ type MembersPoint struct {
 	RSSPerMember *Summary `json:"rss_mib_per_member"`
 	Threads      *Summary `json:"threads"`
 	BrokerCPU    *Summary `json:"broker_cpu_s_per_member_hour"`
+	BrokerIdle   *Summary `json:"broker_idle_cpu_s_per_s"` // measured before each window
 	// Go only: heartbeat lateness (ms) against the due time, p99 and max over all members, the share
 	// of heartbeats more than 10% of an interval late, and the wait in kgo until written.
 	LateP99  *Summary `json:"late_p99_ms,omitempty"`
@@ -335,6 +347,7 @@ type MembersPoint struct {
 
 type steadySample struct {
 	cpu, rss, rssPer, threads, broker float64
+	brokerIdle                        float64 // the broker's CPU-s per second just before, with no member
 	wait                              float64 // ms per second the process's threads waited for a CPU
 	stats                             *GoStats
 }
@@ -356,6 +369,12 @@ func (e *env) steady(variant string, members, groups int, rep int) (steadySample
 		spec.side, spec.clients = Go, "per-member"
 	case "java-threads":
 		spec.side = Java
+	}
+	// The broker's idle rate drifts (JIT, log maintenance, what the machine's load does to it), so it
+	// is measured again just before each window's process starts.
+	idle, err := e.brokerRate(e.IdleWindow / 2)
+	if err != nil {
+		return steadySample{}, err
 	}
 	c, err := e.start(spec)
 	if err != nil {
@@ -401,11 +420,12 @@ func (e *env) steady(variant string, members, groups int, rep int) (steadySample
 	}
 	hours := took.Hours() * float64(members)
 	s := steadySample{
-		cpu:     (p1 - p0) / hours,
-		rss:     float64(rss) / (1 << 20),
-		threads: float64(threads),
-		broker:  ((b1 - b0) - e.brokerIdle*took.Seconds()) / hours,
-		wait:    float64((w1 - w0).Milliseconds()) / took.Seconds(),
+		cpu:        (p1 - p0) / hours,
+		rss:        float64(rss) / (1 << 20),
+		threads:    float64(threads),
+		broker:     ((b1 - b0) - idle*took.Seconds()) / hours,
+		brokerIdle: idle,
+		wait:       float64((w1 - w0).Milliseconds()) / took.Seconds(),
 	}
 	s.rssPer = s.rss / float64(members)
 	if spec.side == Go {
@@ -421,8 +441,8 @@ func (e *env) steady(variant string, members, groups int, rep int) (steadySample
 			s.stats.LateP50, s.stats.LateP99, s.stats.LateMax, s.stats.LateOver, s.stats.Heartbeats,
 			s.stats.ProbeP50, s.stats.ProbeP99, s.stats.ProbeMax, s.stats.ProbeOver, s.stats.ProbeCount, s.stats.WireP99)
 	}
-	logf("steady %-13s %4d members rep %d: %.2f CPU-s/member-h, RSS %.1f MiB (%.2f/member), %d threads, broker %.2f CPU-s/member-h, run-queue wait %.0f ms/s%s",
-		variant, members, rep, s.cpu, s.rss, s.rssPer, threads, s.broker, s.wait, late)
+	logf("steady %-13s %4d members rep %d: %.2f CPU-s/member-h, RSS %.1f MiB (%.2f/member), %d threads, broker %.2f CPU-s/member-h (idle %.4f CPU-s/s), run-queue wait %.0f ms/s%s",
+		variant, members, rep, s.cpu, s.rss, s.rssPer, threads, s.broker, idle, s.wait, late)
 	return s, nil
 }
 
@@ -449,10 +469,12 @@ func (e *env) point(variant string, members, reps int, fail func(string, error))
 // makePoint summarizes the repetitions of one point.
 func (e *env) makePoint(variant string, members, groups int, samples []steadySample) *MembersPoint {
 	pt := &MembersPoint{Variant: variant, Members: members, Groups: groups, Window: e.Window.Seconds()}
+	var idle []float64
 	var cpu, rss, rssPer, threads, broker, wait, lateP99, lateMax, lateOver, wire, rttP99, failed, probeP99, probeMax, probeOver []float64
 	for _, s := range samples {
 		cpu, rss, rssPer = append(cpu, s.cpu), append(rss, s.rss), append(rssPer, s.rssPer)
 		threads, broker, wait = append(threads, s.threads), append(broker, s.broker), append(wait, s.wait)
+		idle = append(idle, s.brokerIdle)
 		if st := s.stats; st != nil {
 			lateP99, lateMax = append(lateP99, st.LateP99), append(lateMax, st.LateMax)
 			if st.Heartbeats > 0 {
@@ -467,6 +489,7 @@ func (e *env) makePoint(variant string, members, groups int, samples []steadySam
 	}
 	pt.CPU, pt.RSS, pt.RSSPerMember = summarize(cpu), summarize(rss), summarize(rssPer)
 	pt.Threads, pt.BrokerCPU, pt.RunQueueWait = summarize(threads), summarize(broker), summarize(wait)
+	pt.BrokerIdle = summarize(idle)
 	pt.LateP99, pt.LateMax, pt.LateOver = summarize(lateP99), summarize(lateMax), summarize(lateOver)
 	pt.WireP99, pt.RTTP99, pt.Failed = summarize(wire), summarize(rttP99), summarize(failed)
 	pt.ProbeP99, pt.ProbeMax, pt.ProbeOver = summarize(probeP99), summarize(probeMax), summarize(probeOver)

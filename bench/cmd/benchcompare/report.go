@@ -219,7 +219,7 @@ func markdown(res *Results, imgDir string) string {
 			w("- %s: %s = %s s\n", f.Name, f.Limit.Derivation, fmtVal(f.Limit.Value, "s"))
 		}
 	}
-	w("\nNotes: P1 is %s; convergence runs from the event until StreamsGroupDescribe (polled every 50 ms) shows the group Stable with the expected members, every member at the target epoch with its assignment equal to its target, and every task owned by exactly one member. P3 and the members-per-process sweep measure CPU from /proc/<pid>/stat over the window, RSS and threads from /proc/<pid>/status at its end, and the broker's CPU above its idle rate (%.4f CPU-s/s measured before the run).\n\n",
+	w("\nNotes: P1 is %s; convergence runs from the event until StreamsGroupDescribe (polled every 50 ms) shows the group Stable with the expected members, every member at the target epoch with its assignment equal to its target, and every task owned by exactly one member. P3 and the members-per-process sweep measure CPU from /proc/<pid>/stat over the window, RSS and threads from /proc/<pid>/status at its end, and the broker's CPU above its idle rate, measured for a few seconds before each window's process started (%.4f CPU-s/s at the start of the run).\n\n",
 		p1Group(res), res.BrokerIdle)
 
 	if imgDir != "" || true {
