@@ -556,3 +556,14 @@ func TestSnapshotCarriesTheBrokersOffsetSettings(t *testing.T) {
 		t.Fatalf("after a 4.4 answer: lag %d, interval %v", s.AcceptableRecoveryLag, s.TaskOffsetInterval)
 	}
 }
+
+// A cluster that answered at once gets no "answers now" line.
+func TestReachableClusterLogsNoRecovery(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	for _, a := range h.actions {
+		if l, ok := a.(Log); ok && l.Msg == "the cluster answers now" {
+			t.Fatal("a recovery logged without a failure")
+		}
+	}
+}
