@@ -85,7 +85,9 @@ type env struct {
 	seq           int
 	runID         string
 	load          *loadRecorder
-	brokerIdle    float64 // broker CPU-seconds per second with no member
+	brokerIdle    float64  // broker CPU-seconds per second with no member
+	partial       bool     // -only: fold into the results already in out
+	base          *Results // those results, read at the first checkpoint
 }
 
 func logf(format string, args ...any) {
@@ -148,6 +150,7 @@ func main() {
 		killAll()
 		os.Exit(130)
 	}()
+	e.partial = *only != ""
 	res, err := e.run(phases)
 	killAll()
 	if e.cl != nil {
@@ -158,10 +161,13 @@ func main() {
 		os.Exit(1)
 	}
 	res.WallSeconds = time.Since(started).Seconds()
-	if *only != "" {
+	if e.partial {
 		// Some phases only: fold them into the earlier run's results in the output directory.
-		if old, err := readResults(filepath.Join(e.out, "results.json")); err == nil {
-			res = merge(old, res)
+		if e.base == nil {
+			e.base, _ = readResults(filepath.Join(e.out, "results.json"))
+		}
+		if e.base != nil {
+			res = merge(e.base, res)
 		}
 	}
 	if err := e.write(res, *readme && !p.Quick); err != nil {

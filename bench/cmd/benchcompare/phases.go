@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/bench/micro"
@@ -62,11 +65,6 @@ func (e *env) run(phases map[string]bool) (*Results, error) {
 		}
 	}
 	res.Broker["kafka.version"] = envOr("STREAMSGROUP_KAFKA_VERSION", "4.4.0")
-	for _, ph := range []string{"p2", "p1", "p3", "sweep", "groups", "micro"} {
-		if phases[ph] {
-			res.Ran = append(res.Ran, ph)
-		}
-	}
 	e.load = newLoadRecorder(5 * time.Second)
 	fail := func(phase string, err error) {
 		logf("%s: %v", phase, err)
@@ -80,34 +78,44 @@ func (e *env) run(phases map[string]bool) (*Results, error) {
 		}
 		res.BrokerIdle = e.brokerIdle
 	}
+	// After each phase the results so far are saved (results.json in the output directory), so that
+	// a run cut short keeps what it measured; -only with the missing phases completes it.
+	done := func(phase string) {
+		res.Ran = append(res.Ran, phase)
+		e.checkpoint(res)
+	}
 	if phases["p2"] {
 		e.load.setPhase("P2")
 		res.Figures = append(res.Figures, e.p2(&res.RTT, fail)...)
+		done("p2")
 	}
 	if phases["p1"] {
 		e.load.setPhase("P1")
 		res.Figures = append(res.Figures, e.p1(&res.RTT, fail)...)
+		done("p1")
 	}
-	var p3 []*MembersPoint
 	if phases["p3"] {
 		e.load.setPhase("P3")
-		var figs []*Figure
-		figs, p3 = e.p3(fail)
+		figs, points := e.p3(fail)
 		res.Figures = append(res.Figures, figs...)
+		res.Members = append(res.Members, points...)
+		done("p3")
 	}
-	res.Members = p3
 	if phases["sweep"] {
 		e.load.setPhase("scaling: members per process")
 		res.Members = append(res.Members, e.sweep(fail)...)
+		done("sweep")
 	}
 	if phases["groups"] {
 		e.load.setPhase("scaling: group size")
 		res.Groups = e.groups(&res.RTT, fail)
+		done("groups")
 	}
 	if phases["micro"] {
 		e.load.setPhase("scaling: tasks per member (micro)")
 		_ = flag.Set("test.benchtime", e.BenchTime)
 		res.Micro, res.Growth = micro.Run(e.MicroRounds, logf)
+		res.Ran = append(res.Ran, "micro")
 	}
 	res.LoadSamples = e.load.finish()
 	res.Load = phaseLoads(res.LoadSamples)
@@ -115,6 +123,33 @@ func (e *env) run(phases map[string]bool) (*Results, error) {
 		f.finish()
 	}
 	return res, nil
+}
+
+// checkpoint saves the results so far as results.json in the output directory (a partial run's
+// are folded into the earlier results there first, as at the end).
+func (e *env) checkpoint(res *Results) {
+	cp := *res
+	cp.LoadSamples = e.load.samples()
+	cp.Load = phaseLoads(cp.LoadSamples)
+	for _, f := range cp.Figures {
+		f.finish()
+	}
+	out := &cp
+	if e.partial {
+		if old, err := readResults(filepath.Join(e.out, "results.json")); err == nil && e.base == nil {
+			e.base = old
+		}
+		if e.base != nil {
+			out = merge(e.base, &cp)
+		}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(e.out, "results.json"), append(b, '\n'), 0o644)
+	}
+	if err != nil {
+		logf("saving the results so far: %v", err)
+	}
 }
 
 // idleBaseline measures the broker's CPU with no member at the start of the run.

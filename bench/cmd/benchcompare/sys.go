@@ -186,6 +186,12 @@ func (r *loadRecorder) setPhase(p string) {
 	r.sample()
 }
 
+func (r *loadRecorder) samples() []LoadSample {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]LoadSample(nil), r.all...)
+}
+
 func (r *loadRecorder) finish() []LoadSample {
 	close(r.stop)
 	<-r.done
