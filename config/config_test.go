@@ -288,6 +288,8 @@ func TestValidateBoundaries(t *testing.T) {
 		{KeyRequestTimeout, func(c *Config) { c.RequestTimeout = math.MaxInt32*time.Millisecond + 1 }, false},
 		{KeyRequestTimeout, func(c *Config) { c.RequestTimeout = 1 }, true},
 		{KeyRequestTimeout, func(c *Config) { c.RequestTimeout = 0 }, false},
+		{KeyRequestTimeout, func(c *Config) { c.RequestTimeout = math.MaxInt32 * time.Millisecond }, true},
+		{KeyRequestTimeout, func(c *Config) { c.RequestTimeout = math.MaxInt32*time.Millisecond + 1 }, false},
 		{KeyTaskOffsetInterval, func(c *Config) { c.TaskOffsetInterval = 0 }, true},
 		{KeyTaskOffsetInterval, func(c *Config) { c.TaskOffsetInterval = -1 }, false},
 		{KeyTopologyEpoch, func(c *Config) { c.TopologyEpoch = 0 }, true},
