@@ -18,13 +18,12 @@ const keyClientTags = PrefixClientTag + "*"
 // keysRead are the keys FromMap reads, for suggestions.
 var keysRead = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch, KeyTaskOffsetInterval, KeyProcessID,
 	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
-	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol}
+	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol, KeySessionTimeout}
 
 // brokerSide maps Kafka Streams keys that streams groups moved to the broker to the name of the
 // group config (streams.<name> per group, group.streams.<name> as the broker's default).
 var brokerSide = map[string]string{
 	"num.standby.replicas":       "num.standby.replicas",
-	"session.timeout.ms":         "session.timeout.ms",
 	"heartbeat.interval.ms":      "heartbeat.interval.ms",
 	"acceptable.recovery.lag":    "acceptable.recovery.lag",
 	"max.warmup.replicas":        "num.warmup.replicas",
@@ -102,7 +101,7 @@ func isBrokerGroupConfig(name string) bool {
 		}
 	}
 	switch name {
-	case "initial.rebalance.delay.ms", "assignment.interval.ms", "assignor.name", "task.offset.interval.ms",
+	case "session.timeout.ms", "initial.rebalance.delay.ms", "assignment.interval.ms", "assignor.name", "task.offset.interval.ms",
 		"assignor.offload.enable", "max.size", "assignors":
 		return true
 	}

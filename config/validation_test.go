@@ -313,7 +313,6 @@ func TestEmptyApplicationID(t *testing.T) {
 func TestBrokerSideKeys(t *testing.T) {
 	for key, group := range map[string]string{
 		"num.standby.replicas":       "num.standby.replicas",
-		"session.timeout.ms":         "session.timeout.ms",
 		"heartbeat.interval.ms":      "heartbeat.interval.ms",
 		"acceptable.recovery.lag":    "acceptable.recovery.lag",
 		"max.warmup.replicas":        "num.warmup.replicas",
@@ -330,6 +329,7 @@ func TestBrokerSideKeys(t *testing.T) {
 	for key, want := range map[string]string{
 		"streams.num.standby.replicas":        "is a group config set on the broker",
 		"group.streams.session.timeout.ms":    "is a group config set on the broker",
+		"streams.session.timeout.ms":          "is a group config set on the broker",
 		"num.stream.threads":                  "Kafka Streams runtime setting",
 		"security.protocol":                   "configure it on the *kgo.Client",
 		"sasl.mechanism":                      "configure it on the *kgo.Client",
@@ -439,4 +439,28 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	n := copy(p, r.data)
 	r.data = r.data[n:]
 	return n, nil
+}
+
+// session.timeout.ms is the session guard's override: read as an INT of milliseconds, 0 (ask the
+// broker) by default, refused when negative or beyond an INT.
+func TestSessionTimeoutOverride(t *testing.T) {
+	if c := accepted(t, map[string]string{}); c.SessionTimeout != 0 {
+		t.Errorf("default session timeout %v, want 0 (ask the broker)", c.SessionTimeout)
+	}
+	if c := accepted(t, map[string]string{KeySessionTimeout: " 6000 "}); c.SessionTimeout != 6*time.Second {
+		t.Errorf("session.timeout.ms=6000 read as %v", c.SessionTimeout)
+	}
+	if c := accepted(t, map[string]string{KeySessionTimeout: "2147483647"}); c.SessionTimeout != 2147483647*time.Millisecond {
+		t.Errorf("the largest INT read as %v", c.SessionTimeout)
+	}
+	for _, bad := range []string{"-1", "2147483648", "6s", ""} {
+		if ce := problem(t, map[string]string{KeySessionTimeout: bad}); !ce.Has(KeySessionTimeout) {
+			t.Errorf("session.timeout.ms=%q accepted: %v", bad, ce)
+		}
+	}
+	c := Default("app")
+	c.SessionTimeout = -time.Millisecond
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "0 reads the group's session timeout from the broker") {
+		t.Errorf("a negative SessionTimeout in Go code: %v", err)
+	}
 }
