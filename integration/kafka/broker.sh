@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
-# broker.sh — a single-node Apache Kafka (KRaft, combined broker+controller) on loopback, run from the
-# Maven Central jars, for the demo and the integration tests.
+# broker.sh — Apache Kafka (KRaft) on loopback, run from the Maven Central jars, for the demo and the
+# integration tests: a single combined broker+controller node by default, or a small cluster
+# (`start --brokers N`) for coordinator failover.
 #
 #   broker.sh fetch     resolve the jars for KAFKA_VERSION into the cache (reused on later runs)
 #   broker.sh start     fetch, write the config (free ports), format, start, wait until ready, print the address
-#   broker.sh restart   stop the running broker and start it again on the same ports and data (for failover tests)
-#   broker.sh stop      stop the broker this script started (by its PID) and remove its run directory
-#   broker.sh status    say whether the broker is running and where
+#   broker.sh start --brokers N
+#                       the same for an N-node cluster (N >= 2, see "Cluster" below); prints the
+#                       comma-separated addresses of all nodes
+#   broker.sh restart   stop the running broker (every node of a cluster) and start it again on the same
+#                       ports and data (for failover tests)
+#   broker.sh stop      stop the broker (every node of a cluster) this script started, by the PIDs it
+#                       recorded, and remove its run directory
+#   broker.sh status    say whether the broker is running and where (for a cluster, node by node; exit 1
+#                       unless every node runs)
+#   broker.sh stop-node N [--kill]
+#                       cluster only: stop node N (SIGTERM, a controlled shutdown that moves its partition
+#                       leaderships away first; --kill: SIGKILL, a crash). Its data and ports are kept.
+#   broker.sh start-node N
+#                       cluster only: start node N again on its ports and data, and wait until it is
+#                       registered with the controller again
 #   broker.sh classpath print the class path of the cached jars (for Kafka's own tools)
 #
 # Environment:
@@ -20,9 +33,35 @@
 #                          appended to server.properties after the defaults above, so a key given here
 #                          overrides the default (the last occurrence of a key wins). A value cannot
 #                          contain spaces. Used by tests that start a dedicated broker with a special config.
+#                          A cluster appends them to every node's server.properties.
+#   STREAMSGROUP_CLUSTER_HEAP
+#                          JVM heap flags of each cluster node (default "-Xms128m -Xmx384m": three JVMs
+#                          must fit next to the tests on a small CI machine). The single node keeps its
+#                          -Xms256m -Xmx1g.
 #
 # After `start`, $STREAMSGROUP_RUN_DIR/env holds `STREAMSGROUP_BOOTSTRAP=host:port` and the other facts the
 # tests read, so `. "$STREAMSGROUP_RUN_DIR/env"` sets them in a shell.
+#
+# Cluster (`start --brokers N`). Node 1 is a combined broker+controller (the only controller: stopping
+# it stops the metadata quorum, so no leadership can move until it is back); nodes 2..N are
+# broker-only. Node n has its own directory $STREAMSGROUP_RUN_DIR/node-n with its server.properties,
+# data, broker.log, stdout.log and pid. Settings beyond the single node's group.streams.* test values:
+#   offsets.topic.replication.factor=min(N,3), offsets.topic.num.partitions=3: groups spread over the
+#       nodes as coordinators, and a coordinator's partition has followers that can take it over;
+#   transaction.state.log.replication.factor and share.coordinator.state.topic.replication.factor the same;
+#   min.insync.replicas=1 (and the internal topics' min ISR 1): the topics the tests create have
+#       replication factor 1, and franz-go producers write with acks=all, which a min ISR of 2 would
+#       refuse on them; __consumer_offsets loses nothing by it, because an acks=all write still waits
+#       for every in-sync replica and unclean leader election stays off (a new leader always has every
+#       acknowledged group record), a min ISR of 1 only keeps the group writable with fewer replicas;
+#   auto.leader.rebalance.enable=false: tests and the chaos tool move leaderships (and so coordinators)
+#       themselves; the periodic preferred-leader election would move them at times nobody chose;
+#   broker.heartbeat.interval.ms=500, broker.session.timeout.ms=4000: a killed broker is fenced, and its
+#       leaderships move, within 4 s rather than the default 9 s.
+# The env file also gives, for each node n: STREAMSGROUP_NODE_<n>_ID, _ADDRESS (host:port), _PID_FILE,
+# _DIR and _ROLES, plus STREAMSGROUP_BROKERS=N, STREAMSGROUP_NODE_IDS=1,2,…,N and
+# STREAMSGROUP_CONTROLLER_NODE=1. `start` waits until every node is registered and unfenced (so
+# __consumer_offsets can be created with its full replication factor) and streams.version >= 1.
 set -euo pipefail
 
 KAFKA_VERSION=${KAFKA_VERSION:-4.4.0}
@@ -86,6 +125,16 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 auto.create.topics.enable=false
+$(group_test_properties)
+EOF
+	append_extra_properties "$run_dir/server.properties"
+	write_log4j2 "$run_dir"
+}
+
+# group_test_properties prints the group settings every broker of this script runs with, single node
+# and cluster alike.
+group_test_properties() {
+	cat <<EOF
 # Fast-test group settings: short heartbeats and sessions, no initial delay, no assignment batching.
 group.streams.min.heartbeat.interval.ms=100
 group.streams.heartbeat.interval.ms=500
@@ -96,13 +145,16 @@ group.streams.assignment.interval.ms=0
 group.streams.min.task.offset.interval.ms=100
 group.initial.rebalance.delay.ms=0
 EOF
-	append_extra_properties
-	cat >"$run_dir/log4j2.properties" <<EOF
+}
+
+# write_log4j2 writes the log configuration of the broker whose directory is $1 (its log: $1/broker.log).
+write_log4j2() {
+	cat >"$1/log4j2.properties" <<EOF
 rootLogger.level=INFO
 rootLogger.appenderRef.file.ref=file
 appender.file.type=File
 appender.file.name=file
-appender.file.fileName=$run_dir/broker.log
+appender.file.fileName=$1/broker.log
 appender.file.layout.type=PatternLayout
 appender.file.layout.pattern=[%d] %p %m (%c)%n
 logger.kafka.name=kafka
@@ -112,15 +164,16 @@ logger.state.level=WARN
 EOF
 }
 
-# append_extra_properties appends the key=value words of STREAMSGROUP_BROKER_EXTRA to server.properties.
+# append_extra_properties appends the key=value words of STREAMSGROUP_BROKER_EXTRA to the
+# server.properties file $1.
 append_extra_properties() {
 	[ -n "${STREAMSGROUP_BROKER_EXTRA:-}" ] || return 0
-	local kv extra
+	local kv extra file=$1
 	read -r -a extra <<<"$STREAMSGROUP_BROKER_EXTRA"
-	echo "# Extra properties from STREAMSGROUP_BROKER_EXTRA (override the defaults above)." >>"$run_dir/server.properties"
+	echo "# Extra properties from STREAMSGROUP_BROKER_EXTRA (override the defaults above)." >>"$file"
 	for kv in "${extra[@]}"; do
 		case "$kv" in
-		?*=*) printf '%s\n' "$kv" >>"$run_dir/server.properties" ;;
+		?*=*) printf '%s\n' "$kv" >>"$file" ;;
 		*) die "STREAMSGROUP_BROKER_EXTRA: '$kv' is not key=value" ;;
 		esac
 	done
@@ -178,6 +231,9 @@ wait_ready() {
 }
 
 start() {
+	if is_cluster && [ -n "$(alive_nodes)" ]; then
+		die "a cluster runs in $run_dir (nodes$(alive_nodes)); stop it first"
+	fi
 	if pid_alive; then
 		log "already running (pid $(cat "$run_dir/pid")) at $(cat "$run_dir/bootstrap")"
 		cat "$run_dir/bootstrap"
@@ -205,11 +261,19 @@ EOF
 
 # stop_process ends the broker by the PID this script recorded, politely first (the broker shuts down
 # cleanly on SIGTERM), then with SIGKILL if it has not gone within 30 s.
-stop_process() {
-	pid_alive || { rm -f "$run_dir/pid"; return 0; }
-	local pid i
-	pid=$(cat "$run_dir/pid")
-	kill -TERM "$pid" 2>/dev/null || true
+stop_process() { stop_pidfile "$run_dir/pid" TERM; }
+
+# stop_pidfile ends the process whose PID is in file $1 and removes the file. $2 is TERM (a clean
+# shutdown, SIGKILL after 30 s) or KILL (at once, as a crash).
+stop_pidfile() {
+	local file=$1 sig=$2 pid i
+	[ -f "$file" ] || return 0
+	pid=$(cat "$file")
+	if ! kill -0 "$pid" 2>/dev/null; then
+		rm -f "$file"
+		return 0
+	fi
+	kill -"$sig" "$pid" 2>/dev/null || true
 	for i in $(seq 1 300); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
@@ -219,24 +283,36 @@ stop_process() {
 		kill -KILL "$pid" 2>/dev/null || true
 		while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 	fi
-	rm -f "$run_dir/pid"
+	rm -f "$file"
 }
 
 restart() {
 	[ -f "$run_dir/bootstrap" ] || die "no broker to restart in $run_dir"
+	if is_cluster; then
+		cluster_restart
+		return
+	fi
 	stop_process
 	launch
 }
 
 stop() {
 	if [ -d "$run_dir" ]; then
-		stop_process
+		if is_cluster; then
+			cluster_stop_all KILL
+		else
+			stop_process
+		fi
 		rm -rf "$run_dir"
 		log "stopped and removed $run_dir"
 	fi
 }
 
 status() {
+	if is_cluster; then
+		cluster_status
+		return
+	fi
 	if pid_alive; then
 		echo "running: pid $(cat "$run_dir/pid") at $(cat "$run_dir/bootstrap") (Kafka $KAFKA_VERSION, $run_dir)"
 	else
@@ -245,12 +321,340 @@ status() {
 	fi
 }
 
+# ---------------------------------------------------------------------------------------------------
+# Cluster: `start --brokers N`, `stop-node N`, `start-node N` (see the top of this file).
+
+cluster_heap=${STREAMSGROUP_CLUSTER_HEAP:--Xms128m -Xmx384m}
+
+is_cluster() { [ -f "$run_dir/nodes" ]; }
+node_count() { cat "$run_dir/nodes"; }
+node_dir() { printf '%s/node-%s' "$run_dir" "$1"; }
+node_ids() { seq 1 "$(node_count)"; }
+node_pid_alive() {
+	local f
+	f="$(node_dir "$1")/pid"
+	[ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+}
+
+# alive_nodes prints " 1 2 …": the nodes whose process runs.
+alive_nodes() {
+	local n
+	for n in $(node_ids); do
+		if node_pid_alive "$n"; then printf ' %s' "$n"; fi
+	done
+}
+
+# write_node_config writes node $1's server.properties and log configuration: $2 nodes in all, $3 its
+# PLAINTEXT port, $4 the controller's port (node 1's CONTROLLER listener).
+write_node_config() {
+	local n=$1 count=$2 port=$3 cport=$4 dir rf roles listeners
+	dir=$(node_dir "$n")
+	mkdir -p "$dir/data"
+	rf=$((count < 3 ? count : 3))
+	if [ "$n" = 1 ]; then
+		roles=broker,controller
+		listeners="PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
+	else
+		roles=broker
+		listeners="PLAINTEXT://127.0.0.1:$port"
+	fi
+	echo "$roles" >"$dir/roles"
+	echo "127.0.0.1:$port" >"$dir/address"
+	cat >"$dir/server.properties" <<EOF
+process.roles=$roles
+node.id=$n
+controller.quorum.bootstrap.servers=127.0.0.1:$cport
+listeners=$listeners
+advertised.listeners=$listeners
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$dir/data
+num.partitions=1
+# Replicated internal topics, so that a group's coordinator can move to another node (see the top of
+# broker.sh for why min.insync.replicas is 1).
+offsets.topic.replication.factor=$rf
+offsets.topic.num.partitions=3
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=1
+min.insync.replicas=1
+# Leaderships move only when a test or the chaos tool moves them (or a node stops).
+auto.leader.rebalance.enable=false
+# A killed node is fenced, and its leaderships move, within 4 s.
+broker.heartbeat.interval.ms=500
+broker.session.timeout.ms=4000
+auto.create.topics.enable=false
+$(group_test_properties)
+EOF
+	append_extra_properties "$dir/server.properties"
+	write_log4j2 "$dir"
+}
+
+# format_node formats node $1's storage for the cluster ID in $run_dir/cluster.id (once: a restarted
+# node keeps its data). Node 1, the only controller, starts the metadata quorum alone (--standalone).
+format_node() {
+	local n=$1 dir
+	dir=$(node_dir "$n")
+	[ -f "$dir/data/meta.properties" ] && return 0
+	local args=(format -t "$(cat "$run_dir/cluster.id")" -c "$dir/server.properties")
+	if [ "$n" = 1 ]; then args+=(--standalone); fi
+	java -cp "$(classpath)" -Dlog4j2.configurationFile="$dir/log4j2.properties" kafka.tools.StorageTool \
+		"${args[@]}" >"$dir/format.log" 2>&1 \
+		|| { cat "$dir/format.log" >&2; die "formatting node $n's storage failed"; }
+}
+
+# launch_node starts node $1's JVM (its own session, as the single node) and records its PID.
+launch_node() {
+	local n=$1 dir heap
+	dir=$(node_dir "$n")
+	read -r -a heap <<<"$cluster_heap"
+	setsid java "${heap[@]}" -XX:+UseG1GC -Djava.awt.headless=true \
+		-Dlog4j2.configurationFile="$dir/log4j2.properties" \
+		-cp "$(classpath)" kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 </dev/null &
+	echo $! >"$dir/pid"
+}
+
+# write_tools_log4j2 sends the log of Kafka's own tools (the readiness probes) to $run_dir/tools.log,
+# away from the nodes' logs.
+write_tools_log4j2() {
+	cat >"$run_dir/tools-log4j2.properties" <<EOF
+rootLogger.level=WARN
+rootLogger.appenderRef.file.ref=file
+appender.file.type=File
+appender.file.name=file
+appender.file.fileName=$run_dir/tools.log
+appender.file.layout.type=PatternLayout
+appender.file.layout.pattern=[%d] %p %m (%c)%n
+EOF
+}
+
+# registered_nodes prints the IDs of the brokers the cluster's metadata lists as live (registered and
+# unfenced) and that answered ApiVersions, one a line, asking through every node's address.
+registered_nodes() {
+	local out
+	out=$(timeout 60 java -cp "$(classpath)" -Dlog4j2.configurationFile="$run_dir/tools-log4j2.properties" \
+		org.apache.kafka.tools.BrokerApiVersionsCommand --bootstrap-server "$(cat "$run_dir/bootstrap")" 2>/dev/null) || true
+	# A broker that answered: "127.0.0.1:PORT (id: N rack: … ) -> (" (an error ends in "-> ERROR: …").
+	printf '%s\n' "$out" | sed -n 's/^.*(id: \([0-9][0-9]*\) .*) -> ($/\1/p'
+}
+
+# streams_version prints the finalized streams.version level of the cluster (empty when unknown).
+streams_version() {
+	local out
+	out=$(timeout 60 java -cp "$(classpath)" -Dlog4j2.configurationFile="$run_dir/tools-log4j2.properties" \
+		org.apache.kafka.tools.FeatureCommand --bootstrap-server "$(cat "$run_dir/bootstrap")" describe 2>/dev/null) || return 0
+	printf '%s\n' "$out" | awk '/Feature: streams.version/ { for (i = 1; i <= NF; i++) if ($i == "FinalizedVersionLevel:") print $(i+1) }'
+}
+
+# wait_nodes_ready waits until each node given is registered and answers, and streams.version >= 1.
+# $1 is the start time (ns); the rest are node IDs. On a timeout it stops those nodes and fails.
+wait_nodes_ready() {
+	local started=$1 n missing ids level
+	shift
+	local deadline=$(($(date +%s) + ready_timeout))
+	while :; do
+		for n in "$@"; do
+			if ! node_pid_alive "$n"; then
+				tail -n 40 "$(node_dir "$n")/broker.log" "$(node_dir "$n")/stdout.log" >&2 2>/dev/null || true
+				die "node $n exited during start-up (log: $(node_dir "$n")/broker.log)"
+			fi
+		done
+		ids=" $(registered_nodes | tr '\n' ' ') "
+		missing=""
+		for n in "$@"; do
+			case "$ids" in *" $n "*) ;; *) missing+=" $n" ;; esac
+		done
+		if [ -z "$missing" ]; then
+			level=$(streams_version)
+			if [ -n "$level" ] && [ "$level" -ge 1 ] 2>/dev/null; then
+				local ms=$((($(date +%s%N) - started) / 1000000))
+				echo "$ms" >"$run_dir/startup_ms"
+				log "Kafka $KAFKA_VERSION: node(s) $* ready in ${ms} ms (registered:${ids% }; streams.version=$level; bootstrap $(cat "$run_dir/bootstrap"))"
+				return 0
+			fi
+			missing=" (streams.version not finalized)"
+		fi
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			for n in "$@"; do tail -n 20 "$(node_dir "$n")/broker.log" >&2 2>/dev/null || true; done
+			for n in "$@"; do stop_pidfile "$(node_dir "$n")/pid" KILL; done
+			die "node(s)$missing not ready within ${ready_timeout}s"
+		fi
+		sleep 0.5
+	done
+}
+
+cluster_start() {
+	local count=$1
+	[ "$count" -ge 2 ] 2>/dev/null || die "--brokers needs a number >= 2 (got '$count'); without it: one node"
+	if is_cluster && [ -n "$(alive_nodes)" ]; then
+		if [ "$(node_count)" = "$count" ] && [ "$(alive_nodes)" = "$(printf ' %s' $(node_ids))" ]; then
+			log "already running: $count nodes at $(cat "$run_dir/bootstrap")"
+			cat "$run_dir/bootstrap"
+			return 0
+		fi
+		die "a cluster of $(node_count) runs partly or differently in $run_dir (nodes$(alive_nodes)); stop it first"
+	fi
+	if pid_alive; then
+		die "a single broker runs in $run_dir (pid $(cat "$run_dir/pid")); stop it first"
+	fi
+	fetch
+	rm -rf "$run_dir"
+	mkdir -p "$run_dir"
+	echo "$count" >"$run_dir/nodes"
+	write_tools_log4j2
+	# Distinct free ports: one PLAINTEXT port per node, and the controller's.
+	local ports=() p n used=" "
+	while [ "${#ports[@]}" -le "$count" ]; do
+		p=$(free_port)
+		case "$used" in *" $p "*) continue ;; esac
+		used+="$p "
+		ports+=("$p")
+	done
+	local cport=${ports[$count]} addrs=()
+	for n in $(seq 1 "$count"); do
+		write_node_config "$n" "$count" "${ports[$((n - 1))]}" "$cport"
+		addrs+=("127.0.0.1:${ports[$((n - 1))]}")
+	done
+	(
+		IFS=,
+		echo "${addrs[*]}"
+	) >"$run_dir/bootstrap"
+	{
+		echo "STREAMSGROUP_BOOTSTRAP=$(cat "$run_dir/bootstrap")"
+		echo "STREAMSGROUP_KAFKA_VERSION=$KAFKA_VERSION"
+		echo "STREAMSGROUP_KAFKA_LIBS=$libs"
+		echo "STREAMSGROUP_RUN_DIR=$run_dir"
+		echo "STREAMSGROUP_BROKER_SCRIPT=$here/broker.sh"
+		echo "STREAMSGROUP_BROKERS=$count"
+		echo "STREAMSGROUP_NODE_IDS=$(seq -s , 1 "$count")"
+		echo "STREAMSGROUP_CONTROLLER_NODE=1"
+		echo "STREAMSGROUP_CONTROLLER_ADDRESS=127.0.0.1:$cport"
+		for n in $(seq 1 "$count"); do
+			echo "STREAMSGROUP_NODE_${n}_ID=$n"
+			echo "STREAMSGROUP_NODE_${n}_ADDRESS=$(cat "$(node_dir "$n")/address")"
+			echo "STREAMSGROUP_NODE_${n}_PID_FILE=$(node_dir "$n")/pid"
+			echo "STREAMSGROUP_NODE_${n}_DIR=$(node_dir "$n")"
+			echo "STREAMSGROUP_NODE_${n}_ROLES=$(cat "$(node_dir "$n")/roles")"
+		done
+	} >"$run_dir/env"
+	java -cp "$(classpath)" kafka.tools.StorageTool random-uuid >"$run_dir/cluster.id"
+	local started pids=()
+	started=$(date +%s%N)
+	# The formats are independent JVMs; running them side by side saves seconds of start-up.
+	for n in $(node_ids); do
+		format_node "$n" &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || die "formatting the cluster's storage failed"; done
+	for n in $(node_ids); do launch_node "$n"; done
+	wait_nodes_ready "$started" $(node_ids)
+	cat "$run_dir/bootstrap"
+}
+
+# cluster_stop_all stops every node: the brokers first, side by side, then the controller, so that a
+# broker's controlled shutdown (signal $1 = TERM) can still reach the controller. KILL stops them all
+# at once, as `stop` does: the data is removed next, a clean shutdown would only cost time (up to 30 s
+# a broker when the controller is down already).
+cluster_stop_all() {
+	local sig=$1 n pids=()
+	for n in $(node_ids); do
+		[ "$n" = 1 ] && continue
+		stop_pidfile "$(node_dir "$n")/pid" "$sig" &
+		pids+=($!)
+	done
+	for n in "${pids[@]}"; do wait "$n" || true; done
+	stop_pidfile "$(node_dir 1)/pid" "$sig"
+}
+
+cluster_restart() {
+	cluster_stop_all TERM
+	local started
+	started=$(date +%s%N)
+	local n
+	for n in $(node_ids); do launch_node "$n"; done
+	wait_nodes_ready "$started" $(node_ids)
+}
+
+# check_node fails unless a cluster runs in $run_dir and $1 is one of its nodes.
+check_node() {
+	is_cluster || die "no cluster in $run_dir (stop-node and start-node need \`start --brokers N\`)"
+	case "$1" in '' | *[!0-9]*) die "node '$1' is not a node ID" ;; esac
+	[ "$1" -ge 1 ] && [ "$1" -le "$(node_count)" ] || die "node $1 is not in the cluster (nodes 1..$(node_count))"
+}
+
+stop_node() {
+	local n=${1:-} sig=TERM
+	check_node "$n"
+	case "${2:-}" in
+	'') ;;
+	--kill) sig=KILL ;;
+	*) die "usage: broker.sh stop-node N [--kill]" ;;
+	esac
+	if ! node_pid_alive "$n"; then
+		log "node $n is not running"
+		return 0
+	fi
+	if [ "$sig" = TERM ] && [ "$n" != 1 ] && ! node_pid_alive 1; then
+		log "the controller (node 1) is down: node $n's controlled shutdown cannot complete; it is killed after 30 s"
+	fi
+	stop_pidfile "$(node_dir "$n")/pid" "$sig"
+	log "node $n stopped (SIG$sig); its data and ports are kept for start-node $n"
+}
+
+start_node() {
+	local n=${1:-}
+	check_node "$n"
+	if node_pid_alive "$n"; then
+		log "node $n already runs (pid $(cat "$(node_dir "$n")/pid"))"
+		return 0
+	fi
+	local started
+	started=$(date +%s%N)
+	launch_node "$n"
+	wait_nodes_ready "$started" "$n"
+}
+
+cluster_status() {
+	local n all=0 up=0 line
+	for n in $(node_ids); do
+		all=$((all + 1))
+		line="node $n ($(cat "$(node_dir "$n")/roles")) at $(cat "$(node_dir "$n")/address")"
+		if node_pid_alive "$n"; then
+			up=$((up + 1))
+			echo "$line: running, pid $(cat "$(node_dir "$n")/pid")"
+		else
+			echo "$line: stopped"
+		fi
+	done
+	echo "cluster: $up of $all nodes running at $(cat "$run_dir/bootstrap") (Kafka $KAFKA_VERSION, $run_dir)"
+	[ "$up" = "$all" ]
+}
+
+start_cmd() {
+	case "${1:-}" in
+	'') start ;;
+	--brokers)
+		[ -n "${2:-}" ] || die "usage: broker.sh start [--brokers N]"
+		if [ "$2" = 1 ]; then start; else cluster_start "$2"; fi
+		;;
+	--brokers=*)
+		local count=${1#--brokers=}
+		if [ "$count" = 1 ]; then start; else cluster_start "$count"; fi
+		;;
+	*) die "usage: broker.sh start [--brokers N]" ;;
+	esac
+}
+
 case "${1:-}" in
 fetch) fetch ;;
-start) start ;;
+start) start_cmd "${@:2}" ;;
 restart) restart ;;
 stop) stop ;;
 status) status ;;
+stop-node) stop_node "${@:2}" ;;
+start-node) start_node "${@:2}" ;;
 classpath) fetch && classpath && echo ;;
-*) die "usage: broker.sh {fetch|start|restart|stop|status|classpath}" ;;
+*) die "usage: broker.sh {fetch|start [--brokers N]|restart|stop|status|stop-node N [--kill]|start-node N|classpath}" ;;
 esac
