@@ -99,6 +99,9 @@ type Config struct {
 	SessionTimeout time.Duration
 	// User holds the user.* keys, untouched.
 	User map[string]string
+	// Security (security.protocol, sasl.*, ssl.*) is how the client built by ClientOptions connects:
+	// TLS, SASL, or neither (the default). See Security.
+	Security Security
 }
 
 // Default returns a Config with every default filled in and the given application ID.
@@ -262,6 +265,7 @@ func (c *Config) validate(p *problems) {
 	if strings.IndexByte(c.StateDir, 0) >= 0 {
 		p.add(KeyStateDir, c.StateDir, "holds a NUL byte, which no file system allows in a path")
 	}
+	c.Security.validate(p)
 }
 
 // validateTags applies Kafka Streams' limits on client tags (StreamsConfig.validateRackAwarenessConfiguration):

@@ -71,7 +71,13 @@ func FuzzProperties(f *testing.F) {
 			t.Fatalf("FromMap returned a config that Validate rejects: %v", err)
 		}
 		for _, st := range styles {
-			text := writeProperties(propertiesOf(c), st)
+			props := propertiesOf(c)
+			for _, k := range securityKeys { // Security keeps no raw values to write back
+				if v, ok := m[k]; ok {
+					props[k] = v
+				}
+			}
+			text := writeProperties(props, st)
 			back, err := FromProperties(strings.NewReader(text))
 			if err != nil || !reflect.DeepEqual(back, c) {
 				t.Fatalf("config %+v written as %q reads back as %+v, %v", c, text, back, err)
@@ -90,7 +96,7 @@ func known(key string) bool {
 			return true
 		}
 	}
-	return strings.HasPrefix(key, PrefixClientTag) || strings.HasPrefix(key, PrefixUser)
+	return strings.HasPrefix(key, PrefixClientTag) || strings.HasPrefix(key, PrefixUser) || IsSecurityKey(key)
 }
 
 // checkConfigError: an *Error, its keys sorted and distinct, each one given or one whose absence or
@@ -105,7 +111,8 @@ func checkConfigError(t *testing.T, m map[string]string, err error) {
 		if i > 0 && ce.Keys[i-1].Key >= k.Key {
 			t.Fatalf("keys not sorted or repeated: %v", err)
 		}
-		if _, given := m[k.Key]; !given && k.Key != KeyApplicationID && k.Key != keyClientTags {
+		// A SASL protocol asks for sasl.mechanism and sasl.jaas.config when they are missing.
+		if _, given := m[k.Key]; !given && k.Key != KeyApplicationID && k.Key != keyClientTags && !IsSecurityKey(k.Key) {
 			t.Fatalf("problem with key %q, which the input does not have: %v", k.Key, err)
 		}
 		if i < MaxListedProblems && !strings.Contains(err.Error(), Quote(k.Key)) {

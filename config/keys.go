@@ -20,6 +20,9 @@ var keysRead = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch,
 	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
 	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol, KeySessionTimeout}
 
+// The security keys (security.go) are read by FromMap too, and so are suggested for typos.
+func init() { keysRead = append(keysRead, securityKeys...) }
+
 // brokerSide maps Kafka Streams keys that streams groups moved to the broker to the name of the
 // group config (streams.<name> per group, group.streams.<name> as the broker's default).
 var brokerSide = map[string]string{
@@ -79,8 +82,9 @@ func unknownKeyReason(key string) string {
 		return "internal topics are created by the broker from the topology: set the replication factor of each " +
 			"internal topic in the topology (topology.TopicInfo.ReplicationFactor)"
 	case clientKeys[key] || strings.HasPrefix(key, "ssl.") || strings.HasPrefix(key, "sasl."):
-		return "is a setting of the Kafka client, which is yours here: configure it on the *kgo.Client " +
-			"(kgo.DialTLSConfig, kgo.SASL, kgo.ClientID, …); this config does not build the client"
+		return "is a setting of the Kafka client that this config does not read (of the client keys it reads only " +
+			"security.protocol, sasl.mechanism, sasl.jaas.config and ssl.truststore.*, ssl.keystore.*, ssl.key.password, " +
+			"ssl.endpoint.identification.algorithm): configure it on the *kgo.Client (kgo.ClientID, kgo.DialTLSConfig, …)"
 	case hasAnyPrefix(key, "consumer.", "producer.", "admin.", "main.consumer.", "restore.consumer.", "global.consumer."):
 		return "Kafka Streams passes these keys to the clients it creates; here the clients are yours " +
 			"(*kgo.Client): set the option there " + userHint

@@ -45,9 +45,12 @@ func FromMap(m map[string]string) (Config, error) {
 		KeyApplicationServer: &c.ApplicationServer,
 		KeyStateDir:          &c.StateDir,
 	}
+	c.Security = parseSecurity(m, &p)
 	for key, raw := range m {
 		val := strings.TrimSpace(raw)
 		switch {
+		case IsSecurityKey(key):
+			// read above, by parseSecurity
 		case longs[key] != nil:
 			n, err := strconv.ParseInt(val, 10, 64)
 			if err != nil {
@@ -151,7 +154,7 @@ func onePerKey(validated, parsed []KeyError, m map[string]string) []KeyError {
 			}
 			continue
 		}
-		if raw, ok := m[k.Key]; ok {
+		if raw, ok := m[k.Key]; ok && !secretKeys[k.Key] {
 			if k.Key == KeyBootstrapServers {
 				k.Reason = Quote(k.Value) + ": " + k.Reason
 			}
