@@ -1,6 +1,8 @@
 package heartbeat
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -213,10 +215,104 @@ func (e *TransportError) Unwrap() []error {
 // ClassifyTransport wraps a failure to get any answer: Rediscover when a later attempt against a
 // freshly looked-up coordinator may succeed, Fatal when it cannot (a closed client, a cancelled
 // context, a broker without the API, a look-up refused for good).
+//
+// An authentication or TLS verification failure (AuthErrorOf) is Fatal, and Err is then the
+// *AuthError, so errors.As finds it and the message says which setting to check.
 func ClassifyTransport(err error) *TransportError {
+	if ae := AuthErrorOf(err); ae != nil {
+		return &TransportError{Err: ae, Class: Fatal}
+	}
 	c := Fatal
 	if coordinator.IsRetriableTransport(err) {
 		c = Rediscover
 	}
 	return &TransportError{Err: err, Class: c}
+}
+
+// Kinds of AuthError.
+const (
+	AuthSASL = "sasl" // the cluster refused the SASL login
+	AuthTLS  = "tls"  // the TLS handshake failed: the broker's certificate is not trusted, or ours is refused
+)
+
+// AuthError is a failure to log in to the cluster or to trust it: a wrong SASL user name or password,
+// a mechanism the listener does not enable, a broker certificate that the truststore does not trust
+// or that names another host, a client certificate the broker refuses. Retrying cannot fix any of
+// these, so it is Fatal; Action says which setting to check. It unwraps to the error it classifies
+// (kerr.SaslAuthenticationFailed, x509.UnknownAuthorityError, …).
+type AuthError struct {
+	Kind   string // AuthSASL or AuthTLS
+	Err    error
+	Action string
+}
+
+func (e *AuthError) Error() string {
+	what := "authentication to the cluster failed"
+	if e.Kind == AuthTLS {
+		what = "the TLS handshake with the cluster failed"
+	}
+	return fmt.Sprintf("%s: %v: %s", what, e.Err, e.Action)
+}
+
+// Unwrap returns the classified error.
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// AuthErrorOf returns err as an *AuthError when err is, wraps, or is classified as an authentication
+// or TLS verification failure, and nil otherwise. kgo returns such failures from any request on a
+// new connection: as the kerr error of the SASL exchange, or as the error of the TLS handshake.
+func AuthErrorOf(err error) *AuthError {
+	if err == nil {
+		return nil
+	}
+	if ae, ok := errors.AsType[*AuthError](err); ok {
+		return ae
+	}
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return &AuthError{Kind: AuthSASL, Err: err, Action: "check the user name and password in sasl.jaas.config, " +
+			"and that the user exists for this sasl.mechanism on the cluster (kafka-configs.sh --describe --entity-type users)"}
+	case errors.Is(err, kerr.UnsupportedSaslMechanism):
+		return &AuthError{Kind: AuthSASL, Err: err, Action: "the listener does not enable this sasl.mechanism: " +
+			"set the mechanism the broker lists in sasl.enabled.mechanisms"}
+	case errors.Is(err, kerr.IllegalSaslState):
+		return &AuthError{Kind: AuthSASL, Err: err, Action: "the SASL exchange broke off: check security.protocol " +
+			"(SASL_SSL or SASL_PLAINTEXT, as the listener is) and sasl.mechanism"}
+	}
+	if tlsVerification(err) {
+		return &AuthError{Kind: AuthTLS, Err: err, Action: "the broker's certificate is not trusted: check " +
+			"ssl.truststore.location (it must hold the CA that signed the broker's certificate) and that the " +
+			"certificate names the host in bootstrap.servers (or set ssl.endpoint.identification.algorithm= to skip that check)"}
+	}
+	if ae, ok := errors.AsType[tls.AlertError](err); ok && certificateAlert(ae) {
+		return &AuthError{Kind: AuthTLS, Err: err, Action: "the broker refused this client's certificate: check " +
+			"ssl.keystore.location (the broker must trust its CA, and ssl.client.auth=required needs one)"}
+	}
+	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
+		return &AuthError{Kind: AuthTLS, Err: err, Action: "the listener does not speak TLS: check security.protocol " +
+			"(PLAINTEXT or SASL_PLAINTEXT for this listener) and the port in bootstrap.servers"}
+	}
+	return nil
+}
+
+// tlsVerification reports whether err is the client's refusal of the broker's certificate.
+func tlsVerification(err error) bool {
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.HostnameError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.CertificateInvalidError](err); ok {
+		return true
+	}
+	return false
+}
+
+// certificateAlert reports whether a TLS alert from the broker is about this client's certificate
+// (bad_certificate 42 to unknown_ca 48, certificate_required 116), which a retry cannot change.
+func certificateAlert(a tls.AlertError) bool {
+	return a >= 42 && a <= 48 || a == 116
 }

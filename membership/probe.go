@@ -29,14 +29,22 @@ func (m *Machine) sendProbe() []Action {
 	return []Action{ProbeCapabilities{}}
 }
 
-// capabilitiesKnown joins when the cluster can run this member, fails when it cannot, and retries
-// after backoff when it did not answer. The first failure to reach the cluster is logged, so an
+// capabilitiesKnown joins when the cluster can run this member, fails when it cannot or refuses this
+// client's login or certificate (heartbeat.AuthErrorOf), and retries after backoff when it did not
+// answer. The first failure to reach the cluster is logged, so an
 // unreachable cluster does not go unnoticed, and so is the recovery.
 func (m *Machine) capabilitiesKnown(now time.Time, in CapabilitiesKnown) []Action {
 	if !m.probe.inFlight || m.probe.done {
 		return nil
 	}
 	m.probe.inFlight = false
+	if ae := heartbeat.AuthErrorOf(in.Err); ae != nil {
+		// A refused login or an untrusted certificate does not pass by waiting: retrying after
+		// backoff would only hide a configuration mistake behind a warning (and hammer the broker's
+		// authenticator). Stop with the typed error instead, as a fatal heartbeat error does.
+		m.probe.done = true
+		return m.fail(ae)
+	}
 	if in.Err != nil {
 		m.probe.failures++
 		m.probe.at = now.Add(m.cfg.Backoff.Delay(m.probe.failures - 1))
