@@ -79,3 +79,21 @@ test: alloc-guard
 .PHONY: bench-compare
 bench-compare:
 	scripts/with-broker.sh $(GO) run ./bench/cmd/benchcompare $(if $(BENCH_QUICK),-quick) $(BENCH_FLAGS)
+
+## chaos: the seeded chaos suite (integration/chaos): its own broker, toxiproxy, member processes,
+## FAULTS faults one at a time (default 20), then the ownership checker (S1 no task held twice, S2
+## recovery within session + 2 heartbeats, S3 no fatal, no unexpected exit, bounded resources).
+## SEED=… FAULTS=… FAULT_TYPES=… MEMBERS=… BROKERS=3 make chaos; a failing run prints its command.
+## chaos-short: the checker's tests and a 20-fault schedule (make test runs it). soak: SOAK=30m of
+## 20 members in one process and 20 alone, a fault every 30 s. See integration/chaos/README.md.
+.PHONY: chaos chaos-short soak
+chaos:
+	$(GO) run ./integration/chaos/cmd/chaos
+
+chaos-short:
+	$(GO) test -race -count=1 ./integration/chaos/...
+	FAULTS=$${FAULTS:-20} $(GO) run ./integration/chaos/cmd/chaos
+
+soak:
+	SOAK=$${SOAK:-30m} $(GO) run ./integration/chaos/cmd/chaos
+test: chaos-short

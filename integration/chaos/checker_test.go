@@ -57,7 +57,9 @@ func (s *synth) snap(t float64, state string, members ...SnapMember) *synth {
 	return s.d(DriverRecord{T: sec(t), Kind: DKSnapshot, Snap: &Snapshot{State: state, Members: members}})
 }
 
-func sm(id string, tasks ...string) SnapMember { return SnapMember{ID: id, Active: tasks, Target: tasks} }
+func sm(id string, tasks ...string) SnapMember {
+	return SnapMember{ID: id, Active: tasks, Target: tasks}
+}
 
 func (s *synth) end(t float64) *synth { return s.d(DriverRecord{T: sec(t), Kind: DKEnd}) }
 
