@@ -195,8 +195,21 @@ func Check(run Run) Report {
 	}
 	slices.SortStableFunc(faults, func(a, b Fault) int { return cmp.Compare(a.Start, b.Start) })
 
-	// Holders (one member of one process incarnation) and their records.
+	// Holders (one member of one process incarnation) and their records. Every member a process was
+	// started with is a holder from its spawn on, even before it logs anything, so that a process
+	// whose members are still starting is never taken for converged.
 	holders := map[holderKey]*holder{}
+	for _, r := range drv {
+		if r.Kind != DKSpawn {
+			continue
+		}
+		for _, m := range r.Members {
+			hk := holderKey{procKey{r.Proc, r.Inc}, m}
+			if holders[hk] == nil {
+				holders[hk] = &holder{key: hk, closed: math.MaxInt64, started: math.MaxInt64}
+			}
+		}
+	}
 	samples := map[procKey][]Record{}
 	recs := slices.Clone(run.Members)
 	slices.SortStableFunc(recs, func(a, b Record) int { return cmp.Compare(a.T, b.T) })

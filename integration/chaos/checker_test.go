@@ -396,3 +396,22 @@ func TestDecodeAndTail(t *testing.T) {
 		t.Fatalf("second read: %v %v", got, err)
 	}
 }
+
+func TestMembersOfAProcessThatHaveNotStartedBlockConvergence(t *testing.T) {
+	// Process big is spawned with two members; only big-01 has started when the broker's view
+	// matches it, so the group is not converged until big-02 has joined too.
+	s := newSynth(2)
+	s.d(DriverRecord{T: sec(0), Kind: DKSpawn, Proc: "big", Inc: 1, Members: []string{"big-01", "big-02"}})
+	s.m(Record{T: sec(0.1), Proc: "big", Inc: 1, Member: "big-01", Kind: KindStart, MemberID: "id1"})
+	s.m(Record{T: sec(1), Proc: "big", Inc: 1, Member: "big-01", Kind: KindOwned, Active: []string{"0_0", "0_1"}})
+	s.snap(1.1, "Stable", sm("id1", "0_0", "0_1"))
+	s.fault(1, "add", "big", 1, 0, 0.5, false, false)
+	s.m(Record{T: sec(3), Proc: "big", Inc: 1, Member: "big-02", Kind: KindStart, MemberID: "id2"})
+	s.m(Record{T: sec(4), Proc: "big", Inc: 1, Member: "big-01", Kind: KindOwned, Active: []string{"0_0"}})
+	s.m(Record{T: sec(4.5), Proc: "big", Inc: 1, Member: "big-02", Kind: KindOwned, Active: []string{"0_1"}})
+	s.snap(5, "Stable", sm("id1", "0_0"), sm("id2", "0_1")).end(10)
+	rep := s.check(t)
+	if got := rep.Faults[0].RecoveryMs; got != 4500 {
+		t.Fatalf("recovery %v ms, want 4500 (when both members hold what the broker says)", got)
+	}
+}
