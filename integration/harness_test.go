@@ -349,4 +349,24 @@ func (b *Broker) SetGroupConfig(t testing.TB, group, key, value string) {
 	if err != nil {
 		t.Fatalf("setting group config %s=%s on %s: %v", key, value, group, err)
 	}
+	// The controller has the change when the alter returns, the broker's metadata a moment later:
+	// return once a describe shows it, so that a member started next reads the new value.
+	Eventually(t, 30*time.Second, func() (bool, string) {
+		d := kmsg.NewPtrDescribeConfigsRequest()
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName, r.ConfigNames = kmsg.ConfigResourceTypeGroupConfig, group, []string{key}
+		d.Resources = append(d.Resources, r)
+		resp, err := d.RequestWith(ctx, b.Client(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, res := range resp.Resources {
+			for _, c := range res.Configs {
+				if c.Name == key && c.Value != nil && *c.Value == value {
+					return true, ""
+				}
+			}
+		}
+		return false, fmt.Sprintf("%s of group %s not %s yet", key, group, value)
+	})
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"log/slog"
 	"os"
 	"sort"
@@ -167,6 +168,12 @@ func logLevel() slog.Level {
 // startMember starts a member of group with topo; it is closed (leaving the group) at test end.
 func startMember(t *testing.T, b *Broker, group string, topo *topology.Topology, name string, own *ownership, mutate ...func(*config.Config)) *member {
 	t.Helper()
+	return startMemberOn(t, b.Client(t), group, topo, name, own, mutate...)
+}
+
+// startMemberOn is startMember on the client cl (one whose connections go through a proxy, say).
+func startMemberOn(t *testing.T, cl *kgo.Client, group string, topo *topology.Topology, name string, own *ownership, mutate ...func(*config.Config)) *member {
+	t.Helper()
 	cfg := config.Default(group)
 	cfg.RetryBackoff = 50 * time.Millisecond
 	cfg.RetryBackoffMax = 500 * time.Millisecond
@@ -176,7 +183,7 @@ func startMember(t *testing.T, b *Broker, group string, topo *topology.Topology,
 		f(&cfg)
 	}
 	rec := &recorder{name: name, own: own}
-	mgr, err := membership.New(b.Client(t), cfg, topo, membership.WithListener(rec),
+	mgr, err := membership.New(cl, cfg, topo, membership.WithListener(rec),
 		membership.WithLogger(testLogger.With("test_member", name)))
 	if err != nil {
 		t.Fatal(err)

@@ -54,6 +54,11 @@ const (
 	EventFatal
 	// EventLeft: the member left the group (Close).
 	EventLeft
+	// EventSessionLost: no heartbeat was answered for nearly the group's session timeout, so the
+	// broker may be about to expire the member and give its tasks to others. The member gave them up
+	// first (OnAllTasksLost, before the broker can reassign them) and rejoins as after a fencing. Err
+	// is a *SessionLostError saying for how long and what to check.
+	EventSessionLost
 )
 
 func (k EventKind) String() string {
@@ -64,7 +69,7 @@ func (k EventKind) String() string {
 		EventMissingInternalTopics: "missing-internal-topics", EventShutdownRequested: "shutdown-requested",
 		EventAssignmentDelayed: "assignment-delayed", EventMissingClientTags: "missing-client-tags",
 		EventUnknownStatus: "unknown-status", EventStatusCleared: "status-cleared", EventEndpointsChanged: "endpoints-changed",
-		EventFenced: "fenced", EventError: "error", EventFatal: "fatal", EventLeft: "left",
+		EventFenced: "fenced", EventError: "error", EventFatal: "fatal", EventLeft: "left", EventSessionLost: "session-lost",
 	}
 	if n, ok := names[k]; ok {
 		return n
@@ -88,7 +93,7 @@ type Event struct {
 	// GroupTopology is filled by the Manager on EventStaleTopology and topology errors: what the
 	// group runs, from StreamsGroupDescribe.
 	GroupTopology *TopologyMismatch
-	Err           error // EventError, EventFatal, EventMissingSourceTopicsTimeout, EventFenced
+	Err           error // EventError, EventFatal, EventMissingSourceTopicsTimeout, EventFenced, EventSessionLost
 	Message       string
 }
 

@@ -108,6 +108,7 @@ func (m *Machine) send(now time.Time, offs, ends tasks.Offsets) []Action {
 	m.offsetsSent(now, sendOffsets, req)
 	m.hb.seq++
 	m.hb.inFlight = true
+	m.session.sentAt = now
 	// The steady heartbeat's one action goes in a buffer the machine keeps (capacity 1, so appending
 	// to it copies): the slice Step returns is only valid until the next Step.
 	out := m.sendBuf[:1:1]
@@ -149,6 +150,10 @@ func (m *Machine) heartbeatDone(now time.Time, in HeartbeatDone) []Action {
 		return nil // the answer to a heartbeat the member no longer waits for
 	}
 	m.hb.inFlight = false
+	if m.session.discard == in.Seq {
+		m.session.discard = 0
+		return nil // sent before the session guard gave the membership up
+	}
 	r, err := classify(&m.parsed, in, m.cfg.Join.Topology)
 	res := HeartbeatResult{Seq: in.Seq, Err: err}
 	if err != nil {
@@ -246,6 +251,7 @@ func (e ignoredAnswer) Unwrap() error { return e.err }
 func (m *Machine) answered(now time.Time, r *heartbeat.Response) []Action {
 	var out []Action
 	m.hb.failures, m.hb.rejoinDelay = 0, 0
+	m.session.answeredSent = m.session.sentAt
 	m.epoch, m.interval = r.Epoch, r.Interval
 	m.hb.at = now.Add(m.interval)
 	m.hb.regular = m.hb.at

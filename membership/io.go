@@ -21,6 +21,7 @@ import (
 //	SendHeartbeat       HeartbeatDone
 //	SendLeave           LeaveDone
 //	Describe            Described
+//	DescribeSession     SessionDescribed   (session.go)
 //	Invoke              CallbackDone
 //	Emit, Log           (none)
 //	HeartbeatResult     (none: how an answer was read, for metrics)

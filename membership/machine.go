@@ -59,6 +59,7 @@ type Machine struct {
 	describe describeState
 	status   statusState
 	offsets  offsetState
+	session  sessionState
 
 	stopped bool
 	now     time.Time          // the time of the input being handled
@@ -82,6 +83,9 @@ type MachineConfig struct {
 	OffsetsWait time.Duration
 	// LeaveBudget bounds the leave heartbeat (SendLeave.Budget). 0 means DefaultLeaveBudget.
 	LeaveBudget time.Duration
+	// SessionTimeout (session.timeout.ms) overrides the group's session timeout for the session
+	// guard (session.go); 0 reads the group's with DescribeSession at every join.
+	SessionTimeout time.Duration
 }
 
 // Defaults for MachineConfig.
@@ -102,13 +106,15 @@ func NewMachine(cfg MachineConfig) *Machine {
 	// it is given.
 	bm := cfg.Join
 	bm.SupportsV1Offsets = true
-	return &Machine{
+	m := &Machine{
 		cfg:           cfg,
 		b:             heartbeat.NewBuilder(bm),
 		endpointEpoch: -1,
 		status:        statusState{unknownSeen: make(map[heartbeat.StatusCode]bool)},
 		offsets:       offsetState{trigger: true}, // acceptableLag is read only once an answer set it
 	}
+	m.session.init(cfg.SessionTimeout)
+	return m
 }
 
 // Snapshot is what an observer may read about a member at one moment.
@@ -129,6 +135,9 @@ type Snapshot struct {
 	// Pending describes the outstanding and queued callbacks and the reconciliation, for logs and
 	// tests ("" when none).
 	Pending string
+	// SessionTimeout is the session timeout the session guard works with (session.timeout.ms, or the
+	// group's as read from the broker); 0 while unknown, when the guard is off.
+	SessionTimeout time.Duration
 }
 
 // Snapshot returns the member's current state.
@@ -137,6 +146,7 @@ func (m *Machine) Snapshot() Snapshot {
 		State: m.state, MemberID: m.cfg.Join.MemberID, Epoch: m.epoch,
 		Owned: m.held(), Ready: m.rec.currentReady, Stopped: m.stopped, Pending: m.pendingString(),
 		TaskOffsetInterval: m.offsets.brokerEvery, AcceptableRecoveryLag: m.acceptableLag(),
+		SessionTimeout: m.session.timeout,
 	}
 }
 
@@ -178,6 +188,8 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 		out = m.leaveDone(in)
 	case Described:
 		out = m.described(in)
+	case SessionDescribed:
+		out = m.sessionDescribed(now, in)
 	case CallbackDone:
 		out = m.callbackDone(now, in)
 	case Close:
@@ -209,8 +221,8 @@ func (m *Machine) Next() time.Time {
 
 // timers lists when each kind of timed work is due (zero when not scheduled). It is the one place
 // that says when; due acts on the same answers.
-func (m *Machine) timers() [4]time.Time {
-	return [4]time.Time{m.probeAt(), m.heartbeatAt(), m.reconcileRetryAt(), m.missingTimeoutAt()}
+func (m *Machine) timers() [6]time.Time {
+	return [6]time.Time{m.probeAt(), m.heartbeatAt(), m.reconcileRetryAt(), m.missingTimeoutAt(), m.guardAt(), m.sessionAskAt()}
 }
 
 // due does the timed work that has come due by now.
@@ -225,6 +237,12 @@ func (m *Machine) due(now time.Time) []Action {
 	}
 	if at := m.missingTimeoutAt(); !at.IsZero() && !now.Before(at) {
 		out = cat(out, m.missingTimeout())
+	}
+	if at := m.guardAt(); !at.IsZero() && !now.Before(at) {
+		out = cat(out, m.sessionLost(now))
+	}
+	if at := m.sessionAskAt(); !at.IsZero() && !now.Before(at) {
+		out = cat(out, m.askSession())
 	}
 	if at := m.heartbeatAt(); !at.IsZero() && !now.Before(at) {
 		out = cat(out, m.heartbeat(now))

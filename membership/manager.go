@@ -59,6 +59,10 @@ type Transport interface {
 	Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error)
 	// Capabilities asks the cluster what it supports (ApiVersions), once.
 	Capabilities(ctx context.Context) (heartbeat.Capabilities, error)
+	// GroupConfigs describes the group's dynamic configs named (DescribeConfigs, resource type
+	// GROUP), once, and returns the answer as it is (the session guard reads
+	// streams.session.timeout.ms from it).
+	GroupConfigs(ctx context.Context, names ...string) (*kmsg.DescribeConfigsResponse, error)
 }
 
 type options struct {
@@ -178,6 +182,7 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 		TaskOffsetInterval: cfg.TaskOffsetInterval,
 		ReportsOffsets:     o.offsets != nil,
 		LeaveBudget:        min(cfg.RequestTimeout, DefaultLeaveBudget),
+		SessionTimeout:     cfg.SessionTimeout,
 	})
 	m.snap = m.machine.Snapshot()
 	m.metrics = newMetrics(o.hooks, o.transport, m.snap)
@@ -388,6 +393,13 @@ func (m *Manager) execute(a Action) {
 			defer cancel()
 			g, err := m.o.transport.Describe(ctx)
 			return Described{Group: g, Err: err}
+		})
+	case DescribeSession:
+		m.goNet(func(ctx context.Context) Input {
+			ctx, cancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
+			defer cancel()
+			resp, err := m.o.transport.GroupConfigs(ctx, KeyGroupSessionTimeout)
+			return SessionDescribed{Response: resp, Err: err}
 		})
 	case CollectOffsets:
 		m.goUser(func(ctx context.Context) Input {

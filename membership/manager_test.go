@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +39,7 @@ type fakeBroker struct {
 	answer       func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error)
 	blockLeave   bool
 	blockDescrib bool
+	session      time.Duration // the group's session timeout GroupConfigs gives; 0: it fails
 }
 
 func newFakeBroker() *fakeBroker { return &fakeBroker{caps: caps44} }
@@ -95,6 +97,17 @@ func (f *fakeBroker) Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeRe
 
 func (f *fakeBroker) Capabilities(ctx context.Context) (heartbeat.Capabilities, error) {
 	return f.caps, nil
+}
+
+// GroupConfigs answers with f.session as the group's session timeout, or fails when it is 0.
+func (f *fakeBroker) GroupConfigs(ctx context.Context, names ...string) (*kmsg.DescribeConfigsResponse, error) {
+	f.mu.Lock()
+	d := f.session
+	f.mu.Unlock()
+	if d == 0 {
+		return nil, errors.New("not scripted")
+	}
+	return sessionConfigAnswer(testGroup, strconv.Itoa(int(d.Milliseconds()))), nil
 }
 
 func (f *fakeBroker) count() int {
@@ -519,6 +532,9 @@ func (u *unreachable) Leave(context.Context, *kmsg.StreamsGroupHeartbeatRequest)
 }
 func (u *unreachable) Describe(context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
 	return nil, errors.New("unreachable")
+}
+func (u *unreachable) GroupConfigs(context.Context, ...string) (*kmsg.DescribeConfigsResponse, error) {
+	panic("no config describe before the cluster answered")
 }
 func (u *unreachable) Capabilities(context.Context) (heartbeat.Capabilities, error) {
 	u.mu.Lock()

@@ -64,6 +64,10 @@ func (s *scriptTransport) Capabilities(context.Context) (heartbeat.Capabilities,
 	return caps44, nil
 }
 
+func (s *scriptTransport) GroupConfigs(context.Context, ...string) (*kmsg.DescribeConfigsResponse, error) {
+	return nil, errors.New("not scripted")
+}
+
 func (s *scriptTransport) counts() (calls, returned int, lastOK time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"pgregory.net/rapid"
@@ -241,6 +242,17 @@ type propDriver struct {
 	wantWhy       string
 	expect        expectation
 	inputName     string
+
+	// The session guard (invariant 11): the group's session timeout as last fed, the send time of
+	// the heartbeat in flight and of the last one answered in the group, a heartbeat whose answer
+	// the member must drop (it was in flight when the guard fired), and whether the guard fired in
+	// this step.
+	sessionAsks     int
+	sessionTimeout  time.Duration
+	sentAt          time.Time
+	answeredSend    time.Time
+	discardSeq      uint64
+	sessionLostStep bool
 }
 
 func newPropDriver(t fataler, c chooser, static, offs bool, backoffSeed uint64) *propDriver {
@@ -275,6 +287,7 @@ func (d *propDriver) feed(in Input) {
 		d.trace = append(d.trace, traced{At: d.now, In: in})
 	}
 	d.entered = [16]bool{}
+	d.sessionLostStep = false
 	stoppedBefore := d.stopped
 	as := d.m.Step(d.now, in)
 	if stoppedBefore && len(as) > 0 {
@@ -329,6 +342,14 @@ func (d *propDriver) observe(a Action) {
 		if d.describes > 1 {
 			d.failf("two Describe actions out at once")
 		}
+	case DescribeSession:
+		d.sessionAsks++
+		if d.sessionAsks > 1 {
+			d.failf("two DescribeSession actions out at once")
+		}
+		if !inGroup(d.state) {
+			d.failf("DescribeSession in state %s: the session timeout is read when joining", d.state)
+		}
 	case Stopped:
 		d.stoppedWith(a.Err)
 	case Log:
@@ -362,6 +383,9 @@ func (d *propDriver) event(e Event) {
 	if e.State != d.state {
 		d.failf("%s event carries state %s; the state changes said %s", e.Kind, e.State, d.state)
 	}
+	if e.Kind == EventSessionLost {
+		d.sessionLost(e)
+	}
 	if e.Kind == EventFatal {
 		d.fatalEvents++
 		d.fatalErr = e.Err
@@ -373,9 +397,11 @@ func (d *propDriver) event(e Event) {
 
 func (d *propDriver) transitioned(from, to State) {
 	if to == Joining && !inGroup(from) {
-		// (Re)joining: a fresh target, a heartbeat soon, at epoch 0 (invariant 5).
+		// (Re)joining: a fresh target, a heartbeat soon, at epoch 0 (invariant 5), and the session
+		// guard waits for the new membership's first answer.
 		d.joined, d.expectJoin = true, true
 		d.memberEpoch = 0
+		d.answeredSend = time.Time{}
 		d.quietSince = d.now
 		d.lastTarget = tasks.Assignment{}
 	}
@@ -400,6 +426,7 @@ func (d *propDriver) heartbeatSent(a SendHeartbeat) {
 		d.failf("invariant 9: heartbeat #%d sent while #%d is in flight", a.Seq, d.hbSeq)
 	}
 	d.inFlight, d.hbSeq = true, a.Seq
+	d.sentAt = d.now
 	d.collectAt = time.Time{} // the heartbeat that waited for offsets went
 	switch {
 	case inGroup(d.state):
@@ -596,7 +623,7 @@ func (d *propDriver) afterStep() {
 			d.failf("invariant 5: a fencing answer did not fence the member")
 		}
 	case expectSurvive:
-		if d.entered[Fatal] || d.entered[Fenced] {
+		if d.entered[Fatal] || (d.entered[Fenced] && !d.sessionLostStep) {
 			d.failf("PROTOCOL §5: a retriable answer fenced or failed the member")
 		}
 	}
@@ -620,6 +647,10 @@ func (d *propDriver) afterStep() {
 	if d.state == Leaving && d.leaves != 1 {
 		d.failf("LEAVING without a leave heartbeat")
 	}
+	if at := d.guardDeadline(); !at.IsZero() && !d.now.Before(at) {
+		d.failf("invariant 11: still %s at epoch %d %v after the last answered heartbeat was sent (session timeout %v): "+
+			"the broker may have given its tasks away", d.state, d.memberEpoch, d.now.Sub(d.answeredSend), d.sessionTimeout)
+	}
 	if d.state == Unsubscribed && d.joined {
 		d.failf("UNSUBSCRIBED after being in the group, but not stopped")
 	}
@@ -642,6 +673,76 @@ func (d *propDriver) afterStep() {
 	}
 }
 
+// guardDeadline is when the model says the member must have given its tasks up unless a heartbeat
+// was answered (zero: the guard is off): session timeout minus a tenth after the send time of the
+// last heartbeat answered in the group, for a member in the group at a positive epoch.
+func (d *propDriver) guardDeadline() time.Time {
+	if !inGroup(d.state) {
+		return time.Time{}
+	}
+	return d.guardDeadlineInGroup()
+}
+
+func (d *propDriver) guardDeadlineInGroup() time.Time {
+	if d.stopped || d.sessionTimeout <= 0 || d.answeredSend.IsZero() || d.memberEpoch <= 0 {
+		return time.Time{}
+	}
+	return d.answeredSend.Add(d.sessionTimeout - d.sessionTimeout/10)
+}
+
+// sessionLost checks an EventSessionLost: never before the guard's deadline, and the heartbeat in
+// flight then is one whose answer the member drops.
+func (d *propDriver) sessionLost(e Event) {
+	if d.state != Fenced || !d.entered[Fenced] {
+		d.failf("EventSessionLost in state %s: the member is fenced as it gives its tasks up", d.state)
+	}
+	at := d.guardDeadlineInGroup() // the state changed to FENCED just before the event
+	if at.IsZero() || d.now.Before(at) {
+		d.failf("invariant 11: the session guard fired at %v after the last answered send; the deadline is %v (session timeout %v)",
+			d.now.Sub(d.answeredSend), at.Sub(d.answeredSend), d.sessionTimeout)
+	}
+	if _, ok := errors.AsType[*SessionLostError](e.Err); !ok {
+		d.failf("EventSessionLost with %v, want a *SessionLostError", e.Err)
+	}
+	d.sessionLostStep = true
+	d.needFull = true
+	d.earliest = time.Time{} // the rejoin goes once OnAllTasksLost returned, as after a fencing
+	if d.inFlight {
+		d.discardSeq = d.hbSeq
+	}
+}
+
+// discarding reports (and consumes) an answer to the heartbeat that was in flight when the session
+// guard fired: the member drops it, so the model changes nothing but the heartbeat's end.
+func (d *propDriver) discarding() bool {
+	if d.discardSeq == 0 || d.discardSeq != d.hbSeq {
+		return false
+	}
+	d.discardSeq = 0
+	d.inFlight = false
+	d.quietSince = d.now
+	return true
+}
+
+// sessionDescribed answers the DescribeSession out: 0 a failure (asked again later), 1 an
+// authorization refusal, 2 and 3 a session timeout of 3 s and 6 s.
+func (d *propDriver) sessionDescribed(choice int) {
+	d.sessionAsks--
+	in := SessionDescribed{Err: errors.New("dial tcp: connection refused")}
+	switch choice {
+	case 1:
+		in = SessionDescribed{Response: sessionConfigAnswer("app", "x")}
+		in.Response.Resources[0].ErrorCode = kerr.GroupAuthorizationFailed.Code
+	case 2:
+		in = SessionDescribed{Response: sessionConfigAnswer("app", "3000")}
+		d.sessionTimeout = 3 * time.Second
+	case 3:
+		in = SessionDescribed{Response: sessionConfigAnswer("app", "6000")}
+		d.sessionTimeout = 6 * time.Second
+	}
+	d.feed(in)
+}
+
 // subset reports whether every task of a is in b.
 func subset(a, b tasks.Set) bool { return a.Difference(b).IsEmpty() }
 
@@ -662,6 +763,9 @@ func sameTarget(a, t tasks.Assignment) bool {
 // model's current state (want checks the typed error of a fatal one), what the next heartbeat must
 // echo, and how soon it may go.
 func (d *propDriver) fedOutcome(c errClass, r *kmsg.StreamsGroupHeartbeatResponse, success bool, want func(error) bool, why string) {
+	if d.discarding() {
+		return
+	}
 	d.inFlight = false
 	d.quietSince = d.now
 	if !success {
@@ -674,6 +778,7 @@ func (d *propDriver) fedOutcome(c errClass, r *kmsg.StreamsGroupHeartbeatRespons
 			d.memberEpoch, d.endpointEpoch = r.MemberEpoch, r.EndpointInformationEpoch
 			if inGroup(d.state) {
 				d.brokerTakes = r.Version >= 1 && r.AcceptableRecoveryLag >= 0
+				d.answeredSend = d.sentAt
 			}
 			d.streak = 0
 			d.earliest = d.now.Add(interval)
@@ -929,13 +1034,14 @@ const (
 	opOffsets
 	opStale
 	opStop
+	opSession
 	opTick
 	opCount
 )
 
 var opWeights = [opCount]int{
 	opTick: 40, opTickNext: 32, opAnswer: 56, opErrorCode: 16, opTransport: 6, opMalformed: 3, opCallback: 56,
-	opClose: 5, opShutdown: 3, opLeaveDone: 24, opDescribed: 24, opOffsets: 24, opStale: 3, opStop: 1,
+	opClose: 5, opShutdown: 3, opLeaveDone: 24, opDescribed: 24, opOffsets: 24, opStale: 3, opStop: 1, opSession: 24,
 }
 
 func (d *propDriver) applies(o op) bool {
@@ -952,6 +1058,8 @@ func (d *propDriver) applies(o op) bool {
 		return d.describes > 0
 	case opOffsets:
 		return d.collect != nil
+	case opSession:
+		return d.sessionAsks > 0
 	}
 	return true
 }
@@ -1021,6 +1129,8 @@ func (d *propDriver) randomStep() {
 		d.described(d.c.intn(3, "described"))
 	case opOffsets:
 		d.offsetsCollected(d.c.intn(4, "offsets"))
+	case opSession:
+		d.sessionDescribed(d.c.intn(4, "session"))
 	case opStale:
 		// Results nobody waits for (any more): they must change nothing.
 		stale := []Input{HeartbeatDone{Seq: 1 << 40}, CallbackDone{Seq: 1 << 40}, OffsetsCollected{Seq: 1 << 40}}
@@ -1029,6 +1139,9 @@ func (d *propDriver) randomStep() {
 		}
 		if d.describes == 0 {
 			stale = append(stale, Described{Err: errors.New("late")})
+		}
+		if d.sessionAsks == 0 {
+			stale = append(stale, SessionDescribed{Response: sessionConfigAnswer("app", "1000")})
 		}
 		if !d.leaveOut {
 			stale = append(stale, LeaveDone{})
@@ -1219,6 +1332,10 @@ func errorResponse(code int16) *kmsg.StreamsGroupHeartbeatResponse {
 // scriptAnswer feeds a successful answer to the heartbeat in flight; target is the answer's task
 // lists (nil when null).
 func (d *propDriver) scriptAnswer(r *kmsg.StreamsGroupHeartbeatResponse, target *tasks.Assignment) {
+	if d.discarding() {
+		d.feed(HeartbeatDone{Seq: d.hbSeq, Response: r})
+		return
+	}
 	if target != nil {
 		d.targets = append(d.targets, *target)
 		if inGroup(d.state) {

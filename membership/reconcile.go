@@ -236,6 +236,7 @@ func (m *Machine) lostThenRejoin(now time.Time, j job, err error) []Action {
 		return out
 	}
 	m.rec.hasTarget, m.rec.target = false, tasks.Assignment{}
+	m.session.rejoined(m.cfg.SessionTimeout)
 	m.epoch = heartbeat.EpochJoin
 	m.hb.at = now.Add(m.hb.rejoinDelay)
 	m.offsets.trigger = true

@@ -157,6 +157,32 @@ func (t *Transport) Capabilities(ctx context.Context) (heartbeat.Capabilities, e
 	return heartbeat.CapabilitiesFrom(resp.(*kmsg.ApiVersionsResponse))
 }
 
+// GroupConfigs describes the group's dynamic configs named (DescribeConfigs of resource type GROUP)
+// at any broker: one request, one attempt, the answer as it is. Any broker answers it from the
+// cluster's metadata; the value of a config the group does not set is the broker's default.
+func (t *Transport) GroupConfigs(ctx context.Context, names ...string) (*kmsg.DescribeConfigsResponse, error) {
+	b := t.coord.AnyBroker()
+	if b == nil {
+		return nil, fmt.Errorf("describing the group's configs: %w", coordinator.ErrNoBroker)
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType = kmsg.ConfigResourceTypeGroupConfig
+	r.ResourceName = t.group
+	r.ConfigNames = names
+	req.Resources = append(req.Resources, r)
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+	}
+	resp, err := b.Request(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("describing the group's configs: %w", err)
+	}
+	return resp.(*kmsg.DescribeConfigsResponse), nil
+}
+
 // softwareVersion is this module's version as the build knows it, in the characters ApiVersions
 // allows ([a-zA-Z0-9.-], starting and ending with a letter or digit).
 func softwareVersion() string {

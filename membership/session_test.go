@@ -1,0 +1,398 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+const testGroup = "app"
+
+// sessionConfigAnswer is a DescribeConfigs answer that gives group's streams.session.timeout.ms as
+// value.
+func sessionConfigAnswer(group, value string) *kmsg.DescribeConfigsResponse {
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	r := kmsg.NewDescribeConfigsResponseResource()
+	r.ResourceType = kmsg.ConfigResourceTypeGroupConfig
+	r.ResourceName = group
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name = KeyGroupSessionTimeout
+	c.Value = kmsg.StringPtr(value)
+	r.Configs = append(r.Configs, c)
+	resp.Resources = append(resp.Resources, r)
+	return resp
+}
+
+// describeSessions counts the DescribeSession actions so far.
+func (h *harness) describeSessions() int {
+	n := 0
+	for _, a := range h.actions {
+		if _, ok := a.(DescribeSession); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// guardedStable is a member Stable at epoch 1 with 0_0 and 0_1, whose group's session timeout the
+// broker said is 6 s.
+func guardedStable(t *testing.T) *harness {
+	h := newHarness(t)
+	h.start()
+	if h.describeSessions() != 1 {
+		t.Fatalf("the join asked for the session timeout %d times, want 1", h.describeSessions())
+	}
+	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "6000")})
+	if got := h.m.Snapshot().SessionTimeout; got != 6*time.Second {
+		t.Fatalf("session timeout %v, want 6s", got)
+	}
+	h.mustSend()
+	h.answer(resp(1, active("0_0", "0_1")))
+	h.complete(nil)
+	h.mustSend()
+	h.answer(resp(1, nil))
+	h.expectState(Stable)
+	return h
+}
+
+// A member cut off from the coordinator gives its tasks up when no heartbeat was answered for the
+// session timeout minus the margin, measured from the send time of the last answered heartbeat,
+// and rejoins at epoch 0 with the same member ID, asking for the session timeout again.
+func TestSessionGuardGivesTasksUpBeforeTheBrokerCan(t *testing.T) {
+	h := guardedStable(t)
+	h.advance(interval)
+	h.mustSend()
+	lastAnsweredSend := h.now
+	h.advance(3 * time.Millisecond)
+	h.answer(resp(1, nil))
+	deadline := lastAnsweredSend.Add(6*time.Second - 600*time.Millisecond)
+	if got := h.m.Next(); !got.Equal(h.now.Add(interval)) {
+		t.Fatalf("next wake-up %v after the answer, want the heartbeat's %v", got.Sub(h.now), interval)
+	}
+	// Every heartbeat from now on fails: the network is cut.
+	for {
+		if req := h.tick(); req != nil {
+			h.cut(errors.New("dial tcp: connection refused"))
+		}
+		next := h.m.Next()
+		if next.After(deadline) || next.IsZero() {
+			t.Fatalf("the member would sleep until %v, past the guard's deadline (%v after the last answered send)",
+				next.Sub(lastAnsweredSend), deadline.Sub(lastAnsweredSend))
+		}
+		if next.Equal(deadline) {
+			break
+		}
+		h.now = next
+	}
+	h.now = deadline.Add(-time.Millisecond)
+	h.step(Tick{})
+	if h.hasEvent(EventSessionLost) || h.m.State() != Stable {
+		t.Fatalf("gave up 1 ms early: state %s", h.m.State())
+	}
+	h.now = deadline
+	h.step(Tick{})
+	h.expectState(Fenced)
+	ev := h.lastEvent(EventSessionLost)
+	var sle *SessionLostError
+	if !errors.As(ev.Err, &sle) || sle.SessionTimeout != 6*time.Second || sle.Unanswered != 5400*time.Millisecond || sle.FromConfig {
+		t.Fatalf("event error %#v", ev.Err)
+	}
+	if msg := ev.Err.Error(); !strings.Contains(msg, "check the network path to the group coordinator") ||
+		!strings.Contains(msg, "the group's, from the broker") {
+		t.Errorf("message %q", msg)
+	}
+	if h.hasEvent(EventFenced) {
+		t.Error("a session loss is not reported as a fencing by the broker")
+	}
+	h.expectInvoke(CallbackLost, "active=[0_0 0_1] standby=[] warmup=[]")
+	h.complete(nil)
+	h.expectState(Joining)
+	if !h.owned().IsEmpty() {
+		t.Fatalf("still holds %v after OnAllTasksLost", h.owned())
+	}
+	if h.describeSessions() != 2 {
+		t.Fatalf("the rejoin asked for the session timeout %d times in all, want 2", h.describeSessions())
+	}
+	req := h.mustSend()
+	if req.MemberEpoch != 0 || req.MemberID != "member-1" {
+		t.Fatalf("rejoin epoch %d member %q, want 0 and the same member ID", req.MemberEpoch, req.MemberID)
+	}
+	if req.Topology == nil || owned(req) != "active=[] standby=[] warmup=[]" {
+		t.Fatalf("the rejoin is not a full join reporting nothing owned: topology %v, owned %s", req.Topology != nil, owned(req))
+	}
+	// Once the network is back the member gets its tasks again.
+	h.answer(resp(2, active("0_0")))
+	h.expectInvoke(CallbackAssigned, "active=[0_0] standby=[] warmup=[]")
+}
+
+// The guard is measured from the send time of the last answered heartbeat, not from when its answer
+// arrived: a slow answer moves the deadline only by when the heartbeat left.
+func TestSessionGuardCountsFromTheSendTime(t *testing.T) {
+	h := guardedStable(t)
+	h.advance(interval)
+	h.mustSend()
+	sent := h.now
+	h.advance(2 * time.Second) // a slow answer
+	h.answer(resp(1, nil))
+	if got, want := h.m.guardAt(), sent.Add(5400*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("guard at %v after the send, want %v", got.Sub(sent), want.Sub(sent))
+	}
+}
+
+// A heartbeat that is in flight when the guard fires belongs to the membership given up: its answer
+// is dropped (no second assignment of the old epoch), and only then does the rejoin go (never two
+// heartbeats in flight).
+func TestSessionGuardDropsTheAnswerInFlight(t *testing.T) {
+	h := guardedStable(t)
+	h.advance(interval)
+	h.mustSend()
+	h.answer(resp(1, nil))
+	answeredSend := h.now.Add(-0) // sent and answered at the same instant
+	h.advance(interval)
+	h.mustSend() // this one hangs
+	hung := h.lastSeq()
+	h.now = answeredSend.Add(5400 * time.Millisecond)
+	h.step(Tick{})
+	h.expectState(Fenced)
+	h.complete(nil) // OnAllTasksLost
+	h.expectState(Joining)
+	if req := h.tick(); req != nil {
+		t.Fatal("a rejoin went while the old heartbeat was still in flight")
+	}
+	h.step(HeartbeatDone{Seq: hung, Response: resp(1, active("0_0", "0_1"))})
+	if h.m.Epoch() != 0 {
+		t.Fatalf("the old answer set epoch %d", h.m.Epoch())
+	}
+	req := h.mustSend()
+	if req.MemberEpoch != 0 {
+		t.Fatalf("rejoin at epoch %d", req.MemberEpoch)
+	}
+}
+
+// The guard is off while the session timeout is unknown, before the first answer, at epoch 0 and
+// in PrepareLeaving; session.timeout.ms from the config arms it without asking the broker.
+func TestSessionGuardOffUntilArmed(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.mustSend()
+	h.answer(resp(1, active("0_0")))
+	h.complete(nil)
+	h.mustSend()
+	h.answer(resp(1, nil))
+	if !h.m.guardAt().IsZero() {
+		t.Fatal("armed without knowing the session timeout")
+	}
+	h.advance(time.Hour)
+	h.step(Tick{})
+	if h.hasEvent(EventSessionLost) {
+		t.Fatal("gave the tasks up without knowing the session timeout")
+	}
+
+	h = newHarness(t, func(c *MachineConfig) { c.SessionTimeout = 2 * time.Second })
+	h.start()
+	if h.describeSessions() != 0 {
+		t.Fatal("asked the broker although session.timeout.ms was set")
+	}
+	if !h.m.guardAt().IsZero() {
+		t.Fatal("armed before the first answer")
+	}
+	h.mustSend()
+	sent := h.now
+	h.answer(resp(1, active("0_0")))
+	if got := h.m.guardAt(); !got.Equal(sent.Add(1800 * time.Millisecond)) {
+		t.Fatalf("guard at %v after the send, want 1.8s", got.Sub(sent))
+	}
+	h.complete(nil)
+	h.mustSend()
+	h.answer(resp(1, nil))
+	h.close(CloseDefault)
+	h.expectState(PrepareLeaving)
+	if !h.m.guardAt().IsZero() {
+		t.Fatal("armed in PrepareLeaving, where the tasks are being given up already")
+	}
+	h.advance(time.Hour)
+	h.step(Tick{})
+	if h.hasEvent(EventSessionLost) {
+		t.Fatal("session lost while leaving")
+	}
+	var sle *SessionLostError = &SessionLostError{SessionTimeout: time.Second, FromConfig: true}
+	if !strings.Contains(sle.Error(), "session.timeout.ms from this member's config") {
+		t.Errorf("%q", sle.Error())
+	}
+}
+
+// Reading the answer: errors are retried later, an authorization refusal only at the next rejoin,
+// and a malformed value is an error, never a timeout of 0.
+func TestSessionTimeoutFromAnswer(t *testing.T) {
+	mk := func(mut func(r *kmsg.DescribeConfigsResponseResource)) *kmsg.DescribeConfigsResponse {
+		a := sessionConfigAnswer(testGroup, "45000")
+		mut(&a.Resources[0])
+		return a
+	}
+	if d, err := sessionTimeoutFrom(sessionConfigAnswer(testGroup, " 45000 "), nil, testGroup); err != nil || d != 45*time.Second {
+		t.Fatalf("%v %v", d, err)
+	}
+	for name, c := range map[string]struct {
+		resp *kmsg.DescribeConfigsResponse
+		err  error
+		want string
+	}{
+		"send error":   {nil, errors.New("boom"), "boom"},
+		"no answer":    {nil, nil, "no answer"},
+		"other group":  {sessionConfigAnswer("other", "1"), nil, `does not describe group "app"`},
+		"other type":   {mk(func(r *kmsg.DescribeConfigsResponseResource) { r.ResourceType = kmsg.ConfigResourceTypeTopic }), nil, "does not describe"},
+		"error code":   {mk(func(r *kmsg.DescribeConfigsResponseResource) { r.ErrorCode = kerr.GroupAuthorizationFailed.Code }), nil, "GROUP_AUTHORIZATION_FAILED"},
+		"message":      {mk(func(r *kmsg.DescribeConfigsResponseResource) { r.ErrorCode = 2; r.ErrorMessage = kmsg.StringPtr("why") }), nil, ": why"},
+		"null value":   {mk(func(r *kmsg.DescribeConfigsResponseResource) { r.Configs[0].Value = nil }), nil, "has no value"},
+		"zero":         {sessionConfigAnswer(testGroup, "0"), nil, "not a positive INT"},
+		"negative":     {sessionConfigAnswer(testGroup, "-5"), nil, "not a positive INT"},
+		"not a number": {sessionConfigAnswer(testGroup, "6s"), nil, "not a positive INT"},
+		"too big":      {sessionConfigAnswer(testGroup, "2147483648"), nil, "not a positive INT"},
+		"missing":      {mk(func(r *kmsg.DescribeConfigsResponseResource) { r.Configs[0].Name = "x" }), nil, "did not return streams.session.timeout.ms"},
+	} {
+		if d, err := sessionTimeoutFrom(c.resp, c.err, testGroup); err == nil || d != 0 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v %v, want an error with %q", name, d, err, c.want)
+		}
+	}
+
+	h := newHarness(t)
+	h.start()
+	h.step(SessionDescribed{Err: errors.New("connection refused")})
+	if h.m.Snapshot().SessionTimeout != 0 || h.describeSessions() != 1 {
+		t.Fatal("a failure set a timeout or asked again at once")
+	}
+	h.advance(sessionAskRetry - time.Millisecond)
+	h.step(Tick{})
+	if h.describeSessions() != 1 {
+		t.Fatal("asked again before the retry delay")
+	}
+	h.advance(time.Millisecond)
+	h.step(Tick{})
+	if h.describeSessions() != 2 {
+		t.Fatal("not asked again after the retry delay")
+	}
+	h.step(SessionDescribed{Response: mk(func(r *kmsg.DescribeConfigsResponseResource) { r.ErrorCode = kerr.GroupAuthorizationFailed.Code })})
+	h.advance(time.Hour)
+	h.step(Tick{})
+	if h.describeSessions() != 2 {
+		t.Fatal("asked again after an authorization refusal")
+	}
+	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "6000")})
+	if h.m.Snapshot().SessionTimeout != 0 {
+		t.Fatal("an answer nobody asked for was taken")
+	}
+}
+
+// lostClock records when OnAllTasksLost ran.
+type lostClock struct {
+	recordingListener
+	lostAt []time.Time
+}
+
+func (l *lostClock) OnAllTasksLost(ctx context.Context, a tasks.Assignment) error {
+	l.mu.Lock()
+	l.lostAt = append(l.lostAt, time.Now())
+	l.mu.Unlock()
+	return l.recordingListener.OnAllTasksLost(ctx, a)
+}
+
+// Issue 11 §5 through the Manager, in fake time: a member cut off from the coordinator learns the
+// group's session timeout from the broker, calls OnAllTasksLost a tenth of it before the broker
+// could expire its session (counted from the send of the last answered heartbeat), reports
+// EventSessionLost, and rejoins at epoch 0 with the same member ID once the network is back.
+func TestManagerSessionGuard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, l := newFakeBroker(), &lostClock{}
+		f.session = 3 * time.Second
+		m := newTestManager(t, f, l)
+		var kinds []EventKind
+		var lostErr error
+		drained := make(chan struct{})
+		go func() {
+			for e := range m.Events() {
+				kinds = append(kinds, e.Kind)
+				if e.Kind == EventSessionLost {
+					lostErr = e.Err
+				}
+			}
+			close(drained)
+		}()
+		if err := m.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if m.Snapshot().SessionTimeout != 3*time.Second {
+			t.Fatalf("session timeout %v, want the broker's 3s", m.Snapshot().SessionTimeout)
+		}
+		cut := true
+		var sends []time.Time
+		f.mu.Lock()
+		answeredSend := f.heartbeats[len(f.heartbeats)-1]
+		f.answer = func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			sends = append(sends, time.Now())
+			if cut {
+				return nil, errors.New("dial tcp 127.0.0.1:9092: connect: connection refused")
+			}
+			return okAnswer(req), nil
+		}
+		f.mu.Unlock()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		l.mu.Lock()
+		lost := append([]time.Time(nil), l.lostAt...)
+		l.mu.Unlock()
+		if len(lost) != 1 {
+			t.Fatalf("OnAllTasksLost ran %d times during the cut, want once", len(lost))
+		}
+		if got, want := lost[0].Sub(answeredSend), 2700*time.Millisecond; got != want {
+			t.Fatalf("tasks given up %v after the last answered heartbeat was sent, want %v (3s session - 10%%)", got, want)
+		}
+		f.mu.Lock()
+		cut = false
+		f.mu.Unlock()
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		f.mu.Lock()
+		var joins []string
+		for _, r := range f.requests {
+			if r.MemberEpoch == 0 {
+				joins = append(joins, r.MemberID)
+			}
+		}
+		f.mu.Unlock()
+		id, _ := m.Member()
+		if len(joins) < 2 {
+			t.Errorf("%d heartbeats at epoch 0, want the first join and at least one rejoin", len(joins))
+		}
+		for _, j := range joins {
+			if j != id {
+				t.Errorf("a join as %q, want the member's own ID %q", j, id)
+			}
+		}
+		if a, _ := m.Assignment(); !a.Active.Equal(set("0_0", "0_1")) || m.State() != Stable {
+			t.Fatalf("after the network came back: %s %v", m.State(), a)
+		}
+		if err := m.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		<-drained
+		if _, ok := errors.AsType[*SessionLostError](lostErr); !ok {
+			t.Errorf("EventSessionLost with %v", lostErr)
+		}
+		if !slices.Contains(kinds, EventSessionLost) || slices.Contains(kinds, EventFenced) {
+			t.Fatalf("events %v: want an EventSessionLost and no EventFenced", kinds)
+		}
+	})
+}
