@@ -659,3 +659,23 @@ func (s Security) loadKeystore(p *problems) (tls.Certificate, bool) {
 		return cert, true
 	}
 }
+
+// LoadSecurity reads the security keys of a properties file (SecurityFromMap; other keys are
+// ignored), for a program that takes a client properties file beside its own flags, as the examples
+// do with -config. Use Options on the result.
+func LoadSecurity(path string) (Security, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Security{}, fmt.Errorf("client properties %s: %s", quotePath(path), fsReason(err))
+	}
+	defer f.Close()
+	m, err := ParseProperties(f)
+	if err != nil {
+		return Security{}, fmt.Errorf("client properties %s: %w", quotePath(path), err)
+	}
+	s, err := SecurityFromMap(m)
+	if err != nil {
+		return Security{}, fmt.Errorf("client properties %s: %w", quotePath(path), err)
+	}
+	return s, nil
+}

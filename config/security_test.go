@@ -455,3 +455,19 @@ func TestSecretsNeverShown(t *testing.T) {
 		t.Fatalf("a secret prints as %v", c.Security.SASLPassword)
 	}
 }
+
+func TestLoadSecurity(t *testing.T) {
+	p := newPKI(t)
+	f := writeFile(t, p.dir, "client.properties", "security.protocol=SSL\nssl.truststore.location="+p.caPEM+"\nclient.id=ignored\n")
+	s, err := LoadSecurity(f)
+	if err != nil || s.Protocol != ProtocolSSL || s.TruststoreLocation != p.caPEM {
+		t.Fatalf("LoadSecurity: %+v, %v", s, err)
+	}
+	if _, err := LoadSecurity(filepath.Join(p.dir, "missing.properties")); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("a missing file: %v", err)
+	}
+	f = writeFile(t, p.dir, "bad.properties", "sasl.mechanism=PLAIN\nsasl.jaas.config="+PlainLoginModule+" required password=\""+marker+"\";\n")
+	if _, err := LoadSecurity(f); !hasKey(err, KeySASLMechanism) || strings.Contains(err.Error(), marker) {
+		t.Fatalf("SASL keys without a SASL protocol: %v", err)
+	}
+}

@@ -164,7 +164,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.members, "members", false, "with --describe: the members and their assignments")
 	fs.BoolVar(&o.offsets, "offsets", false, "with --describe: committed offsets and lag of the input topics (the default)")
 	fs.BoolVar(&o.verbose, "verbose", false, "with --describe: more columns")
-	fs.Var(&o.commandConfig, "command-config", "properties file with client settings (client.id, request.timeout.ms, security.protocol=SSL)")
+	fs.Var(&o.commandConfig, "command-config", "properties file with client settings: client.id, request.timeout.ms, and Kafka's security keys (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.*, ssl.keystore.*)")
 	fs.Var(&o.timeout, "timeout", "milliseconds to wait for the cluster (default 5000)")
 	fs.BoolVar(&o.topology, "topology", false, "print the group's topology, topology epoch and topology ID (alone, or as a view of --describe)")
 	fs.Var(&o.topologyID, "topology-id", "compute the topology ID of a topology JSON file (- for stdin); with --group, compare with the group's")

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/admin"
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/topology"
 )
 
@@ -97,32 +97,36 @@ func clientOptions(o *options) ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--command-config %s: %w", file, err)
 	}
+	// The security keys (security.protocol, sasl.*, ssl.*) are read by the config package, as a
+	// member reads them, so both accept the same files and give the same messages.
+	sec, err := config.SecurityFromMap(props)
+	if err != nil {
+		return nil, fmt.Errorf("--command-config %s: %w", file, err)
+	}
 	for _, k := range slices.Sorted(maps.Keys(props)) {
 		v := strings.TrimSpace(props[k])
-		switch k {
-		case "client.id":
+		switch {
+		case config.IsSecurityKey(k):
+		case k == "client.id":
 			opts = append(opts, kgo.ClientID(v))
-		case "request.timeout.ms":
+		case k == "request.timeout.ms":
 			ms, err := strconv.ParseInt(v, 10, 32)
 			if err != nil || ms <= 0 {
 				return nil, fmt.Errorf("--command-config %s: request.timeout.ms=%s must be a whole number of milliseconds from 1 to %d",
 					file, config.Quote(v), math.MaxInt32)
 			}
 			opts = append(opts, kgo.RequestTimeoutOverhead(time.Duration(ms)*time.Millisecond))
-		case "security.protocol":
-			switch strings.ToUpper(v) {
-			case "PLAINTEXT":
-			case "SSL":
-				opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
-			default:
-				return nil, fmt.Errorf("--command-config %s: security.protocol=%s is not supported by streams-groups (PLAINTEXT or SSL with the system's CAs)",
-					file, config.Quote(v))
-			}
 		default:
-			return nil, fmt.Errorf("--command-config %s: %s is not supported by streams-groups (supported: client.id, request.timeout.ms, security.protocol)",
-				file, config.Quote(k))
+			return nil, fmt.Errorf("--command-config %s: %s is not supported by streams-groups (supported: client.id, "+
+				"request.timeout.ms, security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.*, ssl.keystore.*, "+
+				"ssl.key.password, ssl.endpoint.identification.algorithm)", file, config.Quote(k))
 		}
 	}
+	secOpts, err := sec.Options()
+	if err != nil {
+		return nil, fmt.Errorf("--command-config %s: %w", file, err)
+	}
+	opts = append(opts, secOpts...)
 	return opts, nil
 }
 
@@ -152,6 +156,11 @@ type command struct {
 // fail prints err and returns the exit code for it.
 func (c *command) fail(err error) int {
 	var ge *admin.GroupError
+	if ae := heartbeat.AuthErrorOf(err); ae != nil {
+		// A refused login or certificate: say so first, whatever else the error carries.
+		fmt.Fprintf(c.errw, "Error: cannot connect to the cluster at %s: %v\n", c.o.bootstrap.value, ae)
+		return exitFailed
+	}
 	switch {
 	case errors.As(err, &ge) && errors.Is(err, admin.ErrNotStreamsGroup):
 		fmt.Fprintf(c.errw, "Error: %v.\n", err)

@@ -70,8 +70,19 @@ func TestCommandConfig(t *testing.T) {
 	if _, err := clientOptions(&options{servers: []string{"x:1"}, commandConfig: once{set: true, value: f}}); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(f, []byte("sasl.jaas.config=x\n"), 0o644)
+	os.WriteFile(f, []byte("ssl.cipher.suites=x\n"), 0o644)
 	if _, err := clientOptions(&options{servers: []string{"x:1"}, commandConfig: once{set: true, value: f}}); err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Fatalf("an unsupported key must be refused clearly: %v", err)
+	}
+	// Kafka's SASL keys are read by the config package; a mistake names the key and hides the password.
+	os.WriteFile(f, []byte("security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"+
+		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"a\" password=\"pw-9f3\";\n"), 0o644)
+	if _, err := clientOptions(&options{servers: []string{"x:1"}, commandConfig: once{set: true, value: f}}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(f, []byte("sasl.mechanism=PLAIN\nsasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required password=\"pw-9f3\";\n"), 0o644)
+	_, err := clientOptions(&options{servers: []string{"x:1"}, commandConfig: once{set: true, value: f}})
+	if err == nil || !strings.Contains(err.Error(), "sasl.mechanism") || strings.Contains(err.Error(), "pw-9f3") {
+		t.Fatalf("SASL keys without a SASL protocol: %v", err)
 	}
 }

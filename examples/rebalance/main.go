@@ -33,7 +33,19 @@ import (
 func main() {
 	bootstrap := flag.String("bootstrap", os.Getenv("STREAMSGROUP_BOOTSTRAP"), "Kafka bootstrap address (host:port)")
 	partitions := flag.Int("partitions", 6, "partitions of the input topic (= tasks)")
+	props := flag.String("config", "", "client properties file with Kafka's security keys (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.*, ssl.keystore.*; optional)")
 	flag.Parse()
+	if *props != "" {
+		// TLS and SASL from Kafka's keys, through the config package: every client below uses them.
+		sec, err := config.LoadSecurity(*props)
+		if err == nil {
+			securityOpts, err = sec.Options()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rebalance: -config:", err)
+			os.Exit(2)
+		}
+	}
 	if *bootstrap == "" {
 		fmt.Fprintln(os.Stderr, "rebalance: set -bootstrap or STREAMSGROUP_BOOTSTRAP")
 		os.Exit(2)
@@ -87,10 +99,13 @@ func say(format string, args ...any) {
 	fmt.Printf("[%6.2fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 }
 
+// securityOpts are the TLS and SASL options from -config (none without it).
+var securityOpts []kgo.Opt
+
 func run(ctx context.Context, bootstrap string, partitions int32) error {
 	app := fmt.Sprintf("rebalance-demo-%d", time.Now().Unix())
 	input := app + "-input"
-	admin, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	admin, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(bootstrap)}, securityOpts...)...)
 	if err != nil {
 		return err
 	}
@@ -121,7 +136,7 @@ func run(ctx context.Context, bootstrap string, partitions int32) error {
 
 	var members []*member
 	startMember := func(name string) (*member, error) {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ClientID(name))
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.ClientID(name)}, securityOpts...)...)
 		if err != nil {
 			return nil, err
 		}

@@ -46,6 +46,7 @@ func main() {
 		name      = flag.String("name", "wordcount", "client.id, shown by the group's description")
 		server    = flag.String("application-server", "", "host:port advertised for interactive queries (optional)")
 		metrics   = flag.String("metrics-addr", "", "serve the member's metrics at http://ADDR/metrics in the Prometheus text format (optional; port 0 picks a free one, logged)")
+		props     = flag.String("config", "", "client properties file with Kafka's security keys (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.*, ssl.keystore.*; optional)")
 	)
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("name", *name)
@@ -55,16 +56,29 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, log, *bootstrap, *appID, *input, *output, *name, *server, *metrics); err != nil {
+	// TLS and SASL come from Kafka's keys through the config package, as a member's properties give them.
+	var sec config.Security
+	if *props != "" {
+		var err error
+		if sec, err = config.LoadSecurity(*props); err != nil {
+			log.Error("bad -config", "err", err)
+			os.Exit(2)
+		}
+	}
+	if err := run(ctx, log, *bootstrap, *appID, *input, *output, *name, *server, *metrics, sec); err != nil {
 		log.Error("wordcount failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, log *slog.Logger, bootstrap, appID, input, output, name, server, metricsAddr string) error {
+func run(ctx context.Context, log *slog.Logger, bootstrap, appID, input, output, name, server, metricsAddr string, sec config.Security) error {
 	a := newApp(appID, input, output)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ClientID(name), kgo.RecordPartitioner(consume.Partitioner(a.topo)),
-		kgo.ProducerLinger(5*time.Millisecond), kgo.FetchMaxWait(200*time.Millisecond))
+	secOpts, err := sec.Options()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.ClientID(name), kgo.RecordPartitioner(consume.Partitioner(a.topo)),
+		kgo.ProducerLinger(5 * time.Millisecond), kgo.FetchMaxWait(200 * time.Millisecond)}, secOpts...)...)
 	if err != nil {
 		return err
 	}
