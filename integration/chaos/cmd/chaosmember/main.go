@@ -182,12 +182,13 @@ func start(lw *logw, name string, seeds []string, rewrite map[string]string, app
 	}
 	m.mgr = mgr
 	lw.write(chaos.Record{Member: name, Kind: chaos.KindStart, MemberID: id, PID: os.Getpid()})
+	events := mgr.Events() // before Start, so that no event is missed
 	if err := mgr.Start(context.Background()); err != nil {
 		cl.Close()
 		return nil, err
 	}
 	m.events.Go(func() {
-		for ev := range mgr.Events() {
+		for ev := range events {
 			r := chaos.Record{Member: name, Kind: chaos.KindEvent, Event: ev.Kind.String(), MemberID: ev.MemberID, Epoch: ev.Epoch}
 			if ev.Err != nil {
 				r.Err = ev.Err.Error()
