@@ -8,6 +8,10 @@
 #   broker.sh start --brokers N
 #                       the same for an N-node cluster (N >= 2, see "Cluster" below); prints the
 #                       comma-separated addresses of all nodes
+#   broker.sh start --secure
+#                       the single node with secured client listeners as well (SASL_SSL with SCRAM-SHA-512
+#                       users, SSL with client certificates), StandardAuthorizer and no access without
+#                       an ACL; see secure.sh for what it adds and what the env file then gives
 #   broker.sh restart   stop the running broker (every node of a cluster) and start it again on the same
 #                       ports and data (for failover tests)
 #   broker.sh stop      stop the broker (every node of a cluster) this script started, by the PIDs it
@@ -72,6 +76,11 @@ run_dir=${STREAMSGROUP_RUN_DIR:-${TMPDIR:-/tmp}/streamsgroup-broker}
 ready_timeout=${BROKER_READY_TIMEOUT:-120}
 
 log() { printf 'broker.sh: %s\n' "$*" >&2; }
+
+# Secured mode (start --secure): secure.sh adds the listeners, users and certificates.
+secure=0
+format_extra=()
+. "$here/secure.sh"
 die() { log "$*"; exit 1; }
 
 fetch() {
@@ -186,7 +195,7 @@ launch() {
 		local id
 		id=$(java -cp "$cp" kafka.tools.StorageTool random-uuid)
 		java -cp "$cp" -Dlog4j2.configurationFile="$run_dir/log4j2.properties" kafka.tools.StorageTool \
-			format --standalone -t "$id" -c "$run_dir/server.properties" >"$run_dir/format.log" 2>&1 \
+			format --standalone -t "$id" -c "$run_dir/server.properties" ${format_extra[@]+"${format_extra[@]}"} >"$run_dir/format.log" 2>&1 \
 			|| { cat "$run_dir/format.log" >&2; die "formatting the storage failed"; }
 	fi
 	local started
@@ -255,6 +264,9 @@ STREAMSGROUP_KAFKA_LIBS=$libs
 STREAMSGROUP_RUN_DIR=$run_dir
 STREAMSGROUP_BROKER_SCRIPT=$here/broker.sh
 EOF
+	if [ "$secure" = 1 ]; then
+		secure_setup "$port" "$cport"
+	fi
 	launch
 	cat "$run_dir/bootstrap"
 }
@@ -635,6 +647,10 @@ cluster_status() {
 start_cmd() {
 	case "${1:-}" in
 	'') start ;;
+	--secure)
+		secure=1
+		start
+		;;
 	--brokers)
 		[ -n "${2:-}" ] || die "usage: broker.sh start [--brokers N]"
 		if [ "$2" = 1 ]; then start; else cluster_start "$2"; fi
