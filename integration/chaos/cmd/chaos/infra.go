@@ -89,7 +89,7 @@ func startBroker(ctx context.Context, script, runDir string, brokers int) (*brok
 	}
 	b.env = env
 	if ids := env["STREAMSGROUP_NODE_IDS"]; ids != "" {
-		for f := range strings.FieldsSeq(ids) {
+		for f := range strings.FieldsSeq(strings.ReplaceAll(ids, ",", " ")) {
 			n, _ := strconv.Atoi(f)
 			b.nodes = append(b.nodes, int32(n))
 			b.addrs = append(b.addrs, env["STREAMSGROUP_NODE_"+f+"_ADDRESS"])

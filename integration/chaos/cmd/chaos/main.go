@@ -12,7 +12,8 @@
 // Settings come from the environment (as make passes them) or the equal flags: SEED, FAULTS,
 // FAULT_TYPES (comma separated; default all that the cluster allows), MEMBERS, PARTITIONS,
 // BROKERS (3 adds the coordinator-move faults), SOAK, OUT (the run directory; default a new
-// temporary one), KEEP (keep the run directory of a passing run). The broker runs with the test
+// temporary one), KEEP (keep the run directory of a passing run), BROKER_SH (another broker.sh
+// than the module's, e.g. a known-good copy while the module's is being changed). The broker runs with the test
 // values of broker.sh: heartbeat interval 500 ms, session timeout 6 s.
 package main
 
@@ -272,7 +273,8 @@ func (d *driver) run(ctx context.Context) error {
 	done()
 
 	done = step(fmt.Sprintf("starting Kafka (%d node(s))", max(d.cfg.Brokers, 1)))
-	d.broker, err = startBroker(ctx, filepath.Join(root, "integration", "kafka", "broker.sh"), filepath.Join(d.dir, "broker"), d.cfg.Brokers)
+	script := cmp.Or(os.Getenv("BROKER_SH"), filepath.Join(root, "integration", "kafka", "broker.sh"))
+	d.broker, err = startBroker(ctx, script, filepath.Join(d.dir, "broker"), d.cfg.Brokers)
 	if err != nil {
 		return err
 	}
