@@ -405,16 +405,23 @@ type rediscovery struct {
 }
 
 // rediscovered reads w's results since the move: done when a success from another node than old came.
-func (w *coordWatch) rediscovered(since time.Time, old int32) (rediscovery, bool) {
-	var r rediscovery
-	w.mu.Lock()
-	for i := len(w.answers) - 1; i >= 0; i-- {
-		if a := w.answers[i]; a.at.Before(since) && a.class == 0 {
-			r.lastBefore = &a
-			break
+func (w *coordWatch) rediscovered(since time.Time, old int32) (r rediscovery, done bool) {
+	defer func() { // named results: this sets what the returns below return
+		// The last success before the outage: before the first failure (a heartbeat may still have
+		// been answered between the fault's start and its effect), or before the fault.
+		until := since
+		if r.firstFail != nil {
+			until = r.firstFail.at
 		}
-	}
-	w.mu.Unlock()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for i := len(w.answers) - 1; i >= 0; i-- {
+			if a := w.answers[i]; a.at.Before(until) && a.class == 0 {
+				r.lastBefore = &a
+				return
+			}
+		}
+	}()
 	for _, a := range w.after(since) {
 		isNew := a.coord != old && a.coord != 0
 		if isNew && r.firstNew == nil {
@@ -424,7 +431,7 @@ func (w *coordWatch) rediscovered(since time.Time, old int32) (rediscovery, bool
 			if r.firstFail == nil {
 				r.firstFail = &a
 			}
-			r.failures = append(r.failures, fmt.Sprintf("+%v %v", a.at.Sub(since).Round(time.Millisecond), a.err))
+			r.failures = append(r.failures, fmt.Sprintf("+%v (coordinator %d) %v", a.at.Sub(since).Round(time.Millisecond), a.coord, a.err))
 			continue
 		}
 		if isNew {

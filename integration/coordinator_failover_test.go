@@ -203,8 +203,9 @@ func (e *failoverEnv) move(t *testing.T, group string, all tasks.Set, ms []*clus
 		line := fmt.Sprintf("%s: member %s: first success at node %d %v after the fault began", what, m.name, r.firstSuccess.coord, r.firstSuccess.at.Sub(start).Round(time.Millisecond))
 		if r.firstFail != nil {
 			found := r.firstNew.at.Sub(r.firstFail.at)
-			line += fmt.Sprintf("; from its first failure (%v) %v to the new coordinator's first answer, %v to its first success (%d failures)",
-				r.firstFail.err, found.Round(time.Millisecond), r.firstSuccess.at.Sub(r.firstFail.at).Round(time.Millisecond), len(r.failures))
+			line += fmt.Sprintf("; from its first failure %v to the new coordinator's first answer (that heartbeat, look-up included, sent %v after the failure, answered in %v), %v to its first success; failures: %s",
+				found.Round(time.Millisecond), r.firstNew.sent.Sub(r.firstFail.at).Round(time.Millisecond), r.firstNew.at.Sub(r.firstNew.sent).Round(time.Millisecond),
+				r.firstSuccess.at.Sub(r.firstFail.at).Round(time.Millisecond), strings.Join(r.failures, "; "))
 			e.record(what, found, r.firstSuccess.at.Sub(start), errors.Is(r.firstFail.err, kerr.NotCoordinator))
 			if notCoordBound && errors.Is(r.firstFail.err, kerr.NotCoordinator) && found > 2*e.interval {
 				t.Errorf("%s: member %s took %v from NOT_COORDINATOR to an answer from the new coordinator; want at most 2 heartbeat intervals (%v). Results: %s",
