@@ -220,8 +220,15 @@ func (m *Machine) fence(now time.Time, err error) []Action {
 	if m.hb.failures > 1 {
 		m.hb.rejoinDelay = m.cfg.Backoff.Delay(m.hb.failures - 2)
 	}
+	return m.loseThenRejoin(Event{Kind: EventFenced, Err: err})
+}
+
+// loseThenRejoin moves to FENCED, reports ev, drops the reconciliation under way and queues
+// OnAllTasksLost followed by a rejoin at epoch 0: what a fencing by the broker and a session the
+// member gave up (session.go) have in common.
+func (m *Machine) loseThenRejoin(ev Event) []Action {
 	out := m.transition(Fenced)
-	out = append(out, m.emit(Event{Kind: EventFenced, Err: err}))
+	out = append(out, m.emit(ev))
 	m.abortReconciliation()
 	return append(out, m.enqueue(job{op: opLoseThenRejoin})...)
 }

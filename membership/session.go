@@ -182,11 +182,12 @@ func sessionTimeoutFrom(resp *kmsg.DescribeConfigsResponse, sendErr error, group
 }
 
 // guardAt is when the member gives its tasks up unless a heartbeat is answered first (zero: the
-// guard is off). It watches a member that is in the group at a positive epoch and heartbeating;
-// PrepareLeaving is left alone, as the member is already giving its tasks up there.
+// guard is off). It watches a heartbeating member once a heartbeat of its current membership was
+// answered (answeredSent is cleared at every rejoin); PrepareLeaving is left alone, as the member is
+// already giving its tasks up there.
 func (m *Machine) guardAt() time.Time {
 	s := &m.session
-	if s.timeout <= 0 || s.answeredSent.IsZero() || m.epoch <= 0 || m.state == PrepareLeaving || !m.heartbeating() {
+	if s.timeout <= 0 || s.answeredSent.IsZero() || m.state == PrepareLeaving || !m.heartbeating() {
 		return time.Time{}
 	}
 	return s.answeredSent.Add(s.timeout - SessionMargin(s.timeout))
@@ -197,19 +198,14 @@ func (m *Machine) guardAt() time.Time {
 func (m *Machine) sessionLost(now time.Time) []Action {
 	s := &m.session
 	err := &SessionLostError{Unanswered: now.Sub(s.answeredSent), SessionTimeout: s.timeout, FromConfig: m.cfg.SessionTimeout > 0}
-	s.answeredSent = time.Time{}
 	if m.hb.inFlight {
 		s.discard = m.hb.seq
 	}
+	// Offsets being collected would go with the rejoin of a member that holds nothing; the rejoin
+	// collects afresh (lostThenRejoin sets the trigger).
 	m.hb.collecting = nil
 	m.b.Reset()
-	if m.hb.inFlight {
-		m.offsetsFailed() // the offsets it carried count as not taken
-	}
-	out := m.transition(Fenced)
-	out = append(out, m.emit(Event{Kind: EventSessionLost, Err: err}))
-	m.abortReconciliation()
-	return append(out, m.enqueue(job{op: opLoseThenRejoin})...)
+	return m.loseThenRejoin(Event{Kind: EventSessionLost, Err: err})
 }
 
 // rejoined is called when the member rejoins after losing its tasks: the guard waits for the first

@@ -396,3 +396,82 @@ func TestManagerSessionGuard(t *testing.T) {
 		}
 	})
 }
+
+// A rejoin reads the group's session timeout again, also after the broker refused to tell (the ACL
+// may have been granted since), and clears the guard until the new membership's first answer. A
+// value already known is not announced again.
+func TestSessionGuardRejoinAsksAgain(t *testing.T) {
+	h := newHarness(t)
+	h.start()
+	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "x")}) // not a number: asked again later
+	h.advance(sessionAskRetry)
+	h.step(Tick{})
+	refusal := sessionConfigAnswer(testGroup, "x")
+	refusal.Resources[0].ErrorCode = kerr.GroupAuthorizationFailed.Code
+	h.step(SessionDescribed{Response: refusal})
+	h.mustSend()
+	h.answer(resp(1, active("0_0")))
+	h.complete(nil)
+	h.mustSend()
+	h.answer(resp(1, nil))
+	asked := h.describeSessions()
+	h.advance(interval)
+	h.mustSend()
+	h.fail(kerr.FencedMemberEpoch.Code)
+	h.complete(nil) // OnAllTasksLost
+	h.expectState(Joining)
+	if h.describeSessions() != asked+1 {
+		t.Fatalf("the rejoin after a refusal asked %d times, want once", h.describeSessions()-asked)
+	}
+	if !h.m.guardAt().IsZero() {
+		t.Fatal("the guard is armed before the rejoin was answered")
+	}
+	armed := func() int {
+		n := 0
+		for _, a := range h.actions {
+			if l, ok := a.(Log); ok && l.Msg == "session guard armed" {
+				n++
+			}
+		}
+		return n
+	}
+	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "6000")})
+	h.mustSend()
+	sent := h.now
+	h.answer(resp(2, active("0_0")))
+	if got := h.m.guardAt(); !got.Equal(sent.Add(5400 * time.Millisecond)) {
+		t.Fatalf("guard at %v after the rejoin's send, want 5.4s", got.Sub(sent))
+	}
+	h.complete(nil)
+	h.mustSend()
+	h.answer(resp(2, nil))
+	h.advance(interval)
+	h.mustSend()
+	h.fail(kerr.UnknownMemberID.Code)
+	h.complete(nil)
+	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "6000")})
+	if armed() != 1 {
+		t.Fatalf("%d \"session guard armed\" lines for one value, want 1", armed())
+	}
+	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "8000")})
+	if h.m.Snapshot().SessionTimeout != 6*time.Second {
+		t.Fatal("took an answer nobody asked for")
+	}
+}
+
+// session.timeout.ms from the config: the event says where the timeout came from.
+func TestSessionGuardFromConfig(t *testing.T) {
+	h := newHarness(t, func(c *MachineConfig) { c.SessionTimeout = 2 * time.Second })
+	h.stableWith(active("0_0"))
+	h.advance(2 * time.Second)
+	h.step(Tick{})
+	if req := h.tick(); req != nil {
+		h.cut(errors.New("connection refused"))
+	}
+	h.advance(2 * time.Second)
+	h.step(Tick{})
+	var sle *SessionLostError
+	if !errors.As(h.lastEvent(EventSessionLost).Err, &sle) || !sle.FromConfig || sle.SessionTimeout != 2*time.Second {
+		t.Fatalf("%#v", sle)
+	}
+}
