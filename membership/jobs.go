@@ -55,12 +55,44 @@ func (j job) String() string {
 		s += " " + j.kind.String()
 		switch j.kind {
 		case CallbackRevoked:
-			s += j.tasks.String()
+			s += brief(j.tasks)
 		default:
-			s += "{" + j.assignment.String() + "}"
+			s += "{" + briefAssignment(j.assignment) + "}"
 		}
 	}
 	return s
+}
+
+// briefLimit is how many tasks of a set pending work names before it only counts the rest: the
+// Manager renders the pending work into every snapshot, which must not cost a string per task of a
+// member that owns thousands.
+const briefLimit = 8
+
+// brief renders s like Set.String, naming at most briefLimit tasks and counting the others.
+func brief(s tasks.Set) string {
+	if s.Len() <= briefLimit {
+		return s.String()
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	i := 0
+	for id := range s.All() {
+		if i == briefLimit {
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(id.String())
+		i++
+	}
+	fmt.Fprintf(&b, " … %d more]", s.Len()-briefLimit)
+	return b.String()
+}
+
+// briefAssignment renders a like Assignment.String with brief sets.
+func briefAssignment(a tasks.Assignment) string {
+	return "active=" + brief(a.Active) + " standby=" + brief(a.Standby) + " warmup=" + brief(a.Warmup)
 }
 
 // jobQueue runs callbacks one at a time, in order (invariant 3).

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -565,5 +566,26 @@ func TestReachableClusterLogsNoRecovery(t *testing.T) {
 		if l, ok := a.(Log); ok && l.Msg == "the cluster answers now" {
 			t.Fatal("a recovery logged without a failure")
 		}
+	}
+}
+
+// The pending work names at most briefLimit tasks of a set and counts the others, so a snapshot of
+// a member with thousands of tasks costs no string per task.
+func TestBriefNamesAFewTasks(t *testing.T) {
+	var ids []string
+	for p := range 20 {
+		ids = append(ids, fmt.Sprintf("0_%d", p))
+	}
+	if got, want := brief(set(ids[:8]...)), set(ids[:8]...).String(); got != want {
+		t.Errorf("%d tasks: %q, want %q", 8, got, want)
+	}
+	if got, want := brief(set(ids[:9]...)), "[0_0 0_1 0_2 0_3 0_4 0_5 0_6 0_7 … 1 more]"; got != want {
+		t.Errorf("9 tasks: %q, want %q", got, want)
+	}
+	if got := brief(set(ids...)); !strings.HasSuffix(got, "0_7 … 12 more]") || strings.Contains(got, "0_8") {
+		t.Errorf("20 tasks: %q", got)
+	}
+	if got, want := briefAssignment(tasks.Assignment{Active: set("0_1"), Standby: set("1_0")}), "active=[0_1] standby=[1_0] warmup=[]"; got != want {
+		t.Errorf("%q, want %q", got, want)
 	}
 }

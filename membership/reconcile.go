@@ -47,7 +47,7 @@ type reconciliation struct {
 }
 
 func (r *reconciliation) String() string {
-	return fmt.Sprintf("reconciliation#%d toward {%v ready=%v} revoking %v", r.id, r.target, r.ready, r.revoking)
+	return fmt.Sprintf("reconciliation#%d toward {%s ready=%v} revoking %s", r.id, briefAssignment(r.target), r.ready, brief(r.revoking))
 }
 
 // held is what the application holds: the reconciled assignment minus the revoked tasks.

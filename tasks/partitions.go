@@ -131,12 +131,21 @@ func ChangelogPartitions(topo *topology.Topology, s Set) (map[string][]int32, er
 		return nil, fmt.Errorf("tasks: ChangelogPartitions needs a topology")
 	}
 	out := make(map[string][]int32)
-	for _, id := range s.ids {
-		sub, ok := topo.Subtopology(id.Subtopology)
-		if !ok {
-			return nil, &UnknownSubtopologyError{Task: id}
+	// Tasks arrive sorted, so those of one subtopology are adjacent: look its changelog topics up
+	// once per run of tasks, not per task (Subtopology returns a copy).
+	var (
+		lastSub    string
+		changelogs []topology.TopicInfo
+	)
+	for i, id := range s.ids {
+		if i == 0 || id.Subtopology != lastSub {
+			sub, ok := topo.Subtopology(id.Subtopology)
+			if !ok {
+				return nil, &UnknownSubtopologyError{Task: id}
+			}
+			lastSub, changelogs = id.Subtopology, sub.StateChangelogTopics
 		}
-		for _, ti := range sub.StateChangelogTopics {
+		for _, ti := range changelogs {
 			out[ti.Name] = append(out[ti.Name], id.Partition)
 		}
 	}

@@ -122,8 +122,21 @@ func (s Set) Intersect(o Set) Set { return s.filter(o, true) }
 
 // filter keeps the tasks of s that are in o (in = true) or not in o (in = false), walking both
 // sorted lists once.
+//
+// A Set is immutable, so when nothing is taken away s itself is returned: a steady member's
+// snapshot (what it holds is what the broker was told minus nothing revoked) then costs no copy, and
+// Equal on the result finds the shared list at once.
 func (s Set) filter(o Set, in bool) Set {
+	if len(o.ids) == 0 || len(s.ids) == 0 {
+		if in {
+			return Set{}
+		}
+		return s
+	}
 	var out []ID
+	if !in {
+		out = make([]ID, 0, len(s.ids))
+	}
 	j := 0
 	for _, id := range s.ids {
 		for j < len(o.ids) && o.ids[j].Compare(id) < 0 {
