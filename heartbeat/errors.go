@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"reflect"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -283,9 +285,17 @@ func AuthErrorOf(err error) *AuthError {
 			"ssl.truststore.location (it must hold the CA that signed the broker's certificate) and that the " +
 			"certificate names the host in bootstrap.servers (or set ssl.endpoint.identification.algorithm= to skip that check)"}
 	}
-	if ae, ok := errors.AsType[tls.AlertError](err); ok && certificateAlert(ae) {
-		return &AuthError{Kind: AuthTLS, Err: err, Action: "the broker refused this client's certificate: check " +
-			"ssl.keystore.location (the broker must trust its CA, and ssl.client.auth=required needs one)"}
+	if ae, ok := tlsAlert(err); ok {
+		switch {
+		case certificateAlert(ae):
+			return &AuthError{Kind: AuthTLS, Err: err, Action: "the broker refused this client's certificate: check " +
+				"ssl.keystore.location (the broker must trust its CA, and ssl.client.auth=required needs one)"}
+		case ae == alertHandshakeFailure:
+			// Some TLS stacks send this generic alert for a missing client certificate too.
+			return &AuthError{Kind: AuthTLS, Err: err, Action: "the broker ended the TLS handshake: check " +
+				"ssl.keystore.location (a listener with ssl.client.auth=required needs a client certificate signed by a CA " +
+				"it trusts), and that the broker accepts TLS 1.2 or 1.3"}
+		}
 	}
 	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
 		return &AuthError{Kind: AuthTLS, Err: err, Action: "the listener does not speak TLS: check security.protocol " +
@@ -310,6 +320,43 @@ func tlsVerification(err error) bool {
 	}
 	return false
 }
+
+// tlsAlert returns the TLS alert err carries: a tls.AlertError, or the alert the peer sent. On a TCP
+// connection crypto/tls reports an alert from the broker as a *net.OpError with Op "remote error"
+// around a value of its unexported alert type (a uint8), never as a tls.AlertError (that one wraps
+// only the errors of the QUIC API and of alerts this side sent), so the number is read from it.
+func tlsAlert(err error) (tls.AlertError, bool) {
+	if ae, ok := errors.AsType[tls.AlertError](err); ok {
+		return ae, true
+	}
+	return remoteAlert(err)
+}
+
+// remoteAlert walks err's tree for the *net.OpError of an alert the peer sent.
+func remoteAlert(err error) (tls.AlertError, bool) {
+	if oe, ok := err.(*net.OpError); ok && oe.Op == "remote error" && oe.Err != nil {
+		if v := reflect.ValueOf(oe.Err); v.Kind() == reflect.Uint8 && v.Type().PkgPath() == "crypto/tls" {
+			return tls.AlertError(v.Uint()), true
+		}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if next := u.Unwrap(); next != nil {
+			return remoteAlert(next)
+		}
+	case interface{ Unwrap() []error }:
+		for _, next := range u.Unwrap() {
+			if a, ok := remoteAlert(next); ok {
+				return a, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// alertHandshakeFailure is TLS's handshake_failure alert (40): the peers could not agree on the
+// handshake, which a retry with the same settings cannot change either.
+const alertHandshakeFailure tls.AlertError = 40
 
 // certificateAlert reports whether a TLS alert from the broker is about this client's certificate
 // (bad_certificate 42 to unknown_ca 48, certificate_required 116), which a retry cannot change.
