@@ -1,9 +1,15 @@
 package integration
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/membership"
 )
@@ -19,7 +25,19 @@ func TestSessionGuardNoDoubleOwnershipAcrossACut(t *testing.T) {
 	topic, group := Name(t, "in"), Name(t, "app")
 	b.CreateTopic(t, topic, 4)
 	b.DeleteGroupAtEnd(t, group)
-	b.SetGroupConfig(t, group, "streams.session.timeout.ms", "4000")
+	// A per-group session timeout below the broker's 6 s, so that a member that did not read the
+	// group's value would let go too late. Kafka 4.2 refuses it (it checks a group's value against
+	// the built-in bounds, 45-60 s): there the broker's own 6 s applies, which that line reports as
+	// the built-in 45 s, so the member must read the coordinator's config instead; also a test.
+	session := 4 * time.Second
+	if err := trySetGroupConfig(t, b, group, "streams.session.timeout.ms", "4000"); errors.Is(err, kerr.InvalidConfig) {
+		t.Logf("this broker refuses streams.session.timeout.ms=4000 (%v): the broker's default applies", err)
+		session = brokerSessionTimeout(t, b)
+	} else if err != nil {
+		t.Fatal(err)
+	} else {
+		b.SetGroupConfig(t, group, "streams.session.timeout.ms", "4000") // and wait until a describe shows it
+	}
 	own := newOwnership()
 	all := taskRange("0", 4)
 	p := newResetProxy(t, b.Bootstrap)
@@ -32,9 +50,10 @@ func TestSessionGuardNoDoubleOwnershipAcrossACut(t *testing.T) {
 			fmt.Sprintf("a=%v (%s) c=%v (%s)", x, a.State(), y, c.State())
 	}
 	Eventually(t, settle, split)
-	if got := a.Snapshot().SessionTimeout; got != 4*time.Second {
-		t.Fatalf("member a works with a session timeout of %v, want the group's 4s", got)
-	}
+	Eventually(t, settle, func() (bool, string) {
+		got := a.Snapshot().SessionTimeout
+		return got == session, fmt.Sprintf("member a works with a session timeout of %v, want the group's %v", got, session)
+	})
 	aID, _ := a.Member()
 
 	p.SetDown(true)
@@ -58,4 +77,72 @@ func TestSessionGuardNoDoubleOwnershipAcrossACut(t *testing.T) {
 	if a.Err() != nil || c.Err() != nil {
 		t.Fatalf("a member stopped: %v / %v", a.Err(), c.Err())
 	}
+}
+
+// TestSessionGuardReadsTheBrokersDefault: in a group without its own streams.session.timeout.ms, the
+// guard works with the broker's group.streams.session.timeout.ms (6 s here), on every supported
+// line. Kafka 4.2 reports the built-in 45 s as the group's value then; the member checks that
+// against the coordinator's broker config.
+func TestSessionGuardReadsTheBrokersDefault(t *testing.T) {
+	b := Get(t)
+	topic, group := Name(t, "in"), Name(t, "app")
+	b.CreateTopic(t, topic, 2)
+	b.DeleteGroupAtEnd(t, group)
+	want := brokerSessionTimeout(t, b)
+	m := startMember(t, b, group, simpleTopology(topic), "a", nil)
+	Eventually(t, settle, func() (bool, string) {
+		got := m.Snapshot().SessionTimeout
+		return got == want, fmt.Sprintf("the member's session timeout is %v, the broker's %v", got, want)
+	})
+}
+
+// brokerSessionTimeout is the broker's group.streams.session.timeout.ms (its static config).
+func brokerSessionTimeout(t *testing.T, b *Broker) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := b.Admin(t)
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil || len(md.Brokers) == 0 {
+		t.Fatalf("broker metadata: %v", err)
+	}
+	rc, err := adm.DescribeBrokerConfigs(ctx, md.Brokers[0].NodeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rc {
+		for _, c := range r.Configs {
+			if c.Key == membership.KeyBrokerSessionTimeout && c.Value != nil {
+				ms, err := strconv.Atoi(*c.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return time.Duration(ms) * time.Millisecond
+			}
+		}
+	}
+	t.Fatalf("the broker did not report %s", membership.KeyBrokerSessionTimeout)
+	return 0
+}
+
+// trySetGroupConfig sets a group config and returns the broker's refusal instead of failing.
+func trySetGroupConfig(t *testing.T, b *Broker, group, key, value string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = key, &value
+	res.Configs = append(res.Configs, cfg)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, b.Client(t))
+	if err != nil {
+		return err
+	}
+	if len(resp.Resources) == 0 {
+		return fmt.Errorf("no answer for group %s", group)
+	}
+	return kerr.ErrorForCode(resp.Resources[0].ErrorCode)
 }

@@ -286,6 +286,10 @@ func (b *extBroker) Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeRes
 	return nil, errors.New("describe is not scripted")
 }
 
+func (b *extBroker) CoordinatorConfigs(context.Context, ...string) (*kmsg.DescribeConfigsResponse, error) {
+	return nil, errors.New("coordinator configs are not scripted")
+}
+
 func (b *extBroker) GroupConfigs(ctx context.Context, names ...string) (*kmsg.DescribeConfigsResponse, error) {
 	return nil, errors.New("group configs are not scripted")
 }

@@ -63,6 +63,9 @@ type Transport interface {
 	// GROUP), once, and returns the answer as it is (the session guard reads
 	// streams.session.timeout.ms from it).
 	GroupConfigs(ctx context.Context, names ...string) (*kmsg.DescribeConfigsResponse, error)
+	// CoordinatorConfigs describes the broker configs named of the group's coordinator
+	// (DescribeConfigs of resource type BROKER), once, and returns the answer as it is.
+	CoordinatorConfigs(ctx context.Context, names ...string) (*kmsg.DescribeConfigsResponse, error)
 }
 
 type options struct {
@@ -398,6 +401,10 @@ func (m *Manager) execute(a Action) {
 		m.goNet(func(ctx context.Context) Input {
 			ctx, cancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
 			defer cancel()
+			if a.BrokerDefault {
+				resp, err := m.o.transport.CoordinatorConfigs(ctx, KeyBrokerSessionTimeout)
+				return SessionDescribed{Response: resp, Err: err}
+			}
 			resp, err := m.o.transport.GroupConfigs(ctx, KeyGroupSessionTimeout)
 			return SessionDescribed{Response: resp, Err: err}
 		})

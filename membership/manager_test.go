@@ -99,6 +99,10 @@ func (f *fakeBroker) Capabilities(ctx context.Context) (heartbeat.Capabilities, 
 	return f.caps, nil
 }
 
+func (f *fakeBroker) CoordinatorConfigs(context.Context, ...string) (*kmsg.DescribeConfigsResponse, error) {
+	return nil, errors.New("coordinator configs are not scripted")
+}
+
 // GroupConfigs answers with f.session as the group's session timeout, or fails when it is 0.
 func (f *fakeBroker) GroupConfigs(ctx context.Context, names ...string) (*kmsg.DescribeConfigsResponse, error) {
 	f.mu.Lock()
@@ -532,6 +536,9 @@ func (u *unreachable) Leave(context.Context, *kmsg.StreamsGroupHeartbeatRequest)
 }
 func (u *unreachable) Describe(context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
 	return nil, errors.New("unreachable")
+}
+func (u *unreachable) CoordinatorConfigs(context.Context, ...string) (*kmsg.DescribeConfigsResponse, error) {
+	panic("no config describe before the cluster answered")
 }
 func (u *unreachable) GroupConfigs(context.Context, ...string) (*kmsg.DescribeConfigsResponse, error) {
 	panic("no config describe before the cluster answered")

@@ -64,6 +64,10 @@ func (s *scriptTransport) Capabilities(context.Context) (heartbeat.Capabilities,
 	return caps44, nil
 }
 
+func (s *scriptTransport) CoordinatorConfigs(context.Context, ...string) (*kmsg.DescribeConfigsResponse, error) {
+	return nil, errors.New("coordinator configs are not scripted")
+}
+
 func (s *scriptTransport) GroupConfigs(context.Context, ...string) (*kmsg.DescribeConfigsResponse, error) {
 	return nil, errors.New("not scripted")
 }

@@ -249,6 +249,7 @@ type propDriver struct {
 	// this step.
 	sessionAsks     int
 	sessionTimeout  time.Duration
+	brokerAsked     time.Duration // the group's defaulted value while the coordinator's is asked
 	sentAt          time.Time
 	answeredSend    time.Time
 	discardSeq      uint64
@@ -343,6 +344,9 @@ func (d *propDriver) observe(a Action) {
 			d.failf("two Describe actions out at once")
 		}
 	case DescribeSession:
+		if a.BrokerDefault != (d.brokerAsked > 0) {
+			d.failf("DescribeSession{BrokerDefault: %v}, but the model says the coordinator's default is asked: %v", a.BrokerDefault, d.brokerAsked > 0)
+		}
 		d.sessionAsks++
 		if d.sessionAsks > 1 {
 			d.failf("two DescribeSession actions out at once")
@@ -728,6 +732,32 @@ func (d *propDriver) discarding() bool {
 // authorization refusal, 2 and 3 a session timeout of 3 s and 6 s.
 func (d *propDriver) sessionDescribed(choice int) {
 	d.sessionAsks--
+	if group := d.brokerAsked; group > 0 {
+		// The coordinator's group.streams.session.timeout.ms: it wins; a failure keeps the group's.
+		d.brokerAsked = 0
+		in := SessionDescribed{Err: errors.New("dial tcp: connection refused")}
+		d.sessionTimeout = group
+		if choice > 0 {
+			in = SessionDescribed{Response: sessionConfigAnswer("1", strconv.Itoa(choice*1000))}
+			in.Response.Resources[0].ResourceType = kmsg.ConfigResourceTypeBroker
+			in.Response.Resources[0].Configs[0].Name = KeyBrokerSessionTimeout
+			d.sessionTimeout = time.Duration(choice) * time.Second
+		}
+		d.feed(in)
+		return
+	}
+	if choice == 4 {
+		// Kafka 4.2 reports the built-in default for a group without its own value.
+		in := SessionDescribed{Response: sessionConfigAnswer("app", "4000")}
+		in.Response.Resources[0].Configs[0].Source = configSourceDefault
+		if inGroup(d.state) && !d.stopped {
+			d.brokerAsked = 4 * time.Second // checked against the coordinator's default
+		} else if !d.stopped {
+			d.sessionTimeout = 4 * time.Second // no longer asking: the group's value stands
+		}
+		d.feed(in)
+		return
+	}
 	in := SessionDescribed{Err: errors.New("dial tcp: connection refused")}
 	switch choice {
 	case 1:
@@ -1130,7 +1160,7 @@ func (d *propDriver) randomStep() {
 	case opOffsets:
 		d.offsetsCollected(d.c.intn(4, "offsets"))
 	case opSession:
-		d.sessionDescribed(d.c.intn(4, "session"))
+		d.sessionDescribed(d.c.intn(5, "session"))
 	case opStale:
 		// Results nobody waits for (any more): they must change nothing.
 		stale := []Input{HeartbeatDone{Seq: 1 << 40}, CallbackDone{Seq: 1 << 40}, OffsetsCollected{Seq: 1 << 40}}

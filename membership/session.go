@@ -26,12 +26,19 @@ import (
 // round trip.
 //
 // The session timeout is the group's, read with DescribeConfigs (the group config
-// streams.session.timeout.ms, which the broker fills in from group.streams.session.timeout.ms when
-// the group has none) when the member joins and again on every rejoin; session.timeout.ms in the
-// member's config overrides it and is never asked. Until it is known, the guard is off.
+// streams.session.timeout.ms, which Kafka 4.3+ brokers fill in from group.streams.session.timeout.ms
+// when the group has none) when the member joins and again on every rejoin; session.timeout.ms in
+// the member's config overrides it and is never asked. Until it is known, the guard is off. Kafka
+// 4.2 answers a group without its own value with the built-in default (45 s, source DEFAULT_CONFIG)
+// even when the broker sets another, so an answer from the default is checked against the
+// coordinator's group.streams.session.timeout.ms (DescribeSession{BrokerDefault: true}).
 
-// KeyGroupSessionTimeout is the group config that holds a streams group's session timeout.
-const KeyGroupSessionTimeout = "streams.session.timeout.ms"
+// KeyGroupSessionTimeout is the group config that holds a streams group's session timeout, and
+// KeyBrokerSessionTimeout the broker config it defaults to.
+const (
+	KeyGroupSessionTimeout  = "streams.session.timeout.ms"
+	KeyBrokerSessionTimeout = "group.streams.session.timeout.ms"
+)
 
 // sessionAskRetry is how long the member waits before asking for the session timeout again after a
 // failure it may recover from (a broker not reachable yet). An authorization failure is not retried
@@ -43,8 +50,9 @@ const sessionAskRetry = 5 * time.Second
 func SessionMargin(sessionTimeout time.Duration) time.Duration { return sessionTimeout / 10 }
 
 // DescribeSession asks for the group's session timeout (DescribeConfigs of the group config
-// streams.session.timeout.ms); answer with SessionDescribed.
-type DescribeSession struct{}
+// streams.session.timeout.ms), or with BrokerDefault for the default it falls back to (the group
+// coordinator's broker config group.streams.session.timeout.ms); answer with SessionDescribed.
+type DescribeSession struct{ BrokerDefault bool }
 
 // SessionDescribed is the result of a DescribeSession action: the broker's answer as it is, or the
 // error that kept it from arriving. The machine reads it.
@@ -82,8 +90,11 @@ type sessionState struct {
 	timeout time.Duration // the session timeout in force; 0 while unknown
 	// stale says the group's value should be asked for (at the join, and again at every rejoin).
 	stale  bool
-	asking bool      // a DescribeSession is out
-	askAt  time.Time // when to ask again after a failure; zero: at once
+	asking bool // a DescribeSession is out
+	// defaulted is the group's value when the broker said it came from the built-in default: the
+	// coordinator's broker config is asked (a DescribeSession with BrokerDefault is out) and wins.
+	defaulted time.Duration
+	askAt     time.Time // when to ask again after a failure; zero: at once
 	// refused: the broker refused to tell (authorization); not asked again before the next rejoin.
 	refused bool
 	// sentAt is when the heartbeat in flight (or the last one) was sent; answeredSent when the last
@@ -103,7 +114,7 @@ func (s *sessionState) init(override time.Duration) {
 // sessionAskAt is when to ask for the group's session timeout (zero: not now).
 func (m *Machine) sessionAskAt() time.Time {
 	s := &m.session
-	if !s.stale || s.asking || s.refused || m.state == PrepareLeaving || !m.heartbeating() {
+	if !s.stale || s.asking || s.refused || !m.mayAskSession() {
 		return time.Time{}
 	}
 	if s.askAt.IsZero() {
@@ -112,10 +123,17 @@ func (m *Machine) sessionAskAt() time.Time {
 	return s.askAt
 }
 
+// mayAskSession says whether the member is where it reads the session timeout: in the group and
+// heartbeating, not leaving.
+func (m *Machine) mayAskSession() bool { return m.state != PrepareLeaving && m.heartbeating() }
+
 func (m *Machine) askSession() []Action {
 	m.session.asking = true
 	return []Action{DescribeSession{}}
 }
+
+// configSourceDefault is DescribeConfigs' source of a value that no one set (DEFAULT_CONFIG).
+const configSourceDefault = 5
 
 // sessionDescribed reads the group's session timeout from the broker's answer.
 func (m *Machine) sessionDescribed(now time.Time, in SessionDescribed) []Action {
@@ -124,7 +142,15 @@ func (m *Machine) sessionDescribed(now time.Time, in SessionDescribed) []Action 
 		return nil
 	}
 	s.asking = false
-	d, err := sessionTimeoutFrom(in.Response, in.Err, m.cfg.Join.Group)
+	if s.defaulted > 0 {
+		return m.brokerSessionDescribed(now, in)
+	}
+	d, fromDefault, err := sessionTimeoutFrom(in.Response, in.Err, kmsg.ConfigResourceTypeGroupConfig, m.cfg.Join.Group, KeyGroupSessionTimeout)
+	if err == nil && fromDefault && m.mayAskSession() {
+		// Maybe Kafka 4.2's built-in default rather than the broker's: ask the coordinator.
+		s.defaulted, s.asking = d, true
+		return []Action{DescribeSession{BrokerDefault: true}}
+	}
 	if err != nil {
 		if errors.Is(err, kerr.GroupAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) {
 			s.refused = true
@@ -136,6 +162,36 @@ func (m *Machine) sessionDescribed(now time.Time, in SessionDescribed) []Action 
 		return []Action{Log{Level: slog.LevelDebug, Msg: "could not read the group's session timeout; asking again later",
 			Attrs: []any{"err", err, "retry_in", sessionAskRetry}}}
 	}
+	return m.sessionKnown(d)
+}
+
+// brokerSessionDescribed reads the coordinator's group.streams.session.timeout.ms, asked because
+// the group's value came from the built-in default. If the client may not read it, the group's value
+// stands (Kafka 4.3+ reports the broker's value there, only 4.2 does not); after a failure that may
+// pass (no coordinator yet) the group's value holds meanwhile and both are asked again later.
+func (m *Machine) brokerSessionDescribed(now time.Time, in SessionDescribed) []Action {
+	s := &m.session
+	group := s.defaulted
+	s.defaulted = 0
+	d, _, err := sessionTimeoutFrom(in.Response, in.Err, kmsg.ConfigResourceTypeBroker, "", KeyBrokerSessionTimeout)
+	if err == nil {
+		return m.sessionKnown(d)
+	}
+	if errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
+		errors.Is(err, kerr.TopicAuthorizationFailed) || in.Err == nil {
+		// Refused, or an answer without the value: asking again would not help.
+		return append([]Action{Log{Level: slog.LevelDebug, Msg: "could not read the coordinator's default session timeout; " +
+			"using the group's", Attrs: []any{"err", err, "session_timeout", group}}}, m.sessionKnown(group)...)
+	}
+	out := m.sessionKnown(group)
+	s.stale, s.askAt = true, now.Add(sessionAskRetry)
+	return append(out, Log{Level: slog.LevelDebug, Msg: "could not read the coordinator's default session timeout yet; " +
+		"using the group's meanwhile and asking again later", Attrs: []any{"err", err, "session_timeout", group, "retry_in", sessionAskRetry}})
+}
+
+// sessionKnown arms the guard with session timeout d.
+func (m *Machine) sessionKnown(d time.Duration) []Action {
+	s := &m.session
 	s.stale, s.askAt = false, time.Time{}
 	if d == s.timeout {
 		return nil
@@ -145,40 +201,48 @@ func (m *Machine) sessionDescribed(now time.Time, in SessionDescribed) []Action 
 		"gives_tasks_up_after", d - SessionMargin(d)}}}
 }
 
-// sessionTimeoutFrom reads streams.session.timeout.ms for group from a DescribeConfigs answer.
-func sessionTimeoutFrom(resp *kmsg.DescribeConfigsResponse, sendErr error, group string) (time.Duration, error) {
+// sessionTimeoutFrom reads the INT of milliseconds key of the resource of type typ named name ("":
+// any name) from a DescribeConfigs answer, and whether it came from the built-in default.
+func sessionTimeoutFrom(resp *kmsg.DescribeConfigsResponse, sendErr error, typ kmsg.ConfigResourceType, name, key string) (time.Duration, bool, error) {
+	what := "the group's configs"
+	if typ == kmsg.ConfigResourceTypeBroker {
+		what = "the coordinator's configs"
+	}
 	if sendErr != nil {
-		return 0, sendErr
+		return 0, false, sendErr
 	}
 	if resp == nil {
-		return 0, errors.New("describing the group's configs: no answer")
+		return 0, false, fmt.Errorf("describing %s: no answer", what)
 	}
 	for _, r := range resp.Resources {
-		if r.ResourceType != kmsg.ConfigResourceTypeGroupConfig || r.ResourceName != group {
+		if r.ResourceType != typ || name != "" && r.ResourceName != name {
 			continue
 		}
 		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
 			if r.ErrorMessage != nil && *r.ErrorMessage != "" {
-				return 0, fmt.Errorf("describing the group's configs: %w: %s", err, *r.ErrorMessage)
+				return 0, false, fmt.Errorf("describing %s: %w: %s", what, err, *r.ErrorMessage)
 			}
-			return 0, fmt.Errorf("describing the group's configs: %w", err)
+			return 0, false, fmt.Errorf("describing %s: %w", what, err)
 		}
 		for _, c := range r.Configs {
-			if c.Name != KeyGroupSessionTimeout {
+			if c.Name != key {
 				continue
 			}
 			if c.Value == nil {
-				return 0, fmt.Errorf("describing the group's configs: %s has no value", KeyGroupSessionTimeout)
+				return 0, false, fmt.Errorf("describing %s: %s has no value", what, key)
 			}
 			ms, err := strconv.ParseInt(strings.TrimSpace(*c.Value), 10, 32)
 			if err != nil || ms <= 0 {
-				return 0, fmt.Errorf("describing the group's configs: %s=%q is not a positive INT", KeyGroupSessionTimeout, *c.Value)
+				return 0, false, fmt.Errorf("describing %s: %s=%q is not a positive INT", what, key, *c.Value)
 			}
-			return time.Duration(ms) * time.Millisecond, nil
+			return time.Duration(ms) * time.Millisecond, c.Source == configSourceDefault, nil
 		}
-		return 0, fmt.Errorf("describing the group's configs: the broker did not return %s", KeyGroupSessionTimeout)
+		return 0, false, fmt.Errorf("describing %s: the broker did not return %s", what, key)
 	}
-	return 0, fmt.Errorf("describing the group's configs: the answer does not describe group %q", group)
+	if typ == kmsg.ConfigResourceTypeBroker {
+		return 0, false, fmt.Errorf("describing %s: the answer does not describe a broker", what)
+	}
+	return 0, false, fmt.Errorf("describing %s: the answer does not describe group %q", what, name)
 }
 
 // guardAt is when the member gives its tasks up unless a heartbeat is answered first (zero: the

@@ -238,7 +238,7 @@ func TestSessionTimeoutFromAnswer(t *testing.T) {
 		mut(&a.Resources[0])
 		return a
 	}
-	if d, err := sessionTimeoutFrom(sessionConfigAnswer(testGroup, " 45000 "), nil, testGroup); err != nil || d != 45*time.Second {
+	if d, _, err := sessionTimeoutFrom(sessionConfigAnswer(testGroup, " 45000 "), nil, kmsg.ConfigResourceTypeGroupConfig, testGroup, KeyGroupSessionTimeout); err != nil || d != 45*time.Second {
 		t.Fatalf("%v %v", d, err)
 	}
 	for name, c := range map[string]struct {
@@ -259,7 +259,7 @@ func TestSessionTimeoutFromAnswer(t *testing.T) {
 		"too big":      {sessionConfigAnswer(testGroup, "2147483648"), nil, "not a positive INT"},
 		"missing":      {mk(func(r *kmsg.DescribeConfigsResponseResource) { r.Configs[0].Name = "x" }), nil, "did not return streams.session.timeout.ms"},
 	} {
-		if d, err := sessionTimeoutFrom(c.resp, c.err, testGroup); err == nil || d != 0 || !strings.Contains(err.Error(), c.want) {
+		if d, _, err := sessionTimeoutFrom(c.resp, c.err, kmsg.ConfigResourceTypeGroupConfig, testGroup, KeyGroupSessionTimeout); err == nil || d != 0 || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v %v, want an error with %q", name, d, err, c.want)
 		}
 	}
@@ -473,5 +473,90 @@ func TestSessionGuardFromConfig(t *testing.T) {
 	var sle *SessionLostError
 	if !errors.As(h.lastEvent(EventSessionLost).Err, &sle) || !sle.FromConfig || sle.SessionTimeout != 2*time.Second {
 		t.Fatalf("%#v", sle)
+	}
+}
+
+// A group value from the built-in default (Kafka 4.2 reports 45 s even when the broker sets
+// another) is checked against the coordinator's group.streams.session.timeout.ms, which wins; if
+// that cannot be read, the group's value stands.
+func TestSessionTimeoutFromTheCoordinatorsDefault(t *testing.T) {
+	defaulted := sessionConfigAnswer(testGroup, "45000")
+	defaulted.Resources[0].Configs[0].Source = configSourceDefault
+	broker := func(value string) *kmsg.DescribeConfigsResponse {
+		a := sessionConfigAnswer("1", value)
+		a.Resources[0].ResourceType = kmsg.ConfigResourceTypeBroker
+		a.Resources[0].Configs[0].Name = KeyBrokerSessionTimeout
+		return a
+	}
+	brokerAsks := func(h *harness) int {
+		n := 0
+		for _, a := range h.actions {
+			if d, ok := a.(DescribeSession); ok && d.BrokerDefault {
+				n++
+			}
+		}
+		return n
+	}
+	h := newHarness(t)
+	h.start()
+	h.step(SessionDescribed{Response: defaulted})
+	if brokerAsks(h) != 1 || h.m.Snapshot().SessionTimeout != 0 {
+		t.Fatalf("a defaulted group value: %d coordinator asks, timeout %v; want 1 ask and none yet", brokerAsks(h), h.m.Snapshot().SessionTimeout)
+	}
+	h.step(SessionDescribed{Response: broker("6000")})
+	if got := h.m.Snapshot().SessionTimeout; got != 6*time.Second {
+		t.Fatalf("timeout %v, want the coordinator's 6s", got)
+	}
+
+	h = newHarness(t)
+	h.start()
+	h.step(SessionDescribed{Response: defaulted})
+	refused := broker("1")
+	refused.Resources[0].ErrorCode = kerr.ClusterAuthorizationFailed.Code
+	h.step(SessionDescribed{Response: refused})
+	if got := h.m.Snapshot().SessionTimeout; got != 45*time.Second || h.describeSessions() != 2 {
+		t.Fatalf("timeout %v after %d asks, want the group's 45s after 2", got, h.describeSessions())
+	}
+	h.advance(time.Hour)
+	h.step(Tick{})
+	if h.describeSessions() != 2 {
+		t.Fatal("asked again after the coordinator's config was refused")
+	}
+
+	// No coordinator yet: the group's value meanwhile, both asked again after the retry delay.
+	h = newHarness(t)
+	h.start()
+	h.step(SessionDescribed{Response: defaulted})
+	h.step(SessionDescribed{Err: errors.New("COORDINATOR_NOT_AVAILABLE")})
+	if got := h.m.Snapshot().SessionTimeout; got != 45*time.Second {
+		t.Fatalf("timeout %v meanwhile, want the group's 45s", got)
+	}
+	h.advance(sessionAskRetry - time.Millisecond)
+	h.step(Tick{})
+	if h.describeSessions() != 2 {
+		t.Fatal("asked again before the retry delay")
+	}
+	h.advance(time.Millisecond)
+	h.step(Tick{})
+	h.step(SessionDescribed{Response: defaulted})
+	h.step(SessionDescribed{Response: broker("6000")})
+	if got := h.m.Snapshot().SessionTimeout; got != 6*time.Second || h.describeSessions() != 4 {
+		t.Fatalf("timeout %v after %d asks, want the coordinator's 6s after 4", got, h.describeSessions())
+	}
+
+	set := sessionConfigAnswer(testGroup, "8000") // the group's own value: no second ask
+	h = newHarness(t)
+	h.start()
+	h.step(SessionDescribed{Response: set})
+	if brokerAsks(h) != 0 || h.m.Snapshot().SessionTimeout != 8*time.Second {
+		t.Fatalf("a group value of its own: %d coordinator asks, timeout %v", brokerAsks(h), h.m.Snapshot().SessionTimeout)
+	}
+	for name, c := range map[string]*kmsg.DescribeConfigsResponse{
+		"not a broker": sessionConfigAnswer(testGroup, "6000"),
+		"other key":    func() *kmsg.DescribeConfigsResponse { a := broker("1"); a.Resources[0].Configs[0].Name = "x"; return a }(),
+	} {
+		if _, _, err := sessionTimeoutFrom(c, nil, kmsg.ConfigResourceTypeBroker, "", KeyBrokerSessionTimeout); err == nil {
+			t.Errorf("%s: read", name)
+		}
 	}
 }

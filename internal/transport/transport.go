@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -179,6 +180,28 @@ func (t *Transport) GroupConfigs(ctx context.Context, names ...string) (*kmsg.De
 	resp, err := b.Request(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("describing the group's configs: %w", err)
+	}
+	return resp.(*kmsg.DescribeConfigsResponse), nil
+}
+
+// CoordinatorConfigs describes the broker configs named of the group's coordinator (DescribeConfigs
+// of resource type BROKER, sent to that broker): one request, one attempt (a look-up first when the
+// coordinator is not known), the answer as it is. The coordinator's own configs are the ones it
+// applies to the group.
+func (t *Transport) CoordinatorConfigs(ctx context.Context, names ...string) (*kmsg.DescribeConfigsResponse, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType = kmsg.ConfigResourceTypeBroker
+	r.ConfigNames = names
+	node, err := t.coord.Node(ctx, t.group)
+	if err != nil {
+		return nil, fmt.Errorf("describing the coordinator's configs: %w", err)
+	}
+	r.ResourceName = strconv.Itoa(int(node))
+	req.Resources = append(req.Resources, r)
+	resp, _, err := t.coord.Send(ctx, t.group, req)
+	if err != nil {
+		return nil, fmt.Errorf("describing the coordinator's configs: %w", err)
 	}
 	return resp.(*kmsg.DescribeConfigsResponse), nil
 }
