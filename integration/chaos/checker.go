@@ -180,7 +180,9 @@ func Check(run Run) Report {
 		case DKDied:
 			p := getProc(procKey{r.Proc, r.Inc})
 			p.died, p.diedSeen, p.expected = r.T, true, r.Expected
-			if !r.Expected && r.T <= runEnd {
+			// Also after the schedule's end: a member that fails to close when the driver stops
+			// it at the end has not exited as it should.
+			if !r.Expected {
 				rep.S3.add("process %s#%d exited unexpectedly at %s (code %d %s)", r.Proc, r.Inc, ts(r.T, runStart), r.Code, r.Signal)
 			}
 		case DKFault:

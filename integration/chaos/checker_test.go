@@ -262,6 +262,10 @@ func TestUnexpectedExitFails(t *testing.T) {
 	if rep := s.check(t); rep.S3.OK {
 		t.Fatalf("an unexpected exit passed S3")
 	}
+	s = twoMembers().end(30).died("b", 1, 31, false) // a failed Close when the run ended
+	if rep := s.check(t); rep.S3.OK {
+		t.Fatalf("an unexpected exit after the end passed S3")
+	}
 	s = twoMembers().died("b", 1, 12, true).end(30)
 	if rep := s.check(t); !rep.S3.OK {
 		t.Fatalf("an expected exit failed S3")
