@@ -466,19 +466,7 @@ func startClusterMember(t *testing.T, c *Cluster, group string, topo *topology.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &member{Manager: mgr, rec: rec, evDone: make(chan struct{})}
-	events := mgr.Events()
-	go func() {
-		defer close(m.evDone)
-		for e := range events {
-			m.mu.Lock()
-			m.events = append(m.events, e)
-			m.mu.Unlock()
-		}
-	}()
-	if err := mgr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	m := watchAndStart(t, mgr, rec)
 	t.Cleanup(func() { m.close(t) })
 	return &clusterMember{member: m, name: name, watch: w}
 }

@@ -188,6 +188,14 @@ func startMemberOn(t *testing.T, cl *kgo.Client, group string, topo *topology.To
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := watchAndStart(t, mgr, rec)
+	t.Cleanup(func() { m.close(t) })
+	return m
+}
+
+// watchAndStart wraps mgr as a member that records every event, and starts it.
+func watchAndStart(t *testing.T, mgr *membership.Manager, rec *recorder) *member {
+	t.Helper()
 	m := &member{Manager: mgr, rec: rec, evDone: make(chan struct{})}
 	events := mgr.Events()
 	go func() {
@@ -201,7 +209,6 @@ func startMemberOn(t *testing.T, cl *kgo.Client, group string, topo *topology.To
 	if err := mgr.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.close(t) })
 	return m
 }
 

@@ -239,19 +239,7 @@ func securedMember(t *testing.T, props map[string]string, topic string, counts *
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &member{Manager: mgr, rec: rec, evDone: make(chan struct{})}
-	events := mgr.Events()
-	go func() {
-		defer close(m.evDone)
-		for e := range events {
-			m.mu.Lock()
-			m.events = append(m.events, e)
-			m.mu.Unlock()
-		}
-	}()
-	if err := mgr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	m := watchAndStart(t, mgr, rec)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
