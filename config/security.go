@@ -568,6 +568,9 @@ func decodePKCS12Trust(b []byte, password string) ([]*x509.Certificate, error) {
 	if err == nil || errors.Is(err, pkcs12.ErrIncorrectPassword) {
 		return certs, err
 	}
+	// ToPEM is deprecated for the way it encodes private keys; only its CERTIFICATE blocks are read
+	// here, and DecodeChain cannot stand in: it refuses a file without a private key.
+	//lint:ignore SA1019 see above
 	blocks, err2 := pkcs12.ToPEM(b, password)
 	if err2 != nil {
 		if errors.Is(err2, pkcs12.ErrIncorrectPassword) {
