@@ -36,15 +36,7 @@ type jsonTopic struct {
 func toJSONTopics(in []TopicInfo) []jsonTopic {
 	var out []jsonTopic
 	for _, ti := range in {
-		out = append(out, jsonTopic{Name: ti.Name, Partitions: ti.Partitions, ReplicationFactor: ti.ReplicationFactor, Configs: ti.Configs})
-	}
-	return out
-}
-
-func fromJSONTopics(in []jsonTopic) []TopicInfo {
-	var out []TopicInfo
-	for _, t := range in {
-		out = append(out, TopicInfo{Name: t.Name, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor, Configs: t.Configs})
+		out = append(out, jsonTopic(ti))
 	}
 	return out
 }

@@ -9,6 +9,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -315,7 +316,7 @@ func javaBinary() (string, error) {
 	}
 	j, err := exec.LookPath("java")
 	if err != nil {
-		return "", fmt.Errorf("Java 17+ is needed for the Kafka Streams side: apt-get install openjdk-17-jdk-headless")
+		return "", errors.New("the Kafka Streams side needs Java 17+: apt-get install openjdk-17-jdk-headless")
 	}
 	return j, nil
 }
@@ -329,7 +330,7 @@ func fileExists(p string) bool {
 // path Maven resolved.
 func mavenBuild(dir string) (string, error) {
 	if _, err := exec.LookPath("mvn"); err != nil {
-		return "", fmt.Errorf("Maven (mvn) is needed to build the Kafka Streams side: apt-get install maven")
+		return "", errors.New("building the Kafka Streams side needs Maven (mvn): apt-get install maven")
 	}
 	if !built(dir) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
