@@ -95,8 +95,15 @@ func (t *Transport) Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRe
 	if !t.coord.Known(t.group) {
 		return ErrNoCoordinator
 	}
+	var last error // the last failure that was not the end of ctx, which names what went wrong
 	for attempt := 0; ; attempt++ {
 		resp, err := t.Heartbeat(ctx, req)
+		if err != nil && ctx.Err() != nil {
+			if last == nil {
+				last = err
+			}
+			return fmt.Errorf("leaving the group: %w (last error: %v)", ctx.Err(), last)
+		}
 		if err != nil {
 			te := heartbeat.ClassifyTransport(err)
 			if te.Class == heartbeat.Fatal {
@@ -114,11 +121,12 @@ func (t *Transport) Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRe
 			}
 			err = herr
 		}
+		last = err
 		timer := time.NewTimer(t.backoff.Delay(attempt))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return fmt.Errorf("leaving the group: %w (last error: %v)", ctx.Err(), err)
+			return fmt.Errorf("leaving the group: %w (last error: %v)", ctx.Err(), last)
 		case <-timer.C:
 		}
 	}
