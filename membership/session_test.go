@@ -32,15 +32,20 @@ func sessionConfigAnswer(group, value string) *kmsg.DescribeConfigsResponse {
 	return resp
 }
 
-// describeSessions counts the DescribeSession actions so far.
-func (h *harness) describeSessions() int {
+// countActions counts the actions so far for which match holds.
+func (h *harness) countActions(match func(Action) bool) int {
 	n := 0
 	for _, a := range h.actions {
-		if _, ok := a.(DescribeSession); ok {
+		if match(a) {
 			n++
 		}
 	}
 	return n
+}
+
+// describeSessions counts the DescribeSession actions so far.
+func (h *harness) describeSessions() int {
+	return h.countActions(func(a Action) bool { _, ok := a.(DescribeSession); return ok })
 }
 
 // guardedStable is a member Stable at epoch 1 with 0_0 and 0_1, whose group's session timeout the
@@ -427,13 +432,7 @@ func TestSessionGuardRejoinAsksAgain(t *testing.T) {
 		t.Fatal("the guard is armed before the rejoin was answered")
 	}
 	armed := func() int {
-		n := 0
-		for _, a := range h.actions {
-			if l, ok := a.(Log); ok && l.Msg == "session guard armed" {
-				n++
-			}
-		}
-		return n
+		return h.countActions(func(a Action) bool { l, ok := a.(Log); return ok && l.Msg == "session guard armed" })
 	}
 	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "6000")})
 	h.mustSend()
@@ -489,13 +488,7 @@ func TestSessionTimeoutFromTheCoordinatorsDefault(t *testing.T) {
 		return a
 	}
 	brokerAsks := func(h *harness) int {
-		n := 0
-		for _, a := range h.actions {
-			if d, ok := a.(DescribeSession); ok && d.BrokerDefault {
-				n++
-			}
-		}
-		return n
+		return h.countActions(func(a Action) bool { d, ok := a.(DescribeSession); return ok && d.BrokerDefault })
 	}
 	h := newHarness(t)
 	h.start()
