@@ -1,0 +1,143 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// Engine is where one store of one task keeps its data: bytes in, bytes out, in key order (bytewise,
+// as Kafka Streams' stores order keys). An Engine is used by one goroutine at a time for writes;
+// reads (Get, Iterate, ApproximateCount, Position) may run concurrently with each other and with
+// one writer, so that interactive queries can read while the task processes.
+//
+// The runtime writes through an Engine: every write of the application goes to the Engine and to
+// the task's changelog partition; a restore or a standby applies changelog records with Apply,
+// giving the changelog position they reach, so the Engine always knows how far its data goes.
+type Engine interface {
+	// Get returns the value of key, or ok false when the key is absent.
+	Get(key []byte) (value []byte, ok bool, err error)
+	// Iterate returns an iterator over the keys in [lower, upper) in key order; a nil bound is
+	// open. The iterator sees the data as it was when Iterate was called (later writes are not
+	// seen), and must be closed.
+	Iterate(lower, upper []byte) (Iterator, error)
+	// ApproximateCount is about how many keys the store holds (exact for the in-memory store).
+	ApproximateCount() (int64, error)
+	// Apply writes the batch atomically. When position >= 0 it also records, in the same atomic
+	// write, that the data now covers the changelog up to (not including) offset position; when
+	// position < 0 the recorded position stays as it was. A persistent Engine makes the write and
+	// the position durable together (R5: a position never claims more than the data holds).
+	Apply(b *Batch, position int64) error
+	// Position returns the changelog offset up to which the data is known to be complete (the
+	// next offset to restore from); ok is false for a store that has never recorded one.
+	Position() (position int64, ok bool)
+	// Close releases the Engine; it is not used again. Data of a persistent Engine stays.
+	Close() error
+}
+
+// Iterator walks keys in order. Next must be called before the first Key.
+type Iterator interface {
+	// Next moves to the next key and reports whether there is one.
+	Next() bool
+	// Key and Value are the current entry; they are valid until the next call of Next.
+	Key() []byte
+	Value() []byte
+	// Err is the first error met while iterating, if any.
+	Err() error
+	// Close releases the iterator.
+	Close() error
+}
+
+// Kind opens the Engines of one implementation (in memory, Pebble, …).
+type Kind interface {
+	// Name names the implementation ("memory", "pebble"), for logs and errors.
+	Name() string
+	// Persistent reports whether data outlives the process (and so needs state.dir and its lock).
+	Persistent() bool
+	// Open opens the store at loc, creating it when absent. An existing store of another
+	// application, task or store name, or a damaged one, is an *Error (ErrForeign, ErrCorrupt).
+	Open(loc Location) (Engine, error)
+	// Destroy deletes the store at loc and all its files (a store to be restored again from its
+	// changelog, or one of a task this process owns no more). Destroying a store that does not
+	// exist is not an error.
+	Destroy(loc Location) error
+}
+
+// Location says which store an Engine holds and, for a persistent one, where.
+type Location struct {
+	// ApplicationID, Task and Store identify the store: the application's, of which task, by name.
+	ApplicationID string
+	Task          tasks.ID
+	Store         string
+	// Dir is the store's own directory (state.dir/<application.id>/<task>/<store>) for a persistent
+	// Kind; "" for an in-memory one.
+	Dir string
+}
+
+// String names the location in errors and logs: "store counts of task 1_3 (/var/lib/…)".
+func (l Location) String() string {
+	s := fmt.Sprintf("store %q of task %s", l.Store, l.Task)
+	if l.Dir != "" {
+		s += " (" + l.Dir + ")"
+	}
+	return s
+}
+
+// ErrCorrupt says a store's files are damaged: they cannot be read as a store.
+var ErrCorrupt = errors.New("the store's files are damaged")
+
+// ErrForeign says a directory holds something else than this store: files of another application,
+// task or store, or not a store at all.
+var ErrForeign = errors.New("the directory holds something else than this store")
+
+// ErrClosed says the store was used after it was closed.
+var ErrClosed = errors.New("the store is closed")
+
+// Error is a failure of one store: what was done (Op: "open", "get", "apply", "restore", …), where
+// (Location), and why (Err, which may wrap ErrCorrupt, ErrForeign, ErrClosed, a decode error or an
+// I/O error such as a full disk).
+type Error struct {
+	Op  string
+	Loc Location
+	Err error
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("store: %s %s: %v", e.Op, e.Loc, e.Err)
+	switch {
+	case errors.Is(e.Err, ErrCorrupt), errors.Is(e.Err, ErrForeign):
+		msg += "; delete the store's directory (or let the runtime wipe it) to restore it from its changelog"
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Batch is an ordered list of writes applied atomically by Engine.Apply. The zero value is empty and
+// ready to use. The Batch keeps the slices it is given: do not change them after Put.
+type Batch struct {
+	ops []Op
+}
+
+// Op is one write of a Batch: a put, or a delete when Delete is true (Value is then nil).
+type Op struct {
+	Key, Value []byte
+	Delete     bool
+}
+
+// Put adds a write of value at key.
+func (b *Batch) Put(key, value []byte) { b.ops = append(b.ops, Op{Key: key, Value: value}) }
+
+// Delete adds a delete of key.
+func (b *Batch) Delete(key []byte) { b.ops = append(b.ops, Op{Key: key, Delete: true}) }
+
+// Len is the number of writes.
+func (b *Batch) Len() int { return len(b.ops) }
+
+// Ops returns the writes in order (for Engine implementations).
+func (b *Batch) Ops() []Op { return b.ops }
+
+// Reset empties the batch, keeping its capacity.
+func (b *Batch) Reset() { clear(b.ops); b.ops = b.ops[:0] }
