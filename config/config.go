@@ -99,6 +99,9 @@ type Config struct {
 	SessionTimeout time.Duration
 	// User holds the user.* keys, untouched.
 	User map[string]string
+	// Runtime is what the stream runtime (package stream) reads: commit.interval.ms,
+	// processing.guarantee, state.cleanup.delay.ms, the exception handlers and auto.offset.reset.
+	Runtime Runtime
 	// Security (security.protocol, sasl.*, ssl.*) is how the client built by ClientOptions connects:
 	// TLS, SASL, or neither (the default). See Security.
 	Security Security
@@ -112,6 +115,7 @@ func Default(applicationID string) Config {
 		RetryBackoff:    DefaultRetryBackoff,
 		RetryBackoffMax: DefaultRetryBackoffMax,
 		RequestTimeout:  DefaultRequestTimeout,
+		Runtime:         defaultRuntime(),
 	}
 }
 
@@ -265,6 +269,7 @@ func (c *Config) validate(p *problems) {
 	if strings.IndexByte(c.StateDir, 0) >= 0 {
 		p.add(KeyStateDir, c.StateDir, "holds a NUL byte, which no file system allows in a path")
 	}
+	c.validateRuntime(p)
 	c.Security.validate(p)
 }
 

@@ -30,21 +30,27 @@ func TestDefaultIsValid(t *testing.T) {
 func TestFromMapReadsEveryKey(t *testing.T) {
 	pid := uuid.NewString()
 	c, err := FromMap(map[string]string{
-		"application.id":          "wordcount",
-		"bootstrap.servers":       "127.0.0.1:9092, localhost:9093",
-		"topology.epoch":          "3",
-		"task.offset.interval.ms": "20000",
-		"process.id":              pid,
-		"group.instance.id":       "member-a",
-		"client.rack":             "rack-1",
-		"application.server":      "host.example:8080",
-		"client.tag.zone":         "eu-1",
-		"max.poll.interval.ms":    "60000",
-		"retry.backoff.ms":        "50",
-		"retry.backoff.max.ms":    "500",
-		"request.timeout.ms":      "10000",
-		"state.dir":               "/var/lib/app",
-		"user.greeting":           " hello ",
+		"application.id":                            "wordcount",
+		"bootstrap.servers":                         "127.0.0.1:9092, localhost:9093",
+		"topology.epoch":                            "3",
+		"task.offset.interval.ms":                   "20000",
+		"process.id":                                pid,
+		"group.instance.id":                         "member-a",
+		"client.rack":                               "rack-1",
+		"application.server":                        "host.example:8080",
+		"client.tag.zone":                           "eu-1",
+		"max.poll.interval.ms":                      "60000",
+		"retry.backoff.ms":                          "50",
+		"retry.backoff.max.ms":                      "500",
+		"request.timeout.ms":                        "10000",
+		"state.dir":                                 "/var/lib/app",
+		"user.greeting":                             " hello ",
+		"processing.guarantee":                      "at_least_once",
+		"commit.interval.ms":                        "1000",
+		"state.cleanup.delay.ms":                    "60000",
+		"processing.exception.handler":              "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler",
+		"default.deserialization.exception.handler": "LogAndContinueExceptionHandler",
+		"auto.offset.reset":                         "latest",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +71,8 @@ func TestFromMapReadsEveryKey(t *testing.T) {
 		RequestTimeout:     10 * time.Second,
 		StateDir:           "/var/lib/app",
 		User:               map[string]string{"user.greeting": " hello "},
+		Runtime: Runtime{Guarantee: AtLeastOnce, CommitInterval: time.Second, StateCleanupDelay: time.Minute,
+			OnProcessingError: LogAndContinue, OnDeserializationError: LogAndContinue, ResetLatest: true},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got\n%+v\nwant\n%+v", c, want)

@@ -18,7 +18,8 @@ const keyClientTags = PrefixClientTag + "*"
 // keysRead are the keys FromMap reads, for suggestions.
 var keysRead = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch, KeyTaskOffsetInterval, KeyProcessID,
 	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
-	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol, KeySessionTimeout}
+	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol, KeySessionTimeout, KeyCommitInterval, KeyProcessingGuarantee,
+	KeyStateCleanupDelay, KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyAutoOffsetReset}
 
 // The security keys (security.go) are read by FromMap too, and so are suggested for typos.
 func init() { keysRead = append(keysRead, securityKeys...) }
@@ -36,18 +37,17 @@ var brokerSide = map[string]string{
 // runtimeKeys are Kafka Streams settings of its own runtime (threads, serdes, commits, caches,
 // exception handlers): the application does that work here, so this package does not read them.
 var runtimeKeys = map[string]bool{
-	"num.stream.threads": true, "processing.guarantee": true, "commit.interval.ms": true,
-	"default.key.serde": true, "default.value.serde": true, "default.timestamp.extractor": true,
-	"default.deserialization.exception.handler": true, "deserialization.exception.handler": true,
+	"num.stream.threads": true,
+	"default.key.serde":  true, "default.value.serde": true, "default.timestamp.extractor": true,
 	"default.production.exception.handler": true, "production.exception.handler": true,
-	"processing.exception.handler": true, "cache.max.bytes.buffering": true, "statestore.cache.max.bytes": true,
+	"cache.max.bytes.buffering": true, "statestore.cache.max.bytes": true,
 	"topology.optimization": true, "upgrade.from": true, "probing.rebalance.interval.ms": true,
 	"task.timeout.ms": true, "poll.ms": true, "max.task.idle.ms": true, "buffered.records.per.partition": true,
-	"rocksdb.config.setter": true, "state.cleanup.delay.ms": true, "num.stream.threads.max": true,
+	"rocksdb.config.setter": true, "num.stream.threads.max": true,
 	"metrics.recording.level": true, "metrics.num.samples": true, "metrics.sample.window.ms": true,
 	"metric.reporters": true, "windowstore.changelog.additional.retention.ms": true,
 	"dsl.store.suppliers.class": true, "default.dsl.store": true, "log.summary.interval.ms": true,
-	"repartition.purge.interval.ms": true, "max.poll.records": true, "auto.offset.reset": true,
+	"repartition.purge.interval.ms": true, "max.poll.records": true,
 	"enable.auto.commit": true, "isolation.level": true,
 }
 

@@ -51,6 +51,8 @@ func FromMap(m map[string]string) (Config, error) {
 		switch {
 		case IsSecurityKey(key):
 			// read above, by parseSecurity
+		case isRuntimeKey(key):
+			parseRuntime(&c, key, raw, &p)
 		case longs[key] != nil:
 			n, err := strconv.ParseInt(val, 10, 64)
 			if err != nil {

@@ -199,6 +199,13 @@ func propertiesOf(c Config) map[string]string {
 	put(KeyRetryBackoffMax, msStr(c.RetryBackoffMax))
 	put(KeyRequestTimeout, msStr(c.RequestTimeout))
 	put(KeyStateDir, c.StateDir)
+	put(KeyProcessingGuarantee, string(c.Runtime.Guarantee))
+	put(KeyCommitInterval, msStr(c.Runtime.CommitInterval))
+	put(KeyStateCleanupDelay, msStr(c.Runtime.StateCleanupDelay))
+	handler := map[ErrorPolicy]string{LogAndFail: "org.apache.kafka.streams.errors.LogAndFail", LogAndContinue: "LogAndContinue"}
+	put(KeyProcessingExceptionHandler, handler[c.Runtime.OnProcessingError]+"ProcessingExceptionHandler")
+	put(KeyDeserializationExceptionHandler, handler[c.Runtime.OnDeserializationError]+"ExceptionHandler")
+	put(KeyAutoOffsetReset, map[bool]string{false: "earliest", true: "latest"}[c.Runtime.ResetLatest])
 	for k, v := range c.User {
 		m[k] = v
 	}
@@ -239,6 +246,14 @@ func genConfig(t *rapid.T) Config {
 		RequestTimeout:     ms("request.timeout.ms", 1, math.MaxInt32),
 		StateDir:           rapid.OneOf(rapid.Just(""), trimmed(1).Filter(func(s string) bool { return !strings.Contains(s, "\x00") })).Draw(t, "state.dir"),
 		User:               rapid.MapOfN(rapid.Map(rapid.StringN(0, 6, -1), func(s string) string { return PrefixUser + s }), rapid.String(), 0, 3).Draw(t, "user"),
+	}
+	c.Runtime = Runtime{
+		Guarantee:              AtLeastOnce,
+		CommitInterval:         ms("commit.interval.ms", 0, 1<<40),
+		StateCleanupDelay:      ms("state.cleanup.delay.ms", 0, 1<<40),
+		OnProcessingError:      rapid.SampledFrom([]ErrorPolicy{LogAndFail, LogAndContinue}).Draw(t, "processing.exception.handler"),
+		OnDeserializationError: rapid.SampledFrom([]ErrorPolicy{LogAndFail, LogAndContinue}).Draw(t, "deserialization.exception.handler"),
+		ResetLatest:            rapid.Bool().Draw(t, "auto.offset.reset=latest"),
 	}
 	c.RetryBackoffMax = c.RetryBackoff + ms("retry.backoff.max.ms above retry.backoff.ms", 0, 1<<30)
 	if rapid.Bool().Draw(t, "with process.id") {

@@ -1,0 +1,204 @@
+package config
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Keys of Kafka Streams' runtime that the stream runtime (package stream) honours, with Kafka's
+// names, values and defaults.
+const (
+	KeyCommitInterval                  = "commit.interval.ms"
+	KeyProcessingGuarantee             = "processing.guarantee"
+	KeyStateCleanupDelay               = "state.cleanup.delay.ms"
+	KeyProcessingExceptionHandler      = "processing.exception.handler"
+	KeyDeserializationExceptionHandler = "deserialization.exception.handler"
+	// KeyDefaultDeserializationExceptionHandler is the name Kafka Streams used before 4.0; it is read
+	// as KeyDeserializationExceptionHandler.
+	KeyDefaultDeserializationExceptionHandler = "default.deserialization.exception.handler"
+	KeyAutoOffsetReset                        = "auto.offset.reset"
+)
+
+// Runtime defaults (Kafka Streams').
+const (
+	DefaultCommitInterval    = 30 * time.Second // commit.interval.ms under at_least_once
+	DefaultStateCleanupDelay = 10 * time.Minute // state.cleanup.delay.ms
+)
+
+// Guarantee is processing.guarantee.
+type Guarantee string
+
+// The processing guarantees, with Kafka's names.
+const (
+	AtLeastOnce   Guarantee = "at_least_once"
+	ExactlyOnceV2 Guarantee = "exactly_once_v2"
+)
+
+// ErrorPolicy is what the runtime does with a record its processor (or a deserializer) fails on.
+type ErrorPolicy int
+
+const (
+	// LogAndFail (Kafka Streams' LogAndFail…ExceptionHandler, the default) stops the application with
+	// the error; nothing past the failed record is committed.
+	LogAndFail ErrorPolicy = iota
+	// LogAndContinue (Kafka Streams' LogAndContinue…ExceptionHandler) logs the error, skips the record
+	// and goes on; the skipped record counts as processed.
+	LogAndContinue
+)
+
+// String names the policy as Kafka Streams' handler class does.
+func (p ErrorPolicy) String() string {
+	if p == LogAndContinue {
+		return "LogAndContinue"
+	}
+	return "LogAndFail"
+}
+
+// Runtime is the configuration of the stream runtime: how it processes, commits and keeps state.
+// A member that is not run by the runtime ignores it.
+type Runtime struct {
+	// Guarantee (processing.guarantee) is at_least_once (the default). exactly_once_v2 is not
+	// available yet and is refused.
+	Guarantee Guarantee
+	// CommitInterval (commit.interval.ms) is how often processed input offsets are committed, once
+	// everything the records produced is acknowledged. Default 30 s, as Kafka Streams under
+	// at_least_once. 0 commits after every poll.
+	CommitInterval time.Duration
+	// StateCleanupDelay (state.cleanup.delay.ms) is how long the directory of a persistent store of a
+	// task this process no longer owns is kept before it is deleted. Default 10 minutes.
+	StateCleanupDelay time.Duration
+	// OnProcessingError (processing.exception.handler) is what a processor's error does. Default
+	// LogAndFail.
+	OnProcessingError ErrorPolicy
+	// OnDeserializationError (deserialization.exception.handler) is what a record that its serdes
+	// cannot decode does. Default LogAndFail.
+	OnDeserializationError ErrorPolicy
+	// ResetLatest (auto.offset.reset=latest) starts an input partition without a committed offset at
+	// its end instead of its start (earliest, Kafka Streams' default).
+	ResetLatest bool
+}
+
+// defaultRuntime is Kafka Streams' runtime defaults.
+func defaultRuntime() Runtime {
+	return Runtime{Guarantee: AtLeastOnce, CommitInterval: DefaultCommitInterval, StateCleanupDelay: DefaultStateCleanupDelay}
+}
+
+// isRuntimeKey reports whether key is one of the runtime keys read by parseRuntime.
+func isRuntimeKey(key string) bool {
+	switch key {
+	case KeyCommitInterval, KeyProcessingGuarantee, KeyStateCleanupDelay, KeyProcessingExceptionHandler,
+		KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler, KeyAutoOffsetReset:
+		return true
+	}
+	return false
+}
+
+// handlerClasses maps Kafka Streams' handler classes (fully qualified or simple names) to policies.
+var handlerClasses = map[string]map[string]ErrorPolicy{
+	KeyProcessingExceptionHandler: {
+		"org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler":     LogAndFail,
+		"org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler": LogAndContinue,
+	},
+	KeyDeserializationExceptionHandler: {
+		"org.apache.kafka.streams.errors.LogAndFailExceptionHandler":     LogAndFail,
+		"org.apache.kafka.streams.errors.LogAndContinueExceptionHandler": LogAndContinue,
+	},
+}
+
+// parseRuntime reads one runtime key into c.Runtime.
+func parseRuntime(c *Config, key, raw string, p *problems) {
+	val := strings.TrimSpace(raw)
+	r := &c.Runtime
+	switch key {
+	case KeyCommitInterval, KeyStateCleanupDelay:
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			p.add(key, raw, "%s", numberReason(err, "LONG", math.MaxInt64))
+			return
+		}
+		d := time.Duration(min(max(n, -maxMillis), maxMillis)) * time.Millisecond
+		if key == KeyCommitInterval {
+			r.CommitInterval = d
+		} else {
+			r.StateCleanupDelay = d
+		}
+	case KeyProcessingGuarantee:
+		switch Guarantee(val) {
+		case AtLeastOnce:
+			r.Guarantee = AtLeastOnce
+		case ExactlyOnceV2:
+			p.add(key, raw, "exactly-once processing is not available in this version of the runtime yet: "+
+				"use processing.guarantee=at_least_once (after a crash a record may then be processed twice)")
+		case "exactly_once", "exactly_once_beta":
+			p.add(key, raw, "was removed in Kafka Streams 4.0; exactly_once_v2 is its successor (not available here yet): use at_least_once")
+		default:
+			p.add(key, raw, "must be at_least_once (exactly_once_v2 is not available yet)")
+		}
+	case KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler:
+		canonical := key
+		if key == KeyDefaultDeserializationExceptionHandler {
+			canonical = KeyDeserializationExceptionHandler
+		}
+		policy, ok := lookupHandler(canonical, val)
+		if !ok {
+			p.add(key, raw, "%s", handlerReason(canonical))
+			return
+		}
+		if canonical == KeyProcessingExceptionHandler {
+			r.OnProcessingError = policy
+		} else {
+			r.OnDeserializationError = policy
+		}
+	case KeyAutoOffsetReset:
+		switch strings.ToLower(val) {
+		case "earliest":
+			r.ResetLatest = false
+		case "latest":
+			r.ResetLatest = true
+		default:
+			p.add(key, raw, "must be earliest (Kafka Streams' default) or latest")
+		}
+	}
+}
+
+// lookupHandler finds a handler class by its fully qualified or simple name.
+func lookupHandler(key, val string) (ErrorPolicy, bool) {
+	for class, policy := range handlerClasses[key] {
+		if val == class || val == class[strings.LastIndexByte(class, '.')+1:] {
+			return policy, true
+		}
+	}
+	return 0, false
+}
+
+func handlerReason(key string) string {
+	var names []string
+	for class := range handlerClasses[key] {
+		names = append(names, class[strings.LastIndexByte(class, '.')+1:])
+	}
+	if len(names) == 2 && strings.Contains(names[0], "Continue") {
+		names[0], names[1] = names[1], names[0]
+	}
+	return "must be one of Kafka Streams' handlers " + strings.Join(names, " or ") +
+		" (fully qualified or not); handlers of your own are Go code: return nil from the processor to skip a record"
+}
+
+// validateRuntime checks the runtime fields.
+func (c *Config) validateRuntime(p *problems) {
+	r := c.Runtime
+	if r.CommitInterval < 0 {
+		p.add(KeyCommitInterval, ms(r.CommitInterval), "must be >= 0")
+	}
+	if r.StateCleanupDelay < 0 {
+		p.add(KeyStateCleanupDelay, ms(r.StateCleanupDelay), "must be >= 0")
+	}
+	switch r.Guarantee {
+	case AtLeastOnce, "":
+	case ExactlyOnceV2:
+		p.add(KeyProcessingGuarantee, string(r.Guarantee), "exactly-once processing is not available in this version of the runtime yet: use at_least_once")
+	default:
+		p.add(KeyProcessingGuarantee, string(r.Guarantee), "must be at_least_once")
+	}
+}
