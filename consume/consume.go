@@ -400,7 +400,15 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 // Done marks the batch's records applied and processed: positions move, restorations that reached
 // their end offsets finish (the task's inputs resume), and callbacks waiting for the batch go on.
 // Calling it again does nothing.
-func (b *Batch) Done() {
+func (b *Batch) Done() { b.DoneBefore(nil) }
+
+// DoneBefore is Done for a batch whose processing stopped part-way: for each input partition tp in
+// unprocessed, the records at or after offset unprocessed[tp] were not processed, so that
+// partition's position (what Processed reports and CommitProcessed commits) stops at that offset.
+// Those records are not handed out again by this Consumer; an application that stops processing
+// after a failure leaves them to the task's next owner, which starts from the committed position.
+// Calling Done or DoneBefore again does nothing.
+func (b *Batch) DoneBefore(unprocessed map[tasks.TopicPartition]int64) {
 	if b == nil || b.c == nil || !b.done.CompareAndSwap(false, true) {
 		return
 	}
@@ -408,8 +416,16 @@ func (b *Batch) Done() {
 	ops := &clientOps{}
 	c.mu.Lock()
 	for _, r := range b.Process {
-		if p := c.byTP[r.Partition]; p != nil && p.task == r.Task {
-			p.done = r.Records[len(r.Records)-1].Offset + 1
+		p := c.byTP[r.Partition]
+		if p == nil || p.task != r.Task {
+			continue
+		}
+		next := r.Records[len(r.Records)-1].Offset + 1
+		if stop, ok := unprocessed[r.Partition]; ok && stop < next {
+			next = max(stop, r.Records[0].Offset)
+		}
+		if next > p.done {
+			p.done = next
 		}
 	}
 	touched := make(map[tasks.ID]bool)

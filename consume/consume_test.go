@@ -735,3 +735,30 @@ func TestCaughtUpWarmupBecomesActiveWithoutRestoring(t *testing.T) {
 		t.Fatalf("the promoted task reports offsets: %v", offs)
 	}
 }
+
+// TestDoneBeforeStopsThePositionAtTheFirstUnprocessedRecord: a batch whose processing failed
+// part-way moves each partition only past what was processed, so nothing past an unprocessed
+// record is committed (the runtime's R1).
+func TestDoneBeforeStopsThePositionAtTheFirstUnprocessedRecord(t *testing.T) {
+	e := newEnv(t)
+	e.commits.committed = commit.Offsets{tp("other", 0): 5, tp("other", 1): 0}
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	e.cl.takeOps()
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {5, 6, 7}, tp("other", 1): {0, 1}})
+	b := e.poll()
+	// other[0] failed at 6; other[1] was never reached (stop at its first record); a partition that
+	// is not in the batch is ignored.
+	b.DoneBefore(map[tasks.TopicPartition]int64{tp("other", 0): 6, tp("other", 1): 0, tp("absent", 0): 3})
+	b.Done() // after DoneBefore: nothing more
+	got := e.c.Processed(set("1_0", "1_1"))
+	if got[tp("other", 0)] != 6 || got[tp("other", 1)] != 0 || len(got) != 2 {
+		t.Fatalf("Processed after DoneBefore = %v, want other[0]=6 other[1]=0", got)
+	}
+	// A stop past the last record is the same as Done.
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {8, 9}})
+	b = e.poll()
+	b.DoneBefore(map[tasks.TopicPartition]int64{tp("other", 0): 100})
+	if got := e.c.Processed(set("1_0")); got[tp("other", 0)] != 10 {
+		t.Fatalf("Processed after a stop past the batch = %v, want 10", got)
+	}
+}
