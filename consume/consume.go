@@ -593,3 +593,18 @@ func (o *clientOps) run(cl client) {
 		cl.ResumeFetchPartitions(tasks.Group(o.resume))
 	}
 }
+
+// Restoring returns the active tasks whose stores are still being restored from their changelogs
+// (their inputs are paused). A task leaves the set when its changelogs reached the end offsets they
+// had at its assignment; from then on its input records come in Process.
+func (c *Consumer) Restoring() tasks.Set {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []tasks.ID
+	for id, t := range c.tasks {
+		if t.role == Active && t.restoring {
+			ids = append(ids, id)
+		}
+	}
+	return tasks.NewSet(ids...)
+}

@@ -385,6 +385,9 @@ func TestRestoreBeforeProcess(t *testing.T) {
 	if offs, _ := e.tracker.TaskOffsets(tasks.Assignment{Active: set("0_0")}); offs[tid("0_0")] != 0 {
 		t.Fatalf("a restoring task reports its position: %v", offs)
 	}
+	if r := e.c.Restoring(); r.String() != set("0_0").String() {
+		t.Fatalf("Restoring() = %v, want [0_0]", r)
+	}
 	e.cl.fetches <- fetch(3, map[tasks.TopicPartition][]int64{tp(cl0, 0): {0, 1}})
 	b := e.poll()
 	eq(t, "restore", offsetsOf(b.Restore), []string{"0_0 active app-st-changelog[0]:0,1"})
@@ -402,6 +405,9 @@ func TestRestoreBeforeProcess(t *testing.T) {
 	eq(t, "client calls", e.cl.takeOps(), []string{"set in[0]@40"})
 	b.Done()
 	eq(t, "client calls", e.cl.takeOps(), []string{"remove app-st-changelog[0]", "resume in[0]"})
+	if r := e.c.Restoring(); r.Len() != 0 {
+		t.Fatalf("Restoring() after the restoration = %v", r)
+	}
 	if offs, _ := e.tracker.TaskOffsets(tasks.Assignment{Active: set("0_0")}); len(offs) != 0 {
 		t.Fatalf("a processing task reports offsets: %v", offs)
 	}
