@@ -12,15 +12,22 @@ import (
 // reads (Get, Iterate, ApproximateCount, Position) may run concurrently with each other and with
 // one writer, so that interactive queries can read while the task processes.
 //
+// A key may be empty (nil and empty are the same key). An Engine keeps no reference to the slices
+// it is given (keys, values, bounds, a Batch's slices): the caller may reuse them once the call
+// returns. The slices it returns are the caller's to read, not to modify.
+//
+// After Close, every method with an error result (Close too) returns an *Error wrapping ErrClosed.
+//
 // The runtime writes through an Engine: every write of the application goes to the Engine and to
 // the task's changelog partition; a restore or a standby applies changelog records with Apply,
 // giving the changelog position they reach, so the Engine always knows how far its data goes.
 type Engine interface {
-	// Get returns the value of key, or ok false when the key is absent.
+	// Get returns the value of key, or ok false when the key is absent. The value stays valid after
+	// later writes; a value written as nil or empty comes back with length 0 and ok true.
 	Get(key []byte) (value []byte, ok bool, err error)
 	// Iterate returns an iterator over the keys in [lower, upper) in key order; a nil bound is
 	// open. The iterator sees the data as it was when Iterate was called (later writes are not
-	// seen), and must be closed.
+	// seen), and must be closed. lower >= upper gives an empty iterator, not an error.
 	Iterate(lower, upper []byte) (Iterator, error)
 	// ApproximateCount is about how many keys the store holds (exact for the in-memory store).
 	ApproximateCount() (int64, error)
@@ -28,6 +35,7 @@ type Engine interface {
 	// write, that the data now covers the changelog up to (not including) offset position; when
 	// position < 0 the recorded position stays as it was. A persistent Engine makes the write and
 	// the position durable together (R5: a position never claims more than the data holds).
+	// A nil *Batch is an empty one: Apply(nil, p) records the position only.
 	Apply(b *Batch, position int64) error
 	// Position returns the changelog offset up to which the data is known to be complete (the
 	// next offset to restore from); ok is false for a store that has never recorded one.
@@ -40,12 +48,14 @@ type Engine interface {
 type Iterator interface {
 	// Next moves to the next key and reports whether there is one.
 	Next() bool
-	// Key and Value are the current entry; they are valid until the next call of Next.
+	// Key and Value are the current entry; they are valid until the next call of Next (or Close),
+	// and must not be modified.
 	Key() []byte
 	Value() []byte
 	// Err is the first error met while iterating, if any.
 	Err() error
-	// Close releases the iterator.
+	// Close releases the iterator. A second Close does nothing and returns nil; Next after Close
+	// reports false.
 	Close() error
 }
 
@@ -54,6 +64,8 @@ type Kind interface {
 	// Name names the implementation ("memory", "pebble"), for logs and errors.
 	Name() string
 	// Persistent reports whether data outlives the process (and so needs state.dir and its lock).
+	// A store of a Kind that is not persistent lives as long as its Engine: Open always gives an
+	// empty store with no position, to be restored from its changelog.
 	Persistent() bool
 	// Open opens the store at loc, creating it when absent. An existing store of another
 	// application, task or store name, or a damaged one, is an *Error (ErrForeign, ErrCorrupt).
@@ -115,8 +127,13 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Batch is an ordered list of writes applied atomically by Engine.Apply. The zero value is empty and
-// ready to use. The Batch keeps the slices it is given: do not change them after Put.
+// Batch is an ordered list of writes applied atomically by Engine.Apply, in order: a put then a
+// delete of one key leaves it absent, a delete then a put leaves the put's value. The zero value is
+// empty and ready to use. The Batch keeps the slices it is given: do not change them until Apply has
+// returned (the Engine copies what it keeps).
+//
+// A put of a nil value writes a value of length 0; it is not a delete. (A changelog record with a
+// null value is a tombstone: whoever applies the changelog turns it into Delete.)
 type Batch struct {
 	ops []Op
 }

@@ -1,0 +1,231 @@
+package store
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/google/btree"
+)
+
+// Memory is the Kind of in-memory stores: a sorted tree per Engine, gone when the Engine is closed
+// (or the process ends) and so restored from the changelog at every Open. Open never fails, and
+// Destroy has nothing to delete. ApproximateCount is exact.
+var Memory Kind = memoryKind{}
+
+type memoryKind struct{}
+
+func (memoryKind) Name() string     { return "memory" }
+func (memoryKind) Persistent() bool { return false }
+
+// Open returns a new, empty Engine: an in-memory store holds nothing of an earlier Engine at loc.
+func (memoryKind) Open(loc Location) (Engine, error) {
+	return &memEngine{loc: loc, tree: btree.NewG(memDegree, entryLess)}, nil
+}
+
+// Destroy does nothing: the data of an in-memory store went with its Engine.
+func (memoryKind) Destroy(Location) error { return nil }
+
+// memDegree is the tree's branching: nodes of up to 63 entries, few levels, cheap copies on write.
+const memDegree = 32
+
+// iterChunk is how many entries an iterator takes from its snapshot per walk of the tree, so a
+// long iteration costs one descent per chunk rather than one per key.
+const iterChunk = 64
+
+// entry is one key and its value. Both slices are the Engine's own copies and are never modified
+// once stored, which is what lets Get and iterators hand them out without copying.
+type entry struct {
+	key, value []byte
+}
+
+func entryLess(a, b entry) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+// memEngine is an Engine in memory. mu guards everything: readers take it shared, Apply and Close
+// exclusive, so a batch is seen whole or not at all.
+type memEngine struct {
+	loc Location
+
+	mu     sync.RWMutex
+	tree   *btree.BTreeG[entry] // nil once closed
+	pos    int64
+	hasPos bool
+}
+
+func (e *memEngine) closedErr(op string) error {
+	return &Error{Op: op, Loc: e.loc, Err: ErrClosed}
+}
+
+func (e *memEngine) Get(key []byte) ([]byte, bool, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.tree == nil {
+		return nil, false, e.closedErr("get")
+	}
+	it, ok := e.tree.Get(entry{key: key})
+	if !ok {
+		return nil, false, nil
+	}
+	return it.value, true, nil
+}
+
+func (e *memEngine) Iterate(lower, upper []byte) (Iterator, error) {
+	// Clone writes the tree's copy-on-write context, so two clones (or a clone and a write) must
+	// not overlap: the exclusive lock, held for an O(1) copy, is the simple way to ensure it.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.tree == nil {
+		return nil, e.closedErr("iterate")
+	}
+	if lower != nil && upper != nil && bytes.Compare(lower, upper) >= 0 {
+		return &memIterator{i: -1, done: true}, nil
+	}
+	return &memIterator{
+		snap:  e.tree.Clone(),
+		lower: bytes.Clone(lower),
+		upper: bytes.Clone(upper),
+		i:     -1,
+	}, nil
+}
+
+func (e *memEngine) ApproximateCount() (int64, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.tree == nil {
+		return 0, e.closedErr("count")
+	}
+	return int64(e.tree.Len()), nil
+}
+
+func (e *memEngine) Apply(b *Batch, position int64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.tree == nil {
+		return e.closedErr("apply")
+	}
+	if b != nil {
+		for _, op := range b.ops {
+			if op.Delete {
+				e.tree.Delete(entry{key: op.Key})
+				continue
+			}
+			// One allocation holds both copies; the caps keep an append to the key from
+			// running into the value.
+			buf := make([]byte, len(op.Key)+len(op.Value))
+			n := copy(buf, op.Key)
+			copy(buf[n:], op.Value)
+			e.tree.ReplaceOrInsert(entry{key: buf[:n:n], value: buf[n:]})
+		}
+	}
+	if position >= 0 {
+		e.pos, e.hasPos = position, true
+	}
+	return nil
+}
+
+func (e *memEngine) Position() (int64, bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.pos, e.hasPos
+}
+
+func (e *memEngine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.tree == nil {
+		return e.closedErr("close")
+	}
+	// Dropping the tree frees the data (iterators keep their own snapshots) and marks the close.
+	e.tree = nil
+	return nil
+}
+
+// memIterator walks a snapshot (a copy-on-write clone of the tree) in chunks of iterChunk entries.
+type memIterator struct {
+	snap         *btree.BTreeG[entry] // nil when closed or finished
+	lower, upper []byte
+	buf          []entry
+	i            int  // index of the current entry in buf
+	done         bool // the snapshot has nothing after buf
+}
+
+func (it *memIterator) Next() bool {
+	if it.i+1 < len(it.buf) {
+		it.i++
+		return true
+	}
+	if it.done || it.snap == nil {
+		it.finish()
+		return false
+	}
+	it.fill()
+	if len(it.buf) == 0 {
+		it.finish()
+		return false
+	}
+	it.i = 0
+	return true
+}
+
+// fill replaces buf by the next chunk: from lower at first, then after the last key of buf.
+func (it *memIterator) fill() {
+	var after []byte // the key to skip: the last one already returned
+	started := len(it.buf) > 0
+	if started {
+		after = it.buf[len(it.buf)-1].key
+	}
+	clear(it.buf)
+	it.buf = it.buf[:0]
+	visit := func(en entry) bool {
+		if started && bytes.Equal(en.key, after) {
+			return true
+		}
+		if it.upper != nil && bytes.Compare(en.key, it.upper) >= 0 {
+			it.done = true
+			return false
+		}
+		it.buf = append(it.buf, en)
+		return len(it.buf) < iterChunk
+	}
+	switch {
+	case started:
+		it.snap.AscendGreaterOrEqual(entry{key: after}, visit)
+	case it.lower != nil:
+		it.snap.AscendGreaterOrEqual(entry{key: it.lower}, visit)
+	default:
+		it.snap.Ascend(visit)
+	}
+	if len(it.buf) < iterChunk {
+		it.done = true
+	}
+}
+
+// finish drops the snapshot and the buffer, so Key and Value return nil from now on.
+func (it *memIterator) finish() {
+	it.snap = nil
+	it.done = true
+	clear(it.buf)
+	it.buf = it.buf[:0]
+	it.i = -1
+}
+
+func (it *memIterator) Key() []byte {
+	if it.i < 0 || it.i >= len(it.buf) {
+		return nil
+	}
+	return it.buf[it.i].key
+}
+
+func (it *memIterator) Value() []byte {
+	if it.i < 0 || it.i >= len(it.buf) {
+		return nil
+	}
+	return it.buf[it.i].value
+}
+
+// Err is always nil: a walk of a tree in memory cannot fail.
+func (it *memIterator) Err() error { return nil }
+
+func (it *memIterator) Close() error {
+	it.finish()
+	return nil
+}
