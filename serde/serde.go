@@ -71,7 +71,9 @@ func (stringSerde) Decode(b []byte) (string, error) {
 
 type int64Serde struct{}
 
-func (int64Serde) Encode(v int64) ([]byte, error) { return binary.BigEndian.AppendUint64(nil, uint64(v)), nil }
+func (int64Serde) Encode(v int64) ([]byte, error) {
+	return binary.BigEndian.AppendUint64(nil, uint64(v)), nil
+}
 func (int64Serde) Decode(b []byte) (int64, error) {
 	if len(b) != 8 {
 		return 0, &DecodeError{Serde: "int64", Len: len(b), Err: fmt.Errorf("want 8 bytes")}
@@ -81,7 +83,9 @@ func (int64Serde) Decode(b []byte) (int64, error) {
 
 type int32Serde struct{}
 
-func (int32Serde) Encode(v int32) ([]byte, error) { return binary.BigEndian.AppendUint32(nil, uint32(v)), nil }
+func (int32Serde) Encode(v int32) ([]byte, error) {
+	return binary.BigEndian.AppendUint32(nil, uint32(v)), nil
+}
 func (int32Serde) Decode(b []byte) (int32, error) {
 	if len(b) != 4 {
 		return 0, &DecodeError{Serde: "int32", Len: len(b), Err: fmt.Errorf("want 4 bytes")}
