@@ -20,8 +20,8 @@ import (
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
-// wordcountProc is a running examples/wordcount binary; its log is kept for failure messages.
-type wordcountProc struct {
+// appProc is a running examples/metrics binary; its log is kept for failure messages.
+type appProc struct {
 	name string
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -34,10 +34,10 @@ type wordcountProc struct {
 
 var metricsURL = regexp.MustCompile(`url=(http://\S+/metrics)`)
 
-// startWordcount runs the wordcount binary with args; it is stopped with SIGTERM when the test ends.
-func startWordcount(t *testing.T, bin, name string, args ...string) *wordcountProc {
+// startMetricsApp runs the metrics example with args; it is stopped with SIGTERM when the test ends.
+func startMetricsApp(t *testing.T, bin, name string, args ...string) *appProc {
 	t.Helper()
-	p := &wordcountProc{name: name, done: make(chan struct{}), urlSeen: make(chan struct{})}
+	p := &appProc{name: name, done: make(chan struct{}), urlSeen: make(chan struct{})}
 	p.cmd = exec.Command(bin, append([]string{"-name", name}, args...)...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -74,14 +74,14 @@ func startWordcount(t *testing.T, bin, name string, args ...string) *wordcountPr
 	return p
 }
 
-func (p *wordcountProc) logs() string {
+func (p *appProc) logs() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.log.String()
 }
 
 // metricsURL waits until the process logged where it serves its metrics.
-func (p *wordcountProc) metricsURL(t *testing.T) string {
+func (p *appProc) metricsURL(t *testing.T) string {
 	t.Helper()
 	select {
 	case <-p.urlSeen:
@@ -143,22 +143,22 @@ func describedMember(tr *transport.Transport, clientID string) (epoch int32, act
 	return 0, 0, false
 }
 
-// TestWordcountServesMetrics runs examples/wordcount with -metrics-addr and scrapes /metrics while
+// TestStreamAppServesMetrics runs examples/metrics (a stream app) with -metrics-addr and scrapes /metrics while
 // the group changes: alone the member holds every task, and the active-task gauge equals what the
-// broker's description of the group says it holds; when a second wordcount joins, the completed
+// broker's description of the group says it holds; when a second one joins, the completed
 // rebalance counter moves and the gauge again equals the broker's view, now fewer tasks.
-func TestWordcountServesMetrics(t *testing.T) {
+func TestStreamAppServesMetrics(t *testing.T) {
 	b := Get(t)
 	input, output, group := Name(t, "lines"), Name(t, "counts"), Name(t, "wc")
 	b.CreateTopic(t, input, 4)
 	b.CreateTopic(t, output, 4)
 	b.DeleteGroupAtEnd(t, group)
-	deleteTopicsAtEnd(t, b, group+"-words-repartition", group+"-counts-changelog")
-	bin := b.BuildTool(t, "./examples/wordcount")
+	deleteTopicsAtEnd(t, b, group+"-counts-changelog")
+	bin := b.BuildTool(t, "./examples/metrics")
 	describer := transport.New(b.Client(t), group, 5*time.Second, heartbeat.Backoff{Min: 50 * time.Millisecond, Max: time.Second})
 	common := []string{"-bootstrap", b.Bootstrap, "-app", group, "-input", input, "-output", output}
 
-	first := startWordcount(t, bin, "wc-1", append(common, "-metrics-addr", "127.0.0.1:0")...)
+	first := startMetricsApp(t, bin, "wc-1", append(common, "-metrics-addr", "127.0.0.1:0")...)
 	url := first.metricsURL(t)
 
 	const active = `streamsgroup_assigned_tasks{type="active"}`
@@ -176,15 +176,15 @@ func TestWordcountServesMetrics(t *testing.T) {
 				m[`streamsgroup_member_state{state="STABLE"}`] == 1 && m["streamsgroup_rebalances_completed_total"] >= 1,
 			fmt.Sprintf("broker: wc-1 in the group %v, epoch %d, %d active; scraped %v\n%s", ok, epoch, n, m, first.logs())
 	})
-	if total != 8 { // 2 subtopologies × 4 partitions, all on the only member
-		t.Fatalf("alone, wc-1 holds %d active tasks; want 8", total)
+	if total != 4 { // 1 subtopology × 4 partitions, all on the only member
+		t.Fatalf("alone, wc-1 holds %d active tasks; want 4", total)
 	}
 	if alone["streamsgroup_heartbeats_sent_total"] < 1 || alone[`streamsgroup_callback_duration_seconds_count{callback="assigned"}`] < 1 ||
 		alone["streamsgroup_last_heartbeat_seconds_ago"] < 0 {
 		t.Errorf("alone: %v", alone)
 	}
 
-	second := startWordcount(t, bin, "wc-2", common...)
+	second := startMetricsApp(t, bin, "wc-2", append(common, "-metrics-addr", "127.0.0.1:0")...)
 	Eventually(t, 90*time.Second, func() (bool, string) {
 		m, err := scrapeMetrics(url)
 		if err != nil {

@@ -1,0 +1,509 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/consume"
+	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/membership"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/taskoffsets"
+	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
+)
+
+// State is where an App is in its life, as Kafka Streams' KafkaStreams.State, with Restoring made
+// visible: Created → (Run) Rebalancing ⇄ Restoring ⇄ Running → PendingShutdown → NotRunning, or →
+// PendingError → Error after a fatal error.
+type State int
+
+// The states of an App.
+const (
+	Created State = iota
+	// Rebalancing: the member is joining, or its tasks are changing.
+	Rebalancing
+	// Restoring: the member is stable and at least one active task is restoring its stores.
+	Restoring
+	// Running: the member is stable and every active task processes.
+	Running
+	// PendingShutdown: Run's context ended; the tasks are being committed and the member leaves.
+	PendingShutdown
+	// NotRunning: Run returned after a clean stop.
+	NotRunning
+	// PendingError: a fatal error happened; the member is being closed.
+	PendingError
+	// Error: Run returned a fatal error.
+	Error
+)
+
+// String names the state as Kafka Streams does (RUNNING, …).
+func (s State) String() string {
+	switch s {
+	case Created:
+		return "CREATED"
+	case Rebalancing:
+		return "REBALANCING"
+	case Restoring:
+		return "RESTORING"
+	case Running:
+		return "RUNNING"
+	case PendingShutdown:
+		return "PENDING_SHUTDOWN"
+	case NotRunning:
+		return "NOT_RUNNING"
+	case PendingError:
+		return "PENDING_ERROR"
+	case Error:
+		return "ERROR"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// closeBound bounds the stop: the last commits, the leave, and closing the client.
+const closeBound = 30 * time.Second
+
+// pollTimeout is Kafka Streams' poll.ms: how long one poll waits for records, and so how late a
+// wall-clock punctuation or a commit can be.
+const pollTimeout = 100 * time.Millisecond
+
+// Option wires a collaborator into an App. Behaviour is configured by Kafka keys in config.Config.
+type Option func(*options)
+
+type options struct {
+	logger    *slog.Logger
+	kinds     map[string]store.Kind
+	client    []kgo.Opt
+	listeners []func(from, to State)
+	hooks     []membership.Hook
+	onStore   func(err *store.Error) StoreAction
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithStores keeps the named stores (every store of the topology when no name is given) in kind, for
+// example a persistent Pebble store (plugin/sgpebble); the default is store.Memory.
+func WithStores(kind store.Kind, names ...string) Option {
+	return func(o *options) {
+		if len(names) == 0 {
+			names = []string{""}
+		}
+		for _, n := range names {
+			o.kinds[n] = kind
+		}
+	}
+}
+
+// WithClientOptions adds franz-go options to the client the App builds (a dialer, a client ID, …),
+// after the ones from the config's bootstrap and security keys.
+func WithClientOptions(opts ...kgo.Opt) Option {
+	return func(o *options) { o.client = append(o.client, opts...) }
+}
+
+// WithStateListener calls fn on every change of the App's State (on Run's goroutine or the member's
+// callback goroutine; keep it short).
+func WithStateListener(fn func(from, to State)) Option {
+	return func(o *options) { o.listeners = append(o.listeners, fn) }
+}
+
+// WithHooks passes metrics hooks to the member (see membership.WithHooks; plugin/sgprom).
+func WithHooks(hooks ...membership.Hook) Option {
+	return func(o *options) { o.hooks = append(o.hooks, hooks...) }
+}
+
+// StoreAction is what to do with a store that cannot be opened or written.
+type StoreAction int
+
+const (
+	// FailOnStoreError stops the application with the store's error (the default).
+	FailOnStoreError StoreAction = iota
+	// WipeAndRestore deletes the store and restores it from its changelog (at open only).
+	WipeAndRestore
+)
+
+// WithStoreErrorHandler decides what a store that cannot be opened (damaged, foreign files) does:
+// fail the application (the default), or wipe the store and restore it from its changelog.
+func WithStoreErrorHandler(fn func(err *store.Error) StoreAction) Option {
+	return func(o *options) { o.onStore = fn }
+}
+
+// ErrShutdownRequested is what Run returns when a member of the group requested that the whole
+// application shut down (membership.Manager.RequestShutdown, or KafkaStreams' SHUTDOWN_APPLICATION).
+var ErrShutdownRequested = errors.New("stream: a member of the group requested that the application shut down")
+
+// App is a stream application: one member of a streams group with its processors and stores. Build
+// it with New, run it with Run.
+type App struct {
+	cfg    config.Config
+	topo   *topology.Topology
+	procs  Processors
+	o      options
+	log    *slog.Logger
+	router *tasks.Router
+	now    func() time.Time
+
+	// storesOf maps a subtopology to its stores (name → changelog topic).
+	storesOf   map[string]map[string]string
+	changelogs map[string]bool
+	stateDir   string // state.dir/<application.id>; "" when nothing is persisted
+	lock       *dirLock
+
+	cl      *kgo.Client
+	mgr     *membership.Manager
+	cons    *consume.Consumer
+	commits *commit.Committer
+	offsets *taskoffsets.Tracker
+
+	runCtx    context.Context
+	cancelRun context.CancelCauseFunc
+	ran       atomic.Bool
+
+	// mu guards tasks (written by the member's callbacks; read by the loop and queries) and the
+	// loop's work with them (the callbacks take it too).
+	mu    sync.RWMutex
+	tasks map[tasks.ID]*task
+	// cleanups are persistent task directories to delete once their time comes (state.cleanup.delay.ms).
+	cleanups map[tasks.ID]time.Time
+
+	state      atomic.Int32
+	produceErr atomic.Pointer[ProduceError]
+	fatal      atomic.Pointer[error]
+	lastCommit time.Time
+	endpoints  atomic.Pointer[map[heartbeat.Endpoint]heartbeat.EndpointPartitions]
+}
+
+// New builds an App for the member config cfg (Kafka keys: application.id, bootstrap.servers,
+// security, the runtime's commit.interval.ms, processing.guarantee, state.dir, …), the topology topo
+// and a Processor for each of its subtopologies. It checks everything it can before any I/O; it
+// connects nothing until Run.
+func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...Option) (*App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if topo == nil {
+		return nil, errors.New("stream: the topology is required")
+	}
+	if err := topo.CheckJoinable(); err != nil {
+		return nil, fmt.Errorf("stream: %w", err)
+	}
+	if len(cfg.BootstrapServers) == 0 {
+		return nil, fmt.Errorf("stream: %s is required: the App builds its own client", config.KeyBootstrapServers)
+	}
+	router, err := tasks.NewRouter(topo)
+	if err != nil {
+		return nil, fmt.Errorf("stream: %w", err)
+	}
+	o := options{logger: slog.Default(), kinds: map[string]store.Kind{}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	a := &App{cfg: cfg.Clone(), topo: topo, procs: procs, o: o, log: o.logger, router: router, now: time.Now,
+		storesOf: map[string]map[string]string{}, changelogs: map[string]bool{},
+		tasks: map[tasks.ID]*task{}, cleanups: map[tasks.ID]time.Time{}}
+	if err := a.checkProcessors(); err != nil {
+		return nil, err
+	}
+	if err := a.mapStores(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) checkProcessors() error {
+	var problems []string
+	for _, st := range a.topo.Subtopologies() {
+		if a.procs[st.ID] == nil {
+			problems = append(problems, fmt.Sprintf("subtopology %q has no processor", st.ID))
+		}
+	}
+	for id := range a.procs {
+		if !a.topo.HasSubtopology(id) {
+			problems = append(problems, fmt.Sprintf("a processor is given for subtopology %q, which the topology does not have", id))
+		}
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return fmt.Errorf("stream: %s (stream.Processors maps every subtopology ID to its processor)", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// mapStores names the stores of each subtopology from its changelog topics
+// (<application.id>-<store>-changelog) and checks the WithStores names.
+func (a *App) mapStores() error {
+	prefix := a.cfg.ApplicationID + "-"
+	known := map[string]bool{}
+	for _, st := range a.topo.Subtopologies() {
+		m := map[string]string{}
+		for _, cl := range st.StateChangelogTopics {
+			name, ok := strings.CutPrefix(cl.Name, prefix)
+			if name, ok = strings.CutSuffix(name, "-changelog"); !ok || name == "" {
+				return fmt.Errorf("stream: changelog topic %q of subtopology %s is not named <application.id>-<store>-changelog "+
+					"(application.id %q): name it with topology.Names{AppID: …}.KeyValueChangelog(store)", cl.Name, st.ID, a.cfg.ApplicationID)
+			}
+			m[name] = cl.Name
+			known[name] = true
+			a.changelogs[cl.Name] = true
+		}
+		a.storesOf[st.ID] = m
+	}
+	for n := range a.o.kinds {
+		if n != "" && !known[n] {
+			return fmt.Errorf("stream: WithStores names store %q, which no subtopology has (a changelog topic %s)", n, topology.Names{AppID: a.cfg.ApplicationID}.ChangelogTopic(n))
+		}
+	}
+	return nil
+}
+
+// kindOf is the Kind of store name.
+func (a *App) kindOf(name string) store.Kind {
+	if k := a.o.kinds[name]; k != nil {
+		return k
+	}
+	if k := a.o.kinds[""]; k != nil {
+		return k
+	}
+	return store.Memory
+}
+
+func (a *App) persistent() bool {
+	for _, m := range a.storesOf {
+		for name := range m {
+			if a.kindOf(name).Persistent() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// State is the App's state now.
+func (a *App) State() State { return State(a.state.Load()) }
+
+func (a *App) setState(to State) {
+	from := State(a.state.Swap(int32(to)))
+	if from == to {
+		return
+	}
+	a.log.Info("state changed", "from", from.String(), "to", to.String())
+	for _, fn := range a.o.listeners {
+		fn(from, to)
+	}
+}
+
+// fail records the first fatal error and stops the loop.
+func (a *App) fail(err error) {
+	if a.fatal.CompareAndSwap(nil, &err) {
+		a.log.Error("stopping on a fatal error", "err", err)
+	}
+	if a.cancelRun != nil {
+		a.cancelRun(err)
+	}
+}
+
+func (a *App) fatalErr() error {
+	if p := a.fatal.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// build makes the client and the pieces, in the one order that works: the client; the committer
+// (it needs the member, bound last); the task-offsets tracker; the consumer (the member's listener,
+// calling the runtime's inside each callback, with the revoked tasks' offsets committed in
+// between); the member; then the binding.
+func (a *App) build() error {
+	opts, err := a.cfg.ClientOptions()
+	if err != nil {
+		return err
+	}
+	opts = append(opts,
+		kgo.ClientID(a.cfg.ApplicationID),
+		kgo.RecordPartitioner(consume.Partitioner(a.topo)),
+		kgo.ProducerLinger(5*time.Millisecond),
+		// Bounded buffers: one fetch at a time of at most 8 MiB (1 MiB per partition), and at most
+		// 16 MiB of records waiting to be produced. Kafka Streams' defaults (50 MiB fetches, a
+		// buffer per partition, 32 MiB producer memory) are what makes it heavy.
+		kgo.MaxConcurrentFetches(1),
+		kgo.FetchMaxBytes(8<<20),
+		kgo.FetchMaxPartitionBytes(1<<20),
+		kgo.FetchMaxWait(pollTimeout*2),
+		kgo.MaxBufferedBytes(16<<20),
+		kgo.RecordDeliveryTimeout(2*time.Minute), // Kafka's delivery.timeout.ms
+	)
+	opts = append(opts, a.o.client...)
+	if a.cl, err = kgo.NewClient(opts...); err != nil {
+		return fmt.Errorf("stream: building the client: %w", err)
+	}
+	if a.commits, err = commit.New(a.cl, a.cfg.ApplicationID, a.topo); err != nil {
+		return err
+	}
+	if a.offsets, err = taskoffsets.New(a.cl, a.topo); err != nil {
+		return err
+	}
+	reset := kgo.NewOffset().AtStart()
+	if a.cfg.Runtime.ResetLatest {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	listener := commit.OnRevoke(a.commits, a.revokedOffsets, (*callbacks)(a))
+	if a.cons, err = consume.New(a.cl, a.topo, a.commits, consume.WithListener(listener), consume.WithTaskOffsets(a.offsets),
+		consume.WithResetOffset(reset), consume.WithChangelogStart(a.changelogStart), consume.WithLogger(a.log)); err != nil {
+		return err
+	}
+	mopts := []membership.Option{membership.WithListener(a.cons), membership.WithTaskOffsets(a.offsets), membership.WithLogger(a.log)}
+	if len(a.o.hooks) > 0 {
+		mopts = append(mopts, membership.WithHooks(a.o.hooks...))
+	}
+	if a.mgr, err = membership.New(a.cl, a.cfg, a.topo, mopts...); err != nil {
+		return err
+	}
+	a.commits.Bind(a.mgr)
+	return nil
+}
+
+// openStateDir takes state.dir/<application.id> for this process (R6) when stores are persistent or
+// state.dir is set. Without state.dir, persistent stores live under the system's temporary
+// directory in kafka-streams/, as in Kafka Streams.
+func (a *App) openStateDir() error {
+	if a.cfg.StateDir == "" && !a.persistent() {
+		return nil
+	}
+	if a.cfg.StateDir == "" {
+		a.cfg.StateDir = filepath.Join(os.TempDir(), "kafka-streams")
+	}
+	a.stateDir = filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID)
+	if err := os.MkdirAll(a.stateDir, 0o755); err != nil {
+		return &config.Error{Keys: []config.KeyError{{Key: config.KeyStateDir, Value: a.cfg.StateDir,
+			Reason: fmt.Sprintf("cannot create %s: %v (state.dir must be a directory this process can write)", a.stateDir, err), Err: err}}}
+	}
+	l, err := lockDir(a.stateDir)
+	if err != nil {
+		return err
+	}
+	a.lock = l
+	a.scanOldTasks()
+	return nil
+}
+
+// Run runs the application until ctx ends (a clean stop: the tasks are committed, the member
+// leaves, Run returns nil) or a fatal error (returned: a processor's error under LogAndFail, a write
+// that failed, a store that failed, the member's fatal error, ErrShutdownRequested). Run may be
+// called once.
+func (a *App) Run(ctx context.Context) (err error) {
+	if !a.ran.CompareAndSwap(false, true) {
+		return errors.New("stream: Run was already called")
+	}
+	defer func() {
+		if err != nil {
+			a.setState(Error)
+		} else {
+			a.setState(NotRunning)
+		}
+	}()
+	if err := a.openStateDir(); err != nil {
+		return err
+	}
+	defer a.lock.release()
+	if err := a.build(); err != nil {
+		if a.cl != nil {
+			a.cl.Close()
+		}
+		return err
+	}
+	defer a.cl.Close()
+	defer a.offsets.Close()
+	var runCtx context.Context
+	runCtx, a.cancelRun = context.WithCancelCause(context.Background())
+	a.runCtx = runCtx
+	defer a.cancelRun(nil)
+	stop := context.AfterFunc(ctx, func() { a.cancelRun(context.Canceled) })
+	defer stop()
+
+	events := a.mgr.Events()
+	if err := a.mgr.Start(runCtx); err != nil {
+		return err
+	}
+	a.setState(Rebalancing)
+	a.log.Info("started", "group", a.cfg.ApplicationID, "topology_id", a.topo.ID().String())
+	eventsDone := make(chan struct{})
+	go func() {
+		defer close(eventsDone)
+		a.watch(events)
+	}()
+	a.lastCommit = a.now()
+	a.loop(runCtx)
+
+	if a.fatalErr() != nil {
+		a.setState(PendingError)
+	} else {
+		a.setState(PendingShutdown)
+	}
+	closeCtx, cancel := context.WithTimeout(context.Background(), closeBound)
+	defer cancel()
+	cerr := a.mgr.Close(closeCtx) // revokes every active task: their offsets are committed (when nothing failed)
+	<-eventsDone
+	a.closeAllStores()
+	if ferr := a.fatalErr(); ferr != nil {
+		return ferr
+	}
+	if merr := a.mgr.Err(); merr != nil {
+		return merr
+	}
+	if cerr != nil {
+		return fmt.Errorf("stream: closing the member: %w", cerr)
+	}
+	a.log.Info("stopped cleanly")
+	return nil
+}
+
+// watch follows the member's events: fatal errors and shutdown requests stop the application;
+// endpoints are kept for queries; state changes move the App's state.
+func (a *App) watch(events <-chan membership.Event) {
+	for ev := range events {
+		switch ev.Kind {
+		case membership.EventFatal:
+			a.fail(ev.Err)
+		case membership.EventShutdownRequested:
+			a.fail(ErrShutdownRequested)
+		case membership.EventEndpointsChanged:
+			eps := ev.Endpoints
+			a.endpoints.Store(&eps)
+		case membership.EventStateChanged:
+			if ev.State != membership.Stable && a.running() {
+				a.setState(Rebalancing)
+			}
+		}
+	}
+}
+
+// running reports whether the App is in one of Run's working states.
+func (a *App) running() bool {
+	switch a.State() {
+	case Rebalancing, Restoring, Running:
+		return true
+	}
+	return false
+}
+
+// Stats are the member's statistics (heartbeats, rebalances, callbacks, tasks), for metrics; the
+// zero value before Run built the member.
+func (a *App) Stats() membership.Stats {
+	if a.mgr == nil {
+		return membership.Stats{}
+	}
+	return a.mgr.Stats()
+}

@@ -1,0 +1,236 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// callbacks is the App as the listener the consumer calls inside the member's callbacks: it opens,
+// keeps and closes the tasks' stores. The consumer calls it with no batch out, so the loop is not
+// processing; the loop may be between batches, so every callback takes a.mu.
+type callbacks App
+
+// revokedOffsets runs inside OnTasksRevoked before the commit (commit.OnRevoke): the revoked tasks
+// stop (no punctuation writes for them any more), everything produced is made durable and checked
+// (R1), their stores are checkpointed, and their final positions are returned to be committed (R2).
+func (a *App) revokedOffsets(ctx context.Context, revoked tasks.Set) (commit.Offsets, error) {
+	a.mu.Lock()
+	for id := range revoked.All() {
+		if t := a.tasks[id]; t != nil && t.active {
+			t.active, t.initialized, t.punctuations = false, false, nil
+		}
+	}
+	a.mu.Unlock()
+	if err := a.flush(ctx); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id := range revoked.All() {
+		if t := a.tasks[id]; t != nil {
+			if err := a.checkpoint(t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return a.cons.Processed(revoked), nil
+}
+
+// OnTasksRevoked: the revoked tasks were committed (revokedOffsets); they stay open until the next
+// assignment says whether this process keeps them (as standby tasks their stores go on).
+func (c *callbacks) OnTasksRevoked(context.Context, tasks.Set) error { return nil }
+
+// OnTasksAssigned opens the stores of new tasks, switches roles, and closes the tasks no longer
+// assigned. It runs before the consumer reads where each store stands (changelogStart).
+func (c *callbacks) OnTasksAssigned(_ context.Context, as tasks.Assignment, _ bool) error {
+	a := (*App)(c)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	all := as.All()
+	for id, t := range a.tasks {
+		if !all.Contains(id) {
+			a.closeTask(t, false)
+		}
+	}
+	for id := range all.All() {
+		t := a.tasks[id]
+		if t == nil {
+			var err error
+			if t, err = a.openTask(id); err != nil {
+				a.fail(err)
+				return err
+			}
+			a.tasks[id] = t
+			delete(a.cleanups, id)
+		}
+		active := as.Active.Contains(id)
+		if t.active && !active {
+			t.initialized, t.punctuations = false, nil
+		}
+		t.active = active
+	}
+	return nil
+}
+
+// OnAllTasksLost closes every task without a checkpoint: another member may own them already, and
+// what this member wrote since its last commit may never reach the changelog. In-memory stores are
+// dropped; persistent ones keep their last checkpoint and restore what follows it.
+func (c *callbacks) OnAllTasksLost(context.Context, tasks.Assignment) error {
+	a := (*App)(c)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, t := range a.tasks {
+		a.closeTask(t, false)
+	}
+	return nil
+}
+
+// changelogStart tells the consumer where a store stands in its changelog. It runs inside
+// OnTasksAssigned, on the callback goroutine that also writes a.tasks, so it reads the map without
+// a.mu (the consumer holds its own lock around this call).
+func (a *App) changelogStart(id tasks.ID, cl tasks.TopicPartition) (int64, bool) {
+	t := a.tasks[id]
+	if t == nil {
+		return 0, false
+	}
+	s := t.byChangelog[cl.Topic]
+	if s == nil {
+		return 0, false
+	}
+	return s.eng.Position()
+}
+
+// openTask opens the stores of task id.
+func (a *App) openTask(id tasks.ID) (*task, error) {
+	t := &task{id: id, stores: map[string]*kvStore{}, byChangelog: map[string]*kvStore{}, streamTime: -1}
+	for name, topic := range a.storesOf[id.Subtopology] {
+		kind := a.kindOf(name)
+		loc := store.Location{ApplicationID: a.cfg.ApplicationID, Task: id, Store: name}
+		if kind.Persistent() {
+			loc.Dir = filepath.Join(a.stateDir, store.TaskDir(id), name)
+		}
+		eng, err := a.openEngine(kind, loc)
+		if err != nil {
+			for _, s := range t.stores {
+				s.eng.Close()
+			}
+			return nil, err
+		}
+		s := &kvStore{app: a, task: t, name: name, changelog: tasks.TopicPartition{Topic: topic, Partition: id.Partition},
+			kind: kind, loc: loc, eng: eng, acked: -1, checkpointed: -1}
+		if pos, ok := eng.Position(); ok {
+			s.checkpointed = pos
+		}
+		t.stores[name] = s
+		t.byChangelog[topic] = s
+	}
+	return t, nil
+}
+
+// openEngine opens a store, asking the store error handler what to do when it cannot.
+func (a *App) openEngine(kind store.Kind, loc store.Location) (store.Engine, error) {
+	eng, err := kind.Open(loc)
+	if err == nil {
+		return eng, nil
+	}
+	var se *store.Error
+	if !errors.As(err, &se) {
+		se = &store.Error{Op: "open", Loc: loc, Err: err}
+	}
+	if a.o.onStore == nil || a.o.onStore(se) != WipeAndRestore {
+		return nil, se
+	}
+	a.log.Warn("wiping a store that cannot be opened; it restores from its changelog", "store", loc.String(), "err", err)
+	if derr := kind.Destroy(loc); derr != nil {
+		return nil, &store.Error{Op: "wipe", Loc: loc, Err: derr}
+	}
+	if eng, err = kind.Open(loc); err != nil {
+		return nil, &store.Error{Op: "open", Loc: loc, Err: err}
+	}
+	return eng, nil
+}
+
+// closeTask closes t's stores, checkpointing them first when clean (everything acknowledged), and
+// schedules the deletion of its persistent stores. Called with a.mu held.
+func (a *App) closeTask(t *task, clean bool) {
+	for _, s := range t.stores {
+		if clean && s.kind.Persistent() {
+			if err := s.checkpoint(); err != nil {
+				a.log.Warn("checkpoint at close failed", "store", s.loc.String(), "err", err)
+			}
+		}
+		if err := s.eng.Close(); err != nil {
+			a.log.Warn("closing a store failed", "store", s.loc.String(), "err", err)
+		}
+		if s.kind.Persistent() {
+			a.cleanups[t.id] = a.now().Add(a.cfg.Runtime.StateCleanupDelay)
+		}
+	}
+	delete(a.tasks, t.id)
+}
+
+// closeAllStores closes what is left when Run ends. The member's Close revoked (and so committed and
+// checkpointed) every active task that could be; what remains is closed as it is.
+func (a *App) closeAllStores() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clean := a.produceErr.Load() == nil
+	for _, t := range a.tasks {
+		a.closeTask(t, clean && !t.active)
+	}
+}
+
+// scanOldTasks schedules the deletion of task directories left in state.dir by an earlier run: a
+// task this process is not assigned again within state.cleanup.delay.ms of the directory's last
+// change is deleted, as Kafka Streams' cleaner does.
+func (a *App) scanOldTasks() {
+	entries, err := os.ReadDir(a.stateDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		id, err := tasks.ParseID(e.Name())
+		if err != nil || !e.IsDir() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		a.cleanups[id] = info.ModTime().Add(a.cfg.Runtime.StateCleanupDelay)
+	}
+}
+
+// cleanupDue deletes the directories of tasks whose cleanup time passed and that this process does
+// not hold. Called with a.mu held.
+func (a *App) cleanupDue(now time.Time) {
+	for id, at := range a.cleanups {
+		if now.Before(at) || a.tasks[id] != nil {
+			continue
+		}
+		delete(a.cleanups, id)
+		dir := filepath.Join(a.stateDir, store.TaskDir(id))
+		for name := range a.storesOf[id.Subtopology] {
+			kind := a.kindOf(name)
+			if !kind.Persistent() {
+				continue
+			}
+			loc := store.Location{ApplicationID: a.cfg.ApplicationID, Task: id, Store: name, Dir: filepath.Join(dir, name)}
+			if err := kind.Destroy(loc); err != nil {
+				a.log.Warn("deleting the store of a task no longer owned failed", "store", loc.String(), "err", err)
+			}
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			a.log.Warn("deleting the directory of a task no longer owned failed", "dir", dir, "err", err)
+			continue
+		}
+		a.log.Info("deleted the state of a task this process no longer owns", "task", id.String(), "dir", dir)
+	}
+}

@@ -1,0 +1,395 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/consume"
+	"github.com/streamsgroup/streamsgroup/membership"
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// ProcessingError is a record (or a punctuation, or a processor's Init) that a processor failed on,
+// under processing.exception.handler=LogAndFail: the application stopped, and nothing at or past the
+// record was committed.
+type ProcessingError struct {
+	Task tasks.ID
+	// Topic, Partition and Offset locate the record; Topic is "" for a punctuation or Init.
+	Topic     string
+	Partition int32
+	Offset    int64
+	Err       error
+}
+
+func (e *ProcessingError) Error() string {
+	where := "a punctuation or Init"
+	if e.Topic != "" {
+		where = fmt.Sprintf("record %s[%d]@%d", e.Topic, e.Partition, e.Offset)
+	}
+	return fmt.Sprintf("stream: task %s failed on %s: %v; the application stopped and committed only what came before "+
+		"(processing.exception.handler=LogAndFailProcessingExceptionHandler); fix the processor, or set "+
+		"processing.exception.handler=LogAndContinueProcessingExceptionHandler to skip such records", e.Task, where, e.Err)
+}
+
+// Unwrap returns the processor's error.
+func (e *ProcessingError) Unwrap() error { return e.Err }
+
+// DeserializationError is an input record whose key or value its serdes could not decode (see
+// Typed), under deserialization.exception.handler=LogAndFail.
+type DeserializationError struct {
+	Task      tasks.ID
+	Topic     string
+	Partition int32
+	Offset    int64
+	Err       error
+}
+
+func (e *DeserializationError) Error() string {
+	return fmt.Sprintf("stream: task %s cannot decode record %s[%d]@%d: %v; the application stopped and committed only what came before "+
+		"(deserialization.exception.handler=LogAndFailExceptionHandler); set deserialization.exception.handler=LogAndContinueExceptionHandler "+
+		"to skip records that do not decode", e.Task, e.Topic, e.Partition, e.Offset, e.Err)
+}
+
+// Unwrap returns the serde's error.
+func (e *DeserializationError) Unwrap() error { return e.Err }
+
+// ProduceError is a record the brokers did not take (too large, a topic the client may not write,
+// …). Nothing is committed after it: the records whose output it was are processed again by the
+// task's next owner.
+type ProduceError struct {
+	Topic     string
+	Partition int32
+	Err       error
+}
+
+func (e *ProduceError) Error() string {
+	return fmt.Sprintf("stream: writing to %s[%d] failed: %v; the application stopped without committing the records behind it "+
+		"(they are processed again when it restarts); check the topic exists, the client may write it, and records fit max.message.bytes",
+		e.Topic, e.Partition, e.Err)
+}
+
+// Unwrap returns the client's error.
+func (e *ProduceError) Unwrap() error { return e.Err }
+
+// loop polls, processes, punctuates and commits until runCtx ends.
+func (a *App) loop(runCtx context.Context) {
+	for runCtx.Err() == nil {
+		pctx, cancel := context.WithTimeout(runCtx, pollTimeout)
+		b, err := a.cons.Poll(pctx)
+		cancel()
+		switch {
+		case runCtx.Err() != nil:
+			if b != nil {
+				b.Done()
+			}
+			return
+		case errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(err, consume.ErrClosed):
+			a.fail(err)
+			return
+		case err != nil:
+			a.fail(fmt.Errorf("stream: polling: %w", err))
+			return
+		default:
+			a.handle(b)
+		}
+		a.between()
+	}
+}
+
+// handle applies a batch's changelog records, processes its input records, and hands it back.
+func (a *App) handle(b *consume.Batch) {
+	a.mu.Lock()
+	for _, fe := range b.Errors {
+		a.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
+	}
+	for _, r := range b.Restore {
+		t := a.tasks[r.Task]
+		if t == nil {
+			continue
+		}
+		s := t.byChangelog[r.Partition.Topic]
+		if s == nil {
+			continue
+		}
+		if err := s.restore(r.Records); err != nil {
+			a.mu.Unlock()
+			b.DoneBefore(stopAll(b.Process))
+			a.fail(err)
+			return
+		}
+	}
+	unprocessed := a.process(b.Process)
+	a.mu.Unlock()
+	if unprocessed != nil {
+		b.DoneBefore(unprocessed)
+		return
+	}
+	b.Done()
+}
+
+// stopAll says no record of recs was processed.
+func stopAll(recs []consume.Records) map[tasks.TopicPartition]int64 {
+	m := make(map[tasks.TopicPartition]int64, len(recs))
+	for _, r := range recs {
+		m[r.Partition] = r.Records[0].Offset
+	}
+	return m
+}
+
+// process runs the processors over the records; after a fatal failure it returns where each
+// partition stopped (nil when everything was processed). Called with a.mu held.
+func (a *App) process(recs []consume.Records) map[tasks.TopicPartition]int64 {
+	for i, r := range recs {
+		t := a.tasks[r.Task]
+		if t == nil || !t.active {
+			continue // cannot happen: the consumer hands out only active tasks' records
+		}
+		if !t.initialized {
+			if err := a.initTask(t); err != nil {
+				return a.stopAt(recs, i, r.Records[0].Offset, err)
+			}
+		}
+		proc := a.procs[r.Task.Subtopology]
+		for _, kr := range r.Records {
+			rec := Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Key: kr.Key, Value: kr.Value,
+				Timestamp: kr.Timestamp, Headers: kr.Headers}
+			t.ctx = Context{app: a, task: t, rec: &rec, ts: kr.Timestamp}
+			if ms := kr.Timestamp.UnixMilli(); ms > t.streamTime {
+				t.streamTime = ms
+			}
+			if err := a.policy(proc.Process(&t.ctx, &rec), t, kr); err != nil {
+				return a.stopAt(recs, i, kr.Offset, err)
+			}
+			if err := a.punctuate(t, StreamTime, t.streamTime); err != nil {
+				return a.stopAt(recs, i, kr.Offset+1, err)
+			}
+		}
+	}
+	return nil
+}
+
+// stopAt fails the application at record offset of recs[i]: that partition stops there, and the
+// partitions after it in the batch were not reached.
+func (a *App) stopAt(recs []consume.Records, i int, offset int64, err error) map[tasks.TopicPartition]int64 {
+	m := stopAll(recs[i+1:])
+	m[recs[i].Partition] = offset
+	a.fail(err)
+	return m
+}
+
+// policy applies the error handlers to a processor's result: nil to go on, or the fatal error.
+func (a *App) policy(err error, t *task, kr *kgo.Record) error {
+	if err == nil {
+		return nil
+	}
+	var de *serde.DecodeError
+	if errors.As(err, &de) {
+		if a.cfg.Runtime.OnDeserializationError == config.LogAndContinue {
+			a.log.Warn("skipping a record that does not decode (deserialization.exception.handler=LogAndContinue)",
+				"task", t.id.String(), "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "err", err)
+			return nil
+		}
+		return &DeserializationError{Task: t.id, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Err: err}
+	}
+	if a.cfg.Runtime.OnProcessingError == config.LogAndContinue {
+		a.log.Warn("skipping a record the processor failed on (processing.exception.handler=LogAndContinue)",
+			"task", t.id.String(), "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "err", err)
+		return nil
+	}
+	return &ProcessingError{Task: t.id, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Err: err}
+}
+
+// initTask runs the processor's Init for a task that starts processing.
+func (a *App) initTask(t *task) error {
+	t.initialized = true
+	in, ok := a.procs[t.id.Subtopology].(Initializer)
+	if !ok {
+		return nil
+	}
+	t.ctx = Context{app: a, task: t, ts: a.now()}
+	if err := in.Init(&t.ctx); err != nil {
+		return a.softFail(t, err)
+	}
+	return nil
+}
+
+// softFail applies processing.exception.handler to an error outside a record (Init, punctuation).
+func (a *App) softFail(t *task, err error) error {
+	if a.cfg.Runtime.OnProcessingError == config.LogAndContinue {
+		a.log.Warn("a punctuation or Init failed (processing.exception.handler=LogAndContinue)", "task", t.id.String(), "err", err)
+		return nil
+	}
+	return &ProcessingError{Task: t.id, Err: err}
+}
+
+// punctuate fires t's due punctuations of type typ at time now (unix ms).
+func (a *App) punctuate(t *task, typ PunctuationType, now int64) error {
+	if !t.active || !t.initialized || len(t.punctuations) == 0 || now < 0 {
+		return nil
+	}
+	live := t.punctuations[:0]
+	var first error
+	for _, p := range t.punctuations {
+		if p.cancelled {
+			continue
+		}
+		live = append(live, p)
+		if p.typ != typ || first != nil {
+			continue
+		}
+		if p.next < 0 { // a stream-time punctuation scheduled before the first record
+			p.next = now + p.every.Milliseconds()
+			continue
+		}
+		if now < p.next {
+			continue
+		}
+		at := time.UnixMilli(now)
+		if typ == StreamTime {
+			at = time.UnixMilli(p.next)
+		}
+		// Missed intervals are skipped, as Kafka Streams does: one call, then the next due time.
+		for p.next <= now {
+			p.next += p.every.Milliseconds()
+		}
+		t.ctx = Context{app: a, task: t, ts: at}
+		if err := p.fn(&t.ctx, at); err != nil {
+			first = a.softFail(t, err)
+		}
+	}
+	t.punctuations = live
+	return first
+}
+
+// between does the work due between batches: starting restored tasks, wall-clock punctuations,
+// the periodic commit, store cleanup, the App's state.
+func (a *App) between() {
+	restoring := a.cons.Restoring()
+	now := a.now()
+	a.mu.Lock()
+	for _, t := range a.tasks {
+		if !t.active || restoring.Contains(t.id) {
+			continue
+		}
+		if !t.initialized {
+			if err := a.initTask(t); err != nil {
+				a.mu.Unlock()
+				a.fail(err)
+				return
+			}
+		}
+		if err := a.punctuate(t, WallClock, now.UnixMilli()); err != nil {
+			a.mu.Unlock()
+			a.fail(err)
+			return
+		}
+	}
+	a.cleanupDue(now)
+	a.mu.Unlock()
+	if a.running() {
+		switch {
+		case a.mgr.State() != membership.Stable:
+			a.setState(Rebalancing)
+		case !restoring.IsEmpty():
+			a.setState(Restoring)
+		default:
+			a.setState(Running)
+		}
+	}
+	if now.Sub(a.lastCommit) >= a.cfg.Runtime.CommitInterval {
+		if err := a.commit(a.runCtx); err != nil {
+			var pe *ProduceError
+			if errors.As(err, &pe) {
+				a.fail(err)
+				return
+			}
+			if a.runCtx.Err() == nil {
+				a.log.Warn("commit failed; retrying at the next interval", "err", err)
+			}
+		}
+		a.lastCommit = now
+	}
+}
+
+// commit makes every record produced so far durable and checks each one's result (R1), checkpoints
+// the persistent stores of active tasks, and commits the processed input offsets.
+func (a *App) commit(ctx context.Context) error {
+	if err := a.flush(ctx); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	for _, t := range a.tasks {
+		if t.active {
+			if err := a.checkpoint(t); err != nil {
+				a.mu.Unlock()
+				return err
+			}
+		}
+	}
+	a.mu.Unlock()
+	return a.cons.CommitProcessed(ctx)
+}
+
+func (a *App) checkpoint(t *task) error {
+	for _, s := range t.stores {
+		if s.kind.Persistent() {
+			if err := s.checkpoint(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush waits for every record produced so far; any that failed is the ProduceError.
+func (a *App) flush(ctx context.Context) error {
+	if err := a.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("stream: waiting for the records produced: %w", err)
+	}
+	if pe := a.produceErr.Load(); pe != nil {
+		return pe
+	}
+	return nil
+}
+
+// produce sends an output or repartition record.
+func (a *App) produce(r *kgo.Record) {
+	if a.produceErr.Load() != nil {
+		return // nothing more is committed anyway; the loop is stopping
+	}
+	a.cl.Produce(context.Background(), r, a.produced) // not runCtx: a clean stop flushes what is buffered
+}
+
+func (a *App) produced(r *kgo.Record, err error) {
+	if err != nil {
+		a.recordProduceErr(r, err)
+	}
+}
+
+func (a *App) recordProduceErr(r *kgo.Record, err error) {
+	pe := &ProduceError{Topic: r.Topic, Partition: r.Partition, Err: err}
+	if a.produceErr.CompareAndSwap(nil, pe) {
+		a.fail(pe)
+	}
+}
+
+// produceChangelog sends a store's changelog record; its acknowledgement moves the store's position.
+func (a *App) produceChangelog(r *kgo.Record, s *kvStore) {
+	if a.produceErr.Load() != nil {
+		return
+	}
+	a.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
+		if err != nil {
+			a.recordProduceErr(r, err)
+			return
+		}
+		s.ackedAt(r.Offset)
+	})
+}

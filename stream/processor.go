@@ -1,0 +1,204 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// Record is one input record handed to a Processor. Its slices belong to the runtime: copy what
+// must outlive the call (stores copy what they are given).
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Timestamp time.Time
+	Headers   []kgo.RecordHeader
+}
+
+// Processor handles the records of one subtopology's tasks, one record at a time.
+type Processor interface {
+	// Process handles one record of the task c names. An error follows processing.exception.handler
+	// (stop the application, or log and skip the record); a *serde.DecodeError follows
+	// deserialization.exception.handler instead.
+	Process(c *Context, r *Record) error
+}
+
+// Initializer is a Processor that wants to know when one of its tasks starts processing (after its
+// stores are restored, before its first record): schedule punctuations there, as in Kafka Streams'
+// Processor.init.
+type Initializer interface {
+	Init(c *Context) error
+}
+
+// ProcessorFunc makes a function a Processor.
+type ProcessorFunc func(c *Context, r *Record) error
+
+// Process calls f.
+func (f ProcessorFunc) Process(c *Context, r *Record) error { return f(c, r) }
+
+// Processors maps subtopology IDs to their processors. Every subtopology of the topology needs one.
+type Processors map[string]Processor
+
+// Typed returns a Processor that decodes each record's key and value with ks and vs before calling
+// fn. A record that does not decode is a *serde.DecodeError (see deserialization.exception.handler).
+func Typed[K, V any](ks serde.Serde[K], vs serde.Serde[V], fn func(c *Context, key K, value V) error) Processor {
+	return ProcessorFunc(func(c *Context, r *Record) error {
+		k, err := ks.Decode(r.Key)
+		if err != nil {
+			return fmt.Errorf("key: %w", err)
+		}
+		v, err := vs.Decode(r.Value)
+		if err != nil {
+			return fmt.Errorf("value: %w", err)
+		}
+		return fn(c, k, v)
+	})
+}
+
+// PunctuationType says which clock drives a punctuation (Kafka Streams' PunctuationType).
+type PunctuationType int
+
+const (
+	// WallClock punctuations fire as the system clock passes each interval, also when no record
+	// comes.
+	WallClock PunctuationType = iota + 1
+	// StreamTime punctuations fire as the task's stream time (the largest record timestamp it has
+	// processed) passes each interval; they do not fire while no record comes.
+	StreamTime
+)
+
+// Punctuator is called by a scheduled punctuation with the time it fired at (the clock's time, or
+// the stream time).
+type Punctuator func(c *Context, at time.Time) error
+
+// Context is what a Processor sees of its task while it handles one record (or a punctuation): the
+// task, its stores, sending records, the record's time, punctuations. It is valid only during the
+// call; do not keep it.
+type Context struct {
+	app  *App
+	task *task
+	rec  *Record // nil in Init and punctuations
+	ts   time.Time
+}
+
+// Task is the task whose record is being processed.
+func (c *Context) Task() tasks.ID { return c.task.id }
+
+// Timestamp is the current record's timestamp (in a punctuation: the time it fired at). Records
+// sent without a timestamp of their own get it, as Kafka Streams forwards the input's timestamp.
+func (c *Context) Timestamp() time.Time { return c.ts }
+
+// StreamTime is the largest record timestamp the task has processed (zero before its first record).
+func (c *Context) StreamTime() time.Time {
+	if c.task.streamTime < 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(c.task.streamTime)
+}
+
+// Headers are the current record's headers (nil in a punctuation).
+func (c *Context) Headers() []kgo.RecordHeader {
+	if c.rec == nil {
+		return nil
+	}
+	return c.rec.Headers
+}
+
+// ErrUnknownStore is returned for a store name that the task's subtopology has no changelog for.
+var ErrUnknownStore = errors.New("stream: unknown store")
+
+// Store returns the task's store name as bytes (see KeyValue for typed access), or a store whose
+// every call fails with ErrUnknownStore when the task's subtopology has no such store.
+func (c *Context) Store(name string) store.KeyValue {
+	if s := c.task.stores[name]; s != nil {
+		return s
+	}
+	return unknownStore{name: name, task: c.task.id}
+}
+
+// Send writes a record to topic: an output (sink) topic or a repartition topic, partitioned by its
+// key as Kafka's default partitioner does (so Java members agree where a key goes). The write is
+// asynchronous; the runtime commits the input only once it is acknowledged. A nil key spreads
+// records over the partitions. headers are optional.
+func (c *Context) Send(topic string, key, value []byte, headers ...kgo.RecordHeader) error {
+	if topic == "" {
+		return errors.New("stream: Send needs a topic")
+	}
+	if c.app.changelogs[topic] {
+		return fmt.Errorf("stream: %s is a changelog topic: write to the store instead", topic)
+	}
+	c.app.produce(&kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: c.ts})
+	return nil
+}
+
+// Schedule calls fn every interval on the clock typ says, on this task, until the task leaves this
+// process or the returned cancel is called. Call it from Init (once per task) or from Process.
+func (c *Context) Schedule(interval time.Duration, typ PunctuationType, fn Punctuator) (cancel func(), err error) {
+	if interval < time.Millisecond {
+		return nil, fmt.Errorf("stream: a punctuation interval must be at least 1 ms, not %v", interval)
+	}
+	if typ != WallClock && typ != StreamTime {
+		return nil, fmt.Errorf("stream: unknown punctuation type %d", typ)
+	}
+	if fn == nil {
+		return nil, errors.New("stream: Schedule needs a function")
+	}
+	p := &punctuation{typ: typ, every: interval, fn: fn, next: -1}
+	if typ == WallClock {
+		p.next = c.app.now().Add(interval).UnixMilli()
+	} else if c.task.streamTime >= 0 {
+		p.next = c.task.streamTime + interval.Milliseconds()
+	}
+	c.task.punctuations = append(c.task.punctuations, p)
+	return func() { p.cancelled = true }, nil
+}
+
+// Context returns a context.Context that ends when the application stops, for calls a processor
+// makes (a lookup in another system).
+func (c *Context) Context() context.Context { return c.app.runCtx }
+
+type punctuation struct {
+	typ       PunctuationType
+	every     time.Duration
+	fn        Punctuator
+	next      int64 // unix ms when it fires next; -1 (stream time) until the task's first record
+	cancelled bool
+}
+
+// Topic is a typed output: the topic's name with the serdes of its keys and values.
+type Topic[K, V any] struct {
+	name string
+	ks   serde.Serde[K]
+	vs   serde.Serde[V]
+}
+
+// Output returns the typed output topic name (a sink or repartition topic).
+func Output[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V]) Topic[K, V] {
+	return Topic[K, V]{name: name, ks: ks, vs: vs}
+}
+
+// Name is the topic's name.
+func (t Topic[K, V]) Name() string { return t.name }
+
+// Send encodes key and value and sends them to the topic (see Context.Send).
+func (t Topic[K, V]) Send(c *Context, key K, value V, headers ...kgo.RecordHeader) error {
+	k, err := t.ks.Encode(key)
+	if err != nil {
+		return fmt.Errorf("stream: encoding a key for %s: %w", t.name, err)
+	}
+	v, err := t.vs.Encode(value)
+	if err != nil {
+		return fmt.Errorf("stream: encoding a value for %s: %w", t.name, err)
+	}
+	return c.Send(t.name, k, v, headers...)
+}

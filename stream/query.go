@@ -1,0 +1,217 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// ErrNotRunning is returned by queries before Run built the member, or after it returned.
+var ErrNotRunning = errors.New("stream: the application is not running")
+
+// Store returns read-only access to the store name across the active tasks this process holds now
+// (Kafka Streams' interactive queries over local stores): a Get looks in each task's store, a
+// Range merges them in key order. Keys live in the task of their partition, so a key another
+// member holds is absent here (see KeyMetadata). Safe on any goroutine.
+func (a *App) Store(name string) (store.ReadOnly, error) {
+	if !a.knownStore(name) {
+		return nil, fmt.Errorf("%w %q: no subtopology of the topology has it", ErrUnknownStore, name)
+	}
+	return localStore{a: a, name: name}, nil
+}
+
+func (a *App) knownStore(name string) bool {
+	for _, m := range a.storesOf {
+		if _, ok := m[name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Query returns the value of key in the local stores of this process (see App.Store).
+func (s KeyValueStore[K, V]) Query(a *App, key K) (value V, ok bool, err error) {
+	st, err := a.Store(s.name)
+	if err != nil {
+		return value, false, err
+	}
+	return s.get(st, key)
+}
+
+// localStore is a store across the local active tasks.
+type localStore struct {
+	a    *App
+	name string
+}
+
+func (l localStore) stores() []*kvStore {
+	l.a.mu.RLock()
+	defer l.a.mu.RUnlock()
+	var out []*kvStore
+	for _, t := range l.a.tasks {
+		if s := t.stores[l.name]; s != nil && t.active {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].task.id.Partition < out[j].task.id.Partition })
+	return out
+}
+
+func (l localStore) Get(key []byte) ([]byte, bool, error) {
+	for _, s := range l.stores() {
+		v, ok, err := s.Get(key)
+		if err != nil || ok {
+			return v, ok, err
+		}
+	}
+	return nil, false, nil
+}
+
+func (l localStore) Range(lower, upper []byte) (store.Iterator, error) {
+	var its []store.Iterator
+	for _, s := range l.stores() {
+		it, err := s.Range(lower, upper)
+		if err != nil {
+			for _, o := range its {
+				o.Close()
+			}
+			return nil, err
+		}
+		its = append(its, it)
+	}
+	return newMerge(its), nil
+}
+
+func (l localStore) Prefix(prefix []byte) (store.Iterator, error) {
+	return l.Range(prefix, store.PrefixEnd(prefix))
+}
+
+func (l localStore) ApproximateCount() (int64, error) {
+	var n int64
+	for _, s := range l.stores() {
+		c, err := s.ApproximateCount()
+		if err != nil {
+			return 0, err
+		}
+		n += c
+	}
+	return n, nil
+}
+
+// merge walks several iterators in key order (their keys are disjoint: each is one partition's).
+type merge struct {
+	its  []store.Iterator
+	live []bool
+	cur  int
+	err  error
+}
+
+func newMerge(its []store.Iterator) *merge {
+	m := &merge{its: its, live: make([]bool, len(its)), cur: -1}
+	for i, it := range its {
+		m.live[i] = it.Next()
+	}
+	return m
+}
+
+func (m *merge) Next() bool {
+	if m.cur >= 0 {
+		m.live[m.cur] = m.its[m.cur].Next()
+	}
+	m.cur = -1
+	for i, it := range m.its {
+		if !m.live[i] {
+			if err := it.Err(); err != nil && m.err == nil {
+				m.err = err
+			}
+			continue
+		}
+		if m.cur < 0 || bytes.Compare(it.Key(), m.its[m.cur].Key()) < 0 {
+			m.cur = i
+		}
+	}
+	return m.cur >= 0 && m.err == nil
+}
+
+func (m *merge) Key() []byte   { return m.its[m.cur].Key() }
+func (m *merge) Value() []byte { return m.its[m.cur].Value() }
+func (m *merge) Err() error    { return m.err }
+func (m *merge) Close() error {
+	var first error
+	for _, it := range m.its {
+		if err := it.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// KeyMetadata says where a key of a store lives in the group (Kafka Streams' KeyQueryMetadata): its
+// partition, the application.server endpoint of the member whose active task holds it, and those of
+// the members with a standby of it.
+type KeyMetadata struct {
+	Task      tasks.ID
+	Partition int32
+	// Active is the endpoint of the active task's member; ok false in KeyMetadata's result when no
+	// endpoint is known for it (a rebalance, or members without application.server).
+	Active  heartbeat.Endpoint
+	Standby []heartbeat.Endpoint
+}
+
+// KeyMetadata computes the partition of key (its encoded bytes) in the store name's subtopology, as
+// Kafka's default partitioner places it, and finds which endpoints hold that partition, from what
+// the group last told this member (members must set application.server). ok is false when no
+// member's endpoint holds the partition as active right now.
+func (a *App) KeyMetadata(ctx context.Context, name string, key []byte) (md KeyMetadata, ok bool, err error) {
+	if a.cl == nil {
+		return md, false, ErrNotRunning
+	}
+	sub := ""
+	for id, m := range a.storesOf {
+		if _, found := m[name]; found {
+			sub = id
+		}
+	}
+	if sub == "" {
+		return md, false, fmt.Errorf("%w %q: no subtopology of the topology has it", ErrUnknownStore, name)
+	}
+	inputs := a.topo.InputTopics(sub)
+	if len(inputs) == 0 {
+		return md, false, fmt.Errorf("stream: subtopology %s has no input topic", sub)
+	}
+	topic := inputs[0]
+	details, err := kadm.NewClient(a.cl).ListTopics(ctx, topic)
+	if err != nil {
+		return md, false, fmt.Errorf("stream: reading the partitions of %s: %w", topic, err)
+	}
+	d, found := details[topic]
+	if !found || d.Err != nil || len(d.Partitions) == 0 {
+		return md, false, fmt.Errorf("stream: topic %s is not known to the cluster (%v)", topic, d.Err)
+	}
+	p := int32(kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: key}, len(d.Partitions)))
+	md.Task, md.Partition = tasks.ID{Subtopology: sub, Partition: p}, p
+	eps := a.endpoints.Load()
+	if eps == nil {
+		return md, false, nil
+	}
+	for ep, parts := range *eps {
+		if slices.Contains(parts.Active[topic], p) {
+			md.Active, ok = ep, true
+		}
+		if slices.Contains(parts.Standby[topic], p) {
+			md.Standby = append(md.Standby, ep)
+		}
+	}
+	sort.Slice(md.Standby, func(i, j int) bool { return md.Standby[i].String() < md.Standby[j].String() })
+	return md, ok, nil
+}

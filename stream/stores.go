@@ -1,0 +1,292 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// task is the runtime's side of one task this process holds (active or standby): its stores, its
+// stream time and its punctuations.
+type task struct {
+	id     tasks.ID
+	active bool
+	// stores by name, and by changelog topic (restore records name the topic).
+	stores      map[string]*kvStore
+	byChangelog map[string]*kvStore
+	// processing: an active task whose restoration finished and whose processor's Init ran.
+	initialized  bool
+	streamTime   int64 // unix ms; -1 before the first record
+	punctuations []*punctuation
+	ctx          Context
+}
+
+// kvStore is one store of one task: an Engine written through, with every write of the processor
+// also sent to the changelog partition of the task.
+type kvStore struct {
+	app       *App
+	task      *task
+	name      string
+	changelog tasks.TopicPartition
+	kind      store.Kind
+	loc       store.Location
+	eng       store.Engine
+
+	// acked is the next changelog offset after the last acknowledged write of this member (-1:
+	// none since the store was opened); written by produce callbacks, read at commits.
+	mu    sync.Mutex
+	acked int64
+	// checkpointed is the position last recorded with the data.
+	checkpointed int64
+
+	batch store.Batch // reused for single writes
+}
+
+func (s *kvStore) fail(op string, err error) error {
+	var se *store.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	return &store.Error{Op: op, Loc: s.loc, Err: err}
+}
+
+// Get implements store.KeyValue.
+func (s *kvStore) Get(key []byte) ([]byte, bool, error) {
+	v, ok, err := s.eng.Get(key)
+	if err != nil {
+		return nil, false, s.fail("get", err)
+	}
+	return v, ok, nil
+}
+
+// Range implements store.KeyValue.
+func (s *kvStore) Range(lower, upper []byte) (store.Iterator, error) {
+	it, err := s.eng.Iterate(lower, upper)
+	if err != nil {
+		return nil, s.fail("range", err)
+	}
+	return it, nil
+}
+
+// Prefix implements store.KeyValue.
+func (s *kvStore) Prefix(prefix []byte) (store.Iterator, error) {
+	return s.Range(prefix, store.PrefixEnd(prefix))
+}
+
+// ApproximateCount implements store.KeyValue.
+func (s *kvStore) ApproximateCount() (int64, error) {
+	n, err := s.eng.ApproximateCount()
+	if err != nil {
+		return 0, s.fail("count", err)
+	}
+	return n, nil
+}
+
+// Put implements store.KeyValue: the store, then the changelog.
+func (s *kvStore) Put(key, value []byte) error {
+	if value == nil {
+		value = []byte{}
+	}
+	return s.write(key, value, false)
+}
+
+// Delete implements store.KeyValue: the store, then a tombstone in the changelog.
+func (s *kvStore) Delete(key []byte) error { return s.write(key, nil, true) }
+
+func (s *kvStore) write(key, value []byte, del bool) error {
+	if !s.task.active {
+		return s.fail("write", errors.New("the task is a standby here: only active tasks write"))
+	}
+	s.batch.Reset()
+	if del {
+		s.batch.Delete(key)
+	} else {
+		s.batch.Put(key, value)
+	}
+	if err := s.eng.Apply(&s.batch, -1); err != nil {
+		return s.fail("write", err)
+	}
+	// The record keeps its own copies: the caller may reuse its buffers.
+	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition, Key: append([]byte(nil), key...)}
+	if !del {
+		r.Value = append([]byte{}, value...)
+	}
+	r.Timestamp = s.task.ctx.ts
+	s.app.produceChangelog(r, s)
+	return nil
+}
+
+// ackedAt records an acknowledged changelog write.
+func (s *kvStore) ackedAt(offset int64) {
+	s.mu.Lock()
+	s.acked = max(s.acked, offset+1)
+	s.mu.Unlock()
+}
+
+// checkpoint records, with the data, that the store holds the changelog up to what this member's
+// acknowledged writes reached. Call it only after every write was acknowledged (a flush), so that
+// the data holds nothing the changelog lacks beyond... and the changelog nothing the data lacks
+// below the position (R5).
+func (s *kvStore) checkpoint() error {
+	s.mu.Lock()
+	pos := s.acked
+	s.mu.Unlock()
+	if pos < 0 || pos == s.checkpointed {
+		return nil
+	}
+	var empty store.Batch
+	if err := s.eng.Apply(&empty, pos); err != nil {
+		return s.fail("checkpoint", err)
+	}
+	s.checkpointed = pos
+	return nil
+}
+
+// restore applies changelog records (a restoring active task, or a standby), recording how far the
+// data goes in the same atomic write.
+func (s *kvStore) restore(recs []*kgo.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	var b store.Batch
+	for _, r := range recs {
+		if r.Value == nil {
+			b.Delete(r.Key)
+		} else {
+			b.Put(r.Key, r.Value)
+		}
+	}
+	pos := recs[len(recs)-1].Offset + 1
+	if err := s.eng.Apply(&b, pos); err != nil {
+		return s.fail("restore", err)
+	}
+	s.checkpointed = pos
+	s.mu.Lock()
+	s.acked = max(s.acked, pos)
+	s.mu.Unlock()
+	return nil
+}
+
+// unknownStore is what Context.Store returns for a name the task has no store of.
+type unknownStore struct {
+	name string
+	task tasks.ID
+}
+
+func (u unknownStore) err() error {
+	return fmt.Errorf("%w %q in task %s: the task's subtopology has no changelog topic for it (topology.Names.KeyValueChangelog)", ErrUnknownStore, u.name, u.task)
+}
+func (u unknownStore) Get([]byte) ([]byte, bool, error)          { return nil, false, u.err() }
+func (u unknownStore) Range(_, _ []byte) (store.Iterator, error) { return nil, u.err() }
+func (u unknownStore) Prefix([]byte) (store.Iterator, error)     { return nil, u.err() }
+func (u unknownStore) ApproximateCount() (int64, error)          { return 0, u.err() }
+func (u unknownStore) Put(_, _ []byte) error                     { return u.err() }
+func (u unknownStore) Delete([]byte) error                       { return u.err() }
+
+// KeyValueStore is typed access to a key-value store by name: keys and values go through their
+// serdes. Declare it once (a package variable is fine) and use it from processors with their
+// Context, and from queries with the App.
+type KeyValueStore[K, V any] struct {
+	name string
+	ks   serde.Serde[K]
+	vs   serde.Serde[V]
+}
+
+// KeyValue declares typed access to the store name (its changelog is
+// topology.Names.ChangelogTopic(name)).
+func KeyValue[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V]) KeyValueStore[K, V] {
+	return KeyValueStore[K, V]{name: name, ks: ks, vs: vs}
+}
+
+// Name is the store's name.
+func (s KeyValueStore[K, V]) Name() string { return s.name }
+
+// Get returns the value of key in c's task, ok false when absent.
+func (s KeyValueStore[K, V]) Get(c *Context, key K) (value V, ok bool, err error) {
+	return s.get(c.Store(s.name), key)
+}
+
+func (s KeyValueStore[K, V]) get(st store.ReadOnly, key K) (value V, ok bool, err error) {
+	k, err := s.ks.Encode(key)
+	if err != nil {
+		return value, false, fmt.Errorf("stream: encoding a key of store %s: %w", s.name, err)
+	}
+	raw, ok, err := st.Get(k)
+	if err != nil || !ok {
+		return value, false, err
+	}
+	if value, err = s.vs.Decode(raw); err != nil {
+		return value, false, fmt.Errorf("stream: a value in store %s: %w", s.name, err)
+	}
+	return value, true, nil
+}
+
+// Put sets key to value in c's task's store (and its changelog).
+func (s KeyValueStore[K, V]) Put(c *Context, key K, value V) error {
+	k, err := s.ks.Encode(key)
+	if err != nil {
+		return fmt.Errorf("stream: encoding a key of store %s: %w", s.name, err)
+	}
+	v, err := s.vs.Encode(value)
+	if err != nil {
+		return fmt.Errorf("stream: encoding a value of store %s: %w", s.name, err)
+	}
+	return c.Store(s.name).Put(k, v)
+}
+
+// Delete removes key from c's task's store (a tombstone in its changelog).
+func (s KeyValueStore[K, V]) Delete(c *Context, key K) error {
+	k, err := s.ks.Encode(key)
+	if err != nil {
+		return fmt.Errorf("stream: encoding a key of store %s: %w", s.name, err)
+	}
+	return c.Store(s.name).Delete(k)
+}
+
+// All calls fn for every entry of c's task's store in key order, until fn returns false or an
+// error occurs (returned).
+func (s KeyValueStore[K, V]) All(c *Context, fn func(key K, value V) bool) error {
+	return s.each(c.Store(s.name), nil, nil, fn)
+}
+
+// Range calls fn for the entries of c's task's store with from <= key < to in the bytewise order of
+// the encoded keys, until fn returns false.
+func (s KeyValueStore[K, V]) Range(c *Context, from, to K, fn func(key K, value V) bool) error {
+	lo, err := s.ks.Encode(from)
+	if err != nil {
+		return err
+	}
+	hi, err := s.ks.Encode(to)
+	if err != nil {
+		return err
+	}
+	return s.each(c.Store(s.name), lo, hi, fn)
+}
+
+func (s KeyValueStore[K, V]) each(st store.ReadOnly, lo, hi []byte, fn func(K, V) bool) error {
+	it, err := st.Range(lo, hi)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.Next() {
+		k, err := s.ks.Decode(it.Key())
+		if err != nil {
+			return fmt.Errorf("stream: a key in store %s: %w", s.name, err)
+		}
+		v, err := s.vs.Decode(it.Value())
+		if err != nil {
+			return fmt.Errorf("stream: a value in store %s: %w", s.name, err)
+		}
+		if !fn(k, v) {
+			break
+		}
+	}
+	return it.Err()
+}
