@@ -90,6 +90,28 @@ type options struct {
 	listeners []func(from, to State)
 	hooks     []membership.Hook
 	onStore   func(err *store.Error) StoreAction
+	onRestore []func(RestoreBatch)
+}
+
+// RestoreBatch is one batch of changelog records applied to a store: of an active task restoring
+// before it processes, or of a standby (or warm-up) task following its active task.
+type RestoreBatch struct {
+	Task  tasks.ID
+	Store string
+	// Changelog is the partition the records came from; Next is the offset after the last one.
+	Changelog tasks.TopicPartition
+	Next      int64
+	// Records is how many records the batch applied.
+	Records int
+	// Standby is true for a standby or warm-up task, false for an active task restoring.
+	Standby bool
+}
+
+// WithRestoreListener calls fn after each batch of changelog records a store applied (Kafka
+// Streams' StateRestoreListener and StandbyUpdateListener in one), on Run's goroutine: keep it
+// short.
+func WithRestoreListener(fn func(RestoreBatch)) Option {
+	return func(o *options) { o.onRestore = append(o.onRestore, fn) }
 }
 
 // WithLogger sets the logger (default slog.Default()).

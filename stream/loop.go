@@ -124,6 +124,13 @@ func (a *App) handle(b *consume.Batch) {
 			a.fail(err)
 			return
 		}
+		if len(a.o.onRestore) > 0 {
+			rb := RestoreBatch{Task: r.Task, Store: s.name, Changelog: r.Partition, Next: r.Records[len(r.Records)-1].Offset + 1,
+				Records: len(r.Records), Standby: r.Role != consume.Active}
+			for _, fn := range a.o.onRestore {
+				fn(rb)
+			}
+		}
 	}
 	unprocessed := a.process(b.Process)
 	a.mu.Unlock()
