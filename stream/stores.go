@@ -129,10 +129,9 @@ func (s *kvStore) ackedAt(offset int64) {
 	s.mu.Unlock()
 }
 
-// checkpoint records, with the data, that the store holds the changelog up to what this member's
-// acknowledged writes reached. Call it only after every write was acknowledged (a flush), so that
-// the data holds nothing the changelog lacks beyond... and the changelog nothing the data lacks
-// below the position (R5).
+// checkpoint records, atomically with the data, the changelog position that this member's
+// acknowledged writes reached. Call it only after a flush (every write acknowledged): the data then
+// holds exactly the changelog up to that position (R5).
 func (s *kvStore) checkpoint() error {
 	s.mu.Lock()
 	pos := s.acked
