@@ -323,8 +323,13 @@ type Records struct {
 	Partition tasks.TopicPartition
 	// HighWatermark is the partition's high watermark in the fetch answer.
 	HighWatermark int64
-	// Records are the records, in offset order.
+	// Records are the records, in offset order. Transaction markers (control records, which a
+	// client built with kgo.KeepControlRecords returns) are left out, so Records may be empty when a
+	// fetch held only markers.
 	Records []*kgo.Record
+	// First is the offset of the first record fetched (a marker or a record), Next the offset after
+	// the last one: where the partition's position goes once the batch is done.
+	First, Next int64
 }
 
 // Batch is what one Poll returned. Apply Restore to the tasks' stores and process Process, then call
@@ -373,28 +378,46 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 		if len(recs) == 0 {
 			return
 		}
+		first, next := recs[0].Offset, recs[len(recs)-1].Offset+1
+		data := dropControl(recs)
 		switch {
 		case p.kind == tasks.Input && !replica && !t.stopped:
-			b.Process = append(b.Process, Records{Task: t.id, Role: Active, Partition: tp, HighWatermark: fp.HighWatermark, Records: recs})
+			b.Process = append(b.Process, Records{Task: t.id, Role: Active, Partition: tp, HighWatermark: fp.HighWatermark, Records: data, First: first, Next: next})
 		case p.kind == tasks.Changelog && replica && !t.stopped:
-			b.Restore = append(b.Restore, Records{Task: t.id, Role: t.role, Partition: tp, HighWatermark: fp.HighWatermark, Records: recs})
+			b.Restore = append(b.Restore, Records{Task: t.id, Role: t.role, Partition: tp, HighWatermark: fp.HighWatermark, Records: data, First: first, Next: next})
 		case p.kind == tasks.Input:
 			// An input of a task that is restoring (a fetch that raced the pause): fetch these again.
 			if rewind[tp.Topic] == nil {
 				rewind[tp.Topic] = make(map[int32]kgo.EpochOffset)
 			}
-			rewind[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: recs[0].Offset}
+			rewind[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: first}
 			return
 		default:
 			return // the changelog of a task that processes now: being dropped
 		}
-		p.handed = recs[len(recs)-1].Offset + 1
+		p.handed = next
 	})
 	c.mu.Unlock()
 	if len(rewind) > 0 {
 		c.cl.SetOffsets(rewind)
 	}
 	return b
+}
+
+// dropControl returns recs without transaction markers, in place when there are none.
+func dropControl(recs []*kgo.Record) []*kgo.Record {
+	for i, r := range recs {
+		if r.Attrs.IsControl() {
+			out := append([]*kgo.Record(nil), recs[:i]...)
+			for _, r := range recs[i+1:] {
+				if !r.Attrs.IsControl() {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+	}
+	return recs
 }
 
 // Done marks the batch's records applied and processed: positions move, restorations that reached
@@ -420,9 +443,9 @@ func (b *Batch) DoneBefore(unprocessed map[tasks.TopicPartition]int64) {
 		if p == nil || p.task != r.Task {
 			continue
 		}
-		next := r.Records[len(r.Records)-1].Offset + 1
+		next := r.Next
 		if stop, ok := unprocessed[r.Partition]; ok && stop < next {
-			next = max(stop, r.Records[0].Offset)
+			next = max(stop, r.First)
 		}
 		if next > p.done {
 			p.done = next
@@ -431,7 +454,7 @@ func (b *Batch) DoneBefore(unprocessed map[tasks.TopicPartition]int64) {
 	touched := make(map[tasks.ID]bool)
 	for _, r := range b.Restore {
 		if p := c.byTP[r.Partition]; p != nil && p.task == r.Task {
-			p.done = r.Records[len(r.Records)-1].Offset + 1
+			p.done = r.Next
 			c.setPosition(p.tp, p.done)
 			touched[r.Task] = true
 		}

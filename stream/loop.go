@@ -118,14 +118,14 @@ func (a *App) handle(b *consume.Batch) {
 		if s == nil {
 			continue
 		}
-		if err := s.restore(r.Records); err != nil {
+		if err := s.restore(r.Records, r.Next); err != nil {
 			a.mu.Unlock()
 			b.DoneBefore(stopAll(b.Process))
 			a.fail(err)
 			return
 		}
 		if len(a.o.onRestore) > 0 {
-			rb := RestoreBatch{Task: r.Task, Store: s.name, Changelog: r.Partition, Next: r.Records[len(r.Records)-1].Offset + 1,
+			rb := RestoreBatch{Task: r.Task, Store: s.name, Changelog: r.Partition, Next: r.Next,
 				Records: len(r.Records), Standby: r.Role != consume.Active}
 			for _, fn := range a.o.onRestore {
 				fn(rb)
@@ -145,7 +145,7 @@ func (a *App) handle(b *consume.Batch) {
 func stopAll(recs []consume.Records) map[tasks.TopicPartition]int64 {
 	m := make(map[tasks.TopicPartition]int64, len(recs))
 	for _, r := range recs {
-		m[r.Partition] = r.Records[0].Offset
+		m[r.Partition] = r.First
 	}
 	return m
 }
@@ -160,7 +160,7 @@ func (a *App) process(recs []consume.Records) map[tasks.TopicPartition]int64 {
 		}
 		if !t.initialized {
 			if err := a.initTask(t); err != nil {
-				return a.stopAt(recs, i, r.Records[0].Offset, err)
+				return a.stopAt(recs, i, r.First, err)
 			}
 		}
 		proc := a.procs[r.Task.Subtopology]

@@ -148,11 +148,8 @@ func (s *kvStore) checkpoint() error {
 }
 
 // restore applies changelog records (a restoring active task, or a standby), recording how far the
-// data goes in the same atomic write.
-func (s *kvStore) restore(recs []*kgo.Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
+// data goes (next: past transaction markers too) in the same atomic write.
+func (s *kvStore) restore(recs []*kgo.Record, next int64) error {
 	var b store.Batch
 	for _, r := range recs {
 		if r.Value == nil {
@@ -161,7 +158,7 @@ func (s *kvStore) restore(recs []*kgo.Record) error {
 			b.Put(r.Key, r.Value)
 		}
 	}
-	pos := recs[len(recs)-1].Offset + 1
+	pos := next
 	if err := s.eng.Apply(&b, pos); err != nil {
 		return s.fail("restore", err)
 	}
