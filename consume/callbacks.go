@@ -127,7 +127,7 @@ func (c *Consumer) feedChangelog(t *task, tp tasks.TopicPartition, start map[tas
 			pos = max(next, pos)
 		}
 	}
-	p := &part{tp: tp, task: t.id, kind: tasks.Changelog, handed: pos, done: pos, committed: -1}
+	p := &part{tp: tp, task: t.id, kind: tasks.Changelog, handed: pos, done: pos, committed: -1, origin: pos}
 	t.parts[tp] = p
 	c.byTP[tp] = p
 	ops.addAt(tp, kgo.NewOffset().At(pos))
@@ -149,10 +149,10 @@ func (c *Consumer) activate(id tasks.ID, committed commit.Offsets, start, end ma
 	t.role = Active
 	inputs, _ := c.router.Inputs(id)
 	for _, tp := range inputs {
-		p := &part{tp: tp, task: id, kind: tasks.Input, handed: -1, done: -1, committed: -1}
+		p := &part{tp: tp, task: id, kind: tasks.Input, handed: -1, done: -1, committed: -1, origin: -1}
 		off := c.o.reset
 		if o, ok := committed[tp]; ok {
-			p.handed, p.done, p.committed = o, o, o
+			p.handed, p.done, p.committed, p.origin = o, o, o, o
 			off = kgo.NewOffset().At(o)
 		}
 		t.parts[tp] = p

@@ -183,6 +183,7 @@ type part struct {
 	handed    int64 // next offset to hand out; -1 unknown (reset offset)
 	done      int64 // next offset after the records applied or processed; -1 unknown
 	committed int64 // inputs: last committed position, -1 unknown
+	origin    int64 // inputs: where consumption started (the committed or the reset offset), -1 unknown
 }
 
 // New returns a Consumer over the user's client cl, which must be built for direct consumption
@@ -379,6 +380,9 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 			return
 		}
 		first, next := recs[0].Offset, recs[len(recs)-1].Offset+1
+		if p.origin < 0 {
+			p.origin = first // the reset offset, resolved
+		}
 		data := dropControl(recs)
 		switch {
 		case p.kind == tasks.Input && !replica && !t.stopped:
@@ -502,23 +506,19 @@ func (c *Consumer) CommitProcessed(ctx context.Context) error {
 		return err
 	}
 	defer c.sem.Release(1)
-	c.mu.Lock()
-	offs := commit.Offsets{}
-	for _, t := range c.tasks {
-		if t.role != Active || t.stopped {
-			continue
-		}
-		for tp, p := range t.parts {
-			if p.kind == tasks.Input && p.done >= 0 && p.done != p.committed {
-				offs[tp] = p.done
-			}
-		}
-	}
-	c.mu.Unlock()
+	return c.CommitUncommitted(ctx, c.commits.Commit)
+}
+
+// CommitUncommitted commits, with commitFn, the positions that moved since they were last committed
+// (an exactly-once runtime passes a transactional commit), retrying once without the partitions
+// that commitFn refused as not owned, and records what was committed. Call it between batches or
+// inside a callback, never while holding a Batch.
+func (c *Consumer) CommitUncommitted(ctx context.Context, commitFn func(context.Context, commit.Offsets) error) error {
+	offs := c.uncommitted()
 	if len(offs) == 0 {
 		return nil
 	}
-	err := c.commits.Commit(ctx, offs)
+	err := commitFn(ctx, offs)
 	var no *commit.NotOwnedError
 	if errors.As(err, &no) {
 		for _, tp := range no.Partitions {
@@ -526,7 +526,7 @@ func (c *Consumer) CommitProcessed(ctx context.Context) error {
 		}
 		err = nil
 		if len(offs) > 0 {
-			err = c.commits.Commit(ctx, offs)
+			err = commitFn(ctx, offs)
 		}
 	}
 	if err != nil {
@@ -540,6 +540,62 @@ func (c *Consumer) CommitProcessed(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	return nil
+}
+
+// uncommitted returns the input positions of active, running tasks that moved since their last
+// commit.
+func (c *Consumer) uncommitted() commit.Offsets {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	offs := commit.Offsets{}
+	for _, t := range c.tasks {
+		if t.role != Active || t.stopped {
+			continue
+		}
+		for tp, p := range t.parts {
+			if p.kind == tasks.Input && p.done >= 0 && p.done != p.committed {
+				offs[tp] = p.done
+			}
+		}
+	}
+	return offs
+}
+
+// Rewind moves the inputs of every active task back to their last committed positions (or to where
+// consumption started, when nothing was committed yet) and fetches them again from there: the work
+// since the last commit was undone (an aborted transaction) and must be done again. Call it between
+// batches or inside a callback, never while holding a Batch.
+func (c *Consumer) Rewind() {
+	set := make(map[string]map[int32]kgo.EpochOffset)
+	c.mu.Lock()
+	for _, t := range c.tasks {
+		if t.role != Active {
+			continue
+		}
+		for tp, p := range t.parts {
+			if p.kind != tasks.Input {
+				continue
+			}
+			to := p.committed
+			if to < 0 {
+				to = p.origin
+			}
+			if to < 0 || p.done == to && p.handed == to {
+				continue
+			}
+			p.handed, p.done = to, to
+			if c.byTP[tp] == p {
+				if set[tp.Topic] == nil {
+					set[tp.Topic] = make(map[int32]kgo.EpochOffset)
+				}
+				set[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: to}
+			}
+		}
+	}
+	c.mu.Unlock()
+	if len(set) > 0 {
+		c.cl.SetOffsets(set)
+	}
 }
 
 // ---- task offsets ----

@@ -768,3 +768,77 @@ func TestDoneBeforeStopsThePositionAtTheFirstUnprocessedRecord(t *testing.T) {
 		t.Fatalf("Processed after a stop past the batch = %v, want 10", got)
 	}
 }
+
+// TestRewindGoesBackToTheLastCommit: after an aborted transaction the inputs are fetched again from
+// the last committed position, or from where consumption started when nothing was committed.
+func TestRewindGoesBackToTheLastCommit(t *testing.T) {
+	e := newEnv(t)
+	e.commits.committed = commit.Offsets{tp("other", 0): 5}
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	e.cl.takeOps()
+	e.c.Rewind() // nothing processed: nothing to do
+	if ops := e.cl.takeOps(); len(ops) != 0 {
+		t.Fatalf("Rewind before any record: %q", ops)
+	}
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {5, 6}, tp("other", 1): {3, 4}})
+	e.poll().Done()
+	var sent []commit.Offsets
+	commitFn := func(_ context.Context, o commit.Offsets) error { sent = append(sent, maps.Clone(o)); return nil }
+	if err := e.c.CommitUncommitted(context.Background(), commitFn); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 1 || sent[0][tp("other", 0)] != 7 || sent[0][tp("other", 1)] != 5 {
+		t.Fatalf("committed %v, want other[0]=7 other[1]=5", sent)
+	}
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {7, 8}})
+	e.poll().Done()
+	e.c.Rewind()
+	eq(t, "client calls", e.cl.takeOps(), []string{"set other[0]@7"})
+	if got := e.c.Processed(set("1_0", "1_1")); got[tp("other", 0)] != 7 || got[tp("other", 1)] != 5 {
+		t.Fatalf("Processed after Rewind = %v, want the committed positions", got)
+	}
+	// Nothing moved since: nothing to commit.
+	sent = nil
+	if err := e.c.CommitUncommitted(context.Background(), commitFn); err != nil || len(sent) != 0 {
+		t.Fatalf("commit after a rewind to the committed positions: %v %v", sent, err)
+	}
+}
+
+// TestRewindWithoutACommitGoesBackToTheFirstRecord: a partition that started at the reset offset
+// rewinds to the first record it handed out.
+func TestRewindWithoutACommitGoesBackToTheFirstRecord(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0")})
+	e.cl.takeOps()
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {2, 3}})
+	e.poll().Done()
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {4}})
+	e.poll().Done()
+	e.c.Rewind()
+	eq(t, "client calls", e.cl.takeOps(), []string{"set other[0]@2"})
+}
+
+// TestCommitUncommittedRetriesWithoutNotOwnedPartitions: partitions refused as not owned are left
+// out, the rest committed, and only what was committed counts as committed.
+func TestCommitUncommittedRetriesWithoutNotOwnedPartitions(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {0}, tp("other", 1): {0}})
+	e.poll().Done()
+	calls := 0
+	commitFn := func(_ context.Context, o commit.Offsets) error {
+		calls++
+		if _, ok := o[tp("other", 1)]; ok {
+			return &commit.NotOwnedError{Partitions: []tasks.TopicPartition{tp("other", 1)}}
+		}
+		return nil
+	}
+	if err := e.c.CommitUncommitted(context.Background(), commitFn); err != nil || calls != 2 {
+		t.Fatalf("CommitUncommitted: %v after %d calls, want nil after 2", err, calls)
+	}
+	var seen commit.Offsets
+	_ = e.c.CommitUncommitted(context.Background(), func(_ context.Context, o commit.Offsets) error { seen = maps.Clone(o); return nil })
+	if len(seen) != 1 || seen[tp("other", 1)] != 1 {
+		t.Fatalf("next commit sends %v, want only the refused partition other[1]=1", seen)
+	}
+}
