@@ -362,6 +362,9 @@ func (f *fenced) commitRequest(group string, ids map[string][16]byte) *kmsg.Offs
 func (f *fenced) fetchRequest(group string) *kmsg.OffsetFetchRequest {
 	req := kmsg.NewPtrOffsetFetchRequest()
 	g := kmsg.NewOffsetFetchRequestGroup()
+	// RequireStable: offsets of a transaction still open come back as UNSTABLE_OFFSET_COMMIT (retried)
+	// instead of the older committed value, so a task never starts before an exactly-once commit.
+	req.RequireStable = true
 	g.Group, g.MemberEpoch = group, f.epoch
 	id := f.memberID
 	g.MemberID = &id

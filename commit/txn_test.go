@@ -1,0 +1,149 @@
+package commit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// txnCluster answers AddOffsetsToTxn and TxnOffsetCommit with scripted codes.
+type txnCluster struct {
+	mu      sync.Mutex
+	adds    []*kmsg.AddOffsetsToTxnRequest
+	commits []*kmsg.TxnOffsetCommitRequest
+	addCode func(n int) int16
+	code    func(n int) int16
+}
+
+func (f *txnCluster) Request(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch r := req.(type) {
+	case *kmsg.AddOffsetsToTxnRequest:
+		n := len(f.adds)
+		f.adds = append(f.adds, r)
+		resp := kmsg.NewPtrAddOffsetsToTxnResponse()
+		if f.addCode != nil {
+			resp.ErrorCode = f.addCode(n)
+		}
+		return resp, nil
+	case *kmsg.TxnOffsetCommitRequest:
+		n := len(f.commits)
+		f.commits = append(f.commits, r)
+		resp := kmsg.NewPtrTxnOffsetCommitResponse()
+		for _, t := range r.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition = p.Partition
+				if f.code != nil {
+					rp.ErrorCode = f.code(n)
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+	return nil, fmt.Errorf("unexpected request %T", req)
+}
+
+var producer = Producer{TransactionalID: "app-pid-1", ID: 42, Epoch: 3}
+
+func TestCommitInTransactionCarriesProducerAndMember(t *testing.T) {
+	cl := &txnCluster{}
+	c := newCommitter(t, cl, member("m1", 7, "0_1"))
+	if err := c.CommitInTransaction(context.Background(), producer, Offsets{tp("in", 1): 10}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cl.adds) != 1 || cl.adds[0].TransactionalID != "app-pid-1" || cl.adds[0].ProducerID != 42 || cl.adds[0].ProducerEpoch != 3 || cl.adds[0].Group != "app" {
+		t.Fatalf("AddOffsetsToTxn %+v", cl.adds)
+	}
+	if len(cl.commits) != 1 {
+		t.Fatalf("%d TxnOffsetCommits", len(cl.commits))
+	}
+	r := cl.commits[0]
+	if r.TransactionalID != "app-pid-1" || r.ProducerID != 42 || r.ProducerEpoch != 3 || r.Group != "app" || r.Generation != 7 || r.MemberID != "m1" {
+		t.Fatalf("TxnOffsetCommit identity %+v", r)
+	}
+	if len(r.Topics) != 1 || r.Topics[0].Topic != "in" || len(r.Topics[0].Partitions) != 1 ||
+		r.Topics[0].Partitions[0].Partition != 1 || r.Topics[0].Partitions[0].Offset != 10 {
+		t.Fatalf("TxnOffsetCommit topics %+v", r.Topics)
+	}
+}
+
+func TestCommitInTransactionChecksOwnershipFirst(t *testing.T) {
+	cl := &txnCluster{}
+	c := newCommitter(t, cl, member("m1", 7, "0_1"))
+	var no *NotOwnedError
+	if err := c.CommitInTransaction(context.Background(), producer, Offsets{tp("in", 2): 10}); !errors.As(err, &no) {
+		t.Fatalf("offsets of a task not owned: %v", err)
+	}
+	if err := c.CommitInTransaction(context.Background(), producer, Offsets{}); err != nil || len(cl.adds)+len(cl.commits) != 0 {
+		t.Fatalf("empty offsets: %v, %d requests", err, len(cl.adds)+len(cl.commits))
+	}
+}
+
+func TestCommitInTransactionFencedMemberIsLost(t *testing.T) {
+	cl := &txnCluster{code: func(int) int16 { return kerr.FencedMemberEpoch.Code }}
+	c := newCommitter(t, cl, member("m1", 7, "0_1"))
+	err := c.CommitInTransaction(context.Background(), producer, Offsets{tp("in", 1): 10})
+	if !errors.Is(err, ErrTasksLost) {
+		t.Fatalf("a fenced member's transactional commit: %v, want ErrTasksLost", err)
+	}
+}
+
+func TestCommitInTransactionFencedProducerIsATxnError(t *testing.T) {
+	cl := &txnCluster{code: func(int) int16 { return kerr.ProducerFenced.Code }}
+	c := newCommitter(t, cl, member("m1", 7, "0_1"))
+	err := c.CommitInTransaction(context.Background(), producer, Offsets{tp("in", 1): 10})
+	var te *TxnError
+	if !errors.As(err, &te) || te.Request != "TxnOffsetCommit" || !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("a fenced producer: %v", err)
+	}
+}
+
+func TestAddOffsetsToTxnRetriesConcurrentTransactions(t *testing.T) {
+	cl := &txnCluster{addCode: func(n int) int16 {
+		if n < 2 {
+			return kerr.ConcurrentTransactions.Code
+		}
+		return 0
+	}}
+	c := newCommitter(t, cl, member("m1", 7, "0_1"))
+	if err := c.CommitInTransaction(context.Background(), producer, Offsets{tp("in", 1): 10}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cl.adds) != 3 || len(cl.commits) != 1 {
+		t.Fatalf("%d AddOffsetsToTxn, %d TxnOffsetCommit; want 3 and 1", len(cl.adds), len(cl.commits))
+	}
+	cl = &txnCluster{addCode: func(int) int16 { return kerr.TransactionalIDAuthorizationFailed.Code }}
+	c = newCommitter(t, cl, member("m1", 7, "0_1"))
+	err := c.CommitInTransaction(context.Background(), producer, Offsets{tp("in", 1): 10})
+	var te *TxnError
+	if !errors.As(err, &te) || te.Request != "AddOffsetsToTxn" || !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || len(cl.commits) != 0 {
+		t.Fatalf("an unauthorized transactional ID: %v (%d commits)", err, len(cl.commits))
+	}
+	cl = &txnCluster{addCode: func(int) int16 { return kerr.ConcurrentTransactions.Code }}
+	c = newCommitter(t, cl, member("m1", 7, "0_1"))
+	if err := c.CommitInTransaction(context.Background(), producer, Offsets{tp("in", 1): 10}); !errors.As(err, &te) || len(cl.adds) != maxAttempts {
+		t.Fatalf("endless CONCURRENT_TRANSACTIONS: %v after %d attempts", err, len(cl.adds))
+	}
+}
+
+func TestCommittedOffsetsRequireStable(t *testing.T) {
+	cl := &fakeCluster{}
+	c := newCommitter(t, cl, member("m1", 7, "0_1"))
+	if _, err := c.CommittedOffsets(context.Background(), set("0_1")); err != nil {
+		t.Fatal(err)
+	}
+	if len(cl.fetches) != 1 || !cl.fetches[0].RequireStable {
+		t.Fatalf("OffsetFetch without RequireStable: an exactly-once task could start before its last transaction's offsets")
+	}
+}
