@@ -445,6 +445,7 @@ type verdict struct {
 	stale      error // kerr.StaleMemberEpoch
 	lost       error // kerr.UnknownMemberID or kerr.FencedMemberEpoch
 	retry      bool  // a coordinator move or another retriable error
+	retryErr   error // the last retriable error, for the message when the attempts run out
 	unknownIDs []string
 	failed     []error // *PartitionError
 }
@@ -461,11 +462,11 @@ func (v *verdict) add(tp tasks.TopicPartition, code int16) {
 		if !slices.Contains(v.unknownIDs, tp.Topic) {
 			v.unknownIDs = append(v.unknownIDs, tp.Topic)
 		}
-		v.retry = true
+		v.retry, v.retryErr = true, err
 	case errors.Is(err, kerr.NotCoordinator), errors.Is(err, kerr.CoordinatorNotAvailable),
 		errors.Is(err, kerr.CoordinatorLoadInProgress), errors.Is(err, kerr.RequestTimedOut),
 		errors.Is(err, kerr.UnstableOffsetCommit), errors.Is(err, kerr.RebalanceInProgress):
-		v.retry = true
+		v.retry, v.retryErr = true, err
 	default:
 		v.failed = append(v.failed, &PartitionError{Partition: tp, Err: err})
 	}
@@ -496,7 +497,7 @@ func (r *retrier) next(ctx context.Context, m Member, f *fenced, v verdict) (boo
 		return false, errors.Join(v.failed...)
 	case v.retry:
 		if r.attempts >= maxAttempts {
-			return false, fmt.Errorf("commit: gave up after %d attempts: the coordinator kept moving or loading", r.attempts)
+			return false, fmt.Errorf("commit: gave up after %d attempts: the coordinator kept moving or loading (last: %w)", r.attempts, v.retryErr)
 		}
 		r.backoff = min(max(r.backoff*2, r.c.backoffMin), r.c.backoffMax)
 		t := time.NewTimer(r.backoff)

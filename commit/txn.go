@@ -67,12 +67,17 @@ func (c *Committer) CommitInTransaction(ctx context.Context, p Producer, offsets
 		if err != nil {
 			return err
 		}
+		// v6+ names topics by ID, older versions by name: send both, as Commit does.
+		if err := c.resolveIDs(ctx, f.topicNames()); err != nil {
+			return err
+		}
+		ids := c.topicIDs(f.topicNames())
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
 		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = p.TransactionalID, c.group, p.ID, p.Epoch
 		req.Generation, req.MemberID = f.epoch, f.memberID
 		for _, name := range f.topicNames() {
 			t := kmsg.NewTxnOffsetCommitRequestTopic()
-			t.Topic = name
+			t.Topic, t.TopicID = name, ids[name]
 			for _, op := range f.topics[name] {
 				tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 				tp.Partition, tp.Offset, tp.LeaderEpoch = op.Partition, op.Offset, -1
@@ -97,6 +102,9 @@ func (c *Committer) CommitInTransaction(ctx context.Context, p Producer, offsets
 		}
 		if producerErr != nil {
 			return &TxnError{Request: "TxnOffsetCommit", Err: producerErr}
+		}
+		if len(v.unknownIDs) > 0 {
+			c.forgetIDs(v.unknownIDs)
 		}
 		if again, err := r.next(ctx, m, f, v); !again {
 			return err

@@ -32,6 +32,14 @@ func (f *txnCluster) Request(_ context.Context, req kmsg.Request) (kmsg.Response
 			resp.ErrorCode = f.addCode(n)
 		}
 		return resp, nil
+	case *kmsg.MetadataRequest:
+		resp := kmsg.NewPtrMetadataResponse()
+		for _, t := range r.Topics {
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, topicIDs[*t.Topic]
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
 	case *kmsg.TxnOffsetCommitRequest:
 		n := len(f.commits)
 		f.commits = append(f.commits, r)
@@ -72,7 +80,7 @@ func TestCommitInTransactionCarriesProducerAndMember(t *testing.T) {
 	if r.TransactionalID != "app-pid-1" || r.ProducerID != 42 || r.ProducerEpoch != 3 || r.Group != "app" || r.Generation != 7 || r.MemberID != "m1" {
 		t.Fatalf("TxnOffsetCommit identity %+v", r)
 	}
-	if len(r.Topics) != 1 || r.Topics[0].Topic != "in" || len(r.Topics[0].Partitions) != 1 ||
+	if len(r.Topics) != 1 || r.Topics[0].Topic != "in" || r.Topics[0].TopicID != topicIDs["in"] || len(r.Topics[0].Partitions) != 1 ||
 		r.Topics[0].Partitions[0].Partition != 1 || r.Topics[0].Partitions[0].Offset != 10 {
 		t.Fatalf("TxnOffsetCommit topics %+v", r.Topics)
 	}

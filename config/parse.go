@@ -117,6 +117,9 @@ func FromMap(m map[string]string) (Config, error) {
 			p.add(key, raw, "%s", unknownKeyReason(key))
 		}
 	}
+	if _, set := m[KeyCommitInterval]; !set && c.Runtime.Guarantee == ExactlyOnceV2 {
+		c.Runtime.CommitInterval = DefaultCommitIntervalEOS
+	}
 	var v problems
 	c.validate(&v)
 	p.keys = append(p.keys, onePerKey(v.keys, p.keys, m)...)

@@ -23,8 +23,9 @@ const (
 
 // Runtime defaults (Kafka Streams').
 const (
-	DefaultCommitInterval    = 30 * time.Second // commit.interval.ms under at_least_once
-	DefaultStateCleanupDelay = 10 * time.Minute // state.cleanup.delay.ms
+	DefaultCommitInterval    = 30 * time.Second       // commit.interval.ms under at_least_once
+	DefaultCommitIntervalEOS = 100 * time.Millisecond // commit.interval.ms under exactly_once_v2
+	DefaultStateCleanupDelay = 10 * time.Minute       // state.cleanup.delay.ms
 )
 
 // Guarantee is processing.guarantee.
@@ -59,12 +60,14 @@ func (p ErrorPolicy) String() string {
 // Runtime is the configuration of the stream runtime: how it processes, commits and keeps state.
 // A member that is not run by the runtime ignores it.
 type Runtime struct {
-	// Guarantee (processing.guarantee) is at_least_once (the default). exactly_once_v2 is not
-	// available yet and is refused.
+	// Guarantee (processing.guarantee) is at_least_once (the default) or exactly_once_v2
+	// (transactions: every record's effects become visible once, to read_committed readers).
 	Guarantee Guarantee
 	// CommitInterval (commit.interval.ms) is how often processed input offsets are committed, once
-	// everything the records produced is acknowledged. Default 30 s, as Kafka Streams under
-	// at_least_once. 0 commits after every poll.
+	// everything the records produced is acknowledged (under exactly_once_v2: how often the
+	// transaction commits). Default 30 s under at_least_once; FromMap makes it 100 ms under
+	// exactly_once_v2 when the key is not given, as Kafka Streams does (a Config built in Go code
+	// sets it itself: DefaultCommitIntervalEOS). 0 commits after every poll.
 	CommitInterval time.Duration
 	// StateCleanupDelay (state.cleanup.delay.ms) is how long the directory of a persistent store of a
 	// task this process no longer owns is kept before it is deleted. Default 10 minutes.
@@ -129,12 +132,11 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 		case AtLeastOnce:
 			r.Guarantee = AtLeastOnce
 		case ExactlyOnceV2:
-			p.add(key, raw, "exactly-once processing is not available in this version of the runtime yet: "+
-				"use processing.guarantee=at_least_once (after a crash a record may then be processed twice)")
+			r.Guarantee = ExactlyOnceV2
 		case "exactly_once", "exactly_once_beta":
-			p.add(key, raw, "was removed in Kafka Streams 4.0; exactly_once_v2 is its successor (not available here yet): use at_least_once")
+			p.add(key, raw, "was removed in Kafka Streams 4.0: use exactly_once_v2, its successor")
 		default:
-			p.add(key, raw, "must be at_least_once (exactly_once_v2 is not available yet)")
+			p.add(key, raw, "must be at_least_once or exactly_once_v2")
 		}
 	case KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler:
 		canonical := key
@@ -195,10 +197,8 @@ func (c *Config) validateRuntime(p *problems) {
 		p.add(KeyStateCleanupDelay, ms(r.StateCleanupDelay), "must be >= 0")
 	}
 	switch r.Guarantee {
-	case AtLeastOnce, "":
-	case ExactlyOnceV2:
-		p.add(KeyProcessingGuarantee, string(r.Guarantee), "exactly-once processing is not available in this version of the runtime yet: use at_least_once")
+	case AtLeastOnce, ExactlyOnceV2, "":
 	default:
-		p.add(KeyProcessingGuarantee, string(r.Guarantee), "must be at_least_once")
+		p.add(KeyProcessingGuarantee, string(r.Guarantee), "must be at_least_once or exactly_once_v2")
 	}
 }

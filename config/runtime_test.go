@@ -34,9 +34,9 @@ func TestRuntimeHandlersBySimpleOrFullName(t *testing.T) {
 
 func TestRuntimeRefusals(t *testing.T) {
 	for _, tc := range []struct{ key, val, reason string }{
-		{KeyProcessingGuarantee, "exactly_once_v2", "not available"},
 		{KeyProcessingGuarantee, "exactly_once", "removed in Kafka Streams 4.0"},
-		{KeyProcessingGuarantee, "at-least-once", "must be at_least_once"},
+		{KeyProcessingGuarantee, "exactly_once_beta", "use exactly_once_v2"},
+		{KeyProcessingGuarantee, "at-least-once", "must be at_least_once or exactly_once_v2"},
 		{KeyCommitInterval, "-1", "must be >= 0"},
 		{KeyCommitInterval, "1s", "LONG"},
 		{KeyStateCleanupDelay, "-5", "must be >= 0"},
@@ -52,10 +52,27 @@ func TestRuntimeRefusals(t *testing.T) {
 		}
 	}
 	c := Default("a")
-	c.Runtime.Guarantee = ExactlyOnceV2
+	c.Runtime.Guarantee = "exactly_once"
 	c.Runtime.CommitInterval = -time.Second
 	var ce *Error
 	if err := c.Validate(); !errors.As(err, &ce) || len(ce.Keys) != 2 {
-		t.Fatalf("Validate of exactly_once_v2 and a negative commit interval: %v", err)
+		t.Fatalf("Validate of exactly_once and a negative commit interval: %v", err)
+	}
+}
+
+// TestExactlyOnceCommitsEvery100msUnlessTold: Kafka Streams' default commit interval under
+// exactly_once_v2 is 100 ms; an explicit commit.interval.ms wins.
+func TestExactlyOnceCommitsEvery100msUnlessTold(t *testing.T) {
+	c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyProcessingGuarantee: "exactly_once_v2"})
+	if err != nil || c.Runtime.Guarantee != ExactlyOnceV2 || c.Runtime.CommitInterval != 100*time.Millisecond {
+		t.Fatalf("exactly_once_v2 alone: %+v, %v", c.Runtime, err)
+	}
+	c, err = FromMap(map[string]string{KeyApplicationID: "a", KeyProcessingGuarantee: "exactly_once_v2", KeyCommitInterval: "2500"})
+	if err != nil || c.Runtime.CommitInterval != 2500*time.Millisecond {
+		t.Fatalf("exactly_once_v2 with commit.interval.ms=2500: %+v, %v", c.Runtime, err)
+	}
+	c, err = FromMap(map[string]string{KeyApplicationID: "a"})
+	if err != nil || c.Runtime.CommitInterval != 30*time.Second {
+		t.Fatalf("at_least_once: %+v, %v", c.Runtime, err)
 	}
 }

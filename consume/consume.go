@@ -514,7 +514,7 @@ func (c *Consumer) CommitProcessed(ctx context.Context) error {
 // that commitFn refused as not owned, and records what was committed. Call it between batches or
 // inside a callback, never while holding a Batch.
 func (c *Consumer) CommitUncommitted(ctx context.Context, commitFn func(context.Context, commit.Offsets) error) error {
-	offs := c.uncommitted()
+	offs := c.Uncommitted()
 	if len(offs) == 0 {
 		return nil
 	}
@@ -532,19 +532,25 @@ func (c *Consumer) CommitUncommitted(ctx context.Context, commitFn func(context.
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	for tp, o := range offs {
-		if p := c.byTP[tp]; p != nil {
-			p.committed = o
-		}
-	}
-	c.mu.Unlock()
+	c.MarkCommitted(offs)
 	return nil
 }
 
-// uncommitted returns the input positions of active, running tasks that moved since their last
+// MarkCommitted records that offs were committed (by a commit the caller made itself, such as a
+// transaction's), so Uncommitted leaves them out and Rewind goes back to them.
+func (c *Consumer) MarkCommitted(offs commit.Offsets) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for tp, o := range offs {
+		if p := c.byTP[tp]; p != nil && p.kind == tasks.Input {
+			p.committed = o
+		}
+	}
+}
+
+// Uncommitted returns the input positions of the active, running tasks that moved since their last
 // commit.
-func (c *Consumer) uncommitted() commit.Offsets {
+func (c *Consumer) Uncommitted() commit.Offsets {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	offs := commit.Offsets{}

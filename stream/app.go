@@ -201,6 +201,10 @@ type App struct {
 	// cleanups are persistent task directories to delete once their time comes (state.cleanup.delay.ms).
 	cleanups map[tasks.ID]time.Time
 
+	// txnOpen and txnRecords: the open transaction under exactly-once (a.mu).
+	txnOpen    bool
+	txnRecords int
+
 	state      atomic.Int32
 	produceErr atomic.Pointer[ProduceError]
 	fatal      atomic.Pointer[error]
@@ -366,7 +370,14 @@ func (a *App) build() error {
 		kgo.FetchMaxWait(pollTimeout*2),
 		kgo.MaxBufferedBytes(16<<20),
 		kgo.RecordDeliveryTimeout(2*time.Minute), // Kafka's delivery.timeout.ms
+		// Transaction markers come back with the records, so positions move past them (consume
+		// hands out everything else): a changelog ending with a marker finishes restoring.
+		kgo.KeepControlRecords(),
 	)
+	if a.eos() {
+		opts = append(opts, kgo.TransactionalID(a.transactionalID()), kgo.TransactionTimeout(transactionTimeout),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
 	opts = append(opts, a.o.client...)
 	if a.cl, err = kgo.NewClient(opts...); err != nil {
 		return fmt.Errorf("stream: building the client: %w", err)
@@ -397,12 +408,13 @@ func (a *App) build() error {
 	return nil
 }
 
-// openStateDir takes state.dir/<application.id> for this process (R6) when stores are persistent or
-// state.dir is set. Without state.dir, persistent stores live under the system's temporary
-// directory in kafka-streams/, as in Kafka Streams.
+// openStateDir takes state.dir/<application.id> for this process (R6) when stores are persistent,
+// under exactly-once (the process ID, and so the transactional.id, must survive a restart) or when
+// state.dir is set. Without state.dir they live under the system's temporary directory in
+// kafka-streams/, as in Kafka Streams.
 func (a *App) openStateDir() error {
-	if a.cfg.StateDir == "" && !a.persistent() {
-		return nil
+	if a.cfg.StateDir == "" && !a.persistent() && !a.eos() {
+		return nil // nothing to keep: the process ID is a new one at every start
 	}
 	if a.cfg.StateDir == "" {
 		a.cfg.StateDir = filepath.Join(os.TempDir(), "kafka-streams")
@@ -440,6 +452,11 @@ func (a *App) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer a.lock.release()
+	pid, err := a.cfg.ResolveProcessID()
+	if err != nil {
+		return err
+	}
+	a.cfg.ProcessID = pid
 	if err := a.build(); err != nil {
 		if a.cl != nil {
 			a.cl.Close()
@@ -455,6 +472,11 @@ func (a *App) Run(ctx context.Context) (err error) {
 	stop := context.AfterFunc(ctx, func() { a.cancelRun(context.Canceled) })
 	defer stop()
 
+	if a.eos() {
+		if err := a.initProducer(runCtx); err != nil {
+			return err
+		}
+	}
 	events := a.mgr.Events()
 	if err := a.mgr.Start(runCtx); err != nil {
 		return err
@@ -478,6 +500,13 @@ func (a *App) Run(ctx context.Context) (err error) {
 	defer cancel()
 	cerr := a.mgr.Close(closeCtx) // revokes every active task: their offsets are committed (when nothing failed)
 	<-eventsDone
+	a.mu.Lock()
+	if a.txnOpen { // the last commit failed (or Close gave up): nothing of it may become visible
+		if err := a.abortTxn(closeCtx); err != nil {
+			a.log.Warn("aborting the open transaction at close failed; the broker aborts it after transaction.timeout.ms", "err", err)
+		}
+	}
+	a.mu.Unlock()
 	a.closeAllStores()
 	if ferr := a.fatalErr(); ferr != nil {
 		return ferr

@@ -22,17 +22,46 @@ type callbacks App
 // (R1), their stores are checkpointed, and their final positions are returned to be committed (R2).
 func (a *App) revokedOffsets(ctx context.Context, revoked tasks.Set) (commit.Offsets, error) {
 	a.mu.Lock()
+	var stopped []*task
 	for id := range revoked.All() {
 		if t := a.tasks[id]; t != nil && t.active {
-			t.active, t.initialized, t.punctuations = false, false, nil
+			t.active = false
+			stopped = append(stopped, t)
 		}
+	}
+	// A failed revocation is retried by the member, and the consumer feeds the tasks again: they
+	// must process again too.
+	undo := func() {
+		for _, t := range stopped {
+			t.active = true
+		}
+	}
+	if a.eos() {
+		// One transaction holds every task's work: commit it all, the revoked tasks' final
+		// positions with it; nothing is left for commit.OnRevoke.
+		err := a.commitEOS(ctx, a.cons.Processed(revoked))
+		if err != nil {
+			undo()
+		} else {
+			for _, t := range stopped {
+				t.initialized, t.punctuations = false, nil
+			}
+		}
+		a.mu.Unlock()
+		return commit.Offsets{}, err
 	}
 	a.mu.Unlock()
 	if err := a.flush(ctx); err != nil {
+		a.mu.Lock()
+		undo()
+		a.mu.Unlock()
 		return nil, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	for _, t := range stopped {
+		t.initialized, t.punctuations = false, nil
+	}
 	for id := range revoked.All() {
 		if t := a.tasks[id]; t != nil {
 			if err := a.checkpoint(t); err != nil {
@@ -82,10 +111,15 @@ func (c *callbacks) OnTasksAssigned(_ context.Context, as tasks.Assignment, _ bo
 // OnAllTasksLost closes every task without a checkpoint: another member may own them already, and
 // what this member wrote since its last commit may never reach the changelog. In-memory stores are
 // dropped; persistent ones keep their last checkpoint and restore what follows it.
-func (c *callbacks) OnAllTasksLost(context.Context, tasks.Assignment) error {
+func (c *callbacks) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) error {
 	a := (*App)(c)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.txnOpen { // R4: a member that lost its tasks never commits their work
+		if err := a.abortTxn(ctx); err != nil {
+			a.log.Warn("aborting the transaction of lost tasks failed; the broker aborts it after transaction.timeout.ms", "err", err)
+		}
+	}
 	for _, t := range a.tasks {
 		a.closeTask(t, false)
 	}
@@ -125,6 +159,9 @@ func (a *App) openTask(id tasks.ID) (*task, error) {
 		}
 		s := &kvStore{app: a, task: t, name: name, changelog: tasks.TopicPartition{Topic: topic, Partition: id.Partition},
 			kind: kind, loc: loc, eng: eng, acked: -1, checkpointed: -1}
+		if a.eos() {
+			s.pend = newOverlay()
+		}
 		if pos, ok := eng.Position(); ok {
 			s.checkpointed = pos
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
@@ -156,7 +157,8 @@ func (a *App) process(recs []consume.Records) map[tasks.TopicPartition]int64 {
 	for i, r := range recs {
 		t := a.tasks[r.Task]
 		if t == nil || !t.active {
-			continue // cannot happen: the consumer hands out only active tasks' records
+			// The consumer hands out only active tasks' records; skipping them would lose them.
+			return a.stopAt(recs, i, r.First, fmt.Errorf("stream: internal error: records of task %s, which this process does not run as active", r.Task))
 		}
 		if !t.initialized {
 			if err := a.initTask(t); err != nil {
@@ -313,7 +315,8 @@ func (a *App) between() {
 	if now.Sub(a.lastCommit) >= a.cfg.Runtime.CommitInterval {
 		if err := a.commit(a.runCtx); err != nil {
 			var pe *ProduceError
-			if errors.As(err, &pe) {
+			var te *TxnError
+			if errors.As(err, &te) || errors.As(err, &pe) && !a.eos() {
 				a.fail(err)
 				return
 			}
@@ -328,6 +331,11 @@ func (a *App) between() {
 // commit makes every record produced so far durable and checks each one's result (R1), checkpoints
 // the persistent stores of active tasks, and commits the processed input offsets.
 func (a *App) commit(ctx context.Context) error {
+	if a.eos() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.commitEOS(ctx, nil)
+	}
 	if err := a.flush(ctx); err != nil {
 		return err
 	}
@@ -369,8 +377,10 @@ func (a *App) flush(ctx context.Context) error {
 // produce sends an output or repartition record.
 func (a *App) produce(r *kgo.Record) {
 	if a.produceErr.Load() != nil {
-		return // nothing more is committed anyway; the loop is stopping
+		return // nothing more is committed anyway; the loop is stopping (or the transaction aborts)
 	}
+	a.ensureTxn()
+	a.txnRecords++
 	a.cl.Produce(context.Background(), r, a.produced) // not runCtx: a clean stop flushes what is buffered
 }
 
@@ -382,9 +392,16 @@ func (a *App) produced(r *kgo.Record, err error) {
 
 func (a *App) recordProduceErr(r *kgo.Record, err error) {
 	pe := &ProduceError{Topic: r.Topic, Partition: r.Partition, Err: err}
-	if a.produceErr.CompareAndSwap(nil, pe) {
-		a.fail(pe)
+	if !a.produceErr.CompareAndSwap(nil, pe) {
+		return
 	}
+	// Under exactly-once a write the transaction coordinator refused as abortable is not the end:
+	// the next commit aborts and the work is done again. Any other failed write stops the
+	// application (Kafka Streams' default production exception handler).
+	if a.eos() && (errors.Is(err, kerr.TransactionAbortable) || errors.Is(err, kerr.InvalidTxnState)) {
+		return
+	}
+	a.fail(pe)
 }
 
 // produceChangelog sends a store's changelog record; its acknowledgement moves the store's position.
@@ -392,6 +409,8 @@ func (a *App) produceChangelog(r *kgo.Record, s *kvStore) {
 	if a.produceErr.Load() != nil {
 		return
 	}
+	a.ensureTxn()
+	a.txnRecords++
 	a.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 		if err != nil {
 			a.recordProduceErr(r, err)

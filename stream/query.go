@@ -69,7 +69,7 @@ func (l localStore) stores() []*kvStore {
 
 func (l localStore) Get(key []byte) ([]byte, bool, error) {
 	for _, s := range l.stores() {
-		v, ok, err := s.Get(key)
+		v, ok, err := s.committedGet(key)
 		if err != nil || ok {
 			return v, ok, err
 		}
@@ -80,7 +80,7 @@ func (l localStore) Get(key []byte) ([]byte, bool, error) {
 func (l localStore) Range(lower, upper []byte) (store.Iterator, error) {
 	var its []store.Iterator
 	for _, s := range l.stores() {
-		it, err := s.Range(lower, upper)
+		it, err := s.committedRange(lower, upper)
 		if err != nil {
 			for _, o := range its {
 				o.Close()

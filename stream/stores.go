@@ -46,6 +46,9 @@ type kvStore struct {
 	checkpointed int64
 
 	batch store.Batch // reused for single writes
+	// pend holds the writes of the open transaction under exactly-once (nil under at-least-once,
+	// where writes go through to the engine at once).
+	pend *overlay
 }
 
 func (s *kvStore) fail(op string, err error) error {
@@ -56,8 +59,19 @@ func (s *kvStore) fail(op string, err error) error {
 	return &store.Error{Op: op, Loc: s.loc, Err: err}
 }
 
-// Get implements store.KeyValue.
+// Get implements store.KeyValue: the open transaction's writes first.
 func (s *kvStore) Get(key []byte) ([]byte, bool, error) {
+	if s.pend != nil {
+		if p, ok := s.pend.get(key); ok {
+			return p.value, !p.del, nil
+		}
+	}
+	return s.committedGet(key)
+}
+
+// committedGet reads the engine only: what queries see (under exactly-once, the last committed
+// state).
+func (s *kvStore) committedGet(key []byte) ([]byte, bool, error) {
 	v, ok, err := s.eng.Get(key)
 	if err != nil {
 		return nil, false, s.fail("get", err)
@@ -65,8 +79,17 @@ func (s *kvStore) Get(key []byte) ([]byte, bool, error) {
 	return v, ok, nil
 }
 
-// Range implements store.KeyValue.
+// Range implements store.KeyValue: the engine's entries with the open transaction's writes over
+// them.
 func (s *kvStore) Range(lower, upper []byte) (store.Iterator, error) {
+	it, err := s.committedRange(lower, upper)
+	if err != nil || s.pend == nil || s.pend.empty() {
+		return it, err
+	}
+	return newOverlaid(it, s.pend.within(lower, upper)), nil
+}
+
+func (s *kvStore) committedRange(lower, upper []byte) (store.Iterator, error) {
 	it, err := s.eng.Iterate(lower, upper)
 	if err != nil {
 		return nil, s.fail("range", err)
@@ -103,14 +126,18 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 	if !s.task.active {
 		return s.fail("write", errors.New("the task is a standby here: only active tasks write"))
 	}
-	s.batch.Reset()
-	if del {
-		s.batch.Delete(key)
+	if s.pend != nil {
+		s.pend.put(key, value, del)
 	} else {
-		s.batch.Put(key, value)
-	}
-	if err := s.eng.Apply(&s.batch, -1); err != nil {
-		return s.fail("write", err)
+		s.batch.Reset()
+		if del {
+			s.batch.Delete(key)
+		} else {
+			s.batch.Put(key, value)
+		}
+		if err := s.eng.Apply(&s.batch, -1); err != nil {
+			return s.fail("write", err)
+		}
 	}
 	// The record keeps its own copies: the caller may reuse its buffers.
 	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition, Key: append([]byte(nil), key...)}
@@ -133,6 +160,9 @@ func (s *kvStore) ackedAt(offset int64) {
 // acknowledged writes reached. Call it only after a flush (every write acknowledged): the data then
 // holds exactly the changelog up to that position (R5).
 func (s *kvStore) checkpoint() error {
+	if s.pend != nil {
+		return nil // exactly-once: positions are recorded with each committed transaction's writes
+	}
 	s.mu.Lock()
 	pos := s.acked
 	s.mu.Unlock()
@@ -145,6 +175,36 @@ func (s *kvStore) checkpoint() error {
 	}
 	s.checkpointed = pos
 	return nil
+}
+
+// commitPending applies the committed transaction's writes to the engine, atomically with the
+// changelog position they reach (exactly-once; R4, R5).
+func (s *kvStore) commitPending() error {
+	s.mu.Lock()
+	pos := s.acked
+	s.mu.Unlock()
+	if s.pend.empty() && (pos < 0 || pos == s.checkpointed) {
+		return nil
+	}
+	if err := s.eng.Apply(s.pend.batch(), pos); err != nil {
+		return s.fail("commit", err)
+	}
+	s.pend.clear()
+	if pos >= 0 {
+		s.checkpointed = pos
+	}
+	return nil
+}
+
+// dropPending forgets the aborted transaction's writes: the engine still holds the last committed
+// state, and the changelog position goes back to what it covers.
+func (s *kvStore) dropPending() {
+	if s.pend != nil {
+		s.pend.clear()
+	}
+	s.mu.Lock()
+	s.acked = s.checkpointed
+	s.mu.Unlock()
 }
 
 // restore applies changelog records (a restoring active task, or a standby), recording how far the
