@@ -64,12 +64,12 @@ broker-status:
 mutate:
 	scripts/mutate.sh $(PKGS)
 
-## alloc-guard: the allocation guard of the hot paths (membership/alloc_test.go): a steady heartbeat
+## alloc-guard: the allocation guard of the hot paths (internal/machine/alloc_test.go): a steady heartbeat
 ## built and encoded allocates at most 2 times, one steady machine step at most 5. Run without -race
 ## (the race detector allocates on its own); make test runs it.
 .PHONY: alloc-guard
 alloc-guard:
-	$(GO) test -count=1 -run '^TestAllocations$$' -v ./membership/
+	$(GO) test -count=1 -run '^TestAllocations$$' -v ./internal/machine/
 test: alloc-guard
 
 ## bench-compare: Go members side by side with Kafka Streams 4.4 on one broker started for the run

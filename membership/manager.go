@@ -15,6 +15,8 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/internal/machine"
+	"github.com/streamsgroup/streamsgroup/internal/transport"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
 )
@@ -39,7 +41,7 @@ type Listener interface {
 // TaskOffsetsProvider gives the changelog positions of the member's tasks (Kafka 4.4+ brokers use
 // them to place warm-up tasks). offsets and ends are, per task, the sums of the changelog offsets and
 // end offsets (tasks.SumOffsets). It is called on a goroutine of its own, only when offsets may be
-// sent; the heartbeat waits for it at most MachineConfig.OffsetsWait (250 ms) and goes without
+// sent; the heartbeat waits for it at most 250 ms and goes without
 // offsets after that, so it should be quick (read a snapshot).
 type TaskOffsetsProvider interface {
 	TaskOffsets(owned tasks.Assignment) (offsets, ends tasks.Offsets)
@@ -96,8 +98,8 @@ func WithMemberID(id string) Option { return func(o *options) { o.memberID = id 
 // *kgo.Client (which may then be nil).
 func WithTransport(t Transport) Option { return func(o *options) { o.transport = t } }
 
-// Manager makes this process a member of a streams group. It runs the Machine on one background
-// goroutine and only carries out its actions: every protocol decision is the machine's.
+// Manager makes this process a member of a streams group. It runs the state machine on one
+// background goroutine and only carries out its actions: every protocol decision is the machine's.
 //
 // Goroutines: the loop (owns the machine); one short-lived goroutine per network action
 // (heartbeat, leave, describe, capability probe); one per listener callback (the machine hands out
@@ -110,12 +112,12 @@ type Manager struct {
 	o    options
 	log  *slog.Logger
 
-	machine *Machine // owned by the loop goroutine
-	stopped bool     // the machine said Stopped (loop goroutine only)
-	metrics *metrics // measures on the loop goroutine; read by Stats
+	machine *machine.Machine // owned by the loop goroutine
+	stopped bool             // the machine said Stopped (loop goroutine only)
+	metrics *metrics         // measures on the loop goroutine; read by Stats
 
 	events  *eventQueue
-	inputs  chan Input
+	inputs  chan machine.Input
 	runCtx  context.Context
 	cancel  context.CancelFunc
 	netWG   sync.WaitGroup // the loop and network goroutines
@@ -149,7 +151,7 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 		if cl == nil {
 			return nil, errors.New("membership: a *kgo.Client is required")
 		}
-		o.transport = defaultTransport(cl, cfg.ApplicationID, cfg.RequestTimeout, backoff)
+		o.transport = transport.New(cl, cfg.ApplicationID, cfg.RequestTimeout, backoff)
 	}
 	if o.memberID == "" {
 		o.memberID = uuid.NewString()
@@ -174,17 +176,17 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 		cfg:    cfg.Clone(),
 		topo:   topo,
 		o:      o,
-		inputs: make(chan Input, 16),
+		inputs: make(chan machine.Input, 16),
 		doneCh: make(chan struct{}),
 		events: newEventQueue(),
 	}
 	m.log = o.logger.With("group", cfg.ApplicationID, "member", o.memberID)
-	m.machine = NewMachine(MachineConfig{
+	m.machine = machine.New(machine.Config{
 		Join:               member,
 		Backoff:            backoff,
 		TaskOffsetInterval: cfg.TaskOffsetInterval,
 		ReportsOffsets:     o.offsets != nil,
-		LeaveBudget:        min(cfg.RequestTimeout, DefaultLeaveBudget),
+		LeaveBudget:        min(cfg.RequestTimeout, machine.DefaultLeaveBudget),
 		SessionTimeout:     cfg.SessionTimeout,
 	})
 	m.snap = m.machine.Snapshot()
@@ -255,10 +257,10 @@ func (m *Manager) Done() <-chan struct{} { return m.doneCh }
 
 // RequestShutdown asks every member of the group to shut down (the group reports
 // SHUTDOWN_APPLICATION to all of them, this one included). The member keeps running until Close.
-func (m *Manager) RequestShutdown() { m.command(context.Background(), RequestShutdown{}) }
+func (m *Manager) RequestShutdown() { m.command(context.Background(), machine.RequestShutdown{}) }
 
 // command hands an application request to the loop; false when the member has stopped or ctx ended.
-func (m *Manager) command(ctx context.Context, in Input) bool {
+func (m *Manager) command(ctx context.Context, in machine.Input) bool {
 	select {
 	case m.inputs <- in:
 		return true
@@ -290,7 +292,7 @@ func (m *Manager) CloseWith(ctx context.Context, mode CloseMode) error {
 		return m.waitEvents(ctx, nil)
 	}
 	var err error
-	if m.command(ctx, Close{Mode: mode}) {
+	if m.command(ctx, machine.Close{Mode: mode}) {
 		m.log.Info("closing", "mode", mode.String())
 	}
 	select {
@@ -333,7 +335,7 @@ func (m *Manager) loop() {
 	defer close(m.doneCh)
 	defer m.events.close()
 	defer m.cancel()
-	m.step(Start{})
+	m.step(machine.Start{})
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for !m.stopped {
@@ -344,17 +346,17 @@ func (m *Manager) loop() {
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
-			m.step(Tick{})
+			m.step(machine.Tick{})
 		case in := <-m.inputs:
 			m.step(in)
 		case <-m.runCtx.Done():
-			m.step(Stop{})
+			m.step(machine.Stop{})
 		}
 	}
 }
 
 // step feeds one input to the machine, carries out the actions and publishes the new snapshot.
-func (m *Manager) step(in Input) {
+func (m *Manager) step(in machine.Input) {
 	now := time.Now()
 	m.metrics.input(now, in)
 	actions := m.machine.Step(now, in)
@@ -372,58 +374,58 @@ func (m *Manager) step(in Input) {
 }
 
 // execute carries out one action; results come back through m.inputs.
-func (m *Manager) execute(a Action) {
+func (m *Manager) execute(a machine.Action) {
 	switch a := a.(type) {
-	case ProbeCapabilities:
-		m.goNet(func(ctx context.Context) Input {
+	case machine.ProbeCapabilities:
+		m.goNet(func(ctx context.Context) machine.Input {
 			caps, err := m.o.transport.Capabilities(ctx)
-			return CapabilitiesKnown{Caps: caps, Err: err}
+			return machine.CapabilitiesKnown{Caps: caps, Err: err}
 		})
-	case SendHeartbeat:
-		m.goNet(func(ctx context.Context) Input {
+	case machine.SendHeartbeat:
+		m.goNet(func(ctx context.Context) machine.Input {
 			resp, err := m.o.transport.Heartbeat(ctx, a.Request)
-			return HeartbeatDone{Seq: a.Seq, Response: resp, Err: err}
+			return machine.HeartbeatDone{Seq: a.Seq, Response: resp, Err: err}
 		})
-	case SendLeave:
-		m.goNet(func(ctx context.Context) Input {
+	case machine.SendLeave:
+		m.goNet(func(ctx context.Context) machine.Input {
 			ctx, cancel := context.WithTimeout(ctx, a.Budget)
 			defer cancel()
-			return LeaveDone{Err: m.o.transport.Leave(ctx, a.Request)}
+			return machine.LeaveDone{Err: m.o.transport.Leave(ctx, a.Request)}
 		})
-	case Describe:
-		m.goNet(func(ctx context.Context) Input {
+	case machine.Describe:
+		m.goNet(func(ctx context.Context) machine.Input {
 			ctx, cancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
 			defer cancel()
 			g, err := m.o.transport.Describe(ctx)
-			return Described{Group: g, Err: err}
+			return machine.Described{Group: g, Err: err}
 		})
-	case DescribeSession:
-		m.goNet(func(ctx context.Context) Input {
+	case machine.DescribeSession:
+		m.goNet(func(ctx context.Context) machine.Input {
 			ctx, cancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
 			defer cancel()
 			if a.BrokerDefault {
-				resp, err := m.o.transport.CoordinatorConfigs(ctx, KeyBrokerSessionTimeout)
-				return SessionDescribed{Response: resp, Err: err}
+				resp, err := m.o.transport.CoordinatorConfigs(ctx, machine.KeyBrokerSessionTimeout)
+				return machine.SessionDescribed{Response: resp, Err: err}
 			}
-			resp, err := m.o.transport.GroupConfigs(ctx, KeyGroupSessionTimeout)
-			return SessionDescribed{Response: resp, Err: err}
+			resp, err := m.o.transport.GroupConfigs(ctx, machine.KeyGroupSessionTimeout)
+			return machine.SessionDescribed{Response: resp, Err: err}
 		})
-	case CollectOffsets:
-		m.goUser(func(ctx context.Context) Input {
+	case machine.CollectOffsets:
+		m.goUser(func(ctx context.Context) machine.Input {
 			offs, ends := m.o.offsets.TaskOffsets(a.Owned)
-			return OffsetsCollected{Seq: a.Seq, Offsets: offs, Ends: ends}
-		}, func(err error) Input { return OffsetsCollected{Seq: a.Seq} })
-	case Invoke:
+			return machine.OffsetsCollected{Seq: a.Seq, Offsets: offs, Ends: ends}
+		}, func(err error) machine.Input { return machine.OffsetsCollected{Seq: a.Seq} })
+	case machine.Invoke:
 		m.logInvoke(a)
-		m.goUser(func(ctx context.Context) Input {
-			return CallbackDone{Seq: a.Seq, Err: m.call(ctx, a)}
-		}, func(err error) Input { return CallbackDone{Seq: a.Seq, Err: err} })
-	case Emit:
+		m.goUser(func(ctx context.Context) machine.Input {
+			return machine.CallbackDone{Seq: a.Seq, Err: m.call(ctx, a)}
+		}, func(err error) machine.Input { return machine.CallbackDone{Seq: a.Seq, Err: err} })
+	case machine.Emit:
 		m.publish(a.Event)
-	case Log:
+	case machine.Log:
 		m.log.Log(context.Background(), a.Level, a.Msg,
 			append(a.Attrs, "epoch", m.machine.Epoch(), "state", m.machine.State().String())...)
-	case Stopped:
+	case machine.Stopped:
 		m.stopped = true
 		m.mu.Lock()
 		m.err = a.Err
@@ -432,7 +434,7 @@ func (m *Manager) execute(a Action) {
 }
 
 // goNet runs a network action on its own goroutine and feeds its result back.
-func (m *Manager) goNet(f func(ctx context.Context) Input) {
+func (m *Manager) goNet(f func(ctx context.Context) machine.Input) {
 	m.netWG.Add(1)
 	go func() {
 		defer m.netWG.Done()
@@ -441,11 +443,11 @@ func (m *Manager) goNet(f func(ctx context.Context) Input) {
 }
 
 // goUser runs application code on its own goroutine; a panic becomes onPanic's input.
-func (m *Manager) goUser(f func(ctx context.Context) Input, onPanic func(error) Input) {
+func (m *Manager) goUser(f func(ctx context.Context) machine.Input, onPanic func(error) machine.Input) {
 	m.userWG.Add(1)
 	go func() {
 		defer m.userWG.Done()
-		var in Input
+		var in machine.Input
 		func() {
 			defer func() {
 				if p := recover(); p != nil {
@@ -458,7 +460,7 @@ func (m *Manager) goUser(f func(ctx context.Context) Input, onPanic func(error) 
 	}()
 }
 
-func (m *Manager) deliver(in Input) {
+func (m *Manager) deliver(in machine.Input) {
 	select {
 	case m.inputs <- in:
 	case <-m.runCtx.Done():
@@ -466,7 +468,7 @@ func (m *Manager) deliver(in Input) {
 }
 
 // call runs one listener callback.
-func (m *Manager) call(ctx context.Context, inv Invoke) error {
+func (m *Manager) call(ctx context.Context, inv machine.Invoke) error {
 	l := m.o.listener
 	if l == nil {
 		return nil
@@ -482,7 +484,7 @@ func (m *Manager) call(ctx context.Context, inv Invoke) error {
 	return nil
 }
 
-func (m *Manager) logInvoke(a Invoke) {
+func (m *Manager) logInvoke(a machine.Invoke) {
 	switch a.Kind {
 	case CallbackRevoked:
 		m.log.Info("revoking tasks", "tasks", a.Tasks.String(), "epoch", m.machine.Epoch())

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/internal/machine"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
@@ -285,15 +286,15 @@ func (mt *metrics) update(f func(s *Stats)) {
 }
 
 // input measures what an input ends: a heartbeat's round trip, a callback's run.
-func (mt *metrics) input(now time.Time, in Input) {
+func (mt *metrics) input(now time.Time, in machine.Input) {
 	switch in := in.(type) {
-	case HeartbeatDone:
+	case machine.HeartbeatDone:
 		if at, ok := mt.sentAt[in.Seq]; ok {
 			delete(mt.sentAt, in.Seq)
 			mt.rttSeq, mt.rtt = in.Seq, now.Sub(at)
 		}
 		mt.observeCoordinator()
-	case CallbackDone:
+	case machine.CallbackDone:
 		inv, ok := mt.calls[in.Seq]
 		if !ok {
 			return
@@ -325,15 +326,15 @@ func (mt *metrics) input(now time.Time, in Input) {
 }
 
 // action records what an action starts or reports, before the Manager carries it out.
-func (mt *metrics) action(now time.Time, a Action) {
+func (mt *metrics) action(now time.Time, a machine.Action) {
 	switch a := a.(type) {
-	case SendHeartbeat:
+	case machine.SendHeartbeat:
 		mt.sentAt[a.Seq] = now
 		mt.update(func(s *Stats) { s.HeartbeatsSent++; s.LastHeartbeatSent = now })
 		for _, h := range mt.hooks.hbSent {
 			h.OnHeartbeatSent()
 		}
-	case HeartbeatResult:
+	case machine.HeartbeatResult:
 		var rtt time.Duration
 		if mt.rttSeq == a.Seq {
 			rtt = mt.rtt
@@ -354,11 +355,11 @@ func (mt *metrics) action(now time.Time, a Action) {
 		for _, h := range mt.hooks.hbAnswered {
 			h.OnHeartbeatAnswered(rtt, a.Class, a.Err)
 		}
-	case Rebalance:
+	case machine.Rebalance:
 		mt.rebalance(now, a)
-	case Invoke:
+	case machine.Invoke:
 		mt.calls[a.Seq] = invoked{kind: a.Kind, at: now}
-	case Emit:
+	case machine.Emit:
 		if a.Event.Kind == EventFenced {
 			mt.update(func(s *Stats) { s.Fencings++ })
 			for _, h := range mt.hooks.fenced {
@@ -368,18 +369,18 @@ func (mt *metrics) action(now time.Time, a Action) {
 	}
 }
 
-func (mt *metrics) rebalance(now time.Time, a Rebalance) {
+func (mt *metrics) rebalance(now time.Time, a machine.Rebalance) {
 	var latency time.Duration
 	if !a.TargetAt.IsZero() {
 		latency = max(now.Sub(a.TargetAt), 0)
 	}
 	switch a.Phase {
-	case RebalanceStarted:
+	case machine.RebalanceStarted:
 		mt.update(func(s *Stats) { s.RebalancesStarted++ })
 		for _, h := range mt.hooks.rebStarted {
 			h.OnRebalanceStarted()
 		}
-	case RebalanceCompleted:
+	case machine.RebalanceCompleted:
 		mt.update(func(s *Stats) {
 			s.RebalancesCompleted++
 			s.LastRebalanceLatency, s.MaxRebalanceLatency = latency, max(s.MaxRebalanceLatency, latency)
@@ -389,7 +390,7 @@ func (mt *metrics) rebalance(now time.Time, a Rebalance) {
 		for _, h := range mt.hooks.rebDone {
 			h.OnRebalanceCompleted(latency)
 		}
-	case RebalanceFailed:
+	case machine.RebalanceFailed:
 		mt.update(func(s *Stats) { s.RebalancesFailed++ })
 		for _, h := range mt.hooks.rebFailed {
 			h.OnRebalanceFailed(latency)

@@ -1,4 +1,4 @@
-package membership
+package machine
 
 import (
 	"fmt"
@@ -38,10 +38,10 @@ import (
 //  9. Never two heartbeats in flight, and never a heartbeat sooner than the rules allow: after a
 //     success at the broker's interval (which must be > 0), after an error only after backoff,
 //     except one immediate retry after a fencing or a coordinator move.
-//  10. Only the transitions of PROTOCOL §6 happen (CanTransition); every state change goes through
+//  10. Only the transitions of PROTOCOL §6 happen (canTransition); every state change goes through
 //     transition.
 type Machine struct {
-	cfg MachineConfig
+	cfg Config
 	b   *heartbeat.Builder
 
 	state         State
@@ -68,8 +68,8 @@ type Machine struct {
 	sendBuf, resultBuf [1]Action
 }
 
-// MachineConfig is what the machine needs to know up front.
-type MachineConfig struct {
+// Config is what the machine needs to know up front.
+type Config struct {
 	// Join describes the member as it joins; it does not change during its life.
 	Join heartbeat.JoinInfo
 	// Backoff paces retries after errors (retry.backoff.ms, retry.backoff.max.ms).
@@ -88,14 +88,14 @@ type MachineConfig struct {
 	SessionTimeout time.Duration
 }
 
-// Defaults for MachineConfig.
+// Defaults for Config.
 const (
 	DefaultOffsetsWait = 250 * time.Millisecond
 	DefaultLeaveBudget = 5 * time.Second
 )
 
-// NewMachine returns a machine in Unsubscribed; feed it Start.
-func NewMachine(cfg MachineConfig) *Machine {
+// New returns a machine in Unsubscribed; feed it Start.
+func New(cfg Config) *Machine {
 	if cfg.OffsetsWait <= 0 {
 		cfg.OffsetsWait = DefaultOffsetsWait
 	}
@@ -132,9 +132,6 @@ type Snapshot struct {
 	// and how far behind a warm-up may be to take over.
 	TaskOffsetInterval    time.Duration
 	AcceptableRecoveryLag int64
-	// Pending describes the outstanding and queued callbacks and the reconciliation, for logs and
-	// tests ("" when none).
-	Pending string
 	// SessionTimeout is the session timeout the session guard works with (session.timeout.ms, or the
 	// group's as read from the broker); 0 while unknown, when the guard is off.
 	SessionTimeout time.Duration
@@ -144,7 +141,7 @@ type Snapshot struct {
 func (m *Machine) Snapshot() Snapshot {
 	return Snapshot{
 		State: m.state, MemberID: m.cfg.Join.MemberID, Epoch: m.epoch,
-		Owned: m.held(), Ready: m.rec.currentReady, Stopped: m.stopped, Pending: m.pendingString(),
+		Owned: m.held(), Ready: m.rec.currentReady, Stopped: m.stopped,
 		TaskOffsetInterval: m.offsets.brokerEvery, AcceptableRecoveryLag: m.acceptableLag(),
 		SessionTimeout: m.session.timeout,
 	}
@@ -152,6 +149,11 @@ func (m *Machine) Snapshot() Snapshot {
 
 // State returns the current state.
 func (m *Machine) State() State { return m.state }
+
+// Pending describes the outstanding and queued callbacks and the reconciliation, for logs and tests
+// ("" when none). It is rendered on demand, not in every Snapshot: the Manager takes a snapshot
+// after every step, and nothing reads this on that path.
+func (m *Machine) Pending() string { return m.pendingString() }
 
 // acceptableLag is the broker's acceptable recovery lag, -1 until an answer said.
 func (m *Machine) acceptableLag() int64 {
@@ -263,7 +265,7 @@ func (m *Machine) transition(to State) []Action {
 	if m.state == to {
 		return nil
 	}
-	if !CanTransition(m.state, to) {
+	if !canTransition(m.state, to) {
 		panic(fmt.Sprintf("membership: illegal transition %s -> %s", m.state, to)) // a bug in this package
 	}
 	m.state = to

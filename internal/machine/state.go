@@ -1,4 +1,4 @@
-package membership
+package machine
 
 import "fmt"
 
@@ -75,8 +75,8 @@ var allowedFrom = map[State][]State{
 	Fatal:          {Joining, Stable, Reconciling, Acknowledging, PrepareLeaving, Leaving, Unsubscribed},
 }
 
-// CanTransition reports whether the protocol allows moving from one state to another.
-func CanTransition(from, to State) bool {
+// canTransition reports whether the protocol allows moving from one state to another.
+func canTransition(from, to State) bool {
 	for _, s := range allowedFrom[to] {
 		if s == from {
 			return true

@@ -1,4 +1,4 @@
-package membership
+package machine
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"

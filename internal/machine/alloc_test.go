@@ -1,4 +1,4 @@
-package membership
+package machine
 
 import (
 	"runtime/debug"
@@ -116,7 +116,7 @@ func allocAnswer(a *tasks.Assignment) *kmsg.StreamsGroupHeartbeatResponse {
 func allocStableMachine(t *testing.T) (*Machine, func()) {
 	t.Helper()
 	join, big := allocMember()
-	m := NewMachine(MachineConfig{
+	m := New(Config{
 		Join:    join,
 		Backoff: heartbeat.Backoff{Min: time.Millisecond, Max: time.Second},
 	})

@@ -1,4 +1,4 @@
-package membership
+package machine
 
 import (
 	"errors"

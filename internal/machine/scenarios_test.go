@@ -1,4 +1,4 @@
-package membership
+package machine
 
 import (
 	"errors"
@@ -815,7 +815,7 @@ func TestSenderScenarios(t *testing.T) {
 // Task offset scenarios of PROTOCOL §8 / §11.2 (Kafka 4.4 additions).
 
 func offsetsHarness(t *testing.T) *harness {
-	h := newHarness(t, func(c *MachineConfig) { c.ReportsOffsets = true })
+	h := newHarness(t, func(c *Config) { c.ReportsOffsets = true })
 	h.holdOffs = true // the provider answers at the next tick, with what tickOffsets gives
 	return h
 }

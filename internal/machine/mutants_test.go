@@ -1,4 +1,4 @@
-package membership
+package machine
 
 import (
 	"errors"
@@ -79,7 +79,7 @@ func TestStaleTopologyNamesTheGroupsTopology(t *testing.T) {
 
 // A late OffsetsCollected from an earlier collection is not taken for the current one.
 func TestLateOffsetsOfAnEarlierCollectionAreIgnored(t *testing.T) {
-	h := newHarness(t, func(c *MachineConfig) { c.ReportsOffsets = true })
+	h := newHarness(t, func(c *Config) { c.ReportsOffsets = true })
 	h.holdOffs = true
 	h.start()
 	first := *h.pendingCollect
@@ -100,7 +100,7 @@ func TestLateOffsetsOfAnEarlierCollectionAreIgnored(t *testing.T) {
 
 // A duplicate answer to an earlier heartbeat is not taken for the one in flight.
 func TestDuplicateAnswerIsIgnored(t *testing.T) {
-	h := newHarness(t, func(c *MachineConfig) { c.ReportsOffsets = true })
+	h := newHarness(t, func(c *Config) { c.ReportsOffsets = true })
 	h.start() // collects (answered at once by the harness), then joins
 	h.mustSend()
 	joinSeq := h.lastSeq()
@@ -200,24 +200,24 @@ func TestObservationActions(t *testing.T) {
 func TestSnapshotPendingNamesTheWork(t *testing.T) {
 	h := newHarness(t)
 	h.stableWith(active("0_0"))
-	if p := h.m.Snapshot().Pending; p != "" {
+	if p := h.m.Pending(); p != "" {
 		t.Fatalf("pending %q while stable", p)
 	}
 	h.advance(interval)
 	h.mustSend()
 	h.answer(resp(2, active("0_1")))
-	p := h.m.Snapshot().Pending
+	p := h.m.Pending()
 	for _, want := range []string{"running #", "revoke OnTasksRevoked[0_0]", "reconciliation#", "toward {active=[0_1]"} {
 		if !strings.Contains(p, want) {
 			t.Fatalf("pending %q lacks %q", p, want)
 		}
 	}
 	h.complete(nil)
-	if p := h.m.Snapshot().Pending; !strings.Contains(p, "assign OnTasksAssigned{active=[0_1]") {
+	if p := h.m.Pending(); !strings.Contains(p, "assign OnTasksAssigned{active=[0_1]") {
 		t.Fatalf("pending %q", p)
 	}
 	h.close(CloseDefault) // queued behind the running assignment
-	if p := h.m.Snapshot().Pending; !strings.Contains(p, "waiting #") || !strings.Contains(p, " leave") {
+	if p := h.m.Pending(); !strings.Contains(p, "waiting #") || !strings.Contains(p, " leave") {
 		t.Fatalf("pending %q", p)
 	}
 }

@@ -1,4 +1,4 @@
-package membership
+package machine
 
 import (
 	"errors"
@@ -540,7 +540,7 @@ var moreScenarios = []struct {
 		}
 	}},
 	{"rackAndEndpointSentOnlyWhenJoining", func(h *harness) {
-		h = newHarness(h.t, func(c *MachineConfig) {
+		h = newHarness(h.t, func(c *Config) {
 			c.Join.Rack, c.Join.EndpointHost, c.Join.EndpointPort, c.Join.HasEndpoint = "r1", "h", 9, true
 		})
 		h.start()

@@ -1,4 +1,4 @@
-package membership
+package machine
 
 import (
 	"errors"
@@ -51,8 +51,8 @@ type harness struct {
 	described      Described
 }
 
-func newHarness(t *testing.T, mutate ...func(*MachineConfig)) *harness {
-	cfg := MachineConfig{
+func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
+	cfg := Config{
 		Join: heartbeat.JoinInfo{Group: "app", MemberID: "member-1", ProcessID: "p-1", RebalanceTimeout: 30000,
 			Topology: testTopology, ClientTags: map[string]string{}},
 		Backoff: heartbeat.Backoff{Min: 100 * time.Millisecond, Max: time.Second},
@@ -60,7 +60,7 @@ func newHarness(t *testing.T, mutate ...func(*MachineConfig)) *harness {
 	for _, f := range mutate {
 		f(&cfg)
 	}
-	return &harness{t: t, m: NewMachine(cfg), now: time.Unix(1_000_000, 0), caps: caps44,
+	return &harness{t: t, m: New(cfg), now: time.Unix(1_000_000, 0), caps: caps44,
 		described: Described{Err: errors.New("not described in this test")}}
 }
 
@@ -294,7 +294,7 @@ func (h *harness) stableWith(a *tasks.Assignment) {
 	h.expectState(Stable)
 }
 
-func static(c *MachineConfig) { c.Join.InstanceID = "instance-a" }
+func static(c *Config) { c.Join.InstanceID = "instance-a" }
 
 // expectPassedThrough fails unless the member was in state s at some point.
 func (h *harness) expectPassedThrough(s State) {

@@ -1,4 +1,4 @@
-package membership
+package machine
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 // model built from what an application and a broker observe — the actions and the inputs fed back —
 // never from the machine's own answers to the same question:
 //
-//   - the state, from EventStateChanged alone: every change is in CanTransition (invariant 10), and
+//   - the state, from EventStateChanged alone: every change is in canTransition (invariant 10), and
 //     every other event and Snapshot().State agree with it;
 //   - what the application holds, from the Invoke / CallbackDone stream: OnTasksRevoked and
 //     OnAllTasksLost name only held tasks, OnTasksAssigned comes after the revocations and hands a
@@ -257,14 +257,14 @@ type propDriver struct {
 }
 
 func newPropDriver(t fataler, c chooser, static, offs bool, backoffSeed uint64) *propDriver {
-	m := NewMachine(propConfig(static, offs, backoffSeed))
+	m := New(propConfig(static, offs, backoffSeed))
 	d := &propDriver{t: t, c: c, m: m, static: static, offs: offs, now: time.Unix(1_000_000, 0),
 		targets: []tasks.Assignment{{}}, endpointEpoch: -1}
 	return d
 }
 
-func propConfig(static, offs bool, backoffSeed uint64) MachineConfig {
-	cfg := MachineConfig{
+func propConfig(static, offs bool, backoffSeed uint64) Config {
+	cfg := Config{
 		Join: heartbeat.JoinInfo{Group: "app", MemberID: "member-1", ProcessID: "p-1", RebalanceTimeout: 30000,
 			Topology: testTopology, ClientTags: map[string]string{}},
 		Backoff:        heartbeat.Backoff{Min: propBackoffMin, Max: propBackoffMax, Rand: rand.New(rand.NewPCG(backoffSeed, backoffSeed)).Float64},
@@ -376,7 +376,7 @@ func (d *propDriver) event(e Event) {
 	}
 	if e.Kind == EventStateChanged {
 		from := d.state
-		if !CanTransition(from, e.State) {
+		if !canTransition(from, e.State) {
 			d.failf("invariant 10: %s -> %s is not a protocol transition", from, e.State)
 		}
 		d.state = e.State
@@ -1230,7 +1230,7 @@ func (d *propDriver) drain(mode CloseMode) {
 			d.feed(Tick{})
 		}
 	}
-	d.failf("Close(%s) did not stop the member though everything was answered (pending: %s)", mode, d.m.Snapshot().Pending)
+	d.failf("Close(%s) did not stop the member though everything was answered (pending: %s)", mode, d.m.Pending())
 }
 
 // run starts the member and feeds it steps random inputs, then (if drain) closes it.
@@ -1391,7 +1391,7 @@ func (d *propDriver) scriptStable(a *tasks.Assignment) {
 	}
 }
 
-// TestTransitionTable compares CanTransition, for every pair of states, with the table of PROTOCOL
+// TestTransitionTable compares canTransition, for every pair of states, with the table of PROTOCOL
 // §6 copied here by hand (without STALE, which this client does not have), keyed by the protocol's
 // names; and checks that transition refuses every other move.
 func TestTransitionTable(t *testing.T) {
@@ -1433,8 +1433,8 @@ func TestTransitionTable(t *testing.T) {
 			for _, f := range protocol[to.String()] {
 				want = want || f == from.String()
 			}
-			if got := CanTransition(from, to); got != want {
-				t.Errorf("CanTransition(%s, %s) = %v, PROTOCOL §6 says %v", from, to, got, want)
+			if got := canTransition(from, to); got != want {
+				t.Errorf("canTransition(%s, %s) = %v, PROTOCOL §6 says %v", from, to, got, want)
 			}
 			if from == to || want {
 				continue
@@ -1445,7 +1445,7 @@ func TestTransitionTable(t *testing.T) {
 						t.Errorf("transition %s -> %s did not panic", from, to)
 					}
 				}()
-				m := NewMachine(MachineConfig{Join: heartbeat.JoinInfo{Topology: testTopology}})
+				m := New(Config{Join: heartbeat.JoinInfo{Topology: testTopology}})
 				m.state = from
 				m.transition(to)
 			}()
@@ -1564,7 +1564,7 @@ func BenchmarkMachineStep(b *testing.B) {
 	}
 	topo := topology.MustNew(subs...)
 	big := tasks.Assignment{Active: tasks.NewSet(ids...)}
-	m := NewMachine(MachineConfig{
+	m := New(Config{
 		Join:    heartbeat.JoinInfo{Group: "app", MemberID: "member-1", ProcessID: "p", RebalanceTimeout: 1000, Topology: topo},
 		Backoff: heartbeat.Backoff{Min: time.Millisecond, Max: time.Second},
 	})
