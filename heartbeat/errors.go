@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/streamsgroup/streamsgroup/internal/coordinator"
+	"github.com/streamsgroup/streamsgroup/internal/neterr"
 )
 
 // Class says what a member does about a failed heartbeat (PROTOCOL §5).
@@ -192,7 +192,7 @@ var fatalActions = map[error]string{
 }
 
 // TransportError is a heartbeat that did not get an answer: the broker could not be reached, the
-// connection broke, or the coordinator could not be found (Err is then a *coordinator.LookupError when
+// connection broke, or the coordinator could not be found (Err is then a *neterr.LookupError when
 // FindCoordinator answered with an error code).
 type TransportError struct {
 	Err   error
@@ -200,7 +200,7 @@ type TransportError struct {
 }
 
 func (e *TransportError) Error() string {
-	if e.Class == Fatal && coordinator.IsBrokerTooOld(e.Err) {
+	if e.Class == Fatal && neterr.IsBrokerTooOld(e.Err) {
 		return fmt.Sprintf("streams group heartbeat: %v: this cluster does not support streams groups: it needs Kafka 4.2+", e.Err)
 	}
 	return fmt.Sprintf("streams group heartbeat: %v", e.Err)
@@ -208,7 +208,7 @@ func (e *TransportError) Error() string {
 
 // Unwrap returns the underlying error (and ErrNotSupported for a broker too old).
 func (e *TransportError) Unwrap() []error {
-	if coordinator.IsBrokerTooOld(e.Err) {
+	if neterr.IsBrokerTooOld(e.Err) {
 		return []error{e.Err, ErrNotSupported}
 	}
 	return []error{e.Err}
@@ -225,7 +225,7 @@ func ClassifyTransport(err error) *TransportError {
 		return &TransportError{Err: ae, Class: Fatal}
 	}
 	c := Fatal
-	if coordinator.IsRetriableTransport(err) {
+	if neterr.IsRetriableTransport(err) {
 		c = Rediscover
 	}
 	return &TransportError{Err: err, Class: c}

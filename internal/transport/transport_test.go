@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
-	"github.com/streamsgroup/streamsgroup/internal/coordinator"
 	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
+	"github.com/streamsgroup/streamsgroup/internal/neterr"
 )
 
 const group = "app"
@@ -204,7 +204,7 @@ func TestHeartbeatMakesOneLookupAttemptWhenItFails(t *testing.T) {
 			if _, ok := errors.AsType[*heartbeat.TransportError](err); ok {
 				t.Fatalf("the transport must not classify: %T", err)
 			}
-			if !coordinator.IsRetriableTransport(err) || !errors.Is(err, syscall.ECONNRESET) {
+			if !neterr.IsRetriableTransport(err) || !errors.Is(err, syscall.ECONNRESET) {
 				t.Fatalf("a reset is a retriable transport failure: %v", err)
 			}
 			if got := e.dialer.finds.Load(); got != i {
@@ -225,8 +225,8 @@ func TestHeartbeatMakesOneLookupAttemptWhenItFails(t *testing.T) {
 		e.findCode.Store(int32(kerr.CoordinatorNotAvailable.Code))
 		for i := int64(1); i <= 3; i++ {
 			_, err := tr.Heartbeat(context.Background(), hbReq(0))
-			if le, ok := errors.AsType[*coordinator.LookupError](err); !ok || !errors.Is(le, kerr.CoordinatorNotAvailable) {
-				t.Fatalf("heartbeat %d: want the raw *coordinator.LookupError, got %T %v", i, err, err)
+			if le, ok := errors.AsType[*neterr.LookupError](err); !ok || !errors.Is(le, kerr.CoordinatorNotAvailable) {
+				t.Fatalf("heartbeat %d: want the raw *neterr.LookupError, got %T %v", i, err, err)
 			}
 			if got := e.finds.Load(); got != i {
 				t.Fatalf("after %d heartbeats %d FindCoordinator requests, want %d", i, got, i)
