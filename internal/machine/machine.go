@@ -102,13 +102,9 @@ func New(cfg Config) *Machine {
 	if cfg.LeaveBudget <= 0 {
 		cfg.LeaveBudget = DefaultLeaveBudget
 	}
-	// The machine alone decides whether offsets go (offsetState.supported); the builder sends what
-	// it is given.
-	bm := cfg.Join
-	bm.SupportsV1Offsets = true
 	m := &Machine{
 		cfg:           cfg,
-		b:             heartbeat.NewBuilder(bm),
+		b:             heartbeat.NewBuilder(cfg.Join), // sends the offsets it is given; offsetState decides
 		endpointEpoch: -1,
 		status:        statusState{unknownSeen: make(map[heartbeat.StatusCode]bool)},
 		offsets:       offsetState{trigger: true}, // acceptableLag is read only once an answer set it

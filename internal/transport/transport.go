@@ -4,7 +4,7 @@
 //
 // It decides nothing about the member. A heartbeat is sent once, with at most one coordinator
 // look-up before it, and its raw result (the answer with its error code, or the error) goes back to
-// the caller; the state machine classifies it (heartbeat.Classify) and paces retries. The only
+// the caller; the state machine classifies it (heartbeat.ClassifyInto) and paces retries. The only
 // retries here are the leave's and the describe's, both bounded by the caller's context.
 package transport
 
