@@ -133,6 +133,10 @@ func TestTransportErrors(t *testing.T) {
 		{context.Canceled, Fatal, true, "context canceled"},
 		{tooOld, Fatal, false, "streams group heartbeat: " + tooOld.Error() + ": this cluster does not support streams groups: it needs Kafka 4.2+"},
 	}
+	// A refused look-up unwraps to its code, as TransportError's documentation promises.
+	if te := ClassifyTransport(&neterr.LookupError{Group: "g", Code: kerr.GroupAuthorizationFailed}); !errors.Is(te, kerr.GroupAuthorizationFailed) {
+		t.Errorf("%v does not unwrap to GROUP_AUTHORIZATION_FAILED", te)
+	}
 	for _, c := range cases {
 		te := ClassifyTransport(c.err)
 		if te.Class != c.class || te.Err != c.err {

@@ -48,10 +48,10 @@ type Report struct {
 }
 
 // Builder builds heartbeat requests. It remembers what it last sent, so that a heartbeat carries only
-// what changed (PROTOCOL §3.1): the owned task lists, all three together, only when the owned
-// assignment changed; task offsets only when due and changed. After Reset (any error) the next
-// request is full again: every field the join carries except the topology. Not safe for concurrent
-// use; the member's state machine owns it.
+// what changed, as Kafka's StreamsGroupHeartbeatRequestManager.HeartbeatState does: the owned task
+// lists, all three together, only when the owned assignment changed; task offsets only when due and
+// changed. After Reset (any error) the next request is full again: every field the join carries
+// except the topology. Not safe for concurrent use; the member's state machine owns it.
 type Builder struct {
 	m        JoinInfo
 	full     bool // next request carries every join field

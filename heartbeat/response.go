@@ -13,7 +13,8 @@ import (
 	"github.com/streamsgroup/streamsgroup/topology"
 )
 
-// StatusCode is a status the broker attaches to a heartbeat answer (PROTOCOL §4).
+// StatusCode is a status the broker attaches to a heartbeat answer (KIP-1071; Kafka's
+// StreamsGroupHeartbeatResponse.Status).
 type StatusCode int8
 
 // Status codes known to this version of the library. Others are passed through as unknown.

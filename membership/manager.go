@@ -230,8 +230,9 @@ func (m *Manager) Assignment() (tasks.Assignment, bool) {
 	return m.snap.Owned, m.snap.Ready
 }
 
-// Member returns the member ID and epoch, for OffsetCommit and OffsetFetch. Both come from the same
-// snapshot as Assignment, so a commit never pairs a new epoch with an old assignment.
+// Member returns the member ID and epoch, for OffsetCommit and OffsetFetch. It and Assignment each
+// read the latest snapshot on their own, so the two calls may see different moments: a commit that
+// needs the epoch and the owned tasks together reads both from one Snapshot.
 func (m *Manager) Member() (memberID string, epoch int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -8,9 +8,10 @@ import "github.com/streamsgroup/streamsgroup/internal/machine"
 // application uses, so errors.As(err, new(*membership.TopologyError)) and a switch over
 // membership.State work as they always did.
 
-// State is where a member is in its life (PROTOCOL §6). The names are those of the Java client;
-// String returns them in Kafka's upper-case spelling (STABLE), as the Java client logs them. The
-// group's state in a describe (admin.Group.State) is another concept with its own spelling (Stable).
+// State is where a member is in its life (KIP-1071; Kafka's MemberState). The names are those of
+// the Java client; String returns them in Kafka's upper-case spelling (STABLE), as the Java client
+// logs them. The group's state in a describe (admin.Group.State) is another concept with its own
+// spelling (Stable).
 //
 // Java's STALE state (left because the application stopped polling) does not exist here: a Go
 // application has no poll loop for the member to watch, and the broker still enforces the

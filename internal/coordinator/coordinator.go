@@ -10,7 +10,7 @@
 // A look-up is one FindCoordinator request to one broker, never retried here or inside kgo (it goes
 // through (*kgo.Broker).Request, not Client.Request, whose retries run on kgo's own schedule of
 // 250 ms doubling to 5 s and would make retry.backoff.ms meaningless). The caller paces retries: the
-// member's heartbeat backoff, or the delay given to Describe (PROTOCOL §10).
+// member's heartbeat backoff, or the delay given to Describe.
 package coordinator
 
 import (
@@ -190,9 +190,10 @@ func (c *Cache) Send(ctx context.Context, group string, req kmsg.Request) (kmsg.
 
 // IsCoordinatorMoved reports whether a response error code means the request reached a broker that
 // is not the group's coordinator (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE), so the cached
-// coordinator must be forgotten and looked up again. COORDINATOR_LOAD_IN_PROGRESS is not a move: the
-// broker is the coordinator and is still loading the group, so the coordinator is kept and the
-// request retried after a backoff, as the Java client does (PROTOCOL §5, §10).
+// coordinator must be forgotten and looked up again. COORDINATOR_LOAD_IN_PROGRESS is not a move:
+// the broker is the coordinator and is still loading the group, so the coordinator is kept and the
+// request retried after a backoff, as the Java client does
+// (StreamsGroupHeartbeatRequestManager.onErrorResponse).
 func IsCoordinatorMoved(code int16) bool {
 	switch kerr.ErrorForCode(code) {
 	case kerr.NotCoordinator, kerr.CoordinatorNotAvailable:

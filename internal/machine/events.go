@@ -90,8 +90,8 @@ type Event struct {
 	Status     *heartbeat.Status // status events: the broker's status and detail text
 	Topics     []string          // topics named by a status
 	Endpoints  map[heartbeat.Endpoint]heartbeat.EndpointPartitions
-	// GroupTopology is filled by the Manager on EventStaleTopology and topology errors: what the
-	// group runs, from StreamsGroupDescribe.
+	// GroupTopology is set on EventStaleTopology and topology errors: what the group runs, from the
+	// StreamsGroupDescribe the machine asked for, beside this member's topology.
 	GroupTopology *TopologyMismatch
 	Err           error // EventError, EventFatal, EventMissingSourceTopicsTimeout, EventFenced, EventSessionLost
 	Message       string

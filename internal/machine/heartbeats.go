@@ -114,7 +114,8 @@ func (m *Machine) send(now time.Time, offs, ends tasks.Offsets) []Action {
 	out := m.sendBuf[:1:1]
 	out[0] = SendHeartbeat{Seq: m.hb.seq, Request: req}
 	if m.state == Acknowledging {
-		// Building the ack completes the reconciliation (PROTOCOL §6): Stable, or on to the next
+		// Building the ack completes the reconciliation (Kafka's
+		// StreamsMembershipManager.onHeartbeatRequestGenerated): Stable, or on to the next
 		// target if one arrived meanwhile.
 		out = append(out, Rebalance{Phase: RebalanceCompleted, TargetAt: m.rec.ackedTargetAt})
 		if m.targetDiffers() {
@@ -198,7 +199,8 @@ func (m *Machine) answeredWhileLeaving(now time.Time, r *heartbeat.Response, err
 	return nil
 }
 
-// heartbeatFailed handles a failed heartbeat in the group (PROTOCOL §5).
+// heartbeatFailed handles a failed heartbeat in the group (Kafka's
+// StreamsGroupHeartbeatRequestManager.onErrorResponse).
 func (m *Machine) heartbeatFailed(now time.Time, err error) []Action {
 	m.b.Reset() // invariant 4: after any error the next heartbeat is full
 	m.offsetsFailed()
@@ -247,7 +249,8 @@ type ignoredAnswer struct{ err error }
 func (e ignoredAnswer) Error() string { return e.err.Error() }
 func (e ignoredAnswer) Unwrap() error { return e.err }
 
-// answered applies a successful answer in the group (PROTOCOL §4).
+// answered applies a successful answer in the group (Kafka's
+// StreamsMembershipManager.onHeartbeatSuccess).
 func (m *Machine) answered(now time.Time, r *heartbeat.Response) []Action {
 	var out []Action
 	m.hb.failures, m.hb.rejoinDelay = 0, 0

@@ -15,7 +15,7 @@ type leaveIntent struct {
 	fatal  error // a fatal heartbeat error meanwhile: no leave heartbeat, stop with it
 }
 
-// close starts leaving (PROTOCOL §6 "Leave and close"): revoke the held active tasks
+// close starts leaving (Kafka's StreamsMembershipManager.leaveGroup): revoke the held active tasks
 // (OnTasksRevoked, or OnAllTasksLost when the member never got past epoch 0), then send the leave
 // heartbeat: -1, or -2 for a static member (unless the mode is CloseLeaveGroup); none for a dynamic
 // member that remains in the group.

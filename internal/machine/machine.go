@@ -38,8 +38,8 @@ import (
 //  9. Never two heartbeats in flight, and never a heartbeat sooner than the rules allow: after a
 //     success at the broker's interval (which must be > 0), after an error only after backoff,
 //     except one immediate retry after a fencing or a coordinator move.
-//  10. Only the transitions of PROTOCOL §6 happen (canTransition); every state change goes through
-//     transition.
+//  10. Only the transitions of Kafka's MemberState happen (canTransition); every state change goes
+//     through transition.
 type Machine struct {
 	cfg Config
 	b   *heartbeat.Builder

@@ -9,7 +9,8 @@ import (
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
-// offsetState is what the member knows about task offsets (Kafka 4.4, PROTOCOL §8).
+// offsetState is what the member knows about task offsets (KIP-1071, Kafka 4.4;
+// StreamsGroupHeartbeatRequestManager).
 type offsetState struct {
 	// supported is the one flag that says whether the broker takes task offsets: from the cluster's
 	// capabilities at first, then from every answer (v1 with an acceptable recovery lag >= 0).
@@ -57,7 +58,8 @@ func (m *Machine) offsetsMayGo(now time.Time, offs, ends tasks.Offsets) bool {
 }
 
 // hotWarmup reports whether a warm-up task is within the acceptable recovery lag, in which case the
-// broker wants offsets at once to move the active task (PROTOCOL §8).
+// broker wants offsets at once to move the active task (Kafka 4.4's
+// StreamsGroupHeartbeatRequestManager).
 func (m *Machine) hotWarmup(offsets, ends tasks.Offsets) bool {
 	if m.offsets.acceptableLag < 0 || offsets == nil || ends == nil {
 		return false

@@ -98,7 +98,8 @@ func (m *Machine) reconcileRetryAt() time.Time {
 	return m.rec.retryAt
 }
 
-// maybeReconcile starts a reconciliation toward the target when none runs (PROTOCOL §6): revoke the
+// maybeReconcile starts a reconciliation toward the target when none runs (Kafka's
+// StreamsMembershipManager.maybeReconcile): revoke the
 // active tasks the application holds that the target does not, then hand the whole target to
 // OnTasksAssigned.
 func (m *Machine) maybeReconcile() []Action {
@@ -214,7 +215,8 @@ func (m *Machine) loseAll() {
 	rec.current, rec.currentReady, rec.hasCurrent, rec.revoked = tasks.Assignment{}, false, false, tasks.Set{}
 }
 
-// fence: lose everything, then rejoin at epoch 0 with the same member ID (PROTOCOL §5).
+// fence: lose everything, then rejoin at epoch 0 with the same member ID (Kafka's
+// StreamsMembershipManager.onFenced).
 func (m *Machine) fence(now time.Time, err error) []Action {
 	m.hb.failures++
 	if m.hb.failures > 1 {

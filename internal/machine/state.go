@@ -2,9 +2,10 @@ package machine
 
 import "fmt"
 
-// State is where a member is in its life (PROTOCOL §6). The names are those of the Java client;
-// String returns them in Kafka's upper-case spelling (STABLE), as the Java client logs them. The
-// group's state in a describe (admin.Group.State) is another concept with its own spelling (Stable).
+// State is where a member is in its life (KIP-1071; Kafka's MemberState). The names are those of
+// the Java client; String returns them in Kafka's upper-case spelling (STABLE), as the Java client
+// logs them. The group's state in a describe (admin.Group.State) is another concept with its own
+// spelling (Stable).
 //
 // Java's STALE state (left because the application stopped polling) does not exist here: a Go
 // application has no poll loop for the member to watch, and the broker still enforces the
@@ -61,8 +62,9 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
-// allowedFrom lists, for each state, the states a member may move to it from (PROTOCOL §6, without
-// STALE). Every state change of the machine goes through transition, which checks this table.
+// allowedFrom lists, for each state, the states a member may move to it from (Kafka's MemberState,
+// without STALE). Every state change of the machine goes through transition, which checks this
+// table.
 var allowedFrom = map[State][]State{
 	Joining:        {Fenced, Unsubscribed},
 	Reconciling:    {Stable, Joining, Acknowledging, Reconciling},
