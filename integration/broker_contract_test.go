@@ -1,7 +1,7 @@
 package integration
 
-// More broker rules pinned against the real broker: the PROTOCOL §11.4 items that
-// broker_rules_test.go leaves to this file (issue 9 §5). As there, the broker is driven with raw
+// The broker's contract, pinned against the real broker: the PROTOCOL §11.4 items that
+// broker_rules_test.go does not cover (issue 9 §5). As there, the broker is driven with raw
 // kmsg heartbeats (rawMember, brAcker), so a test fails when the broker's contract changes, whatever
 // the library does. Each test names the Kafka test it mirrors.
 //

@@ -11,9 +11,11 @@ import (
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
-// Scenarios for the protocol deviations of issue 9 §1 and the PROTOCOL §11 items the first scenario
-// table left out. Each fails on the code before its fix.
-var moreScenarios = []struct {
+// Edge scenarios of the member's life beside scenarios_test.go's table: heartbeats while leaving,
+// fencing and fatal errors in PrepareLeaving and Leaving, backoff after transport, callback and
+// fencing failures, stale and refused topologies, reconciliations aborted midway, group readiness and
+// hot warm-ups. Each pins a rule of Kafka's StreamsMembershipManager or heartbeat request manager.
+var edgeScenarios = []struct {
 	name string
 	run  func(h *harness)
 }{
@@ -596,8 +598,8 @@ var moreScenarios = []struct {
 	}},
 }
 
-func TestMoreScenarios(t *testing.T) {
-	for _, s := range moreScenarios {
+func TestEdgeScenarios(t *testing.T) {
+	for _, s := range edgeScenarios {
 		t.Run(s.name, func(t *testing.T) { s.run(newHarness(t)) })
 	}
 }
