@@ -36,9 +36,9 @@ func (e *DescribeError) Unwrap() error { return kerr.ErrorForCode(e.Code) }
 //
 // It retries, until ctx ends, whatever a later attempt can fix: a coordinator that moved (forgotten
 // and looked up again, one look-up per attempt), one that is loading the group (kept), a failed
-// look-up with a retriable code, and any failure to reach the broker (neterr.IsRetriableTransport). Before
-// retry number n (0 for the first) it waits delay(n); delay must stay bounded and positive for large
-// n (heartbeat.Backoff.Delay does), or Describe would spin against the broker. Other error codes of
+// look-up with a retriable code, and any failure to reach the broker (neterr.IsRetriableTransport).
+// Before retry number n (0 for the first) it waits delay(n); delay must stay bounded and positive for
+// large n (heartbeat.Backoff.Delay does), or Describe would spin against the broker. Other error codes of
 // the group are a *DescribeError; an answer naming other than one group is an error; a transport
 // error that cannot be retried is returned as it is. When ctx ends the error wraps ctx.Err() and
 // names the last failure.

@@ -13,8 +13,9 @@ import (
 
 // Edge scenarios of the member's life beside scenarios_test.go's table: heartbeats while leaving,
 // fencing and fatal errors in PrepareLeaving and Leaving, backoff after transport, callback and
-// fencing failures, stale and refused topologies, reconciliations aborted midway, group readiness and
-// hot warm-ups. Each pins a rule of Kafka's StreamsMembershipManager or heartbeat request manager.
+// fencing failures, stale and refused topologies, reconciliations aborted midway, group readiness
+// and hot warm-ups. Each pins a rule of Kafka's StreamsMembershipManager or heartbeat request
+// manager.
 var edgeScenarios = []struct {
 	name string
 	run  func(h *harness)
