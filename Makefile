@@ -24,6 +24,7 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	cd plugin/sgprom && $(GO) vet ./...
+	$(GO) vet -C integration/chaos ./...
 
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
@@ -64,12 +65,12 @@ broker-status:
 mutate:
 	scripts/mutate.sh $(PKGS)
 
-## alloc-guard: the allocation guard of the hot paths (membership/alloc_test.go): a steady heartbeat
+## alloc-guard: the allocation guard of the hot paths (internal/machine/alloc_test.go): a steady heartbeat
 ## built and encoded allocates at most 2 times, one steady machine step at most 5. Run without -race
 ## (the race detector allocates on its own); make test runs it.
 .PHONY: alloc-guard
 alloc-guard:
-	$(GO) test -count=1 -run '^TestAllocations$$' -v ./membership/
+	$(GO) test -count=1 -run '^TestAllocations$$' -v ./internal/machine/
 test: alloc-guard
 
 ## bench-compare: Go members side by side with Kafka Streams 4.4 on one broker started for the run
@@ -87,14 +88,15 @@ bench-compare:
 ## chaos-short: the checker's tests and a 20-fault schedule, seed 7 unless SEED says otherwise, so
 ## that CI replays one known schedule (make test runs it). soak: SOAK=30m of
 ## 20 members in one process and 20 alone, a fault every 30 s. See integration/chaos/README.md.
+## integration/chaos is a module of its own (toxiproxy stays out of the core's go.mod), hence -C.
 .PHONY: chaos chaos-short soak
 chaos:
-	$(GO) run ./integration/chaos/cmd/chaos
+	$(GO) run -C integration/chaos ./cmd/chaos
 
 chaos-short:
-	$(GO) test -race -count=1 ./integration/chaos/...
-	SEED=$${SEED:-7} FAULTS=$${FAULTS:-20} $(GO) run ./integration/chaos/cmd/chaos
+	$(GO) test -C integration/chaos -race -count=1 ./...
+	SEED=$${SEED:-7} FAULTS=$${FAULTS:-20} $(GO) run -C integration/chaos ./cmd/chaos
 
 soak:
-	SOAK=$${SOAK:-30m} $(GO) run ./integration/chaos/cmd/chaos
+	SOAK=$${SOAK:-30m} $(GO) run -C integration/chaos ./cmd/chaos
 test: chaos-short

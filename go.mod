@@ -3,7 +3,6 @@ module github.com/streamsgroup/streamsgroup
 go 1.26.0
 
 require (
-	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/google/btree v1.1.3
 	github.com/google/uuid v1.6.0
 	github.com/twmb/franz-go v1.22.3

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/streamsgroup/streamsgroup/internal/hostport"
+	"github.com/streamsgroup/streamsgroup/internal/text"
 )
 
 // Keys, named as in Kafka Streams where Kafka Streams has the setting.
@@ -131,9 +134,9 @@ type KeyError struct {
 
 func (e KeyError) Error() string {
 	if e.Value == "" {
-		return fmt.Sprintf("%s: %s", Quote(e.Key), e.Reason)
+		return fmt.Sprintf("%s: %s", text.Quote(e.Key), e.Reason)
 	}
-	return fmt.Sprintf("%s=%s: %s", Quote(e.Key), Quote(e.Value), e.Reason)
+	return fmt.Sprintf("%s=%s: %s", text.Quote(e.Key), text.Quote(e.Value), e.Reason)
 }
 
 // Unwrap returns Err.
@@ -214,14 +217,14 @@ const appIDRequired = "is required: set it to the application's name (it is the 
 func (c *Config) validate(p *problems) {
 	if c.ApplicationID == "" {
 		p.add(KeyApplicationID, "", appIDRequired)
-	} else if bad := firstIllegal(c.ApplicationID, topicChar); bad != "" {
+	} else if bad := text.FirstIllegal(c.ApplicationID, topicChar); bad != "" {
 		p.add(KeyApplicationID, c.ApplicationID, "%s is not one of [a-zA-Z0-9._-] (it prefixes internal topic names)", bad)
 	} else if len(c.ApplicationID) > maxAppIDLength {
 		p.add(KeyApplicationID, c.ApplicationID, "is %d characters long, more than %d (it prefixes internal topic names, which Kafka limits to 249)",
 			len(c.ApplicationID), maxAppIDLength)
 	}
 	for _, s := range c.BootstrapServers {
-		if _, _, err := CheckHostPort(s); err != nil {
+		if _, _, err := hostport.Check(s); err != nil {
 			p.add(KeyBootstrapServers, s, "%v", err)
 		}
 	}
@@ -244,7 +247,7 @@ func (c *Config) validate(p *problems) {
 		p.add(KeyClientRack, c.ClientRack, "must not be blank")
 	}
 	if c.ApplicationServer != "" {
-		if _, _, err := CheckHostPort(c.ApplicationServer); err != nil {
+		if _, _, err := hostport.Check(c.ApplicationServer); err != nil {
 			p.add(KeyApplicationServer, c.ApplicationServer, "%v", err)
 		}
 	}
@@ -308,7 +311,7 @@ func instanceIDReason(id string) string {
 	case javaLength(id) > maxInstanceIDLength:
 		return fmt.Sprintf("is %d characters long; Kafka allows at most %d", javaLength(id), maxInstanceIDLength)
 	}
-	if bad := firstIllegal(id, topicChar); bad != "" {
+	if bad := text.FirstIllegal(id, topicChar); bad != "" {
 		return bad + " is not one of [a-zA-Z0-9._-] (Kafka's rule for group instance IDs)"
 	}
 	return ""
@@ -332,7 +335,7 @@ func (c *Config) Endpoint() (host string, port uint16, ok bool) {
 	if c.ApplicationServer == "" {
 		return "", 0, false
 	}
-	host, port, err := CheckHostPort(c.ApplicationServer)
+	host, port, err := hostport.Check(c.ApplicationServer)
 	if err != nil {
 		return "", 0, false
 	}
@@ -368,24 +371,24 @@ func (c *Config) ResolveProcessID() (string, error) {
 	if b, err := os.ReadFile(path); err == nil {
 		id := strings.TrimSpace(string(b))
 		if !canonicalUUID(id) {
-			return "", fail(nil, "%s holds %s, not a process ID: remove the file to get a new process ID", quotePath(path), Quote(id))
+			return "", fail(nil, "%s holds %s, not a process ID: remove the file to get a new process ID", text.QuotePath(path), text.Quote(id))
 		}
 		return id, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", fail(err, "cannot read the process ID from %s: %s (state.dir must be a directory this process can write)",
-			quotePath(path), fsReason(err))
+			text.QuotePath(path), fsReason(err))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fail(err, "cannot create the directory %s for the process ID: %s (state.dir must be a directory this process can write)",
-			quotePath(dir), fsReason(err))
+			text.QuotePath(dir), fsReason(err))
 	}
 	id := uuid.NewString()
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
-		return "", fail(err, "cannot write the process ID to %s: %s (state.dir must be a directory this process can write)", quotePath(tmp), fsReason(err))
+		return "", fail(err, "cannot write the process ID to %s: %s (state.dir must be a directory this process can write)", text.QuotePath(tmp), fsReason(err))
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return "", fail(err, "cannot write the process ID to %s: %s", quotePath(path), fsReason(err))
+		return "", fail(err, "cannot write the process ID to %s: %s", text.QuotePath(path), fsReason(err))
 	}
 	return id, nil
 }

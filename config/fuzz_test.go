@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/streamsgroup/streamsgroup/internal/text"
 )
 
 // FuzzProperties feeds arbitrary text to the properties parser and the config builder, and checks
@@ -115,7 +117,7 @@ func checkConfigError(t *testing.T, m map[string]string, err error) {
 		if _, given := m[k.Key]; !given && k.Key != KeyApplicationID && k.Key != keyClientTags && !IsSecurityKey(k.Key) {
 			t.Fatalf("problem with key %q, which the input does not have: %v", k.Key, err)
 		}
-		if i < MaxListedProblems && !strings.Contains(err.Error(), Quote(k.Key)) {
+		if i < MaxListedProblems && !strings.Contains(err.Error(), text.Quote(k.Key)) {
 			t.Fatalf("the message leaves out %q: %v", k.Key, err)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/streamsgroup/streamsgroup/internal/text"
 )
 
 // KeyGroupProtocol is Kafka Streams' group.protocol. Kafka Streams 4.4 needs group.protocol=streams to
@@ -144,7 +146,7 @@ func suggest(key string) string {
 	}
 	best, bestDist := "", 3
 	for _, k := range keysRead {
-		if d := editDistance(key, k); d < bestDist {
+		if d := text.EditDistance(key, k); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
@@ -172,25 +174,4 @@ func dedupeStrings(s []string) []string {
 		}
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance between a and b, counted in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

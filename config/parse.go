@@ -12,6 +12,9 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/streamsgroup/streamsgroup/internal/hostport"
+	"github.com/streamsgroup/streamsgroup/internal/text"
 )
 
 // FromMap builds a Config from Kafka-style keys, starting from Default. Every key is checked; the
@@ -90,7 +93,7 @@ func FromMap(m map[string]string) (Config, error) {
 			}
 			c.TopologyEpoch = int32(n)
 		case key == KeyBootstrapServers:
-			c.BootstrapServers = SplitServers(val)
+			c.BootstrapServers = hostport.Split(val)
 			if len(c.BootstrapServers) == 0 {
 				p.add(key, raw, "no host:port given")
 			}
@@ -155,13 +158,13 @@ func onePerKey(validated, parsed []KeyError, m map[string]string) []KeyError {
 		}
 		if i, ok := at[k.Key]; ok {
 			if extra[k.Key]++; extra[k.Key] < MaxListedProblems {
-				out[i].Reason += "; " + Quote(k.Value) + ": " + k.Reason
+				out[i].Reason += "; " + text.Quote(k.Value) + ": " + k.Reason
 			}
 			continue
 		}
 		if raw, ok := m[k.Key]; ok && !secretKeys[k.Key] {
 			if k.Key == KeyBootstrapServers {
-				k.Reason = Quote(k.Value) + ": " + k.Reason
+				k.Reason = text.Quote(k.Value) + ": " + k.Reason
 			}
 			k.Value = raw
 		}
@@ -306,7 +309,7 @@ func parseLogical(line string, lineNo int, out map[string]string) error {
 	}
 	val, err := unescape(rest)
 	if err != nil {
-		return &SyntaxError{Line: lineNo, Reason: fmt.Sprintf("value of %s: %v", Quote(key), err)}
+		return &SyntaxError{Line: lineNo, Reason: fmt.Sprintf("value of %s: %v", text.Quote(key), err)}
 	}
 	out[key] = val
 	return nil

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"software.sslmate.com/src/go-pkcs12"
+
+	"github.com/streamsgroup/streamsgroup/internal/text"
 )
 
 // Security keys: the Kafka client settings for TLS and SASL that this package reads, with Kafka's
@@ -327,7 +329,7 @@ func (s *Security) validate(p *problems) {
 			switch {
 			case s.SASLLoginModule != PlainLoginModule && s.SASLLoginModule != ScramLoginModule:
 				p.add(KeySASLJAASConfig, "", "the login module %s is not supported by this client: use %s or %s",
-					Quote(s.SASLLoginModule), PlainLoginModule, ScramLoginModule)
+					text.Quote(s.SASLLoginModule), PlainLoginModule, ScramLoginModule)
 			case s.SASLMechanism != "" && s.SASLLoginModule != want:
 				p.add(KeySASLJAASConfig, "", "holds %s, but sasl.mechanism=%s needs %s", s.SASLLoginModule, s.SASLMechanism, want)
 			case s.SASLUsername == "" || !s.SASLPassword.IsSet():
@@ -369,7 +371,7 @@ func (s *Security) validate(p *problems) {
 		}
 	case StoreTypePKCS12:
 		if !s.KeystorePassword.IsSet() {
-			p.add(KeySSLKeystorePassword, "", "is required with a PKCS12 keystore: set the password of %s", quotePath(s.KeystoreLocation))
+			p.add(KeySSLKeystorePassword, "", "is required with a PKCS12 keystore: set the password of %s", text.QuotePath(s.KeystoreLocation))
 		}
 	}
 	if s.KeyPassword.IsSet() && s.KeystorePassword.IsSet() && s.KeyPassword != s.KeystorePassword {
@@ -539,9 +541,9 @@ func (s Security) loadTruststore(p *problems) *x509.CertPool {
 		certs, err = decodePKCS12Trust(b, s.TruststorePassword.Reveal())
 		switch {
 		case errors.Is(err, pkcs12.ErrIncorrectPassword):
-			reason := "does not open the truststore " + quotePath(path) + " (wrong password): set the password the truststore was written with"
+			reason := "does not open the truststore " + text.QuotePath(path) + " (wrong password): set the password the truststore was written with"
 			if !s.TruststorePassword.IsSet() {
-				reason = "is required: the truststore " + quotePath(path) + " has a password"
+				reason = "is required: the truststore " + text.QuotePath(path) + " has a password"
 			}
 			p.keys = append(p.keys, KeyError{Key: KeySSLTruststorePassword, Reason: reason, Err: pkcs12.ErrIncorrectPassword})
 			return nil
@@ -629,7 +631,7 @@ func (s Security) loadKeystore(p *problems) (tls.Certificate, bool) {
 			}
 		}
 		if s.KeyPassword.IsSet() {
-			p.add(KeySSLKeyPassword, "", "the private key in %s is not encrypted: remove ssl.key.password", quotePath(path))
+			p.add(KeySSLKeyPassword, "", "the private key in %s is not encrypted: remove ssl.key.password", text.QuotePath(path))
 			return tls.Certificate{}, false
 		}
 		if certPEM == nil || keyPEM == nil {
@@ -647,7 +649,7 @@ func (s Security) loadKeystore(p *problems) (tls.Certificate, bool) {
 		priv, leaf, cas, err := pkcs12.DecodeChain(b, s.KeystorePassword.Reveal())
 		if errors.Is(err, pkcs12.ErrIncorrectPassword) {
 			p.keys = append(p.keys, KeyError{Key: KeySSLKeystorePassword, Err: err,
-				Reason: "does not open the keystore " + quotePath(path) + " (wrong password): set the password the keystore was written with"})
+				Reason: "does not open the keystore " + text.QuotePath(path) + " (wrong password): set the password the keystore was written with"})
 			return tls.Certificate{}, false
 		}
 		if err != nil {
@@ -669,16 +671,16 @@ func (s Security) loadKeystore(p *problems) (tls.Certificate, bool) {
 func LoadSecurity(path string) (Security, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Security{}, fmt.Errorf("client properties %s: %s", quotePath(path), fsReason(err))
+		return Security{}, fmt.Errorf("client properties %s: %s", text.QuotePath(path), fsReason(err))
 	}
 	defer f.Close()
 	m, err := ParseProperties(f)
 	if err != nil {
-		return Security{}, fmt.Errorf("client properties %s: %w", quotePath(path), err)
+		return Security{}, fmt.Errorf("client properties %s: %w", text.QuotePath(path), err)
 	}
 	s, err := SecurityFromMap(m)
 	if err != nil {
-		return Security{}, fmt.Errorf("client properties %s: %w", quotePath(path), err)
+		return Security{}, fmt.Errorf("client properties %s: %w", text.QuotePath(path), err)
 	}
 	return s, nil
 }

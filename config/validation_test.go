@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/streamsgroup/streamsgroup/internal/hostport"
+	"github.com/streamsgroup/streamsgroup/internal/text"
 )
 
 // problem runs FromMap on m (application.id=app unless m sets it) and returns the *Error, failing
@@ -66,7 +69,7 @@ func TestGroupInstanceIDKafkaRules(t *testing.T) {
 		err := cfg.Validate()
 		var ce *Error
 		if c.ok != (err == nil) || !c.ok && (!errors.As(err, &ce) || !ce.Has(KeyGroupInstanceID) || !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("group.instance.id %s: %v; want ok=%v and %q", Quote(c.id), err, c.ok, c.want)
+			t.Errorf("group.instance.id %s: %v; want ok=%v and %q", text.Quote(c.id), err, c.ok, c.want)
 		}
 	}
 	// Empty in a file: Kafka refuses it too; the message says what to do, not "leave it out" alone.
@@ -113,9 +116,9 @@ func TestHostPortRules(t *testing.T) {
 		{"[::1]x:9092", `has "x:9092" after ']'`},
 		{"PLAINTEXT://h:9092", `has a scheme prefix "PLAINTEXT://"`},
 	} {
-		_, _, err := CheckHostPort(c.addr)
+		_, _, err := hostport.Check(c.addr)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("CheckHostPort(%q) = %v, want %q", c.addr, err, c.want)
+			t.Errorf("hostport.Check(%q) = %v, want %q", c.addr, err, c.want)
 		}
 		cfg := Default("app")
 		cfg.BootstrapServers = []string{c.addr}
@@ -210,7 +213,7 @@ func TestClientTagLimits(t *testing.T) {
 		_, err := FromMap(map[string]string{KeyApplicationID: "app", key: c.val})
 		var ce *Error
 		if c.want == "" && err != nil || c.want != "" && (!errors.As(err, &ce) || !ce.Has(key) || !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("%s=%q: %v, want %q", Quote(key), c.val, err, c.want)
+			t.Errorf("%s=%q: %v, want %q", text.Quote(key), c.val, err, c.want)
 		}
 	}
 }
@@ -242,7 +245,7 @@ func TestMessagesAPersonCanRead(t *testing.T) {
 		t.Errorf("a 1 MiB value: %d bytes of message: %.300s", len(msg), msg)
 	}
 	// A cut never splits a character.
-	if q := Quote(strings.Repeat("a", 63) + "ö" + strings.Repeat("b", 10)); q != `"`+strings.Repeat("a", 63)+`"… (75 bytes)` {
+	if q := text.Quote(strings.Repeat("a", 63) + "ö" + strings.Repeat("b", 10)); q != `"`+strings.Repeat("a", 63)+`"… (75 bytes)` {
 		t.Errorf("cut inside a character: %s", q)
 	}
 	// Ten thousand unknown keys: ten listed, the rest counted.

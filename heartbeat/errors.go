@@ -11,10 +11,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/streamsgroup/streamsgroup/internal/coordinator"
+	"github.com/streamsgroup/streamsgroup/internal/neterr"
 )
 
-// Class says what a member does about a failed heartbeat (PROTOCOL §5).
+// Class says what a member does about a failed heartbeat (as Kafka's
+// StreamsGroupHeartbeatRequestManager.onErrorResponse decides).
 type Class int
 
 const (
@@ -25,7 +26,7 @@ const (
 	// COORDINATOR_NOT_AVAILABLE, a failure to reach the broker, a look-up that failed and may succeed
 	// later). The next heartbeat looks it up again, one FindCoordinator attempt, and goes to it as soon
 	// as it is found, as the Java client does; only look-ups that keep failing are paced by the
-	// backoff (PROTOCOL §10).
+	// backoff (retry.backoff.ms).
 	Rediscover
 	// Fenced: the broker no longer knows this member at this epoch. Lose every task and rejoin at
 	// epoch 0 with the same member ID, without backoff (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
@@ -192,15 +193,16 @@ var fatalActions = map[error]string{
 }
 
 // TransportError is a heartbeat that did not get an answer: the broker could not be reached, the
-// connection broke, or the coordinator could not be found (Err is then a *coordinator.LookupError when
-// FindCoordinator answered with an error code).
+// connection broke, or the coordinator could not be found. When FindCoordinator answered with an
+// error code, Err names the group and unwraps to that code, so errors.Is(err,
+// kerr.CoordinatorNotAvailable) or kerr.GroupAuthorizationFailed tells why.
 type TransportError struct {
 	Err   error
 	Class Class // Rediscover, or Fatal when retrying cannot help
 }
 
 func (e *TransportError) Error() string {
-	if e.Class == Fatal && coordinator.IsBrokerTooOld(e.Err) {
+	if e.Class == Fatal && neterr.IsBrokerTooOld(e.Err) {
 		return fmt.Sprintf("streams group heartbeat: %v: this cluster does not support streams groups: it needs Kafka 4.2+", e.Err)
 	}
 	return fmt.Sprintf("streams group heartbeat: %v", e.Err)
@@ -208,7 +210,7 @@ func (e *TransportError) Error() string {
 
 // Unwrap returns the underlying error (and ErrNotSupported for a broker too old).
 func (e *TransportError) Unwrap() []error {
-	if coordinator.IsBrokerTooOld(e.Err) {
+	if neterr.IsBrokerTooOld(e.Err) {
 		return []error{e.Err, ErrNotSupported}
 	}
 	return []error{e.Err}
@@ -225,7 +227,7 @@ func ClassifyTransport(err error) *TransportError {
 		return &TransportError{Err: ae, Class: Fatal}
 	}
 	c := Fatal
-	if coordinator.IsRetriableTransport(err) {
+	if neterr.IsRetriableTransport(err) {
 		c = Rediscover
 	}
 	return &TransportError{Err: err, Class: c}

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/streamsgroup/streamsgroup/internal/coordinator"
+	"github.com/streamsgroup/streamsgroup/internal/neterr"
 )
 
 func TestErrorText(t *testing.T) {
@@ -127,11 +127,15 @@ func TestTransportErrors(t *testing.T) {
 	}{
 		{errors.New("read tcp: connection reset by peer"), Rediscover, true, "streams group heartbeat: read tcp: connection reset by peer"},
 		{context.DeadlineExceeded, Rediscover, true, "streams group heartbeat: context deadline exceeded"},
-		{&coordinator.LookupError{Group: "g", Code: kerr.CoordinatorNotAvailable}, Rediscover, true, "finding the coordinator"},
-		{&coordinator.LookupError{Group: "g", Code: kerr.GroupAuthorizationFailed}, Fatal, true, "GROUP_AUTHORIZATION_FAILED"},
+		{&neterr.LookupError{Group: "g", Code: kerr.CoordinatorNotAvailable}, Rediscover, true, "finding the coordinator"},
+		{&neterr.LookupError{Group: "g", Code: kerr.GroupAuthorizationFailed}, Fatal, true, "GROUP_AUTHORIZATION_FAILED"},
 		{kgo.ErrClientClosed, Fatal, true, "streams group heartbeat: " + kgo.ErrClientClosed.Error()},
 		{context.Canceled, Fatal, true, "context canceled"},
 		{tooOld, Fatal, false, "streams group heartbeat: " + tooOld.Error() + ": this cluster does not support streams groups: it needs Kafka 4.2+"},
+	}
+	// A refused look-up unwraps to its code, as TransportError's documentation promises.
+	if te := ClassifyTransport(&neterr.LookupError{Group: "g", Code: kerr.GroupAuthorizationFailed}); !errors.Is(te, kerr.GroupAuthorizationFailed) {
+		t.Errorf("%v does not unwrap to GROUP_AUTHORIZATION_FAILED", te)
 	}
 	for _, c := range cases {
 		te := ClassifyTransport(c.err)

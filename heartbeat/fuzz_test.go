@@ -87,7 +87,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		rule, unknown := broken(resp)
-		p, err := Parse(resp, topo)
+		p, err := parse(resp, topo)
 		_, isPE := errors.AsType[*ProtocolError](err)
 		_, isUE := errors.AsType[*tasks.UnknownSubtopologyError](err)
 		switch {

@@ -81,7 +81,6 @@ func TestBuilderDeltasAndReset(t *testing.T) {
 
 func TestBuilderOffsets(t *testing.T) {
 	m := member()
-	m.SupportsV1Offsets = true
 	b := NewBuilder(m)
 	offs := tasks.Offsets{{Subtopology: "0", Partition: 0}: 10}
 	ends := tasks.Offsets{{Subtopology: "0", Partition: 0}: 20}
@@ -104,9 +103,8 @@ func TestBuilderOffsets(t *testing.T) {
 	if req := b.Build(Report{Epoch: 1, Offsets: offs2, EndOffsets: ends, SendOffsets: true}); req.TaskOffsets == nil || req.TaskEndOffsets == nil {
 		t.Fatal("after a reset offsets are resent in full")
 	}
-	b.SetSupportsOffsets(false)
-	if req := b.Build(Report{Epoch: 0, Offsets: offs, EndOffsets: ends}); req.TaskOffsets != nil {
-		t.Fatal("no offsets to a broker that does not take them")
+	if req := b.Build(Report{Epoch: 0}); req.TaskOffsets != nil || req.TaskEndOffsets != nil {
+		t.Fatal("no offsets given, none sent, even on a join")
 	}
 }
 
@@ -127,7 +125,7 @@ func TestParse(t *testing.T) {
 		{UserEndpoint: kmsg.Endpoint{Host: "h", Port: 1}, ActivePartitions: []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{{Topic: "in", Partitions: []int32{2}}}},
 		{UserEndpoint: kmsg.Endpoint{Host: "h", Port: 1}, ActivePartitions: []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{{Topic: "in", Partitions: []int32{0, 2}}}},
 	}
-	p, err := Parse(r, topo)
+	p, err := parse(r, topo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +139,7 @@ func TestParse(t *testing.T) {
 		t.Fatalf("entries of one endpoint must merge: %v", got)
 	}
 	r.Version = 0
-	if p, _ := Parse(r, topo); p.AcceptableRecoveryLag != -1 {
+	if p, _ := parse(r, topo); p.AcceptableRecoveryLag != -1 {
 		t.Fatal("a v0 answer has no recovery lag")
 	}
 }
@@ -150,27 +148,27 @@ func TestParseRejectsMalformedAnswers(t *testing.T) {
 	r := response()
 	r.ActiveTasks = []kmsg.TaskIDs{}
 	var pe *ProtocolError
-	if _, err := Parse(r, topo); !errors.As(err, &pe) {
+	if _, err := parse(r, topo); !errors.As(err, &pe) {
 		t.Fatalf("partial task lists: %v", err)
 	}
 	r.StandbyTasks, r.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	r.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{-1}}}
-	if _, err := Parse(r, topo); !errors.As(err, &pe) {
+	if _, err := parse(r, topo); !errors.As(err, &pe) {
 		t.Fatalf("negative partition: %v", err)
 	}
 	r.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "5", Partitions: []int32{0}}}
 	var ue *tasks.UnknownSubtopologyError
-	if _, err := Parse(r, topo); !errors.As(err, &ue) {
+	if _, err := parse(r, topo); !errors.As(err, &ue) {
 		t.Fatalf("unknown subtopology: %v", err)
 	}
 	r = response()
 	r.ErrorCode = 16
-	if _, err := Parse(r, topo); !errors.As(err, &pe) {
+	if _, err := parse(r, topo); !errors.As(err, &pe) {
 		t.Fatal("an error answer is not a success")
 	}
 	r = response()
 	r.HeartbeatIntervalMillis = -5
-	if _, err := Parse(r, topo); !errors.As(err, &pe) {
+	if _, err := parse(r, topo); !errors.As(err, &pe) {
 		t.Fatal("negative interval")
 	}
 }
@@ -331,7 +329,7 @@ func BenchmarkParseChangedAssignment(b *testing.B) {
 		if err := resp.ReadFrom(raw); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := Parse(resp, m.Topology); err != nil {
+		if _, err := parse(resp, m.Topology); err != nil {
 			b.Fatal(err)
 		}
 	}

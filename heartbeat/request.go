@@ -17,22 +17,21 @@ const (
 )
 
 // JoinInfo is what a member says about itself when it joins. A Builder keeps its copy for the
-// member's life; only SupportsV1Offsets changes, through Builder.SetSupportsOffsets, once the member
-// learns what the broker takes.
+// member's life. Whether the broker takes task offsets is not here: the member's state machine
+// decides, and gives the Builder no offsets for a broker that does not take them.
 type JoinInfo struct {
-	Group             string
-	MemberID          string
-	InstanceID        string // static membership; "" for a dynamic member
-	ProcessID         string
-	Rack              string
-	RebalanceTimeout  int32 // milliseconds
-	EndpointHost      string
-	EndpointPort      uint16
-	HasEndpoint       bool
-	ClientTags        map[string]string
-	Topology          *topology.Topology
-	TopologyEpoch     int32
-	SupportsV1Offsets bool // the broker takes task offsets and warm-up tasks (Kafka 4.4+)
+	Group            string
+	MemberID         string
+	InstanceID       string // static membership; "" for a dynamic member
+	ProcessID        string
+	Rack             string
+	RebalanceTimeout int32 // milliseconds
+	EndpointHost     string
+	EndpointPort     uint16
+	HasEndpoint      bool
+	ClientTags       map[string]string
+	Topology         *topology.Topology
+	TopologyEpoch    int32
 }
 
 // Report is what a member reports in one heartbeat.
@@ -41,18 +40,18 @@ type Report struct {
 	EndpointEpoch int32            // last EndpointInformationEpoch received, -1 at first
 	Owned         tasks.Assignment // the reconciled assignment the application owns
 	Shutdown      bool             // ask the whole group to shut down
-	// Offsets and EndOffsets are the current task offsets; nil when not provided. Each list is sent,
-	// to a broker that takes them, when it changed since last sent and either SendOffsets is set or the
+	// Offsets and EndOffsets are the current task offsets; nil when not provided (always nil for a
+	// broker that does not take them). Each list is sent when it changed since last sent and either SendOffsets is set or the
 	// request is a join or the first after Reset (after Reset every list counts as changed).
 	Offsets, EndOffsets tasks.Offsets
 	SendOffsets         bool
 }
 
 // Builder builds heartbeat requests. It remembers what it last sent, so that a heartbeat carries only
-// what changed (PROTOCOL §3.1): the owned task lists, all three together, only when the owned
-// assignment changed; task offsets only when due and changed. After Reset (any error) the next
-// request is full again: every field the join carries except the topology. Not safe for concurrent
-// use; the member's state machine owns it.
+// what changed, as Kafka's StreamsGroupHeartbeatRequestManager.HeartbeatState does: the owned task
+// lists, all three together, only when the owned assignment changed; task offsets only when due and
+// changed. After Reset (any error) the next request is full again: every field the join carries
+// except the topology. Not safe for concurrent use; the member's state machine owns it.
 type Builder struct {
 	m        JoinInfo
 	full     bool // next request carries every join field
@@ -64,12 +63,6 @@ type Builder struct {
 
 // NewBuilder returns a builder for member m; its first request is full.
 func NewBuilder(m JoinInfo) *Builder { return &Builder{m: m, full: true} }
-
-// JoinInfo returns the member description the builder was made with.
-func (b *Builder) JoinInfo() JoinInfo { return b.m }
-
-// SetSupportsOffsets records whether the broker accepts task offsets (learned from its answers).
-func (b *Builder) SetSupportsOffsets(ok bool) { b.m.SupportsV1Offsets = ok }
 
 // Reset forgets what was last sent, so the next request is full. Call it after any error.
 func (b *Builder) Reset() {
@@ -106,7 +99,7 @@ func (b *Builder) Build(s Report) *kmsg.StreamsGroupHeartbeatRequest {
 		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = s.Owned.Active.Kmsg(), s.Owned.Standby.Kmsg(), s.Owned.Warmup.Kmsg()
 		b.hasOwned, b.owned = true, s.Owned
 	}
-	if b.m.SupportsV1Offsets && (s.SendOffsets || join || b.full) {
+	if s.SendOffsets || join || b.full {
 		if s.Offsets != nil && (b.offsets == nil || !b.offsets.Equal(s.Offsets)) {
 			req.TaskOffsets = s.Offsets.Kmsg()
 			b.offsets = s.Offsets

@@ -12,9 +12,6 @@ import (
 func TestBuilderMinimalMember(t *testing.T) {
 	m := JoinInfo{Group: "g", MemberID: "m", ProcessID: "p", RebalanceTimeout: 5, Topology: topo}
 	b := NewBuilder(m)
-	if b.JoinInfo().Group != "g" || b.JoinInfo().MemberID != "m" {
-		t.Fatal("JoinInfo returns what the builder was made with")
-	}
 	req := b.Build(Report{Epoch: EpochJoin, EndpointEpoch: -1})
 	if req.RackID != nil || req.UserEndpoint != nil || req.InstanceID != nil {
 		t.Fatalf("no rack, endpoint or instance ID unless set: %+v %+v %+v", req.RackID, req.UserEndpoint, req.InstanceID)
@@ -64,7 +61,6 @@ func TestBuilderOwnedListsAfterAJoin(t *testing.T) {
 
 func TestBuilderEmptyOffsetsAreSent(t *testing.T) {
 	m := member()
-	m.SupportsV1Offsets = true
 	b := NewBuilder(m)
 	req := b.Build(Report{Epoch: EpochJoin, Offsets: tasks.Offsets{}, EndOffsets: tasks.Offsets{}})
 	if req.TaskOffsets == nil || req.TaskEndOffsets == nil || len(req.TaskOffsets) != 0 {

@@ -13,7 +13,8 @@ import (
 	"github.com/streamsgroup/streamsgroup/topology"
 )
 
-// StatusCode is a status the broker attaches to a heartbeat answer (PROTOCOL §4).
+// StatusCode is a status the broker attaches to a heartbeat answer (KIP-1071; Kafka's
+// StreamsGroupHeartbeatResponse.Status).
 type StatusCode int8
 
 // Status codes known to this version of the library. Others are passed through as unknown.
@@ -161,22 +162,13 @@ func (e *ProtocolError) Error() string {
 	return "malformed streams group heartbeat answer: " + e.Reason
 }
 
-// Classify is the one pure entry point for a heartbeat's raw result, as a transport returns it (an
-// answer, or an error when there was none): a failure to get an answer is a *TransportError
+// ClassifyInto is the one pure entry point for a heartbeat's raw result, as a transport returns it
+// (an answer, or an error when there was none): a failure to get an answer is a *TransportError
 // (ClassifyTransport), no answer and no error a *ProtocolError, an answer with an error code an
-// *Error (ErrorFor), and a successful answer is Parse'd. An err that is already one of the typed
-// errors of this package is returned as it is, not wrapped again.
-func Classify(resp *kmsg.StreamsGroupHeartbeatResponse, err error, topo *topology.Topology) (*Response, error) {
-	r := new(Response)
-	if err := ClassifyInto(r, resp, err, topo); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// ClassifyInto is Classify writing a successful answer into dst, so a caller that reads one answer
-// at a time can reuse one Response (the member's state machine does, to keep its steady heartbeat
-// free of allocations). dst is overwritten only by a success.
+// *Error (ErrorFor), and a successful answer is read into dst (ParseInto). An err that is already
+// one of the typed errors of this package is returned as it is, not wrapped again. dst is
+// overwritten only by a success, so a caller that reads one answer at a time reuses one Response
+// (the member's state machine does, to keep its steady heartbeat free of allocations).
 func ClassifyInto(dst *Response, resp *kmsg.StreamsGroupHeartbeatResponse, err error, topo *topology.Topology) error {
 	if err != nil {
 		if _, ok := errors.AsType[*TransportError](err); ok {
@@ -199,30 +191,22 @@ func ClassifyInto(dst *Response, resp *kmsg.StreamsGroupHeartbeatResponse, err e
 	return ParseInto(dst, resp, topo)
 }
 
-// Parse reads a heartbeat answer whose error code is 0. A success must carry a member epoch >= 0 and
+// ParseInto reads a heartbeat answer whose error code is 0 into dst, which it overwrites only when
+// the answer is valid. A success must carry a member epoch >= 0 and
 // a heartbeat interval > 0 (else the member could not pace its next heartbeat), and no negative task
 // offset interval. Task lists must come all three or none; partitions, in task lists and in the
 // endpoint map, must not be negative; every task must belong to a subtopology of topo (else a
 // *tasks.UnknownSubtopologyError). Any other broken rule is a *ProtocolError. Unknown status codes are
 // kept, never an error.
 //
-// An answer to a leave (epoch -1 or -2) carries the leave epoch and is not a success to Parse: the
+// An answer to a leave (epoch -1 or -2) carries the leave epoch and is not a success to ParseInto: the
 // member does not act on it.
-func Parse(resp *kmsg.StreamsGroupHeartbeatResponse, topo *topology.Topology) (*Response, error) {
-	r := new(Response)
-	if err := ParseInto(r, resp, topo); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// ParseInto is Parse writing into dst, which it overwrites only when the answer is valid.
 func ParseInto(dst *Response, resp *kmsg.StreamsGroupHeartbeatResponse, topo *topology.Topology) error {
 	if resp == nil {
-		return &ProtocolError{Reason: "no answer given to Parse"}
+		return &ProtocolError{Reason: "no answer given to ParseInto"}
 	}
 	if resp.ErrorCode != 0 {
-		return &ProtocolError{Reason: fmt.Sprintf("error code %d given to Parse", resp.ErrorCode)}
+		return &ProtocolError{Reason: fmt.Sprintf("error code %d given to ParseInto", resp.ErrorCode)}
 	}
 	if resp.MemberEpoch < 0 {
 		return &ProtocolError{Reason: fmt.Sprintf("member epoch %d in a successful answer; it must be 0 or more", resp.MemberEpoch)}

@@ -43,7 +43,7 @@ func TestParseReadsEveryField(t *testing.T) {
 		{UserEndpoint: kmsg.Endpoint{Host: "a", Port: 1}, ActivePartitions: activeEP("in", 1, 0), StandbyPartitions: standbyEP("in", 5, 2)},
 		{UserEndpoint: kmsg.Endpoint{Host: "b", Port: 2}, ActivePartitions: activeEP("in")},
 	}
-	p, err := Parse(r, topo)
+	p, err := parse(r, topo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestParseWithoutAssignmentOrEndpoints(t *testing.T) {
 	r := response()
 	r.Version = 0
 	r.AcceptableRecoveryLag = 77 // not in a v0 answer
-	p, err := Parse(r, topo)
+	p, err := parse(r, topo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +83,12 @@ func TestParseWithoutAssignmentOrEndpoints(t *testing.T) {
 	}
 	// An endpoint map that is present but empty is a change to "no endpoints".
 	r.PartitionsByUserEndpoint = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint{}
-	if p, err := Parse(r, topo); err != nil || p.Endpoints == nil || len(p.Endpoints) != 0 {
+	if p, err := parse(r, topo); err != nil || p.Endpoints == nil || len(p.Endpoints) != 0 {
 		t.Fatalf("an empty endpoint map: %+v, %v", p, err)
 	}
 	// Three empty task lists: a change to nothing.
 	r.ActiveTasks, r.StandbyTasks, r.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
-	if p, err := Parse(r, topo); err != nil || p.Assignment == nil || !p.Assignment.Equal(tasks.Assignment{}) {
+	if p, err := parse(r, topo); err != nil || p.Assignment == nil || !p.Assignment.Equal(tasks.Assignment{}) {
 		t.Fatalf("three empty lists: %+v, %v", p, err)
 	}
 }
@@ -138,7 +138,7 @@ func TestParseRefusesMalformedSuccess(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := response()
 			c.edit(r)
-			p, err := Parse(r, topo)
+			p, err := parse(r, topo)
 			pe, ok := errors.AsType[*ProtocolError](err)
 			if !ok || p != nil {
 				t.Fatalf("want a *ProtocolError, got %v, %T %v", p, err, err)
@@ -149,7 +149,7 @@ func TestParseRefusesMalformedSuccess(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Parse(nil, topo); err == nil {
+	if _, err := parse(nil, topo); err == nil {
 		t.Fatal("no answer")
 	} else if _, ok := errors.AsType[*ProtocolError](err); !ok {
 		t.Fatalf("no answer: %T", err)
@@ -163,7 +163,7 @@ func TestParseAcceptsTheBoundaries(t *testing.T) {
 	r.ActiveTasks, r.StandbyTasks, r.WarmupTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0}}}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	r.PartitionsByUserEndpoint = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint{
 		{UserEndpoint: kmsg.Endpoint{Host: "h", Port: 7}, ActivePartitions: activeEP("in", 0), StandbyPartitions: standbyEP("in", 0)}}
-	p, err := Parse(r, topo)
+	p, err := parse(r, topo)
 	if err != nil || p.Epoch != 0 || p.Interval != time.Millisecond || p.TaskOffsetInterval != 0 {
 		t.Fatalf("%+v, %v", p, err)
 	}
@@ -184,7 +184,7 @@ func TestParseRefusesUnknownSubtopologies(t *testing.T) {
 		r := response()
 		r.ActiveTasks, r.StandbyTasks, r.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 		edit(r)
-		if _, err := Parse(r, topo); !errors.As(err, new(*tasks.UnknownSubtopologyError)) {
+		if _, err := parse(r, topo); !errors.As(err, new(*tasks.UnknownSubtopologyError)) {
 			t.Errorf("got %T %v", err, err)
 		}
 	}
@@ -192,7 +192,7 @@ func TestParseRefusesUnknownSubtopologies(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	ok := response()
-	p, err := Classify(ok, nil, topo)
+	p, err := classify(ok, nil, topo)
 	if err != nil || p.Epoch != 3 || p.Interval != 500*time.Millisecond {
 		t.Fatalf("a success is parsed: %+v, %v", p, err)
 	}
@@ -200,44 +200,44 @@ func TestClassify(t *testing.T) {
 	msg := "not here"
 	moved := response()
 	moved.ErrorCode, moved.ErrorMessage = kerr.NotCoordinator.Code, &msg
-	p, err = Classify(moved, nil, topo)
+	p, err = classify(moved, nil, topo)
 	he, isErr := errors.AsType[*Error](err)
 	if p != nil || !isErr || he.Class != Rediscover || he.BrokerMessage != "not here" || !errors.Is(err, kerr.NotCoordinator) {
 		t.Fatalf("an error code is an *Error: %v, %T %v", p, err, err)
 	}
 	// The error code wins over what else the answer carries.
 	moved.HeartbeatIntervalMillis = 0
-	if _, err := Classify(moved, nil, topo); !errors.As(err, new(*Error)) {
+	if _, err := classify(moved, nil, topo); !errors.As(err, new(*Error)) {
 		t.Fatalf("error answers are not checked as successes: %T", err)
 	}
 
 	bad := response()
 	bad.HeartbeatIntervalMillis = 0
-	if _, err := Classify(bad, nil, topo); !errors.As(err, new(*ProtocolError)) {
+	if _, err := classify(bad, nil, topo); !errors.As(err, new(*ProtocolError)) {
 		t.Fatalf("a malformed success: %T %v", err, err)
 	}
 
-	p, err = Classify(nil, nil, topo)
+	p, err = classify(nil, nil, topo)
 	if pe, ok := errors.AsType[*ProtocolError](err); !ok || p != nil || pe.Reason != "no answer and no error" {
 		t.Fatalf("no answer and no error: %v, %v", p, err)
 	}
 
 	reset := &syscallErr{syscall.ECONNRESET}
-	p, err = Classify(nil, reset, topo)
+	p, err = classify(nil, reset, topo)
 	te, isTE := errors.AsType[*TransportError](err)
 	if p != nil || !isTE || te.Class != Rediscover || !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("a failure to get an answer: %v, %T %v", p, err, err)
 	}
 	// An error with an answer: the error wins (kgo never gives both, a custom transport might).
-	if p, err := Classify(ok, io.EOF, topo); p != nil || !errors.As(err, new(*TransportError)) {
+	if p, err := classify(ok, io.EOF, topo); p != nil || !errors.As(err, new(*TransportError)) {
 		t.Fatalf("an error with an answer: %v, %v", p, err)
 	}
-	if _, err := Classify(nil, kgo.ErrClientClosed, topo); !errors.As(err, &te) || te.Class != Fatal {
+	if _, err := classify(nil, kgo.ErrClientClosed, topo); !errors.As(err, &te) || te.Class != Fatal {
 		t.Fatalf("a closed client: %v", err)
 	}
 	// Typed errors of this package pass through unwrapped.
 	for _, in := range []error{ClassifyTransport(io.EOF), ErrorFor(kerr.FencedMemberEpoch.Code, nil), &ProtocolError{Reason: "x"}} {
-		if _, err := Classify(nil, in, topo); err != in {
+		if _, err := classify(nil, in, topo); err != in {
 			t.Errorf("%T was wrapped again: %T %v", in, err, err)
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/internal/machine"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
@@ -96,13 +97,13 @@ func (e *failoverEnv) testMembersKeepTasks(t *testing.T) {
 	// check runs one move and asserts what must hold after it. crash: the coordinator's node crashed,
 	// so the coordinator is unreachable until the controller fences that node and another replica
 	// loads the group; a member that got no answer for longer than its session guard allows
-	// (session timeout - membership.SessionMargin, counted from the sending of its last answered
+	// (session timeout - machine.SessionMargin, counted from the sending of its last answered
 	// heartbeat) must give its tasks up (EventSessionLost, OnAllTasksLost) and rejoin, as issue 11 §5
 	// specifies; any other loss is a failure.
 	check := func(what string, old int32, crash bool, fault func() (start, end time.Time)) int32 {
 		t.Helper()
 		now, seen := e.move(t, group, all, ms, what, old, !crash, fault)
-		guard := e.session - membership.SessionMargin(e.session)
+		guard := e.session - machine.SessionMargin(e.session)
 		for _, m := range ms {
 			h, _, _ := m.rec.snapshot()
 			id, _ := m.Member()
@@ -267,8 +268,8 @@ func (e *failoverEnv) testCloseDuringMove(t *testing.T) {
 	ms := []*clusterMember{x, y}
 	Eventually(t, 60*time.Second, func() (bool, string) { return c.settledOn(e.cl, group, all, ms) })
 
-	// The leave budget of these members: min(request.timeout.ms, membership.DefaultLeaveBudget).
-	budget := min(5*time.Second, membership.DefaultLeaveBudget)
+	// The leave budget of these members: min(request.timeout.ms, machine.DefaultLeaveBudget).
+	budget := min(5*time.Second, machine.DefaultLeaveBudget)
 	type closed struct {
 		name string
 		took time.Duration

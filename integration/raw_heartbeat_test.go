@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/internal/coordinator"
+	"github.com/streamsgroup/streamsgroup/internal/neterr"
 )
 
 // rawMember speaks StreamsGroupHeartbeat with nothing but kmsg and the coordinator cache. It pins the
@@ -31,7 +32,7 @@ func (m *rawMember) send(ctx context.Context, req *kmsg.StreamsGroupHeartbeatReq
 	for {
 		resp, node, err := m.coord.Send(ctx, m.group, req)
 		if err != nil {
-			if coordinator.IsRetriableTransport(err) && ctx.Err() == nil {
+			if neterr.IsRetriableTransport(err) && ctx.Err() == nil {
 				time.Sleep(100 * time.Millisecond)
 				continue
 			}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/internal/machine"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
@@ -281,7 +282,7 @@ func groupSessionTimeout(t *testing.T, ctx context.Context, cl *kgo.Client, grou
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	r := kmsg.NewDescribeConfigsRequestResource()
 	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	r.ConfigNames = []string{membership.KeyGroupSessionTimeout}
+	r.ConfigNames = []string{machine.KeyGroupSessionTimeout}
 	req.Resources = append(req.Resources, r)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
@@ -292,7 +293,7 @@ func groupSessionTimeout(t *testing.T, ctx context.Context, cl *kgo.Client, grou
 			t.Fatalf("describing group %s's configs: %v", group, err)
 		}
 		for _, c := range res.Configs {
-			if c.Name == membership.KeyGroupSessionTimeout && c.Value != nil {
+			if c.Name == machine.KeyGroupSessionTimeout && c.Value != nil {
 				ms, err := strconv.Atoi(*c.Value)
 				if err != nil {
 					t.Fatal(err)
@@ -301,7 +302,7 @@ func groupSessionTimeout(t *testing.T, ctx context.Context, cl *kgo.Client, grou
 			}
 		}
 	}
-	t.Fatalf("the broker did not report %s for group %s", membership.KeyGroupSessionTimeout, group)
+	t.Fatalf("the broker did not report %s for group %s", machine.KeyGroupSessionTimeout, group)
 	return 0
 }
 

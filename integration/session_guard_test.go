@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamsgroup/streamsgroup/internal/machine"
 	"github.com/streamsgroup/streamsgroup/membership"
 )
 
@@ -112,7 +113,7 @@ func brokerSessionTimeout(t *testing.T, b *Broker) time.Duration {
 	}
 	for _, r := range rc {
 		for _, c := range r.Configs {
-			if c.Key == membership.KeyBrokerSessionTimeout && c.Value != nil {
+			if c.Key == machine.KeyBrokerSessionTimeout && c.Value != nil {
 				ms, err := strconv.Atoi(*c.Value)
 				if err != nil {
 					t.Fatal(err)
@@ -121,7 +122,7 @@ func brokerSessionTimeout(t *testing.T, b *Broker) time.Duration {
 			}
 		}
 	}
-	t.Fatalf("the broker did not report %s", membership.KeyBrokerSessionTimeout)
+	t.Fatalf("the broker did not report %s", machine.KeyBrokerSessionTimeout)
 	return 0
 }
 

@@ -227,8 +227,8 @@ func TestTransportFirstHeartbeatAfterConnectionReset(t *testing.T) {
 	epoch := heartbeat.EpochJoin
 	Eventually(t, 60*time.Second, func() (bool, string) {
 		resp, err := tr.Heartbeat(ctx, bl.Build(heartbeat.Report{Epoch: epoch, EndpointEpoch: -1}))
-		r, err := heartbeat.Classify(resp, err, topo)
-		if err != nil {
+		var r heartbeat.Response
+		if err := heartbeat.ClassifyInto(&r, resp, err, topo); err != nil {
 			bl.Reset()
 			return false, err.Error()
 		}

@@ -22,79 +22,79 @@
 //	| --- | --- |
 //	| testAssignedPartitionCountMetricRegistered | not yet: issue 14 (client metrics) |
 //	| testUnexpectedErrorInHeartbeatResponse | heartbeat/response_test.go: TestParseRefusesMalformedSuccess/an error code, TestClassify |
-//	| test{Active,Standby,Warmup}TasksAreNullInHeartbeatResponse | membership/scenarios_test.go: testActiveTasksAreNullInHeartbeatResponse, testWarmupTasksAreNullInHeartbeatResponse; membership/manager_test.go: TestManagerMalformedAnswers/some task lists null; heartbeat/response_test.go: TestParseRefusesMalformedSuccess/active only, TestParseRefusesMalformedSuccess/standby only, TestParseRefusesMalformedSuccess/warm-up only, TestParseRefusesMalformedSuccess/two of three |
-//	| test{Active,Standby,Warmup}TaskOfUnknownSubtopologyInHeartbeatResponseFailsMember | membership/scenarios_test.go: testStandbyTaskOfUnknownSubtopologyInHeartbeatResponseFailsMember, testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember; membership/manager_test.go: TestManagerMalformedAnswers/unknown subtopology; heartbeat/response_test.go: TestParseRefusesUnknownSubtopologies |
-//	| testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember | membership/scenarios_test.go: testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember |
-//	| testJoining | membership/scenarios_test.go: testJoining |
-//	| testReconcilingEmptyToSingleActiveTask | membership/scenarios_test.go: testReconcilingEmptyToSingleActiveTask |
-//	| testReconcilingActiveTaskToDifferentActiveTask | membership/scenarios_test.go: testReconcilingActiveTaskToDifferentActiveTask |
-//	| testReconcilingSingleActiveTaskToAdditionalActiveTask | membership/scenarios_test.go: testReconcilingSingleActiveTaskToAdditionalActiveTask |
-//	| testReconcilingMultipleActiveTaskToSingleActiveTask | membership/scenarios_test.go: testReconcilingMultipleActiveTaskToSingleActiveTask |
-//	| testReconcilingEmptyToMultipleActiveTaskOfDifferentSubtopologies | membership/scenarios_test.go: testReconcilingEmptyToMultipleActiveTaskOfDifferentSubtopologies |
-//	| testReconcilingActiveTaskToStandbyTask | membership/scenarios_test.go: testReconcilingActiveTaskToStandbyTask |
-//	| testReconcilingActiveTaskToWarmupTask | membership/scenarios_test.go: testReconcilingActiveTaskToWarmupTask |
-//	| testReconcilingEmptyToSingleStandbyTask | membership/scenarios_test.go: testReconcilingEmptyToSingleStandbyTask |
-//	| testReconcilingStandbyTaskToDifferentStandbyTask | membership/scenarios_test.go: testReconcilingStandbyTaskToDifferentStandbyTask |
-//	| testReconcilingSingleStandbyTaskToAdditionalStandbyTask | membership/deviations_test.go: testReconcilingSingleStandbyTaskToAdditionalStandbyTask |
-//	| testReconcilingMultipleStandbyTaskToSingleStandbyTask | membership/scenarios_test.go: testReconcilingMultipleStandbyTaskToSingleStandbyTask |
-//	| testReconcilingStandbyTaskToActiveTask | membership/scenarios_test.go: testReconcilingStandbyTaskToActiveTask |
-//	| testReconcilingStandbyTaskToWarmupTask | membership/scenarios_test.go: testReconcilingStandbyTaskToWarmupTask |
-//	| testReconcilingEmptyToSingleWarmupTask | membership/deviations_test.go: standbyAndWarmupReportedOnce |
-//	| testReconcilingWarmupTaskToDifferentWarmupTask | membership/scenarios_test.go: testReconcilingWarmupTaskToDifferentWarmupTask |
-//	| testReconcilingSingleWarmupTaskToAdditionalWarmupTask | membership/scenarios_test.go: testReconcilingSingleWarmupTaskToAdditionalWarmupTask |
-//	| testReconcilingMultipleWarmupTaskToSingleWarmupTask | membership/deviations_test.go: testReconcilingMultipleWarmupTaskToSingleWarmupTask |
-//	| testReconcilingWarmupTaskToActiveTask | membership/scenarios_test.go: testReconcilingWarmupTaskToActiveTask |
-//	| testReconcilingWarmupTaskToStandbyTask | membership/scenarios_test.go: testReconcilingWarmupTaskToStandbyTask |
-//	| testReconcilingAndAssignmentCallbackFails | membership/scenarios_test.go: testReconcilingAndAssignmentCallbackFails |
-//	| testReconcilingAndRevocationCallbackFails | membership/scenarios_test.go: testReconcilingAndRevocationCallbackFails |
-//	| testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin | membership/scenarios_test.go: testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin |
-//	| testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToNotInReconciling | membership/deviations_test.go: testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToNotInReconciling |
-//	| testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin | membership/scenarios_test.go: testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin |
-//	| testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling | membership/deviations_test.go: testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling |
-//	| testLeaveGroupWhenNotInGroup, testLeaveGroupOnCloseWhenNotInGroup | membership/scenarios_test.go: testLeaveGroupWhenNotInGroup; membership/manager_test.go: TestManagerCloseBeforeStartAndTwice |
-//	| testIgnoreLeaveResponseWhenNotLeavingGroup | membership/scenarios_test.go: testIgnoreLeaveResponseWhenNotLeavingGroup |
-//	| testLeaveGroupWhenNotInGroupAndFenced, testLeaveGroupOnCloseWhenNotInGroupAndFenced | membership/scenarios_test.go: testLeaveGroupWhenNotInGroupAndFenced |
-//	| testLeaveGroupWhenInGroupWithAssignment | membership/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine |
+//	| test{Active,Standby,Warmup}TasksAreNullInHeartbeatResponse | internal/machine/scenarios_test.go: testActiveTasksAreNullInHeartbeatResponse, testWarmupTasksAreNullInHeartbeatResponse; membership/manager_test.go: TestManagerMalformedAnswers/some task lists null; heartbeat/response_test.go: TestParseRefusesMalformedSuccess/active only, TestParseRefusesMalformedSuccess/standby only, TestParseRefusesMalformedSuccess/warm-up only, TestParseRefusesMalformedSuccess/two of three |
+//	| test{Active,Standby,Warmup}TaskOfUnknownSubtopologyInHeartbeatResponseFailsMember | internal/machine/scenarios_test.go: testStandbyTaskOfUnknownSubtopologyInHeartbeatResponseFailsMember, testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember; membership/manager_test.go: TestManagerMalformedAnswers/unknown subtopology; heartbeat/response_test.go: TestParseRefusesUnknownSubtopologies |
+//	| testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember | internal/machine/scenarios_test.go: testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember |
+//	| testJoining | internal/machine/scenarios_test.go: testJoining |
+//	| testReconcilingEmptyToSingleActiveTask | internal/machine/scenarios_test.go: testReconcilingEmptyToSingleActiveTask |
+//	| testReconcilingActiveTaskToDifferentActiveTask | internal/machine/scenarios_test.go: testReconcilingActiveTaskToDifferentActiveTask |
+//	| testReconcilingSingleActiveTaskToAdditionalActiveTask | internal/machine/scenarios_test.go: testReconcilingSingleActiveTaskToAdditionalActiveTask |
+//	| testReconcilingMultipleActiveTaskToSingleActiveTask | internal/machine/scenarios_test.go: testReconcilingMultipleActiveTaskToSingleActiveTask |
+//	| testReconcilingEmptyToMultipleActiveTaskOfDifferentSubtopologies | internal/machine/scenarios_test.go: testReconcilingEmptyToMultipleActiveTaskOfDifferentSubtopologies |
+//	| testReconcilingActiveTaskToStandbyTask | internal/machine/scenarios_test.go: testReconcilingActiveTaskToStandbyTask |
+//	| testReconcilingActiveTaskToWarmupTask | internal/machine/scenarios_test.go: testReconcilingActiveTaskToWarmupTask |
+//	| testReconcilingEmptyToSingleStandbyTask | internal/machine/scenarios_test.go: testReconcilingEmptyToSingleStandbyTask |
+//	| testReconcilingStandbyTaskToDifferentStandbyTask | internal/machine/scenarios_test.go: testReconcilingStandbyTaskToDifferentStandbyTask |
+//	| testReconcilingSingleStandbyTaskToAdditionalStandbyTask | internal/machine/scenarios_edge_test.go: testReconcilingSingleStandbyTaskToAdditionalStandbyTask |
+//	| testReconcilingMultipleStandbyTaskToSingleStandbyTask | internal/machine/scenarios_test.go: testReconcilingMultipleStandbyTaskToSingleStandbyTask |
+//	| testReconcilingStandbyTaskToActiveTask | internal/machine/scenarios_test.go: testReconcilingStandbyTaskToActiveTask |
+//	| testReconcilingStandbyTaskToWarmupTask | internal/machine/scenarios_test.go: testReconcilingStandbyTaskToWarmupTask |
+//	| testReconcilingEmptyToSingleWarmupTask | internal/machine/scenarios_edge_test.go: standbyAndWarmupReportedOnce |
+//	| testReconcilingWarmupTaskToDifferentWarmupTask | internal/machine/scenarios_test.go: testReconcilingWarmupTaskToDifferentWarmupTask |
+//	| testReconcilingSingleWarmupTaskToAdditionalWarmupTask | internal/machine/scenarios_test.go: testReconcilingSingleWarmupTaskToAdditionalWarmupTask |
+//	| testReconcilingMultipleWarmupTaskToSingleWarmupTask | internal/machine/scenarios_edge_test.go: testReconcilingMultipleWarmupTaskToSingleWarmupTask |
+//	| testReconcilingWarmupTaskToActiveTask | internal/machine/scenarios_test.go: testReconcilingWarmupTaskToActiveTask |
+//	| testReconcilingWarmupTaskToStandbyTask | internal/machine/scenarios_test.go: testReconcilingWarmupTaskToStandbyTask |
+//	| testReconcilingAndAssignmentCallbackFails | internal/machine/scenarios_test.go: testReconcilingAndAssignmentCallbackFails |
+//	| testReconcilingAndRevocationCallbackFails | internal/machine/scenarios_test.go: testReconcilingAndRevocationCallbackFails |
+//	| testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin | internal/machine/scenarios_test.go: testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin |
+//	| testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToNotInReconciling | internal/machine/scenarios_edge_test.go: testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToNotInReconciling |
+//	| testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin | internal/machine/scenarios_test.go: testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin |
+//	| testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling | internal/machine/scenarios_edge_test.go: testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling |
+//	| testLeaveGroupWhenNotInGroup, testLeaveGroupOnCloseWhenNotInGroup | internal/machine/scenarios_test.go: testLeaveGroupWhenNotInGroup; membership/manager_test.go: TestManagerCloseBeforeStartAndTwice |
+//	| testIgnoreLeaveResponseWhenNotLeavingGroup | internal/machine/scenarios_test.go: testIgnoreLeaveResponseWhenNotLeavingGroup |
+//	| testLeaveGroupWhenNotInGroupAndFenced, testLeaveGroupOnCloseWhenNotInGroupAndFenced | internal/machine/scenarios_test.go: testLeaveGroupWhenNotInGroupAndFenced |
+//	| testLeaveGroupWhenInGroupWithAssignment | internal/machine/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine |
 //	| testLeaveGroupOnCloseWhenInGroupWithAssignment | n/a: there is one Close and it always runs OnTasksRevoked before the leave (README, Choices: Close); no callback-free close exists. Its -1 leave is testLeaveGroupWhenInGroupWithAssignment |
 //	| testLeaveGroupDuringReconciliationThenRejoin | n/a: Close is final (Start after Close fails: TestManagerCloseBeforeStartAndTwice), so there is no rejoin after a leave; leaving while OnTasksAssigned runs is testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling |
-//	| testOnHeartbeatRequestSkippedWhenInLeaving | internal/transport/transport_test.go: TestLeaveWithoutCoordinatorSendsNothing; membership/deviations_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated, heartbeatsContinueInPrepareLeaving |
-//	| testOnHeartbeatSuccessWhenInLeaving | membership/scenarios_test.go: testLeaveWhileJoiningBeforeAnyAnswer; membership/deviations_test.go: testOnFencedWhenInLeaving |
-//	| testOnHeartbeatSuccessWhenInUnsubscribeLeaveNotInProgress | membership/property_test.go: TestMachineProperties |
-//	| testOnHeartbeatSuccessWhenInFenced | membership/deviations_test.go: testOnHeartbeatSuccessWhenInFenced |
-//	| testOnHeartbeatSuccessWhenInFatal | membership/scenarios_test.go: testOnHeartbeatSuccessWhenInFatal |
+//	| testOnHeartbeatRequestSkippedWhenInLeaving | internal/transport/transport_test.go: TestLeaveWithoutCoordinatorSendsNothing; internal/machine/scenarios_edge_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated, heartbeatsContinueInPrepareLeaving |
+//	| testOnHeartbeatSuccessWhenInLeaving | internal/machine/scenarios_test.go: testLeaveWhileJoiningBeforeAnyAnswer; internal/machine/scenarios_edge_test.go: testOnFencedWhenInLeaving |
+//	| testOnHeartbeatSuccessWhenInUnsubscribeLeaveNotInProgress | internal/machine/property_test.go: TestMachineProperties |
+//	| testOnHeartbeatSuccessWhenInFenced | internal/machine/scenarios_edge_test.go: testOnHeartbeatSuccessWhenInFenced |
+//	| testOnHeartbeatSuccessWhenInFatal | internal/machine/scenarios_test.go: testOnHeartbeatSuccessWhenInFatal |
 //	| testOnHeartbeatSuccessWhenInStale | n/a: no STALE state (no client-side poll timer: README, Choices) |
-//	| testOnHeartbeatSuccessWhenInReconciling | membership/scenarios_test.go: testOnHeartbeatSuccessWhenInReconciling |
-//	| testOnHeartbeatRequestGeneratedWhenInAcknowleding | membership/scenarios_test.go: testOnHeartbeatRequestGeneratedWhenInAcknowledging |
-//	| testOnHeartbeatRequestGeneratedWhenInAcknowledgingAndNewTargetAssignment | membership/scenarios_test.go: newerTargetDuringAssignmentIsReconciledAfterTheAck |
-//	| testOnHeartbeatRequestGeneratedWhenInLeaving | membership/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment |
+//	| testOnHeartbeatSuccessWhenInReconciling | internal/machine/scenarios_test.go: testOnHeartbeatSuccessWhenInReconciling |
+//	| testOnHeartbeatRequestGeneratedWhenInAcknowleding | internal/machine/scenarios_test.go: testOnHeartbeatRequestGeneratedWhenInAcknowledging |
+//	| testOnHeartbeatRequestGeneratedWhenInAcknowledgingAndNewTargetAssignment | internal/machine/scenarios_test.go: newerTargetDuringAssignmentIsReconciledAfterTheAck |
+//	| testOnHeartbeatRequestGeneratedWhenInLeaving | internal/machine/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment |
 //	| testOnHeartbeatRequestGeneratedWhenInLeavingAndPollTimerExpired | n/a: no poll timer, no STALE state |
-//	| testOnHeartbeatFailureAfterLeaveRequestGenerated | membership/deviations_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated |
+//	| testOnHeartbeatFailureAfterLeaveRequestGenerated | internal/machine/scenarios_edge_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated |
 //	| testOnHeartbeatFailure | not yet: issue 14 (the failed-rebalance metric; the fatal/retryable split itself is testKnownFatalErrorResponse and testCoordinatorLoadInProgressErrorResponse) |
 //	| testOnPollTimerExpired | n/a: no poll loop, so no poll timer (README, Choices: No client-side poll timer) |
 //	| testOnPollTimerExpiredWhenInFatal, testOnPollTimerExpiredWhenInUnsubscribe | n/a: no poll timer |
 //	| testMaybeRejoinStaleMember | n/a: no poll timer, no STALE state |
-//	| testOnFencedWhenIn{Joining,Reconciling,Stable} | membership/scenarios_test.go: testOnFencedWhenInJoining, testOnFencedWhenInStable, testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin, testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin |
-//	| testOnFencedWhenInAcknowledging | membership/deviations_test.go: testOnFencedWhenInAcknowledging |
-//	| testOnFencedWhenIn{PrepareLeaving,Leaving} | membership/deviations_test.go: testOnFencedWhenInPrepareLeaving, testOnFencedWhenInLeaving |
-//	| testTransitionToFatalWhenIn{Joining,Reconciling,Acknowledging,Stable,Unsubscribe} | membership/scenarios_test.go: testKnownFatalErrorResponse, testOnHeartbeatSuccessWhenInFatal, testTransitionToFatalWhenInStable, testTransitionToFatalWhenInUnsubscribe; membership/property_test.go: TestMachineProperties |
-//	| testTransitionToFatalWhenInPrepareLeaving | membership/deviations_test.go: testTransitionToFatalWhenInPrepareLeaving |
-//	| testTransitionToFatalWhenInLeaving | membership/deviations_test.go: testTransitionToFatalWhenInLeaving |
+//	| testOnFencedWhenIn{Joining,Reconciling,Stable} | internal/machine/scenarios_test.go: testOnFencedWhenInJoining, testOnFencedWhenInStable, testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin, testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin |
+//	| testOnFencedWhenInAcknowledging | internal/machine/scenarios_edge_test.go: testOnFencedWhenInAcknowledging |
+//	| testOnFencedWhenIn{PrepareLeaving,Leaving} | internal/machine/scenarios_edge_test.go: testOnFencedWhenInPrepareLeaving, testOnFencedWhenInLeaving |
+//	| testTransitionToFatalWhenIn{Joining,Reconciling,Acknowledging,Stable,Unsubscribe} | internal/machine/scenarios_test.go: testKnownFatalErrorResponse, testOnHeartbeatSuccessWhenInFatal, testTransitionToFatalWhenInStable, testTransitionToFatalWhenInUnsubscribe; internal/machine/property_test.go: TestMachineProperties |
+//	| testTransitionToFatalWhenInPrepareLeaving | internal/machine/scenarios_edge_test.go: testTransitionToFatalWhenInPrepareLeaving |
+//	| testTransitionToFatalWhenInLeaving | internal/machine/scenarios_edge_test.go: testTransitionToFatalWhenInLeaving |
 //	| testOnFencedMarksPendingRevocationBeforeCallback, testTransitionToFatal…, testTransitionToStale… | n/a: the library fetches nothing, so there are no partitions to mark pending-revocation (the Java SubscriptionState's job; here the application's own consumer) |
-//	| testOn{TasksAssigned,TasksRevoked,AllTasksLost}CallbackCompleted | membership/scenarios_test.go: testReconcilingEmptyToSingleActiveTask, testReconcilingActiveTaskToDifferentActiveTask, testOnFencedWhenInStable |
-//	| testOn{TasksAssigned,TasksRevoked}CallbackCompletedWhenCallbackFails | membership/scenarios_test.go: testReconcilingAndAssignmentCallbackFails, testReconcilingAndRevocationCallbackFails; membership/deviations_test.go: callbackFailuresBackOff |
-//	| testOnAllTasksLostCallbackCompletedWhenCallbackFails | membership/deviations_test.go: testOnAllTasksLostCallbackCompletedWhenCallbackFails |
+//	| testOn{TasksAssigned,TasksRevoked,AllTasksLost}CallbackCompleted | internal/machine/scenarios_test.go: testReconcilingEmptyToSingleActiveTask, testReconcilingActiveTaskToDifferentActiveTask, testOnFencedWhenInStable |
+//	| testOn{TasksAssigned,TasksRevoked}CallbackCompletedWhenCallbackFails | internal/machine/scenarios_test.go: testReconcilingAndAssignmentCallbackFails, testReconcilingAndRevocationCallbackFails; internal/machine/scenarios_edge_test.go: callbackFailuresBackOff |
+//	| testOnAllTasksLostCallbackCompletedWhenCallbackFails | internal/machine/scenarios_edge_test.go: testOnAllTasksLostCallbackCompletedWhenCallbackFails |
 //	| testForDuplicateRegistrationOfSameStateListener | n/a: no state-listener registry; one Listener is given to New (WithListener) and state changes are events on one channel |
-//	| testConsumerPollWhenNotJoining | membership/deviations_test.go: testConsumerPollWhenNotJoining |
-//	| testConsumerPollWhenSubscriptionNotUpdated | membership/scenarios_test.go: testNoHeartbeatIfHeartbeatSkipped; membership/manager_test.go: TestManagerCloseBeforeStartAndTwice |
-//	| testIsGroupReadyWith{MissingSourceTopics,AssignmentDelayed}Status | membership/scenarios_test.go: testIsGroupReadyWithMissingSourceTopicsStatus, testIsGroupReadyWithAssignmentDelayedStatus |
-//	| testIsGroupReadyWith{MissingInternalTopics,IncorrectlyPartitionedTopics}Status | membership/deviations_test.go: testIsGroupReadyWithMissingInternalTopicsStatus, testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus |
-//	| testIsGroupReadyWithNoStatuses, testIsGroupReadyWithOtherStatuses | membership/scenarios_test.go: testIsGroupReadyWithOtherStatuses; integration/member_test.go: TestOneMemberGetsAllTasks |
-//	| testIsGroupReadyChangeWhenTasksAreNull | membership/scenarios_test.go: testIsGroupReadyChangeWhenTasksAreNull |
-//	| testIsLeavingGroupReturnsFalseForDynamicMemberWithRemainInGroupOperation | membership/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat; integration/member_failover_test.go: TestKilledMemberLosesTasksAfterSessionTimeout |
-//	| testIsLeavingGroupReturnsTrueForStaticMemberWithRemainInGroupOperation | membership/deviations_test.go: staticRemainInGroupLeavesWithMinusTwo |
-//	| testLeaveGroupEpochIsStaticMemberEpochForStaticMember, testStaticMemberUsesExpectedLeaveEpochOnClose | membership/scenarios_test.go: testLeaveGroupEpochIsStaticMemberEpochForStaticMember, testStaticMemberUsesExpectedLeaveEpochOnClose; integration/member_failover_test.go: TestStaticMemberRestartKeepsItsTasks |
-//	| testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat | membership/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat |
-//	| testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeatWhenNotInGroup | membership/deviations_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeatWhenNotInGroup |
+//	| testConsumerPollWhenNotJoining | internal/machine/scenarios_edge_test.go: testConsumerPollWhenNotJoining |
+//	| testConsumerPollWhenSubscriptionNotUpdated | internal/machine/scenarios_test.go: testNoHeartbeatIfHeartbeatSkipped; membership/manager_test.go: TestManagerCloseBeforeStartAndTwice |
+//	| testIsGroupReadyWith{MissingSourceTopics,AssignmentDelayed}Status | internal/machine/scenarios_test.go: testIsGroupReadyWithMissingSourceTopicsStatus, testIsGroupReadyWithAssignmentDelayedStatus |
+//	| testIsGroupReadyWith{MissingInternalTopics,IncorrectlyPartitionedTopics}Status | internal/machine/scenarios_edge_test.go: testIsGroupReadyWithMissingInternalTopicsStatus, testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus |
+//	| testIsGroupReadyWithNoStatuses, testIsGroupReadyWithOtherStatuses | internal/machine/scenarios_test.go: testIsGroupReadyWithOtherStatuses; integration/member_test.go: TestOneMemberGetsAllTasks |
+//	| testIsGroupReadyChangeWhenTasksAreNull | internal/machine/scenarios_test.go: testIsGroupReadyChangeWhenTasksAreNull |
+//	| testIsLeavingGroupReturnsFalseForDynamicMemberWithRemainInGroupOperation | internal/machine/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat; integration/member_failover_test.go: TestKilledMemberLosesTasksAfterSessionTimeout |
+//	| testIsLeavingGroupReturnsTrueForStaticMemberWithRemainInGroupOperation | internal/machine/scenarios_edge_test.go: staticRemainInGroupLeavesWithMinusTwo |
+//	| testLeaveGroupEpochIsStaticMemberEpochForStaticMember, testStaticMemberUsesExpectedLeaveEpochOnClose | internal/machine/scenarios_test.go: testLeaveGroupEpochIsStaticMemberEpochForStaticMember, testStaticMemberUsesExpectedLeaveEpochOnClose; integration/member_failover_test.go: TestStaticMemberRestartKeepsItsTasks |
+//	| testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat | internal/machine/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat |
+//	| testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeatWhenNotInGroup | internal/machine/scenarios_edge_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeatWhenNotInGroup |
 //
 // # §11.2 Heartbeat sender (StreamsGroupHeartbeatRequestManagerTest)
 //
@@ -102,58 +102,58 @@
 //	| --- | --- |
 //	| testConstructWithNull{CoordinatorRequestManager,MembershipManager,BackgroundEventHandler,Metrics,StreamsRebalanceData} | n/a: Java constructor null checks; membership.New takes a client, a validated config and a topology, and builds its own parts |
 //	| testNoHeartbeatIfCoordinatorUnknown | internal/transport/transport_test.go: TestHeartbeatMakesOneLookupAttemptWhenItFails |
-//	| testNoHeartbeatIfHeartbeatSkipped | membership/scenarios_test.go: testNoHeartbeatIfHeartbeatSkipped, testOnFencedWhenInStable; membership/manager_test.go: TestManagerRefusesWhatTheClusterCannotDo; integration/broker_rules_test.go: TestBrokerGroupMaxSize |
+//	| testNoHeartbeatIfHeartbeatSkipped | internal/machine/scenarios_test.go: testNoHeartbeatIfHeartbeatSkipped, testOnFencedWhenInStable; membership/manager_test.go: TestManagerRefusesWhatTheClusterCannotDo; integration/broker_rules_test.go: TestBrokerGroupMaxSize |
 //	| testPropagateCoordinatorFatalErrorToApplicationThread | internal/coordinator/coordinator_test.go: TestLookupErrorIsTypedAndRetriable; heartbeat/response_test.go: TestClassify |
-//	| testSendingHeartbeatIfMemberIsLeaving | membership/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment, testLeaveWhileJoiningBeforeAnyAnswer |
-//	| testSendingHeartbeatIfMemberIsJoiningOrAcknowledging | membership/scenarios_test.go: testJoining, testReconcilingEmptyToSingleActiveTask |
-//	| testNotSendingHeartbeatIfMemberIsJoiningOrAcknowledgingWhenHeartbeatInFlight | membership/scenarios_test.go: testNotSendingHeartbeatIfMemberIsJoiningOrAcknowledgingWhenHeartbeatInFlight |
-//	| testSendingHeartbeatIfHeartbeatCanBeSent, testNotSendingHeartbeatIfHeartbeatCannotBeSent | membership/scenarios_test.go: testNotSendingHeartbeatIfHeartbeatCannotBeSent, testCoordinatorLoadInProgressErrorResponse |
+//	| testSendingHeartbeatIfMemberIsLeaving | internal/machine/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment, testLeaveWhileJoiningBeforeAnyAnswer |
+//	| testSendingHeartbeatIfMemberIsJoiningOrAcknowledging | internal/machine/scenarios_test.go: testJoining, testReconcilingEmptyToSingleActiveTask |
+//	| testNotSendingHeartbeatIfMemberIsJoiningOrAcknowledgingWhenHeartbeatInFlight | internal/machine/scenarios_test.go: testNotSendingHeartbeatIfMemberIsJoiningOrAcknowledgingWhenHeartbeatInFlight |
+//	| testSendingHeartbeatIfHeartbeatCanBeSent, testNotSendingHeartbeatIfHeartbeatCannotBeSent | internal/machine/scenarios_test.go: testNotSendingHeartbeatIfHeartbeatCannotBeSent, testCoordinatorLoadInProgressErrorResponse |
 //	| testSendingLeaveHeartbeatIfPollTimerExpired, testSendingLeaveHeartbeatRequestWhenPollTimerExpired | n/a: no poll timer |
 //	| testNotSendingLeaveHeartbeatIfPollTimerExpiredAndMemberIsLeaving | n/a: no poll timer |
 //	| testSendingHeartbeatRequest | internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine |
-//	| testBuildingHeartbeatRequestFieldsThatAreAlwaysSent | membership/scenarios_test.go: testJoining, testStreamsGroupMemberRequestingShutdownApplication; membership/deviations_test.go: endpointEpochEchoed, heartbeatsContinueInPrepareLeaving; integration/member_test.go: TestSteadyStateIsQuiet |
+//	| testBuildingHeartbeatRequestFieldsThatAreAlwaysSent | internal/machine/scenarios_test.go: testJoining, testStreamsGroupMemberRequestingShutdownApplication; internal/machine/scenarios_edge_test.go: endpointEpochEchoed, heartbeatsContinueInPrepareLeaving; integration/member_test.go: TestSteadyStateIsQuiet |
 //	| testBuildingHeartbeatRequest{ClientTag,Topology,RebalanceTimeout}SentWhenJoining, testBuildingHeartbeat{ProcessId,ClientTags}SentWhenJoining | heartbeat/heartbeat_test.go: TestBuilderJoinCarriesEverything, TestBuilderDeltasAndReset |
-//	| testBuildingHeartbeatRequestRackIdSentWhenJoining, testBuildingHeartbeatEndpointSentWhenJoining | membership/deviations_test.go: rackAndEndpointSentOnlyWhenJoining |
-//	| testBuildingHeartbeatAssignmentSentWhenChanged | membership/scenarios_test.go: testBuildingHeartbeatAssignmentSentWhenChanged; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset |
-//	| testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges | membership/scenarios_test.go: testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges |
-//	| testResettingHeartbeatState | membership/scenarios_test.go: testResettingHeartbeatState; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset |
-//	| testBuildingHeartbeatShutdownRequested | membership/scenarios_test.go: testStreamsGroupMemberRequestingShutdownApplication; membership/deviations_test.go: requestShutdownRespectsBackoff |
-//	| testCoordinatorDisconnectFailureWhileSending | membership/scenarios_test.go: testCoordinatorDisconnectFailureWhileSending; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved |
-//	| testUnsupportedVersionFailureWhileSending | membership/scenarios_test.go: testUnsupportedVersionFailureWhileSending |
+//	| testBuildingHeartbeatRequestRackIdSentWhenJoining, testBuildingHeartbeatEndpointSentWhenJoining | internal/machine/scenarios_edge_test.go: rackAndEndpointSentOnlyWhenJoining |
+//	| testBuildingHeartbeatAssignmentSentWhenChanged | internal/machine/scenarios_test.go: testBuildingHeartbeatAssignmentSentWhenChanged; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset |
+//	| testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges | internal/machine/scenarios_test.go: testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges |
+//	| testResettingHeartbeatState | internal/machine/scenarios_test.go: testResettingHeartbeatState; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset |
+//	| testBuildingHeartbeatShutdownRequested | internal/machine/scenarios_test.go: testStreamsGroupMemberRequestingShutdownApplication; internal/machine/scenarios_edge_test.go: requestShutdownRespectsBackoff |
+//	| testCoordinatorDisconnectFailureWhileSending | internal/machine/scenarios_test.go: testCoordinatorDisconnectFailureWhileSending; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved |
+//	| testUnsupportedVersionFailureWhileSending | internal/machine/scenarios_test.go: testUnsupportedVersionFailureWhileSending |
 //	| testFatalFailureWhileSending | heartbeat/response_test.go: TestClassify; heartbeat/heartbeat_test.go: TestClassifyTransport; internal/transport/transport_test.go: TestLeaveWithAClosedClientIsFatal |
-//	| testNotCoordinatorAndCoordinatorNotAvailableErrorResponse | membership/deviations_test.go: coordinatorMovedRetriesAtOnceOnce; membership/scenarios_test.go: testResettingHeartbeatState; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved |
-//	| testCoordinatorLoadInProgressErrorResponse | membership/scenarios_test.go: testCoordinatorLoadInProgressErrorResponse; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved |
-//	| testGroupAuthorizationFailedErrorResponse | membership/scenarios_test.go: testTransitionToFatalWhenInStable; membership/manager_test.go: TestManagerFatalThenCloseReturnsAtOnce |
-//	| testTopicAuthorizationFailedErrorResponse | membership/scenarios_test.go: testTopicAuthorizationFailedErrorResponse |
-//	| testKnownFatalErrorResponse | membership/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses |
-//	| testFencedMemberOrUnknownMemberIdErrorResponse | membership/scenarios_test.go: testOnFencedWhenInStable, testOnFencedWhenInJoining |
-//	| testOtherErrorResponse | membership/scenarios_test.go: testOtherErrorResponse |
-//	| testPollOnCloseWhenIsNotLeaving, testPollOnCloseWhenIsLeaving | membership/scenarios_test.go: testLeaveGroupWhenNotInGroup, testLeaveGroupWhenInGroupWithAssignment |
+//	| testNotCoordinatorAndCoordinatorNotAvailableErrorResponse | internal/machine/scenarios_edge_test.go: coordinatorMovedRetriesAtOnceOnce; internal/machine/scenarios_test.go: testResettingHeartbeatState; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved |
+//	| testCoordinatorLoadInProgressErrorResponse | internal/machine/scenarios_test.go: testCoordinatorLoadInProgressErrorResponse; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved |
+//	| testGroupAuthorizationFailedErrorResponse | internal/machine/scenarios_test.go: testTransitionToFatalWhenInStable; membership/manager_test.go: TestManagerFatalThenCloseReturnsAtOnce |
+//	| testTopicAuthorizationFailedErrorResponse | internal/machine/scenarios_test.go: testTopicAuthorizationFailedErrorResponse |
+//	| testKnownFatalErrorResponse | internal/machine/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses |
+//	| testFencedMemberOrUnknownMemberIdErrorResponse | internal/machine/scenarios_test.go: testOnFencedWhenInStable, testOnFencedWhenInJoining |
+//	| testOtherErrorResponse | internal/machine/scenarios_test.go: testOtherErrorResponse |
+//	| testPollOnCloseWhenIsNotLeaving, testPollOnCloseWhenIsLeaving | internal/machine/scenarios_test.go: testLeaveGroupWhenNotInGroup, testLeaveGroupWhenInGroupWithAssignment |
 //	| testMaximumTimeToWaitPollTimerExpired | n/a: no poll timer |
-//	| testMaximumTimeToWaitWhenHeartbeatShouldBeSentImmediately | membership/scenarios_test.go: testReconcilingEmptyToSingleActiveTask |
-//	| testMaximumTimeToWaitWhenHeartbeatShouldBeNotSentImmediately | membership/scenarios_test.go: testNotSendingHeartbeatIfHeartbeatCannotBeSent |
+//	| testMaximumTimeToWaitWhenHeartbeatShouldBeSentImmediately | internal/machine/scenarios_test.go: testReconcilingEmptyToSingleActiveTask |
+//	| testMaximumTimeToWaitWhenHeartbeatShouldBeNotSentImmediately | internal/machine/scenarios_test.go: testNotSendingHeartbeatIfHeartbeatCannotBeSent |
 //	| testMaximumTimeToWaitSelectingMinimumWaitTime | n/a: the minimum is taken against the poll timer, which this library does not have |
 //	| testResetPollTimer, testResetPollTimerWhenExpired | n/a: no poll timer |
-//	| testStreamsRebalanceDataHeartbeatIntervalMsUpdatedOnSuccess | membership/scenarios_test.go: testStreamsRebalanceDataHeartbeatIntervalMsUpdatedOnSuccess |
+//	| testStreamsRebalanceDataHeartbeatIntervalMsUpdatedOnSuccess | internal/machine/scenarios_test.go: testStreamsRebalanceDataHeartbeatIntervalMsUpdatedOnSuccess |
 //	| testPartitionsByUserEndpointMergedForDuplicateUserEndpoints | heartbeat/response_test.go: TestParseReadsEveryField |
-//	| testJoiningRecordsSentOffsetsSoFollowUpHeartbeatSkipsUnchanged | membership/scenarios_test.go: testJoiningRecordsSentOffsetsSoFollowUpHeartbeatSkipsUnchanged |
-//	| testTaskOffsetIntervalNotAdvancedWhenNothingSent | membership/scenarios_test.go: testTaskOffsetIntervalNotAdvancedWhenNothingSent; membership/deviations_test.go: offsetsResentAfterErrorAndClockRestored |
-//	| testTaskOffsetReportingCadenceConditionsInterplay | membership/scenarios_test.go: testTaskOffsetReportingCadenceConditionsInterplay |
-//	| testTaskOffsetsAndEndOffsetsReportedIndependently | heartbeat/heartbeat_test.go: TestBuilderOffsets; membership/scenarios_test.go: testTaskOffsetReportingCadenceConditionsInterplay |
-//	| testTaskOffsetsForAllWarmupsAreReportedWhenAtLeastOneIsHot | membership/deviations_test.go: testTaskOffsetsForAllWarmupsAreReportedWhenAtLeastOneIsHot |
-//	| testTaskOffsetsNotResentWhenUnchangedAcrossInterval, testTaskOffsetsResentWhenChangedAcrossInterval | membership/scenarios_test.go: testTaskOffsetReportingCadenceConditionsInterplay; heartbeat/heartbeat_test.go: TestBuilderOffsets |
-//	| testTaskOffsetsReportedForStandbyAndWarmupTasks | membership/scenarios_test.go: testTaskOffsetsReportedForStandbyAndWarmupTasks |
-//	| testTaskOffsetsResentAfterReset | membership/scenarios_test.go: testTaskOffsetsResentAfterReset; membership/deviations_test.go: offsetsResentAfterErrorAndClockRestored |
-//	| testHotWarmupTaskDisabledWhen{AcceptableRecoveryLagIsNegative,OffsetMissing,OffsetOrEndOffsetOverflowed} | membership/scenarios_test.go: testHotWarmupTaskDisabledWhenOffsetOrEndOffsetOverflowed |
-//	| testHotWarmupTaskDisabledWhenLagAboveThreshold | membership/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold |
-//	| testHotWarmupTaskDisabledWhenEndOffsetMissing | membership/deviations_test.go: testHotWarmupTaskDisabledWhenEndOffsetMissing |
-//	| testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold | membership/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold |
+//	| testJoiningRecordsSentOffsetsSoFollowUpHeartbeatSkipsUnchanged | internal/machine/scenarios_test.go: testJoiningRecordsSentOffsetsSoFollowUpHeartbeatSkipsUnchanged |
+//	| testTaskOffsetIntervalNotAdvancedWhenNothingSent | internal/machine/scenarios_test.go: testTaskOffsetIntervalNotAdvancedWhenNothingSent; internal/machine/scenarios_edge_test.go: offsetsResentAfterErrorAndClockRestored |
+//	| testTaskOffsetReportingCadenceConditionsInterplay | internal/machine/scenarios_test.go: testTaskOffsetReportingCadenceConditionsInterplay |
+//	| testTaskOffsetsAndEndOffsetsReportedIndependently | heartbeat/heartbeat_test.go: TestBuilderOffsets; internal/machine/scenarios_test.go: testTaskOffsetReportingCadenceConditionsInterplay |
+//	| testTaskOffsetsForAllWarmupsAreReportedWhenAtLeastOneIsHot | internal/machine/scenarios_edge_test.go: testTaskOffsetsForAllWarmupsAreReportedWhenAtLeastOneIsHot |
+//	| testTaskOffsetsNotResentWhenUnchangedAcrossInterval, testTaskOffsetsResentWhenChangedAcrossInterval | internal/machine/scenarios_test.go: testTaskOffsetReportingCadenceConditionsInterplay; heartbeat/heartbeat_test.go: TestBuilderOffsets |
+//	| testTaskOffsetsReportedForStandbyAndWarmupTasks | internal/machine/scenarios_test.go: testTaskOffsetsReportedForStandbyAndWarmupTasks |
+//	| testTaskOffsetsResentAfterReset | internal/machine/scenarios_test.go: testTaskOffsetsResentAfterReset; internal/machine/scenarios_edge_test.go: offsetsResentAfterErrorAndClockRestored |
+//	| testHotWarmupTaskDisabledWhen{AcceptableRecoveryLagIsNegative,OffsetMissing,OffsetOrEndOffsetOverflowed} | internal/machine/scenarios_test.go: testHotWarmupTaskDisabledWhenOffsetOrEndOffsetOverflowed |
+//	| testHotWarmupTaskDisabledWhenLagAboveThreshold | internal/machine/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold |
+//	| testHotWarmupTaskDisabledWhenEndOffsetMissing | internal/machine/scenarios_edge_test.go: testHotWarmupTaskDisabledWhenEndOffsetMissing |
+//	| testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold | internal/machine/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold |
 //	| testDoesNotLogOrUpdateGroupConfigOnLeaveResponse | n/a: a leave's answer never reaches the machine (internal/transport Leave returns only an error, LeaveDone carries no answer), so it cannot update interval or lag |
 //	| testLogsNotProvidedWhenOlderBrokerOmitsConfig, testLogsReceivedGroupConfigWhenAnyValueChanges | n/a: log lines only; this library does not log the group config it receives (what a v0 broker changes is olderBrokerGetsNoOffsets) |
-//	| testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent | membership/deviations_test.go: testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent |
-//	| testFencedInstanceIdErrorResponse | membership/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses |
-//	| testPollOnCloseWhenStaticMemberIsLeaving, testSendLeaveHeartbeatForStaticMember | membership/scenarios_test.go: testLeaveGroupEpochIsStaticMemberEpochForStaticMember |
-//	| testSkipLeaveHeartbeatForRemainInGroupWithDynamicMember | membership/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat |
+//	| testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent | internal/machine/scenarios_edge_test.go: testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent |
+//	| testFencedInstanceIdErrorResponse | internal/machine/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses |
+//	| testPollOnCloseWhenStaticMemberIsLeaving, testSendLeaveHeartbeatForStaticMember | internal/machine/scenarios_test.go: testLeaveGroupEpochIsStaticMemberEpochForStaticMember |
+//	| testSkipLeaveHeartbeatForRemainInGroupWithDynamicMember | internal/machine/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat |
 //	| testStreamsRebalanceDataTopologyPushRequired{SetOnRequiredTrue,NotClearedOnRequiredFalse}, testStreamsRebalanceDataUpdatedOnSuccess | n/a: pushing a topology description (KIP-1331) is not implemented by choice (README, Choices: Not implemented); TopologyDescriptionRequired is only parsed |
 //
 // # §11.3 Callback dispatch and Streams listener
@@ -162,19 +162,19 @@
 //	| --- | --- |
 //	| testSetRebalanceListenerWithNull, …OverwritesExisting | n/a: the listener is given once to New (WithListener); there is no setter to call with nil or twice |
 //	| testInvokeMethodsWithNoListener | integration/member_test.go: TestSteadyStateIsQuiet; integration/broker_rules_test.go: TestBrokerManagerRejoinsAfterFenceAndRemoval |
-//	| testInvokeAllTasksRevokedWithListener | membership/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine |
+//	| testInvokeAllTasksRevokedWithListener | internal/machine/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine |
 //	| testInvoke{TasksAssigned,TasksRevoked,AllTasksLost}WithListener | membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine, TestManagerFatalThenCloseReturnsAtOnce |
 //	| testInvoke{TasksAssigned,TasksRevoked,AllTasksLost}With{Wakeup,Interrupt}Exception | n/a: Java's WakeupException and InterruptException; a Go callback gets a ctx and returns an error |
 //	| testInvoke{TasksAssigned,TasksRevoked,AllTasksLost}WithOtherException | membership/manager_test.go: TestManagerListenerErrorsAndPanics |
-//	| testOnTasksRevoked(+WithException), testOnTasksAssigned(+WithException), testOnAllTasksLost | membership/scenarios_test.go: testReconcilingAndAssignmentCallbackFails, testReconcilingAndRevocationCallbackFails; membership/deviations_test.go: assignFailsAfterRevokeDoesNotRevokeAgain, leaveAtEpochZeroLosesInsteadOfRevoking |
+//	| testOnTasksRevoked(+WithException), testOnTasksAssigned(+WithException), testOnAllTasksLost | internal/machine/scenarios_test.go: testReconcilingAndAssignmentCallbackFails, testReconcilingAndRevocationCallbackFails; internal/machine/scenarios_edge_test.go: assignFailsAfterRevokeDoesNotRevokeAgain, leaveAtEpochZeroLosesInsteadOfRevoking |
 //	| testOnAllTasksLostWithException | membership/manager_test.go: TestManagerListenerErrorsAndPanics |
-//	| shouldDropStandbyAndWarmupForTaskThatIsAlsoAssignedAsActive | membership/scenarios_test.go: shouldDropStandbyAndWarmupForTaskThatIsAlsoAssignedAsActive; tasks/tasks_test.go: TestNormalizeKeepsOneRolePerTask |
+//	| shouldDropStandbyAndWarmupForTaskThatIsAlsoAssignedAsActive | internal/machine/scenarios_test.go: shouldDropStandbyAndWarmupForTaskThatIsAlsoAssignedAsActive; tasks/tasks_test.go: TestNormalizeKeepsOneRolePerTask |
 //	| StreamsRebalanceDataTest (~28) | tasks/tasks_test.go: TestIDOrderAndParse, TestSetOperations; topology/topology_test.go: TestCanonicalOrderAndImmutability |
 //	| testStreamsRebalanceDataWithStreamsProtocol, …WithExtraCopartition | topology/kafkastreams_test.go: TestWordCountMatchesKafkaStreams, TestCopartitionGroupOrderMatchesKafkaStreams, TestGoldenRequests; integration/javapeer_test.go: TestJavaCreatesGroupGoJoins, TestGoCreatesGroupJavaJoins |
 //	| testNamedTopologyWithStreamsProtocol, …WithClassicProtocol | n/a: named topologies (Kafka Streams only) and the classic protocol are not this library's: it speaks the streams protocol with one topology |
 //	| testStreamsProtocolRunOnce{With,Without}ProcessingThreads | n/a: Kafka Streams' thread loop; this library processes no records |
-//	| testStreamsProtocolRunOnce{With,Without}ProcessingThreadsMissingSourceTopic, testStreamsProtocolMissingSourceTopicRecovery | membership/scenarios_test.go: testIsGroupReadyWithMissingSourceTopicsStatus, missingSourceTopicsTimeoutAfterTwoIntervals; integration/member_failover_test.go: TestMissingSourceTopicThenCreated |
-//	| testStreamsProtocolIncorrectlyPartitionedTopics | membership/deviations_test.go: testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus |
+//	| testStreamsProtocolRunOnce{With,Without}ProcessingThreadsMissingSourceTopic, testStreamsProtocolMissingSourceTopicRecovery | internal/machine/scenarios_test.go: testIsGroupReadyWithMissingSourceTopicsStatus, missingSourceTopicsTimeoutAfterTwoIntervals; integration/member_failover_test.go: TestMissingSourceTopicThenCreated |
+//	| testStreamsProtocolIncorrectlyPartitionedTopics | internal/machine/scenarios_edge_test.go: testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus |
 //
 // # §11.4 Against a real broker
 //
@@ -182,51 +182,51 @@
 //	| --- | --- |
 //	| testStreamsGroupHeartbeatWithInvalidAPIVersion | membership/manager_test.go: TestManagerRefusesWhatTheClusterCannotDo; heartbeat/heartbeat_test.go: TestClassifyTransport; heartbeat/response_test.go: TestCapabilitiesGates |
 //	| testStreamsGroupHeartbeatIsInaccessibleWhenDisabledByFeatureConfig | integration/member_failover_test.go: TestFeatureOffIsATypedFatalError |
-//	| testStreamsGroupHeartbeatIsInaccessibleWhenDisabledByStaticGroupCoordinatorProtocolConfig | integration/broker_rules_more_test.go: TestBrokerRuleStreamsNotInRebalanceProtocols |
-//	| testStreamsGroupHeartbeatIsInaccessibleWhenOffsetTopicNotExist | integration/broker_rules_more_test.go: TestBrokerRuleHeartbeatBeforeOffsetsTopicExists |
+//	| testStreamsGroupHeartbeatIsInaccessibleWhenDisabledByStaticGroupCoordinatorProtocolConfig | integration/broker_contract_test.go: TestBrokerRuleStreamsNotInRebalanceProtocols |
+//	| testStreamsGroupHeartbeatIsInaccessibleWhenOffsetTopicNotExist | integration/broker_contract_test.go: TestBrokerRuleHeartbeatBeforeOffsetsTopicExists |
 //	| testStreamsGroupHeartbeatIsAccessibleWhenNewGroupCoordinatorIsEnabledTopicNotExistFirst | integration/member_failover_test.go: TestMissingSourceTopicThenCreated |
 //	| testStreamsGroupHeartbeatForMultipleMembers | integration/member_test.go: TestSecondMemberSplitsTasksWithoutOverlap |
 //	| testEmptyStreamsGroupId | n/a: the library cannot send an empty group ID: config refuses an empty application.id (config TestValidateRanges) |
 //	| testMemberLeaveHeartbeat | integration/raw_heartbeat_test.go: TestRawHeartbeatJoinAssignLeave; integration/broker_rules_test.go: TestBrokerUnknownMemberAndGroup; integration/member_test.go: TestSecondMemberSplitsTasksWithoutOverlap |
 //	| testInvalidMemberEpoch | integration/broker_rules_test.go: TestBrokerWrongEpochFencedThenRejoinAtZero |
-//	| testInternalTopicsCreation | integration/broker_rules_more_test.go: TestBrokerRuleInternalTopicsCreated |
+//	| testInternalTopicsCreation | integration/broker_contract_test.go: TestBrokerRuleInternalTopicsCreated |
 //	| testDynamicGroupConfig | integration/member_failover_test.go: TestStandbyTasks |
 //	| testMemberJoiningAndExpiring | integration/member_failover_test.go: TestKilledMemberLosesTasksAfterSessionTimeout; integration/broker_rules_test.go: TestBrokerManagerRejoinsAfterFenceAndRemoval |
 //	| testGroupCoordinatorChange | integration/member_failover_test.go: TestBrokerRestartRecovers |
 //	| testFencedMemberCanRejoinWithEpochZero | integration/broker_rules_test.go: TestBrokerWrongEpochFencedThenRejoinAtZero, TestBrokerManagerRejoinsAfterFenceAndRemoval |
 //	| Variant with assignment batching disabled (assignment.interval.ms=0) | integration/member_test.go: TestOneMemberGetsAllTasks, TestSecondMemberSplitsTasksWithoutOverlap |
 //	| testStreamsGroupMemberCanRejoinWithEpochZero, testUnknownStreamsGroupId, testUnknownMemberIdJoinsStreamsGroup | integration/broker_rules_test.go: TestBrokerWrongEpochFencedThenRejoinAtZero, TestBrokerUnknownMemberAndGroup |
-//	| testStreamsGroupMemberEpochValidation, testStreamsOwnedTasksValidation | integration/broker_rules_more_test.go: TestBrokerRulePreviousEpochSubset, TestBrokerRuleOwnedTasksValidation |
+//	| testStreamsGroupMemberEpochValidation, testStreamsOwnedTasksValidation | integration/broker_contract_test.go: TestBrokerRulePreviousEpochSubset, TestBrokerRuleOwnedTasksValidation |
 //	| testStreamsNewMemberIsRejectedWithMaximumMembersIsReached | integration/broker_rules_test.go: TestBrokerGroupMaxSize |
 //	| testMemberJoinsEmptyStreamsGroup | integration/member_test.go: TestOneMemberGetsAllTasks; integration/raw_heartbeat_test.go: TestRawHeartbeatJoinAssignLeave |
 //	| testStreamsGroupMemberJoiningWithMissingSourceTopic | integration/member_failover_test.go: TestMissingSourceTopicThenCreated |
-//	| testStreamsGroupMemberJoiningWith{MissingInternalTopic,IncorrectlyPartitionedTopic} | integration/broker_rules_more_test.go: TestBrokerRuleInternalTopicsCreated, TestBrokerRuleIncorrectlyPartitionedTopics |
+//	| testStreamsGroupMemberJoiningWith{MissingInternalTopic,IncorrectlyPartitionedTopic} | integration/broker_contract_test.go: TestBrokerRuleInternalTopicsCreated, TestBrokerRuleIncorrectlyPartitionedTopics |
 //	| testStreamsGroupMemberJoiningWithStaleTopology | integration/member_failover_test.go: TestStaleTopologyEvent |
 //	| testStreamsGroupMemberRequestingShutdownApplication | integration/member_failover_test.go: TestShutdownRequestReachesEveryMember |
-//	| testStreamsGroupMemberRequestingShutdownApplicationUponLeaving | integration/broker_rules_more_test.go: TestBrokerRuleShutdownRequestedUponLeaving |
+//	| testStreamsGroupMemberRequestingShutdownApplicationUponLeaving | integration/broker_contract_test.go: TestBrokerRuleShutdownRequestedUponLeaving |
 //	| testStreamsNewJoiningMemberTriggersNewTargetAssignment | integration/member_test.go: TestSecondMemberSplitsTasksWithoutOverlap |
 //	| testStreamsUpdatingPartitionMetadataTriggersNewTargetAssignment | integration/member_failover_test.go: TestMissingSourceTopicThenCreated |
-//	| testStreamsUpdatingMemberMetadataTriggersNewTargetAssignment | integration/broker_rules_more_test.go: TestBrokerRuleMemberMetadataChangeBumpsEpoch |
+//	| testStreamsUpdatingMemberMetadataTriggersNewTargetAssignment | integration/broker_contract_test.go: TestBrokerRuleMemberMetadataChangeBumpsEpoch |
 //	| testStreamsLeavingMemberRemovesMemberAndBumpsGroupEpoch | integration/member_test.go: TestSecondMemberSplitsTasksWithoutOverlap; integration/javapeer_test.go: TestJavaLeavesGoTakesOver; integration/broker_rules_test.go: TestBrokerUnknownMemberAndGroup |
-//	| testStreamsGroupHeartbeatPartialResponseWhenNothingChanges | integration/broker_rules_more_test.go: TestBrokerRulePartialResponseAndStatusAlwaysSet |
-//	| testStreamsGroupHeartbeatAlwaysSetsStatus | integration/broker_rules_more_test.go: TestBrokerRulePartialResponseAndStatusAlwaysSet |
+//	| testStreamsGroupHeartbeatPartialResponseWhenNothingChanges | integration/broker_contract_test.go: TestBrokerRulePartialResponseAndStatusAlwaysSet |
+//	| testStreamsGroupHeartbeatAlwaysSetsStatus | integration/broker_contract_test.go: TestBrokerRulePartialResponseAndStatusAlwaysSet |
 //	| testStreamsInitialRebalanceDelayEmptyDuringDelayAssignsAfterTimer | integration/broker_rules_test.go: TestBrokerInitialRebalanceDelay |
 //	| testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch | UNCOVERED |
 //	| testStreamsGroupAssignmentInterval | integration/broker_rules_test.go: TestBrokerAssignmentInterval |
 //	| testStreamsReconciliationProcess | integration/member_test.go: TestSecondMemberSplitsTasksWithoutOverlap |
-//	| testStreamsStreamsGroupStates | integration/broker_rules_more_test.go: TestBrokerRuleGroupStateWalk |
+//	| testStreamsStreamsGroupStates | integration/broker_contract_test.go: TestBrokerRuleGroupStateWalk |
 //	| testStreamsSessionTimeout{Lifecycle,Expiration} | integration/member_failover_test.go: TestKilledMemberLosesTasksAfterSessionTimeout |
-//	| testStreamsRebalanceTimeout{Lifecycle,Expiration} | integration/broker_rules_more_test.go: TestBrokerRuleRebalanceTimeoutFencesMember |
+//	| testStreamsRebalanceTimeout{Lifecycle,Expiration} | integration/broker_contract_test.go: TestBrokerRuleRebalanceTimeoutFencesMember |
 //	| testStreamsGroupEndpointInformationIncludesNewMember | integration/member_failover_test.go: TestApplicationServerEndpoints |
-//	| testStreamsGroupEndpointInformationOnlyWhenEpochGreater | integration/broker_rules_more_test.go: TestBrokerRuleEndpointInformationOnlyWhenBehind |
+//	| testStreamsGroupEndpointInformationOnlyWhenEpochGreater | integration/broker_contract_test.go: TestBrokerRuleEndpointInformationOnlyWhenBehind |
 //	| testStreamsGroupDynamicConfigs | integration/member_failover_test.go: TestStandbyTasks; integration/broker_rules_test.go: TestBrokerInitialRebalanceDelay, TestBrokerAssignmentInterval |
-//	| testStreamsGroupEpochIncreaseWithAssignmentConfigChanges | integration/broker_rules_more_test.go: TestBrokerRuleAssignmentConfigChangeBumpsEpoch |
+//	| testStreamsGroupEpochIncreaseWithAssignmentConfigChanges | integration/broker_contract_test.go: TestBrokerRuleAssignmentConfigChangeBumpsEpoch |
 //	| Mixed types (classic/consumer/share vs streams) | integration/broker_rules_test.go: TestBrokerClassicGroupThenStreams, TestBrokerStreamsGroupThenClassic |
-//	| GroupCoordinatorServiceTest.testStreamsHeartbeatRequestValidation, testStreamsGroupHeartbeatFailsForUnsupportedFeatures | integration/broker_rules_more_test.go: TestBrokerRuleHeartbeatRequestValidation |
+//	| GroupCoordinatorServiceTest.testStreamsHeartbeatRequestValidation, testStreamsGroupHeartbeatFailsForUnsupportedFeatures | integration/broker_contract_test.go: TestBrokerRuleHeartbeatRequestValidation |
 //	| StreamsGroupStaticMemberGroupMetadataManagerTest: testStaticMemberLeaveWithLeaveGroupStaticMemberEpoch, testStaticMemberRejoinsAfterTemporaryLeave | integration/member_failover_test.go: TestStaticMemberRestartKeepsItsTasks |
-//	| StreamsGroupStaticMemberGroupMetadataManagerTest: testStreamsStaticMemberTemporaryLeaveSessionTimeoutExpiration | integration/broker_rules_more_test.go: TestBrokerRuleStaticTemporaryLeaveExpires |
+//	| StreamsGroupStaticMemberGroupMetadataManagerTest: testStreamsStaticMemberTemporaryLeaveSessionTimeoutExpiration | integration/broker_contract_test.go: TestBrokerRuleStaticTemporaryLeaveExpires |
 //	| StreamsGroupDescribeRequestTest.testStreamsGroupDescribeGroupsWithNewGroupCoordinator | integration/cli_test.go: TestCLIAgreesWithKafkasTool, TestCLIListAndDescribe; integration/javapeer_test.go: TestJavaCreatesGroupGoJoins |
-//	| StreamsGroupDescribeRequestTest.testStreamsGroupDescribeWhenFeatureFlagNotEnabled | integration/broker_rules_more_test.go: TestBrokerRuleDescribeWhenFeatureDisabled |
+//	| StreamsGroupDescribeRequestTest.testStreamsGroupDescribeWhenFeatureFlagNotEnabled | integration/broker_contract_test.go: TestBrokerRuleDescribeWhenFeatureDisabled |
 //	| AuthorizerIntegrationTest testStreamsGroupHeartbeatWith…Acl, …Without…Acl (group read, topic describe) | integration/security_test.go: TestSecuredBroker/NoGroupReadIsFatal, TestSecuredBroker/NoTopicDescribeKeepsState |
 //	| AuthorizerIntegrationTest testStreamsGroupHeartbeat…InternalTopicCreateAcl (internal topic create) | UNCOVERED |
 //
@@ -238,7 +238,7 @@
 //	| RebalanceProtocolMigrationIntegrationTest | integration/broker_rules_test.go: TestBrokerClassicGroupThenStreams, TestBrokerStreamsGroupThenClassic |
 //	| JoinWithIncompleteMetadataIntegrationTest | integration/member_failover_test.go: TestMissingSourceTopicThenCreated |
 //	| HandlingSourceTopicDeletionIntegrationTest | UNCOVERED |
-//	| InternalTopicIntegrationTest, KStreamRepartitionIntegrationTest | integration/broker_rules_more_test.go: TestBrokerRuleInternalTopicsCreated |
+//	| InternalTopicIntegrationTest, KStreamRepartitionIntegrationTest | integration/broker_contract_test.go: TestBrokerRuleInternalTopicsCreated |
 //	| IQv2IntegrationTest, IQv2EndpointToPartitionsIntegrationTest, IQv2StoreIntegrationTest, IQv2VersionedStoreIntegrationTest | integration/member_failover_test.go: TestApplicationServerEndpoints |
 //	| RestoreIntegrationTest, StandbyTaskCreationIntegrationTest | integration/member_failover_test.go: TestStandbyTasks |
 //	| StreamsUncaughtExceptionHandlerIntegrationTest | integration/member_failover_test.go: TestShutdownRequestReachesEveryMember |
@@ -280,70 +280,70 @@ var checklist = []struct{ item, covers, na string }{
 	{"testAssignedPartitionCountMetricRegistered", "", "not yet: issue 14 (client metrics)"},
 	{"testUnexpectedErrorInHeartbeatResponse", "heartbeat/response_test.go: TestParseRefusesMalformedSuccess/an error code, TestClassify", ""},
 	{"test{Active,Standby,Warmup}TasksAreNullInHeartbeatResponse",
-		"membership/scenarios_test.go: testActiveTasksAreNullInHeartbeatResponse, testWarmupTasksAreNullInHeartbeatResponse; " +
+		"internal/machine/scenarios_test.go: testActiveTasksAreNullInHeartbeatResponse, testWarmupTasksAreNullInHeartbeatResponse; " +
 			"membership/manager_test.go: TestManagerMalformedAnswers/some task lists null; " +
 			"heartbeat/response_test.go: TestParseRefusesMalformedSuccess/active only, TestParseRefusesMalformedSuccess/standby only, TestParseRefusesMalformedSuccess/warm-up only, TestParseRefusesMalformedSuccess/two of three", ""},
 	{"test{Active,Standby,Warmup}TaskOfUnknownSubtopologyInHeartbeatResponseFailsMember",
-		"membership/scenarios_test.go: testStandbyTaskOfUnknownSubtopologyInHeartbeatResponseFailsMember, testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember; " +
+		"internal/machine/scenarios_test.go: testStandbyTaskOfUnknownSubtopologyInHeartbeatResponseFailsMember, testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember; " +
 			"membership/manager_test.go: TestManagerMalformedAnswers/unknown subtopology; heartbeat/response_test.go: TestParseRefusesUnknownSubtopologies", ""},
-	{"testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember", "membership/scenarios_test.go: testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember", ""},
-	{"testJoining", "membership/scenarios_test.go: testJoining", ""},
+	{"testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember", "internal/machine/scenarios_test.go: testKnownTasksAlongsideUnknownSubtopologyInHeartbeatResponseFailMember", ""},
+	{"testJoining", "internal/machine/scenarios_test.go: testJoining", ""},
 
 	// §11.1 active-task reconciliation
-	{"testReconcilingEmptyToSingleActiveTask", "membership/scenarios_test.go: testReconcilingEmptyToSingleActiveTask", ""},
-	{"testReconcilingActiveTaskToDifferentActiveTask", "membership/scenarios_test.go: testReconcilingActiveTaskToDifferentActiveTask", ""},
-	{"testReconcilingSingleActiveTaskToAdditionalActiveTask", "membership/scenarios_test.go: testReconcilingSingleActiveTaskToAdditionalActiveTask", ""},
-	{"testReconcilingMultipleActiveTaskToSingleActiveTask", "membership/scenarios_test.go: testReconcilingMultipleActiveTaskToSingleActiveTask", ""},
-	{"testReconcilingEmptyToMultipleActiveTaskOfDifferentSubtopologies", "membership/scenarios_test.go: testReconcilingEmptyToMultipleActiveTaskOfDifferentSubtopologies", ""},
-	{"testReconcilingActiveTaskToStandbyTask", "membership/scenarios_test.go: testReconcilingActiveTaskToStandbyTask", ""},
-	{"testReconcilingActiveTaskToWarmupTask", "membership/scenarios_test.go: testReconcilingActiveTaskToWarmupTask", ""},
+	{"testReconcilingEmptyToSingleActiveTask", "internal/machine/scenarios_test.go: testReconcilingEmptyToSingleActiveTask", ""},
+	{"testReconcilingActiveTaskToDifferentActiveTask", "internal/machine/scenarios_test.go: testReconcilingActiveTaskToDifferentActiveTask", ""},
+	{"testReconcilingSingleActiveTaskToAdditionalActiveTask", "internal/machine/scenarios_test.go: testReconcilingSingleActiveTaskToAdditionalActiveTask", ""},
+	{"testReconcilingMultipleActiveTaskToSingleActiveTask", "internal/machine/scenarios_test.go: testReconcilingMultipleActiveTaskToSingleActiveTask", ""},
+	{"testReconcilingEmptyToMultipleActiveTaskOfDifferentSubtopologies", "internal/machine/scenarios_test.go: testReconcilingEmptyToMultipleActiveTaskOfDifferentSubtopologies", ""},
+	{"testReconcilingActiveTaskToStandbyTask", "internal/machine/scenarios_test.go: testReconcilingActiveTaskToStandbyTask", ""},
+	{"testReconcilingActiveTaskToWarmupTask", "internal/machine/scenarios_test.go: testReconcilingActiveTaskToWarmupTask", ""},
 
 	// §11.1 standby-task reconciliation
-	{"testReconcilingEmptyToSingleStandbyTask", "membership/scenarios_test.go: testReconcilingEmptyToSingleStandbyTask", ""},
-	{"testReconcilingStandbyTaskToDifferentStandbyTask", "membership/scenarios_test.go: testReconcilingStandbyTaskToDifferentStandbyTask", ""},
-	{"testReconcilingSingleStandbyTaskToAdditionalStandbyTask", "membership/deviations_test.go: testReconcilingSingleStandbyTaskToAdditionalStandbyTask", ""},
-	{"testReconcilingMultipleStandbyTaskToSingleStandbyTask", "membership/scenarios_test.go: testReconcilingMultipleStandbyTaskToSingleStandbyTask", ""},
-	{"testReconcilingStandbyTaskToActiveTask", "membership/scenarios_test.go: testReconcilingStandbyTaskToActiveTask", ""},
-	{"testReconcilingStandbyTaskToWarmupTask", "membership/scenarios_test.go: testReconcilingStandbyTaskToWarmupTask", ""},
+	{"testReconcilingEmptyToSingleStandbyTask", "internal/machine/scenarios_test.go: testReconcilingEmptyToSingleStandbyTask", ""},
+	{"testReconcilingStandbyTaskToDifferentStandbyTask", "internal/machine/scenarios_test.go: testReconcilingStandbyTaskToDifferentStandbyTask", ""},
+	{"testReconcilingSingleStandbyTaskToAdditionalStandbyTask", "internal/machine/scenarios_edge_test.go: testReconcilingSingleStandbyTaskToAdditionalStandbyTask", ""},
+	{"testReconcilingMultipleStandbyTaskToSingleStandbyTask", "internal/machine/scenarios_test.go: testReconcilingMultipleStandbyTaskToSingleStandbyTask", ""},
+	{"testReconcilingStandbyTaskToActiveTask", "internal/machine/scenarios_test.go: testReconcilingStandbyTaskToActiveTask", ""},
+	{"testReconcilingStandbyTaskToWarmupTask", "internal/machine/scenarios_test.go: testReconcilingStandbyTaskToWarmupTask", ""},
 
 	// §11.1 warm-up-task reconciliation
-	{"testReconcilingEmptyToSingleWarmupTask", "membership/deviations_test.go: standbyAndWarmupReportedOnce", ""},
-	{"testReconcilingWarmupTaskToDifferentWarmupTask", "membership/scenarios_test.go: testReconcilingWarmupTaskToDifferentWarmupTask", ""},
-	{"testReconcilingSingleWarmupTaskToAdditionalWarmupTask", "membership/scenarios_test.go: testReconcilingSingleWarmupTaskToAdditionalWarmupTask", ""},
-	{"testReconcilingMultipleWarmupTaskToSingleWarmupTask", "membership/deviations_test.go: testReconcilingMultipleWarmupTaskToSingleWarmupTask", ""},
-	{"testReconcilingWarmupTaskToActiveTask", "membership/scenarios_test.go: testReconcilingWarmupTaskToActiveTask", ""},
-	{"testReconcilingWarmupTaskToStandbyTask", "membership/scenarios_test.go: testReconcilingWarmupTaskToStandbyTask", ""},
+	{"testReconcilingEmptyToSingleWarmupTask", "internal/machine/scenarios_edge_test.go: standbyAndWarmupReportedOnce", ""},
+	{"testReconcilingWarmupTaskToDifferentWarmupTask", "internal/machine/scenarios_test.go: testReconcilingWarmupTaskToDifferentWarmupTask", ""},
+	{"testReconcilingSingleWarmupTaskToAdditionalWarmupTask", "internal/machine/scenarios_test.go: testReconcilingSingleWarmupTaskToAdditionalWarmupTask", ""},
+	{"testReconcilingMultipleWarmupTaskToSingleWarmupTask", "internal/machine/scenarios_edge_test.go: testReconcilingMultipleWarmupTaskToSingleWarmupTask", ""},
+	{"testReconcilingWarmupTaskToActiveTask", "internal/machine/scenarios_test.go: testReconcilingWarmupTaskToActiveTask", ""},
+	{"testReconcilingWarmupTaskToStandbyTask", "internal/machine/scenarios_test.go: testReconcilingWarmupTaskToStandbyTask", ""},
 
 	// §11.1 callback failures and aborted reconciliations
-	{"testReconcilingAndAssignmentCallbackFails", "membership/scenarios_test.go: testReconcilingAndAssignmentCallbackFails", ""},
-	{"testReconcilingAndRevocationCallbackFails", "membership/scenarios_test.go: testReconcilingAndRevocationCallbackFails", ""},
-	{"testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin", "membership/scenarios_test.go: testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin", ""},
-	{"testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToNotInReconciling", "membership/deviations_test.go: testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToNotInReconciling", ""},
-	{"testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin", "membership/scenarios_test.go: testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin", ""},
-	{"testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling", "membership/deviations_test.go: testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling", ""},
+	{"testReconcilingAndAssignmentCallbackFails", "internal/machine/scenarios_test.go: testReconcilingAndAssignmentCallbackFails", ""},
+	{"testReconcilingAndRevocationCallbackFails", "internal/machine/scenarios_test.go: testReconcilingAndRevocationCallbackFails", ""},
+	{"testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin", "internal/machine/scenarios_test.go: testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin", ""},
+	{"testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToNotInReconciling", "internal/machine/scenarios_edge_test.go: testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToNotInReconciling", ""},
+	{"testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin", "internal/machine/scenarios_test.go: testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin", ""},
+	{"testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling", "internal/machine/scenarios_edge_test.go: testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling", ""},
 
 	// §11.1 leaving
-	{"testLeaveGroupWhenNotInGroup, testLeaveGroupOnCloseWhenNotInGroup", "membership/scenarios_test.go: testLeaveGroupWhenNotInGroup; membership/manager_test.go: TestManagerCloseBeforeStartAndTwice", ""},
-	{"testIgnoreLeaveResponseWhenNotLeavingGroup", "membership/scenarios_test.go: testIgnoreLeaveResponseWhenNotLeavingGroup", ""},
-	{"testLeaveGroupWhenNotInGroupAndFenced, testLeaveGroupOnCloseWhenNotInGroupAndFenced", "membership/scenarios_test.go: testLeaveGroupWhenNotInGroupAndFenced", ""},
-	{"testLeaveGroupWhenInGroupWithAssignment", "membership/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine", ""},
+	{"testLeaveGroupWhenNotInGroup, testLeaveGroupOnCloseWhenNotInGroup", "internal/machine/scenarios_test.go: testLeaveGroupWhenNotInGroup; membership/manager_test.go: TestManagerCloseBeforeStartAndTwice", ""},
+	{"testIgnoreLeaveResponseWhenNotLeavingGroup", "internal/machine/scenarios_test.go: testIgnoreLeaveResponseWhenNotLeavingGroup", ""},
+	{"testLeaveGroupWhenNotInGroupAndFenced, testLeaveGroupOnCloseWhenNotInGroupAndFenced", "internal/machine/scenarios_test.go: testLeaveGroupWhenNotInGroupAndFenced", ""},
+	{"testLeaveGroupWhenInGroupWithAssignment", "internal/machine/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine", ""},
 	{"testLeaveGroupOnCloseWhenInGroupWithAssignment", "", "n/a: there is one Close and it always runs OnTasksRevoked before the leave (README, Choices: Close); no callback-free close exists. Its -1 leave is testLeaveGroupWhenInGroupWithAssignment"},
 	{"testLeaveGroupDuringReconciliationThenRejoin", "", "n/a: Close is final (Start after Close fails: TestManagerCloseBeforeStartAndTwice), so there is no rejoin after a leave; leaving while OnTasksAssigned runs is testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling"},
 
 	// §11.1 heartbeat outcomes by state
 	{"testOnHeartbeatRequestSkippedWhenInLeaving",
-		"internal/transport/transport_test.go: TestLeaveWithoutCoordinatorSendsNothing; membership/deviations_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated, heartbeatsContinueInPrepareLeaving", ""},
-	{"testOnHeartbeatSuccessWhenInLeaving", "membership/scenarios_test.go: testLeaveWhileJoiningBeforeAnyAnswer; membership/deviations_test.go: testOnFencedWhenInLeaving", ""},
-	{"testOnHeartbeatSuccessWhenInUnsubscribeLeaveNotInProgress", "membership/property_test.go: TestMachineProperties", ""},
-	{"testOnHeartbeatSuccessWhenInFenced", "membership/deviations_test.go: testOnHeartbeatSuccessWhenInFenced", ""},
-	{"testOnHeartbeatSuccessWhenInFatal", "membership/scenarios_test.go: testOnHeartbeatSuccessWhenInFatal", ""},
+		"internal/transport/transport_test.go: TestLeaveWithoutCoordinatorSendsNothing; internal/machine/scenarios_edge_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated, heartbeatsContinueInPrepareLeaving", ""},
+	{"testOnHeartbeatSuccessWhenInLeaving", "internal/machine/scenarios_test.go: testLeaveWhileJoiningBeforeAnyAnswer; internal/machine/scenarios_edge_test.go: testOnFencedWhenInLeaving", ""},
+	{"testOnHeartbeatSuccessWhenInUnsubscribeLeaveNotInProgress", "internal/machine/property_test.go: TestMachineProperties", ""},
+	{"testOnHeartbeatSuccessWhenInFenced", "internal/machine/scenarios_edge_test.go: testOnHeartbeatSuccessWhenInFenced", ""},
+	{"testOnHeartbeatSuccessWhenInFatal", "internal/machine/scenarios_test.go: testOnHeartbeatSuccessWhenInFatal", ""},
 	{"testOnHeartbeatSuccessWhenInStale", "", "n/a: no STALE state (no client-side poll timer: README, Choices)"},
-	{"testOnHeartbeatSuccessWhenInReconciling", "membership/scenarios_test.go: testOnHeartbeatSuccessWhenInReconciling", ""},
-	{"testOnHeartbeatRequestGeneratedWhenInAcknowleding", "membership/scenarios_test.go: testOnHeartbeatRequestGeneratedWhenInAcknowledging", ""},
-	{"testOnHeartbeatRequestGeneratedWhenInAcknowledgingAndNewTargetAssignment", "membership/scenarios_test.go: newerTargetDuringAssignmentIsReconciledAfterTheAck", ""},
-	{"testOnHeartbeatRequestGeneratedWhenInLeaving", "membership/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment", ""},
+	{"testOnHeartbeatSuccessWhenInReconciling", "internal/machine/scenarios_test.go: testOnHeartbeatSuccessWhenInReconciling", ""},
+	{"testOnHeartbeatRequestGeneratedWhenInAcknowleding", "internal/machine/scenarios_test.go: testOnHeartbeatRequestGeneratedWhenInAcknowledging", ""},
+	{"testOnHeartbeatRequestGeneratedWhenInAcknowledgingAndNewTargetAssignment", "internal/machine/scenarios_test.go: newerTargetDuringAssignmentIsReconciledAfterTheAck", ""},
+	{"testOnHeartbeatRequestGeneratedWhenInLeaving", "internal/machine/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment", ""},
 	{"testOnHeartbeatRequestGeneratedWhenInLeavingAndPollTimerExpired", "", "n/a: no poll timer, no STALE state"},
-	{"testOnHeartbeatFailureAfterLeaveRequestGenerated", "membership/deviations_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated", ""},
+	{"testOnHeartbeatFailureAfterLeaveRequestGenerated", "internal/machine/scenarios_edge_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated", ""},
 	{"testOnHeartbeatFailure", "", "not yet: issue 14 (the failed-rebalance metric; the fatal/retryable split itself is testKnownFatalErrorResponse and testCoordinatorLoadInProgressErrorResponse)"},
 
 	// §11.1 poll timer
@@ -353,115 +353,115 @@ var checklist = []struct{ item, covers, na string }{
 
 	// §11.1 fencing and fatal
 	{"testOnFencedWhenIn{Joining,Reconciling,Stable}",
-		"membership/scenarios_test.go: testOnFencedWhenInJoining, testOnFencedWhenInStable, testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin, testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin", ""},
-	{"testOnFencedWhenInAcknowledging", "membership/deviations_test.go: testOnFencedWhenInAcknowledging", ""},
-	{"testOnFencedWhenIn{PrepareLeaving,Leaving}", "membership/deviations_test.go: testOnFencedWhenInPrepareLeaving, testOnFencedWhenInLeaving", ""},
+		"internal/machine/scenarios_test.go: testOnFencedWhenInJoining, testOnFencedWhenInStable, testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin, testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin", ""},
+	{"testOnFencedWhenInAcknowledging", "internal/machine/scenarios_edge_test.go: testOnFencedWhenInAcknowledging", ""},
+	{"testOnFencedWhenIn{PrepareLeaving,Leaving}", "internal/machine/scenarios_edge_test.go: testOnFencedWhenInPrepareLeaving, testOnFencedWhenInLeaving", ""},
 	{"testTransitionToFatalWhenIn{Joining,Reconciling,Acknowledging,Stable,Unsubscribe}",
-		"membership/scenarios_test.go: testKnownFatalErrorResponse, testOnHeartbeatSuccessWhenInFatal, testTransitionToFatalWhenInStable, testTransitionToFatalWhenInUnsubscribe; " +
-			"membership/property_test.go: TestMachineProperties", ""},
-	{"testTransitionToFatalWhenInPrepareLeaving", "membership/deviations_test.go: testTransitionToFatalWhenInPrepareLeaving", ""},
-	{"testTransitionToFatalWhenInLeaving", "membership/deviations_test.go: testTransitionToFatalWhenInLeaving", ""},
+		"internal/machine/scenarios_test.go: testKnownFatalErrorResponse, testOnHeartbeatSuccessWhenInFatal, testTransitionToFatalWhenInStable, testTransitionToFatalWhenInUnsubscribe; " +
+			"internal/machine/property_test.go: TestMachineProperties", ""},
+	{"testTransitionToFatalWhenInPrepareLeaving", "internal/machine/scenarios_edge_test.go: testTransitionToFatalWhenInPrepareLeaving", ""},
+	{"testTransitionToFatalWhenInLeaving", "internal/machine/scenarios_edge_test.go: testTransitionToFatalWhenInLeaving", ""},
 	{"testOnFencedMarksPendingRevocationBeforeCallback, testTransitionToFatal…, testTransitionToStale…", "",
 		"n/a: the library fetches nothing, so there are no partitions to mark pending-revocation (the Java SubscriptionState's job; here the application's own consumer)"},
 
 	// §11.1 callback-completed events and misc
 	{"testOn{TasksAssigned,TasksRevoked,AllTasksLost}CallbackCompleted",
-		"membership/scenarios_test.go: testReconcilingEmptyToSingleActiveTask, testReconcilingActiveTaskToDifferentActiveTask, testOnFencedWhenInStable", ""},
+		"internal/machine/scenarios_test.go: testReconcilingEmptyToSingleActiveTask, testReconcilingActiveTaskToDifferentActiveTask, testOnFencedWhenInStable", ""},
 	{"testOn{TasksAssigned,TasksRevoked}CallbackCompletedWhenCallbackFails",
-		"membership/scenarios_test.go: testReconcilingAndAssignmentCallbackFails, testReconcilingAndRevocationCallbackFails; membership/deviations_test.go: callbackFailuresBackOff", ""},
-	{"testOnAllTasksLostCallbackCompletedWhenCallbackFails", "membership/deviations_test.go: testOnAllTasksLostCallbackCompletedWhenCallbackFails", ""},
+		"internal/machine/scenarios_test.go: testReconcilingAndAssignmentCallbackFails, testReconcilingAndRevocationCallbackFails; internal/machine/scenarios_edge_test.go: callbackFailuresBackOff", ""},
+	{"testOnAllTasksLostCallbackCompletedWhenCallbackFails", "internal/machine/scenarios_edge_test.go: testOnAllTasksLostCallbackCompletedWhenCallbackFails", ""},
 	{"testForDuplicateRegistrationOfSameStateListener", "", "n/a: no state-listener registry; one Listener is given to New (WithListener) and state changes are events on one channel"},
-	{"testConsumerPollWhenNotJoining", "membership/deviations_test.go: testConsumerPollWhenNotJoining", ""},
-	{"testConsumerPollWhenSubscriptionNotUpdated", "membership/scenarios_test.go: testNoHeartbeatIfHeartbeatSkipped; membership/manager_test.go: TestManagerCloseBeforeStartAndTwice", ""},
+	{"testConsumerPollWhenNotJoining", "internal/machine/scenarios_edge_test.go: testConsumerPollWhenNotJoining", ""},
+	{"testConsumerPollWhenSubscriptionNotUpdated", "internal/machine/scenarios_test.go: testNoHeartbeatIfHeartbeatSkipped; membership/manager_test.go: TestManagerCloseBeforeStartAndTwice", ""},
 
 	// §11.1 group readiness
 	{"testIsGroupReadyWith{MissingSourceTopics,AssignmentDelayed}Status",
-		"membership/scenarios_test.go: testIsGroupReadyWithMissingSourceTopicsStatus, testIsGroupReadyWithAssignmentDelayedStatus", ""},
-	{"testIsGroupReadyWith{MissingInternalTopics,IncorrectlyPartitionedTopics}Status", "membership/deviations_test.go: testIsGroupReadyWithMissingInternalTopicsStatus, testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus", ""},
-	{"testIsGroupReadyWithNoStatuses, testIsGroupReadyWithOtherStatuses", "membership/scenarios_test.go: testIsGroupReadyWithOtherStatuses; integration/member_test.go: TestOneMemberGetsAllTasks", ""},
-	{"testIsGroupReadyChangeWhenTasksAreNull", "membership/scenarios_test.go: testIsGroupReadyChangeWhenTasksAreNull", ""},
+		"internal/machine/scenarios_test.go: testIsGroupReadyWithMissingSourceTopicsStatus, testIsGroupReadyWithAssignmentDelayedStatus", ""},
+	{"testIsGroupReadyWith{MissingInternalTopics,IncorrectlyPartitionedTopics}Status", "internal/machine/scenarios_edge_test.go: testIsGroupReadyWithMissingInternalTopicsStatus, testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus", ""},
+	{"testIsGroupReadyWithNoStatuses, testIsGroupReadyWithOtherStatuses", "internal/machine/scenarios_test.go: testIsGroupReadyWithOtherStatuses; integration/member_test.go: TestOneMemberGetsAllTasks", ""},
+	{"testIsGroupReadyChangeWhenTasksAreNull", "internal/machine/scenarios_test.go: testIsGroupReadyChangeWhenTasksAreNull", ""},
 
 	// §11.1 4.4 additions
 	{"testIsLeavingGroupReturnsFalseForDynamicMemberWithRemainInGroupOperation",
-		"membership/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat; integration/member_failover_test.go: TestKilledMemberLosesTasksAfterSessionTimeout", ""},
-	{"testIsLeavingGroupReturnsTrueForStaticMemberWithRemainInGroupOperation", "membership/deviations_test.go: staticRemainInGroupLeavesWithMinusTwo", ""},
+		"internal/machine/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat; integration/member_failover_test.go: TestKilledMemberLosesTasksAfterSessionTimeout", ""},
+	{"testIsLeavingGroupReturnsTrueForStaticMemberWithRemainInGroupOperation", "internal/machine/scenarios_edge_test.go: staticRemainInGroupLeavesWithMinusTwo", ""},
 	{"testLeaveGroupEpochIsStaticMemberEpochForStaticMember, testStaticMemberUsesExpectedLeaveEpochOnClose",
-		"membership/scenarios_test.go: testLeaveGroupEpochIsStaticMemberEpochForStaticMember, testStaticMemberUsesExpectedLeaveEpochOnClose; integration/member_failover_test.go: TestStaticMemberRestartKeepsItsTasks", ""},
-	{"testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat", "membership/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat", ""},
-	{"testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeatWhenNotInGroup", "membership/deviations_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeatWhenNotInGroup", ""},
+		"internal/machine/scenarios_test.go: testLeaveGroupEpochIsStaticMemberEpochForStaticMember, testStaticMemberUsesExpectedLeaveEpochOnClose; integration/member_failover_test.go: TestStaticMemberRestartKeepsItsTasks", ""},
+	{"testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat", "internal/machine/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat", ""},
+	{"testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeatWhenNotInGroup", "internal/machine/scenarios_edge_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeatWhenNotInGroup", ""},
 
 	// §11.2 Heartbeat sender
 	{"testConstructWithNull{CoordinatorRequestManager,MembershipManager,BackgroundEventHandler,Metrics,StreamsRebalanceData}", "",
 		"n/a: Java constructor null checks; membership.New takes a client, a validated config and a topology, and builds its own parts"},
 	{"testNoHeartbeatIfCoordinatorUnknown", "internal/transport/transport_test.go: TestHeartbeatMakesOneLookupAttemptWhenItFails", ""},
 	{"testNoHeartbeatIfHeartbeatSkipped",
-		"membership/scenarios_test.go: testNoHeartbeatIfHeartbeatSkipped, testOnFencedWhenInStable; membership/manager_test.go: TestManagerRefusesWhatTheClusterCannotDo; integration/broker_rules_test.go: TestBrokerGroupMaxSize", ""},
+		"internal/machine/scenarios_test.go: testNoHeartbeatIfHeartbeatSkipped, testOnFencedWhenInStable; membership/manager_test.go: TestManagerRefusesWhatTheClusterCannotDo; integration/broker_rules_test.go: TestBrokerGroupMaxSize", ""},
 	{"testPropagateCoordinatorFatalErrorToApplicationThread", "internal/coordinator/coordinator_test.go: TestLookupErrorIsTypedAndRetriable; heartbeat/response_test.go: TestClassify", ""},
-	{"testSendingHeartbeatIfMemberIsLeaving", "membership/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment, testLeaveWhileJoiningBeforeAnyAnswer", ""},
-	{"testSendingHeartbeatIfMemberIsJoiningOrAcknowledging", "membership/scenarios_test.go: testJoining, testReconcilingEmptyToSingleActiveTask", ""},
-	{"testNotSendingHeartbeatIfMemberIsJoiningOrAcknowledgingWhenHeartbeatInFlight", "membership/scenarios_test.go: testNotSendingHeartbeatIfMemberIsJoiningOrAcknowledgingWhenHeartbeatInFlight", ""},
+	{"testSendingHeartbeatIfMemberIsLeaving", "internal/machine/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment, testLeaveWhileJoiningBeforeAnyAnswer", ""},
+	{"testSendingHeartbeatIfMemberIsJoiningOrAcknowledging", "internal/machine/scenarios_test.go: testJoining, testReconcilingEmptyToSingleActiveTask", ""},
+	{"testNotSendingHeartbeatIfMemberIsJoiningOrAcknowledgingWhenHeartbeatInFlight", "internal/machine/scenarios_test.go: testNotSendingHeartbeatIfMemberIsJoiningOrAcknowledgingWhenHeartbeatInFlight", ""},
 	{"testSendingHeartbeatIfHeartbeatCanBeSent, testNotSendingHeartbeatIfHeartbeatCannotBeSent",
-		"membership/scenarios_test.go: testNotSendingHeartbeatIfHeartbeatCannotBeSent, testCoordinatorLoadInProgressErrorResponse", ""},
+		"internal/machine/scenarios_test.go: testNotSendingHeartbeatIfHeartbeatCannotBeSent, testCoordinatorLoadInProgressErrorResponse", ""},
 	{"testSendingLeaveHeartbeatIfPollTimerExpired, testSendingLeaveHeartbeatRequestWhenPollTimerExpired", "", "n/a: no poll timer"},
 	{"testNotSendingLeaveHeartbeatIfPollTimerExpiredAndMemberIsLeaving", "", "n/a: no poll timer"},
 	{"testSendingHeartbeatRequest", "internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine", ""},
 	{"testBuildingHeartbeatRequestFieldsThatAreAlwaysSent",
-		"membership/scenarios_test.go: testJoining, testStreamsGroupMemberRequestingShutdownApplication; membership/deviations_test.go: endpointEpochEchoed, heartbeatsContinueInPrepareLeaving; integration/member_test.go: TestSteadyStateIsQuiet", ""},
+		"internal/machine/scenarios_test.go: testJoining, testStreamsGroupMemberRequestingShutdownApplication; internal/machine/scenarios_edge_test.go: endpointEpochEchoed, heartbeatsContinueInPrepareLeaving; integration/member_test.go: TestSteadyStateIsQuiet", ""},
 	{"testBuildingHeartbeatRequest{ClientTag,Topology,RebalanceTimeout}SentWhenJoining, testBuildingHeartbeat{ProcessId,ClientTags}SentWhenJoining",
 		"heartbeat/heartbeat_test.go: TestBuilderJoinCarriesEverything, TestBuilderDeltasAndReset", ""},
-	{"testBuildingHeartbeatRequestRackIdSentWhenJoining, testBuildingHeartbeatEndpointSentWhenJoining", "membership/deviations_test.go: rackAndEndpointSentOnlyWhenJoining", ""},
-	{"testBuildingHeartbeatAssignmentSentWhenChanged", "membership/scenarios_test.go: testBuildingHeartbeatAssignmentSentWhenChanged; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset", ""},
-	{"testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges", "membership/scenarios_test.go: testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges", ""},
-	{"testResettingHeartbeatState", "membership/scenarios_test.go: testResettingHeartbeatState; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset", ""},
-	{"testBuildingHeartbeatShutdownRequested", "membership/scenarios_test.go: testStreamsGroupMemberRequestingShutdownApplication; membership/deviations_test.go: requestShutdownRespectsBackoff", ""},
+	{"testBuildingHeartbeatRequestRackIdSentWhenJoining, testBuildingHeartbeatEndpointSentWhenJoining", "internal/machine/scenarios_edge_test.go: rackAndEndpointSentOnlyWhenJoining", ""},
+	{"testBuildingHeartbeatAssignmentSentWhenChanged", "internal/machine/scenarios_test.go: testBuildingHeartbeatAssignmentSentWhenChanged; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset", ""},
+	{"testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges", "internal/machine/scenarios_test.go: testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges", ""},
+	{"testResettingHeartbeatState", "internal/machine/scenarios_test.go: testResettingHeartbeatState; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset", ""},
+	{"testBuildingHeartbeatShutdownRequested", "internal/machine/scenarios_test.go: testStreamsGroupMemberRequestingShutdownApplication; internal/machine/scenarios_edge_test.go: requestShutdownRespectsBackoff", ""},
 	{"testCoordinatorDisconnectFailureWhileSending",
-		"membership/scenarios_test.go: testCoordinatorDisconnectFailureWhileSending; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved", ""},
-	{"testUnsupportedVersionFailureWhileSending", "membership/scenarios_test.go: testUnsupportedVersionFailureWhileSending", ""},
+		"internal/machine/scenarios_test.go: testCoordinatorDisconnectFailureWhileSending; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved", ""},
+	{"testUnsupportedVersionFailureWhileSending", "internal/machine/scenarios_test.go: testUnsupportedVersionFailureWhileSending", ""},
 	{"testFatalFailureWhileSending",
 		"heartbeat/response_test.go: TestClassify; heartbeat/heartbeat_test.go: TestClassifyTransport; internal/transport/transport_test.go: TestLeaveWithAClosedClientIsFatal", ""},
 	{"testNotCoordinatorAndCoordinatorNotAvailableErrorResponse",
-		"membership/deviations_test.go: coordinatorMovedRetriesAtOnceOnce; membership/scenarios_test.go: testResettingHeartbeatState; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved", ""},
+		"internal/machine/scenarios_edge_test.go: coordinatorMovedRetriesAtOnceOnce; internal/machine/scenarios_test.go: testResettingHeartbeatState; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved", ""},
 	{"testCoordinatorLoadInProgressErrorResponse",
-		"membership/scenarios_test.go: testCoordinatorLoadInProgressErrorResponse; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved", ""},
-	{"testGroupAuthorizationFailedErrorResponse", "membership/scenarios_test.go: testTransitionToFatalWhenInStable; membership/manager_test.go: TestManagerFatalThenCloseReturnsAtOnce", ""},
-	{"testTopicAuthorizationFailedErrorResponse", "membership/scenarios_test.go: testTopicAuthorizationFailedErrorResponse", ""},
-	{"testKnownFatalErrorResponse", "membership/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses", ""},
-	{"testFencedMemberOrUnknownMemberIdErrorResponse", "membership/scenarios_test.go: testOnFencedWhenInStable, testOnFencedWhenInJoining", ""},
-	{"testOtherErrorResponse", "membership/scenarios_test.go: testOtherErrorResponse", ""},
-	{"testPollOnCloseWhenIsNotLeaving, testPollOnCloseWhenIsLeaving", "membership/scenarios_test.go: testLeaveGroupWhenNotInGroup, testLeaveGroupWhenInGroupWithAssignment", ""},
+		"internal/machine/scenarios_test.go: testCoordinatorLoadInProgressErrorResponse; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved", ""},
+	{"testGroupAuthorizationFailedErrorResponse", "internal/machine/scenarios_test.go: testTransitionToFatalWhenInStable; membership/manager_test.go: TestManagerFatalThenCloseReturnsAtOnce", ""},
+	{"testTopicAuthorizationFailedErrorResponse", "internal/machine/scenarios_test.go: testTopicAuthorizationFailedErrorResponse", ""},
+	{"testKnownFatalErrorResponse", "internal/machine/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses", ""},
+	{"testFencedMemberOrUnknownMemberIdErrorResponse", "internal/machine/scenarios_test.go: testOnFencedWhenInStable, testOnFencedWhenInJoining", ""},
+	{"testOtherErrorResponse", "internal/machine/scenarios_test.go: testOtherErrorResponse", ""},
+	{"testPollOnCloseWhenIsNotLeaving, testPollOnCloseWhenIsLeaving", "internal/machine/scenarios_test.go: testLeaveGroupWhenNotInGroup, testLeaveGroupWhenInGroupWithAssignment", ""},
 	{"testMaximumTimeToWaitPollTimerExpired", "", "n/a: no poll timer"},
-	{"testMaximumTimeToWaitWhenHeartbeatShouldBeSentImmediately", "membership/scenarios_test.go: testReconcilingEmptyToSingleActiveTask", ""},
-	{"testMaximumTimeToWaitWhenHeartbeatShouldBeNotSentImmediately", "membership/scenarios_test.go: testNotSendingHeartbeatIfHeartbeatCannotBeSent", ""},
+	{"testMaximumTimeToWaitWhenHeartbeatShouldBeSentImmediately", "internal/machine/scenarios_test.go: testReconcilingEmptyToSingleActiveTask", ""},
+	{"testMaximumTimeToWaitWhenHeartbeatShouldBeNotSentImmediately", "internal/machine/scenarios_test.go: testNotSendingHeartbeatIfHeartbeatCannotBeSent", ""},
 	{"testMaximumTimeToWaitSelectingMinimumWaitTime", "", "n/a: the minimum is taken against the poll timer, which this library does not have"},
 	{"testResetPollTimer, testResetPollTimerWhenExpired", "", "n/a: no poll timer"},
-	{"testStreamsRebalanceDataHeartbeatIntervalMsUpdatedOnSuccess", "membership/scenarios_test.go: testStreamsRebalanceDataHeartbeatIntervalMsUpdatedOnSuccess", ""},
+	{"testStreamsRebalanceDataHeartbeatIntervalMsUpdatedOnSuccess", "internal/machine/scenarios_test.go: testStreamsRebalanceDataHeartbeatIntervalMsUpdatedOnSuccess", ""},
 	{"testPartitionsByUserEndpointMergedForDuplicateUserEndpoints", "heartbeat/response_test.go: TestParseReadsEveryField", ""},
 
 	// §11.2 4.4 additions
-	{"testJoiningRecordsSentOffsetsSoFollowUpHeartbeatSkipsUnchanged", "membership/scenarios_test.go: testJoiningRecordsSentOffsetsSoFollowUpHeartbeatSkipsUnchanged", ""},
+	{"testJoiningRecordsSentOffsetsSoFollowUpHeartbeatSkipsUnchanged", "internal/machine/scenarios_test.go: testJoiningRecordsSentOffsetsSoFollowUpHeartbeatSkipsUnchanged", ""},
 	{"testTaskOffsetIntervalNotAdvancedWhenNothingSent",
-		"membership/scenarios_test.go: testTaskOffsetIntervalNotAdvancedWhenNothingSent; membership/deviations_test.go: offsetsResentAfterErrorAndClockRestored", ""},
-	{"testTaskOffsetReportingCadenceConditionsInterplay", "membership/scenarios_test.go: testTaskOffsetReportingCadenceConditionsInterplay", ""},
+		"internal/machine/scenarios_test.go: testTaskOffsetIntervalNotAdvancedWhenNothingSent; internal/machine/scenarios_edge_test.go: offsetsResentAfterErrorAndClockRestored", ""},
+	{"testTaskOffsetReportingCadenceConditionsInterplay", "internal/machine/scenarios_test.go: testTaskOffsetReportingCadenceConditionsInterplay", ""},
 	{"testTaskOffsetsAndEndOffsetsReportedIndependently",
-		"heartbeat/heartbeat_test.go: TestBuilderOffsets; membership/scenarios_test.go: testTaskOffsetReportingCadenceConditionsInterplay", ""},
-	{"testTaskOffsetsForAllWarmupsAreReportedWhenAtLeastOneIsHot", "membership/deviations_test.go: testTaskOffsetsForAllWarmupsAreReportedWhenAtLeastOneIsHot", ""},
+		"heartbeat/heartbeat_test.go: TestBuilderOffsets; internal/machine/scenarios_test.go: testTaskOffsetReportingCadenceConditionsInterplay", ""},
+	{"testTaskOffsetsForAllWarmupsAreReportedWhenAtLeastOneIsHot", "internal/machine/scenarios_edge_test.go: testTaskOffsetsForAllWarmupsAreReportedWhenAtLeastOneIsHot", ""},
 	{"testTaskOffsetsNotResentWhenUnchangedAcrossInterval, testTaskOffsetsResentWhenChangedAcrossInterval",
-		"membership/scenarios_test.go: testTaskOffsetReportingCadenceConditionsInterplay; heartbeat/heartbeat_test.go: TestBuilderOffsets", ""},
-	{"testTaskOffsetsReportedForStandbyAndWarmupTasks", "membership/scenarios_test.go: testTaskOffsetsReportedForStandbyAndWarmupTasks", ""},
-	{"testTaskOffsetsResentAfterReset", "membership/scenarios_test.go: testTaskOffsetsResentAfterReset; membership/deviations_test.go: offsetsResentAfterErrorAndClockRestored", ""},
+		"internal/machine/scenarios_test.go: testTaskOffsetReportingCadenceConditionsInterplay; heartbeat/heartbeat_test.go: TestBuilderOffsets", ""},
+	{"testTaskOffsetsReportedForStandbyAndWarmupTasks", "internal/machine/scenarios_test.go: testTaskOffsetsReportedForStandbyAndWarmupTasks", ""},
+	{"testTaskOffsetsResentAfterReset", "internal/machine/scenarios_test.go: testTaskOffsetsResentAfterReset; internal/machine/scenarios_edge_test.go: offsetsResentAfterErrorAndClockRestored", ""},
 	{"testHotWarmupTaskDisabledWhen{AcceptableRecoveryLagIsNegative,OffsetMissing,OffsetOrEndOffsetOverflowed}",
-		"membership/scenarios_test.go: testHotWarmupTaskDisabledWhenOffsetOrEndOffsetOverflowed", ""},
-	{"testHotWarmupTaskDisabledWhenLagAboveThreshold", "membership/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold", ""},
-	{"testHotWarmupTaskDisabledWhenEndOffsetMissing", "membership/deviations_test.go: testHotWarmupTaskDisabledWhenEndOffsetMissing", ""},
-	{"testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold", "membership/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold", ""},
+		"internal/machine/scenarios_test.go: testHotWarmupTaskDisabledWhenOffsetOrEndOffsetOverflowed", ""},
+	{"testHotWarmupTaskDisabledWhenLagAboveThreshold", "internal/machine/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold", ""},
+	{"testHotWarmupTaskDisabledWhenEndOffsetMissing", "internal/machine/scenarios_edge_test.go: testHotWarmupTaskDisabledWhenEndOffsetMissing", ""},
+	{"testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold", "internal/machine/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold", ""},
 	{"testDoesNotLogOrUpdateGroupConfigOnLeaveResponse", "",
 		"n/a: a leave's answer never reaches the machine (internal/transport Leave returns only an error, LeaveDone carries no answer), so it cannot update interval or lag"},
 	{"testLogsNotProvidedWhenOlderBrokerOmitsConfig, testLogsReceivedGroupConfigWhenAnyValueChanges", "",
 		"n/a: log lines only; this library does not log the group config it receives (what a v0 broker changes is olderBrokerGetsNoOffsets)"},
-	{"testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent", "membership/deviations_test.go: testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent", ""},
-	{"testFencedInstanceIdErrorResponse", "membership/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses", ""},
-	{"testPollOnCloseWhenStaticMemberIsLeaving, testSendLeaveHeartbeatForStaticMember", "membership/scenarios_test.go: testLeaveGroupEpochIsStaticMemberEpochForStaticMember", ""},
-	{"testSkipLeaveHeartbeatForRemainInGroupWithDynamicMember", "membership/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat", ""},
+	{"testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent", "internal/machine/scenarios_edge_test.go: testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent", ""},
+	{"testFencedInstanceIdErrorResponse", "internal/machine/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses", ""},
+	{"testPollOnCloseWhenStaticMemberIsLeaving, testSendLeaveHeartbeatForStaticMember", "internal/machine/scenarios_test.go: testLeaveGroupEpochIsStaticMemberEpochForStaticMember", ""},
+	{"testSkipLeaveHeartbeatForRemainInGroupWithDynamicMember", "internal/machine/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat", ""},
 	{"testStreamsRebalanceDataTopologyPushRequired{SetOnRequiredTrue,NotClearedOnRequiredFalse}, testStreamsRebalanceDataUpdatedOnSuccess", "",
 		"n/a: pushing a topology description (KIP-1331) is not implemented by choice (README, Choices: Not implemented); TopologyDescriptionRequired is only parsed"},
 
@@ -469,37 +469,37 @@ var checklist = []struct{ item, covers, na string }{
 	{"testSetRebalanceListenerWithNull, …OverwritesExisting", "", "n/a: the listener is given once to New (WithListener); there is no setter to call with nil or twice"},
 	{"testInvokeMethodsWithNoListener",
 		"integration/member_test.go: TestSteadyStateIsQuiet; integration/broker_rules_test.go: TestBrokerManagerRejoinsAfterFenceAndRemoval", ""},
-	{"testInvokeAllTasksRevokedWithListener", "membership/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine", ""},
+	{"testInvokeAllTasksRevokedWithListener", "internal/machine/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine", ""},
 	{"testInvoke{TasksAssigned,TasksRevoked,AllTasksLost}WithListener", "membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine, TestManagerFatalThenCloseReturnsAtOnce", ""},
 	{"testInvoke{TasksAssigned,TasksRevoked,AllTasksLost}With{Wakeup,Interrupt}Exception", "", "n/a: Java's WakeupException and InterruptException; a Go callback gets a ctx and returns an error"},
 	{"testInvoke{TasksAssigned,TasksRevoked,AllTasksLost}WithOtherException", "membership/manager_test.go: TestManagerListenerErrorsAndPanics", ""},
 	{"testOnTasksRevoked(+WithException), testOnTasksAssigned(+WithException), testOnAllTasksLost",
-		"membership/scenarios_test.go: testReconcilingAndAssignmentCallbackFails, testReconcilingAndRevocationCallbackFails; membership/deviations_test.go: assignFailsAfterRevokeDoesNotRevokeAgain, leaveAtEpochZeroLosesInsteadOfRevoking", ""},
+		"internal/machine/scenarios_test.go: testReconcilingAndAssignmentCallbackFails, testReconcilingAndRevocationCallbackFails; internal/machine/scenarios_edge_test.go: assignFailsAfterRevokeDoesNotRevokeAgain, leaveAtEpochZeroLosesInsteadOfRevoking", ""},
 	{"testOnAllTasksLostWithException", "membership/manager_test.go: TestManagerListenerErrorsAndPanics", ""},
 	{"shouldDropStandbyAndWarmupForTaskThatIsAlsoAssignedAsActive",
-		"membership/scenarios_test.go: shouldDropStandbyAndWarmupForTaskThatIsAlsoAssignedAsActive; tasks/tasks_test.go: TestNormalizeKeepsOneRolePerTask", ""},
+		"internal/machine/scenarios_test.go: shouldDropStandbyAndWarmupForTaskThatIsAlsoAssignedAsActive; tasks/tasks_test.go: TestNormalizeKeepsOneRolePerTask", ""},
 	{"StreamsRebalanceDataTest (~28)", "tasks/tasks_test.go: TestIDOrderAndParse, TestSetOperations; topology/topology_test.go: TestCanonicalOrderAndImmutability", ""},
 	{"testStreamsRebalanceDataWithStreamsProtocol, …WithExtraCopartition",
 		"topology/kafkastreams_test.go: TestWordCountMatchesKafkaStreams, TestCopartitionGroupOrderMatchesKafkaStreams, TestGoldenRequests; integration/javapeer_test.go: TestJavaCreatesGroupGoJoins, TestGoCreatesGroupJavaJoins", ""},
 	{"testNamedTopologyWithStreamsProtocol, …WithClassicProtocol", "", "n/a: named topologies (Kafka Streams only) and the classic protocol are not this library's: it speaks the streams protocol with one topology"},
 	{"testStreamsProtocolRunOnce{With,Without}ProcessingThreads", "", "n/a: Kafka Streams' thread loop; this library processes no records"},
 	{"testStreamsProtocolRunOnce{With,Without}ProcessingThreadsMissingSourceTopic, testStreamsProtocolMissingSourceTopicRecovery",
-		"membership/scenarios_test.go: testIsGroupReadyWithMissingSourceTopicsStatus, missingSourceTopicsTimeoutAfterTwoIntervals; integration/member_failover_test.go: TestMissingSourceTopicThenCreated", ""},
-	{"testStreamsProtocolIncorrectlyPartitionedTopics", "membership/deviations_test.go: testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus", ""},
+		"internal/machine/scenarios_test.go: testIsGroupReadyWithMissingSourceTopicsStatus, missingSourceTopicsTimeoutAfterTwoIntervals; integration/member_failover_test.go: TestMissingSourceTopicThenCreated", ""},
+	{"testStreamsProtocolIncorrectlyPartitionedTopics", "internal/machine/scenarios_edge_test.go: testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus", ""},
 
 	// §11.4 Against a real broker — StreamsGroupHeartbeatRequestTest
 	{"testStreamsGroupHeartbeatWithInvalidAPIVersion",
 		"membership/manager_test.go: TestManagerRefusesWhatTheClusterCannotDo; heartbeat/heartbeat_test.go: TestClassifyTransport; heartbeat/response_test.go: TestCapabilitiesGates", ""},
 	{"testStreamsGroupHeartbeatIsInaccessibleWhenDisabledByFeatureConfig", "integration/member_failover_test.go: TestFeatureOffIsATypedFatalError", ""},
-	{"testStreamsGroupHeartbeatIsInaccessibleWhenDisabledByStaticGroupCoordinatorProtocolConfig", "integration/broker_rules_more_test.go: TestBrokerRuleStreamsNotInRebalanceProtocols", ""},
-	{"testStreamsGroupHeartbeatIsInaccessibleWhenOffsetTopicNotExist", "integration/broker_rules_more_test.go: TestBrokerRuleHeartbeatBeforeOffsetsTopicExists", ""},
+	{"testStreamsGroupHeartbeatIsInaccessibleWhenDisabledByStaticGroupCoordinatorProtocolConfig", "integration/broker_contract_test.go: TestBrokerRuleStreamsNotInRebalanceProtocols", ""},
+	{"testStreamsGroupHeartbeatIsInaccessibleWhenOffsetTopicNotExist", "integration/broker_contract_test.go: TestBrokerRuleHeartbeatBeforeOffsetsTopicExists", ""},
 	{"testStreamsGroupHeartbeatIsAccessibleWhenNewGroupCoordinatorIsEnabledTopicNotExistFirst", "integration/member_failover_test.go: TestMissingSourceTopicThenCreated", ""},
 	{"testStreamsGroupHeartbeatForMultipleMembers", "integration/member_test.go: TestSecondMemberSplitsTasksWithoutOverlap", ""},
 	{"testEmptyStreamsGroupId", "", "n/a: the library cannot send an empty group ID: config refuses an empty application.id (config TestValidateRanges)"},
 	{"testMemberLeaveHeartbeat",
 		"integration/raw_heartbeat_test.go: TestRawHeartbeatJoinAssignLeave; integration/broker_rules_test.go: TestBrokerUnknownMemberAndGroup; integration/member_test.go: TestSecondMemberSplitsTasksWithoutOverlap", ""},
 	{"testInvalidMemberEpoch", "integration/broker_rules_test.go: TestBrokerWrongEpochFencedThenRejoinAtZero", ""},
-	{"testInternalTopicsCreation", "integration/broker_rules_more_test.go: TestBrokerRuleInternalTopicsCreated", ""},
+	{"testInternalTopicsCreation", "integration/broker_contract_test.go: TestBrokerRuleInternalTopicsCreated", ""},
 	{"testDynamicGroupConfig", "integration/member_failover_test.go: TestStandbyTasks", ""},
 	{"testMemberJoiningAndExpiring",
 		"integration/member_failover_test.go: TestKilledMemberLosesTasksAfterSessionTimeout; integration/broker_rules_test.go: TestBrokerManagerRejoinsAfterFenceAndRemoval", ""},
@@ -511,43 +511,43 @@ var checklist = []struct{ item, covers, na string }{
 	// §11.4 GroupMetadataManagerTest (4.3), confirmed on a real broker
 	{"testStreamsGroupMemberCanRejoinWithEpochZero, testUnknownStreamsGroupId, testUnknownMemberIdJoinsStreamsGroup",
 		"integration/broker_rules_test.go: TestBrokerWrongEpochFencedThenRejoinAtZero, TestBrokerUnknownMemberAndGroup", ""},
-	{"testStreamsGroupMemberEpochValidation, testStreamsOwnedTasksValidation", "integration/broker_rules_more_test.go: TestBrokerRulePreviousEpochSubset, TestBrokerRuleOwnedTasksValidation", ""},
+	{"testStreamsGroupMemberEpochValidation, testStreamsOwnedTasksValidation", "integration/broker_contract_test.go: TestBrokerRulePreviousEpochSubset, TestBrokerRuleOwnedTasksValidation", ""},
 	{"testStreamsNewMemberIsRejectedWithMaximumMembersIsReached", "integration/broker_rules_test.go: TestBrokerGroupMaxSize", ""},
 	{"testMemberJoinsEmptyStreamsGroup", "integration/member_test.go: TestOneMemberGetsAllTasks; integration/raw_heartbeat_test.go: TestRawHeartbeatJoinAssignLeave", ""},
 	{"testStreamsGroupMemberJoiningWithMissingSourceTopic", "integration/member_failover_test.go: TestMissingSourceTopicThenCreated", ""},
-	{"testStreamsGroupMemberJoiningWith{MissingInternalTopic,IncorrectlyPartitionedTopic}", "integration/broker_rules_more_test.go: TestBrokerRuleInternalTopicsCreated, TestBrokerRuleIncorrectlyPartitionedTopics", ""},
+	{"testStreamsGroupMemberJoiningWith{MissingInternalTopic,IncorrectlyPartitionedTopic}", "integration/broker_contract_test.go: TestBrokerRuleInternalTopicsCreated, TestBrokerRuleIncorrectlyPartitionedTopics", ""},
 	{"testStreamsGroupMemberJoiningWithStaleTopology", "integration/member_failover_test.go: TestStaleTopologyEvent", ""},
 	{"testStreamsGroupMemberRequestingShutdownApplication", "integration/member_failover_test.go: TestShutdownRequestReachesEveryMember", ""},
-	{"testStreamsGroupMemberRequestingShutdownApplicationUponLeaving", "integration/broker_rules_more_test.go: TestBrokerRuleShutdownRequestedUponLeaving", ""},
+	{"testStreamsGroupMemberRequestingShutdownApplicationUponLeaving", "integration/broker_contract_test.go: TestBrokerRuleShutdownRequestedUponLeaving", ""},
 	{"testStreamsNewJoiningMemberTriggersNewTargetAssignment", "integration/member_test.go: TestSecondMemberSplitsTasksWithoutOverlap", ""},
 	{"testStreamsUpdatingPartitionMetadataTriggersNewTargetAssignment", "integration/member_failover_test.go: TestMissingSourceTopicThenCreated", ""},
-	{"testStreamsUpdatingMemberMetadataTriggersNewTargetAssignment", "integration/broker_rules_more_test.go: TestBrokerRuleMemberMetadataChangeBumpsEpoch", ""},
+	{"testStreamsUpdatingMemberMetadataTriggersNewTargetAssignment", "integration/broker_contract_test.go: TestBrokerRuleMemberMetadataChangeBumpsEpoch", ""},
 	{"testStreamsLeavingMemberRemovesMemberAndBumpsGroupEpoch",
 		"integration/member_test.go: TestSecondMemberSplitsTasksWithoutOverlap; integration/javapeer_test.go: TestJavaLeavesGoTakesOver; integration/broker_rules_test.go: TestBrokerUnknownMemberAndGroup", ""},
-	{"testStreamsGroupHeartbeatPartialResponseWhenNothingChanges", "integration/broker_rules_more_test.go: TestBrokerRulePartialResponseAndStatusAlwaysSet", ""},
-	{"testStreamsGroupHeartbeatAlwaysSetsStatus", "integration/broker_rules_more_test.go: TestBrokerRulePartialResponseAndStatusAlwaysSet", ""},
+	{"testStreamsGroupHeartbeatPartialResponseWhenNothingChanges", "integration/broker_contract_test.go: TestBrokerRulePartialResponseAndStatusAlwaysSet", ""},
+	{"testStreamsGroupHeartbeatAlwaysSetsStatus", "integration/broker_contract_test.go: TestBrokerRulePartialResponseAndStatusAlwaysSet", ""},
 	{"testStreamsInitialRebalanceDelayEmptyDuringDelayAssignsAfterTimer", "integration/broker_rules_test.go: TestBrokerInitialRebalanceDelay", ""},
 	{"testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch", "", ""},
 	{"testStreamsGroupAssignmentInterval", "integration/broker_rules_test.go: TestBrokerAssignmentInterval", ""},
 	{"testStreamsReconciliationProcess", "integration/member_test.go: TestSecondMemberSplitsTasksWithoutOverlap", ""},
-	{"testStreamsStreamsGroupStates", "integration/broker_rules_more_test.go: TestBrokerRuleGroupStateWalk", ""},
+	{"testStreamsStreamsGroupStates", "integration/broker_contract_test.go: TestBrokerRuleGroupStateWalk", ""},
 	{"testStreamsSessionTimeout{Lifecycle,Expiration}", "integration/member_failover_test.go: TestKilledMemberLosesTasksAfterSessionTimeout", ""},
-	{"testStreamsRebalanceTimeout{Lifecycle,Expiration}", "integration/broker_rules_more_test.go: TestBrokerRuleRebalanceTimeoutFencesMember", ""},
+	{"testStreamsRebalanceTimeout{Lifecycle,Expiration}", "integration/broker_contract_test.go: TestBrokerRuleRebalanceTimeoutFencesMember", ""},
 	{"testStreamsGroupEndpointInformationIncludesNewMember", "integration/member_failover_test.go: TestApplicationServerEndpoints", ""},
-	{"testStreamsGroupEndpointInformationOnlyWhenEpochGreater", "integration/broker_rules_more_test.go: TestBrokerRuleEndpointInformationOnlyWhenBehind", ""},
+	{"testStreamsGroupEndpointInformationOnlyWhenEpochGreater", "integration/broker_contract_test.go: TestBrokerRuleEndpointInformationOnlyWhenBehind", ""},
 	{"testStreamsGroupDynamicConfigs",
 		"integration/member_failover_test.go: TestStandbyTasks; integration/broker_rules_test.go: TestBrokerInitialRebalanceDelay, TestBrokerAssignmentInterval", ""},
-	{"testStreamsGroupEpochIncreaseWithAssignmentConfigChanges", "integration/broker_rules_more_test.go: TestBrokerRuleAssignmentConfigChangeBumpsEpoch", ""},
+	{"testStreamsGroupEpochIncreaseWithAssignmentConfigChanges", "integration/broker_contract_test.go: TestBrokerRuleAssignmentConfigChangeBumpsEpoch", ""},
 	{"Mixed types (classic/consumer/share vs streams)", "integration/broker_rules_test.go: TestBrokerClassicGroupThenStreams, TestBrokerStreamsGroupThenClassic", ""},
-	{"GroupCoordinatorServiceTest.testStreamsHeartbeatRequestValidation, testStreamsGroupHeartbeatFailsForUnsupportedFeatures", "integration/broker_rules_more_test.go: TestBrokerRuleHeartbeatRequestValidation", ""},
+	{"GroupCoordinatorServiceTest.testStreamsHeartbeatRequestValidation, testStreamsGroupHeartbeatFailsForUnsupportedFeatures", "integration/broker_contract_test.go: TestBrokerRuleHeartbeatRequestValidation", ""},
 	{"StreamsGroupStaticMemberGroupMetadataManagerTest: testStaticMemberLeaveWithLeaveGroupStaticMemberEpoch, testStaticMemberRejoinsAfterTemporaryLeave",
 		"integration/member_failover_test.go: TestStaticMemberRestartKeepsItsTasks", ""},
-	{"StreamsGroupStaticMemberGroupMetadataManagerTest: testStreamsStaticMemberTemporaryLeaveSessionTimeoutExpiration", "integration/broker_rules_more_test.go: TestBrokerRuleStaticTemporaryLeaveExpires", ""},
+	{"StreamsGroupStaticMemberGroupMetadataManagerTest: testStreamsStaticMemberTemporaryLeaveSessionTimeoutExpiration", "integration/broker_contract_test.go: TestBrokerRuleStaticTemporaryLeaveExpires", ""},
 
 	// §11.4 Describe and ACLs
 	{"StreamsGroupDescribeRequestTest.testStreamsGroupDescribeGroupsWithNewGroupCoordinator",
 		"integration/cli_test.go: TestCLIAgreesWithKafkasTool, TestCLIListAndDescribe; integration/javapeer_test.go: TestJavaCreatesGroupGoJoins", ""},
-	{"StreamsGroupDescribeRequestTest.testStreamsGroupDescribeWhenFeatureFlagNotEnabled", "integration/broker_rules_more_test.go: TestBrokerRuleDescribeWhenFeatureDisabled", ""},
+	{"StreamsGroupDescribeRequestTest.testStreamsGroupDescribeWhenFeatureFlagNotEnabled", "integration/broker_contract_test.go: TestBrokerRuleDescribeWhenFeatureDisabled", ""},
 	{"AuthorizerIntegrationTest testStreamsGroupHeartbeatWith…Acl, …Without…Acl (group read, topic describe)",
 		"integration/security_test.go: TestSecuredBroker/NoGroupReadIsFatal, TestSecuredBroker/NoTopicDescribeKeepsState", ""},
 	{"AuthorizerIntegrationTest testStreamsGroupHeartbeat…InternalTopicCreateAcl (internal topic create)", "", ""},
@@ -557,7 +557,7 @@ var checklist = []struct{ item, covers, na string }{
 	{"RebalanceProtocolMigrationIntegrationTest", "integration/broker_rules_test.go: TestBrokerClassicGroupThenStreams, TestBrokerStreamsGroupThenClassic", ""},
 	{"JoinWithIncompleteMetadataIntegrationTest", "integration/member_failover_test.go: TestMissingSourceTopicThenCreated", ""},
 	{"HandlingSourceTopicDeletionIntegrationTest", "", ""},
-	{"InternalTopicIntegrationTest, KStreamRepartitionIntegrationTest", "integration/broker_rules_more_test.go: TestBrokerRuleInternalTopicsCreated", ""},
+	{"InternalTopicIntegrationTest, KStreamRepartitionIntegrationTest", "integration/broker_contract_test.go: TestBrokerRuleInternalTopicsCreated", ""},
 	{"IQv2IntegrationTest, IQv2EndpointToPartitionsIntegrationTest, IQv2StoreIntegrationTest, IQv2VersionedStoreIntegrationTest",
 		"integration/member_failover_test.go: TestApplicationServerEndpoints", ""},
 	{"RestoreIntegrationTest, StandbyTaskCreationIntegrationTest", "integration/member_failover_test.go: TestStandbyTasks", ""},
@@ -660,7 +660,7 @@ func TestConformanceChecklist(t *testing.T) {
 	}
 	var unnamed []string
 	for _, f := range idx.sortedFiles() {
-		if !strings.HasPrefix(f, "membership/") {
+		if !strings.HasPrefix(f, "membership/") && !strings.HasPrefix(f, "internal/machine/") {
 			continue
 		}
 		for _, n := range idx.files[f].sortedCases() {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/internal/machine"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
@@ -297,8 +298,8 @@ func TestManagerCloseBoundedWhenCoordinatorUnreachable(t *testing.T) {
 		if err := m.Close(t.Context()); err != nil {
 			t.Fatal(err) // the leave failing is not Close failing: the session expires the member
 		}
-		if took := time.Since(start); took != DefaultLeaveBudget {
-			t.Fatalf("Close took %v of fake time, want the leave budget %v", took, DefaultLeaveBudget)
+		if took := time.Since(start); took != machine.DefaultLeaveBudget {
+			t.Fatalf("Close took %v of fake time, want the leave budget %v", took, machine.DefaultLeaveBudget)
 		}
 	})
 }

@@ -250,14 +250,6 @@ func TestAssignmentAgainstModel(t *testing.T) {
 			}
 		}
 
-		// Compare from a to another assignment.
-		to := Assignment{Active: NewSet(genIDs(t, "to active")...), Standby: NewSet(sby...), Warmup: NewSet(act...)}
-		mta := modelOf(to.Active.IDs())
-		d := Compare(a, to)
-		expect(t, "revoked", d.RevokedActive, ma.minus(mta))
-		expect(t, "added", d.AddedActive, mta.minus(ma))
-		expect(t, "diff standby", d.Standby, ms)
-		expect(t, "diff warm-up", d.Warmup, ma)
 	})
 }
 

@@ -226,21 +226,3 @@ func (a Assignment) Normalize() Assignment {
 func (a Assignment) String() string {
 	return fmt.Sprintf("active=%v standby=%v warmup=%v", a.Active, a.Standby, a.Warmup)
 }
-
-// Diff is how an assignment changes from one to another.
-type Diff struct {
-	RevokedActive Set // active tasks to give up: OnTasksRevoked gets exactly these
-	AddedActive   Set // newly active tasks
-	Standby       Set // standby tasks of the new assignment
-	Warmup        Set // warm-up tasks of the new assignment
-}
-
-// Compare returns the change from → to.
-func Compare(from, to Assignment) Diff {
-	return Diff{
-		RevokedActive: from.Active.Difference(to.Active),
-		AddedActive:   to.Active.Difference(from.Active),
-		Standby:       to.Standby,
-		Warmup:        to.Warmup,
-	}
-}

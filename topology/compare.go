@@ -41,7 +41,8 @@ const (
 	// and resolved partition counts, which the broker also compares: see SameIDDifferentDetail.)
 	Same
 	// Newer: the local epoch is higher than the group's. Brokers up to Kafka 4.4 refuse such a member,
-	// even with the group's very topology: they keep a group's first topology (PROTOCOL §7.3).
+	// even with the group's very topology: they keep a group's first topology (Kafka's
+	// GroupMetadataManager.maybeUpdateTopology).
 	Newer
 	// Older: the local epoch is lower than the group's; the broker keeps the group's topology and
 	// answers the member with STALE_TOPOLOGY.
@@ -114,8 +115,8 @@ const (
 // made: it decides the verdict when the description cannot (a nil group topology after
 // STALE_TOPOLOGY or a refused join is Unknown, not NoGroupTopology; the same ID and epoch after a
 // refused join is SameIDDifferentDetail). The verdicts and their actions follow the broker's rules
-// (PROTOCOL §7.3): an older epoch gets STALE_TOPOLOGY, any difference at an equal or higher epoch is
-// refused.
+// (KIP-1071; Kafka's GroupMetadataManager.maybeUpdateTopology): an older epoch gets STALE_TOPOLOGY,
+// any difference at an equal or higher epoch is refused.
 func Compare(group *Described, local *Topology, localEpoch int32, situation Situation) Comparison {
 	c := Comparison{LocalEpoch: localEpoch}
 	if local != nil {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/streamsgroup/streamsgroup/internal/text"
 )
 
 // Kinds of problems ReadJSON finds in a document before it is a topology. Each is wrapped by a
@@ -348,32 +350,11 @@ func knownFields(key string, fields map[string]func(string) error) string {
 	sort.Strings(names)
 	msg := "this object has " + strings.Join(names, ", ")
 	for _, n := range names {
-		if strings.EqualFold(n, key) || (len(key) < 64 && editDistance(n, key) <= 2) {
+		if strings.EqualFold(n, key) || (len(key) < 64 && text.EditDistance(n, key) <= 2) {
 			return fmt.Sprintf("did you mean %q? (%s)", n, msg)
 		}
 	}
 	return msg
-}
-
-// editDistance is the Levenshtein distance between two short strings.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // array reads a list, calling elem for each element (null is an empty list).

@@ -37,8 +37,9 @@ var (
 
 	// Rules across subtopologies. Kafka Streams reads every topic in exactly one subtopology (one
 	// source node subscribes it) and keeps every state store, so its changelog, in one; the broker
-	// derives the partition count of each internal topic from that (PROTOCOL §7.5), and a topology
-	// that breaks these rules is accepted by the heartbeat but fails later, or gets wrong counts.
+	// derives the partition count of each internal topic from that (Kafka's InternalTopicManager),
+	// and a topology that breaks these rules is accepted by the heartbeat but fails later, or gets
+	// wrong counts.
 
 	// ErrSourceReadTwice: a user source topic is read by two subtopologies.
 	ErrSourceReadTwice = errors.New("source topic is read by more than one subtopology (Kafka Streams reads a topic in one subtopology only)")

@@ -13,7 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/internal/hostport"
+	"github.com/streamsgroup/streamsgroup/internal/text"
 )
 
 const usageHead = `streams-groups: list, describe and delete Kafka streams groups (KIP-1071).
@@ -197,7 +198,7 @@ func parseArgs(args []string) (*options, error) {
 		return nil, flagError(err)
 	}
 	if fs.NArg() > 0 {
-		return nil, usagef("unexpected argument %s (every value belongs to an option, e.g. --group G)", config.Quote(fs.Arg(0)))
+		return nil, usagef("unexpected argument %s (every value belongs to an option, e.g. --group G)", text.Quote(fs.Arg(0)))
 	}
 	// A value that is an option name: the value was forgotten ("--group --members").
 	values := map[string][]string{"--bootstrap-server": {o.bootstrap.value}, "--command-config": {o.commandConfig.value},
@@ -205,7 +206,7 @@ func parseArgs(args []string) (*options, error) {
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		for _, v := range values[name] {
 			if strings.HasPrefix(v, "-") && isOption(v) {
-				return nil, usagef("%s needs a value, got the option %s", name, config.Quote(v))
+				return nil, usagef("%s needs a value, got the option %s", name, text.Quote(v))
 			}
 		}
 	}
@@ -216,7 +217,7 @@ func parseArgs(args []string) (*options, error) {
 		o.output.value = "table"
 	}
 	if o.output.value != "table" && o.output.value != "json" {
-		return nil, usagef("--output must be table or json, not %s", config.Quote(o.output.value))
+		return nil, usagef("--output must be table or json, not %s", text.Quote(o.output.value))
 	}
 
 	// Exactly one action. --topology with --describe is a view of it (Kafka's --describe --topology).
@@ -273,7 +274,7 @@ func parseArgs(args []string) (*options, error) {
 			return nil, usagef("--describe takes at most one of --members, --offsets, --state, --topology, not %s", strings.Join(views, " and "))
 		}
 		if o.state.hasValue {
-			return nil, usagef("--describe does not take a value for --state (got %s); a state filter goes with --list", config.Quote(o.state.value))
+			return nil, usagef("--describe does not take a value for --state (got %s); a state filter goes with --list", text.Quote(o.state.value))
 		}
 		if o.topology && o.verbose {
 			return nil, usagef("--verbose can't be used with --describe --topology")
@@ -325,13 +326,13 @@ func parseArgs(args []string) (*options, error) {
 
 // checkServers splits --bootstrap-server and checks each host:port as config does for bootstrap.servers.
 func checkServers(s string) ([]string, error) {
-	servers := config.SplitServers(s)
+	servers := hostport.Split(s)
 	if len(servers) == 0 {
-		return nil, usagef("--bootstrap-server needs host:port, got %s", config.Quote(s))
+		return nil, usagef("--bootstrap-server needs host:port, got %s", text.Quote(s))
 	}
 	for _, srv := range servers {
-		if _, _, err := config.CheckHostPort(srv); err != nil {
-			return nil, usagef("--bootstrap-server %s: %v", config.Quote(srv), err)
+		if _, _, err := hostport.Check(srv); err != nil {
+			return nil, usagef("--bootstrap-server %s: %v", text.Quote(srv), err)
 		}
 	}
 	return servers, nil
@@ -348,7 +349,7 @@ func parseStates(s string) ([]string, error) {
 		}
 		i := indexFold(streamsStates, e)
 		if i < 0 {
-			return nil, usagef("invalid state %s in --state: the states of a streams group are %s", config.Quote(e), strings.Join(streamsStates, ", "))
+			return nil, usagef("invalid state %s in --state: the states of a streams group are %s", text.Quote(e), strings.Join(streamsStates, ", "))
 		}
 		out = append(out, streamsStates[i])
 	}
@@ -369,17 +370,17 @@ func flagError(err error) error {
 		if kafkaOnly[name] {
 			return usagef("--%s is an option of Kafka's kafka-streams-groups.sh that streams-groups does not have; use Kafka's tool for it", name)
 		}
-		return usagef("unknown option %s", config.Quote("--"+name))
+		return usagef("unknown option %s", text.Quote("--"+name))
 	}
 	if m := invalidValue.FindStringSubmatch(msg); m != nil {
 		if v, err := strconv.Unquote(m[1]); err == nil {
-			return usagef("--%s %s: %s", m[2], config.Quote(v), m[3])
+			return usagef("--%s %s: %s", m[2], text.Quote(v), m[3])
 		}
 	}
 	if m := needsArg.FindStringSubmatch(msg); m != nil {
 		return usagef("--%s needs a value", m[1])
 	}
-	return usagef("%s", config.Quote(msg))
+	return usagef("%s", text.Quote(msg))
 }
 
 // normalize lets "--state Stable" (a value after an optional flag) work like "--state=Stable".

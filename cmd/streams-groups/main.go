@@ -23,6 +23,8 @@ import (
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/topology"
+
+	"github.com/streamsgroup/streamsgroup/internal/text"
 )
 
 // Exit codes scripts can rely on.
@@ -83,7 +85,7 @@ func clientOptions(o *options) ([]kgo.Opt, error) {
 	if !o.commandConfig.set {
 		return opts, nil
 	}
-	file := config.Quote(o.commandConfig.value)
+	file := text.Quote(o.commandConfig.value)
 	f, err := os.Open(o.commandConfig.value)
 	if err != nil {
 		var pe *fs.PathError
@@ -113,13 +115,13 @@ func clientOptions(o *options) ([]kgo.Opt, error) {
 			ms, err := strconv.ParseInt(v, 10, 32)
 			if err != nil || ms <= 0 {
 				return nil, fmt.Errorf("--command-config %s: request.timeout.ms=%s must be a whole number of milliseconds from 1 to %d",
-					file, config.Quote(v), math.MaxInt32)
+					file, text.Quote(v), math.MaxInt32)
 			}
 			opts = append(opts, kgo.RequestTimeoutOverhead(time.Duration(ms)*time.Millisecond))
 		default:
 			return nil, fmt.Errorf("--command-config %s: %s is not supported by streams-groups (supported: client.id, "+
 				"request.timeout.ms, security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.*, ssl.keystore.*, "+
-				"ssl.key.password, ssl.endpoint.identification.algorithm)", file, config.Quote(k))
+				"ssl.key.password, ssl.endpoint.identification.algorithm)", file, text.Quote(k))
 		}
 	}
 	secOpts, err := sec.Options()

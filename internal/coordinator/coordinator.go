@@ -10,14 +10,13 @@
 // A look-up is one FindCoordinator request to one broker, never retried here or inside kgo (it goes
 // through (*kgo.Broker).Request, not Client.Request, whose retries run on kgo's own schedule of
 // 250 ms doubling to 5 s and would make retry.backoff.ms meaningless). The caller paces retries: the
-// member's heartbeat backoff, or the delay given to Describe (PROTOCOL §10).
+// member's heartbeat backoff, or the delay given to Describe.
 package coordinator
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +25,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/streamsgroup/streamsgroup/internal/neterr"
 )
 
 // Cache remembers the coordinator node of each group it was asked about. Concurrent look-ups of the
@@ -88,28 +89,6 @@ func (c *Cache) AnyBroker() *kgo.Broker {
 // ErrNoBroker is returned when the client knows no broker at all to ask.
 var ErrNoBroker = errors.New("the client knows no broker (no seed brokers and none discovered)")
 
-// LookupError is a FindCoordinator answer with an error code. Code is the Kafka error (a *kerr.Error
-// when the code is known); Retriable says whether trying again later can help.
-type LookupError struct {
-	Group   string
-	Code    error
-	Message string
-}
-
-func (e *LookupError) Error() string {
-	msg := fmt.Sprintf("finding the coordinator of group %q: %v", e.Group, e.Code)
-	if e.Message != "" {
-		msg += ": " + e.Message
-	}
-	return msg
-}
-
-func (e *LookupError) Unwrap() error { return e.Code }
-
-// Retriable reports whether the look-up may succeed later (for example while __consumer_offsets is
-// still being created the broker answers COORDINATOR_NOT_AVAILABLE).
-func (e *LookupError) Retriable() bool { return kerr.IsRetriable(e.Code) }
-
 // Node returns the coordinator node of group, from the cache or by asking the cluster.
 func (c *Cache) Node(ctx context.Context, group string) (int32, error) {
 	b, err := c.Lookup(ctx, group)
@@ -133,7 +112,7 @@ func (c *Cache) Cached(group string) (Broker, bool) {
 
 // Lookup returns the coordinator of group from the cache, or asks the cluster: one FindCoordinator
 // request to one broker (AnyBroker), without retries. Concurrent look-ups of one group share that
-// request. A failure is returned as it is (a *LookupError for an answer with an error code); the
+// request. A failure is returned as it is (a *neterr.LookupError for an answer with an error code); the
 // next call tries again, through the next broker.
 func (c *Cache) Lookup(ctx context.Context, group string) (Broker, error) {
 	if b, ok := c.Cached(group); ok {
@@ -163,7 +142,7 @@ func (c *Cache) Lookup(ctx context.Context, group string) (Broker, error) {
 			b = Broker{Node: co.NodeID, Host: co.Host, Port: co.Port}
 		}
 		if code != 0 {
-			e := &LookupError{Group: group, Code: kerr.ErrorForCode(code)}
+			e := &neterr.LookupError{Group: group, Code: kerr.ErrorForCode(code)}
 			if msg != nil {
 				e.Message = *msg
 			}
@@ -211,9 +190,10 @@ func (c *Cache) Send(ctx context.Context, group string, req kmsg.Request) (kmsg.
 
 // IsCoordinatorMoved reports whether a response error code means the request reached a broker that
 // is not the group's coordinator (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE), so the cached
-// coordinator must be forgotten and looked up again. COORDINATOR_LOAD_IN_PROGRESS is not a move: the
-// broker is the coordinator and is still loading the group, so the coordinator is kept and the
-// request retried after a backoff, as the Java client does (PROTOCOL §5, §10).
+// coordinator must be forgotten and looked up again. COORDINATOR_LOAD_IN_PROGRESS is not a move:
+// the broker is the coordinator and is still loading the group, so the coordinator is kept and the
+// request retried after a backoff, as the Java client does
+// (StreamsGroupHeartbeatRequestManager.onErrorResponse).
 func IsCoordinatorMoved(code int16) bool {
 	switch kerr.ErrorForCode(code) {
 	case kerr.NotCoordinator, kerr.CoordinatorNotAvailable:
@@ -227,34 +207,4 @@ func IsCoordinatorMoved(code int16) bool {
 // (COORDINATOR_LOAD_IN_PROGRESS).
 func IsCoordinatorBusy(code int16) bool {
 	return IsCoordinatorMoved(code) || code == kerr.CoordinatorLoadInProgress.Code
-}
-
-// IsRetriableTransport reports whether err, returned by Send, is worth retrying against a freshly
-// looked-up coordinator: a retriable FindCoordinator answer, or any failure to reach the broker
-// (refused or reset connections included, because a restarting broker looks exactly like that).
-// A request that timed out is retriable too. Not retriable: a closed client, a cancelled context, and
-// a broker too old for the request.
-func IsRetriableTransport(err error) bool {
-	if err == nil {
-		return false
-	}
-	if le, ok := errors.AsType[*LookupError](err); ok {
-		return le.Retriable()
-	}
-	if errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	if IsBrokerTooOld(err) {
-		return false
-	}
-	if _, ok := errors.AsType[*kerr.Error](err); ok {
-		return kerr.IsRetriable(err)
-	}
-	return true
-}
-
-// IsBrokerTooOld reports whether kgo refused to send because the broker does not advertise the
-// request key or version (kgo reports this as an unexported error whose text we match).
-func IsBrokerTooOld(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "broker is too old")
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/internal/neterr"
 )
 
 // DescribeError is a StreamsGroupDescribe answer whose group carries an error code that retrying
@@ -34,9 +36,9 @@ func (e *DescribeError) Unwrap() error { return kerr.ErrorForCode(e.Code) }
 //
 // It retries, until ctx ends, whatever a later attempt can fix: a coordinator that moved (forgotten
 // and looked up again, one look-up per attempt), one that is loading the group (kept), a failed
-// look-up with a retriable code, and any failure to reach the broker (IsRetriableTransport). Before
-// retry number n (0 for the first) it waits delay(n); delay must stay bounded and positive for large
-// n (heartbeat.Backoff.Delay does), or Describe would spin against the broker. Other error codes of
+// look-up with a retriable code, and any failure to reach the broker (neterr.IsRetriableTransport).
+// Before retry number n (0 for the first) it waits delay(n); delay must stay bounded and positive for
+// large n (heartbeat.Backoff.Delay does), or Describe would spin against the broker. Other error codes of
 // the group are a *DescribeError; an answer naming other than one group is an error; a transport
 // error that cannot be retried is returned as it is. When ctx ends the error wraps ctx.Err() and
 // names the last failure.
@@ -65,7 +67,7 @@ func Describe(ctx context.Context, c *Cache, group string, includeOps bool,
 			default:
 				return nil, node, &DescribeError{Group: group, Code: g.ErrorCode, Message: g.ErrorMessage}
 			}
-		} else if !IsRetriableTransport(err) {
+		} else if !neterr.IsRetriableTransport(err) {
 			return nil, node, err
 		}
 		if ctx.Err() == nil {

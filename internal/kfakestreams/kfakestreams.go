@@ -1,6 +1,6 @@
 // Package kfakestreams makes a kfake cluster look like a broker that knows the streams-group APIs, so
 // that unit tests can script StreamsGroupHeartbeat and StreamsGroupDescribe answers with
-// Cluster.ControlKey (PROTOCOL §10): kfake has no handlers for keys 88 and 89 and leaves them out of
+// Cluster.ControlKey: kfake has no handlers for keys 88 and 89 and leaves them out of
 // its ApiVersions answer, and kgo refuses to send a request the broker does not advertise.
 package kfakestreams
 

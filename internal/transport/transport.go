@@ -1,10 +1,11 @@
 // Package transport is the I/O half of a streams-group member: it sends a group's heartbeats, leave,
 // describe and ApiVersions requests over the user's *kgo.Client, to the group coordinator it finds
-// and caches with internal/coordinator (PROTOCOL §10: kgo cannot route streams-group requests).
+// and caches with internal/coordinator (kgo cannot route streams-group requests: its
+// handleCoordinatorReq knows only the consumer and share group heartbeats).
 //
 // It decides nothing about the member. A heartbeat is sent once, with at most one coordinator
 // look-up before it, and its raw result (the answer with its error code, or the error) goes back to
-// the caller; the state machine classifies it (heartbeat.Classify) and paces retries. The only
+// the caller; the state machine classifies it (heartbeat.ClassifyInto) and paces retries. The only
 // retries here are the leave's and the describe's, both bounded by the caller's context.
 package transport
 

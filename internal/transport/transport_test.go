@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
-	"github.com/streamsgroup/streamsgroup/internal/coordinator"
 	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
+	"github.com/streamsgroup/streamsgroup/internal/neterr"
 )
 
 const group = "app"
@@ -204,7 +204,7 @@ func TestHeartbeatMakesOneLookupAttemptWhenItFails(t *testing.T) {
 			if _, ok := errors.AsType[*heartbeat.TransportError](err); ok {
 				t.Fatalf("the transport must not classify: %T", err)
 			}
-			if !coordinator.IsRetriableTransport(err) || !errors.Is(err, syscall.ECONNRESET) {
+			if !neterr.IsRetriableTransport(err) || !errors.Is(err, syscall.ECONNRESET) {
 				t.Fatalf("a reset is a retriable transport failure: %v", err)
 			}
 			if got := e.dialer.finds.Load(); got != i {
@@ -225,8 +225,8 @@ func TestHeartbeatMakesOneLookupAttemptWhenItFails(t *testing.T) {
 		e.findCode.Store(int32(kerr.CoordinatorNotAvailable.Code))
 		for i := int64(1); i <= 3; i++ {
 			_, err := tr.Heartbeat(context.Background(), hbReq(0))
-			if le, ok := errors.AsType[*coordinator.LookupError](err); !ok || !errors.Is(le, kerr.CoordinatorNotAvailable) {
-				t.Fatalf("heartbeat %d: want the raw *coordinator.LookupError, got %T %v", i, err, err)
+			if le, ok := errors.AsType[*neterr.LookupError](err); !ok || !errors.Is(le, kerr.CoordinatorNotAvailable) {
+				t.Fatalf("heartbeat %d: want the raw *neterr.LookupError, got %T %v", i, err, err)
 			}
 			if got := e.finds.Load(); got != i {
 				t.Fatalf("after %d heartbeats %d FindCoordinator requests, want %d", i, got, i)
@@ -322,11 +322,10 @@ func kerrName(code int16) string {
 func TestLeaveWithoutCoordinatorSendsNothing(t *testing.T) {
 	e := newEnv(t)
 	tr := e.transport()
-	start := time.Now()
 	if err := tr.Leave(context.Background(), hbReq(heartbeat.EpochLeave)); !errors.Is(err, ErrNoCoordinator) {
 		t.Fatalf("got %v", err)
 	}
-	if e.finds.Load() != 0 || len(e.heartbeats()) != 0 || time.Since(start) > time.Second {
+	if e.finds.Load() != 0 || len(e.heartbeats()) != 0 {
 		t.Fatalf("a leave without a known coordinator sends nothing: %d look-ups, %d heartbeats", e.finds.Load(), len(e.heartbeats()))
 	}
 }
@@ -386,24 +385,38 @@ func TestLeaveIsBoundedByItsContext(t *testing.T) {
 		codes[i] = kerr.CoordinatorLoadInProgress.Code
 	}
 	e.script(codes...)
-	// Long enough for a loaded machine to fit a few attempts; the bounds below are counts, not times.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// The coordinator keeps loading for longer than the test runs: only ctx can end the leave. The
+	// deadline bounds the test; nothing measures time.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	err := tr.Leave(ctx, hbReq(heartbeat.EpochLeave))
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "COORDINATOR_LOAD_IN_PROGRESS") {
 		t.Fatalf("got %v", err)
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Fatalf("the leave outlived its context by far: %v", d)
+}
+
+// Every retry of the leave waits a delay of the backoff: counted through the backoff's Rand, which
+// Delay calls once per delay, so a hot loop (or a retry that skips the backoff) shows as a count.
+func TestLeaveRetriesArePacedByTheBackoff(t *testing.T) {
+	e := newEnv(t)
+	var delays atomic.Int32
+	b := heartbeat.Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond, Rand: func() float64 { delays.Add(1); return 0.5 }}
+	tr := New(e.cl, group, 5*time.Second, b)
+	if _, err := tr.Heartbeat(context.Background(), hbReq(0)); err != nil {
+		t.Fatal(err)
 	}
-	n := len(e.heartbeats()) - 1
-	if n < 2 {
-		t.Fatalf("only %d leave attempts in 2s with a 1-5ms backoff", n)
+	const loading = 5
+	for range loading {
+		e.script(kerr.CoordinatorLoadInProgress.Code)
 	}
-	// Paced by the backoff (at least 1ms apart): no hot loop, and no pause either.
-	if n > 2000 {
-		t.Fatalf("%d leave attempts in 2s: the backoff does not pace them", n)
+	if err := tr.Leave(context.Background(), hbReq(heartbeat.EpochLeave)); err != nil {
+		t.Fatalf("the leave after %d answers of a loading coordinator: %v", loading, err)
+	}
+	if n := len(e.heartbeats()) - 1; n != loading+1 {
+		t.Fatalf("%d leave attempts, want %d: one per loading answer and the one answered", n, loading+1)
+	}
+	if n := delays.Load(); n != loading {
+		t.Fatalf("%d backoff delays before %d retries, want one each", n, loading)
 	}
 }
 

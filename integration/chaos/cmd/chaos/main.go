@@ -5,9 +5,12 @@
 // (chaos.Check): S1 ownership, S2 recovery, S3 health. It prints the report, writes it as JSON, and
 // exits 1 on any violation, printing the command that runs the same schedule again.
 //
-//	SEED=42 FAULTS=200 go run ./integration/chaos/cmd/chaos
-//	SOAK=30m go run ./integration/chaos/cmd/chaos            # the soak: 20 members in one process, 20 alone
-//	go run ./integration/chaos/cmd/chaos -check DIR          # check the logs of an earlier run again
+//	SEED=42 FAULTS=200 go run -C integration/chaos ./cmd/chaos
+//	SOAK=30m go run -C integration/chaos ./cmd/chaos            # the soak: 20 members in one process, 20 alone
+//	go run -C integration/chaos ./cmd/chaos -check DIR          # check the logs of an earlier run again
+//
+// integration/chaos is a module of its own (toxiproxy stays out of the core's go.mod), hence -C. A
+// relative OUT or -check DIR is taken from integration/chaos.
 //
 // Settings come from the environment (as make passes them) or the equal flags: SEED, FAULTS,
 // FAULT_TYPES (comma separated; default all that the cluster allows), MEMBERS, PARTITIONS,
@@ -249,7 +252,7 @@ func (d *driver) run(ctx context.Context) error {
 	cfg := d.cfg
 	d.log.write(chaos.DriverRecord{Kind: chaos.DKConfig, Config: &cfg})
 
-	root, err := moduleRoot()
+	chaosDir, root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
@@ -261,8 +264,8 @@ func (d *driver) run(ctx context.Context) error {
 	}
 	done := step("building the member program and toxiproxy " + toxiproxyVersion)
 	d.memberBin = filepath.Join(d.dir, "chaosmember")
-	build := exec.CommandContext(ctx, "go", "build", "-o", d.memberBin, "./integration/chaos/cmd/chaosmember")
-	build.Dir = root
+	build := exec.CommandContext(ctx, "go", "build", "-o", d.memberBin, "./cmd/chaosmember")
+	build.Dir = chaosDir
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("building chaosmember: %w\n%s", err, out)
 	}
@@ -363,16 +366,24 @@ func userCache() string {
 	return os.TempDir()
 }
 
-func moduleRoot() (string, error) {
+// moduleRoot returns the directory of the chaos module (integration/chaos, a module of its own so
+// that toxiproxy stays out of the core's go.mod) and the repository root two levels up, where
+// integration/kafka/broker.sh lives.
+func moduleRoot() (chaosDir, repoRoot string, err error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	mod := strings.TrimSpace(string(out))
 	if mod == "" || mod == os.DevNull {
-		return "", errors.New("run from inside the streamsgroup module")
+		return "", "", errors.New("run from inside the chaos module (cd integration/chaos, or go run -C integration/chaos ./cmd/chaos)")
 	}
-	return filepath.Dir(mod), nil
+	chaosDir = filepath.Dir(mod)
+	repoRoot = filepath.Join(chaosDir, "..", "..")
+	if _, err := os.Stat(filepath.Join(repoRoot, "integration", "kafka", "broker.sh")); err != nil {
+		return "", "", fmt.Errorf("run from inside the chaos module of the streamsgroup repository (%s is not it: %v)", chaosDir, err)
+	}
+	return chaosDir, repoRoot, nil
 }
 
 func (d *driver) newName() string {
