@@ -28,6 +28,11 @@ type engine struct {
 	// so later writes fail with it too.
 	broken atomic.Pointer[error]
 
+	// damaged is the first corruption Pebble found in the files, in a read or in a background
+	// compaction: from then on every method fails with ErrCorrupt, since a store missing part of
+	// its data must be restored whole (the runtime destroys and restores it).
+	damaged atomic.Pointer[error]
+
 	// pos is the recorded changelog position, -1 when none.
 	pos atomic.Int64
 
@@ -53,6 +58,25 @@ type batchDelta struct {
 var _ store.Engine = (*engine)(nil)
 
 func (e *engine) fail(op string, err error) error { return &store.Error{Op: op, Loc: e.loc, Err: err} }
+
+// unusable is the error of a method called on a closed or damaged engine, nil when it is usable.
+// The caller holds mu.
+func (e *engine) unusable(op string) error {
+	if e.closed {
+		return e.fail(op, store.ErrClosed)
+	}
+	if p := e.damaged.Load(); p != nil {
+		return e.fail(op, fmt.Errorf("%w: %w", store.ErrCorrupt, *p))
+	}
+	return nil
+}
+
+// corrupted is Pebble's DataCorruption event (its default ends the process).
+func (e *engine) corrupted(info pebble.DataCorruptionInfo) {
+	err := fmt.Errorf("%w: %s: %s", pebble.ErrCorruption, info.Path, info.Details)
+	e.damaged.CompareAndSwap(nil, &err)
+	e.kind.cfg.logger.Error("pebble found damaged files; the store must be restored", "store", e.loc.String(), "err", err)
+}
 
 // load checks the identity record (writing it for a new database) and reads the position.
 func (e *engine) load(exists bool) (err error) {
@@ -115,8 +139,8 @@ func (e *engine) empty() (bool, error) {
 func (e *engine) Get(key []byte) (value []byte, ok bool, err error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	if e.closed {
-		return nil, false, e.fail("get", store.ErrClosed)
+	if err := e.unusable("get"); err != nil {
+		return nil, false, err
 	}
 	defer func() {
 		if err != nil {
@@ -144,8 +168,8 @@ func (e *engine) Get(key []byte) (value []byte, ok bool, err error) {
 func (e *engine) Iterate(lower, upper []byte) (_ store.Iterator, err error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	if e.closed {
-		return nil, e.fail("iterate", store.ErrClosed)
+	if err := e.unusable("iterate"); err != nil {
+		return nil, err
 	}
 	it := &iterator{e: e}
 	if lower != nil && upper != nil && bytes.Compare(lower, upper) >= 0 {
@@ -176,8 +200,8 @@ func (e *engine) Iterate(lower, upper []byte) (_ store.Iterator, err error) {
 func (e *engine) ApproximateCount() (n int64, err error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	if e.closed {
-		return 0, e.fail("count", store.ErrClosed)
+	if err := e.unusable("count"); err != nil {
+		return 0, err
 	}
 	defer func() {
 		if err != nil {
@@ -256,8 +280,8 @@ func (e *engine) flushed(info pebble.FlushInfo) {
 func (e *engine) Apply(b *store.Batch, position int64) (err error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	if e.closed {
-		return e.fail("apply", store.ErrClosed)
+	if err := e.unusable("apply"); err != nil {
+		return err
 	}
 	if p := e.broken.Load(); p != nil {
 		return e.fail("apply", *p)

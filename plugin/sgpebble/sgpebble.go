@@ -92,7 +92,7 @@ func Logger(l *slog.Logger) Option {
 // cache; a process normally makes one Kind and passes it wherever the runtime asks for a
 // store.Kind.
 func New(opts ...Option) store.Kind {
-	k := &kind{cfg: config{cacheSize: DefaultCacheSize, memTableSize: DefaultMemTableSize}, open: map[string]bool{}}
+	k := &kind{cfg: config{cacheSize: DefaultCacheSize, memTableSize: DefaultMemTableSize}}
 	for _, o := range opts {
 		o(&k.cfg)
 	}
@@ -107,12 +107,12 @@ func New(opts ...Option) store.Kind {
 type kind struct {
 	cfg config
 
-	// mu guards the shared caches and the set of open directories. The caches exist while at
-	// least one store is open, so that a process that closed all its stores holds no cache.
+	// mu guards the shared caches and the number of open stores using them. The caches exist
+	// while at least one store is open, so that a process that closed all its stores holds none.
 	mu    sync.Mutex
 	cache *pebble.Cache
 	files *pebble.FileCache
-	open  map[string]bool
+	users int
 }
 
 // Name is "pebble".
@@ -124,35 +124,55 @@ func (k *kind) Persistent() bool { return true }
 // errOpenTwice says a store is opened a second time while open.
 var errOpenTwice = errors.New("sgpebble: the store is already open in this process")
 
-// acquire registers dir as open and returns the shared caches, creating them for the first store.
+// openDirs are the directories of the stores open in this process, by any Kind: a second Open
+// of one fails plainly instead of reaching Pebble's lock (whose in-process refusal is an untyped
+// error that would read as damage).
+var openDirs = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
+
+// acquire registers dir as open and returns the shared caches, creating them for the Kind's first
+// open store.
 func (k *kind) acquire(dir string) (*pebble.Cache, *pebble.FileCache, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.open[dir] {
+	openDirs.Lock()
+	defer openDirs.Unlock()
+	if openDirs.m[dir] {
 		return nil, nil, errOpenTwice
 	}
-	if len(k.open) == 0 {
+	openDirs.m[dir] = true
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.users == 0 {
 		k.cache = pebble.NewCache(k.cfg.cacheSize)
 		k.files = pebble.NewFileCache(2, defaultOpenFiles)
 	}
-	k.open[dir] = true
+	k.users++
 	return k.cache, k.files, nil
 }
 
-// release unregisters dir; the last store releases the Kind's references to the caches (each
-// database holds its own while open, so the caches go when the last database closes).
+// release unregisters dir; the Kind's last store releases the Kind's references to the caches
+// (each database holds its own while open, so the caches go when the last database closes).
 func (k *kind) release(dir string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if !k.open[dir] {
+	openDirs.Lock()
+	defer openDirs.Unlock()
+	if !openDirs.m[dir] {
 		return
 	}
-	delete(k.open, dir)
-	if len(k.open) == 0 {
+	delete(openDirs.m, dir)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.users--; k.users == 0 {
 		k.cache.Unref()
 		k.files.Unref()
 		k.cache, k.files = nil, nil
 	}
+}
+
+func isOpen(dir string) bool {
+	openDirs.Lock()
+	defer openDirs.Unlock()
+	return openDirs.m[dir]
 }
 
 // Open opens the store at loc.Dir, creating it when the directory is absent or empty.
@@ -182,7 +202,7 @@ func (k *kind) Open(loc store.Location) (store.Engine, error) {
 		ErrorIfNotExists: exists,
 		FS:               k.cfg.fs,
 		Logger:           pebbleLogger{k.cfg.logger.With("store", loc.String())},
-		EventListener:    &pebble.EventListener{FlushEnd: e.flushed},
+		EventListener:    &pebble.EventListener{FlushEnd: e.flushed, DataCorruption: e.corrupted},
 	}
 	db, err := openDB(dir, opts)
 	if err != nil {
@@ -244,7 +264,7 @@ func closeDB(db *pebble.DB) (err error) {
 }
 
 // Destroy removes the store's directory and everything in it. The runtime closes a store's Engine
-// before destroying it; destroying a store still open in this Kind is refused, since its database
+// before destroying it; destroying a store still open in this process is refused, since its database
 // would go on writing files into a removed directory.
 func (k *kind) Destroy(loc store.Location) error {
 	fail := func(err error) error { return &store.Error{Op: "destroy", Loc: loc, Err: err} }
@@ -255,10 +275,7 @@ func (k *kind) Destroy(loc store.Location) error {
 	if err != nil {
 		return fail(err)
 	}
-	k.mu.Lock()
-	open := k.open[dir]
-	k.mu.Unlock()
-	if open {
+	if isOpen(dir) {
 		return fail(errors.New("sgpebble: the store is open; close it before destroying it"))
 	}
 	if err := os.RemoveAll(dir); err != nil {
