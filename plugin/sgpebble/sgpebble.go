@@ -9,7 +9,7 @@
 // database, so that Apply writes a batch and the position it reaches in one atomic Pebble batch:
 // a recorded position never claims more than the data beside it holds.
 //
-// Memory stays bounded by design: all stores of one Kind share one block cache (CacheSize, 8 MiB
+// Memory stays bounded by design: all stores of one Kind share one block cache (CacheSize, 16 MiB
 // by default) and one table cache, and each store's memtables are small (MemTableSize, 4 MiB by
 // default, starting at 256 KiB and growing only under writes). See README.md for figures.
 package sgpebble
@@ -27,16 +27,19 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/streamsgroup/streamsgroup/store"
 )
 
 // Defaults of the options.
 const (
-	// DefaultCacheSize is the block cache shared by all stores of a Kind: small, because the
-	// operating system's page cache already holds recently read files, and a stream task reads
-	// mostly what it has just written (still in its memtable).
-	DefaultCacheSize = 8 << 20
+	// DefaultCacheSize is the cache all stores of a Kind share. Pebble reserves the memtables of
+	// its databases inside it and caches table blocks in what is left, so it is the memory budget
+	// of reads beyond the memtables: small, because a stream task mostly reads what it has just
+	// written (still in a memtable) and the operating system's page cache holds recently read
+	// files. With many busy stores the memtables take it all and reads go to the page cache.
+	DefaultCacheSize = 16 << 20
 	// DefaultMemTableSize is the most one memtable of one store grows to. A store holds at most
 	// two (one being written, one being flushed), so 100 busy stores stay under 800 MiB and idle
 	// ones cost 256 KiB each (Pebble starts a memtable at 256 KiB and doubles it as it fills).
@@ -57,8 +60,10 @@ type config struct {
 	fs vfs.FS
 }
 
-// CacheSize sets the size in bytes of the block cache that all stores opened by the Kind share
-// (DefaultCacheSize when n <= 0). It holds uncompressed blocks of the stores' table files.
+// CacheSize sets the size in bytes of the cache that all stores opened by the Kind share
+// (DefaultCacheSize when n <= 0). It holds uncompressed blocks of the stores' table files, in what
+// the stores' memtables, which Pebble reserves in it, leave free. It does not bound the memtables:
+// MemTableSize does.
 func CacheSize(n int64) Option {
 	return func(c *config) {
 		if n > 0 {
@@ -204,6 +209,10 @@ func (k *kind) Open(loc store.Location) (store.Engine, error) {
 		Logger:           pebbleLogger{k.cfg.logger.With("store", loc.String())},
 		EventListener:    &pebble.EventListener{FlushEnd: e.flushed, DataCorruption: e.corrupted},
 	}
+	// Bloom filters (10 bits a key, about 1% false positives) spare a point read the tables that
+	// do not hold its key; Kafka Streams sets one on its RocksDB stores too. Levels below 0
+	// inherit it.
+	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
 	db, err := openDB(dir, opts)
 	if err != nil {
 		k.release(dir)
