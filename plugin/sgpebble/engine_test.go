@@ -620,3 +620,20 @@ func TestCloseDuringReads(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opts            []Option
+		cache, memtable int64
+	}{
+		{nil, DefaultCacheSize, DefaultMemTableSize},
+		{[]Option{CacheSize(-1), MemTableSize(0)}, DefaultCacheSize, DefaultMemTableSize},
+		{[]Option{CacheSize(1 << 30), MemTableSize(1)}, 1 << 30, 256 << 10},
+		{[]Option{MemTableSize(1 << 40)}, DefaultCacheSize, 1 << 30},
+	} {
+		k := New(tc.opts...).(*kind)
+		if k.cfg.cacheSize != tc.cache || k.cfg.memTableSize != tc.memtable || k.cfg.logger == nil {
+			t.Errorf("cache %d memtable %d logger %v, want %d %d and a logger", k.cfg.cacheSize, k.cfg.memTableSize, k.cfg.logger, tc.cache, tc.memtable)
+		}
+	}
+}
