@@ -9,28 +9,34 @@ GO        ?= go
 BROKER    := integration/kafka/broker.sh
 UNIT_PKGS  = $(shell $(GO) list ./... | grep -v /integration)
 
-.PHONY: test test-quick test-compat vet unit integration plugin demo broker-start broker-stop broker-status bench fuzz
+.PHONY: test test-quick test-compat vet unit integration plugin store-pebble demo broker-start broker-stop broker-status bench fuzz
 
-## test: what CI runs (.ci/run). vet, unit tests with -race, the Prometheus plugin's test against a
-## broker, then the integration suite against every supported Kafka line (test-compat), each with a
-## broker started and stopped for it, ending with the version table.
-test: vet unit plugin test-compat
+## test: what CI runs (.ci/run). vet, unit tests with -race, the Pebble store's tests, the
+## Prometheus plugin's test against a broker, then the integration suite against every supported
+## Kafka line (test-compat), each with a broker started and stopped for it, ending with the version
+## table.
+test: vet unit store-pebble plugin test-compat
 
-## test-quick: vet, unit tests and the integration suite against one line (KAFKA_VERSION, default
-## 4.4.0): the developer's loop, a third of the time of test.
-test-quick: vet unit integration
+## test-quick: vet, unit tests, the Pebble store's tests and the integration suite against one
+## line (KAFKA_VERSION, default 4.4.0): the developer's loop, a third of the time of test.
+test-quick: vet unit store-pebble integration
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	cd plugin/sgprom && $(GO) vet ./...
 	$(GO) vet -C integration/chaos ./...
+	cd plugin/sgpebble && $(GO) vet ./...
 
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 integration:
 	scripts/with-broker.sh $(GO) test -race -count=1 -timeout 30m ./integration/...
+
+## store-pebble: the Pebble state store (its own module, plugin/sgpebble); it needs no broker
+store-pebble:
+	cd plugin/sgpebble && $(GO) test -race -count=1 ./...
 
 ## plugin: the Prometheus adapter (its own module, plugin/sgprom) against a broker of KAFKA_VERSION
 plugin:
