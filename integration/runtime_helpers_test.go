@@ -87,6 +87,7 @@ type rtApp struct {
 	mu       sync.Mutex
 	restores []stream.RestoreBatch
 	owned    tasks.Assignment
+	history  []tasks.Assignment // every assignment, in order
 	states   []stream.State
 }
 
@@ -94,6 +95,7 @@ type rtApp struct {
 func (r *rtApp) OnAssignmentChanged(owned tasks.Assignment) {
 	r.mu.Lock()
 	r.owned = owned
+	r.history = append(r.history, owned)
 	r.mu.Unlock()
 }
 
@@ -219,6 +221,26 @@ func (r *rtApp) assignment() tasks.Assignment {
 }
 
 func (r *rtApp) active() tasks.Set { return r.assignment().Active }
+
+// droppedBetween reports whether, after it held id as a standby, the app held neither a standby nor
+// an active id for one assignment at least before it held id as active: the broker took the standby
+// away before promoting it (Kafka 4.2 and 4.3 brokers do).
+func (r *rtApp) droppedBetween(id tasks.ID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	standby, gone := false, false
+	for _, a := range r.history {
+		switch {
+		case a.Standby.Contains(id):
+			standby, gone = true, false
+		case a.Active.Contains(id):
+			return standby && gone
+		case standby:
+			gone = true
+		}
+	}
+	return false
+}
 
 // restoredRecords is how many changelog records of task id the app applied, as an active task
 // restoring (standby false) or as a standby (standby true), and the offset after the last one (-1
