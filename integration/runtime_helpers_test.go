@@ -88,7 +88,6 @@ type rtApp struct {
 	restores []stream.RestoreBatch
 	owned    tasks.Assignment
 	history  []tasks.Assignment // every assignment, in order
-	states   []stream.State
 }
 
 // OnAssignmentChanged is the membership hook that tells the test what the app holds.
@@ -130,11 +129,6 @@ func (s *rtSetup) newApp(t *testing.T, name string, o rtOpts) *rtApp {
 		stream.WithRestoreListener(func(b stream.RestoreBatch) {
 			r.mu.Lock()
 			r.restores = append(r.restores, b)
-			r.mu.Unlock()
-		}),
-		stream.WithStateListener(func(_, to stream.State) {
-			r.mu.Lock()
-			r.states = append(r.states, to)
 			r.mu.Unlock()
 		}),
 	}
