@@ -55,14 +55,14 @@
 //	| testIgnoreLeaveResponseWhenNotLeavingGroup | internal/machine/scenarios_test.go: testIgnoreLeaveResponseWhenNotLeavingGroup |
 //	| testLeaveGroupWhenNotInGroupAndFenced, testLeaveGroupOnCloseWhenNotInGroupAndFenced | internal/machine/scenarios_test.go: testLeaveGroupWhenNotInGroupAndFenced |
 //	| testLeaveGroupWhenInGroupWithAssignment | internal/machine/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine |
-//	| testLeaveGroupOnCloseWhenInGroupWithAssignment | n/a: there is one Close and it always runs OnTasksRevoked before the leave (README, Choices: Close); no callback-free close exists. Its -1 leave is testLeaveGroupWhenInGroupWithAssignment |
+//	| testLeaveGroupOnCloseWhenInGroupWithAssignment | n/a: there is one Close and it always runs OnTasksRevoked before the leave (docs/choices.md: Close); no callback-free close exists. Its -1 leave is testLeaveGroupWhenInGroupWithAssignment |
 //	| testLeaveGroupDuringReconciliationThenRejoin | n/a: Close is final (Start after Close fails: TestManagerCloseBeforeStartAndTwice), so there is no rejoin after a leave; leaving while OnTasksAssigned runs is testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling |
 //	| testOnHeartbeatRequestSkippedWhenInLeaving | internal/transport/transport_test.go: TestLeaveWithoutCoordinatorSendsNothing; internal/machine/scenarios_edge_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated, heartbeatsContinueInPrepareLeaving |
 //	| testOnHeartbeatSuccessWhenInLeaving | internal/machine/scenarios_test.go: testLeaveWhileJoiningBeforeAnyAnswer; internal/machine/scenarios_edge_test.go: testOnFencedWhenInLeaving |
 //	| testOnHeartbeatSuccessWhenInUnsubscribeLeaveNotInProgress | internal/machine/property_test.go: TestMachineProperties |
 //	| testOnHeartbeatSuccessWhenInFenced | internal/machine/scenarios_edge_test.go: testOnHeartbeatSuccessWhenInFenced |
 //	| testOnHeartbeatSuccessWhenInFatal | internal/machine/scenarios_test.go: testOnHeartbeatSuccessWhenInFatal |
-//	| testOnHeartbeatSuccessWhenInStale | n/a: no STALE state (no client-side poll timer: README, Choices) |
+//	| testOnHeartbeatSuccessWhenInStale | n/a: no STALE state (no client-side poll timer: docs/choices.md) |
 //	| testOnHeartbeatSuccessWhenInReconciling | internal/machine/scenarios_test.go: testOnHeartbeatSuccessWhenInReconciling |
 //	| testOnHeartbeatRequestGeneratedWhenInAcknowleding | internal/machine/scenarios_test.go: testOnHeartbeatRequestGeneratedWhenInAcknowledging |
 //	| testOnHeartbeatRequestGeneratedWhenInAcknowledgingAndNewTargetAssignment | internal/machine/scenarios_test.go: newerTargetDuringAssignmentIsReconciledAfterTheAck |
@@ -70,7 +70,7 @@
 //	| testOnHeartbeatRequestGeneratedWhenInLeavingAndPollTimerExpired | n/a: no poll timer, no STALE state |
 //	| testOnHeartbeatFailureAfterLeaveRequestGenerated | internal/machine/scenarios_edge_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated |
 //	| testOnHeartbeatFailure | not yet: issue 14 (the failed-rebalance metric; the fatal/retryable split itself is testKnownFatalErrorResponse and testCoordinatorLoadInProgressErrorResponse) |
-//	| testOnPollTimerExpired | n/a: no poll loop, so no poll timer (README, Choices: No client-side poll timer) |
+//	| testOnPollTimerExpired | n/a: no poll loop, so no poll timer (docs/choices.md: No client-side poll timer) |
 //	| testOnPollTimerExpiredWhenInFatal, testOnPollTimerExpiredWhenInUnsubscribe | n/a: no poll timer |
 //	| testMaybeRejoinStaleMember | n/a: no poll timer, no STALE state |
 //	| testOnFencedWhenIn{Joining,Reconciling,Stable} | internal/machine/scenarios_test.go: testOnFencedWhenInJoining, testOnFencedWhenInStable, testReconcilingWhenReconciliationAbortedBeforeAssignmentDueToRejoin, testReconcilingWhenReconciliationAbortedAfterAssignmentDueToRejoin |
@@ -154,7 +154,7 @@
 //	| testFencedInstanceIdErrorResponse | internal/machine/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses |
 //	| testPollOnCloseWhenStaticMemberIsLeaving, testSendLeaveHeartbeatForStaticMember | internal/machine/scenarios_test.go: testLeaveGroupEpochIsStaticMemberEpochForStaticMember |
 //	| testSkipLeaveHeartbeatForRemainInGroupWithDynamicMember | internal/machine/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat |
-//	| testStreamsRebalanceDataTopologyPushRequired{SetOnRequiredTrue,NotClearedOnRequiredFalse}, testStreamsRebalanceDataUpdatedOnSuccess | n/a: pushing a topology description (KIP-1331) is not implemented by choice (README, Choices: Not implemented); TopologyDescriptionRequired is only parsed |
+//	| testStreamsRebalanceDataTopologyPushRequired{SetOnRequiredTrue,NotClearedOnRequiredFalse}, testStreamsRebalanceDataUpdatedOnSuccess | n/a: pushing a topology description (KIP-1331) is not implemented by choice (docs/choices.md: Not implemented); TopologyDescriptionRequired is only parsed |
 //
 // # §11.3 Callback dispatch and Streams listener
 //
@@ -327,7 +327,7 @@ var checklist = []struct{ item, covers, na string }{
 	{"testIgnoreLeaveResponseWhenNotLeavingGroup", "internal/machine/scenarios_test.go: testIgnoreLeaveResponseWhenNotLeavingGroup", ""},
 	{"testLeaveGroupWhenNotInGroupAndFenced, testLeaveGroupOnCloseWhenNotInGroupAndFenced", "internal/machine/scenarios_test.go: testLeaveGroupWhenNotInGroupAndFenced", ""},
 	{"testLeaveGroupWhenInGroupWithAssignment", "internal/machine/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine", ""},
-	{"testLeaveGroupOnCloseWhenInGroupWithAssignment", "", "n/a: there is one Close and it always runs OnTasksRevoked before the leave (README, Choices: Close); no callback-free close exists. Its -1 leave is testLeaveGroupWhenInGroupWithAssignment"},
+	{"testLeaveGroupOnCloseWhenInGroupWithAssignment", "", "n/a: there is one Close and it always runs OnTasksRevoked before the leave (docs/choices.md: Close); no callback-free close exists. Its -1 leave is testLeaveGroupWhenInGroupWithAssignment"},
 	{"testLeaveGroupDuringReconciliationThenRejoin", "", "n/a: Close is final (Start after Close fails: TestManagerCloseBeforeStartAndTwice), so there is no rejoin after a leave; leaving while OnTasksAssigned runs is testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling"},
 
 	// §11.1 heartbeat outcomes by state
@@ -337,7 +337,7 @@ var checklist = []struct{ item, covers, na string }{
 	{"testOnHeartbeatSuccessWhenInUnsubscribeLeaveNotInProgress", "internal/machine/property_test.go: TestMachineProperties", ""},
 	{"testOnHeartbeatSuccessWhenInFenced", "internal/machine/scenarios_edge_test.go: testOnHeartbeatSuccessWhenInFenced", ""},
 	{"testOnHeartbeatSuccessWhenInFatal", "internal/machine/scenarios_test.go: testOnHeartbeatSuccessWhenInFatal", ""},
-	{"testOnHeartbeatSuccessWhenInStale", "", "n/a: no STALE state (no client-side poll timer: README, Choices)"},
+	{"testOnHeartbeatSuccessWhenInStale", "", "n/a: no STALE state (no client-side poll timer: docs/choices.md)"},
 	{"testOnHeartbeatSuccessWhenInReconciling", "internal/machine/scenarios_test.go: testOnHeartbeatSuccessWhenInReconciling", ""},
 	{"testOnHeartbeatRequestGeneratedWhenInAcknowleding", "internal/machine/scenarios_test.go: testOnHeartbeatRequestGeneratedWhenInAcknowledging", ""},
 	{"testOnHeartbeatRequestGeneratedWhenInAcknowledgingAndNewTargetAssignment", "internal/machine/scenarios_test.go: newerTargetDuringAssignmentIsReconciledAfterTheAck", ""},
@@ -347,7 +347,7 @@ var checklist = []struct{ item, covers, na string }{
 	{"testOnHeartbeatFailure", "", "not yet: issue 14 (the failed-rebalance metric; the fatal/retryable split itself is testKnownFatalErrorResponse and testCoordinatorLoadInProgressErrorResponse)"},
 
 	// §11.1 poll timer
-	{"testOnPollTimerExpired", "", "n/a: no poll loop, so no poll timer (README, Choices: No client-side poll timer)"},
+	{"testOnPollTimerExpired", "", "n/a: no poll loop, so no poll timer (docs/choices.md: No client-side poll timer)"},
 	{"testOnPollTimerExpiredWhenInFatal, testOnPollTimerExpiredWhenInUnsubscribe", "", "n/a: no poll timer"},
 	{"testMaybeRejoinStaleMember", "", "n/a: no poll timer, no STALE state"},
 
@@ -463,7 +463,7 @@ var checklist = []struct{ item, covers, na string }{
 	{"testPollOnCloseWhenStaticMemberIsLeaving, testSendLeaveHeartbeatForStaticMember", "internal/machine/scenarios_test.go: testLeaveGroupEpochIsStaticMemberEpochForStaticMember", ""},
 	{"testSkipLeaveHeartbeatForRemainInGroupWithDynamicMember", "internal/machine/scenarios_test.go: testLeaveGroupOnCloseWithRemainInGroupSkipsLeaveHeartbeat", ""},
 	{"testStreamsRebalanceDataTopologyPushRequired{SetOnRequiredTrue,NotClearedOnRequiredFalse}, testStreamsRebalanceDataUpdatedOnSuccess", "",
-		"n/a: pushing a topology description (KIP-1331) is not implemented by choice (README, Choices: Not implemented); TopologyDescriptionRequired is only parsed"},
+		"n/a: pushing a topology description (KIP-1331) is not implemented by choice (docs/choices.md: Not implemented); TopologyDescriptionRequired is only parsed"},
 
 	// §11.3 Callback dispatch and Streams listener
 	{"testSetRebalanceListenerWithNull, …OverwritesExisting", "", "n/a: the listener is given once to New (WithListener); there is no setter to call with nil or twice"},

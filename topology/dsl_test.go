@@ -80,7 +80,7 @@ func dslTopology(construct, app, t string, optimized bool) *Topology {
 		}
 		return MustNew(Subtopology{ID: "0", SourceTopics: []string{t + "-events", t + "-prices"}, StateChangelogTopics: []TopicInfo{ti},
 			CopartitionGroups: [][]string{CopartitionGroup([]JoinInput{Source("KSTREAM-SOURCE-0000000002", t+"-events")}, []JoinInput{Source("KSTREAM-SOURCE-0000000000", t+"-prices")})}})
-	case "readme": // the worked example of the README, "Matching a Kafka Streams topology"
+	case "readme": // the worked example of docs/topology.md, "Matching a Kafka Streams topology"
 		ordersJoin := CopartitionGroup(
 			[]JoinInput{Source("KSTREAM-SOURCE-0000000004", t+"-orders")},    // this: the stream
 			[]JoinInput{Source("KSTREAM-SOURCE-0000000002", t+"-customers")}) // other: the table
@@ -200,7 +200,7 @@ func TestDSLHelpersMatchKafkaStreams(t *testing.T) {
 		seen++
 	}
 	if seen != 27 {
-		t.Fatalf("%d captured topologies, want 27 (13 constructs × 2 optimization settings, and the README's example)", seen)
+		t.Fatalf("%d captured topologies, want 27 (13 constructs × 2 optimization settings, and the example of docs/topology.md)", seen)
 	}
 }
 

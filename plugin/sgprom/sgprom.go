@@ -12,7 +12,7 @@
 // For several members in one process, give each its own *Metrics with a distinguishing constant
 // label (ConstLabels), or register each in its own registry.
 //
-// The metrics, with namespace ns (the README maps each to the Java client's metric):
+// The metrics, with namespace ns (docs/metrics.md maps each to the Java client's metric):
 //
 //	ns_heartbeats_sent_total                   counter
 //	ns_heartbeats_failed_total{class}          counter: retry, rediscover, fenced, keep-state, fatal

@@ -99,7 +99,7 @@ func main() {
 	testing.Init() // for testing.Benchmark and its -test.benchtime
 	quick := flag.Bool("quick", os.Getenv("BENCH_QUICK") != "", "the ~2-minute version (also BENCH_QUICK=1)")
 	out := flag.String("out", "", "output directory (default bench/results, or $TMPDIR/streamsgroup-bench-quick with -quick)")
-	readme := flag.Bool("readme", true, "a full run rewrites the generated part of README.md's Performance section")
+	readme := flag.Bool("readme", true, "a full run rewrites the generated part of docs/performance.md")
 	only := flag.String("only", "", "comma-separated phases to run (p2,p1,p3,sweep,groups,micro); default all")
 	reps := flag.Int("reps", 0, "override the repetitions of P1-P3")
 	sweep := flag.String("sweep", "", "override the members-per-process sizes of the sweep, e.g. 10,1000")

@@ -29,7 +29,7 @@ func javaVersion(java string) string {
 }
 
 // write writes results.json, results.md and the charts, and, for a full run, the generated part of
-// README.md's Performance section.
+// docs/performance.md.
 func (e *env) write(res *Results, readme bool) error {
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
@@ -49,7 +49,7 @@ func (e *env) write(res *Results, readme bool) error {
 	}
 	fmt.Print(markdown(res, ""))
 	if readme {
-		return updateReadme(filepath.Join(e.root, "README.md"), markdown(res, "bench/results/"))
+		return updateDoc(filepath.Join(e.root, perfDoc), markdown(res, perfImgDir))
 	}
 	return nil
 }
@@ -130,8 +130,15 @@ const (
 	endMark   = "<!-- bench-compare:end -->"
 )
 
-// updateReadme replaces what lies between the markers in README.md; without markers it does nothing.
-func updateReadme(path, content string) error {
+// perfDoc is the page whose generated part a full run rewrites, and perfImgDir the charts' directory
+// relative to it.
+const (
+	perfDoc    = "docs/performance.md"
+	perfImgDir = "../bench/results/"
+)
+
+// updateDoc replaces what lies between the markers in path; without markers it does nothing.
+func updateDoc(path, content string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -139,7 +146,7 @@ func updateReadme(path, content string) error {
 	s := string(b)
 	i, j := strings.Index(s, beginMark), strings.Index(s, endMark)
 	if i < 0 || j < i {
-		logf("README.md has no bench-compare markers; not updated")
+		logf("%s has no bench-compare markers; not updated", path)
 		return nil
 	}
 	s = s[:i+len(beginMark)] + "\n" + content + s[j:]
@@ -184,7 +191,7 @@ func ratio(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-// markdown renders the results; imgDir prefixes the chart paths (for README.md).
+// markdown renders the results; imgDir prefixes the chart paths (for docs/performance.md).
 func markdown(res *Results, imgDir string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -232,7 +239,7 @@ func markdown(res *Results, imgDir string) string {
 	}
 
 	if len(res.Members) > 0 {
-		w("#### Members per process\n\n")
+		w("## Members per process\n\n")
 		w("| members | groups | variant | CPU-s per member-hour | RSS MiB per member | RSS MiB | threads | broker CPU-s per member-hour | heartbeat lateness p99 / max (ms) | > 10%% of an interval late | bare timer p99 / max (ms) | bare timer > 10%% late | kgo queue p99 (ms) | run-queue wait (ms/s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		pts := append([]*MembersPoint(nil), res.Members...)
 		sort.SliceStable(pts, func(i, j int) bool {
@@ -271,7 +278,7 @@ func markdown(res *Results, imgDir string) string {
 	}
 
 	if len(res.Groups) > 0 {
-		w("#### Group size (all members in one process, %d tasks)\n\n", res.Groups[0].Tasks)
+		w("## Group size (all members in one process, %d tasks)\n\n", res.Groups[0].Tasks)
 		w("| N | step | members before → after | Go | Kafka Streams | Go/Java | protocol limit | Go/limit | Go in heartbeat intervals |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, g := range res.Groups {
 			lim := "–"
@@ -286,7 +293,7 @@ func markdown(res *Results, imgDir string) string {
 	}
 
 	if len(res.Micro) > 0 {
-		w("#### Tasks per member (one member, no network; `go test -bench . ./bench/micro`)\n\n")
+		w("## Tasks per member (one member, no network; `go test -bench . ./bench/micro`)\n\n")
 		w("| operation | 10 tasks | 1,000 tasks | 10,000 tasks | time ×, 1k→10k | allocs at 10 / 1k / 10k | growth |\n|---|---|---|---|---|---|---|\n")
 		by := map[string]map[int]struct {
 			ns     float64
