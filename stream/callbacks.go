@@ -83,8 +83,20 @@ func (c *callbacks) OnTasksAssigned(_ context.Context, as tasks.Assignment, _ bo
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	all := as.All()
+	now := a.now()
 	for id, t := range a.tasks {
-		if !all.Contains(id) {
+		if all.Contains(id) {
+			continue
+		}
+		// A task that leaves is kept a while, stopped, before its stores close: a broker may take a
+		// standby away in one assignment and hand it back as active in the next (Kafka 4.2 and 4.3
+		// promote standbys that way), and a kept store restores only what it missed.
+		if t.suspendedAt.IsZero() {
+			t.active, t.initialized, t.punctuations = false, false, nil
+			t.suspendedAt = now
+			continue
+		}
+		if now.Sub(t.suspendedAt) >= keepSuspended {
 			a.closeTask(t, false)
 		}
 	}
@@ -99,6 +111,7 @@ func (c *callbacks) OnTasksAssigned(_ context.Context, as tasks.Assignment, _ bo
 			a.tasks[id] = t
 			delete(a.cleanups, id)
 		}
+		t.suspendedAt = time.Time{}
 		active := as.Active.Contains(id)
 		if t.active && !active {
 			t.initialized, t.punctuations = false, nil
@@ -124,6 +137,19 @@ func (c *callbacks) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) erro
 		a.closeTask(t, false)
 	}
 	return nil
+}
+
+// keepSuspended is how long the stores of a task that left this process's assignment stay open in
+// case it comes back (see OnTasksAssigned); closeSuspended closes them after that.
+const keepSuspended = 30 * time.Second
+
+// closeSuspended closes the tasks kept past keepSuspended. Called with a.mu held.
+func (a *App) closeSuspended(now time.Time) {
+	for _, t := range a.tasks {
+		if !t.suspendedAt.IsZero() && now.Sub(t.suspendedAt) >= keepSuspended {
+			a.closeTask(t, false)
+		}
+	}
 }
 
 // changelogStart tells the consumer where a store stands in its changelog. It runs inside

@@ -300,6 +300,7 @@ func (a *App) between() {
 			return
 		}
 	}
+	a.closeSuspended(now)
 	a.cleanupDue(now)
 	a.mu.Unlock()
 	if a.running() {

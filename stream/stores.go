@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -21,8 +22,11 @@ type task struct {
 	stores      map[string]*kvStore
 	byChangelog map[string]*kvStore
 	// processing: an active task whose restoration finished and whose processor's Init ran.
-	initialized  bool
-	streamTime   int64 // unix ms; -1 before the first record
+	initialized bool
+	streamTime  int64 // unix ms; -1 before the first record
+	// suspendedAt is when the task left the assignment (zero while assigned): its stores are kept
+	// for a while in case it comes back.
+	suspendedAt  time.Time
 	punctuations []*punctuation
 	ctx          Context
 }
