@@ -34,9 +34,10 @@ unit:
 integration:
 	scripts/with-broker.sh $(GO) test -race -count=1 -timeout 30m ./integration/...
 
-## store-pebble: the Pebble state store (its own module, plugin/sgpebble); it needs no broker
+## store-pebble: the Pebble state store (its own module, plugin/sgpebble): its engine tests, the store
+## contract, and its example app (example/totals) against a broker of KAFKA_VERSION
 store-pebble:
-	cd plugin/sgpebble && $(GO) test -race -count=1 ./...
+	scripts/with-broker.sh sh -c 'cd plugin/sgpebble && $(GO) test -race -count=1 ./...'
 
 ## plugin: the Prometheus adapter (its own module, plugin/sgprom) against a broker of KAFKA_VERSION
 plugin:

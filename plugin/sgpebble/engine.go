@@ -358,7 +358,7 @@ func (e *engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil
+		return e.fail("close", store.ErrClosed) // the store contract: every use after Close says so
 	}
 	e.closed = true
 	e.itersMu.Lock()

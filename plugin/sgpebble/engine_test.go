@@ -281,8 +281,8 @@ func TestClosed(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatalf("Close with an open iterator: %v", err)
 	}
-	if err := e.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
+	if err := e.Close(); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("second Close: %v, want store.ErrClosed (the store contract)", err)
 	}
 	if it.Next() {
 		t.Fatal("the iterator goes on after its engine closed")
