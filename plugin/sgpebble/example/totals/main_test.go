@@ -113,7 +113,9 @@ func freshTopics(t *testing.T, adm *kadm.Client, changelog string) {
 	})
 }
 
-func errorsIs(err, target error) bool { return err != nil && strings.Contains(err.Error(), target.Error()) }
+func errorsIs(err, target error) bool {
+	return err != nil && strings.Contains(err.Error(), target.Error())
+}
 
 // setGroupConfig sets a streams group config (IncrementalAlterConfigs on a GROUP resource).
 func setGroupConfig(t *testing.T, cl *kgo.Client, group, key, value string) {
