@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -101,20 +102,16 @@ func freshTopics(t *testing.T, adm *kadm.Client, changelog string) {
 			return false, err.Error()
 		}
 		for _, r := range resp {
-			if r.Err != nil && !errorsIs(r.Err, kerr.TopicAlreadyExists) {
+			if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
 				return false, r.Err.Error()
 			}
-			if errorsIs(r.Err, kerr.TopicAlreadyExists) {
+			if errors.Is(r.Err, kerr.TopicAlreadyExists) {
 				_, _ = adm.DeleteTopics(ctx, r.Topic) // still being deleted from before
 				return false, "topic " + r.Topic + " still exists"
 			}
 		}
 		return true, ""
 	})
-}
-
-func errorsIs(err, target error) bool {
-	return err != nil && strings.Contains(err.Error(), target.Error())
 }
 
 // setGroupConfig sets a streams group config (IncrementalAlterConfigs on a GROUP resource).
