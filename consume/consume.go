@@ -693,3 +693,22 @@ func (c *Consumer) Restoring() tasks.Set {
 	}
 	return tasks.NewSet(ids...)
 }
+
+// HasCommitted reports whether active task id has a committed position for any of its inputs (read
+// when it was assigned, or committed since). A stateful task without one whose stores hold data is
+// the sign of a group whose offsets were deleted while its changelogs were kept: its inputs are
+// read again from auto.offset.reset, on top of the state they already built.
+func (c *Consumer) HasCommitted(id tasks.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.tasks[id]
+	if t == nil || t.role != Active {
+		return false
+	}
+	for _, p := range t.parts {
+		if p.kind == tasks.Input && p.committed >= 0 {
+			return true
+		}
+	}
+	return false
+}

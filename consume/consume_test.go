@@ -776,6 +776,9 @@ func TestRewindGoesBackToTheLastCommit(t *testing.T) {
 	e.commits.committed = commit.Offsets{tp("other", 0): 5}
 	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
 	e.cl.takeOps()
+	if !e.c.HasCommitted(tid("1_0")) || e.c.HasCommitted(tid("1_1")) || e.c.HasCommitted(tid("9_9")) {
+		t.Fatal("HasCommitted: want true for 1_0 (other[0] committed at 5), false for 1_1 and an unknown task")
+	}
 	e.c.Rewind() // nothing processed: nothing to do
 	if ops := e.cl.takeOps(); len(ops) != 0 {
 		t.Fatalf("Rewind before any record: %q", ops)
@@ -789,6 +792,9 @@ func TestRewindGoesBackToTheLastCommit(t *testing.T) {
 	}
 	if len(sent) != 1 || sent[0][tp("other", 0)] != 7 || sent[0][tp("other", 1)] != 5 {
 		t.Fatalf("committed %v, want other[0]=7 other[1]=5", sent)
+	}
+	if !e.c.HasCommitted(tid("1_1")) {
+		t.Fatal("HasCommitted(1_1) after its first commit: false")
 	}
 	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {7, 8}})
 	e.poll().Done()

@@ -91,6 +91,31 @@ type options struct {
 	hooks     []membership.Hook
 	onStore   func(err *store.Error) StoreAction
 	onRestore []func(RestoreBatch)
+	onWarning []func(error)
+}
+
+// WithWarningListener calls fn with each warning the runtime finds (typed: *OrphanedStateWarning),
+// besides logging it; on Run's goroutine, keep it short.
+func WithWarningListener(fn func(error)) Option {
+	return func(o *options) { o.onWarning = append(o.onWarning, fn) }
+}
+
+// OrphanedStateWarning says a task starts processing with stores that hold data but without any
+// committed input offset: the group's offsets were deleted (or reset) while its changelog topics
+// were kept, so the inputs are read again from auto.offset.reset on top of the state they already
+// built, and counts or totals end up doubled. Stop every member and delete the group with its
+// internal topics, then start again (or reset the inputs to a position the state matches).
+type OrphanedStateWarning struct {
+	Task  tasks.ID
+	Group string
+	// Keys is about how many keys the task's stores hold.
+	Keys int64
+}
+
+func (w *OrphanedStateWarning) Error() string {
+	return fmt.Sprintf("stream: task %s restored state (about %d keys) but has no committed input offsets: its inputs are "+
+		"processed again from auto.offset.reset on top of that state, which doubles counts; to start over, stop every member "+
+		"and run `streams-groups --bootstrap-server … --delete --group %s --delete-all-internal-topics`", w.Task, w.Keys, w.Group)
 }
 
 // RestoreBatch is one batch of changelog records applied to a store: of an active task restoring

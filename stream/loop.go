@@ -218,6 +218,7 @@ func (a *App) policy(err error, t *task, kr *kgo.Record) error {
 // initTask runs the processor's Init for a task that starts processing.
 func (a *App) initTask(t *task) error {
 	t.initialized = true
+	a.checkOrphanedState(t)
 	in, ok := a.procs[t.id.Subtopology].(Initializer)
 	if !ok {
 		return nil
@@ -227,6 +228,28 @@ func (a *App) initTask(t *task) error {
 		return a.softFail(t, err)
 	}
 	return nil
+}
+
+// checkOrphanedState warns when t starts with data in its stores and no committed input offset
+// (see OrphanedStateWarning). Called with a.mu held.
+func (a *App) checkOrphanedState(t *task) {
+	if len(t.stores) == 0 || a.cons.HasCommitted(t.id) {
+		return
+	}
+	var keys int64
+	for _, s := range t.stores {
+		if n, err := s.eng.ApproximateCount(); err == nil {
+			keys += n
+		}
+	}
+	if keys == 0 {
+		return
+	}
+	w := &OrphanedStateWarning{Task: t.id, Group: a.cfg.ApplicationID, Keys: keys}
+	a.log.Warn(w.Error())
+	for _, fn := range a.o.onWarning {
+		fn(w)
+	}
 }
 
 // softFail applies processing.exception.handler to an error outside a record (Init, punctuation).
