@@ -283,10 +283,7 @@ func (a *App) punctuate(t *task, typ PunctuationType, now int64) error {
 		if now < p.next {
 			continue
 		}
-		at := time.UnixMilli(now)
-		if typ == StreamTime {
-			at = time.UnixMilli(p.next)
-		}
+		at := time.UnixMilli(now) // the wall-clock time, or the stream time, as Kafka Streams passes it
 		// Missed intervals are skipped, as Kafka Streams does: one call, then the next due time.
 		for p.next <= now {
 			p.next += p.every.Milliseconds()
