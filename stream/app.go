@@ -555,6 +555,14 @@ func (a *App) watch(events <-chan membership.Event) {
 			a.fail(ev.Err)
 		case membership.EventShutdownRequested:
 			a.fail(ErrShutdownRequested)
+		case membership.EventMissingSourceTopicsTimeout:
+			// Kafka Streams fails with a MissingSourceTopicException once the source topics have been
+			// missing for two heartbeat intervals (the member measures them).
+			a.fail(&StatusError{Kind: ev.Kind, Topics: ev.Topics, Err: ev.Err})
+		case membership.EventIncorrectlyPartitionedTopics:
+			// Kafka Streams throws a TopologyException at once: no assignment can come until the
+			// topics are fixed.
+			a.fail(&StatusError{Kind: ev.Kind, Topics: ev.Topics, Err: statusErr(ev)})
 		case membership.EventEndpointsChanged:
 			eps := ev.Endpoints
 			a.endpoints.Store(&eps)
@@ -564,6 +572,44 @@ func (a *App) watch(events <-chan membership.Event) {
 			}
 		}
 	}
+}
+
+// StatusError is a status of the group that stops the application, as it stops Kafka Streams:
+// source topics missing for two heartbeat intervals (EventMissingSourceTopicsTimeout; Kafka
+// Streams' MissingSourceTopicException), or incorrectly partitioned topics
+// (EventIncorrectlyPartitionedTopics; its TopologyException).
+type StatusError struct {
+	Kind   membership.EventKind
+	Topics []string
+	Err    error
+}
+
+func (e *StatusError) Error() string {
+	what := "the group reported " + e.Kind.String()
+	switch e.Kind {
+	case membership.EventMissingSourceTopicsTimeout:
+		what = fmt.Sprintf("source topics %v are missing: create them (with the partition counts the topology needs), then start the application again", e.Topics)
+	case membership.EventIncorrectlyPartitionedTopics:
+		what = fmt.Sprintf("topics %v are partitioned incorrectly (copartitioned topics must have the same partition count): fix them, then start the application again", e.Topics)
+	}
+	if e.Err != nil {
+		return fmt.Sprintf("stream: %s (%v)", what, e.Err)
+	}
+	return "stream: " + what
+}
+
+// Unwrap returns the member's error, if any.
+func (e *StatusError) Unwrap() error { return e.Err }
+
+// statusErr is the broker's detail of a status event as an error, if it has one.
+func statusErr(ev membership.Event) error {
+	if ev.Err != nil {
+		return ev.Err
+	}
+	if ev.Status != nil && ev.Status.Detail != "" {
+		return errors.New(ev.Status.Detail)
+	}
+	return nil
 }
 
 // running reports whether the App is in one of Run's working states.
