@@ -312,7 +312,8 @@ func (c *Client) plan(ctx context.Context, g *Group, r Reset) ([]NewOffset, erro
 	}
 	var byTime map[tp]int64
 	if r.Kind == ToTimestamp {
-		l, err := adm.ListOffsetsAfterMilli(ctx, r.Timestamp.UnixMilli(), names...)
+		// Before 1970 is the start: a negative timestamp would name one of ListOffsets' special offsets.
+		l, err := adm.ListOffsetsAfterMilli(ctx, max(r.Timestamp.UnixMilli(), 0), names...)
 		if err != nil {
 			return nil, fmt.Errorf("listing the offsets of %v at %s: %w", names, r.Timestamp.Format(time.RFC3339Nano), err)
 		}
