@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -224,6 +225,25 @@ func parseISODuration(s string) (time.Duration, error) {
 	return time.Duration(total), nil
 }
 
+// csvFields splits one CSV line; a field may be quoted ("a,b" or "say ""hi"""), as Kafka's tool
+// writes names.
+func csvFields(line string) ([]string, error) {
+	r := csv.NewReader(strings.NewReader(line))
+	r.FieldsPerRecord, r.TrimLeadingSpace = -1, true
+	rec, err := r.Read()
+	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("not a CSV record: %v", err)
+	}
+	for i := range rec {
+		rec[i] = strings.TrimSpace(rec[i])
+	}
+	return rec, nil
+}
+
 // maxPlanLines bounds a --from-file plan, so a wrong file (a log, a dump) is refused rather than read.
 const maxPlanLines = 1 << 20
 
@@ -252,9 +272,9 @@ func readPlan(path string) (resetPlan, error) {
 		if lines++; lines > maxPlanLines {
 			return plan, fmt.Errorf("more than %d lines", maxPlanLines)
 		}
-		rec := strings.Split(line, ",")
-		for i := range rec {
-			rec[i] = strings.TrimSpace(rec[i])
+		rec, err := csvFields(line)
+		if err != nil {
+			return plan, fmt.Errorf("line %d: %v", n, err)
 		}
 		if len(rec) != 3 && len(rec) != 4 {
 			return plan, fmt.Errorf("line %d: %d fields, want topic,partition,offset or group,topic,partition,offset", n, len(rec))

@@ -81,6 +81,7 @@ func TestBadOffsetCommandLines(t *testing.T) {
 		{r("--from-file", planFile(t, "in,0,5\n\nin,0,6\n")), "line 3: partition in-0 appears twice"},
 		{r("--from-file", planFile(t, "a b,0,5\n")), `line 1: "a b" is not a valid topic name`},
 		{r("--from-file", planFile(t, ",in,0,5\n")), "line 1: the group is empty"},
+		{r("--from-file", planFile(t, "\"in,0,5\n")), "line 1: not a CSV record"},
 		{r("--from-file", planFile(t, strings.Repeat("x", 70000))), "longer than 64 KiB"},
 		// --delete-offsets.
 		{[]string{bs, "--delete-offsets", "--group", "g"}, "--delete-offsets needs --input-topic or --all-input-topics"},
@@ -121,7 +122,7 @@ func TestBadOffsetCommandLines(t *testing.T) {
 
 func TestGoodOffsetCommandLines(t *testing.T) {
 	plan := planFile(t, "in,0,5\r\n\n in , 2 , 7 \nin2,0,0\n")
-	grouped := planFile(t, "a,in,0,5\nb,in,1,6\n")
+	grouped := planFile(t, "\"a\",\"in\",0,5\nb,in,1,6\n")
 	cases := []struct {
 		args  []string
 		check func(*options) bool

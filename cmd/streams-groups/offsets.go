@@ -101,14 +101,15 @@ func (c *command) resetOffsets(ctx context.Context) int {
 		}
 		code = printJSON(c.out, map[string]any{"dryRun": dry, "groups": out})
 	case c.o.export:
-		// The two forms --from-file reads: without the group column for one --group, as Kafka's tool.
+		// The two forms --from-file reads: without the group column for one --group, as Kafka's tool
+		// writes them (names quoted).
 		withGroup := len(c.o.groups) != 1
 		for _, r := range results {
 			for _, p := range r.plan {
 				if withGroup {
-					fmt.Fprintf(c.out, "%s,", r.group)
+					fmt.Fprintf(c.out, "%s,", csvQuote(r.group))
 				}
-				fmt.Fprintf(c.out, "%s,%d,%d\n", p.Topic, p.Partition, p.Offset)
+				fmt.Fprintf(c.out, "%s,%d,%d\n", csvQuote(p.Topic), p.Partition, p.Offset)
 			}
 		}
 	default:
@@ -147,6 +148,9 @@ func (c *command) resetOffsets(ctx context.Context) int {
 	}
 	return code
 }
+
+// csvQuote quotes a CSV field, doubling its quotes.
+func csvQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 func topicsJSON(r *admin.TopicsResult, dry bool) map[string]any {
 	key := "deleted"

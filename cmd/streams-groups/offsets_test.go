@@ -117,7 +117,7 @@ func TestResetOffsetsCommand(t *testing.T) {
 	}
 	// --export: the CSV --from-file reads back.
 	out, _, _ = runCLI(b, "--reset-offsets", "--group", "app", "--input-topic", "in:1", "--shift-by", "2", "--dry-run", "--export")
-	if out != "in,1,4\n" {
+	if out != "\"in\",1,4\n" {
 		t.Fatalf("export: %q", out)
 	}
 	plan := planFile(t, out)
