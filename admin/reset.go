@@ -69,8 +69,18 @@ type NewOffset struct {
 // PlanReset computes the offsets a reset would commit, without committing them. The group must
 // exist, be a streams group and be empty (no members): a member would overwrite the offsets with its
 // next commit. A group with members is a *GroupError with ErrGroupNotEmpty.
+//
+// A group that does not exist can be given offsets with an explicit scope (Reset.Topics or a plan),
+// as Kafka's tool allows: that is how positions saved before deleting a group are put back for the
+// new version that will join under the same ID (the commit creates an empty group holding only
+// offsets, which the first streams member takes over). The topics are then checked against the
+// cluster only, there being no topology.
 func (c *Client) PlanReset(ctx context.Context, group string, r Reset) ([]NewOffset, error) {
 	g, err := c.emptyGroup(ctx, group)
+	var ge *GroupError
+	if errors.As(err, &ge) && ge.Kind == ErrGroupNotFound && (r.Kind == FromPlan || r.Topics != nil) {
+		g, err = &Group{ID: group, State: "Dead"}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +134,9 @@ func (c *Client) emptyGroup(ctx context.Context, group string) (*Group, error) {
 
 // sourceTopics returns the source topics and the repartition source topics of g's topology.
 func sourceTopics(g *Group) (sources, repartition []string) {
+	if g.Topology == nil {
+		return nil, nil
+	}
 	seen := map[string]bool{}
 	for _, s := range g.Topology.Subtopologies {
 		for _, t := range s.SourceTopics {
@@ -153,7 +166,7 @@ type tp struct {
 
 // scope resolves r's partitions against the group's topology and the cluster's metadata.
 func (c *Client) scope(ctx context.Context, g *Group, r Reset) ([]tp, error) {
-	if g.Topology == nil {
+	if g.Topology == nil && r.Kind != FromPlan && r.Topics == nil {
 		return nil, fmt.Errorf("group %q: %w; its input topics are not known", g.ID, ErrNoTopology)
 	}
 	sources, repartition := sourceTopics(g)
@@ -171,6 +184,8 @@ func (c *Client) scope(ctx context.Context, g *Group, r Reset) ([]tp, error) {
 		for _, t := range sources {
 			want = append(want, TopicPartitions{Topic: t})
 		}
+	case g.Topology == nil:
+		want = r.Topics // a group that does not exist: nothing to check the topics against
 	default:
 		inputs := map[string]bool{}
 		for _, t := range append(sources, repartition...) {

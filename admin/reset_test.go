@@ -216,6 +216,26 @@ func TestResetExecuteCommits(t *testing.T) {
 	}
 }
 
+// A group that does not exist takes offsets with an explicit scope (putting saved positions back
+// after a delete), checked against the cluster only; without a scope it is ErrGroupNotFound.
+func TestResetOfAGroupThatDoesNotExist(t *testing.T) {
+	f := newFakeApp(t)
+	p, err := f.adm.ResetOffsets(ctx(t), "new", Reset{Kind: FromPlan, Plan: map[string]map[int32]int64{tIn: {1: 4}}})
+	if err != nil || planString(p) != "in-1=4 " {
+		t.Fatalf("plan for a new group: %q %v", planString(p), err)
+	}
+	r, err := kadm.NewClient(f.cl).FetchOffsets(ctx(t), "new")
+	if o, ok := r.Lookup(tIn, 1); err != nil || !ok || o.At != 4 {
+		t.Fatalf("committed: %+v %v", o, err)
+	}
+	if _, err := f.adm.PlanReset(ctx(t), "new2", Reset{Kind: ToEarliest, Topics: []TopicPartitions{{Topic: "missing"}}}); !errors.Is(err, ErrUnknownPartition) {
+		t.Fatalf("a missing topic for a new group: %v", err)
+	}
+	if _, err := f.adm.PlanReset(ctx(t), "new3", Reset{Kind: ToEarliest}); !errors.Is(err, ErrGroupNotFound) {
+		t.Fatalf("no scope for a new group: %v", err)
+	}
+}
+
 func TestResetRefusals(t *testing.T) {
 	f := newFakeApp(t)
 	f.commit(t, map[string]map[int32]int64{tIn: {0: 5}})
