@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -56,6 +57,13 @@ func appCluster(t *testing.T) (bootstrap string, adm *kadm.Client, state *atomic
 			}
 			resp.Groups = append(resp.Groups, grp)
 		}
+		return resp, nil, true
+	})
+	c.ControlKey(int16(kmsg.ListGroups), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+		resp.Groups = []kmsg.ListGroupsResponseGroup{{Group: "app", GroupType: "streams", GroupState: state.Load().(string)},
+			{Group: "a-consumer-group", GroupType: "consumer", GroupState: "Empty"}}
 		return resp, nil, true
 	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -203,5 +211,28 @@ func TestDeleteOffsetsAndInternalTopicsCommands(t *testing.T) {
 	}
 	if got := names(); got != "app-counts-changelog app-rekey-repartition in other-counts-changelog" {
 		t.Fatalf("a dry run deleted topics: %s", got)
+	}
+}
+
+// --all-groups acts on the streams groups only: --describe prints one JSON array of their documents,
+// --reset-offsets and --delete --dry-run cover them.
+func TestAllGroupsCommands(t *testing.T) {
+	b, _, _ := appCluster(t)
+	out, errOut, code := runCLI(b, "--describe", "--all-groups", "--state", "--output", "json")
+	var docs []map[string]any
+	if err := json.Unmarshal([]byte(out), &docs); err != nil || code != exitOK || len(docs) != 1 || docs[0]["group"] != "app" {
+		t.Fatalf("--describe --all-groups json: exit %d %v\n%s%s", code, err, out, errOut)
+	}
+	out, _, code = runCLI(b, "--describe", "--all-groups", "--offsets")
+	if code != exitOK || !regexp.MustCompile(`(?m)^app +in +0 +4$`).MatchString(out) {
+		t.Fatalf("--describe --all-groups --offsets: exit %d\n%s", code, out)
+	}
+	out, _, code = runCLI(b, "--reset-offsets", "--all-groups", "--all-input-topics", "--to-latest", "--export")
+	if code != exitOK || out != "\"app\",\"in\",0,5\n\"app\",\"in\",1,5\n" {
+		t.Fatalf("--reset-offsets --all-groups --export: exit %d %q", code, out)
+	}
+	out, errOut, code = runCLI(b, "--delete", "--all-groups", "--dry-run")
+	if code != exitOK || out != "Streams group 'app' would be deleted (dry run).\n" || !strings.Contains(errOut, "nothing was deleted") {
+		t.Fatalf("--delete --all-groups --dry-run: exit %d %q %q", code, out, errOut)
 	}
 }
