@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/admin"
+	"github.com/streamsgroup/streamsgroup/config"
 )
 
 // targetGroups returns the groups the command acts on: --group's, or with --all-groups every streams
@@ -60,7 +61,7 @@ func (c *command) resetOffsets(ctx context.Context) int {
 		}
 		res := resetResult{group: g}
 		if r.Kind == admin.FromPlan && r.Plan == nil {
-			res.err = fmt.Errorf("group %q: %w %s", g, admin.ErrNoPlan, c.o.fromFile.value)
+			res.err = fmt.Errorf("group %q: %w (--from-file %s has no line for it)", g, admin.ErrNoPlan, config.Quote(c.o.fromFile.value))
 		} else if dry {
 			res.plan, res.err = c.adm.PlanReset(ctx, g, r)
 		} else {

@@ -167,6 +167,10 @@ func TestResetOffsetsCommand(t *testing.T) {
 		t.Fatalf("group with members: exit %d %q", code, errOut)
 	}
 	state.Store("Empty")
+	_, errOut, code = runCLI(b, "--reset-offsets", "--group", "app", "--group", "other", "--from-file", planFile(t, "other,in,0,1\n"))
+	if code != exitFailed || !strings.Contains(errOut, `group "app": the reset plan has no offsets for the group (--from-file`) {
+		t.Fatalf("a plan without the group: exit %d %q", code, errOut)
+	}
 	_, errOut, code = runCLI(b, "--reset-offsets", "--group", "nope", "--all-input-topics", "--to-earliest", "--execute")
 	if code != exitNotFound {
 		t.Fatalf("no such group: exit %d %q", code, errOut)
