@@ -34,7 +34,8 @@ var (
 	ErrGroupNotFound = errors.New("group not found")
 	// ErrNotStreamsGroup: the ID belongs to a group of another type (consumer, classic, share).
 	ErrNotStreamsGroup = errors.New("not a streams group")
-	// ErrGroupNotEmpty: a group with members cannot be deleted.
+	// ErrGroupNotEmpty: a group with members cannot be deleted, nor its offsets reset or deleted, nor
+	// its internal topics deleted.
 	ErrGroupNotEmpty = errors.New("group is not empty")
 	// ErrWrongGroup: the broker answered about another group than the one asked for (or left the
 	// asked one out); the answer is not used.
@@ -58,7 +59,8 @@ func (e *GroupError) Error() string {
 	case errors.Is(e.Kind, ErrGroupNotFound):
 		return fmt.Sprintf("group %q does not exist", e.Group)
 	case errors.Is(e.Kind, ErrGroupNotEmpty):
-		return fmt.Sprintf("group %q still has members; stop them first (it can only be deleted when empty)", e.Group)
+		return fmt.Sprintf("group %q still has members; stop them first (only an empty group can be deleted, "+
+			"have its offsets reset or deleted, or its internal topics deleted)", e.Group)
 	case errors.Is(e.Kind, ErrWrongGroup) && e.Answered == "":
 		return fmt.Sprintf("group %q: the broker's answer left this group out; nothing was assumed about it", e.Group)
 	case errors.Is(e.Kind, ErrWrongGroup):

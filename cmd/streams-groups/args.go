@@ -12,22 +12,33 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/streamsgroup/streamsgroup/admin"
 	"github.com/streamsgroup/streamsgroup/internal/hostport"
 	"github.com/streamsgroup/streamsgroup/internal/text"
 )
 
-const usageHead = `streams-groups: list, describe and delete Kafka streams groups (KIP-1071).
+const usageHead = `streams-groups: list, describe, delete and reset Kafka streams groups (KIP-1071).
 
   streams-groups --bootstrap-server HOST:PORT --list [--state [STATE,...]]
-  streams-groups --bootstrap-server HOST:PORT --describe --group G [--members|--state|--offsets|--topology] [--verbose]
-  streams-groups --bootstrap-server HOST:PORT --delete --group G [--group G2 ...]
+  streams-groups --bootstrap-server HOST:PORT --describe (--group G | --all-groups) [--members|--state|--offsets|--topology] [--verbose]
+  streams-groups --bootstrap-server HOST:PORT --delete (--group G [--group G2 ...] | --all-groups) [--delete-all-internal-topics] [--dry-run]
+  streams-groups --bootstrap-server HOST:PORT --reset-offsets (--group G ... | --all-groups)
+      (--input-topic T[:P,...] ... | --all-input-topics)
+      (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by N | --to-datetime T | --by-duration D | --from-file CSV)
+      [--dry-run | --execute] [--export] [--delete-all-internal-topics]
+  streams-groups --bootstrap-server HOST:PORT --delete-offsets --group G (--input-topic T[:P,...] ... | --all-input-topics)
   streams-groups --bootstrap-server HOST:PORT --topology --group G
   streams-groups --bootstrap-server HOST:PORT --next-epoch --group G
   streams-groups --topology-id FILE|- [--bootstrap-server HOST:PORT --group G [--topology-epoch N]]
+  streams-groups --version
+
+--reset-offsets, --delete-offsets and --delete-all-internal-topics need an empty group (stop every member
+first). --reset-offsets only shows the new offsets unless --execute is given.
 
 Exit codes: 0 done, 1 the cluster could not be reached or a request failed, 2 bad options,
-3 no such group, 4 not a streams group, 5 delete refused (members remain), 6 invalid topology file.
+3 no such group, 4 not a streams group, 5 refused because the group has members, 6 invalid topology file.
 
 Options:
 `
@@ -36,12 +47,10 @@ Options:
 // them; --list --state matches them case-insensitively, as Kafka's tool does.
 var streamsStates = []string{"Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead"}
 
-// kafkaOnly are options of Kafka's kafka-streams-groups.sh that this tool does not have.
-var kafkaOnly = map[string]bool{
-	"all-groups": true, "reset-offsets": true, "delete-offsets": true, "input-topic": true, "all-input-topics": true,
-	"to-offset": true, "from-file": true, "to-datetime": true, "by-duration": true, "to-earliest": true,
-	"to-latest": true, "to-current": true, "shift-by": true, "delete-internal-topic": true,
-	"delete-all-internal-topics": true, "dry-run": true, "execute": true, "export": true, "version": true,
+// kafkaOnly are options of Kafka's kafka-streams-groups.sh that this tool does not have, and why.
+var kafkaOnly = map[string]string{
+	"delete-internal-topic": "Kafka's tool deletes any topic named with it; use --delete-all-internal-topics, " +
+		"which deletes only the group's own repartition and changelog topics",
 }
 
 type options struct {
@@ -63,6 +72,32 @@ type options struct {
 	topologyEpoch epoch
 	nextEpoch     bool
 	output        once
+
+	version           bool
+	allGroups         bool
+	resetOffsets      bool
+	deleteOffsets     bool
+	inputTopics       multi
+	allInputTopics    bool
+	toEarliest        bool
+	toLatest          bool
+	toCurrent         bool
+	toOffset          int64Opt
+	shiftBy           int64Opt
+	toDatetime        once
+	byDuration        once
+	fromFile          once
+	dryRun            bool
+	execute           bool
+	export            bool
+	deleteAllInternal bool
+
+	// Derived by parseArgs.
+	scope     []admin.TopicPartitions // --input-topic, parsed; nil with --all-input-topics
+	reset     admin.Reset             // the reset specification (Plan and by-duration's time are set per run)
+	duration  time.Duration           // --by-duration
+	plan      resetPlan               // --from-file
+	dryRunSet bool                    // --dry-run given or implied for --reset-offsets (no --execute)
 }
 
 // usageError is a command line that cannot run; run prints it and exits with exitUsage.
@@ -74,6 +109,9 @@ func usagef(format string, args ...any) error { return &usageError{msg: fmt.Spri
 
 // errHelp: -h or --help; run prints the usage to stdout and exits 0.
 var errHelp = errors.New("help requested")
+
+// errVersion: --version; run prints the version to stdout and exits 0.
+var errVersion = errors.New("version requested")
 
 // once is a string option that may be given once: joptsimple (Kafka's tool) refuses a second value of
 // a single-valued option, and a silent "last one wins" hides typos in scripts.
@@ -152,6 +190,28 @@ func (e *epoch) Set(s string) error {
 	return nil
 }
 
+// int64Opt is a whole-number option given once (--to-offset, --shift-by), from min up.
+type int64Opt struct {
+	once
+	n   int64
+	min int64
+}
+
+func (v *int64Opt) Set(s string) error {
+	if err := v.once.Set(s); err != nil {
+		return err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < v.min {
+		if v.min == 0 {
+			return fmt.Errorf("must be a whole number from 0 to %d", int64(math.MaxInt64))
+		}
+		return fmt.Errorf("must be a whole number from %d to %d", int64(math.MinInt64), int64(math.MaxInt64))
+	}
+	v.n = n
+	return nil
+}
+
 func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("streams-groups", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // run prints the errors, and the usage for -h
@@ -172,6 +232,25 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var(&o.topologyEpoch, "topology-epoch", "with --topology-id and --group: the local topology.epoch to compare (default 0)")
 	fs.BoolVar(&o.nextEpoch, "next-epoch", false, "print the topology.epoch a rolling upgrade of the group should use")
 	fs.Var(&o.output, "output", "table or json (default table)")
+	fs.BoolVar(&o.version, "version", false, "print the version of streams-groups and exit")
+	fs.BoolVar(&o.allGroups, "all-groups", false, "with --describe, --delete or --reset-offsets: every streams group of the cluster")
+	fs.BoolVar(&o.resetOffsets, "reset-offsets", false, "reset the committed offsets of empty groups on their input topics (a plan unless --execute)")
+	fs.BoolVar(&o.deleteOffsets, "delete-offsets", false, "delete the committed offsets of an empty group on some or all of its input topics")
+	fs.Var(&o.inputTopics, "input-topic", "with --reset-offsets or --delete-offsets: a topic, or topic:0,1,2 for some partitions (repeatable)")
+	fs.BoolVar(&o.allInputTopics, "all-input-topics", false, "with --reset-offsets or --delete-offsets: every source topic of the group's topology")
+	fs.BoolVar(&o.toEarliest, "to-earliest", false, "reset to the log start offset")
+	fs.BoolVar(&o.toLatest, "to-latest", false, "reset to the log end offset")
+	fs.BoolVar(&o.toCurrent, "to-current", false, "reset to the committed offset (the log end offset where none is committed)")
+	o.shiftBy.min = math.MinInt64
+	fs.Var(&o.toOffset, "to-offset", "reset to this offset (kept inside the log's start and end)")
+	fs.Var(&o.shiftBy, "shift-by", "reset to the committed offset plus N (negative moves back; kept inside the log)")
+	fs.Var(&o.toDatetime, "to-datetime", "reset to the first offset at or after YYYY-MM-DDThh:mm:ss[.sss][Z|+hh:mm] (UTC without a zone)")
+	fs.Var(&o.byDuration, "by-duration", "reset to the first offset at or after now minus an ISO-8601 duration PnDTnHnMnS (e.g. PT1H30M)")
+	fs.Var(&o.fromFile, "from-file", "reset to the offsets of a CSV file of topic,partition,offset (or group,topic,partition,offset) lines")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "with --reset-offsets (the default) or --delete: show what would be done, change nothing")
+	fs.BoolVar(&o.execute, "execute", false, "with --reset-offsets: commit the new offsets")
+	fs.BoolVar(&o.export, "export", false, "with --reset-offsets: print the new offsets as CSV, the format --from-file reads")
+	fs.BoolVar(&o.deleteAllInternal, "delete-all-internal-topics", false, "with --delete or --reset-offsets: also delete the groups' repartition and changelog topics (<group>-…-repartition|-changelog of their topologies)")
 	return fs
 }
 
@@ -197,12 +276,17 @@ func parseArgs(args []string) (*options, error) {
 		}
 		return nil, flagError(err)
 	}
+	if o.version {
+		return nil, errVersion // as -h: whatever else the command line says
+	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %s (every value belongs to an option, e.g. --group G)", text.Quote(fs.Arg(0)))
 	}
 	// A value that is an option name: the value was forgotten ("--group --members").
 	values := map[string][]string{"--bootstrap-server": {o.bootstrap.value}, "--command-config": {o.commandConfig.value},
-		"--topology-id": {o.topologyID.value}, "--output": {o.output.value}, "--group": o.groups}
+		"--topology-id": {o.topologyID.value}, "--output": {o.output.value}, "--group": o.groups,
+		"--input-topic": o.inputTopics, "--to-datetime": {o.toDatetime.value}, "--by-duration": {o.byDuration.value},
+		"--from-file": {o.fromFile.value}}
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		for _, v := range values[name] {
 			if strings.HasPrefix(v, "-") && isOption(v) {
@@ -226,18 +310,22 @@ func parseArgs(args []string) (*options, error) {
 	for _, a := range []struct {
 		on   bool
 		name string
-	}{{o.list, "--list"}, {o.describe, "--describe"}, {o.del, "--delete"}, {standaloneTopology, "--topology"},
+	}{{o.list, "--list"}, {o.describe, "--describe"}, {o.del, "--delete"}, {o.resetOffsets, "--reset-offsets"},
+		{o.deleteOffsets, "--delete-offsets"}, {standaloneTopology, "--topology"},
 		{o.nextEpoch, "--next-epoch"}, {o.topologyID.set, "--topology-id"}} {
 		if a.on {
 			actions = append(actions, a.name)
 		}
 	}
+	const allActions = "--list, --describe, --delete, --reset-offsets, --delete-offsets, --topology, --next-epoch, --topology-id"
 	switch {
+	case len(actions) == 0 && o.deleteAllInternal:
+		return nil, usagef("--delete-all-internal-topics goes with --delete or --reset-offsets, as in Kafka's tool " +
+			"(to keep the group's positions: --reset-offsets --all-input-topics --to-current --execute --delete-all-internal-topics)")
 	case len(actions) == 0:
-		return nil, usagef("give one of --list, --describe, --delete, --topology, --next-epoch, --topology-id")
+		return nil, usagef("give one of " + allActions)
 	case len(actions) > 1:
-		return nil, usagef("give exactly one of --list, --describe, --delete, --topology, --next-epoch, --topology-id, not %s",
-			strings.Join(actions, " and "))
+		return nil, usagef("give exactly one of %s, not %s", allActions, strings.Join(actions, " and "))
 	}
 	action := actions[0]
 
@@ -253,8 +341,13 @@ func parseArgs(args []string) (*options, error) {
 		only(o.offsets, "--offsets", "--describe"),
 		only(o.verbose, "--verbose", "--describe"),
 		only(o.state.set, "--state", "--describe", "--list"),
-		only(len(o.groups) > 0, "--group", "--describe", "--delete", "--topology", "--next-epoch", "--topology-id"),
+		only(len(o.groups) > 0, "--group", "--describe", "--delete", "--reset-offsets", "--delete-offsets", "--topology", "--next-epoch", "--topology-id"),
 		only(o.topologyEpoch.set, "--topology-epoch", "--topology-id"),
+		only(o.allGroups, "--all-groups", "--describe", "--delete", "--reset-offsets"),
+		only(o.deleteAllInternal, "--delete-all-internal-topics", "--delete", "--reset-offsets"),
+		only(o.dryRun, "--dry-run", "--reset-offsets", "--delete"),
+		only(o.execute, "--execute", "--reset-offsets"),
+		only(o.export, "--export", "--reset-offsets"),
 	} {
 		if err != nil {
 			return nil, err
@@ -294,14 +387,24 @@ func parseArgs(args []string) (*options, error) {
 			return nil, usagef("--group must not be empty")
 		}
 	}
-	needsGroup := action == "--describe" || action == "--delete" || action == "--topology" || action == "--next-epoch"
-	if needsGroup && len(o.groups) == 0 {
-		return nil, usagef("%s needs --group", action)
+	if o.allGroups && len(o.groups) > 0 {
+		return nil, usagef("--group can't be used with --all-groups")
 	}
-	if len(o.groups) > 1 && action != "--delete" {
-		return nil, usagef("only --delete takes several --group options")
+	needsGroup := action == "--describe" || action == "--delete" || action == "--reset-offsets" || action == "--delete-offsets" ||
+		action == "--topology" || action == "--next-epoch"
+	if needsGroup && len(o.groups) == 0 && !o.allGroups {
+		if action == "--delete-offsets" || action == "--topology" || action == "--next-epoch" {
+			return nil, usagef("%s needs --group", action)
+		}
+		return nil, usagef("%s needs --group or --all-groups", action)
+	}
+	if len(o.groups) > 1 && action != "--delete" && action != "--reset-offsets" {
+		return nil, usagef("only --delete and --reset-offsets take several --group options")
 	}
 	o.groups = dedupe(o.groups)
+	if err := o.checkOffsetOptions(action); err != nil {
+		return nil, err
+	}
 	if o.topologyEpoch.set && len(o.groups) == 0 {
 		return nil, usagef("--topology-epoch needs --group: it is the local epoch to compare with the group's")
 	}
@@ -367,8 +470,8 @@ func flagError(err error) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		name = strings.TrimPrefix(name, "-")
-		if kafkaOnly[name] {
-			return usagef("--%s is an option of Kafka's kafka-streams-groups.sh that streams-groups does not have; use Kafka's tool for it", name)
+		if why, ok := kafkaOnly[name]; ok {
+			return usagef("--%s (an option of Kafka's kafka-streams-groups.sh) is not supported: %s", name, why)
 		}
 		return usagef("unknown option %s", text.Quote("--"+name))
 	}

@@ -44,15 +44,14 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"--topology-id", "F", "--group", "g"}, "--bootstrap-server is required"},
 		{[]string{bs, "--list", "--state", "Bogus"}, `invalid state "Bogus" in --state`},
 		{[]string{bs, "--list", "--state", "Stable,PreparingRebalance"}, `invalid state "PreparingRebalance"`},
-		{[]string{bs, "--reset-offsets", "--group", "g"}, "--reset-offsets is an option of Kafka's kafka-streams-groups.sh"},
-		{[]string{bs, "--describe", "--all-groups"}, "--all-groups is an option of Kafka's"},
+		{[]string{bs, "--reset-offsets", "--group", "g", "--delete-internal-topic", "t", "--execute"}, "--delete-internal-topic (an option of Kafka's kafka-streams-groups.sh) is not supported"},
 		// Options the chosen action would ignore.
 		{[]string{bs, "--list", "--verbose"}, "--verbose can't be used with --list"},
 		{[]string{bs, "--delete", "--group", "g", "--members"}, "--members can't be used with --delete"},
 		{[]string{bs, "--topology", "--group", "g", "--state"}, "--state can't be used with --topology"},
 		{[]string{bs, "--next-epoch", "--group", "g", "--topology-epoch", "3"}, "--topology-epoch can't be used with --next-epoch"},
 		{[]string{"--topology-id", "F", "--topology-epoch", "3"}, "--topology-epoch needs --group"},
-		{[]string{bs, "--describe", "--group", "a", "--group", "b"}, "only --delete takes several --group"},
+		{[]string{bs, "--describe", "--group", "a", "--group", "b"}, "only --delete and --reset-offsets take several --group"},
 		{[]string{bs, "--describe", "--group", ""}, "--group must not be empty"},
 		{[]string{bs, "--describe", "--group", "--members"}, `--group needs a value, got the option "--members"`},
 		{[]string{"--topology-id", "--list"}, `--topology-id needs a value, got the option "--list"`},
@@ -181,13 +180,19 @@ func FuzzParseArgs(f *testing.F) {
 		"-h",
 		"--state\x00--state",
 		"--bootstrap-server\x00[::1]:9092\x00--delete\x00--group\x00a\x00--group\x00b",
+		"--bootstrap-server\x00h:1\x00--reset-offsets\x00--group\x00g\x00--all-input-topics\x00--to-offset\x005\x00--execute",
+		"--bootstrap-server\x00h:1\x00--reset-offsets\x00--all-groups\x00--input-topic\x00t:0,1\x00--by-duration\x00PT1H",
+		"--bootstrap-server\x00h:1\x00--reset-offsets\x00--group\x00g\x00--input-topic\x00t\x00--to-datetime\x002024-01-01T00:00:00.000",
+		"--bootstrap-server\x00h:1\x00--delete-offsets\x00--group\x00g\x00--input-topic\x00t",
+		"--bootstrap-server\x00h:1\x00--delete\x00--all-groups\x00--delete-all-internal-topics\x00--dry-run",
+		"--version",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, joined string) {
 		args := strings.Split(joined, "\x00")
 		o, err := parseArgs(args)
-		if errors.Is(err, errHelp) {
+		if errors.Is(err, errHelp) || errors.Is(err, errVersion) {
 			return
 		}
 		if err != nil {
@@ -199,7 +204,7 @@ func FuzzParseArgs(f *testing.F) {
 			return
 		}
 		actions := 0
-		for _, b := range []bool{o.list, o.describe, o.del, o.topology && !o.describe, o.nextEpoch, o.topologyID.set} {
+		for _, b := range []bool{o.list, o.describe, o.del, o.resetOffsets, o.deleteOffsets, o.topology && !o.describe, o.nextEpoch, o.topologyID.set} {
 			if b {
 				actions++
 			}
@@ -207,8 +212,27 @@ func FuzzParseArgs(f *testing.F) {
 		if actions != 1 {
 			t.Fatalf("%q: %d actions accepted", args, actions)
 		}
-		if (o.describe || o.del || o.nextEpoch || o.topology) && len(o.groups) == 0 {
+		if (o.describe || o.del || o.resetOffsets) && len(o.groups) == 0 && !o.allGroups ||
+			(o.deleteOffsets || o.nextEpoch || o.topology && !o.describe) && len(o.groups) != 1 {
 			t.Fatalf("%q: no group", args)
+		}
+		if o.allGroups && len(o.groups) > 0 {
+			t.Fatalf("%q: --group and --all-groups", args)
+		}
+		if o.resetOffsets {
+			specs := 0
+			for _, b := range []bool{o.toEarliest, o.toLatest, o.toCurrent, o.toOffset.set, o.shiftBy.set, o.toDatetime.set, o.byDuration.set, o.fromFile.set} {
+				if b {
+					specs++
+				}
+			}
+			if specs != 1 || o.dryRun && o.execute || o.dryRunSet == o.execute ||
+				!o.fromFile.set && len(o.scope) == 0 && !o.allInputTopics {
+				t.Fatalf("%q: a reset Kafka refuses was accepted: %+v", args, o)
+			}
+		}
+		if (o.dryRun || o.deleteAllInternal) && !o.resetOffsets && !o.del || o.execute && !o.resetOffsets {
+			t.Fatalf("%q: --dry-run, --execute or --delete-all-internal-topics without their action", args)
 		}
 		if (!o.topologyID.set || len(o.groups) > 0) && len(o.servers) == 0 {
 			t.Fatalf("%q: no servers", args)
@@ -219,7 +243,7 @@ func FuzzParseArgs(f *testing.F) {
 		if o.list && (o.members || o.offsets || o.verbose || len(o.groups) > 0) || o.describe && o.state.hasValue {
 			t.Fatalf("%q: a combination Kafka refuses was accepted", args)
 		}
-		if len(o.groups) > 1 && !o.del {
+		if len(o.groups) > 1 && !o.del && !o.resetOffsets {
 			t.Fatalf("%q: several groups", args)
 		}
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,7 +41,45 @@ func (c *command) list(ctx context.Context) int {
 }
 
 func (c *command) describe(ctx context.Context) int {
-	g, err := c.adm.Describe(ctx, c.o.groups[0])
+	groups, rc := c.targetGroups(ctx)
+	if rc >= 0 {
+		return rc
+	}
+	if !c.o.allGroups {
+		return c.describeOne(ctx, groups[0])
+	}
+	// --all-groups: each group's view in turn; with --output json, one array of the groups' documents.
+	code := exitOK
+	if c.o.output.value != "json" {
+		for i, g := range groups {
+			if i > 0 {
+				fmt.Fprintln(c.out)
+			}
+			code = worst(code, c.describeOne(ctx, g))
+		}
+		return code
+	}
+	docs := []json.RawMessage{}
+	out := c.out
+	for _, g := range groups {
+		var buf bytes.Buffer
+		c.out = &buf
+		rc := c.describeOne(ctx, g)
+		code = worst(code, rc)
+		if rc == exitOK && json.Valid(buf.Bytes()) {
+			docs = append(docs, json.RawMessage(bytes.TrimSpace(buf.Bytes())))
+		}
+	}
+	c.out = out
+	return worst(code, printJSON(c.out, docs))
+}
+
+// describeOne prints the --describe view asked for of one group.
+func (c *command) describeOne(ctx context.Context, group string) int {
+	if c.o.topology {
+		return c.topology(ctx, group)
+	}
+	g, err := c.adm.Describe(ctx, group)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -121,11 +160,15 @@ func (c *command) describeMembers(g *admin.Group) int {
 			ClientTags       map[string]string   `json:"clientTags,omitempty"`
 			Assignment       map[string][]string `json:"assignment"`
 			TargetAssignment map[string][]string `json:"targetAssignment"`
+			// The task offsets the member last reported (KIP-1071; Kafka 4.4's table does not show them).
+			TaskOffsets    map[string]int64 `json:"taskOffsets"`
+			TaskEndOffsets map[string]int64 `json:"taskEndOffsets"`
 		}
 		out := []member{}
 		for _, m := range g.Members {
 			out = append(out, member{m.MemberID, m.MemberEpoch, m.TopologyEpoch, protocol(m), m.ProcessID, m.ClientID, m.ClientHost,
-				m.InstanceID, m.RackID, m.Endpoint, m.ClientTags, roles(m.Assignment), roles(m.TargetAssignment)})
+				m.InstanceID, m.RackID, m.Endpoint, m.ClientTags, roles(m.Assignment), roles(m.TargetAssignment),
+				offsetsByTask(m.TaskOffsets), offsetsByTask(m.TaskEndOffsets)})
 		}
 		return printJSON(c.out, map[string]any{"group": g.ID, "groupEpoch": g.Epoch, "targetAssignmentEpoch": g.AssignmentEpoch, "members": out})
 	}
@@ -148,6 +191,15 @@ func (c *command) describeMembers(g *admin.Group) int {
 	}
 	printTable(c.out, rows)
 	return exitOK
+}
+
+// offsetsByTask keys task offsets by task ID ("0_1"), the form the assignments use.
+func offsetsByTask(o tasks.Offsets) map[string]int64 {
+	out := make(map[string]int64, len(o))
+	for id, v := range o {
+		out[id.String()] = v
+	}
+	return out
 }
 
 func protocol(m admin.Member) string {
@@ -210,7 +262,15 @@ func dash(n int64) string {
 }
 
 func (c *command) delete(ctx context.Context) int {
-	results, err := c.adm.Delete(ctx, c.o.groups...)
+	groups, rc := c.targetGroups(ctx)
+	if rc >= 0 {
+		return rc
+	}
+	if len(groups) == 0 {
+		fmt.Fprintln(c.out, "There are no streams groups to delete.")
+		return exitOK
+	}
+	results, err := c.adm.Delete(ctx, groups...)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -245,8 +305,8 @@ func (c *command) delete(ctx context.Context) int {
 	return code
 }
 
-func (c *command) topology(ctx context.Context) int {
-	g, err := c.adm.Describe(ctx, c.o.groups[0])
+func (c *command) topology(ctx context.Context, group string) int {
+	g, err := c.adm.Describe(ctx, group)
 	if err != nil {
 		return c.fail(err)
 	}

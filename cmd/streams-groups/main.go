@@ -12,6 +12,8 @@ import (
 	"math"
 	"net"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,16 +36,30 @@ const (
 	exitUsage       = 2 // bad options
 	exitNotFound    = 3 // the group does not exist
 	exitWrongType   = 4 // the group is a consumer, classic or share group
-	exitNotEmpty    = 5 // delete refused: the group has members
+	exitNotEmpty    = 5 // delete, reset or delete of offsets or internal topics refused: the group has members
 	exitInvalidFile = 6 // the topology file is invalid
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// version is what --version prints: the module version the binary was built from ("(devel)" for a
+// build from a work tree) and the Go version.
+func version() string {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		v = bi.Main.Version
+	}
+	return fmt.Sprintf("streams-groups %s (%s; the options of Kafka 4.4's kafka-streams-groups.sh)", v, runtime.Version())
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	o, err := parseArgs(args)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, usageText())
+		return exitOK
+	}
+	if errors.Is(err, errVersion) {
+		fmt.Fprintln(stdout, version())
 		return exitOK
 	}
 	if err != nil {
@@ -60,14 +76,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case o.list:
 		return c.list(ctx)
-	case o.describe && o.topology:
-		return c.topology(ctx)
 	case o.describe:
 		return c.describe(ctx)
+	case o.del && (o.deleteAllInternal || o.dryRun):
+		return c.deleteWithTopics(ctx)
 	case o.del:
 		return c.delete(ctx)
+	case o.resetOffsets:
+		return c.resetOffsets(ctx)
+	case o.deleteOffsets:
+		return c.deleteOffsets(ctx)
 	case o.topology:
-		return c.topology(ctx)
+		return c.topology(ctx, o.groups[0])
 	default:
 		return c.nextEpoch(ctx)
 	}
