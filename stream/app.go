@@ -234,7 +234,9 @@ type App struct {
 	produceErr atomic.Pointer[ProduceError]
 	fatal      atomic.Pointer[error]
 	lastCommit time.Time
-	endpoints  atomic.Pointer[map[heartbeat.Endpoint]heartbeat.EndpointPartitions]
+	// commitBackoff delays the next commit after failed ones (0 after a success).
+	commitBackoff time.Duration
+	endpoints     atomic.Pointer[map[heartbeat.Endpoint]heartbeat.EndpointPartitions]
 }
 
 // New builds an App for the member config cfg (Kafka keys: application.id, bootstrap.servers,

@@ -333,19 +333,25 @@ func (a *App) between() {
 			a.setState(Running)
 		}
 	}
-	if now.Sub(a.lastCommit) >= a.cfg.Runtime.CommitInterval {
-		if err := a.commit(a.runCtx); err != nil {
-			var pe *ProduceError
-			var te *TxnError
-			if errors.As(err, &te) || errors.As(err, &pe) && !a.eos() {
-				a.fail(err)
-				return
-			}
-			if a.runCtx.Err() == nil {
-				a.log.Warn("commit failed; retrying at the next interval", "err", err)
-			}
-		}
+	if now.Sub(a.lastCommit) >= a.cfg.Runtime.CommitInterval+a.commitBackoff {
+		err := a.commit(a.runCtx)
 		a.lastCommit = now
+		if err == nil {
+			a.commitBackoff = 0
+			return
+		}
+		var pe *ProduceError
+		var te *TxnError
+		if errors.As(err, &te) || errors.As(err, &pe) && !a.eos() {
+			a.fail(err)
+			return
+		}
+		// Failed commits back off (retry.backoff.ms doubling up to retry.backoff.max.ms) on top of
+		// the interval, so a cluster in trouble is not asked again every 100 ms.
+		a.commitBackoff = min(max(2*a.commitBackoff, a.cfg.RetryBackoff), a.cfg.RetryBackoffMax)
+		if a.runCtx.Err() == nil {
+			a.log.Warn("commit failed; retrying", "in", a.cfg.Runtime.CommitInterval+a.commitBackoff, "err", err)
+		}
 	}
 }
 
