@@ -166,6 +166,7 @@ func TestCLIResetOffsetsAgreesWithKafkasTool(t *testing.T) {
 		{"--from-file", plan},
 	} {
 		args := append([]string{"--reset-offsets", "--group", app.group, "--dry-run"}, spec...)
+		exportToo := spec[1] == "--to-offset" || spec[0] == "--from-file" // every Kafka tool run costs a JVM start
 		theirs, err := b.KafkaTool(t, streamsGroupCommand, append([]string{"--bootstrap-server", b.Bootstrap}, args...)...)
 		if err != nil {
 			t.Fatalf("Kafka's tool %v: %v", spec, err)
@@ -180,6 +181,9 @@ func TestCLIResetOffsetsAgreesWithKafkasTool(t *testing.T) {
 		}
 		if !strings.HasPrefix(ours, "GROUP ") || !strings.Contains(theirs, "NEW-OFFSET") || !strings.Contains(ours, "NEW-OFFSET") {
 			t.Errorf("%v: columns\nkafka:\n%s\nours:\n%s", spec, theirs, ours)
+		}
+		if !exportToo {
+			continue
 		}
 		// --export: the same CSV lines.
 		theirs, err = b.KafkaTool(t, streamsGroupCommand, append([]string{"--bootstrap-server", b.Bootstrap, "--export"}, args...)...)
