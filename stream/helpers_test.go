@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/consume"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -88,7 +89,8 @@ func fakeBroker(t *testing.T, a *App) *produced {
 	}
 	t.Cleanup(c.Close)
 	p := &produced{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.WithHooks(p), kgo.UnknownTopicRetries(0))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.WithHooks(p), kgo.UnknownTopicRetries(0),
+		kgo.RecordPartitioner(consume.Partitioner(a.topo)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -202,17 +202,16 @@ func TestRevokedOffsetsStopsAndCheckpoints(t *testing.T) {
 	}
 }
 
-func TestFlushErrors(t *testing.T) {
+func TestFlushAndCommitAfterAFailedWrite(t *testing.T) {
 	a, _ := builtApp(t, testProcs())
 	mustNotErr(t, a.flush(context.Background())) // nothing buffered
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	err := a.flush(ctx)
-	if !errors.Is(err, context.Canceled) || err.Error() != "stream: waiting for the records produced: context canceled" {
+	mustNotErr(t, a.commit(context.Background()))
+	pe := &ProduceError{Err: errBoom}
+	a.produceErr.Store(pe)
+	if err := a.flush(context.Background()); err != error(pe) {
 		t.Errorf("flush: %v", err)
 	}
-	if err := a.commit(ctx); !errors.Is(err, context.Canceled) {
+	if err := a.commit(context.Background()); err != error(pe) {
 		t.Errorf("commit: %v", err)
 	}
-	mustNotErr(t, a.commit(context.Background()))
 }
