@@ -305,4 +305,3 @@ func TestWatchFollowsTheMember(t *testing.T) {
 		t.Errorf("fatal %v", b.fatalErr())
 	}
 }
-
