@@ -1,0 +1,106 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/consume"
+)
+
+func TestRunFailsWhenTheClientCannotBeBuilt(t *testing.T) {
+	cfg := testConfig()
+	cfg.StateDir = t.TempDir()
+	var changes []State
+	a, _ := newTestApp(t, cfg, testProcs(), WithClientOptions(kgo.BrokerMaxWriteBytes(1)),
+		WithStateListener(func(_, to State) { changes = append(changes, to) }))
+	err := a.Run(context.Background())
+	if err == nil || !strings.HasPrefix(err.Error(), "stream: building the client: ") {
+		t.Fatalf("got %v", err)
+	}
+	if a.State() != Error || len(changes) != 1 {
+		t.Errorf("state %v, changes %v", a.State(), changes)
+	}
+	// The state.dir lock was given back.
+	l, err := lockDir(filepath.Join(cfg.StateDir, testApp))
+	mustNotErr(t, err)
+	l.release()
+}
+
+func TestRunFailsOnALockedStateDir(t *testing.T) {
+	cfg := testConfig()
+	cfg.StateDir = t.TempDir()
+	dir := filepath.Join(cfg.StateDir, testApp)
+	mustNotErr(t, os.MkdirAll(dir, 0o755))
+	l, err := lockDir(dir)
+	mustNotErr(t, err)
+	defer l.release()
+	a, _ := newTestApp(t, cfg, testProcs())
+	var le *LockError
+	if err := a.Run(context.Background()); !errors.As(err, &le) || a.State() != Error {
+		t.Fatalf("got %v in %v", err, a.State())
+	}
+}
+
+func TestBuildWiresOptions(t *testing.T) {
+	type hook struct{}
+	a, _ := builtApp(t, testProcs(), WithHooks(hook{}), WithClientOptions(kgo.ClientID("mine")))
+	if len(a.o.hooks) != 1 || len(a.o.client) != 1 || a.mgr == nil || a.cons == nil || a.commits == nil || a.offsets == nil {
+		t.Fatal("pieces missing")
+	}
+	if s := a.Stats(); s.At.IsZero() || s.HeartbeatsSent != 0 {
+		t.Errorf("the member's stats once it is built: %+v", s)
+	}
+}
+
+func TestLoopStopsWhenTheClientCloses(t *testing.T) {
+	a, _ := builtApp(t, testProcs())
+	a.cl.Close()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	a.runCtx, a.cancelRun = ctx, cancel
+	a.loop(ctx)
+	if !errors.Is(a.fatalErr(), consume.ErrClosed) || !errors.Is(context.Cause(ctx), consume.ErrClosed) {
+		t.Fatalf("fatal %v", a.fatalErr())
+	}
+}
+
+func TestLoopRunsBetweenPollsUntilItsContextEnds(t *testing.T) {
+	a, clk := builtApp(t, testProcs())
+	ctx, cancel := context.WithCancelCause(context.Background())
+	a.runCtx, a.cancelRun = ctx, cancel
+	calls := 0
+	a.now = func() time.Time {
+		calls++
+		if calls == 2 {
+			cancel(context.Canceled)
+		}
+		return clk.t
+	}
+	a.loop(ctx)
+	if calls != 2 || a.fatalErr() != nil {
+		t.Fatalf("between ran %d times, fatal %v", calls, a.fatalErr())
+	}
+	// Ended already: nothing runs.
+	a.loop(ctx)
+	if calls != 2 {
+		t.Fatal("the loop ran with its context ended")
+	}
+}
+
+func TestSignalContext(t *testing.T) {
+	ctx, stop := SignalContext(context.Background())
+	defer stop()
+	if ctx.Err() != nil {
+		t.Fatal("ended before a signal")
+	}
+	mustNotErr(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
+	<-ctx.Done()
+}
