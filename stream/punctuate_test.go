@@ -97,6 +97,18 @@ func TestStreamTimePunctuation(t *testing.T) {
 	f.want(t, "next", 600, 700, 1000)
 }
 
+func TestStreamTimePunctuationStartsAtStreamTimeZero(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	tk, c := punctTask(a)
+	var f fired
+	_, err := c.Schedule(100*time.Millisecond, StreamTime, f.fn)
+	mustNotErr(t, err)
+	mustNotErr(t, a.punctuate(tk, StreamTime, 0)) // a first record at the epoch
+	if tk.punctuations[0].next != 100 {
+		t.Fatalf("next %d, want 100: a record with timestamp 0 is a stream time", tk.punctuations[0].next)
+	}
+}
+
 func TestStreamTimePunctuationScheduledAfterRecords(t *testing.T) {
 	a, _ := newTestApp(t, testConfig(), testProcs())
 	tk, c := punctTask(a)
