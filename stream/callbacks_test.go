@@ -321,3 +321,34 @@ func TestCheckpointOfATaskSkipsMemoryStores(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A restarted process must keep the state of its tasks at least until the group had a chance to
+// assign them again (Kafka Streams' cleaner first runs state.cleanup.delay.ms after start), and a
+// store written a minute ago is not "unchanged for state.cleanup.delay.ms".
+func TestRestartKeepsRecentlyWrittenTaskState(t *testing.T) {
+	cfg := testConfig()
+	cfg.StateDir = t.TempDir()
+	taskDir := filepath.Join(cfg.StateDir, testApp, "1_0")
+	mustNotErr(t, os.MkdirAll(filepath.Join(taskDir, "counts"), 0o755))
+	data := filepath.Join(taskDir, "counts", "data")
+	mustNotErr(t, os.WriteFile(data, []byte("written a minute ago"), 0o644))
+	now := time.Now()
+	old := now.Add(-time.Hour) // the task's directory was created an hour ago ...
+	mustNotErr(t, os.Chtimes(taskDir, old, old))
+	recent := now.Add(-time.Minute) // ... and its store was written a minute ago
+	mustNotErr(t, os.Chtimes(data, recent, recent))
+
+	a, clk := newTestApp(t, cfg, testProcs(), WithStores(&fakeKind{persistent: true}))
+	clk.t = now
+	mustNotErr(t, a.openStateDir())
+	defer a.lock.release()
+	a.mu.Lock()
+	a.cleanupDue(a.now()) // the first between(), before the member's first assignment
+	a.mu.Unlock()
+	if _, err := os.Stat(data); err != nil {
+		t.Fatalf("BUG (stream/callbacks.go scanOldTasks/cleanupDue): the store of task 1_0, written a minute ago, was deleted "+
+			"at the first loop iteration after a restart, before the group could assign the task back: scanOldTasks dates a "+
+			"task by its directory's mtime (which changes only when an entry is added or removed directly in it, not when the "+
+			"store's files change) and cleanupDue deletes at once what is past that date + state.cleanup.delay.ms (%v)", err)
+	}
+}

@@ -211,3 +211,31 @@ func TestScheduleValidation(t *testing.T) {
 		t.Fatalf("1 ms: %v", err)
 	}
 }
+
+// Kafka Streams lets a punctuator schedule another punctuation (ProcessorContext.schedule is
+// allowed in punctuate); here it is accepted (no error) and must then fire.
+func TestScheduleFromAPunctuationIsKept(t *testing.T) {
+	a, clk := newTestApp(t, testConfig(), testProcs())
+	tk, c := punctTask(a)
+	var inner fired
+	scheduled := false
+	_, err := c.Schedule(10*time.Millisecond, WallClock, func(pc *Context, _ time.Time) error {
+		if scheduled {
+			return nil
+		}
+		scheduled = true
+		_, err := pc.Schedule(10*time.Millisecond, WallClock, inner.fn)
+		return err
+	})
+	mustNotErr(t, err)
+	start := clk.t.UnixMilli()
+	clk.t = clk.t.Add(10 * time.Millisecond)
+	mustNotErr(t, a.punctuate(tk, WallClock, start+10))
+	if len(tk.punctuations) != 2 {
+		t.Fatalf("BUG (stream/loop.go punctuate): a punctuation scheduled from a punctuator is accepted, then dropped: "+
+			"punctuate filters t.punctuations in place (live := t.punctuations[:0]) while the punctuator appends to it, and "+
+			"ends with t.punctuations = live; %d punctuations left, want 2", len(tk.punctuations))
+	}
+	mustNotErr(t, a.punctuate(tk, WallClock, start+20))
+	inner.want(t, "the inner punctuation", start+20)
+}
