@@ -370,3 +370,14 @@ func TestHandleStopsOnAProcessingError(t *testing.T) {
 		t.Errorf("seen %v fatal %v", p.seen, a.fatalErr())
 	}
 }
+
+func TestProcessorWithoutInit(t *testing.T) {
+	var seen int
+	a, _ := newTestApp(t, testConfig(), Processors{"0": ProcessorFunc(func(*Context, *Record) error { seen++; return nil }), "1": nopProc})
+	tk := activeTask(t, a, tid("0", 0))
+	tk.initialized = false
+	stopMap(t, a.process([]consume.Records{recs(tid("0", 0), "in", 0, 1, 2)}), nil)
+	if seen != 2 || !tk.initialized {
+		t.Errorf("seen %d initialized %v", seen, tk.initialized)
+	}
+}
