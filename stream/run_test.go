@@ -104,3 +104,31 @@ func TestSignalContext(t *testing.T) {
 	mustNotErr(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
 	<-ctx.Done()
 }
+
+func TestBuildTunesTheClient(t *testing.T) {
+	a, _ := builtApp(t, testProcs())
+	want := []struct {
+		opt  any
+		name string
+		v    any
+	}{
+		{kgo.ClientID, "client.id", testApp},
+		{kgo.ProducerLinger, "linger", 5 * time.Millisecond},
+		{kgo.MaxConcurrentFetches, "concurrent fetches", 1},
+		{kgo.FetchMaxBytes, "fetch bytes", int32(8 << 20)},
+		{kgo.FetchMaxPartitionBytes, "partition bytes", int32(1 << 20)},
+		{kgo.FetchMaxWait, "fetch wait", 200 * time.Millisecond},
+		{kgo.MaxBufferedBytes, "buffered bytes", int64(16 << 20)},
+		{kgo.RecordDeliveryTimeout, "delivery timeout", 2 * time.Minute},
+	}
+	for _, w := range want {
+		if got := a.cl.OptValue(w.opt); got != w.v {
+			t.Errorf("%s: %v (%T), want %v (%T)", w.name, got, got, w.v, w.v)
+		}
+	}
+	// The caller's options come last, so they win.
+	b, _ := builtApp(t, testProcs(), WithClientOptions(kgo.ProducerLinger(time.Second)))
+	if got := b.cl.OptValue(kgo.ProducerLinger); got != time.Second {
+		t.Errorf("a caller's linger: %v", got)
+	}
+}
