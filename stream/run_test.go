@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/consume"
 )
 
@@ -54,6 +55,11 @@ func TestBuildWiresOptions(t *testing.T) {
 	a, _ := builtApp(t, testProcs(), WithHooks(hook{}), WithClientOptions(kgo.ClientID("mine")))
 	if len(a.o.hooks) != 1 || len(a.o.client) != 1 || a.mgr == nil || a.cons == nil || a.commits == nil || a.offsets == nil {
 		t.Fatal("pieces missing")
+	}
+	// The committer is bound to the member: a commit is fenced by the member's tasks, not refused.
+	err := a.commits.Commit(context.Background(), commit.Offsets{{Topic: "in", Partition: 0}: 1})
+	if err == nil || errors.Is(err, commit.ErrNotBound) {
+		t.Errorf("a commit with no tasks owned: %v", err)
 	}
 	if s := a.Stats(); s.At.IsZero() || s.HeartbeatsSent != 0 {
 		t.Errorf("the member's stats once it is built: %+v", s)
