@@ -305,3 +305,17 @@ func TestWatchFollowsTheMember(t *testing.T) {
 		t.Errorf("fatal %v", b.fatalErr())
 	}
 }
+
+// ErrNotRunning's doc: "returned by queries before Run built the member, or after it returned".
+func TestKeyMetadataAfterRunReturned(t *testing.T) {
+	a, _ := builtApp(t, testProcs())
+	// What Run leaves behind: its client closed, the state NOT_RUNNING.
+	a.cl.Close()
+	a.state.Store(int32(NotRunning))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := a.KeyMetadata(ctx, "counts", []byte("k")); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("BUG (stream/query.go KeyMetadata): after Run returned, KeyMetadata gives %q instead of ErrNotRunning: "+
+			"it checks only a.cl == nil, and Run closes the client without clearing it", err)
+	}
+}
