@@ -88,13 +88,17 @@ func TestStreamTimePunctuation(t *testing.T) {
 	f.want(t, "before the interval")
 	mustNotErr(t, a.punctuate(tk, StreamTime, 600))
 	f.want(t, "at the interval", 600)
-	// Missed intervals: one call, at the due time (stream time), then the next one after now.
+	// Missed intervals: one call, then the next due time after now (what the call is given is
+	// TestStreamTimePunctuationIsGivenTheStreamTime's).
 	mustNotErr(t, a.punctuate(tk, StreamTime, 950))
-	f.want(t, "after missed intervals", 600, 700)
+	if len(f.at) != 2 || tk.punctuations[0].next != 1000 {
+		t.Fatalf("after missed intervals: fired %v, next %d; want one more call and next 1000", f.at, tk.punctuations[0].next)
+	}
+	f.at[1] = 950
 	mustNotErr(t, a.punctuate(tk, StreamTime, 999))
-	f.want(t, "next after now", 600, 700)
+	f.want(t, "next after now", 600, 950)
 	mustNotErr(t, a.punctuate(tk, StreamTime, 1000))
-	f.want(t, "next", 600, 700, 1000)
+	f.want(t, "next", 600, 950, 1000)
 }
 
 func TestStreamTimePunctuationStartsAtStreamTimeZero(t *testing.T) {
@@ -238,4 +242,20 @@ func TestScheduleFromAPunctuationIsKept(t *testing.T) {
 	}
 	mustNotErr(t, a.punctuate(tk, WallClock, start+20))
 	inner.want(t, "the inner punctuation", start+20)
+}
+
+// Punctuator's doc: it is called "with the time it fired at (the clock's time, or the stream
+// time)"; Kafka Streams (PunctuationQueue.maybePunctuate) passes the current stream time too.
+func TestStreamTimePunctuationIsGivenTheStreamTime(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	tk, c := punctTask(a)
+	var f fired
+	_, err := c.Schedule(100*time.Millisecond, StreamTime, f.fn)
+	mustNotErr(t, err)
+	mustNotErr(t, a.punctuate(tk, StreamTime, 500))
+	mustNotErr(t, a.punctuate(tk, StreamTime, 950)) // due at 600; the stream time is 950
+	if len(f.at) != 1 || f.at[0] != 950 {
+		t.Fatalf("BUG (stream/loop.go punctuate): a stream-time punctuation due at 600 and fired by stream time 950 was "+
+			"given %v, not the stream time 950: punctuate passes p.next (at = time.UnixMilli(p.next)) for StreamTime", f.at)
+	}
 }
