@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/commit"
@@ -136,5 +138,32 @@ func TestBuildTunesTheClient(t *testing.T) {
 	b, _ := builtApp(t, testProcs(), WithClientOptions(kgo.ProducerLinger(time.Second)))
 	if got := b.cl.OptValue(kgo.ProducerLinger); got != time.Second {
 		t.Errorf("a caller's linger: %v", got)
+	}
+}
+
+func TestRunStopsOnTheMembersFatalError(t *testing.T) {
+	// A kfake cluster does not know StreamsGroupHeartbeat: the member's first heartbeat is fatal.
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", repartTopc, countsLog, sumsLog))
+	mustNotErr(t, err)
+	defer c.Close()
+	cfg := testConfig()
+	cfg.BootstrapServers = c.ListenAddrs()
+	cfg.StateDir = t.TempDir()
+	var states []State
+	a, _ := newTestApp(t, cfg, testProcs(), WithStateListener(func(_, to State) { states = append(states, to) }))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = a.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "StreamsGroupHeartbeat") || a.fatalErr() != err {
+		t.Fatalf("Run: %v", err)
+	}
+	if fmt.Sprint(states) != "[REBALANCING PENDING_ERROR ERROR]" {
+		t.Errorf("states %v", states)
+	}
+	l, err := lockDir(filepath.Join(cfg.StateDir, testApp))
+	mustNotErr(t, err)
+	l.release()
+	if err := a.Run(ctx); err == nil {
+		t.Error("a second Run")
 	}
 }
