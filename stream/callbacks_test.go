@@ -352,3 +352,57 @@ func TestRestartKeepsRecentlyWrittenTaskState(t *testing.T) {
 			"store's files change) and cleanupDue deletes at once what is past that date + state.cleanup.delay.ms (%v)", err)
 	}
 }
+
+func TestCloseAndCleanupWarnOnlyOnFailures(t *testing.T) {
+	logs, opt := recordLogs()
+	k := &fakeKind{persistent: true}
+	a, clk := newTestApp(t, testConfig(), testProcs(), WithStores(k, "counts"), opt)
+	a.stateDir = t.TempDir()
+	sb := activeTask(t, a, tid("1", 0))
+	sb.active = false
+	sb.stores["counts"].ackedAt(1)
+	a.closeAllStores()
+	if w := logs.warnings(); len(w) != 0 {
+		t.Fatalf("a clean close warned: %v", w)
+	}
+	// A checkpoint that fails and a store that fails to close are logged, and the task still goes.
+	sb = activeTask(t, a, tid("1", 0))
+	sb.active = false
+	sb.stores["counts"].ackedAt(5)
+	sb.stores["counts"].eng.(*countingEngine).err = errBoom
+	mustNotErr(t, sb.stores["sums"].eng.Close())
+	a.closeAllStores()
+	w := logs.warnings()
+	if len(w) != 2 || len(a.tasks) != 0 {
+		t.Fatalf("warnings %v tasks %v", w, a.tasks)
+	}
+	for _, want := range []string{"WARN checkpoint at close failed", "WARN closing a store failed"} {
+		if w[0] != want && w[1] != want {
+			t.Errorf("warnings %v, want %q", w, want)
+		}
+	}
+
+	// Cleanup: a clean deletion is an INFO, a failed Destroy or RemoveAll a WARN.
+	mustNotErr(t, os.MkdirAll(filepath.Join(a.stateDir, "1_0"), 0o755))
+	a.cleanups = map[tasks.ID]time.Time{tid("1", 0): clk.t}
+	logs.take()
+	a.cleanupDue(clk.t)
+	if m := logs.take(); len(m) != 1 || m[0] != "INFO deleted the state of a task this process no longer owns" {
+		t.Errorf("clean deletion logged %v", m)
+	}
+	k.destroyErr = errBoom
+	a.cleanups = map[tasks.ID]time.Time{tid("1", 0): clk.t}
+	a.cleanupDue(clk.t)
+	if m := logs.take(); len(m) != 2 || m[0] != "WARN deleting the store of a task no longer owned failed" {
+		t.Errorf("failed Destroy logged %v", m)
+	}
+	k.destroyErr = nil
+	file := filepath.Join(t.TempDir(), "file")
+	mustNotErr(t, os.WriteFile(file, nil, 0o644))
+	a.stateDir = file // RemoveAll(file/1_0) fails: not a directory
+	a.cleanups = map[tasks.ID]time.Time{tid("1", 0): clk.t}
+	a.cleanupDue(clk.t)
+	if m := logs.take(); len(m) != 1 || m[0] != "WARN deleting the directory of a task no longer owned failed" {
+		t.Errorf("failed RemoveAll logged %v", m)
+	}
+}

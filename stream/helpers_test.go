@@ -1,9 +1,11 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -223,4 +225,45 @@ func mustNotErr(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// logRecorder is a slog.Handler that keeps the messages at or above Info, as "LEVEL message".
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logRecorder) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelInfo }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+// take returns the messages logged so far and forgets them.
+func (l *logRecorder) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.msgs
+	l.msgs = nil
+	return m
+}
+
+// warnings returns the WARN and ERROR messages logged so far and forgets all.
+func (l *logRecorder) warnings() []string {
+	var out []string
+	for _, m := range l.take() {
+		if !strings.HasPrefix(m, "INFO ") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func recordLogs() (*logRecorder, Option) {
+	l := &logRecorder{}
+	return l, WithLogger(slog.New(l))
 }
