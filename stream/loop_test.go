@@ -95,7 +95,8 @@ func TestBetweenFailsOnInitAndPunctuationErrors(t *testing.T) {
 
 func TestBetweenCommitsEveryInterval(t *testing.T) {
 	k := &fakeKind{persistent: true}
-	a, clk := builtApp(t, testProcs(), WithStores(k, "counts"))
+	logs, opt := recordLogs()
+	a, clk := builtApp(t, testProcs(), WithStores(k, "counts"), opt)
 	a.cfg.Runtime.CommitInterval = 10 * time.Second
 	a.stateDir = t.TempDir()
 	act := activeTask(t, a, tid("1", 0))
@@ -127,6 +128,19 @@ func TestBetweenCommitsEveryInterval(t *testing.T) {
 	if a.fatalErr() != nil || !a.lastCommit.Equal(clk.t) {
 		t.Fatalf("fatal %v last commit %v", a.fatalErr(), a.lastCommit)
 	}
+	if w := logs.warnings(); len(w) != 1 || w[0] != "WARN commit failed; retrying at the next interval" {
+		t.Errorf("warnings %v", w)
+	}
+	// Once the run is ending, a failed commit is not worth a warning.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a.runCtx = ctx
+	clk.t = clk.t.Add(10 * time.Second)
+	a.between()
+	if w := logs.warnings(); len(w) != 0 || a.fatalErr() != nil {
+		t.Errorf("warnings %v fatal %v", w, a.fatalErr())
+	}
+	a.runCtx = context.Background()
 
 	// A failed write is.
 	a.produceErr.Store(&ProduceError{Topic: "out", Err: errBoom})

@@ -55,12 +55,12 @@ func (p *recorder) Process(c *Context, r *Record) error {
 	return p.failAt[r.Offset]
 }
 
-func processingApp(t *testing.T, p *recorder, mod func(*config.Config)) *App {
+func processingApp(t *testing.T, p *recorder, mod func(*config.Config), opts ...Option) *App {
 	cfg := testConfig()
 	if mod != nil {
 		mod(&cfg)
 	}
-	a, _ := newTestApp(t, cfg, Processors{"0": p, "1": nopProc})
+	a, _ := newTestApp(t, cfg, Processors{"0": p, "1": nopProc}, opts...)
 	for part := range int32(3) {
 		tk := activeTask(t, a, tid("0", part))
 		tk.initialized = false
@@ -173,12 +173,18 @@ func TestProcessingErrorStopsAtTheRecord(t *testing.T) {
 
 func TestProcessingErrorLogAndContinue(t *testing.T) {
 	p := &recorder{failAt: map[int64]error{21: errBoom, 22: &serde.DecodeError{Serde: "x", Err: errBoom}}}
+	logs, opt := recordLogs()
 	a := processingApp(t, p, func(c *config.Config) {
 		c.Runtime.OnProcessingError = config.LogAndContinue
 		c.Runtime.OnDeserializationError = config.LogAndContinue
-	})
+	}, opt)
 	got := a.process([]consume.Records{recs(tid("0", 1), "in", 20, 1, 2, 3, 4)})
 	stopMap(t, got, nil)
+	w := logs.warnings()
+	if len(w) != 2 || w[0] != "WARN skipping a record the processor failed on (processing.exception.handler=LogAndContinue)" ||
+		w[1] != "WARN skipping a record that does not decode (deserialization.exception.handler=LogAndContinue)" {
+		t.Errorf("warnings %v", w)
+	}
 	if len(p.seen) != 4 || a.fatalErr() != nil {
 		t.Errorf("seen %v fatal %v", p.seen, a.fatalErr())
 	}
