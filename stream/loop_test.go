@@ -100,9 +100,11 @@ func TestBetweenCommitsEveryInterval(t *testing.T) {
 	a.cfg.Runtime.CommitInterval = 10 * time.Second
 	a.stateDir = t.TempDir()
 	act := activeTask(t, a, tid("1", 0))
+	act2 := activeTask(t, a, tid("1", 2))
 	sb := activeTask(t, a, tid("1", 1))
 	sb.active = false
 	act.stores["counts"].ackedAt(4)
+	act2.stores["counts"].ackedAt(4)
 	sb.stores["counts"].ackedAt(4)
 	start := clk.t
 
@@ -116,13 +118,16 @@ func TestBetweenCommitsEveryInterval(t *testing.T) {
 	if act.stores["counts"].checkpointed != 5 || !a.lastCommit.Equal(clk.t) {
 		t.Fatalf("at the interval: checkpointed %d, last commit %v", act.stores["counts"].checkpointed, a.lastCommit)
 	}
+	if act2.stores["counts"].checkpointed != 5 {
+		t.Error("a commit checkpoints every active task")
+	}
 	if sb.stores["counts"].checkpointed != -1 {
 		t.Error("a commit checkpoints active tasks only")
 	}
 
 	// A failed checkpoint is retried at the next interval, not fatal.
 	act.stores["counts"].ackedAt(9)
-	k.engines[0].err = errBoom
+	act.stores["counts"].eng.(*countingEngine).err = errBoom
 	clk.t = clk.t.Add(10 * time.Second)
 	a.between()
 	if a.fatalErr() != nil || !a.lastCommit.Equal(clk.t) {

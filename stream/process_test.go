@@ -390,3 +390,19 @@ func TestProcessorWithoutInit(t *testing.T) {
 		t.Errorf("seen %d initialized %v", seen, tk.initialized)
 	}
 }
+
+func TestContextStreamTime(t *testing.T) {
+	tk := &task{streamTime: -1}
+	c := &Context{task: tk}
+	if !c.StreamTime().IsZero() {
+		t.Errorf("before the first record: %v", c.StreamTime())
+	}
+	tk.streamTime = 0
+	if got := c.StreamTime(); got.IsZero() || !got.Equal(time.UnixMilli(0)) {
+		t.Errorf("at stream time 0: %v, want the epoch", got)
+	}
+	tk.streamTime = 1234
+	if got := c.StreamTime(); !got.Equal(time.UnixMilli(1234)) {
+		t.Errorf("%v", got)
+	}
+}
