@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/consume"
+	"github.com/streamsgroup/streamsgroup/membership"
 )
 
 func TestRunFailsWhenTheClientCannotBeBuilt(t *testing.T) {
@@ -150,7 +152,8 @@ func TestRunStopsOnTheMembersFatalError(t *testing.T) {
 	cfg.BootstrapServers = c.ListenAddrs()
 	cfg.StateDir = t.TempDir()
 	var states []State
-	a, _ := newTestApp(t, cfg, testProcs(), WithStateListener(func(_, to State) { states = append(states, to) }))
+	hook := &stateHook{}
+	a, _ := newTestApp(t, cfg, testProcs(), WithStateListener(func(_, to State) { states = append(states, to) }), WithHooks(hook))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err = a.Run(ctx)
@@ -160,6 +163,9 @@ func TestRunStopsOnTheMembersFatalError(t *testing.T) {
 	if fmt.Sprint(states) != "[REBALANCING PENDING_ERROR ERROR]" {
 		t.Errorf("states %v", states)
 	}
+	if hook.calls.Load() == 0 {
+		t.Error("the member was not given the hooks")
+	}
 	l, err := lockDir(filepath.Join(cfg.StateDir, testApp))
 	mustNotErr(t, err)
 	l.release()
@@ -167,3 +173,8 @@ func TestRunStopsOnTheMembersFatalError(t *testing.T) {
 		t.Error("a second Run")
 	}
 }
+
+// stateHook counts the member's state changes (membership.HookStateChanged).
+type stateHook struct{ calls atomic.Int32 }
+
+func (h *stateHook) OnStateChanged(membership.State, int32) { h.calls.Add(1) }
