@@ -1,0 +1,408 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+func assign(active, standby []tasks.ID) tasks.Assignment {
+	return tasks.Assignment{Active: tasks.NewSet(active...), Standby: tasks.NewSet(standby...)}
+}
+
+func TestOnTasksAssignedOpensSwitchesAndCloses(t *testing.T) {
+	k := &fakeKind{persistent: true}
+	a, clk := newTestApp(t, testConfig(), testProcs(), WithStores(k))
+	a.stateDir = t.TempDir()
+	a.cfg.Runtime.StateCleanupDelay = time.Minute
+	cb := (*callbacks)(a)
+	ctx := context.Background()
+
+	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 0), tid("0", 0)}, []tasks.ID{tid("1", 1)}), false))
+	if len(a.tasks) != 3 || !a.tasks[tid("1", 0)].active || a.tasks[tid("1", 1)].active || !a.tasks[tid("0", 0)].active {
+		t.Fatalf("tasks %v", a.tasks)
+	}
+	t10 := a.tasks[tid("1", 0)]
+	if len(t10.stores) != 2 || t10.byChangelog[countsLog] != t10.stores["counts"] || t10.byChangelog[sumsLog] != t10.stores["sums"] {
+		t.Fatalf("stores of 1_0: %v", t10.stores)
+	}
+	s := t10.stores["counts"]
+	if s.changelog != (tasks.TopicPartition{Topic: countsLog, Partition: 0}) || s.loc.Dir != filepath.Join(a.stateDir, "1_0", "counts") ||
+		s.loc.ApplicationID != testApp || s.loc.Task != tid("1", 0) || s.loc.Store != "counts" || s.acked != -1 || s.checkpointed != -1 {
+		t.Errorf("store %+v", s)
+	}
+	if len(a.tasks[tid("1", 1)].stores) != 2 || len(a.tasks[tid("0", 0)].stores) != 0 || len(k.opened) != 4 {
+		t.Errorf("a standby's stores are opened too: %d opens", len(k.opened))
+	}
+	if a.tasks[tid("0", 0)].streamTime != -1 {
+		t.Error("a new task has no stream time")
+	}
+
+	// 1_0 becomes a standby, 1_1 active: the former active task stops processing.
+	t10.initialized = true
+	t10.punctuations = []*punctuation{{}}
+	t11 := a.tasks[tid("1", 1)]
+	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1), tid("0", 0)}, []tasks.ID{tid("1", 0)}), false))
+	if a.tasks[tid("1", 0)] != t10 || t10.active || t10.initialized || t10.punctuations != nil {
+		t.Errorf("active → standby: %+v", t10)
+	}
+	if a.tasks[tid("1", 1)] != t11 || !t11.active || len(k.opened) != 4 {
+		t.Errorf("standby → active keeps its stores: %+v, %d opens", t11, len(k.opened))
+	}
+	// Staying active keeps its state.
+	t11.initialized = true
+	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1), tid("0", 0)}, []tasks.ID{tid("1", 0)}), false))
+	if !t11.initialized {
+		t.Error("an active task that stays active keeps processing")
+	}
+
+	// 1_0 leaves: closed, and its directory scheduled for deletion.
+	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1)}, nil), false))
+	if a.tasks[tid("1", 0)] != nil || a.tasks[tid("0", 0)] != nil || len(a.tasks) != 1 {
+		t.Fatalf("tasks %v", a.tasks)
+	}
+	for _, e := range k.engines[:2] {
+		if e.closes != 1 {
+			t.Errorf("engine closed %d times", e.closes)
+		}
+	}
+	if at, ok := a.cleanups[tid("1", 0)]; !ok || !at.Equal(clk.t.Add(time.Minute)) || len(a.cleanups) != 1 {
+		t.Errorf("cleanups %v", a.cleanups)
+	}
+	// Assigned again before its cleanup: the cleanup is dropped.
+	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1)}, []tasks.ID{tid("1", 0)}), false))
+	if _, ok := a.cleanups[tid("1", 0)]; ok || a.tasks[tid("1", 0)] == nil {
+		t.Errorf("cleanups %v", a.cleanups)
+	}
+
+	mustNotErr(t, cb.OnTasksRevoked(ctx, tasks.NewSet(tid("1", 1))))
+	mustNotErr(t, cb.OnAllTasksLost(ctx, tasks.Assignment{}))
+	if len(a.tasks) != 0 || len(a.cleanups) != 2 {
+		t.Errorf("after losing all: tasks %v cleanups %v", a.tasks, a.cleanups)
+	}
+	for i, e := range k.engines {
+		if e.closes != 1 {
+			t.Errorf("engine %d closed %d times", i, e.closes)
+		}
+	}
+	if k.destroyed != nil {
+		t.Error("closing a task destroys nothing")
+	}
+}
+
+func TestClosingMemoryTasksSchedulesNoCleanup(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	cb := (*callbacks)(a)
+	mustNotErr(t, cb.OnTasksAssigned(context.Background(), assign([]tasks.ID{tid("1", 0)}, nil), false))
+	mustNotErr(t, cb.OnAllTasksLost(context.Background(), tasks.Assignment{}))
+	if len(a.cleanups) != 0 || len(a.tasks) != 0 {
+		t.Errorf("cleanups %v tasks %v", a.cleanups, a.tasks)
+	}
+}
+
+func TestOnTasksAssignedFailsWhenAStoreCannotOpen(t *testing.T) {
+	k := &fakeKind{openErrs: []error{nil, errBoom}}
+	a, _ := newTestApp(t, testConfig(), testProcs(), WithStores(k))
+	err := (*callbacks)(a).OnTasksAssigned(context.Background(), assign([]tasks.ID{tid("1", 0)}, nil), false)
+	var se *store.Error
+	if !errors.As(err, &se) || se.Op != "open" || !errors.Is(err, errBoom) || a.fatalErr() != err {
+		t.Fatalf("got %v, fatal %v", err, a.fatalErr())
+	}
+	if len(a.tasks) != 0 || len(k.engines) != 1 || k.engines[0].closes != 1 {
+		t.Errorf("the store opened before the failure is closed: tasks %v, engines %d", a.tasks, len(k.engines))
+	}
+}
+
+func TestOpenTaskStartsFromTheEnginePosition(t *testing.T) {
+	pos := int64(42)
+	a, _ := newTestApp(t, testConfig(), testProcs(), WithStores(&fakeKind{position: &pos}))
+	tk := activeTask(t, a, tid("1", 1))
+	if tk.stores["counts"].checkpointed != 42 || tk.stores["counts"].loc.Dir != "" {
+		t.Errorf("checkpointed %d dir %q", tk.stores["counts"].checkpointed, tk.stores["counts"].loc.Dir)
+	}
+	if p, ok := a.changelogStart(tid("1", 1), tasks.TopicPartition{Topic: sumsLog, Partition: 1}); p != 42 || !ok {
+		t.Errorf("changelogStart %d %v", p, ok)
+	}
+	if _, ok := a.changelogStart(tid("1", 0), tasks.TopicPartition{Topic: sumsLog}); ok {
+		t.Error("a task not held")
+	}
+	if _, ok := a.changelogStart(tid("1", 1), tasks.TopicPartition{Topic: "in", Partition: 1}); ok {
+		t.Error("not a changelog of the task")
+	}
+	b, _ := newTestApp(t, testConfig(), testProcs())
+	activeTask(t, b, tid("1", 1))
+	if p, ok := b.changelogStart(tid("1", 1), tasks.TopicPartition{Topic: countsLog, Partition: 1}); ok || p != 0 {
+		t.Errorf("a new memory store has no position: %d %v", p, ok)
+	}
+}
+
+func TestOpenEngineDefaultFails(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	loc := store.Location{Task: tid("1", 0), Store: "counts"}
+	k := &fakeKind{openErrs: []error{errBoom}}
+	_, err := a.openEngine(k, loc)
+	var se *store.Error
+	if !errors.As(err, &se) || se.Op != "open" || se.Loc != loc || !errors.Is(err, errBoom) || len(k.destroyed) != 0 {
+		t.Fatalf("got %v", err)
+	}
+	inner := &store.Error{Op: "read", Loc: loc, Err: store.ErrCorrupt}
+	_, err = a.openEngine(&fakeKind{openErrs: []error{inner}}, loc)
+	if err != inner {
+		t.Errorf("a store.Error is passed on as it is: %v", err)
+	}
+}
+
+func TestOpenEngineWipeAndRestore(t *testing.T) {
+	var asked []*store.Error
+	a, _ := newTestApp(t, testConfig(), testProcs(), WithStoreErrorHandler(func(err *store.Error) StoreAction {
+		asked = append(asked, err)
+		return WipeAndRestore
+	}))
+	loc := store.Location{Task: tid("1", 0), Store: "counts", Dir: "/d"}
+	k := &fakeKind{openErrs: []error{store.ErrCorrupt}}
+	eng, err := a.openEngine(k, loc)
+	if err != nil || eng == nil {
+		t.Fatalf("got %v", err)
+	}
+	if len(asked) != 1 || asked[0].Op != "open" || !errors.Is(asked[0], store.ErrCorrupt) || len(k.destroyed) != 1 || k.destroyed[0] != loc || len(k.opened) != 2 {
+		t.Errorf("asked %v destroyed %v opened %d", asked, k.destroyed, len(k.opened))
+	}
+
+	_, err = a.openEngine(&fakeKind{openErrs: []error{store.ErrCorrupt}, destroyErr: errBoom}, loc)
+	var se *store.Error
+	if !errors.As(err, &se) || se.Op != "wipe" || !errors.Is(err, errBoom) {
+		t.Errorf("a failed wipe: %v", err)
+	}
+	_, err = a.openEngine(&fakeKind{openErrs: []error{store.ErrCorrupt, errBoom}}, loc)
+	if !errors.As(err, &se) || se.Op != "open" || !errors.Is(err, errBoom) {
+		t.Errorf("a failed reopen: %v", err)
+	}
+
+	b, _ := newTestApp(t, testConfig(), testProcs(), WithStoreErrorHandler(func(*store.Error) StoreAction { return FailOnStoreError }))
+	k = &fakeKind{openErrs: []error{store.ErrCorrupt}}
+	if _, err := b.openEngine(k, loc); !errors.Is(err, store.ErrCorrupt) || len(k.destroyed) != 0 {
+		t.Errorf("FailOnStoreError: %v", err)
+	}
+}
+
+func TestCleanupDue(t *testing.T) {
+	k := &fakeKind{persistent: true}
+	a, clk := newTestApp(t, testConfig(), testProcs(), WithStores(k, "counts"))
+	a.stateDir = t.TempDir()
+	for _, d := range []string{"1_0", "1_1", "1_2", "1_3"} {
+		mustNotErr(t, os.MkdirAll(filepath.Join(a.stateDir, d, "counts"), 0o755))
+	}
+	now := clk.t
+	a.cleanups[tid("1", 0)] = now.Add(-time.Second) // due
+	a.cleanups[tid("1", 1)] = now                   // due now
+	a.cleanups[tid("1", 2)] = now.Add(time.Millisecond)
+	a.cleanups[tid("1", 3)] = now.Add(-time.Second) // due, but held again
+	a.tasks[tid("1", 3)] = &task{id: tid("1", 3)}
+	a.cleanupDue(now)
+	for d, want := range map[string]bool{"1_0": false, "1_1": false, "1_2": true, "1_3": true} {
+		if _, err := os.Stat(filepath.Join(a.stateDir, d)); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", d, err == nil, want)
+		}
+	}
+	if len(a.cleanups) != 2 {
+		t.Errorf("cleanups left %v", a.cleanups)
+	}
+	// Only the persistent store is destroyed, at its own directory.
+	if len(k.destroyed) != 2 {
+		t.Fatalf("destroyed %v", k.destroyed)
+	}
+	for _, loc := range k.destroyed {
+		if loc.Store != "counts" || loc.ApplicationID != testApp || loc.Dir != filepath.Join(a.stateDir, loc.Task.String(), "counts") {
+			t.Errorf("destroyed %+v", loc)
+		}
+	}
+	k.destroyErr = errBoom
+	a.cleanupDue(now.Add(time.Hour)) // a failed Destroy still removes the directory
+	if _, err := os.Stat(filepath.Join(a.stateDir, "1_2")); err == nil || len(a.cleanups) != 1 {
+		t.Errorf("1_2 kept after a failed Destroy; cleanups %v", a.cleanups)
+	}
+}
+
+func TestScanOldTasks(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	a.cfg.Runtime.StateCleanupDelay = time.Hour
+	a.stateDir = t.TempDir()
+	for _, d := range []string{"1_0", "junk", "0_7"} {
+		mustNotErr(t, os.Mkdir(filepath.Join(a.stateDir, d), 0o755))
+	}
+	mustNotErr(t, os.WriteFile(filepath.Join(a.stateDir, "1_1"), nil, 0o644))
+	mod := time.Unix(1_700_000_000, 0)
+	mustNotErr(t, os.Chtimes(filepath.Join(a.stateDir, "1_0"), mod, mod))
+	a.scanOldTasks()
+	if len(a.cleanups) != 2 || !a.cleanups[tid("1", 0)].Equal(mod.Add(time.Hour)) {
+		t.Errorf("cleanups %v", a.cleanups)
+	}
+	if _, ok := a.cleanups[tid("0", 7)]; !ok {
+		t.Error("0_7 not scheduled")
+	}
+	b, _ := newTestApp(t, testConfig(), testProcs())
+	b.stateDir = filepath.Join(t.TempDir(), "missing")
+	b.scanOldTasks()
+	if len(b.cleanups) != 0 {
+		t.Error("a missing directory has no tasks")
+	}
+}
+
+func TestCloseAllStoresCheckpointsStandbysWhenClean(t *testing.T) {
+	k := &fakeKind{persistent: true}
+	a, _ := newTestApp(t, testConfig(), testProcs(), WithStores(k))
+	a.stateDir = t.TempDir()
+	act := activeTask(t, a, tid("1", 0))
+	sb := activeTask(t, a, tid("1", 1))
+	sb.active = false
+	for _, tk := range []*task{act, sb} {
+		for _, s := range tk.stores {
+			s.ackedAt(4)
+		}
+	}
+	a.closeAllStores()
+	if len(a.tasks) != 0 {
+		t.Fatalf("tasks %v", a.tasks)
+	}
+	for _, s := range sb.stores {
+		if s.checkpointed != 5 {
+			t.Errorf("standby %s checkpointed %d, want 5", s.name, s.checkpointed)
+		}
+	}
+	for _, s := range act.stores {
+		if s.checkpointed != -1 {
+			t.Errorf("an active task left at close was revoked (checkpointed) already, or failed: %s checkpointed %d", s.name, s.checkpointed)
+		}
+	}
+
+	// After a failed write nothing is checkpointed.
+	b, _ := newTestApp(t, testConfig(), testProcs(), WithStores(&fakeKind{persistent: true}))
+	b.stateDir = t.TempDir()
+	sb = activeTask(t, b, tid("1", 1))
+	sb.active = false
+	sb.stores["counts"].ackedAt(4)
+	b.produceErr.Store(&ProduceError{Err: errBoom})
+	b.closeAllStores()
+	if sb.stores["counts"].checkpointed != -1 {
+		t.Error("checkpointed after a failed write")
+	}
+
+	// Memory stores are never checkpointed.
+	c, _ := newTestApp(t, testConfig(), testProcs(), WithStores(&fakeKind{}))
+	sb = activeTask(t, c, tid("1", 1))
+	sb.active = false
+	sb.stores["counts"].ackedAt(4)
+	c.closeAllStores()
+	if sb.stores["counts"].checkpointed != -1 {
+		t.Error("a memory store was checkpointed")
+	}
+}
+
+func TestCheckpointOfATaskSkipsMemoryStores(t *testing.T) {
+	k := &fakeKind{persistent: true}
+	a, _ := newTestApp(t, testConfig(), testProcs(), WithStores(k, "counts"))
+	a.stateDir = t.TempDir()
+	tk := activeTask(t, a, tid("1", 0))
+	tk.stores["counts"].ackedAt(1)
+	tk.stores["sums"].ackedAt(1)
+	mustNotErr(t, a.checkpoint(tk))
+	if tk.stores["counts"].checkpointed != 2 || tk.stores["sums"].checkpointed != -1 {
+		t.Errorf("checkpointed %d %d", tk.stores["counts"].checkpointed, tk.stores["sums"].checkpointed)
+	}
+	tk.stores["counts"].ackedAt(5)
+	k.engines[0].err = errBoom
+	if err := a.checkpoint(tk); !errors.Is(err, errBoom) {
+		t.Errorf("got %v", err)
+	}
+}
+
+// A restarted process must keep the state of its tasks at least until the group had a chance to
+// assign them again (Kafka Streams' cleaner first runs state.cleanup.delay.ms after start), and a
+// store written a minute ago is not "unchanged for state.cleanup.delay.ms".
+func TestRestartKeepsRecentlyWrittenTaskState(t *testing.T) {
+	cfg := testConfig()
+	cfg.StateDir = t.TempDir()
+	taskDir := filepath.Join(cfg.StateDir, testApp, "1_0")
+	mustNotErr(t, os.MkdirAll(filepath.Join(taskDir, "counts"), 0o755))
+	data := filepath.Join(taskDir, "counts", "data")
+	mustNotErr(t, os.WriteFile(data, []byte("written a minute ago"), 0o644))
+	now := time.Now()
+	old := now.Add(-time.Hour) // the task's directory was created an hour ago ...
+	mustNotErr(t, os.Chtimes(taskDir, old, old))
+	recent := now.Add(-time.Minute) // ... and its store was written a minute ago
+	mustNotErr(t, os.Chtimes(data, recent, recent))
+
+	a, clk := newTestApp(t, cfg, testProcs(), WithStores(&fakeKind{persistent: true}))
+	clk.t = now
+	mustNotErr(t, a.openStateDir())
+	defer a.lock.release()
+	a.mu.Lock()
+	a.cleanupDue(a.now()) // the first between(), before the member's first assignment
+	a.mu.Unlock()
+	if _, err := os.Stat(data); err != nil {
+		t.Fatalf("BUG (stream/callbacks.go scanOldTasks/cleanupDue): the store of task 1_0, written a minute ago, was deleted "+
+			"at the first loop iteration after a restart, before the group could assign the task back: scanOldTasks dates a "+
+			"task by its directory's mtime (which changes only when an entry is added or removed directly in it, not when the "+
+			"store's files change) and cleanupDue deletes at once what is past that date + state.cleanup.delay.ms (%v)", err)
+	}
+}
+
+func TestCloseAndCleanupWarnOnlyOnFailures(t *testing.T) {
+	logs, opt := recordLogs()
+	k := &fakeKind{persistent: true}
+	a, clk := newTestApp(t, testConfig(), testProcs(), WithStores(k, "counts"), opt)
+	a.stateDir = t.TempDir()
+	sb := activeTask(t, a, tid("1", 0))
+	sb.active = false
+	sb.stores["counts"].ackedAt(1)
+	a.closeAllStores()
+	if w := logs.warnings(); len(w) != 0 {
+		t.Fatalf("a clean close warned: %v", w)
+	}
+	// A checkpoint that fails and a store that fails to close are logged, and the task still goes.
+	sb = activeTask(t, a, tid("1", 0))
+	sb.active = false
+	sb.stores["counts"].ackedAt(5)
+	sb.stores["counts"].eng.(*countingEngine).err = errBoom
+	mustNotErr(t, sb.stores["sums"].eng.Close())
+	a.closeAllStores()
+	w := logs.warnings()
+	if len(w) != 2 || len(a.tasks) != 0 {
+		t.Fatalf("warnings %v tasks %v", w, a.tasks)
+	}
+	for _, want := range []string{"WARN checkpoint at close failed", "WARN closing a store failed"} {
+		if w[0] != want && w[1] != want {
+			t.Errorf("warnings %v, want %q", w, want)
+		}
+	}
+
+	// Cleanup: a clean deletion is an INFO, a failed Destroy or RemoveAll a WARN.
+	mustNotErr(t, os.MkdirAll(filepath.Join(a.stateDir, "1_0"), 0o755))
+	a.cleanups = map[tasks.ID]time.Time{tid("1", 0): clk.t}
+	logs.take()
+	a.cleanupDue(clk.t)
+	if m := logs.take(); len(m) != 1 || m[0] != "INFO deleted the state of a task this process no longer owns" {
+		t.Errorf("clean deletion logged %v", m)
+	}
+	k.destroyErr = errBoom
+	a.cleanups = map[tasks.ID]time.Time{tid("1", 0): clk.t}
+	a.cleanupDue(clk.t)
+	if m := logs.take(); len(m) != 2 || m[0] != "WARN deleting the store of a task no longer owned failed" {
+		t.Errorf("failed Destroy logged %v", m)
+	}
+	k.destroyErr = nil
+	file := filepath.Join(t.TempDir(), "file")
+	mustNotErr(t, os.WriteFile(file, nil, 0o644))
+	a.stateDir = file // RemoveAll(file/1_0) fails: not a directory
+	a.cleanups = map[tasks.ID]time.Time{tid("1", 0): clk.t}
+	a.cleanupDue(clk.t)
+	if m := logs.take(); len(m) != 1 || m[0] != "WARN deleting the directory of a task no longer owned failed" {
+		t.Errorf("failed RemoveAll logged %v", m)
+	}
+}

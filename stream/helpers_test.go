@@ -1,0 +1,269 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/consume"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
+)
+
+// The test application: subtopology "0" reads "in" and writes the repartition topic app-r-repartition;
+// subtopology "1" reads it and keeps the stores "counts" and "sums".
+const testApp = "app"
+
+var (
+	names      = topology.Names{AppID: testApp}
+	countsLog  = names.ChangelogTopic("counts")
+	sumsLog    = names.ChangelogTopic("sums")
+	repartTopc = names.RepartitionTopic("r")
+)
+
+func testTopo() *topology.Topology {
+	return topology.MustNew(
+		topology.Subtopology{ID: "0", SourceTopics: []string{"in"}, RepartitionSinkTopics: []string{repartTopc}},
+		topology.Subtopology{ID: "1", RepartitionSourceTopics: []topology.TopicInfo{names.Repartition("r", 2)},
+			StateChangelogTopics: []topology.TopicInfo{names.KeyValueChangelog("counts"), names.KeyValueChangelog("sums")}})
+}
+
+func testConfig() config.Config {
+	c := config.Default(testApp)
+	c.BootstrapServers = []string{"127.0.0.1:1"}
+	return c
+}
+
+var nopProc = ProcessorFunc(func(*Context, *Record) error { return nil })
+
+func testProcs() Processors { return Processors{"0": nopProc, "1": nopProc} }
+
+// quiet is a logger that writes nothing.
+func quiet() Option { return WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))) }
+
+// newTestApp builds the test App with a fake clock at clock.
+func newTestApp(t *testing.T, cfg config.Config, procs Processors, opts ...Option) (*App, *fakeClock) {
+	t.Helper()
+	a, err := New(cfg, testTopo(), procs, append([]Option{quiet()}, opts...)...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	clk := &fakeClock{t: time.UnixMilli(1_000_000)}
+	a.now = clk.now
+	return a, clk
+}
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func tid(sub string, p int32) tasks.ID { return tasks.ID{Subtopology: sub, Partition: p} }
+
+// activeTask opens the stores of id as an active, initialized task in a.tasks.
+func activeTask(t *testing.T, a *App, id tasks.ID) *task {
+	t.Helper()
+	tk, err := a.openTask(id)
+	if err != nil {
+		t.Fatalf("openTask(%s): %v", id, err)
+	}
+	tk.active, tk.initialized = true, true
+	a.tasks[id] = tk
+	return tk
+}
+
+// fakeBroker gives a a client on a one-broker kfake cluster holding the test's topics (two
+// partitions each), and returns the records the client buffered for producing.
+func fakeBroker(t *testing.T, a *App) *produced {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", repartTopc, countsLog, sumsLog, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	p := &produced{}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.WithHooks(p), kgo.UnknownTopicRetries(0),
+		kgo.RecordPartitioner(consume.Partitioner(a.topo)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	a.cl = cl
+	return p
+}
+
+// produced records every record given to the client, with copies of its key and value taken then.
+type produced struct {
+	mu   sync.Mutex
+	recs []producedRecord
+}
+
+type producedRecord struct {
+	rec        *kgo.Record
+	key, value []byte
+	nilValue   bool
+}
+
+func (p *produced) OnProduceRecordBuffered(r *kgo.Record) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.recs = append(p.recs, producedRecord{rec: r, key: append([]byte(nil), r.Key...), value: append([]byte(nil), r.Value...), nilValue: r.Value == nil})
+}
+
+func (p *produced) all() []producedRecord {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]producedRecord(nil), p.recs...)
+}
+
+// fakeKind is a store.Kind over store.Memory that can claim to be persistent, fail opens and
+// destroys, and counts what it was asked.
+type fakeKind struct {
+	persistent bool
+	// openErrs are returned by the first Opens, one each (nil entries succeed).
+	openErrs   []error
+	destroyErr error
+	// position, when set, is the position every opened engine starts at.
+	position *int64
+
+	mu        sync.Mutex
+	opened    []store.Location
+	destroyed []store.Location
+	engines   []*countingEngine
+}
+
+func (k *fakeKind) Name() string     { return "fake" }
+func (k *fakeKind) Persistent() bool { return k.persistent }
+
+func (k *fakeKind) Open(loc store.Location) (store.Engine, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.opened = append(k.opened, loc)
+	if len(k.openErrs) > 0 {
+		err := k.openErrs[0]
+		k.openErrs = k.openErrs[1:]
+		if err != nil {
+			return nil, err
+		}
+	}
+	eng, _ := store.Memory.Open(loc)
+	if k.position != nil {
+		var b store.Batch
+		if err := eng.Apply(&b, *k.position); err != nil {
+			return nil, err
+		}
+	}
+	ce := &countingEngine{Engine: eng}
+	k.engines = append(k.engines, ce)
+	return ce, nil
+}
+
+func (k *fakeKind) Destroy(loc store.Location) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.destroyed = append(k.destroyed, loc)
+	return k.destroyErr
+}
+
+// countingEngine counts Applies and Closes, and fails what err says.
+type countingEngine struct {
+	store.Engine
+	applies, closes int
+	positions       []int64
+	err             error
+}
+
+func (e *countingEngine) Apply(b *store.Batch, pos int64) error {
+	if e.err != nil {
+		return e.err
+	}
+	e.applies++
+	e.positions = append(e.positions, pos)
+	return e.Engine.Apply(b, pos)
+}
+
+func (e *countingEngine) Close() error {
+	e.closes++
+	return e.Engine.Close()
+}
+
+func (e *countingEngine) Get(k []byte) ([]byte, bool, error) {
+	if e.err != nil {
+		return nil, false, e.err
+	}
+	return e.Engine.Get(k)
+}
+
+func (e *countingEngine) Iterate(lo, hi []byte) (store.Iterator, error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	return e.Engine.Iterate(lo, hi)
+}
+
+func (e *countingEngine) ApproximateCount() (int64, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	return e.Engine.ApproximateCount()
+}
+
+var errBoom = errors.New("boom")
+
+// mustNotErr fails the test on err.
+func mustNotErr(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logRecorder is a slog.Handler that keeps the messages at or above Info, as "LEVEL message".
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logRecorder) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelInfo }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+// take returns the messages logged so far and forgets them.
+func (l *logRecorder) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.msgs
+	l.msgs = nil
+	return m
+}
+
+// warnings returns the WARN and ERROR messages logged so far and forgets all.
+func (l *logRecorder) warnings() []string {
+	var out []string
+	for _, m := range l.take() {
+		if !strings.HasPrefix(m, "INFO ") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func recordLogs() (*logRecorder, Option) {
+	l := &logRecorder{}
+	return l, WithLogger(slog.New(l))
+}

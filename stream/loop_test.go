@@ -1,0 +1,236 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// builtApp is the test App with its pieces built (client, committer, task offsets, consumer,
+// member) on a kfake cluster; the member is not started, so it holds no tasks and commits nothing.
+func builtApp(t *testing.T, procs Processors, opts ...Option) (*App, *fakeClock) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", repartTopc, countsLog, sumsLog))
+	mustNotErr(t, err)
+	t.Cleanup(c.Close)
+	cfg := testConfig()
+	cfg.BootstrapServers = c.ListenAddrs()
+	a, clk := newTestApp(t, cfg, procs, opts...)
+	mustNotErr(t, a.build())
+	t.Cleanup(func() {
+		a.offsets.Close()
+		a.cl.Close()
+	})
+	a.runCtx = context.Background()
+	a.lastCommit = clk.t
+	return a, clk
+}
+
+func TestBetweenStartsTasksAndFiresWallClockPunctuations(t *testing.T) {
+	var fired []time.Time
+	p := &recorder{onInit: func(c *Context) error {
+		_, err := c.Schedule(time.Second, WallClock, func(_ *Context, at time.Time) error {
+			fired = append(fired, at)
+			return nil
+		})
+		return err
+	}}
+	a, clk := builtApp(t, Processors{"0": p, "1": nopProc})
+	t0 := activeTask(t, a, tid("0", 0))
+	t0.initialized = false
+	sb := activeTask(t, a, tid("0", 1))
+	sb.active, sb.initialized = false, false
+
+	a.between()
+	if len(p.inits) != 1 || p.inits[0] != tid("0", 0) || !t0.initialized || sb.initialized {
+		t.Fatalf("inits %v", p.inits)
+	}
+	clk.t = clk.t.Add(999 * time.Millisecond)
+	a.between()
+	if len(fired) != 0 {
+		t.Fatalf("fired %v before the interval", fired)
+	}
+	clk.t = clk.t.Add(time.Millisecond)
+	a.between()
+	if len(fired) != 1 || !fired[0].Equal(clk.t) || len(p.inits) != 1 {
+		t.Fatalf("fired %v inits %v", fired, p.inits)
+	}
+	if a.fatalErr() != nil {
+		t.Fatal(a.fatalErr())
+	}
+}
+
+func TestBetweenFailsOnInitAndPunctuationErrors(t *testing.T) {
+	a, _ := builtApp(t, Processors{"0": &recorder{initErr: errBoom}, "1": nopProc})
+	activeTask(t, a, tid("0", 0)).initialized = false
+	a.between()
+	var pe *ProcessingError
+	if !errors.As(a.fatalErr(), &pe) {
+		t.Fatalf("Init: fatal %v", a.fatalErr())
+	}
+
+	p := &recorder{onInit: func(c *Context) error {
+		_, err := c.Schedule(time.Millisecond, WallClock, func(*Context, time.Time) error { return errBoom })
+		return err
+	}}
+	b, clk := builtApp(t, Processors{"0": p, "1": nopProc})
+	activeTask(t, b, tid("0", 0)).initialized = false
+	b.between()
+	if b.fatalErr() != nil {
+		t.Fatal(b.fatalErr())
+	}
+	clk.t = clk.t.Add(time.Millisecond)
+	b.between()
+	if !errors.As(b.fatalErr(), &pe) || !errors.Is(pe, errBoom) {
+		t.Fatalf("punctuation: fatal %v", b.fatalErr())
+	}
+}
+
+func TestBetweenCommitsEveryInterval(t *testing.T) {
+	k := &fakeKind{persistent: true}
+	logs, opt := recordLogs()
+	a, clk := builtApp(t, testProcs(), WithStores(k, "counts"), opt)
+	a.cfg.Runtime.CommitInterval = 10 * time.Second
+	a.stateDir = t.TempDir()
+	act := activeTask(t, a, tid("1", 0))
+	act2 := activeTask(t, a, tid("1", 2))
+	sb := activeTask(t, a, tid("1", 1))
+	sb.active = false
+	act.stores["counts"].ackedAt(4)
+	act2.stores["counts"].ackedAt(4)
+	sb.stores["counts"].ackedAt(4)
+	start := clk.t
+
+	clk.t = start.Add(10*time.Second - time.Millisecond)
+	a.between()
+	if act.stores["counts"].checkpointed != -1 || !a.lastCommit.Equal(start) {
+		t.Fatal("committed before the interval")
+	}
+	clk.t = start.Add(10 * time.Second)
+	a.between()
+	if act.stores["counts"].checkpointed != 5 || !a.lastCommit.Equal(clk.t) {
+		t.Fatalf("at the interval: checkpointed %d, last commit %v", act.stores["counts"].checkpointed, a.lastCommit)
+	}
+	if act2.stores["counts"].checkpointed != 5 {
+		t.Error("a commit checkpoints every active task")
+	}
+	if sb.stores["counts"].checkpointed != -1 {
+		t.Error("a commit checkpoints active tasks only")
+	}
+
+	// A failed checkpoint is retried at the next interval, not fatal.
+	act.stores["counts"].ackedAt(9)
+	act.stores["counts"].eng.(*countingEngine).err = errBoom
+	clk.t = clk.t.Add(10 * time.Second)
+	a.between()
+	if a.fatalErr() != nil || !a.lastCommit.Equal(clk.t) {
+		t.Fatalf("fatal %v last commit %v", a.fatalErr(), a.lastCommit)
+	}
+	if w := logs.warnings(); len(w) != 1 || w[0] != "WARN commit failed; retrying at the next interval" {
+		t.Errorf("warnings %v", w)
+	}
+	// Once the run is ending, a failed commit is not worth a warning.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a.runCtx = ctx
+	clk.t = clk.t.Add(10 * time.Second)
+	a.between()
+	if w := logs.warnings(); len(w) != 0 || a.fatalErr() != nil {
+		t.Errorf("warnings %v fatal %v", w, a.fatalErr())
+	}
+	a.runCtx = context.Background()
+
+	// A failed write is.
+	a.produceErr.Store(&ProduceError{Topic: "out", Err: errBoom})
+	clk.t = clk.t.Add(10 * time.Second)
+	a.between()
+	var pe *ProduceError
+	if !errors.As(a.fatalErr(), &pe) {
+		t.Fatalf("fatal %v", a.fatalErr())
+	}
+}
+
+func TestBetweenMovesTheState(t *testing.T) {
+	a, _ := builtApp(t, testProcs())
+	a.between()
+	if a.State() != Created {
+		t.Errorf("state %v: between does not start an App", a.State())
+	}
+	a.state.Store(int32(Running))
+	a.between()
+	if a.State() != Rebalancing {
+		t.Errorf("state %v with a member that is not stable", a.State())
+	}
+}
+
+func TestBetweenCleansUp(t *testing.T) {
+	k := &fakeKind{persistent: true}
+	a, clk := builtApp(t, testProcs(), WithStores(k))
+	a.stateDir = t.TempDir()
+	dir := filepath.Join(a.stateDir, "1_0")
+	mustNotErr(t, os.Mkdir(dir, 0o755))
+	a.cleanups[tid("1", 0)] = clk.t
+	a.between()
+	if _, err := os.Stat(dir); err == nil || len(a.cleanups) != 0 {
+		t.Errorf("the due task directory is kept: %v", a.cleanups)
+	}
+}
+
+func TestRevokedOffsetsStopsAndCheckpoints(t *testing.T) {
+	k := &fakeKind{persistent: true}
+	a, _ := builtApp(t, testProcs(), WithStores(k))
+	a.stateDir = t.TempDir()
+	rev := activeTask(t, a, tid("1", 0))
+	rev.punctuations = []*punctuation{{}}
+	kept := activeTask(t, a, tid("1", 1))
+	for _, tk := range []*task{rev, kept} {
+		tk.stores["counts"].ackedAt(2)
+	}
+	offs, err := a.revokedOffsets(context.Background(), tasks.NewSet(tid("1", 0), tid("1", 7)))
+	if err != nil || len(offs) != 0 {
+		t.Fatalf("offsets %v err %v", offs, err)
+	}
+	if rev.active || rev.initialized || rev.punctuations != nil || a.tasks[tid("1", 0)] != rev {
+		t.Errorf("revoked task %+v: stops, stays open", rev)
+	}
+	if !kept.active || !kept.initialized {
+		t.Error("a task not revoked goes on")
+	}
+	if rev.stores["counts"].checkpointed != 3 || kept.stores["counts"].checkpointed != -1 {
+		t.Errorf("checkpointed %d %d", rev.stores["counts"].checkpointed, kept.stores["counts"].checkpointed)
+	}
+
+	rev.stores["counts"].ackedAt(5)
+	rev.stores["counts"].eng.(*countingEngine).err = errBoom
+	if _, err := a.revokedOffsets(context.Background(), tasks.NewSet(tid("1", 0))); !errors.Is(err, errBoom) {
+		t.Errorf("a failed checkpoint: %v", err)
+	}
+	a.produceErr.Store(&ProduceError{Err: errBoom})
+	if _, err := a.revokedOffsets(context.Background(), tasks.NewSet(tid("1", 1))); !errors.Is(err, errBoom) {
+		t.Errorf("after a failed write: %v", err)
+	}
+	if kept.stores["counts"].checkpointed != -1 {
+		t.Error("checkpointed after a failed write")
+	}
+}
+
+func TestFlushAndCommitAfterAFailedWrite(t *testing.T) {
+	a, _ := builtApp(t, testProcs())
+	mustNotErr(t, a.flush(context.Background())) // nothing buffered
+	mustNotErr(t, a.commit(context.Background()))
+	pe := &ProduceError{Err: errBoom}
+	a.produceErr.Store(pe)
+	if err := a.flush(context.Background()); err != error(pe) {
+		t.Errorf("flush: %v", err)
+	}
+	if err := a.commit(context.Background()); err != error(pe) {
+		t.Errorf("commit: %v", err)
+	}
+}

@@ -1,0 +1,408 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/consume"
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// recs makes the records of one input partition of task id, at offsets from, from+1, …, with
+// timestamps ts (ms).
+func recs(id tasks.ID, topic string, from int64, ts ...int64) consume.Records {
+	r := consume.Records{Task: id, Role: consume.Active, Partition: tasks.TopicPartition{Topic: topic, Partition: id.Partition}}
+	for i, ms := range ts {
+		r.Records = append(r.Records, &kgo.Record{Topic: topic, Partition: id.Partition, Offset: from + int64(i),
+			Key: []byte(fmt.Sprint("k", from+int64(i))), Value: []byte("v"), Timestamp: time.UnixMilli(ms),
+			Headers: []kgo.RecordHeader{{Key: "h", Value: []byte(fmt.Sprint(from + int64(i)))}}})
+	}
+	return r
+}
+
+// recorder is a processor (with Init) that records what it saw and fails where told.
+type recorder struct {
+	inits   []tasks.ID
+	seen    []string
+	initErr error
+	failAt  map[int64]error // by offset
+	onInit  func(c *Context) error
+}
+
+func (p *recorder) Init(c *Context) error {
+	p.inits = append(p.inits, c.Task())
+	if p.onInit != nil {
+		if err := p.onInit(c); err != nil {
+			return err
+		}
+	}
+	return p.initErr
+}
+
+func (p *recorder) Process(c *Context, r *Record) error {
+	if c.Timestamp() != r.Timestamp || c.StreamTime().Before(r.Timestamp) || string(c.Headers()[0].Value) != fmt.Sprint(r.Offset) {
+		return fmt.Errorf("context does not match record %d: ts %v stream time %v", r.Offset, c.Timestamp(), c.StreamTime())
+	}
+	p.seen = append(p.seen, fmt.Sprintf("%s@%d", c.Task(), r.Offset))
+	return p.failAt[r.Offset]
+}
+
+func processingApp(t *testing.T, p *recorder, mod func(*config.Config), opts ...Option) *App {
+	cfg := testConfig()
+	if mod != nil {
+		mod(&cfg)
+	}
+	a, _ := newTestApp(t, cfg, Processors{"0": p, "1": nopProc}, opts...)
+	for part := range int32(3) {
+		tk := activeTask(t, a, tid("0", part))
+		tk.initialized = false
+	}
+	return a
+}
+
+func TestProcessInitsOnceBeforeTheFirstRecord(t *testing.T) {
+	p := &recorder{}
+	a := processingApp(t, p, nil)
+	if got := a.process([]consume.Records{recs(tid("0", 0), "in", 10, 5, 3), recs(tid("0", 1), "in", 0, 7)}); got != nil {
+		t.Fatalf("unprocessed %v", got)
+	}
+	if got := a.process([]consume.Records{recs(tid("0", 0), "in", 12, 4)}); got != nil {
+		t.Fatalf("unprocessed %v", got)
+	}
+	if len(p.inits) != 2 || p.inits[0] != tid("0", 0) || p.inits[1] != tid("0", 1) {
+		t.Errorf("inits %v, want one per task, in order", p.inits)
+	}
+	want := []string{"0_0@10", "0_0@11", "0_1@0", "0_0@12"}
+	if fmt.Sprint(p.seen) != fmt.Sprint(want) {
+		t.Errorf("seen %v, want %v", p.seen, want)
+	}
+	if st := a.tasks[tid("0", 0)].streamTime; st != 5 {
+		t.Errorf("stream time %d, want the largest timestamp 5", st)
+	}
+	if st := a.tasks[tid("0", 2)].streamTime; st != -1 || a.tasks[tid("0", 2)].initialized {
+		t.Errorf("a task without records: stream time %d initialized %v", st, a.tasks[tid("0", 2)].initialized)
+	}
+}
+
+func TestInitContext(t *testing.T) {
+	p := &recorder{}
+	var stream time.Time
+	var ts time.Time
+	p.onInit = func(c *Context) error {
+		stream, ts = c.StreamTime(), c.Timestamp()
+		if c.Headers() != nil {
+			return errors.New("headers in Init")
+		}
+		_, err := c.Schedule(time.Millisecond, StreamTime, func(*Context, time.Time) error { return nil })
+		return err
+	}
+	a := processingApp(t, p, nil)
+	if got := a.process([]consume.Records{recs(tid("0", 0), "in", 0, 5)}); got != nil {
+		t.Fatal(a.fatalErr())
+	}
+	if !stream.IsZero() || !ts.Equal(a.now()) {
+		t.Errorf("Init's stream time %v (want zero) and timestamp %v (want now)", stream, ts)
+	}
+	if next := a.tasks[tid("0", 0)].punctuations[0].next; next != 6 {
+		t.Errorf("a stream-time punctuation scheduled in Init starts at the first record: next %d, want 6", next)
+	}
+}
+
+func TestProcessFiresStreamTimePunctuations(t *testing.T) {
+	p := &recorder{}
+	var at []int64
+	p.onInit = func(c *Context) error {
+		_, err := c.Schedule(10*time.Millisecond, StreamTime, func(_ *Context, t time.Time) error {
+			at = append(at, t.UnixMilli())
+			return nil
+		})
+		return err
+	}
+	a := processingApp(t, p, nil)
+	if got := a.process([]consume.Records{recs(tid("0", 0), "in", 0, 100, 105, 95, 110, 131)}); got != nil {
+		t.Fatal(a.fatalErr())
+	}
+	if len(at) != 2 || at[0] != 110 {
+		t.Errorf("stream-time punctuations at %v, want two, the first at 110", at)
+	}
+	if next := a.tasks[tid("0", 0)].punctuations[0].next; next != 140 {
+		t.Errorf("next %d, want 140", next)
+	}
+}
+
+// stopMap checks what process returned.
+func stopMap(t *testing.T, got, want map[tasks.TopicPartition]int64) {
+	t.Helper()
+	if !maps.Equal(got, want) {
+		t.Fatalf("unprocessed %v, want %v", got, want)
+	}
+}
+
+func in(p int32) tasks.TopicPartition { return tasks.TopicPartition{Topic: "in", Partition: p} }
+
+func TestProcessingErrorStopsAtTheRecord(t *testing.T) {
+	p := &recorder{failAt: map[int64]error{21: errBoom}}
+	a := processingApp(t, p, nil)
+	got := a.process([]consume.Records{recs(tid("0", 0), "in", 10, 1, 2), recs(tid("0", 1), "in", 20, 1, 2, 3), recs(tid("0", 2), "in", 30, 1)})
+	stopMap(t, got, map[tasks.TopicPartition]int64{in(1): 21, in(2): 30})
+	if fmt.Sprint(p.seen) != "[0_0@10 0_0@11 0_1@20 0_1@21]" {
+		t.Errorf("seen %v", p.seen)
+	}
+	var pe *ProcessingError
+	if err := a.fatalErr(); !errors.As(err, &pe) || *pe != (ProcessingError{Task: tid("0", 1), Topic: "in", Partition: 1, Offset: 21, Err: errBoom}) {
+		t.Fatalf("fatal %#v", err)
+	}
+	want := "stream: task 0_1 failed on record in[1]@21: boom; the application stopped and committed only what came before " +
+		"(processing.exception.handler=LogAndFailProcessingExceptionHandler); fix the processor, or set " +
+		"processing.exception.handler=LogAndContinueProcessingExceptionHandler to skip such records"
+	if pe.Error() != want {
+		t.Errorf("message %q", pe.Error())
+	}
+	if !errors.Is(pe, errBoom) {
+		t.Error("Unwrap")
+	}
+}
+
+func TestProcessingErrorLogAndContinue(t *testing.T) {
+	p := &recorder{failAt: map[int64]error{21: errBoom, 22: &serde.DecodeError{Serde: "x", Err: errBoom}}}
+	logs, opt := recordLogs()
+	a := processingApp(t, p, func(c *config.Config) {
+		c.Runtime.OnProcessingError = config.LogAndContinue
+		c.Runtime.OnDeserializationError = config.LogAndContinue
+	}, opt)
+	got := a.process([]consume.Records{recs(tid("0", 1), "in", 20, 1, 2, 3, 4)})
+	stopMap(t, got, nil)
+	w := logs.warnings()
+	if len(w) != 2 || w[0] != "WARN skipping a record the processor failed on (processing.exception.handler=LogAndContinue)" ||
+		w[1] != "WARN skipping a record that does not decode (deserialization.exception.handler=LogAndContinue)" {
+		t.Errorf("warnings %v", w)
+	}
+	if len(p.seen) != 4 || a.fatalErr() != nil {
+		t.Errorf("seen %v fatal %v", p.seen, a.fatalErr())
+	}
+}
+
+func TestDeserializationErrorPolicy(t *testing.T) {
+	de := &serde.DecodeError{Serde: "int64", Len: 1, Err: errBoom}
+	// LogAndContinue for processing errors does not skip a record that does not decode.
+	p := &recorder{failAt: map[int64]error{1: fmt.Errorf("value: %w", de)}}
+	a := processingApp(t, p, func(c *config.Config) { c.Runtime.OnProcessingError = config.LogAndContinue })
+	got := a.process([]consume.Records{recs(tid("0", 0), "in", 0, 1, 2, 3)})
+	stopMap(t, got, map[tasks.TopicPartition]int64{in(0): 1})
+	var dse *DeserializationError
+	if err := a.fatalErr(); !errors.As(err, &dse) || dse.Task != tid("0", 0) || dse.Topic != "in" || dse.Partition != 0 || dse.Offset != 1 || !errors.Is(err, de) {
+		t.Fatalf("fatal %#v", err)
+	}
+	want := "stream: task 0_0 cannot decode record in[0]@1: value: serde: 1 bytes are not a valid int64: boom; the application stopped and committed only what came before " +
+		"(deserialization.exception.handler=LogAndFailExceptionHandler); set deserialization.exception.handler=LogAndContinueExceptionHandler " +
+		"to skip records that do not decode"
+	if dse.Error() != want {
+		t.Errorf("message %q", dse.Error())
+	}
+
+	// LogAndContinue for deserialization does not skip a processing error.
+	p = &recorder{failAt: map[int64]error{0: de, 1: errBoom}}
+	a = processingApp(t, p, func(c *config.Config) { c.Runtime.OnDeserializationError = config.LogAndContinue })
+	got = a.process([]consume.Records{recs(tid("0", 0), "in", 0, 1, 2, 3)})
+	stopMap(t, got, map[tasks.TopicPartition]int64{in(0): 1})
+	var pe *ProcessingError
+	if !errors.As(a.fatalErr(), &pe) {
+		t.Fatalf("fatal %v", a.fatalErr())
+	}
+}
+
+func TestInitErrorStopsTheTaskBeforeItsFirstRecord(t *testing.T) {
+	p := &recorder{initErr: errBoom}
+	a := processingApp(t, p, nil)
+	got := a.process([]consume.Records{recs(tid("0", 0), "in", 10, 1), recs(tid("0", 1), "in", 20, 1)})
+	stopMap(t, got, map[tasks.TopicPartition]int64{in(0): 10, in(1): 20})
+	var pe *ProcessingError
+	if !errors.As(a.fatalErr(), &pe) || pe.Topic != "" || pe.Task != tid("0", 0) {
+		t.Fatalf("fatal %v", a.fatalErr())
+	}
+	if len(p.seen) != 0 {
+		t.Errorf("seen %v", p.seen)
+	}
+	want := "stream: task 0_0 failed on a punctuation or Init: boom; the application stopped and committed only what came before " +
+		"(processing.exception.handler=LogAndFailProcessingExceptionHandler); fix the processor, or set " +
+		"processing.exception.handler=LogAndContinueProcessingExceptionHandler to skip such records"
+	if pe.Error() != want {
+		t.Errorf("message %q", pe.Error())
+	}
+
+	// Under LogAndContinue a failed Init is logged, and the task processes.
+	p = &recorder{initErr: errBoom}
+	a = processingApp(t, p, func(c *config.Config) { c.Runtime.OnProcessingError = config.LogAndContinue })
+	stopMap(t, a.process([]consume.Records{recs(tid("0", 0), "in", 10, 1)}), nil)
+	if len(p.seen) != 1 || !a.tasks[tid("0", 0)].initialized {
+		t.Errorf("seen %v", p.seen)
+	}
+}
+
+func TestPunctuationErrorStopsAfterTheRecord(t *testing.T) {
+	p := &recorder{}
+	p.onInit = func(c *Context) error {
+		_, err := c.Schedule(10*time.Millisecond, StreamTime, func(*Context, time.Time) error { return errBoom })
+		return err
+	}
+	a := processingApp(t, p, nil)
+	got := a.process([]consume.Records{recs(tid("0", 0), "in", 10, 100, 105, 110, 111), recs(tid("0", 1), "in", 20, 1)})
+	stopMap(t, got, map[tasks.TopicPartition]int64{in(0): 13, in(1): 20})
+	if fmt.Sprint(p.seen) != "[0_0@10 0_0@11 0_0@12]" {
+		t.Errorf("seen %v", p.seen)
+	}
+}
+
+func TestProcessSkipsTasksNotActive(t *testing.T) {
+	p := &recorder{}
+	a := processingApp(t, p, nil)
+	a.tasks[tid("0", 1)].active = false
+	got := a.process([]consume.Records{recs(tid("0", 9), "in", 0, 1), recs(tid("0", 1), "in", 0, 1), recs(tid("0", 2), "in", 0, 1)})
+	stopMap(t, got, nil)
+	if fmt.Sprint(p.seen) != "[0_2@0]" {
+		t.Errorf("seen %v", p.seen)
+	}
+}
+
+func TestStopAll(t *testing.T) {
+	got := stopAll([]consume.Records{recs(tid("0", 0), "in", 4, 1, 2), recs(tid("0", 1), "in", 7, 1)})
+	stopMap(t, got, map[tasks.TopicPartition]int64{in(0): 4, in(1): 7})
+}
+
+func TestProduceErrorMessage(t *testing.T) {
+	e := &ProduceError{Topic: "out", Partition: 2, Err: errBoom}
+	want := "stream: writing to out[2] failed: boom; the application stopped without committing the records behind it " +
+		"(they are processed again when it restarts); check the topic exists, the client may write it, and records fit max.message.bytes"
+	if e.Error() != want || !errors.Is(e, errBoom) {
+		t.Errorf("%q", e)
+	}
+}
+
+func TestTyped(t *testing.T) {
+	var gotK string
+	var gotV int64
+	p := Typed(serde.String, serde.Int64, func(_ *Context, k string, v int64) error {
+		gotK, gotV = k, v
+		return nil
+	})
+	v, _ := serde.Int64.Encode(42)
+	mustNotErr(t, p.Process(nil, &Record{Key: []byte("k"), Value: v}))
+	if gotK != "k" || gotV != 42 {
+		t.Errorf("decoded %q %d", gotK, gotV)
+	}
+	err := p.Process(nil, &Record{Key: []byte("k"), Value: []byte("x")})
+	var de *serde.DecodeError
+	if !errors.As(err, &de) || err.Error()[:7] != "value: " {
+		t.Errorf("bad value: %v", err)
+	}
+	err = Typed(serde.Int64, serde.String, func(*Context, int64, string) error { return nil }).Process(nil, &Record{Key: []byte("x")})
+	if !errors.As(err, &de) || err.Error()[:5] != "key: " {
+		t.Errorf("bad key: %v", err)
+	}
+	err = Typed(serde.String, serde.String, func(*Context, string, string) error { return errBoom }).Process(nil, &Record{})
+	if err != errBoom {
+		t.Errorf("fn's error: %v", err)
+	}
+}
+
+func TestHandleRestoresThenProcesses(t *testing.T) {
+	p := &recorder{}
+	var batches []RestoreBatch
+	a, _ := newTestApp(t, testConfig(), Processors{"0": p, "1": nopProc}, WithRestoreListener(func(b RestoreBatch) { batches = append(batches, b) }))
+	activeTask(t, a, tid("0", 0))
+	t1 := activeTask(t, a, tid("1", 1))
+	t1.active = false
+	cl := tasks.TopicPartition{Topic: countsLog, Partition: 1}
+	b := &consume.Batch{
+		Restore: []consume.Records{
+			{Task: tid("1", 1), Role: consume.Standby, Partition: cl, Records: []*kgo.Record{
+				{Key: []byte("a"), Value: []byte("1"), Offset: 3}, {Key: []byte("b"), Value: []byte("2"), Offset: 4}}},
+			{Task: tid("1", 9), Role: consume.Standby, Partition: cl, Records: []*kgo.Record{{Key: []byte("x"), Offset: 0}}},
+			{Task: tid("1", 1), Role: consume.Standby, Partition: tasks.TopicPartition{Topic: "nope", Partition: 1}, Records: []*kgo.Record{{Key: []byte("x"), Offset: 0}}},
+		},
+		Process: []consume.Records{recs(tid("0", 0), "in", 0, 1)},
+		Errors:  []kgo.FetchError{{Topic: "in", Partition: 0, Err: errBoom}},
+	}
+	a.handle(b)
+	if v, ok, _ := t1.stores["counts"].Get([]byte("b")); !ok || string(v) != "2" {
+		t.Errorf("restored b = %q %v", v, ok)
+	}
+	if len(batches) != 1 || batches[0] != (RestoreBatch{Task: tid("1", 1), Store: "counts", Changelog: cl, Next: 5, Records: 2, Standby: true}) {
+		t.Errorf("restore batches %+v", batches)
+	}
+	if fmt.Sprint(p.seen) != "[0_0@0]" || a.fatalErr() != nil {
+		t.Errorf("seen %v fatal %v", p.seen, a.fatalErr())
+	}
+
+	// An active task restoring reports Standby false.
+	t1.active = true
+	a.handle(&consume.Batch{Restore: []consume.Records{{Task: tid("1", 1), Role: consume.Active, Partition: cl, Records: []*kgo.Record{{Key: []byte("c"), Value: []byte("3"), Offset: 5}}}}})
+	if len(batches) != 2 || batches[1].Standby || batches[1].Next != 6 {
+		t.Errorf("restore batches %+v", batches)
+	}
+}
+
+func TestHandleFailsOnARestoreError(t *testing.T) {
+	p := &recorder{}
+	a, _ := newTestApp(t, testConfig(), Processors{"0": p, "1": nopProc})
+	activeTask(t, a, tid("0", 0))
+	t1 := activeTask(t, a, tid("1", 1))
+	mustNotErr(t, t1.stores["counts"].eng.Close())
+	cl := tasks.TopicPartition{Topic: countsLog, Partition: 1}
+	a.handle(&consume.Batch{
+		Restore: []consume.Records{{Task: tid("1", 1), Role: consume.Active, Partition: cl, Records: []*kgo.Record{{Key: []byte("a"), Value: []byte("1")}}}},
+		Process: []consume.Records{recs(tid("0", 0), "in", 0, 1)},
+	})
+	var se *store.Error
+	if !errors.As(a.fatalErr(), &se) || !errors.Is(se, store.ErrClosed) {
+		t.Fatalf("fatal %v", a.fatalErr())
+	}
+	if len(p.seen) != 0 {
+		t.Errorf("processed %v after a failed restore", p.seen)
+	}
+}
+
+func TestHandleStopsOnAProcessingError(t *testing.T) {
+	p := &recorder{failAt: map[int64]error{0: errBoom}}
+	a, _ := newTestApp(t, testConfig(), Processors{"0": p, "1": nopProc})
+	activeTask(t, a, tid("0", 0))
+	a.handle(&consume.Batch{Process: []consume.Records{recs(tid("0", 0), "in", 0, 1, 2)}})
+	if len(p.seen) != 1 || a.fatalErr() == nil {
+		t.Errorf("seen %v fatal %v", p.seen, a.fatalErr())
+	}
+}
+
+func TestProcessorWithoutInit(t *testing.T) {
+	var seen int
+	a, _ := newTestApp(t, testConfig(), Processors{"0": ProcessorFunc(func(*Context, *Record) error { seen++; return nil }), "1": nopProc})
+	tk := activeTask(t, a, tid("0", 0))
+	tk.initialized = false
+	stopMap(t, a.process([]consume.Records{recs(tid("0", 0), "in", 0, 1, 2)}), nil)
+	if seen != 2 || !tk.initialized {
+		t.Errorf("seen %d initialized %v", seen, tk.initialized)
+	}
+}
+
+func TestContextStreamTime(t *testing.T) {
+	tk := &task{streamTime: -1}
+	c := &Context{task: tk}
+	if !c.StreamTime().IsZero() {
+		t.Errorf("before the first record: %v", c.StreamTime())
+	}
+	tk.streamTime = 0
+	if got := c.StreamTime(); got.IsZero() || !got.Equal(time.UnixMilli(0)) {
+		t.Errorf("at stream time 0: %v, want the epoch", got)
+	}
+	tk.streamTime = 1234
+	if got := c.StreamTime(); !got.Equal(time.UnixMilli(1234)) {
+		t.Errorf("%v", got)
+	}
+}

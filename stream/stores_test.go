@@ -1,0 +1,461 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+func flush(t *testing.T, a *App) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mustNotErr(t, a.flush(ctx))
+}
+
+func TestKVStoreWritesThroughToTheChangelog(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	prod := fakeBroker(t, a)
+	tk := activeTask(t, a, tid("1", 1))
+	tk.ctx.ts = time.UnixMilli(777)
+	s := tk.stores["counts"]
+
+	key, val := []byte("k"), []byte("v")
+	mustNotErr(t, s.Put(key, val))
+	key[0], val[0] = 'X', 'Y' // the caller reuses its buffers
+	if v, ok, err := s.Get([]byte("k")); err != nil || !ok || string(v) != "v" {
+		t.Fatalf("Get after Put: %q %v %v", v, ok, err)
+	}
+	if _, ok := s.eng.Position(); ok {
+		t.Error("a processor's write must not move the store's position (only acknowledged changelog writes do)")
+	}
+	mustNotErr(t, s.Delete([]byte("k")))
+	if _, ok, _ := s.Get([]byte("k")); ok {
+		t.Fatal("Delete did not delete")
+	}
+	mustNotErr(t, s.Put([]byte("e"), nil))
+	if v, ok, _ := s.Get([]byte("e")); !ok || v == nil || len(v) != 0 {
+		t.Fatalf("a nil Put is stored as an empty value: %q %v", v, ok)
+	}
+
+	flush(t, a) // the client is done with the records: they may be read
+	recs := prod.all()
+	if len(recs) != 3 {
+		t.Fatalf("%d changelog records, want 3", len(recs))
+	}
+	for i, r := range recs {
+		if r.rec.Topic != countsLog || r.rec.Partition != 1 || r.rec.Timestamp.UnixMilli() != 777 {
+			t.Errorf("record %d: %s[%d] at %v", i, r.rec.Topic, r.rec.Partition, r.rec.Timestamp)
+		}
+	}
+	if string(recs[0].rec.Key) != "k" || string(recs[0].rec.Value) != "v" {
+		t.Errorf("the changelog record shares the caller's buffers: %q=%q", recs[0].rec.Key, recs[0].rec.Value)
+	}
+	if string(recs[1].key) != "k" || !recs[1].nilValue {
+		t.Errorf("Delete writes a tombstone: %q=%q (nil %v)", recs[1].key, recs[1].value, recs[1].nilValue)
+	}
+	if string(recs[2].key) != "e" || recs[2].nilValue {
+		t.Errorf("a nil Put writes an empty value, not a tombstone")
+	}
+
+	if s.acked != 3 {
+		t.Errorf("acked %d, want the offset after the last acknowledged write (3)", s.acked)
+	}
+	mustNotErr(t, s.checkpoint())
+	if pos, ok := s.eng.Position(); !ok || pos != 3 || s.checkpointed != 3 {
+		t.Errorf("checkpoint: position %d %v, checkpointed %d", pos, ok, s.checkpointed)
+	}
+}
+
+func TestKVStoreRefusesWritesOnAStandby(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	prod := fakeBroker(t, a)
+	tk := activeTask(t, a, tid("1", 0))
+	tk.active = false
+	s := tk.stores["counts"]
+	for _, err := range []error{s.Put([]byte("k"), []byte("v")), s.Delete([]byte("k"))} {
+		var se *store.Error
+		if !errors.As(err, &se) || se.Op != "write" || se.Loc != s.loc {
+			t.Fatalf("got %v", err)
+		}
+		if want := `store: write store "counts" of task 1_0: the task is a standby here: only active tasks write`; err.Error() != want {
+			t.Errorf("message %q", err)
+		}
+	}
+	if n, _ := s.ApproximateCount(); n != 0 || len(prod.all()) != 0 {
+		t.Errorf("a standby wrote: %d keys, %d records", n, len(prod.all()))
+	}
+}
+
+func TestKVStoreWriteFailsBeforeTheChangelog(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	prod := fakeBroker(t, a)
+	s := activeTask(t, a, tid("1", 0)).stores["counts"]
+	mustNotErr(t, s.eng.Close())
+	err := s.Put([]byte("k"), []byte("v"))
+	if !errors.Is(err, store.ErrClosed) || len(prod.all()) != 0 {
+		t.Fatalf("got %v with %d records", err, len(prod.all()))
+	}
+}
+
+func TestKVStoreAfterAProduceErrorWritesNoChangelog(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	prod := fakeBroker(t, a)
+	a.produceErr.Store(&ProduceError{Err: errBoom})
+	s := activeTask(t, a, tid("1", 0)).stores["counts"]
+	mustNotErr(t, s.Put([]byte("k"), []byte("v")))
+	if len(prod.all()) != 0 {
+		t.Fatal("a record was produced after a failed write")
+	}
+}
+
+func TestAFailedChangelogWriteIsFatal(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	fakeBroker(t, a)
+	s := activeTask(t, a, tid("1", 0)).stores["counts"]
+	s.changelog.Topic = "missing"
+	mustNotErr(t, s.Put([]byte("k"), []byte("v")))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var pe *ProduceError
+	if err := a.flush(ctx); !errors.As(err, &pe) || pe.Topic != "missing" {
+		t.Fatalf("flush: %v", err)
+	}
+	if !errors.As(a.fatalErr(), &pe) || s.acked != -1 {
+		t.Errorf("fatal %v acked %d", a.fatalErr(), s.acked)
+	}
+}
+
+func TestAckedAtKeepsTheMax(t *testing.T) {
+	s := &kvStore{acked: -1}
+	s.ackedAt(5)
+	s.ackedAt(3)
+	if s.acked != 6 {
+		t.Errorf("acked %d, want 6", s.acked)
+	}
+	s.ackedAt(6)
+	if s.acked != 7 {
+		t.Errorf("acked %d, want 7", s.acked)
+	}
+}
+
+func persistentTask(t *testing.T, k *fakeKind) (*App, *task, *kvStore, *countingEngine) {
+	t.Helper()
+	a, _ := newTestApp(t, testConfig(), testProcs(), WithStores(k))
+	a.stateDir = t.TempDir()
+	tk := activeTask(t, a, tid("1", 0))
+	s := tk.stores["counts"]
+	return a, tk, s, s.eng.(*countingEngine)
+}
+
+func TestCheckpointOnlyWhenAckedMoved(t *testing.T) {
+	_, _, s, eng := persistentTask(t, &fakeKind{persistent: true})
+	mustNotErr(t, s.checkpoint())
+	if eng.applies != 0 {
+		t.Fatal("nothing acknowledged: no checkpoint")
+	}
+	s.ackedAt(5)
+	mustNotErr(t, s.checkpoint())
+	mustNotErr(t, s.checkpoint())
+	if fmt.Sprint(eng.positions) != "[6]" || s.checkpointed != 6 {
+		t.Fatalf("checkpoints %v, checkpointed %d", eng.positions, s.checkpointed)
+	}
+	s.ackedAt(0)
+	mustNotErr(t, s.checkpoint())
+	s.ackedAt(9)
+	mustNotErr(t, s.checkpoint())
+	if fmt.Sprint(eng.positions) != "[6 10]" {
+		t.Fatalf("checkpoints %v", eng.positions)
+	}
+	s.ackedAt(10)
+	eng.err = errBoom
+	err := s.checkpoint()
+	var se *store.Error
+	if !errors.As(err, &se) || se.Op != "checkpoint" || !errors.Is(err, errBoom) || s.checkpointed != 10 {
+		t.Fatalf("failed checkpoint: %v, checkpointed %d", err, s.checkpointed)
+	}
+}
+
+func TestRestoreAppliesTheChangelog(t *testing.T) {
+	_, _, s, eng := persistentTask(t, &fakeKind{persistent: true})
+	mustNotErr(t, s.restore(nil))
+	if eng.applies != 0 {
+		t.Fatal("nothing to restore: no write")
+	}
+	mustNotErr(t, s.restore([]*kgo.Record{
+		{Key: []byte("a"), Value: []byte("1"), Offset: 10},
+		{Key: []byte("b"), Value: []byte("2"), Offset: 11},
+		{Key: []byte("e"), Value: []byte{}, Offset: 12},
+		{Key: []byte("a"), Value: nil, Offset: 14},
+	}))
+	if _, ok, _ := s.Get([]byte("a")); ok {
+		t.Error("a nil value deletes")
+	}
+	if v, ok, _ := s.Get([]byte("b")); !ok || string(v) != "2" {
+		t.Error("b not restored")
+	}
+	if _, ok, _ := s.Get([]byte("e")); !ok {
+		t.Error("an empty value is a value, not a tombstone")
+	}
+	if pos, ok := s.eng.Position(); !ok || pos != 15 || s.checkpointed != 15 || s.acked != 15 || fmt.Sprint(eng.positions) != "[15]" {
+		t.Fatalf("position %d %v checkpointed %d acked %d applies %v", pos, ok, s.checkpointed, s.acked, eng.positions)
+	}
+	s.ackedAt(99)
+	mustNotErr(t, s.restore([]*kgo.Record{{Key: []byte("c"), Value: []byte("3"), Offset: 15}}))
+	if s.acked != 100 || s.checkpointed != 16 {
+		t.Errorf("acked %d checkpointed %d", s.acked, s.checkpointed)
+	}
+	eng.err = errBoom
+	err := s.restore([]*kgo.Record{{Key: []byte("c"), Offset: 16}})
+	var se *store.Error
+	if !errors.As(err, &se) || se.Op != "restore" || s.checkpointed != 16 {
+		t.Fatalf("failed restore: %v", err)
+	}
+}
+
+func TestKVStoreReadErrors(t *testing.T) {
+	_, _, s, eng := persistentTask(t, &fakeKind{persistent: true})
+	eng.err = errBoom
+	check := func(op string, err error) {
+		t.Helper()
+		var se *store.Error
+		if !errors.As(err, &se) || se.Op != op || se.Loc != s.loc || !errors.Is(err, errBoom) {
+			t.Errorf("%s: %v", op, err)
+		}
+	}
+	_, _, err := s.Get([]byte("k"))
+	check("get", err)
+	_, err = s.Range(nil, nil)
+	check("range", err)
+	_, err = s.Prefix([]byte("k"))
+	check("range", err)
+	_, err = s.ApproximateCount()
+	check("count", err)
+	// A store.Error from the engine is passed on as it is.
+	inner := &store.Error{Op: "inner", Err: errBoom}
+	eng.err = inner
+	if _, _, err := s.Get(nil); err != inner {
+		t.Errorf("got %v, want the engine's own error", err)
+	}
+}
+
+func TestKVStorePrefixAndCount(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	a.produceErr.Store(&ProduceError{Err: errBoom}) // no client: nothing is produced
+	s := activeTask(t, a, tid("1", 0)).stores["counts"]
+	for _, k := range []string{"a1", "b", "a2", "a"} {
+		mustNotErr(t, s.Put([]byte(k), []byte("="+k)))
+	}
+	it, err := s.Prefix([]byte("a"))
+	mustNotErr(t, err)
+	if got := drain(t, it); got != "[a a1 a2]" {
+		t.Errorf("prefix a: %s", got)
+	}
+	if n, err := s.ApproximateCount(); n != 4 || err != nil {
+		t.Errorf("count %d %v", n, err)
+	}
+}
+
+func drain(t *testing.T, it store.Iterator) string {
+	t.Helper()
+	defer it.Close()
+	var keys []string
+	for it.Next() {
+		if string(it.Value()) != "="+string(it.Key()) {
+			t.Errorf("value %q of %q", it.Value(), it.Key())
+		}
+		keys = append(keys, string(it.Key()))
+	}
+	mustNotErr(t, it.Err())
+	return fmt.Sprint(keys)
+}
+
+// failSerde fails to encode.
+type failSerde struct{}
+
+func (failSerde) Encode(string) ([]byte, error) { return nil, errBoom }
+func (failSerde) Decode([]byte) (string, error) { return "", errBoom }
+
+func typedContext(t *testing.T) (*App, *Context) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	a.produceErr.Store(&ProduceError{Err: errBoom}) // no client: nothing is produced
+	tk := activeTask(t, a, tid("1", 1))
+	return a, &Context{app: a, task: tk}
+}
+
+func TestKeyValueStoreTyped(t *testing.T) {
+	_, c := typedContext(t)
+	counts := KeyValue("counts", serde.String, serde.Int64)
+	if counts.Name() != "counts" {
+		t.Fatal(counts.Name())
+	}
+	if _, ok, err := counts.Get(c, "a"); ok || err != nil {
+		t.Fatalf("absent: %v %v", ok, err)
+	}
+	for i, k := range []string{"c", "a", "b", "d"} {
+		mustNotErr(t, counts.Put(c, k, int64(i)))
+	}
+	if v, ok, err := counts.Get(c, "b"); v != 2 || !ok || err != nil {
+		t.Fatalf("Get b: %d %v %v", v, ok, err)
+	}
+	mustNotErr(t, counts.Delete(c, "d"))
+	var all []string
+	mustNotErr(t, counts.All(c, func(k string, v int64) bool { all = append(all, fmt.Sprint(k, v)); return true }))
+	if fmt.Sprint(all) != "[a1 b2 c0]" {
+		t.Errorf("All: %v", all)
+	}
+	all = nil
+	mustNotErr(t, counts.All(c, func(k string, v int64) bool { all = append(all, k); return false }))
+	if fmt.Sprint(all) != "[a]" {
+		t.Errorf("All stops when fn says: %v", all)
+	}
+	all = nil
+	mustNotErr(t, counts.Range(c, "b", "c", func(k string, v int64) bool { all = append(all, k); return true }))
+	if fmt.Sprint(all) != "[b]" {
+		t.Errorf("Range [b, c): %v", all)
+	}
+}
+
+func TestKeyValueStoreSerdeErrors(t *testing.T) {
+	_, c := typedContext(t)
+	mustNotErr(t, c.Store("counts").Put([]byte("z"), []byte("x")))
+	counts := KeyValue("counts", serde.String, serde.Int64)
+	var de *serde.DecodeError
+	_, ok, err := counts.Get(c, "z")
+	if ok || !errors.As(err, &de) || err.Error()[:33] != "stream: a value in store counts: " {
+		t.Errorf("bad value Get: %v", err)
+	}
+	err = counts.All(c, func(string, int64) bool { return true })
+	if !errors.As(err, &de) || err.Error()[:33] != "stream: a value in store counts: " {
+		t.Errorf("bad value All: %v", err)
+	}
+	err = KeyValue("counts", serde.Int64, serde.Bytes).All(c, func(int64, []byte) bool { return true })
+	if !errors.As(err, &de) || err.Error()[:31] != "stream: a key in store counts: " {
+		t.Errorf("bad key All: %v", err)
+	}
+
+	badKey := KeyValue[string, string]("counts", failSerde{}, serde.String)
+	badVal := KeyValue[string, string]("counts", serde.String, failSerde{})
+	keyMsg, valMsg := "stream: encoding a key of store counts: boom", "stream: encoding a value of store counts: boom"
+	if _, _, err := badKey.Get(c, "k"); err == nil || err.Error() != keyMsg {
+		t.Errorf("Get: %v", err)
+	}
+	if err := badKey.Put(c, "k", "v"); err == nil || err.Error() != keyMsg {
+		t.Errorf("Put key: %v", err)
+	}
+	if err := badVal.Put(c, "k", "v"); err == nil || err.Error() != valMsg {
+		t.Errorf("Put value: %v", err)
+	}
+	if err := badKey.Delete(c, "k"); err == nil || err.Error() != keyMsg {
+		t.Errorf("Delete: %v", err)
+	}
+	if err := badKey.Range(c, "a", "b", func(string, string) bool { return true }); err != errBoom {
+		t.Errorf("Range from: %v", err)
+	}
+	if err := badVal.Range(c, "a", "b", func(string, string) bool { return true }); err != nil {
+		t.Errorf("Range with a good key serde: %v", err)
+	}
+	half := KeyValue[string, string]("counts", &onceSerde{}, serde.String)
+	if err := half.Range(c, "a", "b", func(string, string) bool { return true }); err != errBoom {
+		t.Errorf("Range to: %v", err)
+	}
+}
+
+// onceSerde encodes once, then fails.
+type onceSerde struct{ n int }
+
+func (s *onceSerde) Encode(v string) ([]byte, error) {
+	s.n++
+	if s.n > 1 {
+		return nil, errBoom
+	}
+	return []byte(v), nil
+}
+func (s *onceSerde) Decode(b []byte) (string, error) { return string(b), nil }
+
+func TestUnknownStore(t *testing.T) {
+	_, c := typedContext(t)
+	u := c.Store("nope")
+	want := `stream: unknown store "nope" in task 1_1: the task's subtopology has no changelog topic for it (topology.Names.KeyValueChangelog)`
+	_, _, e1 := u.Get(nil)
+	_, e2 := u.Range(nil, nil)
+	_, e3 := u.Prefix(nil)
+	_, e4 := u.ApproximateCount()
+	for i, err := range []error{e1, e2, e3, e4, u.Put(nil, nil), u.Delete(nil)} {
+		if !errors.Is(err, ErrUnknownStore) || err.Error() != want {
+			t.Errorf("%d: %v", i, err)
+		}
+	}
+	if _, _, err := KeyValue("nope", serde.String, serde.String).Get(c, "k"); !errors.Is(err, ErrUnknownStore) {
+		t.Errorf("typed: %v", err)
+	}
+	if c.Store("counts") != c.task.stores["counts"] {
+		t.Error("a known store")
+	}
+}
+
+func TestContextSend(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	prod := fakeBroker(t, a)
+	tk := activeTask(t, a, tid("0", 0))
+	c := &Context{app: a, task: tk, ts: time.UnixMilli(1234)}
+	if err := c.Send("", nil, nil); err == nil || err.Error() != "stream: Send needs a topic" {
+		t.Errorf("no topic: %v", err)
+	}
+	if err := c.Send(countsLog, nil, nil); err == nil || err.Error() != "stream: app-counts-changelog is a changelog topic: write to the store instead" {
+		t.Errorf("changelog: %v", err)
+	}
+	h := kgo.RecordHeader{Key: "h", Value: []byte("1")}
+	mustNotErr(t, c.Send("out", []byte("k"), []byte("v"), h))
+	out := Output("out", serde.String, serde.String)
+	if out.Name() != "out" {
+		t.Fatal(out.Name())
+	}
+	mustNotErr(t, out.Send(c, "k2", "v2"))
+	flush(t, a)
+	recs := prod.all()
+	if len(recs) != 2 || recs[0].rec.Topic != "out" || string(recs[0].key) != "k" || string(recs[0].value) != "v" ||
+		recs[0].rec.Timestamp.UnixMilli() != 1234 || len(recs[0].rec.Headers) != 1 || recs[0].rec.Headers[0].Key != "h" ||
+		string(recs[1].key) != "k2" || string(recs[1].value) != "v2" {
+		t.Fatalf("sent %+v", recs)
+	}
+	if err := Output[string, string]("out", failSerde{}, serde.String).Send(c, "k", "v"); err == nil || err.Error() != "stream: encoding a key for out: boom" {
+		t.Errorf("key: %v", err)
+	}
+	if err := Output[string, string]("out", serde.String, failSerde{}).Send(c, "k", "v"); err == nil || err.Error() != "stream: encoding a value for out: boom" {
+		t.Errorf("value: %v", err)
+	}
+	a.produceErr.Store(&ProduceError{Err: errBoom})
+	mustNotErr(t, c.Send("out", nil, nil))
+	if len(prod.all()) != 2 {
+		t.Error("sent after a failed write")
+	}
+	a.runCtx = context.WithValue(context.Background(), tasks.ID{}, 1)
+	if c.Context() != a.runCtx {
+		t.Error("Context is the run's")
+	}
+}
+
+func TestAFailedSendIsFatal(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	fakeBroker(t, a)
+	c := &Context{app: a, task: activeTask(t, a, tid("0", 0))}
+	mustNotErr(t, c.Send("missing", []byte("k"), nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var pe *ProduceError
+	if err := a.flush(ctx); !errors.As(err, &pe) || pe.Topic != "missing" {
+		t.Fatalf("flush: %v", err)
+	}
+	if a.fatalErr() != error(pe) {
+		t.Errorf("fatal %v", a.fatalErr())
+	}
+}
