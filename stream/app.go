@@ -218,6 +218,7 @@ type App struct {
 	runCtx    context.Context
 	cancelRun context.CancelCauseFunc
 	ran       atomic.Bool
+	stopped   atomic.Bool // Run returned
 
 	// mu guards tasks (written by the member's callbacks; read by the loop and queries) and the
 	// loop's work with them (the callbacks take it too).
@@ -303,8 +304,9 @@ func (a *App) mapStores() error {
 	for _, st := range a.topo.Subtopologies() {
 		m := map[string]string{}
 		for _, cl := range st.StateChangelogTopics {
-			name, ok := strings.CutPrefix(cl.Name, prefix)
-			if name, ok = strings.CutSuffix(name, "-changelog"); !ok || name == "" {
+			name, hasPrefix := strings.CutPrefix(cl.Name, prefix)
+			name, hasSuffix := strings.CutSuffix(name, "-changelog")
+			if !hasPrefix || !hasSuffix || name == "" {
 				return fmt.Errorf("stream: changelog topic %q of subtopology %s is not named <application.id>-<store>-changelog "+
 					"(application.id %q): name it with topology.Names{AppID: …}.KeyValueChangelog(store)", cl.Name, st.ID, a.cfg.ApplicationID)
 			}
@@ -492,6 +494,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 	}
 	defer a.cl.Close()
 	defer a.offsets.Close()
+	defer a.stopped.Store(true) // queries say ErrNotRunning from now on
 	var runCtx context.Context
 	runCtx, a.cancelRun = context.WithCancelCause(context.Background())
 	a.runCtx = runCtx

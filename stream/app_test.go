@@ -134,10 +134,10 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 
 	cfg = testConfig()
-	cfg.Runtime.Guarantee = config.ExactlyOnceV2
+	cfg.Runtime.Guarantee = "exactly_once"
 	_, err = New(cfg, testTopo(), testProcs(), quiet())
 	if !errors.As(err, &ce) || !ce.Has(config.KeyProcessingGuarantee) {
-		t.Errorf("exactly_once_v2: got %v", err)
+		t.Errorf("exactly_once (removed in Kafka Streams 4.0): got %v", err)
 	}
 
 	_, err = New(testConfig(), nil, testProcs(), quiet())

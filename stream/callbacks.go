@@ -251,23 +251,32 @@ func (a *App) closeAllStores() {
 }
 
 // scanOldTasks schedules the deletion of task directories left in state.dir by an earlier run: a
-// task this process is not assigned again within state.cleanup.delay.ms of the directory's last
-// change is deleted, as Kafka Streams' cleaner does.
+// task this process is not assigned again within state.cleanup.delay.ms is deleted, as Kafka
+// Streams' cleaner does. A task is dated by the newest file below its directory (its stores write
+// there at every checkpoint), and no earlier than this start: the group gets one whole delay to
+// hand the task back.
 func (a *App) scanOldTasks() {
 	entries, err := os.ReadDir(a.stateDir)
 	if err != nil {
 		return
 	}
+	now := a.now()
 	for _, e := range entries {
 		id, err := tasks.ParseID(e.Name())
 		if err != nil || !e.IsDir() {
 			continue
 		}
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		a.cleanups[id] = info.ModTime().Add(a.cfg.Runtime.StateCleanupDelay)
+		last := now
+		_ = filepath.WalkDir(filepath.Join(a.stateDir, e.Name()), func(_ string, d os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if info, err := d.Info(); err == nil && info.ModTime().After(last) {
+				last = info.ModTime()
+			}
+			return nil
+		})
+		a.cleanups[id] = last.Add(a.cfg.Runtime.StateCleanupDelay)
 	}
 }
 

@@ -62,7 +62,17 @@ func TestOnTasksAssignedOpensSwitchesAndCloses(t *testing.T) {
 		t.Error("an active task that stays active keeps processing")
 	}
 
-	// 1_0 leaves: closed, and its directory scheduled for deletion.
+	// 1_0 and 0_0 leave: kept, stopped, for keepSuspended (a standby may come straight back as
+	// active); an assignment after that closes them, and their directories are scheduled for
+	// deletion.
+	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1)}, nil), false))
+	if kept := a.tasks[tid("1", 0)]; kept != t10 || kept.active || kept.suspendedAt.IsZero() || len(a.tasks) != 3 {
+		t.Fatalf("a task that leaves is kept a while: tasks %v", a.tasks)
+	}
+	if t10.stores["counts"].eng.(*countingEngine).closes != 0 {
+		t.Fatal("a kept task's stores were closed")
+	}
+	clk.t = clk.t.Add(keepSuspended)
 	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1)}, nil), false))
 	if a.tasks[tid("1", 0)] != nil || a.tasks[tid("0", 0)] != nil || len(a.tasks) != 1 {
 		t.Fatalf("tasks %v", a.tasks)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -266,14 +267,11 @@ func (a *App) punctuate(t *task, typ PunctuationType, now int64) error {
 	if !t.active || !t.initialized || len(t.punctuations) == 0 || now < 0 {
 		return nil
 	}
-	live := t.punctuations[:0]
+	// A punctuator may schedule or cancel punctuations: walk a copy, and drop the cancelled ones
+	// from the list as it is afterwards.
 	var first error
-	for _, p := range t.punctuations {
-		if p.cancelled {
-			continue
-		}
-		live = append(live, p)
-		if p.typ != typ || first != nil {
+	for _, p := range slices.Clone(t.punctuations) {
+		if p.cancelled || p.typ != typ || first != nil {
 			continue
 		}
 		if p.next < 0 { // a stream-time punctuation scheduled before the first record
@@ -293,7 +291,7 @@ func (a *App) punctuate(t *task, typ PunctuationType, now int64) error {
 			first = a.softFail(t, err)
 		}
 	}
-	t.punctuations = live
+	t.punctuations = slices.DeleteFunc(t.punctuations, func(p *punctuation) bool { return p.cancelled })
 	return first
 }
 

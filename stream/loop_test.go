@@ -133,7 +133,7 @@ func TestBetweenCommitsEveryInterval(t *testing.T) {
 	if a.fatalErr() != nil || !a.lastCommit.Equal(clk.t) {
 		t.Fatalf("fatal %v last commit %v", a.fatalErr(), a.lastCommit)
 	}
-	if w := logs.warnings(); len(w) != 1 || w[0] != "WARN commit failed; retrying at the next interval" {
+	if w := logs.warnings(); len(w) != 1 || w[0] != "WARN commit failed; retrying" {
 		t.Errorf("warnings %v", w)
 	}
 	// Once the run is ending, a failed commit is not worth a warning.

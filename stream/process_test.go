@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ func recs(id tasks.ID, topic string, from int64, ts ...int64) consume.Records {
 			Key: []byte(fmt.Sprint("k", from+int64(i))), Value: []byte("v"), Timestamp: time.UnixMilli(ms),
 			Headers: []kgo.RecordHeader{{Key: "h", Value: []byte(fmt.Sprint(from + int64(i)))}}})
 	}
+	r.First, r.Next = from, from+int64(len(ts))
 	return r
 }
 
@@ -261,14 +263,20 @@ func TestPunctuationErrorStopsAfterTheRecord(t *testing.T) {
 	}
 }
 
-func TestProcessSkipsTasksNotActive(t *testing.T) {
+// TestProcessStopsAtRecordsOfATaskNotActive: the consumer hands out only active tasks' records;
+// records of any other task stop the batch there (skipping them would lose them) with an internal
+// error, and nothing after them is processed.
+func TestProcessStopsAtRecordsOfATaskNotActive(t *testing.T) {
 	p := &recorder{}
 	a := processingApp(t, p, nil)
 	a.tasks[tid("0", 1)].active = false
-	got := a.process([]consume.Records{recs(tid("0", 9), "in", 0, 1), recs(tid("0", 1), "in", 0, 1), recs(tid("0", 2), "in", 0, 1)})
-	stopMap(t, got, nil)
+	got := a.process([]consume.Records{recs(tid("0", 2), "in", 0, 1), recs(tid("0", 1), "in", 5, 1), recs(tid("0", 9), "in", 7, 1)})
+	stopMap(t, got, map[tasks.TopicPartition]int64{in(1): 5, in(9): 7})
 	if fmt.Sprint(p.seen) != "[0_2@0]" {
 		t.Errorf("seen %v", p.seen)
+	}
+	if err := a.fatalErr(); err == nil || !strings.Contains(err.Error(), "internal error: records of task 0_1") {
+		t.Errorf("fatal %v", err)
 	}
 }
 
@@ -323,10 +331,10 @@ func TestHandleRestoresThenProcesses(t *testing.T) {
 	cl := tasks.TopicPartition{Topic: countsLog, Partition: 1}
 	b := &consume.Batch{
 		Restore: []consume.Records{
-			{Task: tid("1", 1), Role: consume.Standby, Partition: cl, Records: []*kgo.Record{
+			{Task: tid("1", 1), Role: consume.Standby, Partition: cl, First: 3, Next: 5, Records: []*kgo.Record{
 				{Key: []byte("a"), Value: []byte("1"), Offset: 3}, {Key: []byte("b"), Value: []byte("2"), Offset: 4}}},
-			{Task: tid("1", 9), Role: consume.Standby, Partition: cl, Records: []*kgo.Record{{Key: []byte("x"), Offset: 0}}},
-			{Task: tid("1", 1), Role: consume.Standby, Partition: tasks.TopicPartition{Topic: "nope", Partition: 1}, Records: []*kgo.Record{{Key: []byte("x"), Offset: 0}}},
+			{Task: tid("1", 9), Role: consume.Standby, Partition: cl, Next: 1, Records: []*kgo.Record{{Key: []byte("x"), Offset: 0}}},
+			{Task: tid("1", 1), Role: consume.Standby, Partition: tasks.TopicPartition{Topic: "nope", Partition: 1}, Next: 1, Records: []*kgo.Record{{Key: []byte("x"), Offset: 0}}},
 		},
 		Process: []consume.Records{recs(tid("0", 0), "in", 0, 1)},
 		Errors:  []kgo.FetchError{{Topic: "in", Partition: 0, Err: errBoom}},
@@ -344,7 +352,7 @@ func TestHandleRestoresThenProcesses(t *testing.T) {
 
 	// An active task restoring reports Standby false.
 	t1.active = true
-	a.handle(&consume.Batch{Restore: []consume.Records{{Task: tid("1", 1), Role: consume.Active, Partition: cl, Records: []*kgo.Record{{Key: []byte("c"), Value: []byte("3"), Offset: 5}}}}})
+	a.handle(&consume.Batch{Restore: []consume.Records{{Task: tid("1", 1), Role: consume.Active, Partition: cl, First: 5, Next: 6, Records: []*kgo.Record{{Key: []byte("c"), Value: []byte("3"), Offset: 5}}}}})
 	if len(batches) != 2 || batches[1].Standby || batches[1].Next != 6 {
 		t.Errorf("restore batches %+v", batches)
 	}
@@ -358,7 +366,7 @@ func TestHandleFailsOnARestoreError(t *testing.T) {
 	mustNotErr(t, t1.stores["counts"].eng.Close())
 	cl := tasks.TopicPartition{Topic: countsLog, Partition: 1}
 	a.handle(&consume.Batch{
-		Restore: []consume.Records{{Task: tid("1", 1), Role: consume.Active, Partition: cl, Records: []*kgo.Record{{Key: []byte("a"), Value: []byte("1")}}}},
+		Restore: []consume.Records{{Task: tid("1", 1), Role: consume.Active, Partition: cl, Next: 1, Records: []*kgo.Record{{Key: []byte("a"), Value: []byte("1")}}}},
 		Process: []consume.Records{recs(tid("0", 0), "in", 0, 1)},
 	})
 	var se *store.Error

@@ -173,7 +173,7 @@ type KeyMetadata struct {
 // the group last told this member (members must set application.server). ok is false when no
 // member's endpoint holds the partition as active right now.
 func (a *App) KeyMetadata(ctx context.Context, name string, key []byte) (md KeyMetadata, ok bool, err error) {
-	if a.cl == nil {
+	if st := a.State(); a.cl == nil || a.stopped.Load() || st == NotRunning || st == Error {
 		return md, false, ErrNotRunning
 	}
 	sub := ""

@@ -214,6 +214,9 @@ func (s *kvStore) dropPending() {
 // restore applies changelog records (a restoring active task, or a standby), recording how far the
 // data goes (next: past transaction markers too) in the same atomic write.
 func (s *kvStore) restore(recs []*kgo.Record, next int64) error {
+	if len(recs) == 0 && next <= s.checkpointed {
+		return nil // nothing new: no write
+	}
 	var b store.Batch
 	for _, r := range recs {
 		if r.Value == nil {

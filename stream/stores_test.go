@@ -186,7 +186,7 @@ func TestCheckpointOnlyWhenAckedMoved(t *testing.T) {
 
 func TestRestoreAppliesTheChangelog(t *testing.T) {
 	_, _, s, eng := persistentTask(t, &fakeKind{persistent: true})
-	mustNotErr(t, s.restore(nil))
+	mustNotErr(t, s.restore(nil, -1))
 	if eng.applies != 0 {
 		t.Fatal("nothing to restore: no write")
 	}
@@ -195,7 +195,7 @@ func TestRestoreAppliesTheChangelog(t *testing.T) {
 		{Key: []byte("b"), Value: []byte("2"), Offset: 11},
 		{Key: []byte("e"), Value: []byte{}, Offset: 12},
 		{Key: []byte("a"), Value: nil, Offset: 14},
-	}))
+	}, 15))
 	if _, ok, _ := s.Get([]byte("a")); ok {
 		t.Error("a nil value deletes")
 	}
@@ -209,12 +209,12 @@ func TestRestoreAppliesTheChangelog(t *testing.T) {
 		t.Fatalf("position %d %v checkpointed %d acked %d applies %v", pos, ok, s.checkpointed, s.acked, eng.positions)
 	}
 	s.ackedAt(99)
-	mustNotErr(t, s.restore([]*kgo.Record{{Key: []byte("c"), Value: []byte("3"), Offset: 15}}))
+	mustNotErr(t, s.restore([]*kgo.Record{{Key: []byte("c"), Value: []byte("3"), Offset: 15}}, 16))
 	if s.acked != 100 || s.checkpointed != 16 {
 		t.Errorf("acked %d checkpointed %d", s.acked, s.checkpointed)
 	}
 	eng.err = errBoom
-	err := s.restore([]*kgo.Record{{Key: []byte("c"), Offset: 16}})
+	err := s.restore([]*kgo.Record{{Key: []byte("c"), Offset: 16}}, 17)
 	var se *store.Error
 	if !errors.As(err, &se) || se.Op != "restore" || s.checkpointed != 16 {
 		t.Fatalf("failed restore: %v", err)
