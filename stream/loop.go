@@ -406,7 +406,7 @@ func (a *App) produce(r *kgo.Record) {
 	}
 	a.ensureTxn()
 	a.txnRecords++
-	a.cl.Produce(context.Background(), r, a.produced) // not runCtx: a clean stop flushes what is buffered
+	a.cl.Produce(a.deliveryContext(), r, a.produced) // not runCtx: a clean stop flushes what is buffered
 }
 
 func (a *App) produced(r *kgo.Record, err error) {
@@ -436,7 +436,7 @@ func (a *App) produceChangelog(r *kgo.Record, s *kvStore) {
 	}
 	a.ensureTxn()
 	a.txnRecords++
-	a.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
+	a.cl.Produce(a.deliveryContext(), r, func(r *kgo.Record, err error) {
 		if err != nil {
 			a.recordProduceErr(r, err)
 			return

@@ -125,11 +125,11 @@ func TestBuildTunesTheClient(t *testing.T) {
 		{kgo.ClientID, "client.id", testApp},
 		{kgo.ProducerLinger, "linger", 5 * time.Millisecond},
 		{kgo.MaxConcurrentFetches, "concurrent fetches", 1},
-		{kgo.FetchMaxBytes, "fetch bytes", int32(8 << 20)},
-		{kgo.FetchMaxPartitionBytes, "partition bytes", int32(1 << 20)},
+		{kgo.FetchMaxBytes, "fetch bytes", int32(1 << 20)},
+		{kgo.FetchMaxPartitionBytes, "partition bytes", int32(512 << 10)},
 		{kgo.FetchMaxWait, "fetch wait", 200 * time.Millisecond},
 		{kgo.MaxBufferedBytes, "buffered bytes", int64(16 << 20)},
-		{kgo.RecordDeliveryTimeout, "delivery timeout", 2 * time.Minute},
+		{kgo.RecordDeliveryTimeout, "no delivery timeout counted from the input's timestamp", time.Duration(0)},
 	}
 	for _, w := range want {
 		if got := a.cl.OptValue(w.opt); got != w.v {

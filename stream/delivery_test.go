@@ -1,0 +1,38 @@
+package stream
+
+import (
+	"testing"
+	"time"
+)
+
+// TestDeliveryContextBoundsEveryWrite: writes go out with a context whose deadline leaves each at
+// least half of delivery.timeout.ms from the send (not from the record's timestamp, which is the
+// input's and may be old), one context at a time, renewed when less than half is left, and the one
+// before the previous released.
+func TestDeliveryContextBoundsEveryWrite(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	before := time.Now()
+	ctx := a.deliveryContext()
+	dl, ok := ctx.Deadline()
+	if !ok || dl.Before(before.Add(deliveryTimeout)) || dl.After(time.Now().Add(deliveryTimeout)) {
+		t.Fatalf("deadline %v, want delivery.timeout.ms from now", dl)
+	}
+	if again := a.deliveryContext(); again != ctx {
+		t.Fatal("a new context for every write")
+	}
+	// Less than half left: a new one; the first stays alive (its writes may be in flight).
+	a.deliverBy = time.Now().Add(deliveryTimeout/2 - time.Second)
+	second := a.deliveryContext()
+	if second == ctx || ctx.Err() != nil {
+		t.Fatalf("renewal: same %v, first ended %v", second == ctx, ctx.Err())
+	}
+	a.deliverBy = time.Now().Add(time.Second)
+	third := a.deliveryContext()
+	if third == second || ctx.Err() == nil || second.Err() != nil {
+		t.Fatalf("second renewal: the first is released (%v), the second kept (%v)", ctx.Err(), second.Err())
+	}
+	a.releaseDelivery()
+	if second.Err() == nil || third.Err() == nil {
+		t.Fatal("contexts left when Run returned")
+	}
+}
