@@ -27,14 +27,18 @@ import (
 
 // Processing is what the processing phase measured.
 type Processing struct {
-	Records    int64   `json:"records"`     // input records, pre-produced
-	Partitions int32   `json:"partitions"`  // of the input (tasks of each app)
-	Keys       int     `json:"keys"`        // distinct keys of the input
-	ValueBytes int     `json:"value_bytes"` // bytes per input value
-	Restore    int64   `json:"restore_records"`
-	Commit     string  `json:"commit"` // commit intervals used
-	Runs       []*Proc `json:"runs"`
-	Goals      []Goal  `json:"goals"`
+	Records    int64  `json:"records"`     // input records, pre-produced
+	Partitions int32  `json:"partitions"`  // of the input (tasks of each app)
+	Keys       int    `json:"keys"`        // distinct keys of the input
+	ValueBytes int    `json:"value_bytes"` // bytes per input value
+	Restore    int64  `json:"restore_records"`
+	Commit     string `json:"commit"` // commit intervals used
+	// ProduceRate is the records per second at which one kgo producer (acks=all) wrote the input
+	// before the apps started: the broker's write path on this machine, which bounds every app
+	// that writes a record (output, changelog) per record it reads.
+	ProduceRate float64 `json:"produce_records_per_s,omitempty"`
+	Runs        []*Proc `json:"runs"`
+	Goals       []Goal  `json:"goals"`
 }
 
 // Proc is one measured process: an app on one side, the bare consumer, a restore or a failover.
@@ -94,7 +98,8 @@ func (e *env) processing(fail func(string, error)) *Processing {
 		fail("processing", err)
 		return pr
 	}
-	logf("processing: %d records over %d partitions produced in %v", e.ProcRecords, e.ProcPartitions, time.Since(t).Round(time.Millisecond))
+	pr.ProduceRate = float64(e.ProcRecords) / time.Since(t).Seconds()
+	logf("processing: %d records over %d partitions produced in %v (%.0f records/s)", e.ProcRecords, e.ProcPartitions, time.Since(t).Round(time.Millisecond), pr.ProduceRate)
 
 	add := func(p *Proc, err error) {
 		if err != nil {

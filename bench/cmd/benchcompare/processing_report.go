@@ -56,6 +56,9 @@ func processingMarkdown(res *Results, imgDir string) string {
 	if c := pr.run("consumer", Go); c != nil {
 		w("\nThe broker's own limit on this machine: a bare kgo consumer (no group, no processing, no commits) read the same %d records at **%s records/s** (%s records per CPU-s of the consumer, peak RSS %.1f MiB).\n",
 			c.Records, fmtVal(c.RecPerSec, ""), num(c, func(p *Proc) float64 { return p.RecPerCPU }), c.PeakRSSMiB)
+		if pr.ProduceRate > 0 {
+			w("Writing it is slower: one kgo producer (acks=all) wrote the input at %s records/s before the apps started, and every app here writes one or two records per record it reads (output, changelog), so the broker's write path bounds records/s on both sides; records per CPU-s is the fairer comparison.\n", fmtVal(pr.ProduceRate, ""))
+		}
 	}
 	w("\nRestore: a changelog of %d records (distinct keys, 8-byte counts) written before the app starts, over an empty input; from the first restore's start (Go: the member is first handed its active tasks, whose stores the runtime then opens and restores; Kafka Streams: the first StateRestoreListener.onRestoreStart) to the last record applied; records per CPU-s over the same span. Failover: from the SIGKILL until the survivor processed a record of every task the killed process held (records keep arriving on every partition); the broker notices the crash after the session timeout (%s ms), so that bounds it from below.\n\n",
 		pr.Restore, res.Broker["group.streams.session.timeout.ms"])
