@@ -18,7 +18,7 @@ func processingMarkdown(res *Results, imgDir string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("## Processing (stream runtime vs Kafka Streams)\n\n")
-	w("One process with one member (Kafka Streams: one stream thread) per app; %d records (keys of %d distinct values, %d-byte values) pre-produced over %d partitions before the app starts, so %d tasks. Throughput runs from the app's first record processed until its committed offsets (read with kadm) reach the input's end; CPU is the process's user + system time from /proc/<pid>/stat over that span; peak RSS is VmHWM from /proc/<pid>/status at its end. %s. Both sides write every count to the store's changelog (no cache) and to an output topic. One run per app.\n\n",
+	w("One process with one member (Kafka Streams: one stream thread) per app; %d records (keys of %d distinct values, %d-byte values) over %d partitions, so %d tasks, written before the apps start (a fresh copy for each pair of apps, which both sides read). Throughput runs from the app's first record processed until its committed offsets (read with kadm) reach the input's end; CPU is the process's user + system time from /proc/<pid>/stat over that span; peak RSS is VmHWM from /proc/<pid>/status at its end. %s. Both sides write every count to the store's changelog (no cache) and to an output topic. One run per app.\n\n",
 		pr.Records, pr.Keys, pr.ValueBytes, pr.Partitions, pr.Partitions, pr.Commit)
 	if l := phaseLoad(res, "processing"); l != "" {
 		w("Load average (1 min) during this phase: %s, on %d CPUs.\n\n", l, res.Machine.NProc)
