@@ -85,9 +85,14 @@ func TestProcessingRender(t *testing.T) {
 			t.Errorf("the processing section lacks %q:\n%s", want, md)
 		}
 	}
-	old := &Results{Processing: &Processing{Records: 1}}
-	if got := merge(old, res); got.Processing != res.Processing {
+	old := &Results{Processing: &Processing{Records: 1}, Errors: []string{"P1: x", "processing map go: y"}}
+	res.Errors = []string{"processing map java: z"}
+	got := merge(old, res)
+	if got.Processing != res.Processing {
 		t.Error("merge kept the earlier processing results")
+	}
+	if strings.Join(got.Errors, "; ") != "P1: x; processing map java: z" {
+		t.Errorf("merged errors %q: want the earlier P1 one and the new processing one", got.Errors)
 	}
 	if got := merge(res, &Results{}); got.Processing != res.Processing {
 		t.Error("merge dropped the processing results of a run that measured none")

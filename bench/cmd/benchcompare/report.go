@@ -92,6 +92,14 @@ func merge(old, part *Results) *Results {
 	}
 	if part.Processing != nil {
 		out.Processing = part.Processing
+		// The earlier run's processing errors are about figures just replaced.
+		var kept []string
+		for _, e := range out.Errors {
+			if !strings.HasPrefix(e, "processing") {
+				kept = append(kept, e)
+			}
+		}
+		out.Errors = kept
 	}
 	if len(part.Micro) > 0 {
 		out.Micro, out.Growth = part.Micro, part.Growth
