@@ -27,6 +27,7 @@ vet:
 	cd plugin/sgprom && $(GO) vet ./...
 	$(GO) vet -C integration/chaos ./...
 	cd plugin/sgpebble && $(GO) vet ./...
+	cd bench/procapp && $(GO) vet ./...
 
 unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
@@ -83,7 +84,10 @@ test: alloc-guard
 ## bench-compare: Go members side by side with Kafka Streams 4.4 on one broker started for the run
 ## (heartbeat 500 ms, session 6 s): start-up, convergence, steady-state cost, scaling. Writes a
 ## Markdown table, a JSON file and SVG charts to bench/results (BENCH_QUICK=1: a ~2-minute version,
-## written to $TMPDIR/streamsgroup-bench-quick). See bench/README.md.
+## written to $TMPDIR/streamsgroup-bench-quick). BENCH_PHASES=processing (or any of
+## p2,p1,p3,sweep,groups,micro,processing) runs some phases only and folds them into the results
+## there: processing is the stream runtime vs Kafka Streams (map, count in memory / Pebble vs
+## RocksDB, exactly_once_v2, restore, failover with standbys). See bench/README.md.
 .PHONY: bench-compare
 bench-compare:
 	scripts/with-broker.sh $(GO) run ./bench/cmd/benchcompare $(if $(BENCH_QUICK),-quick) $(BENCH_FLAGS)

@@ -48,20 +48,28 @@ type plan struct {
 	BenchTime   string        `json:"micro_benchtime"`
 	MicroRounds int           `json:"micro_rounds"`   // the fastest of this many rounds is kept
 	IdleWindow  time.Duration `json:"idle_window_ns"` // broker idle CPU baseline
+	// The processing phase: input records (pre-produced), its partitions and distinct keys, and
+	// the records of each changelog restored.
+	ProcRecords    int64 `json:"proc_records"`
+	ProcPartitions int32 `json:"proc_partitions"`
+	ProcKeys       int   `json:"proc_keys"`
+	RestoreRecords int64 `json:"restore_records"`
 }
 
 func fullPlan() plan {
 	return plan{Reps: 5, Settle: 2 * time.Second, P1Members: 3, P1Tasks: 12, P3Members: 100,
 		Window: 60 * time.Second, Warmup: 5 * time.Second, SweepSizes: []int{10, 1000}, SweepReps: 3,
 		GroupMax: 100, GroupSizes: []int{3, 30, 100}, GroupTasks: 1000, GroupReps: 3, JavaGroupAt: 100,
-		BenchTime: "1s", MicroRounds: 3, IdleWindow: 20 * time.Second}
+		BenchTime: "1s", MicroRounds: 3, IdleWindow: 20 * time.Second,
+		ProcRecords: 1_000_000, ProcPartitions: 4, ProcKeys: 10_000, RestoreRecords: 1_000_000}
 }
 
 func quickPlan() plan {
 	return plan{Quick: true, Reps: 1, Settle: time.Second, P1Members: 2, P1Tasks: 12, P3Members: 10,
 		Window: 8 * time.Second, Warmup: time.Second, SweepSizes: []int{100}, SweepReps: 1,
 		GroupMax: 100, GroupSizes: []int{3}, GroupTasks: 1000, GroupReps: 1, JavaGroupAt: 0,
-		BenchTime: "20ms", MicroRounds: 1, IdleWindow: 5 * time.Second}
+		BenchTime: "20ms", MicroRounds: 1, IdleWindow: 5 * time.Second,
+		ProcRecords: 100_000, ProcPartitions: 4, ProcKeys: 10_000, RestoreRecords: 100_000}
 }
 
 // env is the run: the broker, the two programs, and where output goes.
@@ -78,6 +86,7 @@ type env struct {
 	out           string
 	goBinary      string
 	javaBinary    string
+	procBinary    string // bench/procapp, the Go side of the processing phase
 	javaOpts      []string
 	javaClasspath string
 	cl            *kgo.Client
@@ -89,6 +98,7 @@ type env struct {
 	brokerIdle    float64  // broker CPU-seconds per second with no member
 	partial       bool     // -only: fold into the results already in out
 	base          *Results // those results, read at the first checkpoint
+	baseRead      bool     // base was looked for (it may not exist)
 }
 
 func logf(format string, args ...any) {
@@ -100,7 +110,8 @@ func main() {
 	quick := flag.Bool("quick", os.Getenv("BENCH_QUICK") != "", "the ~2-minute version (also BENCH_QUICK=1)")
 	out := flag.String("out", "", "output directory (default bench/results, or $TMPDIR/streamsgroup-bench-quick with -quick)")
 	readme := flag.Bool("readme", true, "a full run rewrites the generated part of docs/performance.md")
-	only := flag.String("only", "", "comma-separated phases to run (p2,p1,p3,sweep,groups,micro); default all")
+	only := flag.String("only", os.Getenv("BENCH_PHASES"), "comma-separated phases to run (p2,p1,p3,sweep,groups,micro,processing); default all (also BENCH_PHASES)")
+	procRecords := flag.Int64("proc-records", 0, "override the input records (and restored changelog records) of the processing phase")
 	reps := flag.Int("reps", 0, "override the repetitions of P1-P3")
 	sweep := flag.String("sweep", "", "override the members-per-process sizes of the sweep, e.g. 10,1000")
 	window := flag.Duration("window", 0, "override the steady-state window")
@@ -135,10 +146,13 @@ func main() {
 	if *window > 0 {
 		p.Window = *window
 	}
+	if *procRecords > 0 {
+		p.ProcRecords, p.RestoreRecords = *procRecords, *procRecords
+	}
 	started := time.Now()
 	phases := phasesOf(*only)
 	needBroker := len(phases) > 1 || !phases["micro"]
-	e, err := setup(p, *out, needBroker)
+	e, err := setup(p, *out, needBroker, phases["processing"])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchcompare:", err)
 		os.Exit(1)
@@ -164,7 +178,7 @@ func main() {
 	res.WallSeconds = time.Since(started).Seconds()
 	if e.partial {
 		// Some phases only: fold them into the earlier run's results in the output directory.
-		if e.base == nil {
+		if !e.baseRead {
 			e.base, _ = readResults(filepath.Join(e.out, "results.json"))
 		}
 		if e.base != nil {
@@ -179,7 +193,7 @@ func main() {
 }
 
 func phasesOf(only string) map[string]bool {
-	all := map[string]bool{"p2": true, "p1": true, "p3": true, "sweep": true, "groups": true, "micro": true}
+	all := map[string]bool{"p2": true, "p1": true, "p3": true, "sweep": true, "groups": true, "micro": true, "processing": true}
 	if only == "" {
 		return all
 	}
@@ -191,7 +205,7 @@ func phasesOf(only string) map[string]bool {
 }
 
 // setup reads the broker's environment, builds both programs and connects.
-func setup(p plan, out string, needBroker bool) (*env, error) {
+func setup(p plan, out string, needBroker, processing bool) (*env, error) {
 	e := &env{plan: p, bootstrap: os.Getenv("STREAMSGROUP_BOOTSTRAP"), runDir: os.Getenv("STREAMSGROUP_RUN_DIR"),
 		topics: map[string]bool{}, runID: strconv.FormatInt(time.Now().Unix()%100000, 10)}
 	if !needBroker {
@@ -251,6 +265,11 @@ func setup(p plan, out string, needBroker bool) (*env, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build ./bench/cmd/gomember: %v\n%s", err, out)
 	}
+	if processing {
+		if err := e.procBuild(); err != nil {
+			return nil, err
+		}
+	}
 	if e.javaBinary, err = javaBinary(); err != nil {
 		return nil, err
 	}
@@ -261,7 +280,7 @@ func setup(p plan, out string, needBroker bool) (*env, error) {
 	if e.javaClasspath, err = mavenBuild(filepath.Join(e.root, "bench", "javaapp")); err != nil {
 		return nil, err
 	}
-	logf("built gomember and the Kafka Streams app (mvn package: %v)", time.Since(t).Round(time.Millisecond))
+	logf("built gomember, procapp and the Kafka Streams apps (mvn package: %v)", time.Since(t).Round(time.Millisecond))
 
 	if e.cl, err = kgo.NewClient(kgo.SeedBrokers(e.bootstrap)); err != nil {
 		return nil, err

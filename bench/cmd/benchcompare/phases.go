@@ -28,6 +28,7 @@ type Results struct {
 	Growth      []micro.Growth    `json:"micro_growth"`
 	Load        []PhaseLoad       `json:"load_by_phase"`
 	LoadSamples []LoadSample      `json:"load_samples"`
+	Processing  *Processing       `json:"processing,omitempty"`
 	Errors      []string          `json:"errors,omitempty"`
 	Ran         []string          `json:"phases"`
 	Updated     []string          `json:"updated,omitempty"` // partial runs folded in later (-only)
@@ -111,6 +112,11 @@ func (e *env) run(phases map[string]bool) (*Results, error) {
 		res.Groups = e.groups(&res.RTT, fail)
 		done("groups")
 	}
+	if phases["processing"] {
+		e.load.setPhase("processing")
+		res.Processing = e.processing(fail)
+		done("processing")
+	}
 	if phases["micro"] {
 		e.load.setPhase("scaling: tasks per member (micro)")
 		_ = flag.Set("test.benchtime", e.BenchTime)
@@ -136,8 +142,11 @@ func (e *env) checkpoint(res *Results) {
 	}
 	out := &cp
 	if e.partial {
-		if old, err := readResults(filepath.Join(e.out, "results.json")); err == nil && e.base == nil {
-			e.base = old
+		// The earlier results are read once, before the first checkpoint overwrites them: read again
+		// later, the file would hold this run's own figures and errors, folded in twice.
+		if !e.baseRead {
+			e.baseRead = true
+			e.base, _ = readResults(filepath.Join(e.out, "results.json"))
 		}
 		if e.base != nil {
 			out = merge(e.base, &cp)

@@ -49,6 +49,23 @@ type child struct {
 	closed time.Time
 	stats  chan GoStats
 	adds   chan time.Time
+	proc   procMarks // the processing phase's lines (bench/procapp, ProcApp)
+}
+
+// procMarks are what a processing child (bench/procapp or bench/javaapp's ProcApp) printed, each
+// with the process's CPU-seconds read from /proc/<pid>/stat when the line arrived.
+type procMarks struct {
+	first        time.Time // the first FIRST line
+	firstCPU     float64
+	firsts       map[int32]time.Time // partition → its latest FIRST line (one per time the task started here)
+	restoring    time.Time
+	restoringCPU float64
+	restored     time.Time
+	restoredCPU  float64
+	restoredN    int64
+	done         time.Time
+	doneCPU      float64
+	doneN        int64
 }
 
 // GoStats is a STATS line of gomember (see bench/cmd/gomember).
@@ -103,14 +120,19 @@ func (e *env) start(spec memberSpec) (*child, error) {
 			"--threads="+strconv.Itoa(spec.members), "--state-dir="+stateDir)
 		cmd = exec.Command(e.javaBinary, args...)
 	}
+	return e.launch(spec.side, cmd)
+}
+
+// launch starts cmd as a child of side, reading its stdout lines into the child.
+func (e *env) launch(side Side, cmd *exec.Cmd) (*child, error) {
 	e.seq++
 	c := &child{
-		name:    fmt.Sprintf("%s-%d", spec.side, e.seq),
+		name:    fmt.Sprintf("%s-%d", side, e.seq),
 		cmd:     cmd,
 		exited:  make(chan struct{}),
 		stats:   make(chan GoStats, 1),
 		adds:    make(chan time.Time, 4),
-		logPath: filepath.Join(e.work, fmt.Sprintf("%03d-%s.log", e.seq, spec.side)),
+		logPath: filepath.Join(e.work, fmt.Sprintf("%03d-%s.log", e.seq, side)),
 	}
 	logf, err := os.Create(c.logPath)
 	if err != nil {
@@ -127,7 +149,7 @@ func (e *env) start(spec memberSpec) (*child, error) {
 	c.execAt = time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("starting %s: %w", spec.side, err)
+		return nil, fmt.Errorf("starting %s: %w", side, err)
 	}
 	children.Lock()
 	children.all = append(children.all, c)
@@ -170,6 +192,8 @@ func (c *child) handle(line string) {
 		case c.adds <- micros(t):
 		default:
 		}
+	case "FIRST", "RESTORING", "RESTORED", "DONE":
+		c.procLine(word, rest)
 	case "STATS":
 		var s GoStats
 		if json.Unmarshal([]byte(rest), &s) == nil {

@@ -41,6 +41,7 @@ func (e *env) write(res *Results, readme bool) error {
 		"convergence.svg": convergenceChart(res),
 		"members.svg":     membersChart(res),
 		"groups.svg":      groupsChart(res),
+		"processing.svg":  processingChart(res),
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(e.out, name), []byte(content), 0o644); err != nil {
@@ -88,6 +89,17 @@ func merge(old, part *Results) *Results {
 	}
 	if len(part.Groups) > 0 {
 		out.Groups = part.Groups
+	}
+	if part.Processing != nil {
+		out.Processing = part.Processing
+		// The earlier run's processing errors are about figures just replaced.
+		var kept []string
+		for _, e := range out.Errors {
+			if !strings.HasPrefix(e, "processing") {
+				kept = append(kept, e)
+			}
+		}
+		out.Errors = kept
 	}
 	if len(part.Micro) > 0 {
 		out.Micro, out.Growth = part.Micro, part.Growth
@@ -291,6 +303,8 @@ func markdown(res *Results, imgDir string) string {
 		w("\nEach size starts N members, adds one (timed), then 10%% of N more (timed, from N+1). Time runs from the ADD command (Go: Manager.Start; Kafka Streams: KafkaStreams.addStreamThread) until the group converged.\n\n")
 		w("![Convergence against the group size](%sgroups.svg)\n\n", imgDir)
 	}
+
+	b.WriteString(processingMarkdown(res, imgDir))
 
 	if len(res.Micro) > 0 {
 		w("## Tasks per member (one member, no network; `go test -bench . ./bench/micro`)\n\n")

@@ -1,0 +1,251 @@
+// Command procapp is the Go side of the processing phase of `make bench-compare`
+// (bench/cmd/benchcompare): one stream.App (the runtime, one member) running one of the apps that
+// bench/javaapp's ProcApp runs on Kafka Streams, on the same topics with the same serdes, or a bare
+// kgo consumer reading the input (the broker's own limit on this machine).
+//
+//	-mode map      subtopology 0: input → value upper-cased → output (stateless)
+//	-mode count    subtopology 0: input → count per key in the store "counts" (changelog
+//	               <app>-counts-changelog; keys strings, counts 8-byte big-endian as Kafka's
+//	               LongSerializer) → every new count to output
+//	-mode consume  no group: a kgo client reads every partition of input from the start to the end
+//	               offsets it found at start
+//
+// -store memory|pebble picks the store of count (store.Memory or plugin/sgpebble), -guarantee
+// at_least_once|exactly_once_v2 the processing guarantee. Stdout carries only these lines, times in
+// microseconds since the Unix epoch:
+//
+//	MAIN <t>             first thing in main()
+//	FIRST <t> <p>        the first record of partition p's task processed since the task last
+//	                     started processing in this process
+//	RESTORING <t>        the member was first handed active tasks (their restores begin)
+//	RESTORED <t> <n>     the active tasks' restores have applied n ≥ -expect-restore records
+//	DONE <t> <n>         consume: n records read, every partition at its end offset (then it
+//	                     waits for SIGTERM)
+//
+// SIGTERM (or SIGINT) stops it cleanly: the tasks are committed and the member leaves.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/plugin/sgpebble"
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/stream"
+	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
+)
+
+func micros() int64 { return time.Now().UnixMicro() }
+
+// emit writes one protocol line; stdout is written from Run's goroutine and the listeners only, and
+// each line is one write, so lines never interleave.
+func emit(format string, args ...any) {
+	_, _ = fmt.Fprintf(os.Stdout, format+"\n", args...)
+}
+
+func main() {
+	emit("MAIN %d", micros())
+	bootstrap := flag.String("bootstrap", os.Getenv("STREAMSGROUP_BOOTSTRAP"), "Kafka bootstrap address")
+	appID := flag.String("app", "", "application.id (the group)")
+	input := flag.String("input", "", "input topic")
+	output := flag.String("output", "", "output topic (map, count)")
+	mode := flag.String("mode", "count", "map, count or consume")
+	kind := flag.String("store", "memory", "store of count: memory or pebble")
+	guarantee := flag.String("guarantee", "at_least_once", "processing.guarantee: at_least_once or exactly_once_v2")
+	commitMS := flag.Int("commit-ms", 0, "commit.interval.ms (0: the runtime's default for the guarantee)")
+	stateDir := flag.String("state-dir", "", "state.dir")
+	expect := flag.Int64("expect-restore", 0, "print RESTORED once the active restores applied this many records")
+	flag.Parse()
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if *mode == "consume" {
+		if err := consume(*bootstrap, *input); err != nil {
+			fail(err)
+		}
+		// Stay until SIGTERM, so that the driver reads the process's CPU and peak RSS after DONE.
+		ctx, stop := stream.SignalContext(context.Background())
+		defer stop()
+		<-ctx.Done()
+		return
+	}
+	if *appID == "" || *input == "" || *output == "" {
+		fail(fmt.Errorf("-app, -input and -output are needed"))
+	}
+	keys := map[string]string{"application.id": *appID, "bootstrap.servers": *bootstrap,
+		"processing.guarantee": *guarantee, "auto.offset.reset": "earliest"}
+	if *commitMS > 0 {
+		keys["commit.interval.ms"] = strconv.Itoa(*commitMS)
+	}
+	if *stateDir != "" {
+		keys["state.dir"] = *stateDir
+	}
+	cfg, err := config.FromMap(keys)
+	if err != nil {
+		fail(err)
+	}
+
+	// first marks each task's first record since it last started processing here (Init), so that a
+	// task that leaves and comes back is marked again (Run's goroutine only: no lock).
+	first := map[int32]bool{}
+	mark := func(c *stream.Context) {
+		if p := c.Task().Partition; !first[p] {
+			first[p] = true
+			emit("FIRST %d %d", micros(), p)
+		}
+	}
+	var topo *topology.Topology
+	var proc stream.Processor
+	var opts []stream.Option
+	switch *mode {
+	case "map":
+		topo = topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{*input}})
+		proc = stream.ProcessorFunc(func(c *stream.Context, r *stream.Record) error {
+			mark(c)
+			return c.Send(*output, r.Key, bytes.ToUpper(r.Value))
+		})
+	case "count":
+		counts := stream.KeyValue("counts", serde.String, serde.Int64)
+		out := stream.Output(*output, serde.String, serde.Int64)
+		n := topology.Names{AppID: *appID}
+		topo = topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{*input},
+			StateChangelogTopics: []topology.TopicInfo{n.KeyValueChangelog(counts.Name())}})
+		proc = stream.Typed(serde.String, serde.Bytes, func(c *stream.Context, key string, _ []byte) error {
+			mark(c)
+			v, _, err := counts.Get(c, key)
+			if err != nil {
+				return err
+			}
+			if err := counts.Put(c, key, v+1); err != nil {
+				return err
+			}
+			return out.Send(c, key, v+1)
+		})
+		switch *kind {
+		case "memory":
+			opts = append(opts, stream.WithStores(store.Memory))
+		case "pebble":
+			opts = append(opts, stream.WithStores(sgpebble.New()))
+		default:
+			fail(fmt.Errorf("-store %q: memory or pebble", *kind))
+		}
+		var restored int64        // Run's goroutine only
+		var restoring atomic.Bool // the state listener may run on the member's goroutine too
+		opts = append(opts,
+			// The restore begins once the member is handed its active tasks (the runtime opens their
+			// stores and starts reading their changelogs in OnTasksAssigned): the hook that follows
+			// it marks the start. (The App's RESTORING state is only entered once the member is
+			// Stable, which a small restore can beat.)
+			stream.WithHooks(assigned(func() {
+				if restoring.CompareAndSwap(false, true) {
+					emit("RESTORING %d", micros())
+				}
+			})),
+			stream.WithRestoreListener(func(b stream.RestoreBatch) {
+				if b.Standby {
+					return
+				}
+				before := restored
+				restored += int64(b.Records)
+				if *expect > 0 && before < *expect && restored >= *expect {
+					emit("RESTORED %d %d", micros(), restored)
+				}
+			}))
+	default:
+		fail(fmt.Errorf("-mode %q: map, count or consume", *mode))
+	}
+	proc = marked{Processor: proc, init: func(c *stream.Context) { delete(first, c.Task().Partition) }}
+	app, err := stream.New(cfg, topo, stream.Processors{"0": proc}, opts...)
+	if err != nil {
+		fail(err)
+	}
+	ctx, stop := stream.SignalContext(context.Background())
+	defer stop()
+	if err := app.Run(ctx); err != nil {
+		fail(err)
+	}
+}
+
+// assigned is a membership hook that calls its function whenever the member holds active tasks
+// after a change of its assignment.
+type assigned func()
+
+// OnAssignmentChanged implements membership.HookAssignmentChanged.
+func (f assigned) OnAssignmentChanged(owned tasks.Assignment) {
+	if owned.Active.Len() > 0 {
+		f()
+	}
+}
+
+// marked is a Processor whose Init (a task starting to process here) calls init.
+type marked struct {
+	stream.Processor
+	init func(c *stream.Context)
+}
+
+// Init implements stream.Initializer.
+func (m marked) Init(c *stream.Context) error {
+	m.init(c)
+	return nil
+}
+
+// consume reads every partition of topic from its start to the end offsets found at the start: what
+// the broker can hand one plain client on this machine, with no processing, commits or group.
+func consume(bootstrap, topic string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return err
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	var n int64
+	started := false
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("reading %s: %w (%d partitions short of their end)", topic, err, len(want))
+		}
+		fs.EachError(func(_ string, p int32, err error) { slog.Warn("fetch", "partition", p, "err", err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if !started {
+				started = true
+				emit("FIRST %d %d", micros(), r.Partition)
+			}
+			n++
+			if end, ok := want[r.Partition]; ok && r.Offset+1 >= end {
+				delete(want, r.Partition)
+			}
+		})
+	}
+	emit("DONE %d %d", micros(), n)
+	return nil
+}
+
+// fail stops the program on an error.
+func fail(err error) {
+	slog.Error("procapp failed", "err", err)
+	os.Exit(1)
+}
