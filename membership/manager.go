@@ -37,10 +37,13 @@ type Manager struct {
 	stopped bool             // the machine said Stopped (loop goroutine only)
 	metrics *metrics         // measures on the loop goroutine; read by Stats
 
-	events  *eventQueue
-	inputs  chan machine.Input
-	runCtx  context.Context
-	cancel  context.CancelFunc
+	events *eventQueue
+	inputs chan machine.Input
+	runCtx context.Context
+	cancel context.CancelFunc
+	// cancels holds the cancel function of the running callback's context, by Invoke.Seq (loop
+	// goroutine only): the machine cancels it with CancelCallback.
+	cancels map[uint64]context.CancelFunc
 	netWG   sync.WaitGroup // the loop and network goroutines
 	userWG  sync.WaitGroup // goroutines running application code
 	started sync.Once
@@ -94,12 +97,13 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 	}
 	member.EndpointHost, member.EndpointPort, member.HasEndpoint = cfg.Endpoint()
 	m := &Manager{
-		cfg:    cfg.Clone(),
-		topo:   topo,
-		o:      o,
-		inputs: make(chan machine.Input, 16),
-		doneCh: make(chan struct{}),
-		events: newEventQueue(),
+		cfg:     cfg.Clone(),
+		topo:    topo,
+		o:       o,
+		inputs:  make(chan machine.Input, 16),
+		doneCh:  make(chan struct{}),
+		events:  newEventQueue(),
+		cancels: make(map[uint64]context.CancelFunc),
 	}
 	m.log = o.logger.With("group", cfg.ApplicationID, "member", o.memberID)
 	m.machine = machine.New(machine.Config{
@@ -108,7 +112,6 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 		TaskOffsetInterval: cfg.TaskOffsetInterval,
 		ReportsOffsets:     o.offsets != nil,
 		LeaveBudget:        min(cfg.RequestTimeout, machine.DefaultLeaveBudget),
-		SessionTimeout:     cfg.SessionTimeout,
 	})
 	m.snap = m.machine.Snapshot()
 	m.metrics = newMetrics(o.hooks, o.transport, m.snap)

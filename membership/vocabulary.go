@@ -103,8 +103,12 @@ const (
 	EventLeft EventKind = machine.EventLeft
 	// EventSessionLost: no heartbeat was answered for nearly the group's session timeout, so the
 	// broker may be about to expire the member and give its tasks to others. The member gave them up
-	// first (OnAllTasksLost, before the broker can reassign them) and rejoins as after a fencing. Err
-	// is a *SessionLostError saying for how long and what to check.
+	// first (Assignment shows nothing at once, a running callback's ctx is cancelled, OnAllTasksLost
+	// follows, all before the broker can reassign them) but keeps its member ID and epoch and goes on
+	// heartbeating: if the broker still has it, the next answer hands the tasks back
+	// (OnTasksAssigned); if the broker expired it, the broker fences it and it rejoins at epoch 0. A
+	// static member thus never rejoins while the broker may still hold its group.instance.id. Err is
+	// a *SessionLostError saying for how long and what to check.
 	EventSessionLost EventKind = machine.EventSessionLost
 )
 

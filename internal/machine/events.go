@@ -56,8 +56,8 @@ const (
 	EventLeft
 	// EventSessionLost: no heartbeat was answered for nearly the group's session timeout, so the
 	// broker may be about to expire the member and give its tasks to others. The member gave them up
-	// first (OnAllTasksLost, before the broker can reassign them) and rejoins as after a fencing. Err
-	// is a *SessionLostError saying for how long and what to check.
+	// up first (OnAllTasksLost, before the broker can reassign them) and keeps heartbeating at its
+	// epoch (session.go). Err is a *SessionLostError saying for how long and what to check.
 	EventSessionLost
 )
 

@@ -83,9 +83,6 @@ type Config struct {
 	OffsetsWait time.Duration
 	// LeaveBudget bounds the leave heartbeat (SendLeave.Budget). 0 means DefaultLeaveBudget.
 	LeaveBudget time.Duration
-	// SessionTimeout (session.timeout.ms) overrides the group's session timeout for the session
-	// guard (session.go); 0 reads the group's with DescribeSession at every join.
-	SessionTimeout time.Duration
 }
 
 // Defaults for Config.
@@ -109,7 +106,6 @@ func New(cfg Config) *Machine {
 		status:        statusState{unknownSeen: make(map[heartbeat.StatusCode]bool)},
 		offsets:       offsetState{trigger: true}, // acceptableLag is read only once an answer set it
 	}
-	m.session.init(cfg.SessionTimeout)
 	return m
 }
 
@@ -128,8 +124,8 @@ type Snapshot struct {
 	// and how far behind a warm-up may be to take over.
 	TaskOffsetInterval    time.Duration
 	AcceptableRecoveryLag int64
-	// SessionTimeout is the session timeout the session guard works with (session.timeout.ms, or the
-	// group's as read from the broker); 0 while unknown, when the guard is off.
+	// SessionTimeout is the session timeout the session guard works with (the group's, as read from
+	// the broker); 0 while unknown, when the guard is off.
 	SessionTimeout time.Duration
 }
 
@@ -137,7 +133,7 @@ type Snapshot struct {
 func (m *Machine) Snapshot() Snapshot {
 	return Snapshot{
 		State: m.state, MemberID: m.cfg.Join.MemberID, Epoch: m.epoch,
-		Owned: m.held(), Ready: m.rec.currentReady, Stopped: m.stopped,
+		Owned: m.published(), Ready: m.rec.currentReady, Stopped: m.stopped,
 		TaskOffsetInterval: m.offsets.brokerEvery, AcceptableRecoveryLag: m.acceptableLag(),
 		SessionTimeout: m.session.timeout,
 	}

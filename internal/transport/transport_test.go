@@ -601,3 +601,41 @@ func TestSanitize(t *testing.T) {
 		t.Errorf("softwareVersion() = %q", v)
 	}
 }
+
+// Issue 22 §2: the group's session timeout is read from the coordinator, not whichever broker
+// answers first: the value of a config the group does not set is the answering broker's default.
+func TestGroupConfigsGoToTheCoordinator(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var nodes []int32
+	e.c.ControlKey(int16(kmsg.DescribeConfigs), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		mu.Lock()
+		nodes = append(nodes, e.c.CurrentNode())
+		mu.Unlock()
+		r := req.(*kmsg.DescribeConfigsRequest)
+		resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, res := range r.Resources {
+			resp.Resources = append(resp.Resources, kmsg.DescribeConfigsResponseResource{ResourceType: res.ResourceType, ResourceName: res.ResourceName})
+		}
+		return resp, nil, true
+	})
+	tr := e.transport()
+	for range 6 {
+		resp, err := tr.GroupConfigs(context.Background(), "streams.session.timeout.ms")
+		if err != nil || len(resp.Resources) != 1 || resp.Resources[0].ResourceName != group {
+			t.Fatalf("GroupConfigs = %+v, %v", resp, err)
+		}
+	}
+	coord, ok := tr.Coordinator()
+	if !ok {
+		t.Fatal("no coordinator known after GroupConfigs")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, n := range nodes {
+		if n != coord {
+			t.Fatalf("DescribeConfigs #%d went to broker %d, the coordinator is %d (all: %v)", i, n, coord, nodes)
+		}
+	}
+}
