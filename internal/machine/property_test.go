@@ -1006,10 +1006,9 @@ func (d *propDriver) answerProbe(choice int) {
 	case 0:
 		in = CapabilitiesKnown{Err: errors.New("dial tcp 127.0.0.1:9092: connection refused")}
 	case 1:
-		in.Caps = heartbeat.Capabilities{HeartbeatMaxVersion: 0, StreamsVersion: 1} // Kafka 4.2/4.3
-		if d.static {
-			d.expect, d.want, d.wantWhy = expectFatal, func(err error) bool { return errors.Is(err, heartbeat.ErrNotSupported) }, "ErrNotSupported"
-		}
+		// Kafka 4.2/4.3 (the probed broker): a static member joins anyway, as the coordinator may be
+		// a 4.4 broker during a rolling upgrade; the coordinator judges (issue 22 §1).
+		in.Caps = heartbeat.Capabilities{HeartbeatMaxVersion: 0, StreamsVersion: 1}
 	case 2:
 		in.Caps = heartbeat.Capabilities{HeartbeatMaxVersion: 1, StreamsVersion: 0} // streams.version off
 		d.expect, d.want, d.wantWhy = expectFatal, func(err error) bool { return errors.Is(err, heartbeat.ErrNotSupported) }, "ErrNotSupported"

@@ -63,8 +63,12 @@ func New(cl *kgo.Client, group string, requestTimeout time.Duration, backoff hea
 //
 // The coordinator is forgotten on an answer with NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE and on
 // any failure to send (the next call looks it up again), and kept on COORDINATOR_LOAD_IN_PROGRESS.
+//
+// The request goes at the version kgo negotiated with the coordinator (heartbeat.ForBroker): at v0,
+// to a Kafka 4.2/4.3 coordinator, without task offsets, end offsets and warm-up tasks. The answer's
+// Version says which one it was.
 func (t *Transport) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
-	resp, node, err := t.coord.Send(ctx, t.group, req) // Send forgets the coordinator on a send failure
+	resp, node, err := t.coord.Send(ctx, t.group, heartbeat.ForBroker(req)) // Send forgets the coordinator on a send failure
 	if err != nil {
 		return nil, err
 	}
