@@ -52,6 +52,9 @@ func (m *Manager) step(in machine.Input) {
 	m.mu.Lock()
 	m.snap = snap
 	m.mu.Unlock()
+	if snap.State == machine.Stale {
+		m.pollSignal.Store(true) // the next Poll rejoins
+	}
 	for _, a := range actions {
 		m.metrics.action(now, a)
 		m.execute(a)
@@ -114,6 +117,10 @@ func (m *Manager) execute(a machine.Action) {
 			m.log.Warn("cancelling the running callback: its tasks were given up", "seq", a.Seq)
 			cancel()
 		}
+	case machine.AskPoll:
+		m.goNet(func(context.Context) machine.Input {
+			return machine.Polled{At: time.Unix(0, m.lastPoll.Load())}
+		})
 	case machine.Emit:
 		m.publish(a.Event)
 	case machine.Log:

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -48,6 +50,11 @@ type Manager struct {
 	userWG  sync.WaitGroup // goroutines running application code
 	started sync.Once
 	doneCh  chan struct{}
+
+	// lastPoll is when the application last called Poll (UnixNano); pollSignal says the next Poll
+	// must tell the loop (the first one, and one in Stale).
+	lastPoll   atomic.Int64
+	pollSignal atomic.Bool
 
 	mu   sync.Mutex
 	snap Snapshot
@@ -114,6 +121,7 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 		LeaveBudget:        min(cfg.RequestTimeout, machine.DefaultLeaveBudget),
 	})
 	m.snap = m.machine.Snapshot()
+	m.pollSignal.Store(true)
 	m.metrics = newMetrics(o.hooks, o.transport, m.snap)
 	return m, nil
 }
@@ -179,6 +187,28 @@ func (m *Manager) Err() error {
 
 // Done is closed when the member has stopped (after a leave, a fatal error or a forced stop).
 func (m *Manager) Done() <-chan struct{} { return m.doneCh }
+
+// Poll tells the member that the application's processing loop is alive, as Kafka's poll() does
+// for a Java consumer: the stream runtime calls it once per loop iteration, and a hand-written
+// application may call it from its own loop. It is cheap (an atomic store; it reaches the member's
+// goroutine only the first time and after the timer expired) and never blocks.
+//
+// Once the application has called Poll, the member enforces max.poll.interval.ms as Java's
+// onPollTimerExpired does: when no Poll came for that long, the tasks are lost (OnAllTasksLost),
+// the member leaves the group (epoch -1, or -2 for a static member), reports
+// EventPollTimerExpired and waits in Stale; the next Poll rejoins at epoch 0. An application that
+// never calls Poll keeps its tasks however long its processing takes (only the broker's rebalance
+// timeout bounds a revocation).
+func (m *Manager) Poll() {
+	m.lastPoll.Store(time.Now().UnixNano())
+	if m.pollSignal.Load() && m.pollSignal.CompareAndSwap(true, false) {
+		select {
+		case m.inputs <- machine.Polled{At: time.Now()}:
+		default:
+			m.pollSignal.Store(true) // the loop is busy: the next Poll tells it
+		}
+	}
+}
 
 // RequestShutdown asks every member of the group to shut down (the group reports
 // SHUTDOWN_APPLICATION to all of them, this one included). The member keeps running until Close.

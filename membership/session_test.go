@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/internal/machine"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
@@ -214,6 +215,58 @@ func TestManagerSessionGuardCancelsTheRunningCallback(t *testing.T) {
 		if !slices.Contains(calls, "lost [0_0 0_1]") {
 			t.Errorf("calls %v: want OnAllTasksLost for what the application held", calls)
 		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Issue 22 §3 through the Manager: once the application polls, a loop that stops polling for
+// max.poll.interval.ms loses its tasks and the member leaves (Stale); the next Poll rejoins it and it
+// gets its tasks back. Before the first Poll the timer is off.
+func TestManagerPollTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, l := newFakeBroker(), &recordingListener{}
+		m := stableManager(t, f, l, func(c *config.Config) { c.MaxPollInterval = 2 * time.Second })
+		time.Sleep(5 * time.Second) // no Poll yet: the timer is off
+		synctest.Wait()
+		if m.State() != Stable {
+			t.Fatalf("state %s without any Poll", m.State())
+		}
+		for range 10 {
+			m.Poll()
+			time.Sleep(500 * time.Millisecond)
+		}
+		synctest.Wait()
+		if m.State() != Stable {
+			t.Fatalf("state %s while polling", m.State())
+		}
+		time.Sleep(3 * time.Second) // the loop hangs
+		synctest.Wait()
+		if m.State() != Stale {
+			t.Fatalf("state %s after 3 s without Poll, want STALE", m.State())
+		}
+		if a, _ := m.Assignment(); !a.IsEmpty() {
+			t.Fatalf("owns %v in STALE", a)
+		}
+		f.mu.Lock()
+		leaves := slices.Clone(f.leaves)
+		f.mu.Unlock()
+		if len(leaves) != 1 || leaves[0] != -1 {
+			t.Fatalf("leaves %v, want one at epoch -1", leaves)
+		}
+		m.Poll()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if a, _ := m.Assignment(); !a.Active.Equal(set("0_0", "0_1")) || m.State() != Stable {
+			t.Fatalf("after the next Poll: %s %v", m.State(), a)
+		}
+		if !slices.Contains(l.list(), "lost [0_0 0_1]") {
+			t.Errorf("calls %v: want OnAllTasksLost", l.list())
+		}
+		m.Poll()
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		if err := m.Close(ctx); err != nil {

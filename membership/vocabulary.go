@@ -39,6 +39,9 @@ const (
 	Leaving State = machine.Leaving
 	// Fatal: stopped for good by an error that retrying cannot fix.
 	Fatal State = machine.Fatal
+	// Stale: left because the application did not call Poll within max.poll.interval.ms; the next
+	// Poll rejoins (see Manager.Poll).
+	Stale State = machine.Stale
 )
 
 // CloseMode says what Close does about the group (Kafka 4.4 CloseOptions).
@@ -110,6 +113,10 @@ const (
 	// static member thus never rejoins while the broker may still hold its group.instance.id. Err is
 	// a *SessionLostError saying for how long and what to check.
 	EventSessionLost EventKind = machine.EventSessionLost
+	// EventPollTimerExpired: the application did not call Poll within max.poll.interval.ms; its
+	// tasks were lost (OnAllTasksLost), the member left the group and waits in Stale until the next
+	// Poll. Err is a *PollTimeoutError.
+	EventPollTimerExpired EventKind = machine.EventPollTimerExpired
 )
 
 // Event is something the application may want to know or act on. Every event carries the member's
@@ -144,3 +151,6 @@ type TopologyError = machine.TopologyError
 // was answered, and the broker may expire the member SessionTimeout after the last answered one was
 // sent.
 type SessionLostError = machine.SessionLostError
+
+// PollTimeoutError is the error of an EventPollTimerExpired.
+type PollTimeoutError = machine.PollTimeoutError

@@ -173,7 +173,7 @@ func (m *Machine) prepare(j *job) bool {
 		switch {
 		case !m.rec.hasCurrent:
 			return false
-		case !h.Active.IsEmpty() && m.epoch > 0 && !m.leave.fenced:
+		case !h.Active.IsEmpty() && m.epoch > 0 && !m.leave.fenced && !m.leave.poll:
 			j.kind, j.tasks = CallbackRevoked, h.Active
 			return true
 		case !h.IsEmpty():

@@ -60,6 +60,7 @@ type Machine struct {
 	status   statusState
 	offsets  offsetState
 	session  sessionState
+	poll     pollState
 
 	stopped bool
 	now     time.Time          // the time of the input being handled
@@ -192,6 +193,8 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 		out = m.requestShutdown(now)
 	case Stop:
 		out = m.stop()
+	case Polled:
+		out = m.polled(now, in)
 	default:
 		panic(fmt.Sprintf("membership: unknown input %T", in)) // a bug in the caller's code
 	}
@@ -215,8 +218,8 @@ func (m *Machine) Next() time.Time {
 
 // timers lists when each kind of timed work is due (zero when not scheduled). It is the one place
 // that says when; due acts on the same answers.
-func (m *Machine) timers() [6]time.Time {
-	return [6]time.Time{m.probeAt(), m.heartbeatAt(), m.reconcileRetryAt(), m.missingTimeoutAt(), m.guardAt(), m.sessionAskAt()}
+func (m *Machine) timers() [7]time.Time {
+	return [7]time.Time{m.probeAt(), m.heartbeatAt(), m.reconcileRetryAt(), m.missingTimeoutAt(), m.guardAt(), m.sessionAskAt(), m.pollAt()}
 }
 
 // due does the timed work that has come due by now.
@@ -237,6 +240,9 @@ func (m *Machine) due(now time.Time) []Action {
 	}
 	if at := m.sessionAskAt(); !at.IsZero() && !now.Before(at) {
 		out = cat(out, m.askSession())
+	}
+	if at := m.pollAt(); !at.IsZero() && !now.Before(at) {
+		out = cat(out, m.askPoll())
 	}
 	if at := m.heartbeatAt(); !at.IsZero() && !now.Before(at) {
 		out = cat(out, m.heartbeat(now))

@@ -1405,7 +1405,7 @@ func (d *propDriver) scriptStable(a *tasks.Assignment) {
 func TestTransitionTable(t *testing.T) {
 	// target: allowed from (PROTOCOL §6).
 	protocol := map[string][]string{
-		"JOINING":         {"FENCED", "UNSUBSCRIBED"}, // and STALE
+		"JOINING":         {"FENCED", "UNSUBSCRIBED", "STALE"},
 		"RECONCILING":     {"STABLE", "JOINING", "ACKNOWLEDGING", "RECONCILING"},
 		"ACKNOWLEDGING":   {"RECONCILING"},
 		"STABLE":          {"JOINING", "ACKNOWLEDGING", "RECONCILING"},
@@ -1414,7 +1414,7 @@ func TestTransitionTable(t *testing.T) {
 		"LEAVING":         {"PREPARE_LEAVING"},
 		"UNSUBSCRIBED":    {"PREPARE_LEAVING", "LEAVING", "FENCED"},
 		"FATAL":           {"JOINING", "STABLE", "RECONCILING", "ACKNOWLEDGING", "PREPARE_LEAVING", "LEAVING", "UNSUBSCRIBED"},
-		// "STALE": {"LEAVING"} — no STALE state here.
+		"STALE":           {"LEAVING"},
 	}
 	names := map[string]bool{}
 	for _, s := range states {
@@ -1431,7 +1431,7 @@ func TestTransitionTable(t *testing.T) {
 		}
 	}
 	if len(states) != len(protocol) {
-		t.Errorf("states has %d entries, PROTOCOL §6 (without STALE) %d", len(states), len(protocol))
+		t.Errorf("states has %d entries, PROTOCOL §6 %d", len(states), len(protocol))
 	}
 	pairs := 0
 	for _, from := range states {
@@ -1459,8 +1459,8 @@ func TestTransitionTable(t *testing.T) {
 			}()
 		}
 	}
-	if pairs != 81 {
-		t.Fatalf("checked %d pairs, want 81", pairs)
+	if pairs != 100 {
+		t.Fatalf("checked %d pairs, want 100", pairs)
 	}
 }
 
