@@ -258,7 +258,10 @@ func (m *Machine) answered(now time.Time, r *heartbeat.Response) []Action {
 	m.hb.failures, m.hb.rejoinDelay = 0, 0
 	m.session.answeredSent, m.session.tripped = m.session.sentAt, false
 	m.epoch, m.interval = r.Epoch, r.Interval
-	m.hb.at = now.Add(m.interval)
+	// The interval runs from the send, as Java's heartbeat timer is reset on the send attempt: the
+	// period is the broker's interval, not the interval plus the round trip. A round trip longer
+	// than the interval sends the next heartbeat at once.
+	m.hb.at = later(now, m.session.sentAt.Add(m.interval))
 	m.hb.regular = m.hb.at
 	m.endpointEpoch = r.EndpointEpoch
 	if r.Endpoints != nil {

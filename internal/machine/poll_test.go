@@ -127,3 +127,25 @@ func hasAction[T Action](as []Action) bool {
 	}
 	return false
 }
+
+// Issue 22 §5: the heartbeat period is the broker's interval counted from the send, as Java resets
+// its heartbeat timer on the send attempt, not the interval plus the round trip.
+func TestHeartbeatIntervalCountsFromTheSend(t *testing.T) {
+	h := newHarness(t)
+	h.stableWith(active("0_0"))
+	h.advance(interval)
+	h.mustSend()
+	sent := h.now
+	h.advance(200 * time.Millisecond) // the round trip
+	h.answer(resp(1, nil))
+	if got := h.m.Next(); !got.Equal(sent.Add(interval)) {
+		t.Fatalf("next heartbeat %v after the send, want the interval %v", got.Sub(sent), interval)
+	}
+	h.now = h.m.Next()
+	h.mustSend()
+	h.advance(2 * interval) // a round trip longer than the interval
+	h.answer(resp(1, nil))
+	if h.tick() == nil {
+		t.Fatal("the next heartbeat did not go at once after an answer slower than the interval")
+	}
+}

@@ -815,6 +815,9 @@ func (d *propDriver) fedOutcome(c errClass, r *kmsg.StreamsGroupHeartbeatRespons
 			}
 			d.streak = 0
 			d.earliest = d.now.Add(interval)
+			if inGroup(d.state) {
+				d.earliest = laterOf(d.now, d.sentAt.Add(interval)) // from the send (issue 22 §5)
+			}
 		case c == classFenced && inGroup(d.state):
 			d.streak++
 			d.earliest = time.Time{} // rejoin at once (the first time)
@@ -1664,4 +1667,11 @@ func TestStopAfterFatalWhileLeavingEndsInFatal(t *testing.T) {
 	if ev := h.lastEvent(EventFatal); ev.State != Fatal || h.m.State() != Fatal {
 		t.Fatalf("stopped with a fatal error in state %s (EventFatal says %s), want FATAL", h.m.State(), ev.State)
 	}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -96,8 +96,8 @@ func TestSessionGuardGivesTasksUpBeforeTheBrokerCan(t *testing.T) {
 	h.advance(3 * time.Millisecond)
 	h.answer(resp(1, nil))
 	deadline := lastAnsweredSend.Add(6*time.Second - 600*time.Millisecond)
-	if got := h.m.Next(); !got.Equal(h.now.Add(interval)) {
-		t.Fatalf("next wake-up %v after the answer, want the heartbeat's %v", got.Sub(h.now), interval)
+	if got := h.m.Next(); !got.Equal(lastAnsweredSend.Add(interval)) {
+		t.Fatalf("next wake-up %v after the send, want the heartbeat's %v", got.Sub(lastAnsweredSend), interval)
 	}
 	h.cutUntil(deadline, errors.New("dial tcp: connection refused"))
 	h.now = deadline.Add(-time.Millisecond)
