@@ -35,7 +35,6 @@ const (
 	KeyRetryBackoffMax    = "retry.backoff.max.ms"
 	KeyRequestTimeout     = "request.timeout.ms"
 	KeyStateDir           = "state.dir"
-	KeySessionTimeout     = "session.timeout.ms"
 
 	// PrefixClientTag starts the keys of client tags: client.tag.zone=eu-1 sends the tag zone=eu-1
 	// (used by the broker's rack-aware assignment).
@@ -93,13 +92,6 @@ type Config struct {
 	RequestTimeout time.Duration
 	// StateDir (state.dir) is where the process ID is kept; empty means nothing is persisted.
 	StateDir string
-	// SessionTimeout (session.timeout.ms) is the session timeout the member's session guard assumes
-	// instead of asking the broker. It does not change the broker's session timeout, which in streams
-	// groups is a group config (streams.session.timeout.ms per group, group.streams.session.timeout.ms
-	// on the broker). 0 (the default) reads the group's value with DescribeConfigs on every join. The
-	// guard gives the tasks up (OnAllTasksLost) when no heartbeat was answered for this long minus a
-	// margin, so set it no higher than the group's value. See membership's EventSessionLost.
-	SessionTimeout time.Duration
 	// User holds the user.* keys, untouched.
 	User map[string]string
 	// Runtime is what the stream runtime (package stream) reads: commit.interval.ms,
@@ -262,9 +254,6 @@ func (c *Config) validate(p *problems) {
 	}
 	if c.RetryBackoffMax < 0 {
 		p.add(KeyRetryBackoffMax, ms(c.RetryBackoffMax), "must be >= 0")
-	}
-	if c.SessionTimeout < 0 || c.SessionTimeout > math.MaxInt32*time.Millisecond {
-		p.add(KeySessionTimeout, ms(c.SessionTimeout), "must be between 0 and %d ms (an INT in Kafka; 0 reads the group's session timeout from the broker)", math.MaxInt32)
 	}
 	if c.RequestTimeout <= 0 || c.RequestTimeout > math.MaxInt32*time.Millisecond {
 		p.add(KeyRequestTimeout, ms(c.RequestTimeout), "must be > 0 and at most %d ms (an INT in Kafka; 0 would fail every request)", math.MaxInt32)

@@ -20,7 +20,7 @@ const keyClientTags = PrefixClientTag + "*"
 // keysRead are the keys FromMap reads, for suggestions.
 var keysRead = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch, KeyTaskOffsetInterval, KeyProcessID,
 	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
-	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol, KeySessionTimeout, KeyCommitInterval, KeyProcessingGuarantee,
+	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol, KeyCommitInterval, KeyProcessingGuarantee,
 	KeyStateCleanupDelay, KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyAutoOffsetReset}
 
 // The security keys (security.go) are read by FromMap too, and so are suggested for typos.
@@ -28,7 +28,11 @@ func init() { keysRead = append(keysRead, securityKeys...) }
 
 // brokerSide maps Kafka Streams keys that streams groups moved to the broker to the name of the
 // group config (streams.<name> per group, group.streams.<name> as the broker's default).
+// session.timeout.ms is one: Kafka's consumer refuses it under the new protocols and Kafka Streams
+// ignores it, and a member-side value would only let the member's session guard disagree with the
+// broker (the guard reads the group's value from the coordinator).
 var brokerSide = map[string]string{
+	"session.timeout.ms":         "session.timeout.ms",
 	"num.standby.replicas":       "num.standby.replicas",
 	"heartbeat.interval.ms":      "heartbeat.interval.ms",
 	"acceptable.recovery.lag":    "acceptable.recovery.lag",

@@ -22,7 +22,7 @@ import (
 // setting of the Kafka client, a likely typo), each value of the wrong type and each value out of
 // range, one problem per key.
 //
-// Values are read as Kafka's ConfigDef reads them: trimmed; INT keys (max.poll.interval.ms, session.timeout.ms,
+// Values are read as Kafka's ConfigDef reads them: trimmed; INT keys (max.poll.interval.ms,
 // request.timeout.ms) up to 2147483647; LONG keys (retry.backoff.ms, retry.backoff.max.ms,
 // task.offset.interval.ms) up to Long.MAX_VALUE, a value above 9223372036854 ms (292 years, the
 // most a time.Duration holds) counting as that. An empty client.rack, application.server or
@@ -38,7 +38,6 @@ func FromMap(m map[string]string) (Config, error) {
 	ints := map[string]*time.Duration{
 		KeyMaxPollInterval: &c.MaxPollInterval,
 		KeyRequestTimeout:  &c.RequestTimeout,
-		KeySessionTimeout:  &c.SessionTimeout,
 	}
 	strs := map[string]*string{
 		KeyApplicationID:     &c.ApplicationID,

@@ -446,26 +446,18 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// session.timeout.ms is the session guard's override: read as an INT of milliseconds, 0 (ask the
-// broker) by default, refused when negative or beyond an INT.
-func TestSessionTimeoutOverride(t *testing.T) {
-	if c := accepted(t, map[string]string{}); c.SessionTimeout != 0 {
-		t.Errorf("default session timeout %v, want 0 (ask the broker)", c.SessionTimeout)
-	}
-	if c := accepted(t, map[string]string{KeySessionTimeout: " 6000 "}); c.SessionTimeout != 6*time.Second {
-		t.Errorf("session.timeout.ms=6000 read as %v", c.SessionTimeout)
-	}
-	if c := accepted(t, map[string]string{KeySessionTimeout: "2147483647"}); c.SessionTimeout != 2147483647*time.Millisecond {
-		t.Errorf("the largest INT read as %v", c.SessionTimeout)
-	}
-	for _, bad := range []string{"-1", "2147483648", "6s", ""} {
-		if ce := problem(t, map[string]string{KeySessionTimeout: bad}); !ce.Has(KeySessionTimeout) {
-			t.Errorf("session.timeout.ms=%q accepted: %v", bad, ce)
+// session.timeout.ms is refused: in streams groups the session timeout is the group's
+// (streams.session.timeout.ms), Kafka's consumer refuses the key under the new protocols, and a
+// member-side value would make the session guard disagree with the broker. The problem says where to
+// set it instead.
+func TestSessionTimeoutKeyRefused(t *testing.T) {
+	for _, v := range []string{"10000", "6000", ""} {
+		ce := problem(t, map[string]string{"session.timeout.ms": v})
+		if !ce.Has("session.timeout.ms") {
+			t.Fatalf("session.timeout.ms=%q accepted: %v", v, ce)
 		}
-	}
-	c := Default("app")
-	c.SessionTimeout = -time.Millisecond
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "0 reads the group's session timeout from the broker") {
-		t.Errorf("a negative SessionTimeout in Go code: %v", err)
+		if msg := ce.Error(); !strings.Contains(msg, "streams.session.timeout.ms") || !strings.Contains(msg, "group.streams.session.timeout.ms") {
+			t.Errorf("the problem does not point at streams.session.timeout.ms: %s", msg)
+		}
 	}
 }

@@ -156,6 +156,10 @@ func ErrorFor(code int16, brokerMessage *string) *Error {
 			e.Action = "the group already runs another topology at the same or a higher topology.epoch; " +
 				"roll this topology out with a higher topology.epoch once the broker supports topology updates, " +
 				"or use a new application.id, or stop every member and delete the group first"
+		case strings.Contains(e.BrokerMessage, "Static membership"):
+			e.kind = ErrNotSupported
+			e.Action = "group.instance.id needs a Kafka 4.4+ group coordinator, and this group's coordinator is older; " +
+				"during a rolling upgrade start static members once the coordinator runs 4.4, or remove group.instance.id"
 		case strings.Contains(e.BrokerMessage, "not supported") || strings.Contains(e.BrokerMessage, "not yet supported"):
 			e.kind = ErrNotSupported
 			e.Action = "this broker does not support a feature the member uses (static membership, warm-up tasks and " +

@@ -71,6 +71,10 @@ func (b *Builder) Reset() {
 	b.offsets, b.endOffs = nil, nil
 }
 
+// ForgetOffsets forgets the task offsets last sent, so the next offsets go whole: they did not reach
+// the broker (the request went at v0, see ForBroker).
+func (b *Builder) ForgetOffsets() { b.offsets, b.endOffs = nil, nil }
+
 // Build returns the request for s and records what it carries as sent.
 func (b *Builder) Build(s Report) *kmsg.StreamsGroupHeartbeatRequest {
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -572,6 +573,21 @@ func defaultTestTransport(cl *kgo.Client, cfg config.Config) membership.Transpor
 type blackhole struct {
 	membership.Transport
 	down atomic.Bool
+	// noConfigs answers the group's configs as a broker does to a client without DESCRIBE_CONFIGS
+	// on the group: the member's session guard stays off.
+	noConfigs bool
+}
+
+// GroupConfigs is the wrapped transport's, or a GROUP_AUTHORIZATION_FAILED answer with noConfigs.
+func (b *blackhole) GroupConfigs(ctx context.Context, names ...string) (*kmsg.DescribeConfigsResponse, error) {
+	if !b.noConfigs {
+		return b.Transport.GroupConfigs(ctx, names...)
+	}
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	r := kmsg.NewDescribeConfigsResponseResource()
+	r.ResourceType, r.ErrorCode = kmsg.ConfigResourceTypeGroupConfig, kerr.GroupAuthorizationFailed.Code
+	resp.Resources = append(resp.Resources, r)
+	return resp, nil
 }
 
 var errBlackholed = errors.New("test: heartbeats are cut off")

@@ -40,6 +40,9 @@ func (m *Manager) loop() {
 
 // step feeds one input to the machine, carries out the actions and publishes the new snapshot.
 func (m *Manager) step(in machine.Input) {
+	if cd, ok := in.(machine.CallbackDone); ok {
+		delete(m.cancels, cd.Seq) // its goroutine released the context already
+	}
 	now := time.Now()
 	m.metrics.input(now, in)
 	actions := m.machine.Step(now, in)
@@ -49,6 +52,9 @@ func (m *Manager) step(in machine.Input) {
 	m.mu.Lock()
 	m.snap = snap
 	m.mu.Unlock()
+	if snap.State == machine.Stale {
+		m.pollSignal.Store(true) // the next Poll rejoins
+	}
 	for _, a := range actions {
 		m.metrics.action(now, a)
 		m.execute(a)
@@ -100,9 +106,21 @@ func (m *Manager) execute(a machine.Action) {
 		}, func(err error) machine.Input { return machine.OffsetsCollected{Seq: a.Seq} })
 	case machine.Invoke:
 		m.logInvoke(a)
-		m.goUser(func(ctx context.Context) machine.Input {
+		ctx, cancel := context.WithCancel(m.runCtx)
+		m.cancels[a.Seq] = cancel
+		m.goUserCtx(ctx, func(ctx context.Context) machine.Input {
+			defer cancel()
 			return machine.CallbackDone{Seq: a.Seq, Err: m.call(ctx, a)}
 		}, func(err error) machine.Input { return machine.CallbackDone{Seq: a.Seq, Err: err} })
+	case machine.CancelCallback:
+		if cancel, ok := m.cancels[a.Seq]; ok {
+			m.log.Warn("cancelling the running callback: its tasks were given up", "seq", a.Seq)
+			cancel()
+		}
+	case machine.AskPoll:
+		m.goNet(func(context.Context) machine.Input {
+			return machine.Polled{At: time.Unix(0, m.lastPoll.Load())}
+		})
 	case machine.Emit:
 		m.publish(a.Event)
 	case machine.Log:
@@ -127,6 +145,11 @@ func (m *Manager) goNet(f func(ctx context.Context) machine.Input) {
 
 // goUser runs application code on its own goroutine; a panic becomes onPanic's input.
 func (m *Manager) goUser(f func(ctx context.Context) machine.Input, onPanic func(error) machine.Input) {
+	m.goUserCtx(m.runCtx, f, onPanic)
+}
+
+// goUserCtx is goUser with the context the code gets.
+func (m *Manager) goUserCtx(ctx context.Context, f func(ctx context.Context) machine.Input, onPanic func(error) machine.Input) {
 	m.userWG.Add(1)
 	go func() {
 		defer m.userWG.Done()
@@ -137,7 +160,7 @@ func (m *Manager) goUser(f func(ctx context.Context) machine.Input, onPanic func
 					in = onPanic(fmt.Errorf("panic: %v", p))
 				}
 			}()
-			in = f(m.runCtx)
+			in = f(ctx)
 		}()
 		m.deliver(in)
 	}()

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,14 +39,22 @@ type Manager struct {
 	stopped bool             // the machine said Stopped (loop goroutine only)
 	metrics *metrics         // measures on the loop goroutine; read by Stats
 
-	events  *eventQueue
-	inputs  chan machine.Input
-	runCtx  context.Context
-	cancel  context.CancelFunc
+	events *eventQueue
+	inputs chan machine.Input
+	runCtx context.Context
+	cancel context.CancelFunc
+	// cancels holds the cancel function of the running callback's context, by Invoke.Seq (loop
+	// goroutine only): the machine cancels it with CancelCallback.
+	cancels map[uint64]context.CancelFunc
 	netWG   sync.WaitGroup // the loop and network goroutines
 	userWG  sync.WaitGroup // goroutines running application code
 	started sync.Once
 	doneCh  chan struct{}
+
+	// lastPoll is when the application last called Poll (UnixNano); pollSignal says the next Poll
+	// must tell the loop (the first one, and one in Stale).
+	lastPoll   atomic.Int64
+	pollSignal atomic.Bool
 
 	mu   sync.Mutex
 	snap Snapshot
@@ -94,12 +104,13 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 	}
 	member.EndpointHost, member.EndpointPort, member.HasEndpoint = cfg.Endpoint()
 	m := &Manager{
-		cfg:    cfg.Clone(),
-		topo:   topo,
-		o:      o,
-		inputs: make(chan machine.Input, 16),
-		doneCh: make(chan struct{}),
-		events: newEventQueue(),
+		cfg:     cfg.Clone(),
+		topo:    topo,
+		o:       o,
+		inputs:  make(chan machine.Input, 16),
+		doneCh:  make(chan struct{}),
+		events:  newEventQueue(),
+		cancels: make(map[uint64]context.CancelFunc),
 	}
 	m.log = o.logger.With("group", cfg.ApplicationID, "member", o.memberID)
 	m.machine = machine.New(machine.Config{
@@ -108,9 +119,9 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 		TaskOffsetInterval: cfg.TaskOffsetInterval,
 		ReportsOffsets:     o.offsets != nil,
 		LeaveBudget:        min(cfg.RequestTimeout, machine.DefaultLeaveBudget),
-		SessionTimeout:     cfg.SessionTimeout,
 	})
 	m.snap = m.machine.Snapshot()
+	m.pollSignal.Store(true)
 	m.metrics = newMetrics(o.hooks, o.transport, m.snap)
 	return m, nil
 }
@@ -176,6 +187,28 @@ func (m *Manager) Err() error {
 
 // Done is closed when the member has stopped (after a leave, a fatal error or a forced stop).
 func (m *Manager) Done() <-chan struct{} { return m.doneCh }
+
+// Poll tells the member that the application's processing loop is alive, as Kafka's poll() does
+// for a Java consumer: the stream runtime calls it once per loop iteration, and a hand-written
+// application may call it from its own loop. It is cheap (an atomic store; it reaches the member's
+// goroutine only the first time and after the timer expired) and never blocks.
+//
+// Once the application has called Poll, the member enforces max.poll.interval.ms as Java's
+// onPollTimerExpired does: when no Poll came for that long, the tasks are lost (OnAllTasksLost),
+// the member leaves the group (epoch -1, or -2 for a static member), reports
+// EventPollTimerExpired and waits in Stale; the next Poll rejoins at epoch 0. An application that
+// never calls Poll keeps its tasks however long its processing takes (only the broker's rebalance
+// timeout bounds a revocation).
+func (m *Manager) Poll() {
+	m.lastPoll.Store(time.Now().UnixNano())
+	if m.pollSignal.Load() && m.pollSignal.CompareAndSwap(true, false) {
+		select {
+		case m.inputs <- machine.Polled{At: time.Now()}:
+		default:
+			m.pollSignal.Store(true) // the loop is busy: the next Poll tells it
+		}
+	}
+}
 
 // RequestShutdown asks every member of the group to shut down (the group reports
 // SHUTDOWN_APPLICATION to all of them, this one included). The member keeps running until Close.

@@ -559,8 +559,6 @@ func TestManagerRefusesWhatTheClusterCannotDo(t *testing.T) {
 	}{
 		{"streams.version 0", heartbeat.Capabilities{HeartbeatMaxVersion: 1, StreamsVersion: 0}, nil},
 		{"no heartbeat API", heartbeat.Capabilities{HeartbeatMaxVersion: -1, StreamsVersion: 1}, nil},
-		{"static membership on 4.3", heartbeat.Capabilities{HeartbeatMaxVersion: 0, StreamsVersion: 1},
-			func(c *config.Config) { c.GroupInstanceID = "a" }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

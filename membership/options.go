@@ -13,8 +13,16 @@ import (
 // Listener is told about the tasks the application owns. Callbacks run one at a time, in order, on
 // a goroutine of their own (never the heartbeat loop), each with its own copy of the data. An error
 // (or a panic) from OnTasksRevoked or OnTasksAssigned is reported as an EventError and the
-// reconciliation is retried after backoff; the member keeps its previous assignment meanwhile. ctx
-// is cancelled when the member is stopped by force (Close's ctx ended).
+// reconciliation is retried after backoff; the member keeps its previous assignment meanwhile.
+//
+// ctx is cancelled when the member is stopped by force (Close's ctx ended), and when the session
+// guard gives the tasks up while the callback runs (EventSessionLost: no heartbeat answered for
+// nearly the group's session timeout, so the broker may hand the tasks to others at any moment).
+// A callback must watch ctx in anything that can take long (restoring a store, committing, waiting
+// for a produce): once it is cancelled, stop touching the tasks, do not commit for them, and return
+// (ctx.Err() is fine). Assignment already shows nothing owned by then, and OnAllTasksLost follows
+// for whatever the application holds when the callback returned, an assignment it completed
+// included.
 type Listener interface {
 	// OnTasksRevoked: stop processing these active tasks and commit their progress. Called before any
 	// new assignment, and only for tasks the application holds.
@@ -22,8 +30,8 @@ type Listener interface {
 	// OnTasksAssigned hands over the whole assignment the application now owns (not a delta), and
 	// whether the group is ready (no missing or mis-partitioned topics, no delayed assignment).
 	OnTasksAssigned(ctx context.Context, assignment tasks.Assignment, groupReady bool) error
-	// OnAllTasksLost: the tasks are gone without a clean hand-over (fenced, fatal error); do not
-	// commit for them.
+	// OnAllTasksLost: the tasks are gone without a clean hand-over (fenced, fatal error, the session
+	// guard); do not commit for them.
 	OnAllTasksLost(ctx context.Context, lost tasks.Assignment) error
 }
 

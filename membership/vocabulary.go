@@ -39,6 +39,9 @@ const (
 	Leaving State = machine.Leaving
 	// Fatal: stopped for good by an error that retrying cannot fix.
 	Fatal State = machine.Fatal
+	// Stale: left because the application did not call Poll within max.poll.interval.ms; the next
+	// Poll rejoins (see Manager.Poll).
+	Stale State = machine.Stale
 )
 
 // CloseMode says what Close does about the group (Kafka 4.4 CloseOptions).
@@ -103,9 +106,17 @@ const (
 	EventLeft EventKind = machine.EventLeft
 	// EventSessionLost: no heartbeat was answered for nearly the group's session timeout, so the
 	// broker may be about to expire the member and give its tasks to others. The member gave them up
-	// first (OnAllTasksLost, before the broker can reassign them) and rejoins as after a fencing. Err
-	// is a *SessionLostError saying for how long and what to check.
+	// first (Assignment shows nothing at once, a running callback's ctx is cancelled, OnAllTasksLost
+	// follows, all before the broker can reassign them) but keeps its member ID and epoch and goes on
+	// heartbeating: if the broker still has it, the next answer hands the tasks back
+	// (OnTasksAssigned); if the broker expired it, the broker fences it and it rejoins at epoch 0. A
+	// static member thus never rejoins while the broker may still hold its group.instance.id. Err is
+	// a *SessionLostError saying for how long and what to check.
 	EventSessionLost EventKind = machine.EventSessionLost
+	// EventPollTimerExpired: the application did not call Poll within max.poll.interval.ms; its
+	// tasks were lost (OnAllTasksLost), the member left the group and waits in Stale until the next
+	// Poll. Err is a *PollTimeoutError.
+	EventPollTimerExpired EventKind = machine.EventPollTimerExpired
 )
 
 // Event is something the application may want to know or act on. Every event carries the member's
@@ -140,3 +151,6 @@ type TopologyError = machine.TopologyError
 // was answered, and the broker may expire the member SessionTimeout after the last answered one was
 // sent.
 type SessionLostError = machine.SessionLostError
+
+// PollTimeoutError is the error of an EventPollTimerExpired.
+type PollTimeoutError = machine.PollTimeoutError

@@ -19,6 +19,13 @@ import (
 // streamsVersion (0 leaves it out, whatever kfake itself advertises). The cluster's own answer is read once, before the control is
 // installed, so the other keys keep the versions kfake serves.
 func Advertise(ctx context.Context, c *kfake.Cluster, heartbeatMax, describeMax, streamsVersion int16) error {
+	return AdvertiseBy(ctx, c, func(int32) int16 { return heartbeatMax }, describeMax, streamsVersion)
+}
+
+// AdvertiseBy is Advertise with StreamsGroupHeartbeat's max version chosen per node (the node the
+// ApiVersions request reached): a cluster in the middle of a rolling upgrade, with 4.3 (v0) and 4.4
+// (v1) brokers side by side.
+func AdvertiseBy(ctx context.Context, c *kfake.Cluster, heartbeatMax func(node int32) int16, describeMax, streamsVersion int16) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {
 		return err
@@ -32,7 +39,7 @@ func Advertise(ctx context.Context, c *kfake.Cluster, heartbeatMax, describeMax,
 		c.KeepControl()
 		resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 		resp.ApiKeys = append([]kmsg.ApiVersionsResponseApiKey(nil), base.ApiKeys...)
-		for _, k := range []struct{ key, max int16 }{{int16(kmsg.StreamsGroupHeartbeat), heartbeatMax}, {int16(kmsg.StreamsGroupDescribe), describeMax}} {
+		for _, k := range []struct{ key, max int16 }{{int16(kmsg.StreamsGroupHeartbeat), heartbeatMax(c.CurrentNode())}, {int16(kmsg.StreamsGroupDescribe), describeMax}} {
 			if k.max >= 0 {
 				resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k.key, MaxVersion: k.max})
 			}

@@ -56,9 +56,13 @@ const (
 	EventLeft
 	// EventSessionLost: no heartbeat was answered for nearly the group's session timeout, so the
 	// broker may be about to expire the member and give its tasks to others. The member gave them up
-	// first (OnAllTasksLost, before the broker can reassign them) and rejoins as after a fencing. Err
-	// is a *SessionLostError saying for how long and what to check.
+	// up first (OnAllTasksLost, before the broker can reassign them) and keeps heartbeating at its
+	// epoch (session.go). Err is a *SessionLostError saying for how long and what to check.
 	EventSessionLost
+	// EventPollTimerExpired: the application did not poll within max.poll.interval.ms (poll.go);
+	// the member lost its tasks, left the group and rejoins on the next poll. Err is a
+	// *PollTimeoutError.
+	EventPollTimerExpired
 )
 
 func (k EventKind) String() string {
@@ -70,6 +74,7 @@ func (k EventKind) String() string {
 		EventAssignmentDelayed: "assignment-delayed", EventMissingClientTags: "missing-client-tags",
 		EventUnknownStatus: "unknown-status", EventStatusCleared: "status-cleared", EventEndpointsChanged: "endpoints-changed",
 		EventFenced: "fenced", EventError: "error", EventFatal: "fatal", EventLeft: "left", EventSessionLost: "session-lost",
+		EventPollTimerExpired: "poll-timer-expired",
 	}
 	if n, ok := names[k]; ok {
 		return n

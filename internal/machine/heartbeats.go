@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -151,10 +153,6 @@ func (m *Machine) heartbeatDone(now time.Time, in HeartbeatDone) []Action {
 		return nil // the answer to a heartbeat the member no longer waits for
 	}
 	m.hb.inFlight = false
-	if m.session.discard == in.Seq {
-		m.session.discard = 0
-		return nil // sent before the session guard gave the membership up
-	}
 	r, err := classify(&m.parsed, in, m.cfg.Join.Topology)
 	res := HeartbeatResult{Seq: in.Seq, Err: err}
 	if err != nil {
@@ -212,7 +210,11 @@ func (m *Machine) heartbeatFailed(now time.Time, err error) []Action {
 		return m.fail(err)
 	}
 	m.hb.failures++
-	_, answered := errors.AsType[*heartbeat.Error](err)
+	he, answered := errors.AsType[*heartbeat.Error](err)
+	if answered && (he.Code == kerr.CoordinatorLoadInProgress.Code ||
+		he.Code == kerr.NotCoordinator.Code && m.hb.failures == 1) {
+		m.session.rearm(m.session.sentAt) // session.go: the coordinator restarts the session timer when it loads
+	}
 	if class == heartbeat.Rediscover && answered && m.hb.failures == 1 {
 		// The coordinator moved: look it up and heartbeat again at once, as the Java client does.
 		// Only once in a row, so a broker that keeps answering NOT_COORDINATOR gets backoff.
@@ -254,9 +256,12 @@ func (e ignoredAnswer) Unwrap() error { return e.err }
 func (m *Machine) answered(now time.Time, r *heartbeat.Response) []Action {
 	var out []Action
 	m.hb.failures, m.hb.rejoinDelay = 0, 0
-	m.session.answeredSent = m.session.sentAt
+	m.session.answeredSent, m.session.tripped = m.session.sentAt, false
 	m.epoch, m.interval = r.Epoch, r.Interval
-	m.hb.at = now.Add(m.interval)
+	// The interval runs from the send, as Java's heartbeat timer is reset on the send attempt: the
+	// period is the broker's interval, not the interval plus the round trip. A round trip longer
+	// than the interval sends the next heartbeat at once.
+	m.hb.at = later(now, m.session.sentAt.Add(m.interval))
 	m.hb.regular = m.hb.at
 	m.endpointEpoch = r.EndpointEpoch
 	if r.Endpoints != nil {

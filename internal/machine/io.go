@@ -23,6 +23,7 @@ import (
 //	Describe            Described
 //	DescribeSession     SessionDescribed   (session.go)
 //	Invoke              CallbackDone
+//	CancelCallback      (none: the callback's CallbackDone follows when it returns)
 //	Emit, Log           (none)
 //	HeartbeatResult     (none: how an answer was read, for metrics)
 //	Rebalance           (none: a reconciliation's progress, for metrics)
@@ -138,6 +139,10 @@ type Invoke struct {
 	Ready      bool             // CallbackAssigned
 }
 
+// CancelCallback asks to cancel the context of the running callback Invoke{Seq}: the session guard
+// gave its tasks up while it ran. The callback's CallbackDone still follows when it returns.
+type CancelCallback struct{ Seq uint64 }
+
 // Emit asks to publish an event to the application.
 type Emit struct{ Event Event }
 
@@ -195,6 +200,7 @@ func (SendHeartbeat) isAction()     {}
 func (SendLeave) isAction()         {}
 func (Describe) isAction()          {}
 func (Invoke) isAction()            {}
+func (CancelCallback) isAction()    {}
 func (Emit) isAction()              {}
 func (Log) isAction()               {}
 func (Stopped) isAction()           {}

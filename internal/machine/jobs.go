@@ -18,6 +18,7 @@ const (
 	opLoseThenRejoin                  // fenced: OnAllTasksLost, then rejoin
 	opLoseThenStop                    // fatal: OnAllTasksLost, then stop
 	opLeave                           // leaving: OnTasksRevoked (or OnAllTasksLost at epoch 0), then the leave heartbeat
+	opLoseLocally                     // session guard: OnAllTasksLost, then reconcile once the broker answers
 )
 
 func (o jobOp) String() string {
@@ -32,6 +33,8 @@ func (o jobOp) String() string {
 		return "lose-then-stop"
 	case opLeave:
 		return "leave"
+	case opLoseLocally:
+		return "lose-locally"
 	}
 	return fmt.Sprintf("jobOp(%d)", int(o))
 }
@@ -158,7 +161,7 @@ func (m *Machine) prepare(j *job) bool {
 		}
 		j.kind, j.assignment, j.ready = CallbackAssigned, r.target, r.ready
 		return true
-	case opLoseThenRejoin, opLoseThenStop:
+	case opLoseThenRejoin, opLoseThenStop, opLoseLocally:
 		h := m.held()
 		if !m.rec.hasCurrent || h.IsEmpty() {
 			return false
@@ -170,7 +173,7 @@ func (m *Machine) prepare(j *job) bool {
 		switch {
 		case !m.rec.hasCurrent:
 			return false
-		case !h.Active.IsEmpty() && m.epoch > 0 && !m.leave.fenced:
+		case !h.Active.IsEmpty() && m.epoch > 0 && !m.leave.fenced && !m.leave.poll:
 			j.kind, j.tasks = CallbackRevoked, h.Active
 			return true
 		case !h.IsEmpty():
@@ -211,6 +214,8 @@ func (m *Machine) jobDone(now time.Time, j job, err error) []Action {
 		return m.lostThenStop(j, err)
 	case opLeave:
 		return m.leaveRevoked(now, j, err)
+	case opLoseLocally:
+		return m.lostLocally(j, err)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ type leaveIntent struct {
 	skip   bool  // remain in the group: no leave heartbeat
 	fenced bool  // the broker fenced the member meanwhile: it is gone already
 	fatal  error // a fatal heartbeat error meanwhile: no leave heartbeat, stop with it
+	poll   bool  // left because the poll timer expired: STALE after it, not stopped (poll.go)
 }
 
 // close starts leaving (Kafka's StreamsMembershipManager.leaveGroup): revoke the held active tasks
@@ -28,9 +29,13 @@ func (m *Machine) close(now time.Time, mode CloseMode) []Action {
 	case !static && mode == CloseRemainInGroup:
 		intent.skip = true
 	}
+	if m.leave != nil && m.leave.poll {
+		m.leave.poll = false // a leave for the poll timer is under way: it ends the member now
+	}
 	switch m.state {
-	case Unsubscribed:
-		return m.finish(nil) // never joined (or still probing the cluster): nothing to leave
+	case Unsubscribed, Stale:
+		// Never joined (or still probing the cluster), or left for the poll timer: nothing to leave.
+		return m.finish(nil)
 	case Fenced:
 		// Not in the group: nothing to send; OnAllTasksLost is running or done.
 		out := m.transition(Unsubscribed)
@@ -72,6 +77,10 @@ func (m *Machine) leaveRevoked(now time.Time, j job, err error) []Action {
 		out = append(out, m.transition(Fatal)...)
 		out = append(out, m.emit(Event{Kind: EventFatal, Err: l.fatal}))
 		return append(out, m.finish(l.fatal)...)
+	case l.fenced && l.poll:
+		m.leave = nil
+		out = append(out, m.transition(Leaving)...) // no leave heartbeat: the broker removed the member
+		return append(out, m.transition(Stale)...)
 	case l.fenced:
 		out = append(out, m.transition(Unsubscribed)...)
 		out = append(out, m.emit(Event{Kind: EventLeft,
@@ -91,6 +100,10 @@ func (m *Machine) leaveRevoked(now time.Time, j job, err error) []Action {
 func (m *Machine) leaveDone(in LeaveDone) []Action {
 	if m.state != Leaving {
 		return nil
+	}
+	if m.leave != nil && m.leave.poll {
+		m.leave = nil
+		return m.transition(Stale)
 	}
 	out := m.transition(Unsubscribed)
 	switch {

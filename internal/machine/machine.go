@@ -60,6 +60,7 @@ type Machine struct {
 	status   statusState
 	offsets  offsetState
 	session  sessionState
+	poll     pollState
 
 	stopped bool
 	now     time.Time          // the time of the input being handled
@@ -83,9 +84,6 @@ type Config struct {
 	OffsetsWait time.Duration
 	// LeaveBudget bounds the leave heartbeat (SendLeave.Budget). 0 means DefaultLeaveBudget.
 	LeaveBudget time.Duration
-	// SessionTimeout (session.timeout.ms) overrides the group's session timeout for the session
-	// guard (session.go); 0 reads the group's with DescribeSession at every join.
-	SessionTimeout time.Duration
 }
 
 // Defaults for Config.
@@ -109,7 +107,6 @@ func New(cfg Config) *Machine {
 		status:        statusState{unknownSeen: make(map[heartbeat.StatusCode]bool)},
 		offsets:       offsetState{trigger: true}, // acceptableLag is read only once an answer set it
 	}
-	m.session.init(cfg.SessionTimeout)
 	return m
 }
 
@@ -128,8 +125,8 @@ type Snapshot struct {
 	// and how far behind a warm-up may be to take over.
 	TaskOffsetInterval    time.Duration
 	AcceptableRecoveryLag int64
-	// SessionTimeout is the session timeout the session guard works with (session.timeout.ms, or the
-	// group's as read from the broker); 0 while unknown, when the guard is off.
+	// SessionTimeout is the session timeout the session guard works with (the group's, as read from
+	// the broker); 0 while unknown, when the guard is off.
 	SessionTimeout time.Duration
 }
 
@@ -137,7 +134,7 @@ type Snapshot struct {
 func (m *Machine) Snapshot() Snapshot {
 	return Snapshot{
 		State: m.state, MemberID: m.cfg.Join.MemberID, Epoch: m.epoch,
-		Owned: m.held(), Ready: m.rec.currentReady, Stopped: m.stopped,
+		Owned: m.published(), Ready: m.rec.currentReady, Stopped: m.stopped,
 		TaskOffsetInterval: m.offsets.brokerEvery, AcceptableRecoveryLag: m.acceptableLag(),
 		SessionTimeout: m.session.timeout,
 	}
@@ -196,6 +193,8 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 		out = m.requestShutdown(now)
 	case Stop:
 		out = m.stop()
+	case Polled:
+		out = m.polled(now, in)
 	default:
 		panic(fmt.Sprintf("membership: unknown input %T", in)) // a bug in the caller's code
 	}
@@ -219,8 +218,8 @@ func (m *Machine) Next() time.Time {
 
 // timers lists when each kind of timed work is due (zero when not scheduled). It is the one place
 // that says when; due acts on the same answers.
-func (m *Machine) timers() [6]time.Time {
-	return [6]time.Time{m.probeAt(), m.heartbeatAt(), m.reconcileRetryAt(), m.missingTimeoutAt(), m.guardAt(), m.sessionAskAt()}
+func (m *Machine) timers() [7]time.Time {
+	return [7]time.Time{m.probeAt(), m.heartbeatAt(), m.reconcileRetryAt(), m.missingTimeoutAt(), m.guardAt(), m.sessionAskAt(), m.pollAt()}
 }
 
 // due does the timed work that has come due by now.
@@ -241,6 +240,9 @@ func (m *Machine) due(now time.Time) []Action {
 	}
 	if at := m.sessionAskAt(); !at.IsZero() && !now.Before(at) {
 		out = cat(out, m.askSession())
+	}
+	if at := m.pollAt(); !at.IsZero() && !now.Before(at) {
+		out = cat(out, m.askPoll())
 	}
 	if at := m.heartbeatAt(); !at.IsZero() && !now.Before(at) {
 		out = cat(out, m.heartbeat(now))

@@ -96,8 +96,18 @@ func (m *Machine) offsetsFailed() {
 }
 
 // offsetsAnswered learns from a successful answer whether and how the broker takes offsets.
+// The answer's version is the one kgo negotiated with the coordinator that answered: a v0 request
+// went without offsets (heartbeat.ForBroker), so the builder forgets any it thinks it sent, and when
+// a v1 coordinator takes offsets again (a rolling upgrade, a coordinator move) they all go at once.
 func (m *Machine) offsetsAnswered(r *heartbeat.Response) {
+	was := m.offsets.supported
+	if r.Version < 1 {
+		m.b.ForgetOffsets()
+	}
 	m.offsets.supported = r.Version >= 1 && r.AcceptableRecoveryLag >= 0
+	if m.offsets.supported && !was {
+		m.offsets.trigger = true
+	}
 	m.offsets.acceptableLag = r.AcceptableRecoveryLag
 	m.offsets.brokerEvery = r.TaskOffsetInterval
 }

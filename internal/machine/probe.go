@@ -1,7 +1,6 @@
 package machine
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -69,13 +68,9 @@ func (m *Machine) capabilitiesKnown(now time.Time, in CapabilitiesKnown) []Actio
 
 // checkCapabilities says why the cluster cannot run this member, or nil.
 func (m *Machine) checkCapabilities(c heartbeat.Capabilities) error {
-	if err := c.Check(); err != nil {
-		return err
-	}
-	if m.cfg.Join.InstanceID != "" && !c.StaticMembership() {
-		return fmt.Errorf("group.instance.id is set but the brokers do not support static membership of streams groups "+
-			"(StreamsGroupHeartbeat max version %d; Kafka 4.4+ needed): %w; remove group.instance.id",
-			c.HeartbeatMaxVersion, heartbeat.ErrNotSupported)
-	}
-	return nil
+	// Static membership is not checked here: the probe asks one broker, and during a rolling upgrade
+	// the group's coordinator may be a 4.4 broker while that one is not (or the other way round).
+	// The coordinator judges; a 4.2/4.3 one answers INVALID_REQUEST "Static membership is not yet
+	// supported.", which is fatal with heartbeat.ErrNotSupported.
+	return c.Check()
 }

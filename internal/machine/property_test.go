@@ -244,15 +244,15 @@ type propDriver struct {
 	inputName     string
 
 	// The session guard (invariant 11): the group's session timeout as last fed, the send time of
-	// the heartbeat in flight and of the last one answered in the group, a heartbeat whose answer
-	// the member must drop (it was in flight when the guard fired), and whether the guard fired in
-	// this step.
+	// the heartbeat in flight and of the last one answered in the group (or re-armed by a loading or
+	// moved coordinator), whether the guard fired and waits for an answer (tripped), and whether it
+	// fired in this step.
 	sessionAsks     int
 	sessionTimeout  time.Duration
 	brokerAsked     time.Duration // the group's defaulted value while the coordinator's is asked
 	sentAt          time.Time
 	answeredSend    time.Time
-	discardSeq      uint64
+	tripped         bool
 	sessionLostStep bool
 }
 
@@ -327,6 +327,13 @@ func (d *propDriver) observe(a Action) {
 		d.leaveSent(a)
 	case Invoke:
 		d.invoked(a)
+	case CancelCallback:
+		if d.pending == nil || d.pending.Seq != a.Seq {
+			d.failf("CancelCallback{%d}, but the callback outstanding is %v", a.Seq, d.pending)
+		}
+		if !d.sessionLostStep {
+			d.failf("CancelCallback without the session guard firing")
+		}
 	case ProbeCapabilities:
 		if d.probe {
 			d.failf("a second capability probe while one is out")
@@ -405,7 +412,7 @@ func (d *propDriver) transitioned(from, to State) {
 		// guard waits for the new membership's first answer.
 		d.joined, d.expectJoin = true, true
 		d.memberEpoch = 0
-		d.answeredSend = time.Time{}
+		d.answeredSend, d.tripped = time.Time{}, false
 		d.quietSince = d.now
 		d.lastTarget = tasks.Assignment{}
 	}
@@ -688,19 +695,19 @@ func (d *propDriver) guardDeadline() time.Time {
 }
 
 func (d *propDriver) guardDeadlineInGroup() time.Time {
-	if d.stopped || d.sessionTimeout <= 0 || d.answeredSend.IsZero() || d.memberEpoch <= 0 {
+	if d.stopped || d.sessionTimeout <= 0 || d.answeredSend.IsZero() || d.memberEpoch <= 0 || d.tripped {
 		return time.Time{}
 	}
 	return d.answeredSend.Add(d.sessionTimeout - d.sessionTimeout/10)
 }
 
-// sessionLost checks an EventSessionLost: never before the guard's deadline, and the heartbeat in
-// flight then is one whose answer the member drops.
+// sessionLost checks an EventSessionLost: never before the guard's deadline, and the member stays in
+// the group (RECONCILING) at its epoch, giving its tasks up locally.
 func (d *propDriver) sessionLost(e Event) {
-	if d.state != Fenced || !d.entered[Fenced] {
-		d.failf("EventSessionLost in state %s: the member is fenced as it gives its tasks up", d.state)
+	if d.state != Reconciling {
+		d.failf("EventSessionLost in state %s: the member stays in the group, RECONCILING, as it gives its tasks up", d.state)
 	}
-	at := d.guardDeadlineInGroup() // the state changed to FENCED just before the event
+	at := d.guardDeadlineInGroup()
 	if at.IsZero() || d.now.Before(at) {
 		d.failf("invariant 11: the session guard fired at %v after the last answered send; the deadline is %v (session timeout %v)",
 			d.now.Sub(d.answeredSend), at.Sub(d.answeredSend), d.sessionTimeout)
@@ -709,24 +716,20 @@ func (d *propDriver) sessionLost(e Event) {
 		d.failf("EventSessionLost with %v, want a *SessionLostError", e.Err)
 	}
 	d.sessionLostStep = true
+	d.tripped = true
 	d.needFull = true
-	d.earliest = time.Time{} // the rejoin goes once OnAllTasksLost returned, as after a fencing
-	if d.inFlight {
-		d.discardSeq = d.hbSeq
+}
+
+// rearm: a coordinator loading the group (or the first NOT_COORDINATOR of a row) restarts the
+// guard from the heartbeat's send time.
+func (d *propDriver) rearm() {
+	if !d.answeredSend.IsZero() && !d.tripped && d.sentAt.After(d.answeredSend) {
+		d.answeredSend = d.sentAt
 	}
 }
 
-// discarding reports (and consumes) an answer to the heartbeat that was in flight when the session
-// guard fired: the member drops it, so the model changes nothing but the heartbeat's end.
-func (d *propDriver) discarding() bool {
-	if d.discardSeq == 0 || d.discardSeq != d.hbSeq {
-		return false
-	}
-	d.discardSeq = 0
-	d.inFlight = false
-	d.quietSince = d.now
-	return true
-}
+// discarding: no answer is dropped any more (the guard keeps the membership).
+func (d *propDriver) discarding() bool { return false }
 
 // sessionDescribed answers the DescribeSession out: 0 a failure (asked again later), 1 an
 // authorization refusal, 2 and 3 a session timeout of 3 s and 6 s.
@@ -808,17 +811,26 @@ func (d *propDriver) fedOutcome(c errClass, r *kmsg.StreamsGroupHeartbeatRespons
 			d.memberEpoch, d.endpointEpoch = r.MemberEpoch, r.EndpointInformationEpoch
 			if inGroup(d.state) {
 				d.brokerTakes = r.Version >= 1 && r.AcceptableRecoveryLag >= 0
-				d.answeredSend = d.sentAt
+				d.answeredSend, d.tripped = d.sentAt, false
 			}
 			d.streak = 0
 			d.earliest = d.now.Add(interval)
+			if inGroup(d.state) {
+				d.earliest = laterOf(d.now, d.sentAt.Add(interval)) // from the send (issue 22 §5)
+			}
 		case c == classFenced && inGroup(d.state):
 			d.streak++
 			d.earliest = time.Time{} // rejoin at once (the first time)
 		case inGroup(d.state) && d.streak == 0 && r != nil && (r.ErrorCode == 15 || r.ErrorCode == 16):
+			if r.ErrorCode == 16 {
+				d.rearm()
+			}
 			d.streak++
 			d.earliest = time.Time{} // the coordinator moved: one retry at once
 		default:
+			if inGroup(d.state) && r != nil && r.ErrorCode == 14 {
+				d.rearm()
+			}
 			d.streak++
 			d.earliest = d.now.Add(propBackoffMin * 8 / 10) // backoff, less jitter
 		}
@@ -997,10 +1009,9 @@ func (d *propDriver) answerProbe(choice int) {
 	case 0:
 		in = CapabilitiesKnown{Err: errors.New("dial tcp 127.0.0.1:9092: connection refused")}
 	case 1:
-		in.Caps = heartbeat.Capabilities{HeartbeatMaxVersion: 0, StreamsVersion: 1} // Kafka 4.2/4.3
-		if d.static {
-			d.expect, d.want, d.wantWhy = expectFatal, func(err error) bool { return errors.Is(err, heartbeat.ErrNotSupported) }, "ErrNotSupported"
-		}
+		// Kafka 4.2/4.3 (the probed broker): a static member joins anyway, as the coordinator may be
+		// a 4.4 broker during a rolling upgrade; the coordinator judges (issue 22 §1).
+		in.Caps = heartbeat.Capabilities{HeartbeatMaxVersion: 0, StreamsVersion: 1}
 	case 2:
 		in.Caps = heartbeat.Capabilities{HeartbeatMaxVersion: 1, StreamsVersion: 0} // streams.version off
 		d.expect, d.want, d.wantWhy = expectFatal, func(err error) bool { return errors.Is(err, heartbeat.ErrNotSupported) }, "ErrNotSupported"
@@ -1397,7 +1408,7 @@ func (d *propDriver) scriptStable(a *tasks.Assignment) {
 func TestTransitionTable(t *testing.T) {
 	// target: allowed from (PROTOCOL §6).
 	protocol := map[string][]string{
-		"JOINING":         {"FENCED", "UNSUBSCRIBED"}, // and STALE
+		"JOINING":         {"FENCED", "UNSUBSCRIBED", "STALE"},
 		"RECONCILING":     {"STABLE", "JOINING", "ACKNOWLEDGING", "RECONCILING"},
 		"ACKNOWLEDGING":   {"RECONCILING"},
 		"STABLE":          {"JOINING", "ACKNOWLEDGING", "RECONCILING"},
@@ -1406,7 +1417,7 @@ func TestTransitionTable(t *testing.T) {
 		"LEAVING":         {"PREPARE_LEAVING"},
 		"UNSUBSCRIBED":    {"PREPARE_LEAVING", "LEAVING", "FENCED"},
 		"FATAL":           {"JOINING", "STABLE", "RECONCILING", "ACKNOWLEDGING", "PREPARE_LEAVING", "LEAVING", "UNSUBSCRIBED"},
-		// "STALE": {"LEAVING"} — no STALE state here.
+		"STALE":           {"LEAVING"},
 	}
 	names := map[string]bool{}
 	for _, s := range states {
@@ -1423,7 +1434,7 @@ func TestTransitionTable(t *testing.T) {
 		}
 	}
 	if len(states) != len(protocol) {
-		t.Errorf("states has %d entries, PROTOCOL §6 (without STALE) %d", len(states), len(protocol))
+		t.Errorf("states has %d entries, PROTOCOL §6 %d", len(states), len(protocol))
 	}
 	pairs := 0
 	for _, from := range states {
@@ -1451,8 +1462,8 @@ func TestTransitionTable(t *testing.T) {
 			}()
 		}
 	}
-	if pairs != 81 {
-		t.Fatalf("checked %d pairs, want 81", pairs)
+	if pairs != 100 {
+		t.Fatalf("checked %d pairs, want 100", pairs)
 	}
 }
 
@@ -1656,4 +1667,11 @@ func TestStopAfterFatalWhileLeavingEndsInFatal(t *testing.T) {
 	if ev := h.lastEvent(EventFatal); ev.State != Fatal || h.m.State() != Fatal {
 		t.Fatalf("stopped with a fatal error in state %s (EventFatal says %s), want FATAL", h.m.State(), ev.State)
 	}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

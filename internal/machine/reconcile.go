@@ -27,6 +27,9 @@ type reconcileState struct {
 	targetReady bool
 	hasTarget   bool
 	targetAt    time.Time
+	// lost says the session guard gave everything held up: the application is told with
+	// OnAllTasksLost, and Assignment shows nothing owned from the moment it fired.
+	lost bool
 	// ackedTargetAt is targetAt of the reconciliation awaiting its acknowledgement.
 	ackedTargetAt time.Time
 	// running is the reconciliation in progress, nil when none.
@@ -51,6 +54,10 @@ func (r *reconciliation) String() string {
 }
 
 // held is what the application holds: the reconciled assignment minus the revoked tasks.
+// published is what the member says it holds (Snapshot.Owned): nothing once the session guard
+// decided the tasks are lost, even while a callback that was running then has not returned yet. The
+// heartbeats go on reporting them until OnAllTasksLost returned (invariant 1): the broker must not
+// hand an active task to another member while this application may still process it.
 func (m *Machine) held() tasks.Assignment {
 	h := m.rec.current
 	h.Active = h.Active.Difference(m.rec.revoked)
@@ -62,7 +69,7 @@ func (m *Machine) held() tasks.Assignment {
 // failed OnTasksAssigned may have left behind).
 func (m *Machine) targetDiffers() bool {
 	r := &m.rec
-	return r.hasTarget && (!r.hasCurrent || !r.current.Equal(r.target) || !r.revoked.IsEmpty() || r.currentReady != r.targetReady)
+	return r.hasTarget && (r.lost || !r.hasCurrent || !r.current.Equal(r.target) || !r.revoked.IsEmpty() || r.currentReady != r.targetReady)
 }
 
 // newTarget records the answer's target and readiness and starts reconciling toward it.
@@ -104,7 +111,9 @@ func (m *Machine) reconcileRetryAt() time.Time {
 // OnTasksAssigned.
 func (m *Machine) maybeReconcile() []Action {
 	rec := &m.rec
-	if m.state != Reconciling || rec.running != nil || !rec.retryAt.IsZero() {
+	if m.state != Reconciling || rec.running != nil || !rec.retryAt.IsZero() || rec.lost || m.session.tripped {
+		// A loss decided by the session guard runs first, and the target is taken back only once
+		// the broker answered (session.go).
 		return nil
 	}
 	if !m.targetDiffers() {
@@ -215,6 +224,40 @@ func (m *Machine) loseAll() {
 	rec.current, rec.currentReady, rec.hasCurrent, rec.revoked = tasks.Assignment{}, false, false, tasks.Set{}
 }
 
+func (m *Machine) published() tasks.Assignment {
+	if m.rec.lost {
+		return tasks.Assignment{}
+	}
+	return m.held()
+}
+
+// loseLocally gives up what the application holds without leaving the group (the session guard,
+// session.go): the callback running now is asked to stop (its context cancelled), the loss shows at
+// once, OnAllTasksLost follows for whatever the application holds when it starts, and the member
+// stays in the group at its epoch, RECONCILING toward the target it takes back after an answer.
+func (m *Machine) loseLocally(ev Event) []Action {
+	m.abortReconciliation()
+	m.rec.lost = true
+	out := m.transition(Reconciling)
+	out = append(out, m.emit(ev))
+	if j := m.jobs.running; j != nil {
+		out = append(out, CancelCallback{Seq: j.seq})
+	}
+	return append(out, m.enqueue(job{op: opLoseLocally})...)
+}
+
+// lostLocally goes on once OnAllTasksLost of the session guard returned: the target is reconciled
+// again as soon as the broker answered.
+func (m *Machine) lostLocally(j job, err error) []Action {
+	var out []Action
+	if err != nil {
+		out = append(out, Log{Level: slog.LevelWarn, Msg: "OnAllTasksLost failed", Attrs: []any{"err", err}})
+	}
+	m.loseAll()
+	m.rec.lost = false
+	return append(out, m.maybeReconcile()...)
+}
+
 // fence: lose everything, then rejoin at epoch 0 with the same member ID (Kafka's
 // StreamsMembershipManager.onFenced).
 func (m *Machine) fence(now time.Time, err error) []Action {
@@ -245,7 +288,7 @@ func (m *Machine) lostThenRejoin(now time.Time, j job, err error) []Action {
 		return out
 	}
 	m.rec.hasTarget, m.rec.target = false, tasks.Assignment{}
-	m.session.rejoined(m.cfg.SessionTimeout)
+	m.session.rejoined()
 	m.epoch = heartbeat.EpochJoin
 	m.hb.at = now.Add(m.hb.rejoinDelay)
 	m.offsets.trigger = true

@@ -21,17 +21,30 @@ import (
 // The broker restarts a member's session whenever it receives a heartbeat, so the session of a
 // member whose last answered heartbeat was sent at T cannot end before T + session timeout. When no
 // heartbeat sent since has been answered by T + session timeout − margin, the member gives its tasks
-// up (OnAllTasksLost) and rejoins as when fenced: it lets go before the broker can reassign them.
-// Measuring from the send time (not the answer's arrival) keeps the guard on the safe side of any
-// round trip.
+// up locally (OnAllTasksLost, with the running callback's context cancelled) before the broker can
+// reassign them, but keeps its identity: it goes on heartbeating at its current epoch. If the
+// broker still has it, the next answer hands the target back (OnTasksAssigned); if the broker
+// expired it, it says UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH and the member rejoins at epoch 0 as
+// after any fencing. A static member thus never joins at epoch 0 while the broker may still hold its
+// group.instance.id (which would be UNRELEASED_INSTANCE_ID, fatal). Measuring from the send time
+// (not the answer's arrival) keeps the guard on the safe side of any round trip.
 //
-// The session timeout is the group's, read with DescribeConfigs (the group config
+// A coordinator that answers COORDINATOR_LOAD_IN_PROGRESS is loading the group and restarts every
+// member's session timer when it has loaded (Kafka's GroupMetadataManager.onLoaded), so such an
+// answer re-arms the guard from its send time; so does the first NOT_COORDINATOR in a row (the
+// coordinator moved after the last answered heartbeat, and the new one restarts the timers when it
+// loads). A failover therefore does not cost the group its tasks.
+//
+// The session timeout is the group's and only the group's (Kafka's consumer refuses
+// session.timeout.ms under the new protocols, and Kafka Streams ignores it): the group config
 // streams.session.timeout.ms, which Kafka 4.3+ brokers fill in from group.streams.session.timeout.ms
-// when the group has none) when the member joins and again on every rejoin; session.timeout.ms in
-// the member's config overrides it and is never asked. Until it is known, the guard is off. Kafka
-// 4.2 answers a group without its own value with the built-in default (45 s, source DEFAULT_CONFIG)
-// even when the broker sets another, so an answer from the default is checked against the
-// coordinator's group.streams.session.timeout.ms (DescribeSession{BrokerDefault: true}).
+// when the group has none, read with DescribeConfigs at the coordinator when the member starts and
+// every sessionRefresh after that (kafka-configs can change it while the group runs). Until it is
+// known, the guard is off. A refusal (no DESCRIBE_CONFIGS on the group) is warned about once per
+// member life. Kafka 4.2 answers a group without its own value with the built-in default (45 s,
+// source DEFAULT_CONFIG) even when the broker sets another, so an answer from the default is
+// checked against the coordinator's group.streams.session.timeout.ms (DescribeSession{BrokerDefault:
+// true}).
 
 // KeyGroupSessionTimeout is the group config that holds a streams group's session timeout, and
 // KeyBrokerSessionTimeout the broker config it defaults to.
@@ -41,9 +54,12 @@ const (
 )
 
 // sessionAskRetry is how long the member waits before asking for the session timeout again after a
-// failure it may recover from (a broker not reachable yet). An authorization failure is not retried
-// before the next rejoin.
-const sessionAskRetry = 5 * time.Second
+// failure it may recover from (a broker not reachable yet); sessionRefresh how often it reads the
+// group's value again once known, or after a refusal (the ACL may be granted meanwhile).
+const (
+	sessionAskRetry = 5 * time.Second
+	sessionRefresh  = time.Minute
+)
 
 // SessionMargin is how long before the earliest moment the broker could expire the member's session
 // the guard gives its tasks up: a tenth of the session timeout.
@@ -70,51 +86,38 @@ func (SessionDescribed) isInput() {}
 type SessionLostError struct {
 	Unanswered     time.Duration
 	SessionTimeout time.Duration
-	// FromConfig says SessionTimeout is session.timeout.ms from the member's config rather than the
-	// group's value read from the broker.
-	FromConfig bool
 }
 
 func (e *SessionLostError) Error() string {
-	src := "the group's, from the broker"
-	if e.FromConfig {
-		src = "session.timeout.ms from this member's config"
-	}
-	return fmt.Sprintf("no heartbeat answered for %v (session timeout %v, %s): the broker may expire this member and "+
-		"give its tasks to others, so they were given up before that could happen and the member rejoins; check the "+
-		"network path to the group coordinator", e.Unanswered, e.SessionTimeout, src)
+	return fmt.Sprintf("no heartbeat answered for %v (session timeout %v, the group's): the broker may expire this member and "+
+		"give its tasks to others, so they were given up before that could happen; the member keeps heartbeating and "+
+		"gets them back if the broker still has it, or rejoins if the broker expired it; check the "+
+		"network path to the group coordinator", e.Unanswered, e.SessionTimeout)
 }
 
 // sessionState is what the session guard knows.
 type sessionState struct {
 	timeout time.Duration // the session timeout in force; 0 while unknown
-	// stale says the group's value should be asked for (at the join, and again at every rejoin).
-	stale  bool
-	asking bool // a DescribeSession is out
+	asking  bool          // a DescribeSession is out
 	// defaulted is the group's value when the broker said it came from the built-in default: the
 	// coordinator's broker config is asked (a DescribeSession with BrokerDefault is out) and wins.
 	defaulted time.Duration
-	askAt     time.Time // when to ask again after a failure; zero: at once
-	// refused: the broker refused to tell (authorization); not asked again before the next rejoin.
-	refused bool
+	askAt     time.Time // when to ask next (again after a failure, or to refresh); zero: at once
+	// warned: a refusal (authorization) was warned about; later ones are logged at debug level.
+	warned bool
 	// sentAt is when the heartbeat in flight (or the last one) was sent; answeredSent when the last
-	// answered one was, zero when none was since the member (re)joined.
+	// answered one was (or the last one the coordinator's answer re-armed the guard for), zero when
+	// none was since the member (re)joined.
 	sentAt, answeredSent time.Time
-	// discard is the sequence number of a heartbeat that was in flight when the guard fired: its
-	// answer belongs to the membership the member gave up and is dropped.
-	discard uint64
-}
-
-// init sets the session timeout from the member's config (never asked), or marks it to be asked.
-func (s *sessionState) init(override time.Duration) {
-	s.timeout = override
-	s.stale = override <= 0
+	// tripped: the guard fired and the tasks were given up locally; the member heartbeats at its
+	// epoch and takes the target back only after an answer (a fencing rejoins it instead).
+	tripped bool
 }
 
 // sessionAskAt is when to ask for the group's session timeout (zero: not now).
 func (m *Machine) sessionAskAt() time.Time {
 	s := &m.session
-	if !s.stale || s.asking || s.refused || !m.mayAskSession() {
+	if s.asking || !m.mayAskSession() {
 		return time.Time{}
 	}
 	if s.askAt.IsZero() {
@@ -153,16 +156,20 @@ func (m *Machine) sessionDescribed(now time.Time, in SessionDescribed) []Action 
 	}
 	if err != nil {
 		if errors.Is(err, kerr.GroupAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) {
-			s.refused = true
-			return []Action{Log{Level: slog.LevelWarn, Msg: "session guard off: this client may not read the group's " +
-				"configs; grant DESCRIBE_CONFIGS on the group (application.id), or set session.timeout.ms in the member's config",
-				Attrs: []any{"err", err}}}
+			s.askAt = now.Add(sessionRefresh)
+			level := slog.LevelDebug
+			if !s.warned {
+				s.warned, level = true, slog.LevelWarn
+			}
+			return []Action{Log{Level: level, Msg: "session guard off: this client may not read the group's " +
+				"configs; grant DESCRIBE_CONFIGS on the group (application.id) so that the member can give its tasks up " +
+				"before the broker expires it across a network partition", Attrs: []any{"err", err}}}
 		}
 		s.askAt = now.Add(sessionAskRetry)
 		return []Action{Log{Level: slog.LevelDebug, Msg: "could not read the group's session timeout; asking again later",
 			Attrs: []any{"err", err, "retry_in", sessionAskRetry}}}
 	}
-	return m.sessionKnown(d)
+	return m.sessionKnown(now, d)
 }
 
 // brokerSessionDescribed reads the coordinator's group.streams.session.timeout.ms, asked because
@@ -175,24 +182,24 @@ func (m *Machine) brokerSessionDescribed(now time.Time, in SessionDescribed) []A
 	s.defaulted = 0
 	d, _, err := sessionTimeoutFrom(in.Response, in.Err, kmsg.ConfigResourceTypeBroker, "", KeyBrokerSessionTimeout)
 	if err == nil {
-		return m.sessionKnown(d)
+		return m.sessionKnown(now, d)
 	}
 	if errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
 		errors.Is(err, kerr.TopicAuthorizationFailed) || in.Err == nil {
 		// Refused, or an answer without the value: asking again would not help.
 		return append([]Action{Log{Level: slog.LevelDebug, Msg: "could not read the coordinator's default session timeout; " +
-			"using the group's", Attrs: []any{"err", err, "session_timeout", group}}}, m.sessionKnown(group)...)
+			"using the group's", Attrs: []any{"err", err, "session_timeout", group}}}, m.sessionKnown(now, group)...)
 	}
-	out := m.sessionKnown(group)
-	s.stale, s.askAt = true, now.Add(sessionAskRetry)
+	out := m.sessionKnown(now, group)
+	s.askAt = now.Add(sessionAskRetry)
 	return append(out, Log{Level: slog.LevelDebug, Msg: "could not read the coordinator's default session timeout yet; " +
 		"using the group's meanwhile and asking again later", Attrs: []any{"err", err, "session_timeout", group, "retry_in", sessionAskRetry}})
 }
 
-// sessionKnown arms the guard with session timeout d.
-func (m *Machine) sessionKnown(d time.Duration) []Action {
+// sessionKnown arms the guard with session timeout d and reads it again after sessionRefresh.
+func (m *Machine) sessionKnown(now time.Time, d time.Duration) []Action {
 	s := &m.session
-	s.stale, s.askAt = false, time.Time{}
+	s.askAt = now.Add(sessionRefresh)
 	if d == s.timeout {
 		return nil
 	}
@@ -247,36 +254,41 @@ func sessionTimeoutFrom(resp *kmsg.DescribeConfigsResponse, sendErr error, typ k
 
 // guardAt is when the member gives its tasks up unless a heartbeat is answered first (zero: the
 // guard is off). It watches a heartbeating member once a heartbeat of its current membership was
-// answered (answeredSent is cleared at every rejoin); PrepareLeaving is left alone, as the member is
-// already giving its tasks up there.
+// answered (answeredSent is cleared at every rejoin), and not again after it fired until an answer
+// came; PrepareLeaving is left alone, as the member is already giving its tasks up there.
 func (m *Machine) guardAt() time.Time {
 	s := &m.session
-	if s.timeout <= 0 || s.answeredSent.IsZero() || m.state == PrepareLeaving || !m.heartbeating() {
+	if s.timeout <= 0 || s.answeredSent.IsZero() || s.tripped || m.state == PrepareLeaving || !m.heartbeating() {
 		return time.Time{}
 	}
 	return s.answeredSent.Add(s.timeout - SessionMargin(s.timeout))
 }
 
-// sessionLost gives the tasks up and rejoins, as after a fencing, before the broker can expire the
-// member and reassign them.
+// sessionLost gives the tasks up locally before the broker can expire the member and reassign them,
+// and keeps the membership: heartbeats go on at the current epoch (see the top of this file).
 func (m *Machine) sessionLost(now time.Time) []Action {
 	s := &m.session
-	err := &SessionLostError{Unanswered: now.Sub(s.answeredSent), SessionTimeout: s.timeout, FromConfig: m.cfg.SessionTimeout > 0}
-	if m.hb.inFlight {
-		s.discard = m.hb.seq
-	}
-	// Offsets being collected would go with the rejoin of a member that holds nothing; the rejoin
-	// collects afresh (lostThenRejoin sets the trigger).
+	err := &SessionLostError{Unanswered: now.Sub(s.answeredSent), SessionTimeout: s.timeout}
+	s.tripped = true
+	// The next heartbeat is a full one reporting nothing owned; offsets being collected belong to
+	// tasks given up.
 	m.hb.collecting = nil
 	m.b.Reset()
-	return m.loseThenRejoin(Event{Kind: EventSessionLost, Err: err})
+	m.offsets.trigger = true
+	return m.loseLocally(Event{Kind: EventSessionLost, Err: err})
+}
+
+// rearm restarts the guard from sent, the send time of a heartbeat the coordinator answered that it
+// is loading the group or has moved: the (new) coordinator restarts the member's session timer when
+// it loads.
+func (s *sessionState) rearm(sent time.Time) {
+	if !s.answeredSent.IsZero() && !s.tripped && sent.After(s.answeredSent) {
+		s.answeredSent = sent
+	}
 }
 
 // rejoined is called when the member rejoins after losing its tasks: the guard waits for the first
-// answer of the new membership, and the group's session timeout is read again.
-func (s *sessionState) rejoined(override time.Duration) {
-	s.answeredSent = time.Time{}
-	if override <= 0 {
-		s.stale, s.refused, s.askAt = true, false, time.Time{}
-	}
+// answer of the new membership. The session timeout is not read again for it (sessionRefresh does).
+func (s *sessionState) rejoined() {
+	s.answeredSent, s.tripped = time.Time{}, false
 }

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -64,9 +65,29 @@ func guardedStable(t *testing.T) *harness {
 	return h
 }
 
-// A member cut off from the coordinator gives its tasks up when no heartbeat was answered for the
-// session timeout minus the margin, measured from the send time of the last answered heartbeat,
-// and rejoins at epoch 0 with the same member ID, asking for the session timeout again.
+// cutUntil fails every heartbeat that goes with err until the guard's deadline; the member never
+// sleeps past it.
+func (h *harness) cutUntil(deadline time.Time, err error) {
+	h.t.Helper()
+	for {
+		if req := h.tick(); req != nil {
+			h.cut(err)
+		}
+		next := h.m.Next()
+		if next.After(deadline) || next.IsZero() {
+			h.t.Fatalf("the member would sleep until %v, past the guard's deadline", next)
+		}
+		if next.Equal(deadline) {
+			return
+		}
+		h.now = next
+	}
+}
+
+// A member cut off from the coordinator gives its tasks up locally when no heartbeat was answered
+// for the session timeout minus the margin, measured from the send time of the last answered
+// heartbeat: Assignment shows nothing at once, OnAllTasksLost runs, and the member keeps its
+// identity and epoch, heartbeating on; once the broker answers it takes the target back.
 func TestSessionGuardGivesTasksUpBeforeTheBrokerCan(t *testing.T) {
 	h := guardedStable(t)
 	h.advance(interval)
@@ -75,24 +96,10 @@ func TestSessionGuardGivesTasksUpBeforeTheBrokerCan(t *testing.T) {
 	h.advance(3 * time.Millisecond)
 	h.answer(resp(1, nil))
 	deadline := lastAnsweredSend.Add(6*time.Second - 600*time.Millisecond)
-	if got := h.m.Next(); !got.Equal(h.now.Add(interval)) {
-		t.Fatalf("next wake-up %v after the answer, want the heartbeat's %v", got.Sub(h.now), interval)
+	if got := h.m.Next(); !got.Equal(lastAnsweredSend.Add(interval)) {
+		t.Fatalf("next wake-up %v after the send, want the heartbeat's %v", got.Sub(lastAnsweredSend), interval)
 	}
-	// Every heartbeat from now on fails: the network is cut.
-	for {
-		if req := h.tick(); req != nil {
-			h.cut(errors.New("dial tcp: connection refused"))
-		}
-		next := h.m.Next()
-		if next.After(deadline) || next.IsZero() {
-			t.Fatalf("the member would sleep until %v, past the guard's deadline (%v after the last answered send)",
-				next.Sub(lastAnsweredSend), deadline.Sub(lastAnsweredSend))
-		}
-		if next.Equal(deadline) {
-			break
-		}
-		h.now = next
-	}
+	h.cutUntil(deadline, errors.New("dial tcp: connection refused"))
 	h.now = deadline.Add(-time.Millisecond)
 	h.step(Tick{})
 	if h.hasEvent(EventSessionLost) || h.m.State() != Stable {
@@ -100,38 +107,170 @@ func TestSessionGuardGivesTasksUpBeforeTheBrokerCan(t *testing.T) {
 	}
 	h.now = deadline
 	h.step(Tick{})
-	h.expectState(Fenced)
+	h.expectState(Reconciling)
 	ev := h.lastEvent(EventSessionLost)
 	var sle *SessionLostError
-	if !errors.As(ev.Err, &sle) || sle.SessionTimeout != 6*time.Second || sle.Unanswered != 5400*time.Millisecond || sle.FromConfig {
+	if !errors.As(ev.Err, &sle) || sle.SessionTimeout != 6*time.Second || sle.Unanswered != 5400*time.Millisecond {
 		t.Fatalf("event error %#v", ev.Err)
 	}
 	if msg := ev.Err.Error(); !strings.Contains(msg, "check the network path to the group coordinator") ||
-		!strings.Contains(msg, "the group's, from the broker") {
+		!strings.Contains(msg, "the group's") {
 		t.Errorf("message %q", msg)
 	}
 	if h.hasEvent(EventFenced) {
 		t.Error("a session loss is not reported as a fencing by the broker")
 	}
+	if !h.owned().IsEmpty() {
+		t.Fatalf("Assignment still shows %v while OnAllTasksLost runs", h.owned())
+	}
 	h.expectInvoke(CallbackLost, "active=[0_0 0_1] standby=[] warmup=[]")
 	h.complete(nil)
+	h.expectState(Reconciling)
+	if h.describeSessions() != 1 {
+		t.Fatalf("the session timeout was asked %d times in all, want once per member life", h.describeSessions())
+	}
+	// The next heartbeat keeps the member's identity: same member ID, same epoch, a full request
+	// reporting nothing owned, no topology (not a join).
+	for {
+		req := h.tick()
+		if req != nil {
+			if req.MemberEpoch != 1 || req.MemberID != "member-1" {
+				t.Fatalf("after the guard: epoch %d member %q, want the same epoch 1 and member ID", req.MemberEpoch, req.MemberID)
+			}
+			if req.Topology != nil || owned(req) != "active=[] standby=[] warmup=[]" || req.ProcessID == nil {
+				t.Fatalf("not a full heartbeat reporting nothing owned: topology %v, owned %s", req.Topology != nil, owned(req))
+			}
+			break
+		}
+		h.now = h.m.Next()
+	}
+	if n := h.countActions(func(a Action) bool { _, ok := a.(Invoke); return ok }); n != 2 {
+		t.Fatalf("%d callbacks before the broker answered, want only OnTasksAssigned and OnAllTasksLost", n)
+	}
+	// The network is back and the broker still has the member: it gets the target back.
+	h.answer(resp(1, nil))
+	h.expectInvoke(CallbackAssigned, "active=[0_0 0_1] standby=[] warmup=[]")
+	h.complete(nil)
+	h.mustSend()
+	h.answer(resp(1, nil))
+	h.expectState(Stable)
+	if got := h.owned().String(); got != "active=[0_0 0_1] standby=[] warmup=[]" {
+		t.Fatalf("owns %s", got)
+	}
+}
+
+// A static member whose guard fired keeps heartbeating at its epoch with its group.instance.id: a
+// join at epoch 0 while the broker still holds the instance would be UNRELEASED_INSTANCE_ID, fatal.
+// It rejoins at epoch 0 only when the broker says it expired the member.
+func TestSessionGuardStaticMemberRejoinsOnlyWhenTheBrokerSays(t *testing.T) {
+	h := newHarness(t, static)
+	h.start()
+	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "6000")})
+	h.mustSend()
+	h.answer(resp(1, active("0_0")))
+	h.complete(nil)
+	h.mustSend()
+	sent := h.now
+	h.answer(resp(1, nil))
+	deadline := sent.Add(5400 * time.Millisecond)
+	h.cutUntil(deadline, errors.New("i/o timeout"))
+	h.now = deadline
+	h.step(Tick{})
+	h.expectInvoke(CallbackLost, "active=[0_0] standby=[] warmup=[]")
+	h.complete(nil)
+	// Until the session can have expired, and after, the member heartbeats at epoch 1.
+	for h.now.Before(sent.Add(30 * time.Second)) {
+		if req := h.tick(); req != nil {
+			if req.MemberEpoch != 1 || req.InstanceID == nil || *req.InstanceID != "instance-a" {
+				t.Fatalf("heartbeat at epoch %d instance %v, want epoch 1 with the instance ID", req.MemberEpoch, req.InstanceID)
+			}
+			h.cut(errors.New("i/o timeout"))
+		}
+		h.now = h.m.Next()
+	}
+	// The network is back; the broker expired the member meanwhile.
+	h.mustSend()
+	h.fail(kerr.UnknownMemberID.Code)
 	h.expectState(Joining)
-	if !h.owned().IsEmpty() {
-		t.Fatalf("still holds %v after OnAllTasksLost", h.owned())
-	}
-	if h.describeSessions() != 2 {
-		t.Fatalf("the rejoin asked for the session timeout %d times in all, want 2", h.describeSessions())
-	}
+	h.now = h.m.Next()
 	req := h.mustSend()
-	if req.MemberEpoch != 0 || req.MemberID != "member-1" {
-		t.Fatalf("rejoin epoch %d member %q, want 0 and the same member ID", req.MemberEpoch, req.MemberID)
+	if req.MemberEpoch != 0 || req.MemberID != "member-1" || req.InstanceID == nil {
+		t.Fatalf("rejoin epoch %d member %q instance %v", req.MemberEpoch, req.MemberID, req.InstanceID)
 	}
-	if req.Topology == nil || owned(req) != "active=[] standby=[] warmup=[]" {
-		t.Fatalf("the rejoin is not a full join reporting nothing owned: topology %v, owned %s", req.Topology != nil, owned(req))
+	if h.countEvents(EventFatal) != 0 {
+		t.Fatal("fatal")
 	}
-	// Once the network is back the member gets its tasks again.
-	h.answer(resp(2, active("0_0")))
-	h.expectInvoke(CallbackAssigned, "active=[0_0] standby=[] warmup=[]")
+}
+
+// A coordinator that answers COORDINATOR_LOAD_IN_PROGRESS (a failover, a slow load) restarts every
+// member's session when it has loaded: each such answer re-arms the guard, so 5.4 s of loading with
+// a 6 s session costs the member no task. So does the first NOT_COORDINATOR of a row.
+func TestSessionGuardRearmsWhileTheCoordinatorLoads(t *testing.T) {
+	for _, code := range []int16{kerr.CoordinatorLoadInProgress.Code, kerr.NotCoordinator.Code} {
+		h := guardedStable(t)
+		h.advance(interval)
+		h.mustSend()
+		sent := h.now
+		h.answer(resp(1, nil))
+		end := sent.Add(5400 * time.Millisecond)
+		first := true
+		for h.now.Before(end) {
+			if req := h.tick(); req != nil {
+				if code == kerr.NotCoordinator.Code && !first {
+					h.fail(kerr.CoordinatorLoadInProgress.Code) // the new coordinator loads
+				} else {
+					h.fail(code)
+				}
+				first = false
+				continue
+			}
+			h.now = h.m.Next()
+		}
+		if h.hasEvent(EventSessionLost) {
+			t.Fatalf("%s: the tasks were given up while the coordinator loaded", kerr.ErrorForCode(code))
+		}
+		// A coordinator that stops answering at all still trips the guard.
+		h.cutUntil(h.m.guardAt(), errors.New("connection refused"))
+		h.now = h.m.guardAt()
+		h.step(Tick{})
+		if !h.hasEvent(EventSessionLost) {
+			t.Fatalf("%s: the guard never fired once the coordinator went silent", kerr.ErrorForCode(code))
+		}
+	}
+}
+
+// When the guard fires while a callback runs, that callback's context is cancelled and the loss
+// shows in the snapshot at once; OnAllTasksLost follows for what the application holds when the
+// callback returned (here the assignment it took before giving up).
+func TestSessionGuardCancelsTheRunningCallback(t *testing.T) {
+	h := guardedStable(t)
+	h.advance(interval)
+	h.mustSend()
+	sent := h.now
+	h.answer(resp(1, active("0_0", "0_1", "1_0")))
+	inv := h.expectInvoke(CallbackAssigned, "active=[0_0 0_1 1_0] standby=[] warmup=[]")
+	h.cutUntil(sent.Add(5400*time.Millisecond), errors.New("connection refused"))
+	h.now = sent.Add(5400 * time.Millisecond)
+	h.step(Tick{})
+	cancels := h.countActions(func(a Action) bool { c, ok := a.(CancelCallback); return ok && c.Seq == inv.Seq })
+	if cancels != 1 {
+		t.Fatalf("%d CancelCallback for the running OnTasksAssigned, want 1", cancels)
+	}
+	if !h.owned().IsEmpty() {
+		t.Fatalf("the snapshot shows %v while the cancelled callback still runs", h.owned())
+	}
+	if h.lastInvoke().Seq != inv.Seq {
+		t.Fatal("a callback started while another was outstanding")
+	}
+	h.complete(nil) // the application took the tasks before it saw the cancellation
+	h.expectInvoke(CallbackLost, "active=[0_0 0_1 1_0] standby=[] warmup=[]")
+	if !h.owned().IsEmpty() {
+		t.Fatalf("owns %v during OnAllTasksLost", h.owned())
+	}
+	h.complete(nil)
+	if !h.owned().IsEmpty() {
+		t.Fatalf("owns %v after the loss", h.owned())
+	}
 }
 
 // The guard is measured from the send time of the last answered heartbeat, not from when its answer
@@ -148,38 +287,35 @@ func TestSessionGuardCountsFromTheSendTime(t *testing.T) {
 	}
 }
 
-// A heartbeat that is in flight when the guard fires belongs to the membership given up: its answer
-// is dropped (no second assignment of the old epoch), and only then does the rejoin go (never two
-// heartbeats in flight).
-func TestSessionGuardDropsTheAnswerInFlight(t *testing.T) {
+// A heartbeat that is in flight when the guard fires belongs to the same membership: its answer
+// counts (the broker still has the member) and, once OnAllTasksLost returned, the target is taken
+// back; never two heartbeats in flight.
+func TestSessionGuardTakesTheAnswerInFlight(t *testing.T) {
 	h := guardedStable(t)
 	h.advance(interval)
 	h.mustSend()
 	h.answer(resp(1, nil))
-	answeredSend := h.now.Add(-0) // sent and answered at the same instant
+	answeredSend := h.now
 	h.advance(interval)
 	h.mustSend() // this one hangs
 	hung := h.lastSeq()
 	h.now = answeredSend.Add(5400 * time.Millisecond)
 	h.step(Tick{})
-	h.expectState(Fenced)
-	h.complete(nil) // OnAllTasksLost
-	h.expectState(Joining)
+	h.expectState(Reconciling)
 	if req := h.tick(); req != nil {
-		t.Fatal("a rejoin went while the old heartbeat was still in flight")
+		t.Fatal("a second heartbeat went while the old one was still in flight")
 	}
-	h.step(HeartbeatDone{Seq: hung, Response: resp(1, active("0_0", "0_1"))})
-	if h.m.Epoch() != 0 {
-		t.Fatalf("the old answer set epoch %d", h.m.Epoch())
-	}
-	req := h.mustSend()
-	if req.MemberEpoch != 0 {
-		t.Fatalf("rejoin at epoch %d", req.MemberEpoch)
+	h.step(HeartbeatDone{Seq: hung, Response: resp(1, nil)})
+	h.expectInvoke(CallbackLost, "active=[0_0 0_1] standby=[] warmup=[]")
+	h.complete(nil)
+	h.expectInvoke(CallbackAssigned, "active=[0_0 0_1] standby=[] warmup=[]")
+	if h.m.Epoch() != 1 {
+		t.Fatalf("epoch %d", h.m.Epoch())
 	}
 }
 
 // The guard is off while the session timeout is unknown, before the first answer, at epoch 0 and
-// in PrepareLeaving; session.timeout.ms from the config arms it without asking the broker.
+// in PrepareLeaving.
 func TestSessionGuardOffUntilArmed(t *testing.T) {
 	h := newHarness(t)
 	h.start()
@@ -197,11 +333,9 @@ func TestSessionGuardOffUntilArmed(t *testing.T) {
 		t.Fatal("gave the tasks up without knowing the session timeout")
 	}
 
-	h = newHarness(t, func(c *Config) { c.SessionTimeout = 2 * time.Second })
+	h = newHarness(t)
 	h.start()
-	if h.describeSessions() != 0 {
-		t.Fatal("asked the broker although session.timeout.ms was set")
-	}
+	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "2000")})
 	if !h.m.guardAt().IsZero() {
 		t.Fatal("armed before the first answer")
 	}
@@ -224,14 +358,10 @@ func TestSessionGuardOffUntilArmed(t *testing.T) {
 	if h.hasEvent(EventSessionLost) {
 		t.Fatal("session lost while leaving")
 	}
-	var sle *SessionLostError = &SessionLostError{SessionTimeout: time.Second, FromConfig: true}
-	if !strings.Contains(sle.Error(), "session.timeout.ms from this member's config") {
-		t.Errorf("%q", sle.Error())
-	}
 }
 
-// Reading the answer: errors are retried later, an authorization refusal only at the next rejoin,
-// and a malformed value is an error, never a timeout of 0.
+// Reading the answer: errors are retried later, an authorization refusal only at the next refresh
+// (warned about once per member life), and a malformed value is an error, never a timeout of 0.
 func TestSessionTimeoutFromAnswer(t *testing.T) {
 	mk := func(mut func(r *kmsg.DescribeConfigsResponseResource)) *kmsg.DescribeConfigsResponse {
 		a := sessionConfigAnswer(testGroup, "45000")
@@ -280,88 +410,79 @@ func TestSessionTimeoutFromAnswer(t *testing.T) {
 	if h.describeSessions() != 2 {
 		t.Fatal("not asked again after the retry delay")
 	}
-	h.step(SessionDescribed{Response: mk(func(r *kmsg.DescribeConfigsResponseResource) { r.ErrorCode = kerr.GroupAuthorizationFailed.Code })})
-	h.advance(time.Hour)
+	refusal := mk(func(r *kmsg.DescribeConfigsResponseResource) { r.ErrorCode = kerr.GroupAuthorizationFailed.Code })
+	warnings := func() int {
+		return h.countActions(func(a Action) bool {
+			l, ok := a.(Log)
+			return ok && l.Level == slog.LevelWarn && strings.Contains(l.Msg, "DESCRIBE_CONFIGS")
+		})
+	}
+	h.step(SessionDescribed{Response: refusal})
+	h.advance(sessionRefresh - time.Millisecond)
 	h.step(Tick{})
 	if h.describeSessions() != 2 {
-		t.Fatal("asked again after an authorization refusal")
+		t.Fatal("asked again before the refresh after an authorization refusal")
 	}
 	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "6000")})
 	if h.m.Snapshot().SessionTimeout != 0 {
 		t.Fatal("an answer nobody asked for was taken")
 	}
+	h.advance(time.Millisecond)
+	h.step(Tick{})
+	h.step(SessionDescribed{Response: refusal})
+	if h.describeSessions() != 3 || warnings() != 1 {
+		t.Fatalf("%d asks and %d warnings after two refusals, want 3 asks and one warning", h.describeSessions(), warnings())
+	}
 }
 
-// A rejoin reads the group's session timeout again, also after the broker refused to tell (the ACL
-// may have been granted since), and clears the guard until the new membership's first answer. A
-// value already known is not announced again.
-func TestSessionGuardRejoinAsksAgain(t *testing.T) {
-	h := newHarness(t)
-	h.start()
-	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "x")}) // not a number: asked again later
-	h.advance(sessionAskRetry)
-	h.step(Tick{})
-	refusal := sessionConfigAnswer(testGroup, "x")
-	refusal.Resources[0].ErrorCode = kerr.GroupAuthorizationFailed.Code
-	h.step(SessionDescribed{Response: refusal})
-	h.mustSend()
-	h.answer(resp(1, active("0_0")))
-	h.complete(nil)
-	h.mustSend()
-	h.answer(resp(1, nil))
-	asked := h.describeSessions()
+// The group's session timeout is read once per member life, not at every rejoin, and again every
+// sessionRefresh (kafka-configs may change it while the group runs); a rejoin clears the guard
+// until the new membership's first answer. A value already known is not announced again.
+func TestSessionTimeoutReadOncePerLifeAndRefreshed(t *testing.T) {
+	h := guardedStable(t)
+	armed := func() int {
+		return h.countActions(func(a Action) bool { l, ok := a.(Log); return ok && l.Msg == "session guard armed" })
+	}
 	h.advance(interval)
 	h.mustSend()
 	h.fail(kerr.FencedMemberEpoch.Code)
 	h.complete(nil) // OnAllTasksLost
 	h.expectState(Joining)
-	if h.describeSessions() != asked+1 {
-		t.Fatalf("the rejoin after a refusal asked %d times, want once", h.describeSessions()-asked)
-	}
 	if !h.m.guardAt().IsZero() {
 		t.Fatal("the guard is armed before the rejoin was answered")
 	}
-	armed := func() int {
-		return h.countActions(func(a Action) bool { l, ok := a.(Log); return ok && l.Msg == "session guard armed" })
-	}
-	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "6000")})
 	h.mustSend()
 	sent := h.now
 	h.answer(resp(2, active("0_0")))
 	if got := h.m.guardAt(); !got.Equal(sent.Add(5400 * time.Millisecond)) {
 		t.Fatalf("guard at %v after the rejoin's send, want 5.4s", got.Sub(sent))
 	}
+	if h.describeSessions() != 1 {
+		t.Fatalf("asked %d times after a rejoin, want once per member life", h.describeSessions())
+	}
 	h.complete(nil)
-	h.mustSend()
-	h.answer(resp(2, nil))
-	h.advance(interval)
-	h.mustSend()
-	h.fail(kerr.UnknownMemberID.Code)
-	h.complete(nil)
+	for i := 0; h.describeSessions() == 1; i++ {
+		if i > 1000 {
+			t.Fatal("the group's session timeout was never read again")
+		}
+		if req := h.tick(); req != nil {
+			h.answer(resp(2, nil))
+		}
+		h.now = h.m.Next()
+	}
 	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "6000")})
 	if armed() != 1 {
 		t.Fatalf("%d \"session guard armed\" lines for one value, want 1", armed())
 	}
-	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "8000")})
-	if h.m.Snapshot().SessionTimeout != 6*time.Second {
-		t.Fatal("took an answer nobody asked for")
+	for h.describeSessions() == 2 {
+		if req := h.tick(); req != nil {
+			h.answer(resp(2, nil))
+		}
+		h.now = h.m.Next()
 	}
-}
-
-// session.timeout.ms from the config: the event says where the timeout came from.
-func TestSessionGuardFromConfig(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.SessionTimeout = 2 * time.Second })
-	h.stableWith(active("0_0"))
-	h.advance(2 * time.Second)
-	h.step(Tick{})
-	if req := h.tick(); req != nil {
-		h.cut(errors.New("connection refused"))
-	}
-	h.advance(2 * time.Second)
-	h.step(Tick{})
-	var sle *SessionLostError
-	if !errors.As(h.lastEvent(EventSessionLost).Err, &sle) || !sle.FromConfig || sle.SessionTimeout != 2*time.Second {
-		t.Fatalf("%#v", sle)
+	h.step(SessionDescribed{Response: sessionConfigAnswer(testGroup, "8000")}) // changed with kafka-configs
+	if h.m.Snapshot().SessionTimeout != 8*time.Second || armed() != 2 {
+		t.Fatalf("timeout %v after a change", h.m.Snapshot().SessionTimeout)
 	}
 }
 
@@ -400,10 +521,10 @@ func TestSessionTimeoutFromTheCoordinatorsDefault(t *testing.T) {
 	if got := h.m.Snapshot().SessionTimeout; got != 45*time.Second || h.describeSessions() != 2 {
 		t.Fatalf("timeout %v after %d asks, want the group's 45s after 2", got, h.describeSessions())
 	}
-	h.advance(time.Hour)
+	h.advance(sessionRefresh - time.Millisecond)
 	h.step(Tick{})
 	if h.describeSessions() != 2 {
-		t.Fatal("asked again after the coordinator's config was refused")
+		t.Fatal("asked again before the refresh after the coordinator's config was refused")
 	}
 
 	// No coordinator yet: the group's value meanwhile, both asked again after the retry delay.

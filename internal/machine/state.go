@@ -7,9 +7,8 @@ import "fmt"
 // logs them. The group's state in a describe (admin.Group.State) is another concept with its own
 // spelling (Stable).
 //
-// Java's STALE state (left because the application stopped polling) does not exist here: a Go
-// application has no poll loop for the member to watch, and the broker still enforces the
-// rebalance timeout.
+// Stale is Java's STALE: left because the application stopped polling (poll.go); it exists only for
+// an application that calls Manager.Poll.
 type State int
 
 const (
@@ -33,10 +32,13 @@ const (
 	Leaving
 	// Fatal: stopped for good by an error that retrying cannot fix.
 	Fatal
+	// Stale: left the group because the application did not poll within max.poll.interval.ms; it
+	// rejoins on the next poll (poll.go).
+	Stale
 )
 
 // states lists every State, for tests and tables.
-var states = []State{Unsubscribed, Joining, Reconciling, Acknowledging, Stable, Fenced, PrepareLeaving, Leaving, Fatal}
+var states = []State{Unsubscribed, Joining, Reconciling, Acknowledging, Stable, Fenced, PrepareLeaving, Leaving, Fatal, Stale}
 
 func (s State) String() string {
 	switch s {
@@ -58,15 +60,16 @@ func (s State) String() string {
 		return "LEAVING"
 	case Fatal:
 		return "FATAL"
+	case Stale:
+		return "STALE"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
-// allowedFrom lists, for each state, the states a member may move to it from (Kafka's MemberState,
-// without STALE). Every state change of the machine goes through transition, which checks this
+// allowedFrom lists, for each state, the states a member may move to it from (Kafka's MemberState). Every state change of the machine goes through transition, which checks this
 // table.
 var allowedFrom = map[State][]State{
-	Joining:        {Fenced, Unsubscribed},
+	Joining:        {Fenced, Unsubscribed, Stale},
 	Reconciling:    {Stable, Joining, Acknowledging, Reconciling},
 	Acknowledging:  {Reconciling},
 	Stable:         {Joining, Acknowledging, Reconciling},
@@ -74,6 +77,7 @@ var allowedFrom = map[State][]State{
 	PrepareLeaving: {Joining, Stable, Reconciling, Acknowledging, Unsubscribed},
 	Leaving:        {PrepareLeaving},
 	Unsubscribed:   {PrepareLeaving, Leaving, Fenced},
+	Stale:          {Leaving},
 	Fatal:          {Joining, Stable, Reconciling, Acknowledging, PrepareLeaving, Leaving, Unsubscribed},
 }
 

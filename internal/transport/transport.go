@@ -63,8 +63,12 @@ func New(cl *kgo.Client, group string, requestTimeout time.Duration, backoff hea
 //
 // The coordinator is forgotten on an answer with NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE and on
 // any failure to send (the next call looks it up again), and kept on COORDINATOR_LOAD_IN_PROGRESS.
+//
+// The request goes at the version kgo negotiated with the coordinator (heartbeat.ForBroker): at v0,
+// to a Kafka 4.2/4.3 coordinator, without task offsets, end offsets and warm-up tasks. The answer's
+// Version says which one it was.
 func (t *Transport) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
-	resp, node, err := t.coord.Send(ctx, t.group, req) // Send forgets the coordinator on a send failure
+	resp, node, err := t.coord.Send(ctx, t.group, heartbeat.ForBroker(req)) // Send forgets the coordinator on a send failure
 	if err != nil {
 		return nil, err
 	}
@@ -168,25 +172,18 @@ func (t *Transport) Capabilities(ctx context.Context) (heartbeat.Capabilities, e
 }
 
 // GroupConfigs describes the group's dynamic configs named (DescribeConfigs of resource type GROUP)
-// at any broker: one request, one attempt, the answer as it is. Any broker answers it from the
-// cluster's metadata; the value of a config the group does not set is the broker's default.
+// at the group's coordinator: one request, one attempt (a look-up first when the coordinator is not
+// known), the answer as it is. Every broker could answer from the cluster's metadata, but the value
+// of a config the group does not set is the answering broker's default, and the coordinator's is
+// the one the group runs with (brokers of a cluster being reconfigured may differ).
 func (t *Transport) GroupConfigs(ctx context.Context, names ...string) (*kmsg.DescribeConfigsResponse, error) {
-	b := t.coord.AnyBroker()
-	if b == nil {
-		return nil, fmt.Errorf("describing the group's configs: %w", coordinator.ErrNoBroker)
-	}
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	r := kmsg.NewDescribeConfigsRequestResource()
 	r.ResourceType = kmsg.ConfigResourceTypeGroupConfig
 	r.ResourceName = t.group
 	r.ConfigNames = names
 	req.Resources = append(req.Resources, r)
-	if t.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t.timeout)
-		defer cancel()
-	}
-	resp, err := b.Request(ctx, req)
+	resp, _, err := t.coord.Send(ctx, t.group, req)
 	if err != nil {
 		return nil, fmt.Errorf("describing the group's configs: %w", err)
 	}

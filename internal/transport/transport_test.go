@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,8 @@ type env struct {
 	dialer *resetDialer
 
 	findCode atomic.Int32 // FindCoordinator answers with this code when non-zero
+	findNode atomic.Int32 // FindCoordinator answers with this node when >= 0 (set by newEnv to -1)
+	v0Node   atomic.Int32 // this node advertises StreamsGroupHeartbeat v0 only (Kafka 4.3); -1: none
 	finds    atomic.Int64 // FindCoordinator requests the cluster received
 
 	mu     sync.Mutex
@@ -53,13 +56,32 @@ func newEnv(t *testing.T, opts ...kgo.Opt) *env {
 	}
 	t.Cleanup(c.Close)
 	e.c = c
-	if err := kfakestreams.Advertise(context.Background(), c, 1, 1, 1); err != nil {
+	e.findNode.Store(-1)
+	e.v0Node.Store(-1)
+	heartbeatMax := func(node int32) int16 {
+		if node == e.v0Node.Load() {
+			return 0
+		}
+		return 1
+	}
+	if err := kfakestreams.AdvertiseBy(context.Background(), c, heartbeatMax, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	c.ControlKey(int16(kmsg.FindCoordinator), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		e.finds.Add(1)
 		code := int16(e.findCode.Load())
+		if node := e.findNode.Load(); node >= 0 && code == 0 {
+			fr := req.(*kmsg.FindCoordinatorRequest)
+			r := fr.ResponseKind().(*kmsg.FindCoordinatorResponse)
+			host, port, _ := net.SplitHostPort(c.ListenAddrs()[node])
+			p, _ := strconv.Atoi(port)
+			for _, k := range fr.CoordinatorKeys {
+				r.Coordinators = append(r.Coordinators, kmsg.FindCoordinatorResponseCoordinator{Key: k, NodeID: node, Host: host, Port: int32(p)})
+			}
+			r.NodeID, r.Host, r.Port = node, host, int32(p)
+			return r, nil, true
+		}
 		if code == 0 {
 			return nil, nil, false
 		}
@@ -599,5 +621,101 @@ func TestSanitize(t *testing.T) {
 	}
 	if v := softwareVersion(); v == "" || sanitize(v) != v {
 		t.Errorf("softwareVersion() = %q", v)
+	}
+}
+
+// Issue 22 §2: the group's session timeout is read from the coordinator, not whichever broker
+// answers first: the value of a config the group does not set is the answering broker's default.
+func TestGroupConfigsGoToTheCoordinator(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var nodes []int32
+	e.c.ControlKey(int16(kmsg.DescribeConfigs), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		mu.Lock()
+		nodes = append(nodes, e.c.CurrentNode())
+		mu.Unlock()
+		r := req.(*kmsg.DescribeConfigsRequest)
+		resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, res := range r.Resources {
+			resp.Resources = append(resp.Resources, kmsg.DescribeConfigsResponseResource{ResourceType: res.ResourceType, ResourceName: res.ResourceName})
+		}
+		return resp, nil, true
+	})
+	tr := e.transport()
+	for range 6 {
+		resp, err := tr.GroupConfigs(context.Background(), "streams.session.timeout.ms")
+		if err != nil || len(resp.Resources) != 1 || resp.Resources[0].ResourceName != group {
+			t.Fatalf("GroupConfigs = %+v, %v", resp, err)
+		}
+	}
+	coord, ok := tr.Coordinator()
+	if !ok {
+		t.Fatal("no coordinator known after GroupConfigs")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, n := range nodes {
+		if n != coord {
+			t.Fatalf("DescribeConfigs #%d went to broker %d, the coordinator is %d (all: %v)", i, n, coord, nodes)
+		}
+	}
+}
+
+// Issue 22 §1, a rolling upgrade from Kafka 4.3 to 4.4: the group's coordinator moves from a v1
+// broker to a v0 one. The heartbeat after the move goes at v0, without task offsets, end offsets and
+// warm-up tasks (a 4.3 coordinator refuses them as INVALID_REQUEST), although the same request, and
+// the probe of another broker, would take them; the answer says v0. Back on a v1 coordinator, the
+// same request carries them again.
+func TestHeartbeatFollowsTheCoordinatorsVersion(t *testing.T) {
+	e := newEnv(t)
+	e.v0Node.Store(2)
+	e.findNode.Store(0)
+	tr := e.transport()
+	withOffsets := func() *kmsg.StreamsGroupHeartbeatRequest {
+		r := hbReq(1)
+		r.WarmupTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{1}}}
+		r.TaskOffsets = []kmsg.TaskOffset{{SubtopologyID: "0", Partition: 1, Offset: 5}}
+		r.TaskEndOffsets = []kmsg.TaskOffset{{SubtopologyID: "0", Partition: 1, Offset: 9}}
+		return r
+	}
+	send := func(want int16, node int32) *kmsg.StreamsGroupHeartbeatRequest {
+		t.Helper()
+		req := withOffsets()
+		resp, err := tr.Heartbeat(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hbs := e.heartbeats()
+		got := hbs[len(hbs)-1]
+		e.mu.Lock()
+		at := e.hbNode[len(e.hbNode)-1]
+		e.mu.Unlock()
+		if at != node || resp.Version != want || req.GetVersion() != want {
+			t.Fatalf("heartbeat went to node %d at v%d (answer v%d), want node %d at v%d", at, req.GetVersion(), resp.Version, node, want)
+		}
+		return got
+	}
+	if got := send(1, 0); len(got.TaskOffsets) != 1 || len(got.TaskEndOffsets) != 1 || len(got.WarmupTasks) != 1 {
+		t.Fatalf("v1 coordinator got %+v, want the offsets and warm-up tasks", got)
+	}
+	// The coordinator moves to node 2, a 4.3 broker.
+	e.findNode.Store(2)
+	e.script(kerr.NotCoordinator.Code)
+	if resp, err := tr.Heartbeat(context.Background(), withOffsets()); err != nil || resp.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("%v %v", resp, err)
+	}
+	got := send(0, 2)
+	if got.TaskOffsets != nil || got.TaskEndOffsets != nil || len(got.WarmupTasks) != 0 {
+		t.Fatalf("v0 coordinator got offsets %v ends %v warm-up %v: Kafka 4.3 refuses them", got.TaskOffsets, got.TaskEndOffsets, got.WarmupTasks)
+	}
+	// And back to a 4.4 broker.
+	e.findNode.Store(1)
+	e.script(kerr.NotCoordinator.Code)
+	if _, err := tr.Heartbeat(context.Background(), withOffsets()); err != nil {
+		t.Fatal(err)
+	}
+	if got := send(1, 1); len(got.TaskOffsets) != 1 {
+		t.Fatalf("back on a v1 coordinator: %+v", got)
 	}
 }
