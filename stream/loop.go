@@ -82,6 +82,9 @@ func (e *ProduceError) Unwrap() error { return e.Err }
 // loop polls, processes, punctuates and commits until runCtx ends.
 func (a *App) loop(runCtx context.Context) {
 	for runCtx.Err() == nil {
+		// The member's poll timer: a loop stuck in a processor for longer than max.poll.interval.ms
+		// loses its tasks and leaves, as a Kafka Streams thread does (the next Poll rejoins).
+		a.mgr.Poll()
 		pctx, cancel := context.WithTimeout(runCtx, pollTimeout)
 		b, err := a.cons.Poll(pctx)
 		cancel()
