@@ -480,3 +480,74 @@ func memberOf(t *testing.T, b *Broker, group, clientID string) (string, int32, b
 	}
 	return "", 0, false
 }
+
+// storeVerdict waits (at most settle) until the stores of apps hold exactly want, and returns ""
+// then, or why they do not. Unlike checkStoreTotals it does not fail the test, so that the output
+// can be checked too before the test fails.
+func storeVerdict(t *testing.T, want map[string]int64, apps ...*rtApp) string {
+	t.Helper()
+	deadline := time.Now().Add(settle)
+	for {
+		ok, why := storesHold(t, want, apps...)
+		if ok {
+			return ""
+		}
+		if time.Now().After(deadline) {
+			return why
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// inputCounts reads the whole input topic and counts its records per key: what the feeder wrote,
+// as the broker holds it (a check that the input itself was not duplicated).
+func inputCounts(t *testing.T, b *Broker, topic string) map[string]int64 {
+	t.Helper()
+	ends := endOffsets(t, b, topic)
+	cl := b.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	left := map[int32]int64{}
+	for p, e := range ends {
+		if e > 0 {
+			left[p] = e
+		}
+	}
+	out := map[string]int64{}
+	for len(left) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v", topic, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			out[string(r.Key)]++
+			if r.Offset+1 >= left[r.Partition] {
+				delete(left, r.Partition)
+			}
+		})
+	}
+	return out
+}
+
+// finish is the end of every fault test: the input as the broker holds it must be what the feeder
+// wrote; then the stores of the running apps (their committed state), then the committed output.
+// The apps are stopped cleanly before the output is read.
+func (s *rtSetup) finish(t *testing.T, want map[string]int64, apps ...*rtApp) {
+	t.Helper()
+	if got := inputCounts(t, s.b, s.input); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the input topic holds %v; the feeder wrote %v (the input itself is not what the test thinks)", got, want)
+	}
+	storeWhy := storeVerdict(t, want, apps...)
+	for _, a := range apps {
+		a.stopClean(t)
+	}
+	checkExact(t, readCommittedCounts(t, clientsOf(t, s.b), s.output), want)
+	if storeWhy != "" {
+		t.Fatalf("the output is exact but %s", storeWhy)
+	}
+}
+
+// clientsOf makes clients of b for the test (closed when it ends).
+func clientsOf(t *testing.T, b *Broker) func(...kgo.Opt) *kgo.Client {
+	return func(opts ...kgo.Opt) *kgo.Client { return b.Client(t, opts...) }
+}

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
@@ -151,9 +154,7 @@ func TestEOSMemberKilledMidTransaction(t *testing.T) {
 	}
 	b.runningWith(t, s.all)
 	s.waitCaughtUp(t)
-	checkStoreTotals(t, want, b)
-	b.stopClean(t)
-	checkExact(t, readCommittedCounts(t, clientsOf(t, s.b), s.output), want)
+	s.finish(t, want, b)
 }
 
 // TestEOSBrokerRestart (fault 4): the broker restarts under two exactly-once members while input
@@ -174,13 +175,229 @@ func TestEOSBrokerRestart(t *testing.T) {
 	s.waitSplit(t, a, b)
 	want := f.stop(t)
 	Eventually(t, 90*time.Second, func() (bool, string) { return caughtUp(t, s.b.Admin(t), s.group, s.input) })
-	checkStoreTotals(t, want, a, b)
-	a.stopClean(t)
-	b.stopClean(t)
-	checkExact(t, readCommittedCounts(t, clientsOf(t, s.b), s.output), want)
+	s.finish(t, want, a, b)
 }
 
-// clientsOf makes clients of b for the test (closed when it ends).
-func clientsOf(t *testing.T, b *Broker) func(...kgo.Opt) *kgo.Client {
-	return func(opts ...kgo.Opt) *kgo.Client { return b.Client(t, opts...) }
+// zombieMember is a commit.Member frozen at a snapshot: the member as a zombie still sees itself.
+type zombieMember struct{ snap membership.Snapshot }
+
+func (z zombieMember) Snapshot() membership.Snapshot { return z.snap }
+
+// zombieCommitRefused drives commit.Committer.CommitInTransaction against the real broker as the
+// zombie would: its member ID and epoch from before the session expired, its old tasks, inside an
+// open transaction that also wrote a record to the output. The broker must refuse the offsets (a
+// *commit.LostError); the transaction is then aborted, and its record never becomes visible (the
+// final output check fails on any key that was never input).
+func (s *rtSetup) zombieCommitRefused(t *testing.T, memberID string, epoch int32, owned tasks.Set) {
+	t.Helper()
+	txnID := s.group + "-zombie-check"
+	cl := s.b.Client(t, kgo.TransactionalID(txnID), kgo.TransactionTimeout(10*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, pepoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: s.output, Key: []byte("zombie"), Value: make([]byte, 8)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := commit.New(cl, s.group, s.topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Bind(zombieMember{snap: membership.Snapshot{State: membership.Stable, MemberID: memberID, Epoch: epoch,
+		Owned: tasks.Assignment{Active: owned}}})
+	offs := commit.Offsets{}
+	for id := range owned.All() {
+		offs[tasks.TopicPartition{Topic: s.input, Partition: id.Partition}] = 1
+	}
+	err = cm.CommitInTransaction(ctx, commit.Producer{TransactionalID: txnID, ID: id, Epoch: pepoch}, offs)
+	le := errorAs[*commit.LostError](t, err)
+	t.Logf("the broker refused the zombie's TxnOffsetCommit (member %s, epoch %d): %v", memberID, epoch, le.Err)
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatalf("aborting the zombie's transaction: %v", err)
+	}
+}
+
+// TestEOSPausedPastSessionZombieFenced (faults 2 and 7): member a, a child process, is SIGSTOPped
+// with a transaction open for longer than the group's session timeout (4 s where the broker
+// allows it). The broker expires it and b takes every task; b's restore waits for a's open
+// transaction to be aborted by the broker (transaction.timeout.ms). The broker refuses a
+// TxnOffsetCommit carrying a's old member ID and epoch (driven directly: a *commit.LostError).
+// Then a is resumed: whatever its late transaction tries, none of it may become visible, and the
+// output and the stores are exact.
+func TestEOSPausedPastSessionZombieFenced(t *testing.T) {
+	s := newRTSetup(t, 4)
+	session := groupSession(t, s.b, s.group, 4000)
+	dirA := t.TempDir()
+	a := s.startChild(t, "a", dirA, 1000)
+	b := s.startEOS(t, "b")
+	s.waitSplitChild(t, a, b)
+	aID, aEpoch, ok := memberOf(t, s.b, s.group, "a")
+	if !ok {
+		t.Fatal("a is not a member of the group")
+	}
+	_, aTasks := a.snapshot()
+	txnID := childTxnID(t, dirA, s.group)
+	adm := s.b.Admin(t)
+	f := feed(t, s.b.Client(t), s.input, 16, 20000)
+	f.waitMore(t, 200)
+	Eventually(t, settle, func() (bool, string) {
+		d, err := txnState(adm, txnID)
+		return err == nil && d.State == "Ongoing", fmt.Sprintf("transaction %s: %s %v", txnID, d.State, err)
+	})
+	a.signal(t, syscall.SIGSTOP)
+	paused := time.Now()
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = a.cmd.Process.Signal(syscall.SIGCONT) // so that the cleanup's SIGKILL is not left pending
+		}
+	}()
+	Eventually(t, settle, func() (bool, string) {
+		ids := groupMemberIDs(t, s.b, s.group)
+		return !ids[aID] && b.active().Equal(s.all) && b.app.State() == stream.Running,
+			fmt.Sprintf("%v; members %v (a is %s)", b, ids, aID)
+	})
+	t.Logf("a paused %v ago (session %v): expired, b runs every task", time.Since(paused).Round(time.Millisecond), session)
+	f.waitMore(t, 200)
+	s.zombieCommitRefused(t, aID, aEpoch, aTasks)
+
+	a.signal(t, syscall.SIGCONT)
+	resumed = true
+	// The zombie finds out: it gives its tasks up and aborts (or stops on the fenced producer).
+	Eventually(t, settle, func() (bool, string) {
+		return a.hasExited() || a.running() || strings.Contains(a.log(), "tasks lost"), a.String()
+	})
+	f.waitMore(t, 200)
+	want := f.stop(t)
+	s.waitCaughtUp(t)
+	exit := a.exitLine()
+	if !a.hasExited() {
+		exit = a.stop(t)
+	}
+	t.Logf("the zombie a ended with EXIT %q", exit)
+	b.runningWith(t, s.all)
+	s.waitCaughtUp(t)
+	s.finish(t, want, b)
+}
+
+// TestEOSNetworkCutPastSession (fault 3): member a reaches the broker through a proxy; the network
+// is cut (every connection reset, new ones too) for longer than the group's session timeout while
+// input flows. b takes a's tasks once the broker expired a; a gives them up and aborts (its session
+// guard). When the network is back a rejoins and the group splits again; the output and the stores
+// are exact.
+func TestEOSNetworkCutPastSession(t *testing.T) {
+	s := newRTSetup(t, 4)
+	groupSession(t, s.b, s.group, 4000)
+	p := newResetProxy(t, s.b.Bootstrap)
+	a := s.start(t, "a", rtOpts{cfg: eosCfg(t.TempDir()), opts: []stream.Option{stream.WithClientOptions(proxyDialer(t, s.b, p))}})
+	b := s.startEOS(t, "b")
+	s.waitSplit(t, a, b)
+	f := feed(t, s.b.Client(t), s.input, 16, 20000)
+	f.waitMore(t, 200)
+	p.SetDown(true)
+	Eventually(t, settle, func() (bool, string) {
+		return b.active().Equal(s.all) && b.app.State() == stream.Running && a.active().IsEmpty(), fmt.Sprintf("%v %v", a, b)
+	})
+	f.waitMore(t, 200)
+	p.SetDown(false)
+	s.waitSplit(t, a, b)
+	f.waitMore(t, 200)
+	want := f.stop(t)
+	s.waitCaughtUp(t)
+	s.finish(t, want, a, b)
+}
+
+// TestEOSCoordinatorMoved (fault 5): on a 3-node cluster, two exactly-once members count while the
+// group coordinator moves to another node (a preferred-leader election of its __consumer_offsets
+// partition, as an operator moves it); the output and the stores are exact.
+func TestEOSCoordinatorMoved(t *testing.T) {
+	c := startCluster(t, 3)
+	cl := c.Client(t)
+	adm := kadm.NewClient(cl)
+	// The members and the test's clients bootstrap from node 1 (the controller, never stopped) and
+	// find the other nodes in the metadata.
+	s := &rtSetup{b: &Broker{Bootstrap: c.Addrs[1]}, group: Name(t, "app"), input: Name(t, "in"), output: Name(t, "out"), all: taskRange("0", 4)}
+	s.topo = javaCompatibleTopology(s.group, s.input, rtCounts.Name())
+	c.CreateTopic(t, adm, s.input, 4)
+	c.CreateTopic(t, adm, s.output, 2)
+	from := c.Coordinator(t, adm, s.group)
+	a := s.startEOS(t, "a")
+	b := s.startEOS(t, "b")
+	s.waitSplit(t, a, b)
+	f := feed(t, s.b.Client(t), s.input, 16, 20000)
+	f.waitMore(t, 300)
+	to := int32(2)
+	if from == 2 {
+		to = 3
+	}
+	c.MoveCoordinators(t, cl, from, to, nil)
+	if now := c.Coordinator(t, adm, s.group); now != to {
+		t.Fatalf("the coordinator is node %d after the move from %d; want %d", now, from, to)
+	}
+	t.Logf("moved the coordinator of %s from node %d to node %d", s.group, from, to)
+	f.waitMore(t, 300)
+	s.waitSplit(t, a, b)
+	want := f.stop(t)
+	s.waitCaughtUp(t)
+	s.finish(t, want, a, b)
+}
+
+// TestEOSClusterWithoutTransactions (fault 8): a broker whose __transaction_state cannot be created
+// (transaction.state.log.replication.factor=3 on one node) cannot run transactions. An
+// exactly-once App's Run returns a *stream.TxnError saying so, within a bound, and does not hang.
+func TestEOSClusterWithoutTransactions(t *testing.T) {
+	d := brmDedicatedBroker(t, "transaction.state.log.replication.factor=3")
+	s := &rtSetup{b: d, group: Name(t, "app"), input: Name(t, "in"), output: Name(t, "out"), all: taskRange("0", 1)}
+	s.topo = javaCompatibleTopology(s.group, s.input, rtCounts.Name())
+	d.CreateTopic(t, s.input, 1)
+	d.CreateTopic(t, s.output, 1)
+	a := s.startEOS(t, "a")
+	started := time.Now()
+	err := a.wait(t, time.Minute)
+	te := errorAs[*stream.TxnError](t, err)
+	t.Logf("Run returned after %v: %v", time.Since(started).Round(time.Millisecond), te)
+	if !strings.Contains(te.Error(), "transaction.state.log.replication.factor") {
+		t.Fatalf("the error does not say what to check: %v", te)
+	}
+	if st := a.app.State(); st != stream.Error {
+		t.Fatalf("state %s after the TxnError; want ERROR", st)
+	}
+}
+
+// TestEOSSharesAGroupWithKafkaStreams (fault 6): a Go exactly-once member and a Kafka Streams 4.4
+// member with processing.guarantee=exactly_once_v2 (the Java peer) count in one group on one
+// topology, with hand-overs both ways while input flows: Go alone; Java joins and takes some tasks
+// (Go → Java, restoring Go's changelog); Java stops and Go takes them back (Java → Go, restoring
+// Java's). The committed output (read_committed) and Go's stores are exact.
+func TestEOSSharesAGroupWithKafkaStreams(t *testing.T) {
+	s := newRTSetup(t, 4)
+	g := s.startEOS(t, "go")
+	g.runningWith(t, s.all)
+	f := feed(t, s.b.Client(t), s.input, 16, 20000)
+	f.waitMore(t, 200)
+
+	p := startJavaPeer(t, s.b, s.group, s.input, s.output, rtCounts.Name(), javaDefault, "--guarantee=exactly_once_v2")
+	Eventually(t, javaStart, func() (bool, string) {
+		x, j := g.active(), p.activeTasks()
+		ok := !x.IsEmpty() && !j.IsEmpty() && x.Union(j).Equal(s.all) && x.Intersect(j).IsEmpty() &&
+			g.app.State() == stream.Running && p.currentState() == "RUNNING"
+		return ok, fmt.Sprintf("%v %v", g, p)
+	})
+	f.waitMore(t, 300)
+	s.waitCaughtUp(t) // the Java member committed its tasks' input too
+
+	p.stop(t)
+	g.runningWith(t, s.all)
+	f.waitMore(t, 200)
+	if errs := p.errorLines(); len(errs) > 0 {
+		t.Fatalf("the Java peer failed: %v", errs)
+	}
+	want := f.stop(t)
+	s.waitCaughtUp(t)
+	s.finish(t, want, g)
 }

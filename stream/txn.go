@@ -155,6 +155,7 @@ func (a *App) abortTxn(ctx context.Context) error {
 	}
 	var err error
 	if a.txnOpen {
+		a.txnGen.Add(1) // from here on, the open transaction's records fail as part of the abort
 		deadline := time.Now().Add(abortRetryBound)
 		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 			deadline = d
