@@ -551,3 +551,33 @@ func (s *rtSetup) finish(t *testing.T, want map[string]int64, apps ...*rtApp) {
 func clientsOf(t *testing.T, b *Broker) func(...kgo.Opt) *kgo.Client {
 	return func(opts ...kgo.Opt) *kgo.Client { return b.Client(t, opts...) }
 }
+
+// warmed holds the bootstrap addresses whose transaction coordinator was warmed up.
+var warmed sync.Map
+
+// warmTransactions waits, once per broker (or cluster), until a transactional producer can get a
+// producer ID: the first one makes the broker create __transaction_state, which on a loaded
+// machine takes longer than an App's start bound (stream's initProducer gives up after 10 s with a
+// *stream.TxnError, by design: a cluster without transactions is refused at start).
+func warmTransactions(t *testing.T, b *Broker) {
+	t.Helper()
+	if _, ok := warmed.Load(b.Bootstrap); ok {
+		return
+	}
+	cl := b.Client(t, kgo.TransactionalID(Name(t, "warmup")))
+	Eventually(t, 2*time.Minute, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_, _, err := cl.ProducerID(ctx)
+		return err == nil, fmt.Sprintf("no producer ID yet: %v", err)
+	})
+	warmed.Store(b.Bootstrap, true)
+}
+
+// newEOSSetup is newRTSetup on a broker whose transactions are warmed up.
+func newEOSSetup(t *testing.T, partitions int32) *rtSetup {
+	t.Helper()
+	s := newRTSetup(t, partitions)
+	warmTransactions(t, s.b)
+	return s
+}
