@@ -581,3 +581,35 @@ func newEOSSetup(t *testing.T, partitions int32) *rtSetup {
 	warmTransactions(t, s.b)
 	return s
 }
+
+// openTxns describes the group's transactional IDs (<application.id>-…) that are not Empty or
+// complete: what may hold a group's offsets unstable.
+func openTxns(t *testing.T, b *Broker, group string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := b.Admin(t)
+	listed, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		return fmt.Sprintf("listing transactions: %v", err)
+	}
+	var ids []string
+	for _, id := range listed.TransactionalIDs() {
+		if strings.HasPrefix(id, group+"-") {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return "no transactional ID of the group"
+	}
+	d, err := adm.DescribeTransactions(ctx, ids...)
+	if err != nil {
+		return fmt.Sprintf("describing %v: %v", ids, err)
+	}
+	var out []string
+	for _, dt := range d.Sorted() {
+		out = append(out, fmt.Sprintf("%s: %s producer %d epoch %d started %v ago, partitions %v", dt.TxnID, dt.State,
+			dt.ProducerID, dt.ProducerEpoch, time.Since(time.UnixMilli(dt.StartTimestamp)).Round(time.Millisecond), dt.Topics))
+	}
+	return strings.Join(out, "; ")
+}
