@@ -107,7 +107,7 @@ func (s *rtSetup) split(apps ...*rtApp) (bool, string) {
 // SIGKILLed with a transaction open (its transactional ID is Ongoing at the broker after the kill)
 // and started again on the same state.dir: the new incarnation has the same transactional.id, and
 // its InitProducerId fences the old producer epoch and aborts the dead one's transaction. The
-// output and the stores are exact.
+// output and the stores are exact, and so is the store of a fresh app restored from the changelog.
 func TestEOSMemberKilledMidTransaction(t *testing.T) {
 	s := newEOSSetup(t, 4)
 	dirA := t.TempDir()
@@ -164,6 +164,9 @@ func TestEOSMemberKilledMidTransaction(t *testing.T) {
 	b.runningWith(t, s.all)
 	s.waitCaughtUp(t)
 	s.finish(t, want, b)
+	// The changelog holds the dead transaction's aborted records: a store restored from it with
+	// read_committed must not see them.
+	s.verifyFresh(t, want)
 }
 
 // TestEOSBrokerRestart (fault 4): the broker restarts under two exactly-once members while input
