@@ -167,10 +167,11 @@ func (b *lockedBuffer) String() string {
 }
 
 // startJavaPeer starts a Java peer as a member of group (its application.id) reading input, writing
-// output and keeping a key-value store named store; mode is javaDefault or javaExtraSource. When the
+// output and keeping a key-value store named store; mode is javaDefault or javaExtraSource; flags
+// are more --name=value flags of Peer.java (--guarantee=exactly_once_v2). When the
 // test ends the peer is stopped (gracefully, killed by PID if that takes too long) and, if the test
 // failed, its stdout lines and stderr log are printed.
-func startJavaPeer(t *testing.T, b *Broker, group, input, output, store, mode string) *javaPeer {
+func startJavaPeer(t *testing.T, b *Broker, group, input, output, store, mode string, flags ...string) *javaPeer {
 	t.Helper()
 	classpath := buildJavaPeer(t)
 	java, err := javaBinary()
@@ -187,6 +188,7 @@ func startJavaPeer(t *testing.T, b *Broker, group, input, output, store, mode st
 	args = append(args, "io.github.streamsgroup.peer.Peer",
 		"--bootstrap="+b.Bootstrap, "--app="+group, "--input="+input, "--output="+output,
 		"--store="+store, "--mode="+mode, "--state-dir="+stateDir)
+	args = append(args, flags...) // more --name=value flags, e.g. --guarantee=exactly_once_v2
 
 	p := &javaPeer{
 		name:   "java-" + mode,

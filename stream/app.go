@@ -230,6 +230,9 @@ type App struct {
 	// txnOpen and txnRecords: the open transaction under exactly-once (a.mu).
 	txnOpen    bool
 	txnRecords int
+	// txnGen counts the aborted transactions, so that a late failure of an aborted transaction's
+	// record is not taken for one of the next transaction's.
+	txnGen atomic.Int64
 
 	state      atomic.Int32
 	produceErr atomic.Pointer[ProduceError]

@@ -409,16 +409,23 @@ func (a *App) produce(r *kgo.Record) {
 	}
 	a.ensureTxn()
 	a.txnRecords++
-	a.cl.Produce(a.deliveryContext(), r, a.produced) // not runCtx: a clean stop flushes what is buffered
+	gen := a.txnGen.Load()
+	// Not runCtx: a clean stop flushes what is buffered.
+	a.cl.Produce(a.deliveryContext(), r, func(r *kgo.Record, err error) {
+		if err != nil {
+			a.recordProduceErr(r, err, gen)
+		}
+	})
 }
 
-func (a *App) produced(r *kgo.Record, err error) {
-	if err != nil {
-		a.recordProduceErr(r, err)
+// recordProduceErr keeps the first failed write. gen is the transaction generation the record was
+// produced in: under exactly-once, a record of a transaction aborted since (ErrAborting, or
+// INVALID_PRODUCER_EPOCH once the abort bumped the epoch) failed as part of the abort, and is done
+// again.
+func (a *App) recordProduceErr(r *kgo.Record, err error, gen int64) {
+	if a.eos() && gen != a.txnGen.Load() {
+		return
 	}
-}
-
-func (a *App) recordProduceErr(r *kgo.Record, err error) {
 	pe := &ProduceError{Topic: r.Topic, Partition: r.Partition, Err: err}
 	if !a.produceErr.CompareAndSwap(nil, pe) {
 		return
@@ -439,9 +446,10 @@ func (a *App) produceChangelog(r *kgo.Record, s *kvStore) {
 	}
 	a.ensureTxn()
 	a.txnRecords++
+	gen := a.txnGen.Load()
 	a.cl.Produce(a.deliveryContext(), r, func(r *kgo.Record, err error) {
 		if err != nil {
-			a.recordProduceErr(r, err)
+			a.recordProduceErr(r, err, gen)
 			return
 		}
 		s.ackedAt(r.Offset)

@@ -155,10 +155,17 @@ func (a *App) abortTxn(ctx context.Context) error {
 	}
 	var err error
 	if a.txnOpen {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.RequestTimeout)
-		defer cancel()
-		if err = a.cl.AbortBufferedRecords(ctx); err == nil {
-			err = a.cl.EndTransaction(ctx, kgo.TryAbort)
+		a.txnGen.Add(1) // from here on, the open transaction's records fail as part of the abort
+		deadline := time.Now().Add(abortRetryBound)
+		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+			deadline = d
+		}
+		base := context.WithoutCancel(ctx)
+		bctx, cancel := context.WithTimeout(base, a.cfg.RequestTimeout)
+		err = a.cl.AbortBufferedRecords(bctx)
+		cancel()
+		if err == nil {
+			err = a.endAbort(base, deadline)
 		}
 		a.txnOpen, a.txnRecords = false, 0
 		a.produceErr.Store(nil) // the failed records were part of the aborted transaction
@@ -173,6 +180,29 @@ func (a *App) abortTxn(ctx context.Context) error {
 	}
 	a.cons.Rewind()
 	return err
+}
+
+// abortRetryBound bounds (with the caller's deadline) the retries of an abort that fails for a reason the producer can go on
+// from (the broker restarting, the network down): long enough for a broker restart.
+const abortRetryBound = time.Minute
+
+// endAbort ends the open transaction with an abort. An abort whose outcome kgo could not confirm
+// (a transport error) is retried, as kgo documents: the retry reloads the producer ID, which bumps
+// the epoch and so aborts whatever the broker still holds open. Failing the application on the
+// first such error would turn a broker restart into a fatal error.
+func (a *App) endAbort(ctx context.Context, deadline time.Time) error {
+	backoff := a.cfg.RetryBackoff
+	for {
+		actx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+		err := a.cl.EndTransaction(actx, kgo.TryAbort)
+		cancel()
+		if err == nil || a.fatalTxn(err) != nil || time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		a.log.Warn("aborting the transaction failed; retrying", "err", err, "backoff", backoff)
+		time.Sleep(backoff)
+		backoff = min(backoff*2, max(a.cfg.RetryBackoffMax, a.cfg.RetryBackoff))
+	}
 }
 
 // fatalTxn returns the *TxnError for an error the producer cannot go on from, or nil.

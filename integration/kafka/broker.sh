@@ -155,6 +155,11 @@ group.streams.initial.rebalance.delay.ms=0
 group.streams.assignment.interval.ms=0
 group.streams.min.task.offset.interval.ms=100
 group.initial.rebalance.delay.ms=0
+# A transaction whose producer died is aborted within about 1 s of its transaction.timeout.ms (the
+# default check runs every 10 s), so exactly-once tests do not wait on it.
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
+# Few transaction log partitions: the first transactional producer creates them all.
+transaction.state.log.num.partitions=4
 EOF
 }
 

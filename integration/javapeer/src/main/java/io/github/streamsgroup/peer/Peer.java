@@ -37,7 +37,8 @@ import org.apache.kafka.streams.state.Stores;
  *
  * <p>Flags (all {@code --name=value}): {@code --bootstrap}, {@code --app} (application.id = group),
  * {@code --input}, {@code --output}, {@code --store}, optional {@code --mode} ({@code default} or
- * {@code extra-source}) and {@code --state-dir}.
+ * {@code extra-source}), {@code --state-dir} and {@code --guarantee} (processing.guarantee:
+ * {@code at_least_once}, the default, or {@code exactly_once_v2}).
  *
  * <p>The topology is built with the Processor API and explicit names, so that what Kafka Streams
  * sends to the broker is fully determined by the flags: one subtopology "0" whose source topic is
@@ -109,6 +110,8 @@ public final class Peer {
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        // at_least_once (the default) or exactly_once_v2 (the Go exactly-once tests).
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, flags.getOrDefault("guarantee", StreamsConfig.AT_LEAST_ONCE));
 
         streams = new KafkaStreams(topology, props);
         streams.setStateListener((newState, oldState) -> emit("STATE " + newState));
