@@ -95,7 +95,7 @@ type Report struct {
 	S1       Verdict                `json:"s1"`
 	S2       Verdict                `json:"s2"`
 	S3       Verdict                `json:"s3"`
-	S4       Verdict                `json:"s4"`       // exactly-once mode only (always OK otherwise)
+	S4       Verdict                `json:"s4"` // exactly-once mode only (always OK otherwise)
 	EOS      *EOSSummary            `json:"eos,omitempty"`
 	Procs    []ProcStats            `json:"processes"`
 	Conns    Dist                   `json:"broker_connections"` // counts, not ms (soak)
