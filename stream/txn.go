@@ -155,10 +155,22 @@ func (a *App) abortTxn(ctx context.Context) error {
 	}
 	var err error
 	if a.txnOpen {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.RequestTimeout)
+		// Retried with backoff while the brokers cannot be reached (a broker restarting): the
+		// abort must happen before this member produces again, and giving up would stop it.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(a.cfg.RequestTimeout, 2*transactionTimeout))
 		defer cancel()
-		if err = a.cl.AbortBufferedRecords(ctx); err == nil {
-			err = a.cl.EndTransaction(ctx, kgo.TryAbort)
+		for backoff := a.cfg.RetryBackoff; ; backoff = min(2*backoff, a.cfg.RetryBackoffMax) {
+			if err = a.cl.AbortBufferedRecords(ctx); err == nil {
+				err = a.cl.EndTransaction(ctx, kgo.TryAbort)
+			}
+			if err == nil || a.fatalTxn(err) != nil || !a.abortable(err) || ctx.Err() != nil {
+				break
+			}
+			a.log.Warn("aborting the transaction failed; retrying", "err", err, "backoff", backoff)
+			select {
+			case <-ctx.Done():
+			case <-time.After(max(backoff, time.Millisecond)):
+			}
 		}
 		a.txnOpen, a.txnRecords = false, 0
 		a.produceErr.Store(nil) // the failed records were part of the aborted transaction
