@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // EOSSummary is what S4 found in an exactly-once run.
@@ -74,7 +75,19 @@ func checkS4(run Run, drv []DriverRecord, rep *Report) {
 	sum.OutputRecords = len(out)
 	seqs := map[string][]int64{}
 	parts := map[string]int32{}
+	rounds := map[string]map[int64]OutputRecord{} // key → round → its first committed output
 	for _, r := range out {
+		if r.Round > 0 {
+			if rounds[r.Key] == nil {
+				rounds[r.Key] = map[int64]OutputRecord{}
+			}
+			if first, ok := rounds[r.Key][r.Round]; ok {
+				rep.S4.add("key %s: input round %d counted twice: count %d at output %d@%d (%s) and count %d at %d@%d (%s)",
+					r.Key, r.Round, first.Count, first.Partition, first.Offset, msTime(first.Time), r.Count, r.Partition, r.Offset, msTime(r.Time))
+			} else {
+				rounds[r.Key][r.Round] = r
+			}
+		}
 		if p, ok := parts[r.Key]; ok && p != r.Partition {
 			rep.S4.add("key %s: output in partitions %d and %d (a key's counts must stay in one partition to be ordered)", r.Key, p, r.Partition)
 		}
@@ -204,6 +217,14 @@ func seqText(seq []int64) string {
 		parts = append(parts[:6], append([]string{"…"}, parts[len(parts)-5:]...)...)
 	}
 	return strings.Join(parts, ",")
+}
+
+// msTime prints a record timestamp (Unix ms) as UTC wall-clock time, to find it in the logs.
+func msTime(ms int64) string {
+	if ms == 0 {
+		return "no time"
+	}
+	return time.UnixMilli(ms).UTC().Format("15:04:05.000")
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -42,6 +42,9 @@ const (
 const (
 	EOSStore  = "counts"
 	EOSOutput = "chaos-output"
+	// EOSRoundHeader is the output record header that carries the input record's value: the
+	// driver's round number, 1, 2, … per key.
+	EOSRoundHeader = "round"
 )
 
 // Record is one line of a member process's log. Every record names its process, the process's
@@ -208,6 +211,8 @@ type OutputRecord struct {
 	Offset    int64  `json:"o"`
 	Key       string `json:"k"`
 	Count     int64  `json:"n"`
+	Round     int64  `json:"r,omitempty"` // the input record's round (EOSRoundHeader), 0 if absent
+	Time      int64  `json:"t,omitempty"` // the record's timestamp, Unix ms
 }
 
 // DefaultConfig fills the checker's bounds and grace; the driver overrides the rest.

@@ -65,7 +65,9 @@ func runEOS(ctx context.Context, lw *logw, name string, seeds []string, rewrite 
 		return 2
 	}
 	out := stream.Output(output, serde.String, serde.Int64)
-	count := stream.Typed(serde.String, serde.String, func(c *stream.Context, key, _ string) error {
+	// The output carries the input's value (the driver's round number) in a header, so that S4 can
+	// name the input record behind a count that went wrong.
+	count := stream.Typed(serde.String, serde.String, func(c *stream.Context, key, round string) error {
 		n, _, err := eosCounts.Get(c, key)
 		if err != nil {
 			return err
@@ -73,8 +75,13 @@ func runEOS(ctx context.Context, lw *logw, name string, seeds []string, rewrite 
 		if err := eosCounts.Put(c, key, n+1); err != nil {
 			return err
 		}
-		return out.Send(c, key, n+1)
+		return out.Send(c, key, n+1, kgo.RecordHeader{Key: chaos.EOSRoundHeader, Value: []byte(round)})
 	})
+	if !logger.Enabled(context.Background(), slog.LevelDebug) {
+		// The runtime's warnings (aborted transactions, retries) go to the process's stderr file,
+		// beside its JSON log, unless -debug asked for everything.
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	m := &eosMember{name: name, lw: lw}
 	var d net.Dialer
 	m.app, err = stream.New(cfg, topo, stream.Processors{"0": count},
