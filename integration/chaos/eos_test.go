@@ -181,3 +181,21 @@ func TestS4OnlyInEOSMode(t *testing.T) {
 		t.Fatalf("S4 checked outside the exactly-once mode: %v", rep.S4.Violations)
 	}
 }
+
+// TestS2ExtraDeadline: the exactly-once mode's allowance moves S2's deadline by exactly its value
+// (7 s + 10 s): a recovery of 17 s passes, one of 17.001 s fails.
+func TestS2ExtraDeadline(t *testing.T) {
+	for _, c := range []struct {
+		at   float64
+		pass bool
+	}{{27, true}, {27.001, false}} {
+		s := twoMembers().fault(1, "kill9", "a", 1, 9.5, 10, false, false)
+		s.run.Config.ExtraDeadlineMs = 10_000
+		s.snap(9, "Reconciling", sm("ida", "0_0", "0_1"), sm("idb", "0_2", "0_3"))
+		s.snap(c.at, "Stable", sm("ida", "0_0", "0_1"), sm("idb", "0_2", "0_3")).end(40)
+		rep := s.check(t)
+		if rep.S2.OK != c.pass || rep.Faults[0].DeadlineMs != 17000 {
+			t.Fatalf("converged at %v s: S2 ok=%v (want %v), deadline %v ms (want 17000)", c.at, rep.S2.OK, c.pass, rep.Faults[0].DeadlineMs)
+		}
+	}
+}

@@ -8,13 +8,15 @@
 //	SEED=42 FAULTS=200 go run -C integration/chaos ./cmd/chaos
 //	SOAK=30m go run -C integration/chaos ./cmd/chaos            # the soak: 20 members in one process, 20 alone
 //	go run -C integration/chaos ./cmd/chaos -check DIR          # check the logs of an earlier run again
+//	APP=eos SEED=7 FAULTS=8 go run -C integration/chaos ./cmd/chaos # the stateful exactly-once mode, S4 added (eos.go)
 //
 // integration/chaos is a module of its own (toxiproxy stays out of the core's go.mod), hence -C. A
 // relative OUT or -check DIR is taken from integration/chaos.
 //
 // Settings come from the environment (as make passes them) or the equal flags: SEED, FAULTS,
 // FAULT_TYPES (comma separated; default all that the cluster allows), MEMBERS, PARTITIONS,
-// BROKERS (3 adds the coordinator-move faults), SOAK, OUT (the run directory; default a new
+// BROKERS (3 adds the coordinator-move faults), APP (eos: the counting app under exactly-once, with
+// KEYS and ROUND for its input), SOAK, OUT (the run directory; default a new
 // temporary one), KEEP (keep the run directory of a passing run), BROKER_SH (another broker.sh
 // than the module's, e.g. a known-good copy while the module's is being changed). The broker runs with the test
 // values of broker.sh: heartbeat interval 500 ms, session timeout 6 s.
