@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -76,14 +77,15 @@ func checkS4(run Run, drv []DriverRecord, rep *Report) {
 	seqs := map[string][]int64{}
 	parts := map[string]int32{}
 	rounds := map[string]map[int64]OutputRecord{} // key → round → its first committed output
+	twice := map[string][]string{}                // key → each round counted again, described
 	for _, r := range out {
 		if r.Round > 0 {
 			if rounds[r.Key] == nil {
 				rounds[r.Key] = map[int64]OutputRecord{}
 			}
 			if first, ok := rounds[r.Key][r.Round]; ok {
-				rep.S4.add("key %s: input round %d counted twice: count %d at output %d@%d (%s) and count %d at %d@%d (%s)",
-					r.Key, r.Round, first.Count, first.Partition, first.Offset, msTime(first.Time), r.Count, r.Partition, r.Offset, msTime(r.Time))
+				twice[r.Key] = append(twice[r.Key], fmt.Sprintf("round %d: count %d at output %d@%d (%s), again count %d at %d@%d",
+					r.Round, first.Count, first.Partition, first.Offset, msTime(first.Time), r.Count, r.Partition, r.Offset))
 			} else {
 				rounds[r.Key][r.Round] = r
 			}
@@ -145,6 +147,20 @@ func checkS4(run Run, drv []DriverRecord, rep *Report) {
 	sum.Keys = len(keys)
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		n := e.Input[k]
+		if tw := twice[k]; len(tw) > 0 {
+			rep.S4.add("key %s: %d input rounds counted twice, the first %s", k, len(tw), tw[0])
+		}
+		if rs := rounds[k]; len(rs) > 0 {
+			var never []int64
+			for r := int64(1); r <= n; r++ {
+				if _, ok := rs[r]; !ok {
+					never = append(never, r)
+				}
+			}
+			if len(never) > 0 {
+				rep.S4.add("key %s: %d input rounds never counted in the committed output: %s", k, len(never), seqText(never))
+			}
+		}
 		seq := seqs[k]
 		var lastCount int64
 		if len(seq) > 0 {

@@ -100,9 +100,10 @@ func TestS4OneOff(t *testing.T) {
 	}{
 		{name: "output lost its last count", counts: map[string][]int64{"k000": {1, 2}}, lost: 1, outLost: 1, want: "k000: 3 input records, the committed output's last count is 2"},
 		{name: "output counted one twice", counts: map[string][]int64{"k001": {1, 2, 3}}, dup: 1, outDup: 1, want: "k001: 2 input records, the committed output's last count is 3"},
-		{name: "the twice-counted round is named", counts: map[string][]int64{"k001": {1, 2, 3}}, dup: 1, outDup: 1, want: "key k001: input round 1 counted twice: count 1 at output 1@0"},
+		{name: "the twice-counted round is named", counts: map[string][]int64{"k001": {1, 2, 3}}, dup: 1, outDup: 1, want: "key k001: 1 input rounds counted twice, the first round 1: count 1 at output 1@0"},
 		{name: "a count visible twice", counts: map[string][]int64{"k002": {1, 2, 2, 3, 4}}, repeats: 1, want: "k002: committed counts are not 1..4 in order: 1-2,2-4"},
 		{name: "a count never visible", counts: map[string][]int64{"k002": {1, 3, 4}}, gaps: 1, want: "k002: committed counts are not 1..4 in order: 1,3-4"},
+		{name: "the round never counted is named", counts: map[string][]int64{"k002": {1, 3, 4}}, gaps: 1, want: "key k002: 1 input rounds never counted in the committed output: 2"},
 		{name: "store one short", stores: map[string]int64{"k002": 3}, lost: 1, storeLost: 1, want: "k002: 4 input records, the store's count is 3"},
 		{name: "store one over", stores: map[string]int64{"k000": 4}, dup: 1, storeDupWant: 1, want: "k000: 3 input records, the store's count is 4"},
 		{name: "key missing from the stores", stores: map[string]int64{"k001": -1}, lost: 2, storeLost: 2, want: "k001: 2 input records, the store's count is 0, not in any store"},
