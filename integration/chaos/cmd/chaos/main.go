@@ -62,6 +62,7 @@ func main() {
 		out        = flag.String("out", env("OUT", ""), "run directory (default: a new temporary one)")
 		keep       = flag.Bool("keep", env("KEEP", "") != "", "keep the run directory of a passing run")
 		check      = flag.String("check", "", "only check the logs of the run in this directory")
+		reportTo   = flag.String("report", "", "-check: also write the report as JSON to this file")
 		app        = flag.String("app", env("APP", ""), `"eos": the members run the counting application on the stream runtime under exactly_once_v2 with a Pebble store, and S4 is checked`)
 		keys       = flag.Int("keys", atoi(env("KEYS", "36")), "APP=eos: input keys")
 		round      = flag.Duration("round", dur(env("ROUND", "250ms")), "APP=eos: one input record per key every this long")
@@ -74,6 +75,16 @@ func main() {
 			os.Exit(2)
 		}
 		rep.WriteText(os.Stdout)
+		if *reportTo != "" {
+			b, err := json.MarshalIndent(rep, "", "  ")
+			if err == nil {
+				err = os.WriteFile(*reportTo, b, 0o644)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "chaos:", err)
+				os.Exit(2)
+			}
+		}
 		if !rep.Pass {
 			os.Exit(1)
 		}
