@@ -684,3 +684,13 @@ func (a *App) releaseDelivery() {
 		}
 	}
 }
+
+// Member returns the member's ID and epoch, as membership.Manager.Member does ("" and 0 before Run
+// built the member). Call it from a hook (WithHooks) or after Run started the member: a tool that
+// relates the App to the broker's description of the group (the chaos suite) needs the ID.
+func (a *App) Member() (memberID string, epoch int32) {
+	if a.mgr == nil {
+		return "", 0
+	}
+	return a.mgr.Member()
+}

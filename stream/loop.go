@@ -430,13 +430,32 @@ func (a *App) recordProduceErr(r *kgo.Record, err error, gen int64) {
 	if !a.produceErr.CompareAndSwap(nil, pe) {
 		return
 	}
-	// Under exactly-once a write the transaction coordinator refused as abortable is not the end:
-	// the next commit aborts and the work is done again. Any other failed write stops the
-	// application (Kafka Streams' default production exception handler).
-	if a.eos() && (errors.Is(err, kerr.TransactionAbortable) || errors.Is(err, kerr.InvalidTxnState)) {
+	// Under exactly-once a failed write of the open transaction is not the end when the producer
+	// can go on: the next commit aborts and the work is done again. Any other failed write stops
+	// the application (Kafka Streams' default production exception handler).
+	if a.eos() && a.abortable(err) {
 		return
 	}
 	a.fail(pe)
+}
+
+// abortable says whether a failed write under exactly-once only aborts the transaction: the
+// coordinator refused it as abortable, a retriable broker error, or no broker error at all (the
+// connection failed while a broker restarted, the delivery timed out, or the App's own abort failed
+// the buffered records); not a fencing or an authorization error, nor a non-retriable broker error
+// such as a record too large, which would fail again at every retry.
+func (a *App) abortable(err error) bool {
+	if errors.Is(err, kerr.TransactionAbortable) || errors.Is(err, kerr.InvalidTxnState) {
+		return true
+	}
+	if a.fatalTxn(err) != nil || errors.Is(err, kgo.ErrClientClosed) {
+		return false
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Retriable
+	}
+	return true
 }
 
 // produceChangelog sends a store's changelog record; its acknowledgement moves the store's position.

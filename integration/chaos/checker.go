@@ -15,6 +15,8 @@ type Run struct {
 	Config  Config
 	Driver  []DriverRecord
 	Members []Record
+	// EOS is the exactly-once mode's read of the topics (eos.json); nil otherwise.
+	EOS *EOSData
 }
 
 // maxListed caps the violations a Verdict lists; Count counts them all.
@@ -93,6 +95,8 @@ type Report struct {
 	S1       Verdict                `json:"s1"`
 	S2       Verdict                `json:"s2"`
 	S3       Verdict                `json:"s3"`
+	S4       Verdict                `json:"s4"` // exactly-once mode only (always OK otherwise)
+	EOS      *EOSSummary            `json:"eos,omitempty"`
 	Procs    []ProcStats            `json:"processes"`
 	Conns    Dist                   `json:"broker_connections"` // counts, not ms (soak)
 	Extra    map[string]interface{} `json:"extra,omitempty"`
@@ -359,7 +363,7 @@ func Check(run Run) Report {
 	}
 
 	// S2: after each fault, convergence within session timeout + 2 heartbeat intervals.
-	deadline := float64(cfg.SessionMs + 2*cfg.HeartbeatMs)
+	deadline := float64(cfg.SessionMs + 2*cfg.HeartbeatMs + cfg.ExtraDeadlineMs)
 	for i, f := range faults {
 		r := &results[i]
 		r.DeadlineMs = deadline
@@ -445,8 +449,9 @@ func Check(run Run) Report {
 		rep.S3.add("broker connections grew from a median of %.0f to %.0f", g.early, g.late)
 	}
 
+	checkS4(run, drv, &rep)
 	rep.S1.OK, rep.S2.OK, rep.S3.OK = rep.S1.Count == 0, rep.S2.Count == 0, rep.S3.Count == 0
-	rep.Pass = rep.S1.OK && rep.S2.OK && rep.S3.OK
+	rep.Pass = rep.S1.OK && rep.S2.OK && rep.S3.OK && rep.S4.OK
 	return rep
 }
 

@@ -33,6 +33,18 @@ const (
 	KindSample = "sample"
 	// KindClosed: Close returned for this member.
 	KindClosed = "closed"
+	// KindStore (exactly-once mode): the committed contents of the member's store when SIGTERM
+	// arrived, before it stopped: Counts holds every key of its active tasks (Active) with its count.
+	KindStore = "store"
+)
+
+// The exactly-once mode's names (APP=eos): the counting application's store and output topic.
+const (
+	EOSStore  = "counts"
+	EOSOutput = "chaos-output"
+	// EOSRoundHeader is the output record header that carries the input record's value: the
+	// driver's round number, 1, 2, … per key.
+	EOSRoundHeader = "round"
 )
 
 // Record is one line of a member process's log. Every record names its process, the process's
@@ -54,6 +66,8 @@ type Record struct {
 	Goroutines int      `json:"gor,omitempty"`
 	HeapInuse  uint64   `json:"heap,omitempty"`
 	PID        int      `json:"pid,omitempty"`
+	// Counts: KindStore's key → count.
+	Counts map[string]int64 `json:"counts,omitempty"`
 }
 
 // Kinds of driver records (DriverRecord.Kind).
@@ -162,6 +176,43 @@ type Config struct {
 	ConnsBase      int    `json:"conns_base"`
 	Command        string `json:"command"` // how to run this schedule again
 	Soak           string `json:"soak,omitempty"`
+	// App is "eos" for the stateful exactly-once mode (S4 applies), "" for plain members.
+	App string `json:"app,omitempty"`
+	// ExtraDeadlineMs is added to S2's deadline (session + 2 heartbeats): the exactly-once mode's
+	// allowance for a process's start (see README.md).
+	ExtraDeadlineMs int64 `json:"extra_deadline_ms,omitempty"`
+	// Keys is the exactly-once mode's number of input keys.
+	Keys int `json:"keys,omitempty"`
+}
+
+// EOSData is what the driver of an exactly-once run read from the brokers after the schedule
+// (eos.json in the run directory): what was produced and what the application made of it.
+type EOSData struct {
+	// Acked counts, per key, the input records the driver's producer saw acknowledged.
+	Acked map[string]int64 `json:"acked"`
+	// Input counts, per key, the records of the input topic read back after the schedule: the
+	// ground truth of what the application had to count.
+	Input map[string]int64 `json:"input"`
+	// Output is the output topic read with read_committed from its start to its end, per partition
+	// in offset order.
+	Output []OutputRecord `json:"output"`
+	// Settled says every input record was processed and committed (the group's committed offsets
+	// reached the input's end) before the members were stopped; SettleMs is how long that took
+	// after the last fault.
+	Settled  bool    `json:"settled"`
+	SettleMs float64 `json:"settle_ms"`
+	// Err is what went wrong reading the topics, if anything.
+	Err string `json:"err,omitempty"`
+}
+
+// OutputRecord is one committed output record: the key and the count it carried.
+type OutputRecord struct {
+	Partition int32  `json:"p"`
+	Offset    int64  `json:"o"`
+	Key       string `json:"k"`
+	Count     int64  `json:"n"`
+	Round     int64  `json:"r,omitempty"` // the input record's round (EOSRoundHeader), 0 if absent
+	Time      int64  `json:"t,omitempty"` // the record's timestamp, Unix ms
 }
 
 // DefaultConfig fills the checker's bounds and grace; the driver overrides the rest.

@@ -12,12 +12,19 @@ import (
 // type, the S1 windows, the process extremes, and the verdicts with their violations.
 func (r *Report) WriteText(w io.Writer) {
 	c := r.Config
+	if c.App != "" {
+		fmt.Fprintf(w, "app: %s (the counting application on the stream runtime, exactly_once_v2, Pebble store; %d keys)\n", c.App, c.Keys)
+	}
 	fmt.Fprintf(w, "chaos: seed %d, %d faults, %d brokers, %d partitions, session %d ms, heartbeat %d ms, wall %.0f s\n",
 		c.Seed, len(r.Faults), max(c.Brokers, 1), c.Partitions, c.SessionMs, c.HeartbeatMs, r.WallSecs)
 	if c.Soak != "" {
 		fmt.Fprintf(w, "soak: %s\n", c.Soak)
 	}
-	fmt.Fprintf(w, "\nrecovery after each fault (S2; deadline %d ms = session + 2 heartbeats):\n", c.SessionMs+2*c.HeartbeatMs)
+	if c.ExtraDeadlineMs > 0 {
+		fmt.Fprintf(w, "\nrecovery after each fault (S2; deadline %d ms = session + 2 heartbeats + %d ms for the exactly-once app's start):\n", c.SessionMs+2*c.HeartbeatMs+c.ExtraDeadlineMs, c.ExtraDeadlineMs)
+	} else {
+		fmt.Fprintf(w, "\nrecovery after each fault (S2; deadline %d ms = session + 2 heartbeats):\n", c.SessionMs+2*c.HeartbeatMs)
+	}
 	fmt.Fprintf(w, "  %-16s %5s %10s %10s %10s\n", "fault", "n", "median", "p95", "max")
 	for _, k := range slices.Sorted(maps.Keys(r.Recovery)) {
 		d := r.Recovery[k]
@@ -53,8 +60,14 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.Conns.N > 0 {
 		fmt.Fprintf(w, "broker connections: %d samples, median %.0f, max %.0f (bound %d x clients x brokers + %d)\n", r.Conns.N, r.Conns.Median, r.Conns.Max, c.ConnsPerClient, c.ConnsBase)
 	}
+	if e := r.EOS; e != nil {
+		fmt.Fprintf(w, "\nexactly-once (S4): %d keys, %d input records, %d committed output records, %d keys in the final stores, settled %.0f ms after the last fault\n",
+			e.Keys, e.Inputs, e.OutputRecords, e.StoreKeys, e.SettleMs)
+		fmt.Fprintf(w, "  lost %d, duplicated %d (output: %d lost, %d duplicated; stores: %d lost, %d duplicated); visible counts repeated %d, missing %d\n",
+			e.Lost, e.Duplicated, e.OutputLost, e.OutputDuplicated, e.StoreLost, e.StoreDuplicated, e.VisibleRepeats, e.VisibleGaps)
+	}
 	fmt.Fprintln(w)
-	for _, v := range []struct {
+	verdicts := []struct {
 		name string
 		v    Verdict
 		what string
@@ -62,7 +75,15 @@ func (r *Report) WriteText(w io.Writer) {
 		{"S1", r.S1, "no task held twice outside the expiry windows"},
 		{"S2", r.S2, "converged within the deadline after every fault"},
 		{"S3", r.S3, "no fatal event, no unexpected exit, bounded goroutines/heap/connections"},
-	} {
+	}
+	if c.App == "eos" {
+		verdicts = append(verdicts, struct {
+			name string
+			v    Verdict
+			what string
+		}{"S4", r.S4, "every key's committed output and stored count equal its input count; visible counts exactly 1..n"})
+	}
+	for _, v := range verdicts {
 		verdict := "PASS"
 		if !v.v.OK {
 			verdict = fmt.Sprintf("FAIL (%d violations)", v.v.Count)

@@ -8,13 +8,15 @@
 //	SEED=42 FAULTS=200 go run -C integration/chaos ./cmd/chaos
 //	SOAK=30m go run -C integration/chaos ./cmd/chaos            # the soak: 20 members in one process, 20 alone
 //	go run -C integration/chaos ./cmd/chaos -check DIR          # check the logs of an earlier run again
+//	APP=eos SEED=7 FAULTS=8 go run -C integration/chaos ./cmd/chaos # the stateful exactly-once mode, S4 added (eos.go)
 //
 // integration/chaos is a module of its own (toxiproxy stays out of the core's go.mod), hence -C. A
 // relative OUT or -check DIR is taken from integration/chaos.
 //
 // Settings come from the environment (as make passes them) or the equal flags: SEED, FAULTS,
 // FAULT_TYPES (comma separated; default all that the cluster allows), MEMBERS, PARTITIONS,
-// BROKERS (3 adds the coordinator-move faults), SOAK, OUT (the run directory; default a new
+// BROKERS (3 adds the coordinator-move faults), APP (eos: the counting app under exactly-once, with
+// KEYS and ROUND for its input), SOAK, OUT (the run directory; default a new
 // temporary one), KEEP (keep the run directory of a passing run), BROKER_SH (another broker.sh
 // than the module's, e.g. a known-good copy while the module's is being changed). The broker runs with the test
 // values of broker.sh: heartbeat interval 500 ms, session timeout 6 s.
@@ -60,6 +62,10 @@ func main() {
 		out        = flag.String("out", env("OUT", ""), "run directory (default: a new temporary one)")
 		keep       = flag.Bool("keep", env("KEEP", "") != "", "keep the run directory of a passing run")
 		check      = flag.String("check", "", "only check the logs of the run in this directory")
+		reportTo   = flag.String("report", "", "-check: also write the report as JSON to this file")
+		app        = flag.String("app", env("APP", ""), `"eos": the members run the counting application on the stream runtime under exactly_once_v2 with a Pebble store, and S4 is checked`)
+		keys       = flag.Int("keys", atoi(env("KEYS", "36")), "APP=eos: input keys")
+		round      = flag.Duration("round", dur(env("ROUND", "250ms")), "APP=eos: one input record per key every this long")
 	)
 	flag.Parse()
 	if *check != "" {
@@ -69,6 +75,16 @@ func main() {
 			os.Exit(2)
 		}
 		rep.WriteText(os.Stdout)
+		if *reportTo != "" {
+			b, err := json.MarshalIndent(rep, "", "  ")
+			if err == nil {
+				err = os.WriteFile(*reportTo, b, 0o644)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "chaos:", err)
+				os.Exit(2)
+			}
+		}
 		if !rep.Pass {
 			os.Exit(1)
 		}
@@ -101,11 +117,26 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.FaultTypes = strings.Join(types, ",")
+	appEnv := ""
+	switch *app {
+	case "":
+	case "eos":
+		if *soak > 0 {
+			fmt.Fprintln(os.Stderr, "chaos: APP=eos runs a fault schedule, not the soak")
+			os.Exit(2)
+		}
+		cfg.App, cfg.Keys = "eos", *keys
+		applyEOSBounds(&cfg)
+		appEnv = fmt.Sprintf("APP=eos KEYS=%d ROUND=%v ", *keys, *round)
+	default:
+		fmt.Fprintf(os.Stderr, "chaos: APP=%q: the only application mode is eos\n", *app)
+		os.Exit(2)
+	}
 	if *soak > 0 {
 		cfg.Soak = fmt.Sprintf("%v, a fault every %v, 20 members in one process and 20 in their own", *soak, *every)
 		cfg.Command = fmt.Sprintf("SEED=%d SOAK=%v SOAK_EVERY=%v FAULT_TYPES=%s PARTITIONS=%d BROKERS=%d make soak", seed, *soak, *every, cfg.FaultTypes, *partitions, *brokers)
 	} else {
-		cfg.Command = fmt.Sprintf("SEED=%d FAULTS=%d FAULT_TYPES=%s MEMBERS=%d PARTITIONS=%d BROKERS=%d make chaos", seed, *faults, cfg.FaultTypes, *members, *partitions, *brokers)
+		cfg.Command = fmt.Sprintf("%sSEED=%d FAULTS=%d FAULT_TYPES=%s MEMBERS=%d PARTITIONS=%d BROKERS=%d make chaos", appEnv, seed, *faults, cfg.FaultTypes, *members, *partitions, *brokers)
 	}
 	dir := *out
 	if dir == "" {
@@ -118,7 +149,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	d := &driver{cfg: cfg, dir: dir, types: types, members: *members, soak: *soak, every: *every,
+	d := &driver{cfg: cfg, dir: dir, types: types, members: *members, soak: *soak, every: *every, eosEvery: *round,
 		procs: map[string]*process{}, session: time.Duration(cfg.SessionMs) * time.Millisecond}
 	runErr := d.run(ctx)
 	d.cleanup()
@@ -203,6 +234,15 @@ func checkDir(dir string) (chaos.Report, error) {
 			run.Config = *r.Config
 		}
 	}
+	if run.Config.App == "eos" {
+		if b, err := os.ReadFile(filepath.Join(dir, "eos.json")); err == nil {
+			var e chaos.EOSData
+			if err := json.Unmarshal(b, &e); err != nil {
+				return chaos.Report{}, fmt.Errorf("eos.json: %w", err)
+			}
+			run.EOS = &e
+		}
+	}
 	files, _ := filepath.Glob(filepath.Join(dir, "logs", "*.jsonl"))
 	for _, f := range files {
 		recs, err := chaos.ReadJSONL[chaos.Record](f)
@@ -223,6 +263,11 @@ type driver struct {
 	soak    time.Duration
 	every   time.Duration
 	session time.Duration
+
+	eosEvery time.Duration  // APP=eos: the input's round interval
+	input    *inputProducer // APP=eos: the input, while the schedule runs
+	// lastFaultEnd: APP=eos, when the last fault ended (the settle time counts from there).
+	lastFaultEnd *time.Time
 
 	log       *dlog
 	broker    *broker
@@ -288,6 +333,11 @@ func (d *driver) run(ctx context.Context) error {
 	if _, err := d.broker.adm.CreateTopic(tctx, int32(d.cfg.Partitions), rf, nil, "chaos-input"); err != nil {
 		return fmt.Errorf("creating the input topic: %w", err)
 	}
+	if d.cfg.App == "eos" {
+		if _, err := d.broker.adm.CreateTopic(tctx, 4, rf, nil, chaos.EOSOutput); err != nil {
+			return fmt.Errorf("creating the output topic: %w", err)
+		}
+	}
 	if d.toxi, err = startToxi(ctx, toxiBin, filepath.Join(d.dir, "toxiproxy.log")); err != nil {
 		return err
 	}
@@ -314,6 +364,14 @@ func (d *driver) run(ctx context.Context) error {
 		return errors.New("the group did not converge after the start")
 	}
 	done()
+	if d.cfg.App == "eos" {
+		if err := d.startInput(); err != nil {
+			return fmt.Errorf("the input producer: %w", err)
+		}
+		lastEnd := time.Now()
+		defer func() { d.finishEOS(ctx, lastEnd) }()
+		d.lastFaultEnd = &lastEnd
+	}
 
 	lo, hi := max(2, d.members-1), d.members+2
 	if d.soak > 0 {
@@ -336,6 +394,9 @@ func (d *driver) run(ctx context.Context) error {
 		pl := draw(rng, d.types, slices.Sorted(maps.Keys(d.procs)), lo, hi, d.session)
 		f, err := d.apply(ctx, n, pl)
 		d.log.write(chaos.DriverRecord{Kind: chaos.DKFault, Fault: &f})
+		if d.lastFaultEnd != nil {
+			*d.lastFaultEnd = time.UnixMicro(f.End)
+		}
 		if err != nil {
 			return fmt.Errorf("fault %d (%s): %w", n, pl.typ, err)
 		}
@@ -428,6 +489,11 @@ func (d *driver) spawn(name string, n int) error {
 	cmd := exec.Command(d.memberBin, "-proc", name, "-inc", strconv.Itoa(np.inc), "-members", strconv.Itoa(n),
 		"-bootstrap", strings.Join(d.broker.addrs, ","), "-map", strings.Join(maps, ","),
 		"-app", d.cfg.Group, "-input", "chaos-input", "-log", base+".jsonl")
+	if d.cfg.App == "eos" {
+		// The state.dir of the process name, kept across its incarnations: its process ID (and so
+		// its transactional.id) and its Pebble stores survive a restart, as a real deployment's.
+		cmd.Args = append(cmd.Args, "-eos", "-output", chaos.EOSOutput, "-state", filepath.Join(d.dir, "state", name))
+	}
 	cmd.Stdout, cmd.Stderr = errf, errf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a Ctrl-C reaches the driver, which ends them
 	if err := cmd.Start(); err != nil {

@@ -2,7 +2,8 @@
 // of a streams group with one stateless subtopology "0" reading the input topic, using only the
 // library's public API. It writes JSON lines (chaos.Record) to its log file: each member's start
 // and member ID, every change of the active tasks its application holds, every event, every
-// heartbeat result, and once a second the process's goroutines and heap in use. The driver
+// heartbeat result, and once a second the process's goroutines and heap in use. With -eos it runs
+// the counting application on the stream runtime under exactly-once instead (eos.go). The driver
 // (cmd/chaos) starts it; SIGTERM closes every member (revoke, leave) and exits 0.
 //
 // -map rewrites broker addresses in the dialer (broker=proxy,…), so that every connection of this
@@ -67,6 +68,9 @@ func main() {
 	input := flag.String("input", "chaos-input", "input topic")
 	logPath := flag.String("log", "", "the JSON-lines log file (appended to)")
 	debug := flag.String("debug", "", "write the library's debug log here")
+	eos := flag.Bool("eos", false, "run the counting application on the stream runtime under exactly_once_v2 (one member)")
+	output := flag.String("output", chaos.EOSOutput, "-eos: the output topic")
+	stateDir := flag.String("state", "", "-eos: state.dir (kept across the process's restarts)")
 	flag.Parse()
 	if *bootstrap == "" || *logPath == "" {
 		fmt.Fprintln(os.Stderr, "chaosmember: -bootstrap and -log are required")
@@ -104,6 +108,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go sample(ctx, lw)
+	if *eos {
+		if *members != 1 || *stateDir == "" {
+			fmt.Fprintln(os.Stderr, "chaosmember: -eos runs one member (-members 1) and needs -state")
+			os.Exit(2)
+		}
+		code := runEOS(ctx, lw, *proc, strings.Split(*bootstrap, ","), rewrite, *app, *input, *output, *stateDir, logger)
+		stop()
+		os.Exit(code)
+	}
 
 	var ms []*member
 	for i := range *members {

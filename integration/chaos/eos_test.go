@@ -1,0 +1,202 @@
+package chaos
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// S4's tests: an exactly-once run of two members (a holds 0_0 and 0_1, b holds 0_2 and 0_3) over
+// three keys, whose committed output and final store dumps are written by hand. The exact run
+// passes; one record lost or one duplicated anywhere (in the output's last count, in a store, or
+// as a repeated visible count) fails S4 and nothing else.
+
+// eosInputs is the input of the synthetic run: key → records.
+var eosInputs = map[string]int64{"k000": 3, "k001": 2, "k002": 4}
+
+// eosRun builds the run: the members, converged; the output of every key as counts (by default
+// 1..n); the stores as dumped at the end (by default the input counts; k000 and k001 in a's
+// tasks, k002 in b's).
+func eosRun(counts map[string][]int64, stores map[string]int64) *synth {
+	s := twoMembers()
+	s.run.Config.App = "eos"
+	e := &EOSData{Acked: map[string]int64{}, Input: map[string]int64{}, Settled: true, SettleMs: 1200}
+	for k, n := range eosInputs {
+		e.Acked[k], e.Input[k] = n, n
+	}
+	for p, k := range []string{"k000", "k001", "k002"} {
+		seq, ok := counts[k]
+		if !ok {
+			for c := int64(1); c <= eosInputs[k]; c++ {
+				seq = append(seq, c)
+			}
+		}
+		for i, c := range seq {
+			e.Output = append(e.Output, OutputRecord{Partition: int32(p), Offset: int64(2 * i), Key: k, Count: c, Round: roundOf(k, len(seq), i, c)})
+		}
+	}
+	s.run.EOS = e
+	st := map[string]int64{}
+	for k, n := range eosInputs {
+		st[k] = n
+	}
+	for k, v := range stores {
+		if v < 0 {
+			delete(st, k)
+		} else {
+			st[k] = v
+		}
+	}
+	s.end(10)
+	dumpA, dumpB := map[string]int64{}, map[string]int64{}
+	for k, v := range st {
+		if k == "k002" {
+			dumpB[k] = v
+		} else {
+			dumpA[k] = v
+		}
+	}
+	s.m(Record{T: sec(10.1), Proc: "a", Inc: 1, Member: "a", Kind: KindStore, Active: []string{"0_0", "0_1"}, Counts: dumpA})
+	s.m(Record{T: sec(10.1), Proc: "b", Inc: 1, Member: "b", Kind: KindStore, Active: []string{"0_2", "0_3"}, Counts: dumpB})
+	return s
+}
+
+// roundOf is the input round behind the i-th of n outputs of key k with count c: the count itself,
+// except in the synthetic duplicate below (k001 counted to 3 of 2 inputs: its second output is round
+// 1 again).
+func roundOf(k string, n, i int, c int64) int64 {
+	if k == "k001" && n == 3 && i == 1 {
+		return 1
+	}
+	return c
+}
+
+func TestS4ExactPasses(t *testing.T) {
+	rep := eosRun(nil, nil).check(t)
+	if !rep.Pass || !rep.S4.OK {
+		t.Fatalf("an exact run failed: %v", rep.S4.Violations)
+	}
+	e := rep.EOS
+	if e == nil || e.Keys != 3 || e.Inputs != 9 || e.OutputRecords != 9 || e.StoreKeys != 3 || e.Lost != 0 || e.Duplicated != 0 {
+		t.Fatalf("summary %+v; want 3 keys, 9 inputs, 9 output records, 3 stored keys, nothing lost or duplicated", e)
+	}
+	if !strings.Contains(rep.Text(), "S4 PASS") {
+		t.Fatalf("the text does not say S4 PASS:\n%s", rep.Text())
+	}
+}
+
+// TestS4OneOff pins S4 at its boundary: a single record lost or duplicated, in any of the places
+// S4 looks, fails it, with the figure counted exactly once.
+func TestS4OneOff(t *testing.T) {
+	for _, c := range []struct {
+		name                 string
+		counts               map[string][]int64
+		stores               map[string]int64
+		lost, dup            int64
+		repeats, gaps        int64
+		want                 string
+		outLost, storeLost   int64
+		outDup, storeDupWant int64
+	}{
+		{name: "output lost its last count", counts: map[string][]int64{"k000": {1, 2}}, lost: 1, outLost: 1, want: "k000: 3 input records, the committed output's last count is 2"},
+		{name: "output counted one twice", counts: map[string][]int64{"k001": {1, 2, 3}}, dup: 1, outDup: 1, want: "k001: 2 input records, the committed output's last count is 3"},
+		{name: "the twice-counted round is named", counts: map[string][]int64{"k001": {1, 2, 3}}, dup: 1, outDup: 1, want: "key k001: 1 input rounds counted twice, the first round 1: count 1 at output 1@0"},
+		{name: "a count visible twice", counts: map[string][]int64{"k002": {1, 2, 2, 3, 4}}, repeats: 1, want: "k002: committed counts are not 1..4 in order: 1-2,2-4"},
+		{name: "a count never visible", counts: map[string][]int64{"k002": {1, 3, 4}}, gaps: 1, want: "k002: committed counts are not 1..4 in order: 1,3-4"},
+		{name: "the round never counted is named", counts: map[string][]int64{"k002": {1, 3, 4}}, gaps: 1, want: "key k002: 1 input rounds never counted in the committed output: 2"},
+		{name: "store one short", stores: map[string]int64{"k002": 3}, lost: 1, storeLost: 1, want: "k002: 4 input records, the store's count is 3"},
+		{name: "store one over", stores: map[string]int64{"k000": 4}, dup: 1, storeDupWant: 1, want: "k000: 3 input records, the store's count is 4"},
+		{name: "key missing from the stores", stores: map[string]int64{"k001": -1}, lost: 2, storeLost: 2, want: "k001: 2 input records, the store's count is 0, not in any store"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := eosRun(c.counts, c.stores).check(t)
+			if rep.S4.OK || rep.Pass {
+				t.Fatal("S4 passed")
+			}
+			if !rep.S1.OK || !rep.S2.OK || !rep.S3.OK {
+				t.Fatalf("another property failed: S1 %v S2 %v S3 %v", rep.S1.Violations, rep.S2.Violations, rep.S3.Violations)
+			}
+			if !strings.Contains(strings.Join(rep.S4.Violations, "\n"), c.want) {
+				t.Fatalf("violations %q; want one with %q", rep.S4.Violations, c.want)
+			}
+			e := rep.EOS
+			got := fmt.Sprint(e.Lost, e.Duplicated, e.VisibleRepeats, e.VisibleGaps, e.OutputLost, e.StoreLost, e.OutputDuplicated, e.StoreDuplicated)
+			want := fmt.Sprint(c.lost, c.dup, c.repeats, c.gaps, c.outLost, c.storeLost, c.outDup, c.storeDupWant)
+			if got != want {
+				t.Fatalf("lost, duplicated, repeats, gaps, output lost, store lost, output dup, store dup = %s; want %s", got, want)
+			}
+		})
+	}
+}
+
+func TestS4Conditions(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(s *synth)
+		want string
+	}{
+		{"not settled", func(s *synth) { s.run.EOS.Settled = false }, "did not process and commit every input record"},
+		{"no eos.json", func(s *synth) { s.run.EOS = nil }, "no record of the input and output topics"},
+		{"acked input missing from the topic", func(s *synth) { s.run.EOS.Acked["k000"] = 4 }, "key k000: the driver had 4 input records acknowledged, the input topic holds 3"},
+		{"a task without a dump", func(s *synth) {
+			for i := range s.run.Members {
+				if s.run.Members[i].Kind == KindStore && s.run.Members[i].Proc == "b" {
+					s.run.Members[i].Active = []string{"0_2"}
+				}
+			}
+		}, "task 0_3: no member dumped its store"},
+		{"a key in two stores", func(s *synth) {
+			s.m(Record{T: sec(10.2), Proc: "b", Inc: 1, Member: "b", Kind: KindStore, Active: []string{"0_2", "0_3"}, Counts: map[string]int64{"k002": 4, "k000": 3}})
+		}, "key k000 in the stores of both"},
+		{"a key in two output partitions", func(s *synth) {
+			s.run.EOS.Output = append(s.run.EOS.Output, OutputRecord{Partition: 3, Offset: 0, Key: "k000", Count: 4})
+		}, "key k000: output in partitions 0 and 3"},
+		{"a dump before the end does not count", func(s *synth) {
+			for i := range s.run.Members {
+				if s.run.Members[i].Kind == KindStore && s.run.Members[i].Proc == "a" {
+					s.run.Members[i].T = sec(9)
+				}
+			}
+		}, "task 0_0: no member dumped its store"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := eosRun(nil, nil)
+			c.edit(s)
+			rep := s.check(t)
+			if rep.S4.OK || rep.Pass {
+				t.Fatal("S4 passed")
+			}
+			if !strings.Contains(strings.Join(rep.S4.Violations, "\n"), c.want) {
+				t.Fatalf("violations %q; want one with %q", rep.S4.Violations, c.want)
+			}
+		})
+	}
+}
+
+// TestS4OnlyInEOSMode: a plain run has no S4 to fail, and no summary.
+func TestS4OnlyInEOSMode(t *testing.T) {
+	s := eosRun(map[string][]int64{"k000": {1}}, nil)
+	s.run.Config.App = ""
+	rep := s.check(t)
+	if !rep.S4.OK || rep.EOS != nil || strings.Contains(rep.Text(), "S4") {
+		t.Fatalf("S4 checked outside the exactly-once mode: %v", rep.S4.Violations)
+	}
+}
+
+// TestS2ExtraDeadline: the exactly-once mode's allowance moves S2's deadline by exactly its value
+// (7 s + 10 s): a recovery of 17 s passes, one of 17.001 s fails.
+func TestS2ExtraDeadline(t *testing.T) {
+	for _, c := range []struct {
+		at   float64
+		pass bool
+	}{{27, true}, {27.001, false}} {
+		s := twoMembers().fault(1, "kill9", "a", 1, 9.5, 10, false, false)
+		s.run.Config.ExtraDeadlineMs = 10_000
+		s.snap(9, "Reconciling", sm("ida", "0_0", "0_1"), sm("idb", "0_2", "0_3"))
+		s.snap(c.at, "Stable", sm("ida", "0_0", "0_1"), sm("idb", "0_2", "0_3")).end(40)
+		rep := s.check(t)
+		if rep.S2.OK != c.pass || rep.Faults[0].DeadlineMs != 17000 {
+			t.Fatalf("converged at %v s: S2 ok=%v (want %v), deadline %v ms (want 17000)", c.at, rep.S2.OK, c.pass, rep.Faults[0].DeadlineMs)
+		}
+	}
+}
