@@ -548,14 +548,15 @@ func (c *Consumer) MarkCommitted(offs commit.Offsets) {
 	}
 }
 
-// Uncommitted returns the input positions of the active, running tasks that moved since their last
-// commit.
+// Uncommitted returns the input positions of the active tasks that moved since their last commit,
+// those of tasks being revoked included (their positions are final): a transaction that holds a
+// task's records must hold its offsets too.
 func (c *Consumer) Uncommitted() commit.Offsets {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	offs := commit.Offsets{}
 	for _, t := range c.tasks {
-		if t.role != Active || t.stopped {
+		if t.role != Active {
 			continue
 		}
 		for tp, p := range t.parts {
@@ -711,4 +712,13 @@ func (c *Consumer) HasCommitted(id tasks.ID) bool {
 		}
 	}
 	return false
+}
+
+// Active reports whether the Consumer runs id as an active task now (one being revoked included). A
+// task lost (OnAllTasksLost) or revoked (once OnTasksRevoked returned) is not.
+func (c *Consumer) Active(id tasks.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.tasks[id]
+	return t != nil && t.role == Active
 }

@@ -230,6 +230,7 @@ type App struct {
 	// txnOpen and txnRecords: the open transaction under exactly-once (a.mu).
 	txnOpen    bool
 	txnRecords int
+	txnTasks   map[tasks.ID]bool // the tasks with records in the open transaction
 	// txnGen counts the aborted transactions, so that a late failure of an aborted transaction's
 	// record is not taken for one of the next transaction's.
 	txnGen atomic.Int64

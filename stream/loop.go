@@ -14,6 +14,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/consume"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
@@ -343,7 +344,8 @@ func (a *App) between() {
 		}
 		var pe *ProduceError
 		var te *TxnError
-		if errors.As(err, &te) || errors.As(err, &pe) && !a.eos() {
+		var se *store.Error
+		if errors.As(err, &te) || errors.As(err, &se) && a.eos() || errors.As(err, &pe) && !a.eos() {
 			a.fail(err)
 			return
 		}
@@ -403,12 +405,12 @@ func (a *App) flush(ctx context.Context) error {
 }
 
 // produce sends an output or repartition record.
-func (a *App) produce(r *kgo.Record) {
+func (a *App) produce(task tasks.ID, r *kgo.Record) {
 	if a.produceErr.Load() != nil {
 		return // nothing more is committed anyway; the loop is stopping (or the transaction aborts)
 	}
 	a.ensureTxn()
-	a.txnRecords++
+	a.inTxn(task)
 	gen := a.txnGen.Load()
 	// Not runCtx: a clean stop flushes what is buffered.
 	a.cl.Produce(a.deliveryContext(), r, func(r *kgo.Record, err error) {
@@ -464,7 +466,7 @@ func (a *App) produceChangelog(r *kgo.Record, s *kvStore) {
 		return
 	}
 	a.ensureTxn()
-	a.txnRecords++
+	a.inTxn(s.task.id)
 	gen := a.txnGen.Load()
 	a.cl.Produce(a.deliveryContext(), r, func(r *kgo.Record, err error) {
 		if err != nil {

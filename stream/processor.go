@@ -137,7 +137,7 @@ func (c *Context) Send(topic string, key, value []byte, headers ...kgo.RecordHea
 	if c.app.changelogs[topic] {
 		return fmt.Errorf("stream: %s is a changelog topic: write to the store instead", topic)
 	}
-	c.app.produce(&kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: c.ts})
+	c.app.produce(c.task.id, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: c.ts})
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
 // Exactly-once (processing.guarantee=exactly_once_v2), as Kafka Streams' EOS v2: one transactional
@@ -99,6 +100,14 @@ func (a *App) commitEOS(ctx context.Context, extra commit.Offsets) error {
 	for tp, o := range extra {
 		offs[tp] = o
 	}
+	// Every task with records in the transaction must have its offsets in it. A task the member lost
+	// while the transaction was open (OnAllTasksLost waits for this commit) has none any more: its
+	// records must not become visible, so the transaction aborts (R4).
+	for id := range a.txnTasks {
+		if !a.cons.Active(id) {
+			return a.abortAfter(ctx, fmt.Errorf("stream: task %s was lost while its transaction was open", id))
+		}
+	}
 	var err error
 	switch {
 	case a.txnOpen && a.txnRecords > 0:
@@ -108,7 +117,9 @@ func (a *App) commitEOS(ctx context.Context, extra commit.Offsets) error {
 			err = a.commits.CommitInTransaction(ctx, commit.Producer{TransactionalID: a.transactionalID(), ID: id, Epoch: epoch}, offs)
 		}
 		if err == nil {
-			err = a.cl.EndTransaction(ctx, kgo.TryCommit)
+			if err = a.cl.EndTransaction(ctx, kgo.TryCommit); err != nil && unconfirmed(err) {
+				return a.resolveUnconfirmed(ctx, offs, err)
+			}
 		}
 	default:
 		if a.txnOpen {
@@ -122,15 +133,72 @@ func (a *App) commitEOS(ctx context.Context, extra commit.Offsets) error {
 		return a.abortAfter(ctx, err)
 	}
 	a.txnOpen, a.txnRecords = false, 0
+	clear(a.txnTasks)
 	a.cons.MarkCommitted(offs)
 	for _, t := range a.tasks {
 		for _, s := range t.stores {
 			if err := s.commitPending(); err != nil {
-				return err // the transaction is committed; the store restores what it missed
+				// The transaction is committed, the store lacks its writes: a *store.Error stops the
+				// application, and its restart restores them from the changelog.
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// unconfirmed reports whether an EndTxn commit's outcome is unknown: a transport error, or the
+// broker's UNKNOWN_SERVER_ERROR (kgo's documented cases; it then only allows an abort).
+func unconfirmed(err error) bool {
+	var ke *kerr.Error
+	return !errors.As(err, &ke) || errors.Is(err, kerr.UnknownServerError)
+}
+
+// resolveUnconfirmed handles a commit whose outcome is unknown: it aborts (kgo's way: a new producer
+// epoch fences whatever is still open), then asks the group for the committed offsets. If they are
+// the transaction's, it committed: its writes are not in the stores any more and its inputs were
+// rewound, so the application stops (a *TxnError) and its restart resumes from the broker's state
+// (stores restore the committed changelog); going on would count its records twice. If they are
+// not, it aborted, and the rewound work is done again. Called with a.mu held.
+func (a *App) resolveUnconfirmed(ctx context.Context, offs commit.Offsets, cause error) error {
+	if err := a.abortTxn(ctx); err != nil {
+		return err
+	}
+	clear(a.txnTasks)
+	unknown := &TxnError{TransactionalID: a.transactionalID(), Err: fmt.Errorf("the outcome of a transaction commit is unknown (%w)", cause)}
+	var ids []tasks.ID
+	for tp := range offs {
+		if id, _, ok := a.router.Task(tp.Topic, tp.Partition); ok {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return unknown // no offsets to tell the outcome by
+	}
+	committed, err := a.commits.CommittedOffsets(ctx, tasks.NewSet(ids...))
+	if err != nil {
+		if errors.Is(err, commit.ErrTasksLost) {
+			return err // the tasks go (OnAllTasksLost); their next owner reads the broker's state
+		}
+		return unknown
+	}
+	for tp, o := range offs {
+		if committed[tp] != o {
+			a.log.Warn("a transaction commit whose outcome was unknown aborted; its records are processed again", "err", cause)
+			return cause
+		}
+	}
+	unknown.Err = fmt.Errorf("a transaction commit whose outcome was unknown (%w) committed after all; restart the application to resume from it", cause)
+	return unknown
+}
+
+// inTxn records that task has records in the open transaction. Called with a.mu held.
+func (a *App) inTxn(task tasks.ID) {
+	a.txnRecords++
+	if a.txnTasks == nil {
+		a.txnTasks = make(map[tasks.ID]bool)
+	}
+	a.txnTasks[task] = true
 }
 
 // abortAfter aborts the open transaction after err and rewinds; it returns err, or a *TxnError when
@@ -168,6 +236,7 @@ func (a *App) abortTxn(ctx context.Context) error {
 			err = a.endAbort(base, deadline)
 		}
 		a.txnOpen, a.txnRecords = false, 0
+		clear(a.txnTasks)
 		a.produceErr.Store(nil) // the failed records were part of the aborted transaction
 		if err != nil {
 			err = &TxnError{TransactionalID: a.transactionalID(), Err: fmt.Errorf("aborting: %w", err)}
