@@ -44,8 +44,9 @@ plugin:
 	scripts/with-broker.sh sh -c 'cd plugin/sgprom && $(GO) test -race -count=1 ./...'
 
 ## test-compat: the integration suite against each of COMPAT_VERSIONS (a broker of each started and
-## stopped in turn), then a table version × passed/skipped/failed with wall times. Skipped tests are
-## listed with their reason. COMPAT_REPORT=file also writes the table there.
+## stopped in turn), then a table version × passed/skipped/failed (top-level tests) with wall times.
+## Skipped tests are listed with their reason. It fails when a line's skips or its pass count are not
+## what scripts/compat/expected.txt says. COMPAT_REPORT=file also writes the table there.
 test-compat:
 	$(GO) run ./scripts/compat -versions $(COMPAT_VERSIONS) $(if $(COMPAT_REPORT),-report $(COMPAT_REPORT))
 
