@@ -45,8 +45,9 @@ plugin:
 	scripts/with-broker.sh sh -c 'cd plugin/sgprom && $(GO) test -race -count=1 ./...'
 
 ## test-compat: the integration suite against each of COMPAT_VERSIONS (a broker of each started and
-## stopped in turn), then a table version × passed/skipped/failed with wall times. Skipped tests are
-## listed with their reason. COMPAT_REPORT=file also writes the table there.
+## stopped in turn), then a table version × passed/skipped/failed (top-level tests) with wall times.
+## Skipped tests are listed with their reason. It fails when a line's skips or its pass count are not
+## what scripts/compat/expected.txt says. COMPAT_REPORT=file also writes the table there.
 test-compat:
 	$(GO) run ./scripts/compat -versions $(COMPAT_VERSIONS) $(if $(COMPAT_REPORT),-report $(COMPAT_REPORT))
 
@@ -56,6 +57,11 @@ demo:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
+
+## fuzz: every fuzz target of the core module and plugin/sgpebble (found with go test -list '^Fuzz'),
+## FUZZTIME each (default 10s), one after another (scripts/fuzz.sh). Not part of test.
+fuzz:
+	FUZZTIME=$${FUZZTIME:-10s} scripts/fuzz.sh
 
 ## broker-start / broker-stop: a long-lived local broker for development (see integration/kafka/broker.sh)
 broker-start:
@@ -77,8 +83,11 @@ mutate:
 ## built and encoded allocates at most 2 times, one steady machine step at most 5. Run without -race
 ## (the race detector allocates on its own); make test runs it.
 .PHONY: alloc-guard
+## It fails when TestAllocations did not run and pass (renamed, removed or skipped), not only when it fails.
 alloc-guard:
-	$(GO) test -count=1 -run '^TestAllocations$$' -v ./internal/machine/
+	@out=$$($(GO) test -count=1 -run '^TestAllocations$$' -v ./internal/machine/ 2>&1); rc=$$?; echo "$$out"; \
+	test $$rc -eq 0 || exit $$rc; \
+	echo "$$out" | grep -q '^--- PASS: TestAllocations ' || { echo "alloc-guard: TestAllocations did not run and pass (renamed, removed or skipped?)"; exit 1; }
 test: alloc-guard
 
 ## bench-compare: Go members side by side with Kafka Streams 4.4 on one broker started for the run

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,16 +223,58 @@ func brTrySetGroupConfig(t *testing.T, b *Broker, group, key, value string) erro
 	return nil
 }
 
-// brRequireGroupConfig sets a per-group config, skipping the test when the broker does not have it
-// (a capability check: the key arrived in a later broker line).
+// brGroupConfigSince is the first Kafka line that accepts each per-group config the tests set with
+// brRequireGroupConfig: on an older line the broker answers INVALID_CONFIG or INVALID_REQUEST and the
+// test skips (the one documented "this line lacks the rule" case; scripts/compat/expected-skips.txt
+// lists those skips per line). A key missing here is needed on every supported line.
+var brGroupConfigSince = map[string]string{
+	"streams.assignment.interval.ms": "4.3", // KIP-1071's assignment batching arrived in 4.3
+}
+
+// brRequireGroupConfig sets a per-group config. It skips the test only when the broker's line is older
+// than the line that brought the key (brGroupConfigSince) and the broker refuses it with
+// INVALID_CONFIG or INVALID_REQUEST; any other refusal fails the test, and so does a line older than
+// the table says that accepts the key (the table is then stale).
 func brRequireGroupConfig(t *testing.T, b *Broker, group, key, value string) {
 	t.Helper()
-	if err := brTrySetGroupConfig(t, b, group, key, value); err != nil {
-		if errors.Is(err, kerr.InvalidConfig) || errors.Is(err, kerr.InvalidRequest) {
-			t.Skipf("the broker does not accept the group config %s=%s (%v): this broker line lacks the feature", key, value, err)
-		}
-		t.Fatalf("setting group config %s=%s: %v", key, value, err)
+	since, gated := brGroupConfigSince[key]
+	older := gated && brLineBefore(t, b, since)
+	err := brTrySetGroupConfig(t, b, group, key, value)
+	switch {
+	case err == nil && older:
+		t.Fatalf("Kafka %s accepted the group config %s=%s, which brGroupConfigSince says arrived in %s: update the table (and scripts/compat/expected-skips.txt)",
+			b.Version, key, value, since)
+	case err == nil:
+	case older && (errors.Is(err, kerr.InvalidConfig) || errors.Is(err, kerr.InvalidRequest)):
+		t.Skipf("Kafka %s has no group config %s (it arrived in %s; the broker answered %v)", b.Version, key, since, err)
+	default:
+		t.Fatalf("setting group config %s=%s on Kafka %s: %v", key, value, b.Version, err)
 	}
+}
+
+// brLineBefore reports whether the broker's Kafka line (major.minor of b.Version) is older than line
+// ("4.3"). An unknown version fails the test: without it no skip can be told from a broken broker.
+func brLineBefore(t *testing.T, b *Broker, line string) bool {
+	t.Helper()
+	parse := func(v string) (int, int, bool) {
+		maj, rest, ok := strings.Cut(v, ".")
+		if !ok {
+			return 0, 0, false
+		}
+		mnr, _, _ := strings.Cut(rest, ".")
+		x, err1 := strconv.Atoi(maj)
+		y, err2 := strconv.Atoi(mnr)
+		return x, y, err1 == nil && err2 == nil
+	}
+	bx, by, ok := parse(b.Version)
+	if !ok {
+		t.Fatalf("the broker's Kafka version %q is unknown (set STREAMSGROUP_KAFKA_VERSION): cannot tell whether it has a rule of %s", b.Version, line)
+	}
+	lx, ly, ok := parse(line)
+	if !ok {
+		t.Fatalf("bad Kafka line %q", line)
+	}
+	return bx < lx || (bx == lx && by < ly)
 }
 
 // TestBrokerWrongEpochFencedThenRejoinAtZero covers StreamsGroupHeartbeatRequestTest.testInvalidMemberEpoch
@@ -552,9 +595,9 @@ const brMaxFill = 8
 //
 // group.streams.max.size is a broker config, and a static one: Kafka 4.4 refuses to change it at run
 // time (IncrementalAlterConfigs on the cluster default answers INVALID_REQUEST "Cannot update these
-// configs dynamically: [group.streams.max.size]"), and there is no per-group equivalent. broker.sh takes
-// no extra properties, so the test runs only against a broker already started with a small limit (or a
-// broker line that makes the key dynamic); otherwise it skips and says so.
+// configs dynamically: [group.streams.max.size]"), and there is no per-group equivalent. So unless the
+// shared broker already has a small limit, or a broker line makes the key dynamic, the test starts a
+// dedicated broker with group.streams.max.size=2 (brmDedicatedBroker): it runs on every line.
 func TestBrokerGroupMaxSize(t *testing.T) {
 	b := Get(t)
 	const key = "group.streams.max.size"
@@ -564,17 +607,17 @@ func TestBrokerGroupMaxSize(t *testing.T) {
 	}
 	if limit > brMaxFill {
 		want := "2"
-		err := brTryClusterConfig(t, b, key, &want)
-		if err != nil {
-			t.Skipf("%s is %d on this broker and cannot be changed at run time (IncrementalAlterConfigs answered: %v); "+
-				"run against a broker started with %s <= %d (STREAMSGROUP_BOOTSTRAP) to exercise GROUP_MAX_SIZE_REACHED",
-				key, limit, err, key, brMaxFill)
+		if err := brTryClusterConfig(t, b, key, &want); err != nil {
+			t.Logf("%s is %d on the shared broker and cannot be changed at run time (IncrementalAlterConfigs answered: %v): using a dedicated broker with %s=%s",
+				key, limit, err, key, want)
+			b = brmDedicatedBroker(t, key+"="+want)
+		} else {
+			t.Cleanup(func() {
+				if err := brTryClusterConfig(t, b, key, nil); err != nil {
+					t.Errorf("restoring %s: %v", key, err)
+				}
+			})
 		}
-		t.Cleanup(func() {
-			if err := brTryClusterConfig(t, b, key, nil); err != nil {
-				t.Errorf("restoring %s: %v", key, err)
-			}
-		})
 		Eventually(t, brSettle, func() (bool, string) {
 			v := brBrokerConfig(t, b, key)
 			return v == want, fmt.Sprintf("%s is %q", key, v)
@@ -690,7 +733,9 @@ func TestBrokerAssignmentInterval(t *testing.T) {
 	topic, group := Name(t, "in"), Name(t, "app")
 	b.CreateTopic(t, topic, 4)
 	b.DeleteGroupAtEnd(t, group)
-	const interval = 6 * time.Second
+	// Long enough that the two requests below land inside it on a loaded machine: the test fails,
+	// rather than skips, when they do not, since it then observed nothing.
+	const interval = 10 * time.Second
 	brRequireGroupConfig(t, b, group, "streams.assignment.interval.ms", strconv.Itoa(int(interval.Milliseconds())))
 	brTopicVisible(t, b, topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -717,7 +762,7 @@ func TestBrokerAssignmentInterval(t *testing.T) {
 	inside := func(what string) {
 		t.Helper()
 		if elapsed := time.Since(computedAfter); elapsed >= interval {
-			t.Skipf("%s came %v after the first assignment, past the %v interval: too slow to observe batching", what, elapsed, interval)
+			t.Fatalf("%s came %v after the first assignment, past the %v interval: batching was not observed", what, elapsed, interval)
 		}
 	}
 

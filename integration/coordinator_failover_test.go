@@ -8,13 +8,16 @@ package integration
 // (SIGKILL: the controller fences the broker after broker.session.timeout.ms and elects another
 // replica). Under each move the members must keep their tasks (no OnAllTasksLost: the new
 // coordinator loads the group from the log, epochs and assignments included), rediscover the new
-// coordinator after NOT_COORDINATOR within about one heartbeat interval, and the group must end
+// coordinator after NOT_COORDINATOR in a few tries (look it up again and heartbeat), and the group must end
 // Stable with every task owned once and each member holding exactly its assignment. A Close while the
-// coordinator moves must return within the leave budget and leave no goroutine behind.
+// coordinator moves must return without error and leave no goroutine behind.
 //
-// Bounds are in heartbeat intervals and session timeouts read from the cluster's own configs
-// (group.streams.heartbeat.interval.ms, group.streams.session.timeout.ms), generous by a factor of two
-// where the protocol says "one interval". The measured figures are logged (go test -v).
+// What is asserted is counted, not timed: how many failed heartbeats a member needed to reach the new
+// coordinator, whether a Close returned without error inside its context. The waits (Eventually) are
+// in heartbeat intervals and session timeouts read from the cluster's own configs
+// (group.streams.heartbeat.interval.ms, group.streams.session.timeout.ms) and only bound how long
+// the test waits. The measured times are logged (go test -v), not asserted: a loaded machine
+// stretches them without the member doing anything wrong.
 
 import (
 	"context"
@@ -176,8 +179,9 @@ func (e *failoverEnv) testMembersKeepTasks(t *testing.T) {
 // move runs one coordinator move under the live members: fault moves it (returning when it began
 // and ended); then every member must get a successful heartbeat answered by another node than old,
 // and the group must settle again. With notCoordBound, a member whose first failure after the move
-// was NOT_COORDINATOR must have got an answer from the new coordinator within two heartbeat intervals
-// of it (the protocol's bound is one: look the coordinator up at once and heartbeat); the new
+// was NOT_COORDINATOR must have got an answer from the new coordinator after at most
+// maxTriesToNewCoordinator failed heartbeats (the protocol's rule: look the coordinator up at once
+// and heartbeat; a look-up may still name the old node while the metadata catches up); the new
 // coordinator may answer COORDINATOR_LOAD_IN_PROGRESS while it loads the group, which is the
 // broker's time, reported but not bounded here. It returns the new coordinator and what each member
 // saw.
@@ -208,9 +212,10 @@ func (e *failoverEnv) move(t *testing.T, group string, all tasks.Set, ms []*clus
 				found.Round(time.Millisecond), r.firstNew.sent.Sub(r.firstFail.at).Round(time.Millisecond), r.firstNew.at.Sub(r.firstNew.sent).Round(time.Millisecond),
 				r.firstSuccess.at.Sub(r.firstFail.at).Round(time.Millisecond), strings.Join(r.failures, "; "))
 			e.record(what, found, r.firstSuccess.at.Sub(start), errors.Is(r.firstFail.err, kerr.NotCoordinator))
-			if notCoordBound && errors.Is(r.firstFail.err, kerr.NotCoordinator) && found > 2*e.interval {
-				t.Errorf("%s: member %s took %v from NOT_COORDINATOR to an answer from the new coordinator; want at most 2 heartbeat intervals (%v). Results: %s",
-					what, m.name, found, 2*e.interval, strings.Join(r.failures, "; "))
+			line += fmt.Sprintf("; %d failed heartbeats before the new coordinator answered", r.failedBeforeNew)
+			if notCoordBound && errors.Is(r.firstFail.err, kerr.NotCoordinator) && r.failedBeforeNew > maxTriesToNewCoordinator {
+				t.Errorf("%s: member %s failed %d heartbeats from NOT_COORDINATOR to an answer from the new coordinator; want at most %d. Results: %s",
+					what, m.name, r.failedBeforeNew, maxTriesToNewCoordinator, strings.Join(r.failures, "; "))
 			}
 		} else {
 			line += " without a failed heartbeat"
@@ -234,6 +239,11 @@ func (e *failoverEnv) move(t *testing.T, group string, all tasks.Set, ms []*clus
 	return now, seen
 }
 
+// maxTriesToNewCoordinator is how many failed heartbeats a member may have, from its first
+// NOT_COORDINATOR after a live move, before the new coordinator answers: the NOT_COORDINATOR itself
+// and two more while FindCoordinator may still name the old node.
+const maxTriesToNewCoordinator = 3
+
 // record keeps a member's rediscovery figures for the summary.
 func (e *failoverEnv) record(what string, found, success time.Duration, notCoordinator bool) {
 	if notCoordinator {
@@ -253,7 +263,8 @@ func (e *failoverEnv) otherBroker(not int32) int32 {
 }
 
 // testCloseDuringMove closes two members while their coordinator moves (a preferred-leader election
-// sent as the Closes start): each Close must return within the leave budget, leave no goroutine of
+// sent as the Closes start): each Close must return without error (its context allows the leave
+// budget and ten seconds more: a Close that hangs fails with the context's error), leave no goroutine of
 // the member, and the members must be gone from the group (by their leave, or at the latest when
 // their sessions time out).
 func (e *failoverEnv) testCloseDuringMove(t *testing.T) {
@@ -299,12 +310,9 @@ func (e *failoverEnv) testCloseDuringMove(t *testing.T) {
 	c.MoveCoordinators(t, e.cl, coord, to, closeAll)
 	for range ms {
 		r := <-done
-		t.Logf("Close of %s returned after %v: %v", r.name, r.took.Round(time.Millisecond), r.err)
+		t.Logf("Close of %s returned after %v (leave budget %v): %v", r.name, r.took.Round(time.Millisecond), budget, r.err)
 		if r.err != nil {
 			t.Errorf("Close of %s during the move: %v", r.name, r.err)
-		}
-		if r.took > budget+2*e.interval {
-			t.Errorf("Close of %s took %v, more than the leave budget %v and 2 heartbeat intervals", r.name, r.took, budget)
 		}
 	}
 	for _, m := range ms {

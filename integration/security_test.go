@@ -208,9 +208,29 @@ func (l *logCapture) find(level slog.Level, text string) (slog.Record, bool) {
 }
 
 // hbCounter counts the member's heartbeats (membership hook).
-type hbCounter struct{ sent atomic.Int64 }
+// hbCounter counts the member's heartbeats (a HookHeartbeatSent) and keeps when each was sent.
+type hbCounter struct {
+	sent atomic.Int64
+	mu   sync.Mutex
+	at   []time.Time
+}
 
-func (h *hbCounter) OnHeartbeatSent() { h.sent.Add(1) }
+func (h *hbCounter) OnHeartbeatSent() {
+	h.mu.Lock()
+	h.at = append(h.at, time.Now())
+	h.mu.Unlock()
+	h.sent.Add(1)
+}
+
+// since returns the send times of the heartbeats from the n-th on (0-based).
+func (h *hbCounter) since(n int64) []time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n >= int64(len(h.at)) {
+		return nil
+	}
+	return slices.Clone(h.at[n:])
+}
 
 // securedMember builds a member's client from properties with config.ClientOptions, as an
 // application does, and starts the member. The member's log is kept in the returned capture.
@@ -250,12 +270,13 @@ func securedMember(t *testing.T, props map[string]string, topic string, counts *
 	return m, logs
 }
 
-// stoppedQuietly waits for the member to stop, then watches it for observe and fails if its client
-// sent anything more or tried to connect again. observe is an observation window, not a timing
-// assertion: it must span several backoff periods (RetryBackoffMax is 500 ms here), so that a loop
-// paced by the backoff would show in it. maxConnects bounds the connection attempts before the stop
-// (see the callers for each bound and why); a retry loop makes one per backoff period.
-func stoppedQuietly(t *testing.T, m *member, counts *connCounter, observe time.Duration, maxConnects int64) {
+// stoppedQuietly waits for the member to stop, then for every goroutine of it to end (none of
+// before, the goroutines of membership, transport and coordinator before the member started, is
+// counted), and fails if its client sent anything or tried to connect after the stop. With no
+// goroutine of the member left nothing can send for it any more, so the counts then are final: no
+// observation window. maxConnects bounds the connection attempts before the stop (see the callers
+// for each bound and why); a retry loop makes one per backoff period.
+func stoppedQuietly(t *testing.T, m *member, counts *connCounter, before map[string]string, maxConnects int64) {
 	t.Helper()
 	select {
 	case <-m.Done():
@@ -263,7 +284,15 @@ func stoppedQuietly(t *testing.T, m *member, counts *connCounter, observe time.D
 		t.Fatalf("the member did not stop (events %s; %v)", m.eventKinds(), counts)
 	}
 	connects, writes := counts.connects.Load(), counts.writes.Load()
-	<-time.After(observe)
+	Eventually(t, 30*time.Second, func() (bool, string) {
+		var left []string
+		for id, g := range memberGoroutines() {
+			if _, ok := before[id]; !ok {
+				left = append(left, g)
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("%d goroutines of the stopped member are left:\n%s", len(left), strings.Join(left, "\n\n"))
+	})
 	if c, w := counts.connects.Load(), counts.writes.Load(); c != connects || w != writes {
 		t.Fatalf("after stopping, the client went on: %d more connection attempts, %d more requests (%v)", c-connects, w-writes, counts)
 	}
@@ -273,7 +302,7 @@ func stoppedQuietly(t *testing.T, m *member, counts *connCounter, observe time.D
 	if e, ok := m.sawEvent(membership.EventFatal); !ok || !errors.Is(m.Err(), e.Err) {
 		t.Fatalf("no EventFatal carrying Err() (%v): events %s", m.Err(), m.eventKinds())
 	}
-	t.Logf("stopped; then nothing in %v (%v)", observe, counts)
+	t.Logf("stopped, and no goroutine of the member left; nothing sent after the stop (%v)", counts)
 }
 
 // groupSessionTimeout is the group's streams.session.timeout.ms as DescribeConfigs reports it to cl.
@@ -306,15 +335,15 @@ func groupSessionTimeout(t *testing.T, ctx context.Context, cl *kgo.Client, grou
 	return 0
 }
 
-// maxRetries is the most retries b lets fit into window: each wait as short as the jitter allows
-// (Rand returning 0), starting from the first retry.
-func maxRetries(b heartbeat.Backoff, window time.Duration) int64 {
+// minSpan is the least time k successive retry waits of b can take: each as short as the jitter
+// allows (Rand returning 0), starting from the shortest (the first retry's).
+func minSpan(b heartbeat.Backoff, k int) time.Duration {
 	b.Rand = func() float64 { return 0 }
-	var n int64
-	for spent := b.Delay(0); spent <= window; spent += b.Delay(int(n)) {
-		n++
+	var d time.Duration
+	for i := range k {
+		d += b.Delay(i)
 	}
-	return n
+	return d
 }
 
 // TestSecuredBroker runs members and the CLI against a broker with SASL_SSL, mutual TLS and ACLs
@@ -363,12 +392,12 @@ func TestSecuredBroker(t *testing.T) {
 		// bob may find the coordinator (DESCRIBE on the group) and see the topic, but not READ the group.
 		grant(t, kadm.NewACLs().Allow("User:bob").Groups(group).Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral))
 		grant(t, kadm.NewACLs().Allow("User:bob").Topics(topic).Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral))
-		counts, hb := &connCounter{}, &hbCounter{}
+		counts, hb, before := &connCounter{}, &hbCounter{}, memberGoroutines()
 		m, _ := securedMember(t, sb.saslProps(t, group, "bob", sb.password(t, "bob")), topic, counts, hb)
 		// Connections: the probe's to the seed broker, and the coordinator's (the same node, under its
 		// own ID, which kgo connects to separately): 2; one more allowed for kgo's own metadata
 		// refresh. A loop would open none, but send: the request counts below are the real check.
-		stoppedQuietly(t, m, counts, 2*time.Second, 3)
+		stoppedQuietly(t, m, counts, before, 3)
 		err := m.Err()
 		if !errors.Is(err, kerr.GroupAuthorizationFailed) {
 			t.Fatalf("Err() = %v, want GROUP_AUTHORIZATION_FAILED", err)
@@ -397,11 +426,19 @@ func TestSecuredBroker(t *testing.T) {
 		Eventually(t, 60*time.Second, func() (bool, string) {
 			e, ok := m.sawEvent(membership.EventError)
 			denied = e
-			return ok && errors.Is(e.Err, kerr.TopicAuthorizationFailed), "events " + m.eventKinds()
+			return ok && errors.Is(e.Err, kerr.TopicAuthorizationFailed), fmt.Sprintf("events %s, err %v", m.eventKinds(), m.Err())
 		})
-		sentAtDenial, deniedAt := hb.sent.Load(), time.Now()
-		const window = 2 * time.Second
-		<-time.After(window) // an observation window: the member keeps heartbeating, gently
+		// The member keeps heartbeating, gently: after a denial it waits the backoff (retry.backoff.ms
+		// 50 ms doubling to retry.backoff.max.ms 500 ms, each wait at least 80% of that) before the
+		// next heartbeat. So the retries heartbeats after the first one following the denial cannot
+		// come sooner than the shortest backoff waits allow (minSpan), however loaded the machine: a
+		// lower bound that only a loop without the backoff (one heartbeat per round trip) breaks.
+		const retries = 6
+		sentAtDenial := hb.sent.Load()
+		Eventually(t, 60*time.Second, func() (bool, string) {
+			n := len(hb.since(sentAtDenial))
+			return n > retries, fmt.Sprintf("%d heartbeats since the denial, want %d", n, retries+1)
+		})
 		if m.Err() != nil {
 			t.Fatalf("the member stopped: %v", m.Err())
 		}
@@ -410,17 +447,12 @@ func TestSecuredBroker(t *testing.T) {
 			t.Fatal("the member stopped on TOPIC_AUTHORIZATION_FAILED")
 		default:
 		}
-		// The bound: after a denial the member waits the backoff (retry.backoff.ms 50 ms doubling to
-		// retry.backoff.max.ms 500 ms, each wait at least 80% of that) before the next heartbeat. The
-		// most heartbeats the window can hold is when it opens right after the first denial and every
-		// wait is the shortest the backoff allows, plus the one in flight as it opens (8 in 2 s). A
-		// loop without the backoff sends one per round trip: hundreds.
-		limit := maxRetries(heartbeat.Backoff{Min: 50 * time.Millisecond, Max: 500 * time.Millisecond}, window) + 1
-		if n := hb.sent.Load() - sentAtDenial; n > limit {
-			t.Fatalf("%d heartbeats in %v after the denial, more than the backoff allows (%d): a retry storm", n,
-				time.Since(deniedAt).Round(time.Millisecond), limit)
+		sends := hb.since(sentAtDenial)[:retries+1]
+		span, least := sends[retries].Sub(sends[0]), minSpan(heartbeat.Backoff{Min: 50 * time.Millisecond, Max: 500 * time.Millisecond}, retries)
+		if span < least {
+			t.Fatalf("%d heartbeats in %v after the denial, sooner than the backoff allows (%v): a retry storm", retries, span, least)
 		}
-		t.Logf("denied: %v; %d heartbeats in the %v after it", denied.Err, hb.sent.Load()-sentAtDenial, time.Since(deniedAt).Round(time.Millisecond))
+		t.Logf("denied: %v; %d more heartbeats in %v (the backoff allows no less than %v)", denied.Err, retries, span.Round(time.Millisecond), least)
 		grant(t, kadm.NewACLs().Allow("User:alice").Topics(topic).Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral))
 		Eventually(t, 60*time.Second, func() (bool, string) {
 			a, _ := m.Assignment()
@@ -433,11 +465,11 @@ func TestSecuredBroker(t *testing.T) {
 
 	t.Run("WrongPasswordIsTypedAtStart", func(t *testing.T) {
 		group := Name(t, "sec-badpw")
-		counts, hb := &connCounter{}, &hbCounter{}
+		counts, hb, before := &connCounter{}, &hbCounter{}, memberGoroutines()
 		m, _ := securedMember(t, sb.saslProps(t, group, "alice", "not-"+sb.password(t, "alice")), "unused", counts, hb)
 		// The capability probe is the member's first request and the login fails on its connection:
 		// one connection attempt, and the member stops without another.
-		stoppedQuietly(t, m, counts, 2*time.Second, 1)
+		stoppedQuietly(t, m, counts, before, 1)
 		err := m.Err()
 		ae, ok := errors.AsType[*heartbeat.AuthError](err)
 		if !ok || ae.Kind != heartbeat.AuthSASL || !errors.Is(err, kerr.SaslAuthenticationFailed) {
@@ -457,10 +489,10 @@ func TestSecuredBroker(t *testing.T) {
 		props := sb.saslProps(t, group, "alice", sb.password(t, "alice"))
 		props[config.KeySSLTruststoreLocation] = sb.get(t, "STREAMSGROUP_UNKNOWN_CA_PEM")
 		delete(props, config.KeySSLTruststorePassword)
-		counts, hb := &connCounter{}, &hbCounter{}
+		counts, hb, before := &connCounter{}, &hbCounter{}, memberGoroutines()
 		m, _ := securedMember(t, props, "unused", counts, hb)
 		// As with a wrong password: the probe's connection fails its handshake, and nothing follows.
-		stoppedQuietly(t, m, counts, 2*time.Second, 1)
+		stoppedQuietly(t, m, counts, before, 1)
 		err := m.Err()
 		if ae, ok := errors.AsType[*heartbeat.AuthError](err); !ok || ae.Kind != heartbeat.AuthTLS {
 			t.Fatalf("Err() = %v (%T), want a TLS *heartbeat.AuthError", err, err)
@@ -514,10 +546,10 @@ func TestSecuredBroker(t *testing.T) {
 			config.KeySecurityProtocol:      "SSL",
 			config.KeySSLTruststoreLocation: sb.get(t, "STREAMSGROUP_CA_PEM"),
 		}
-		counts, hb := &connCounter{}, &hbCounter{}
+		counts, hb, before := &connCounter{}, &hbCounter{}, memberGoroutines()
 		m, _ := securedMember(t, props, "unused", counts, hb)
 		// The probe's connection is refused by the broker's alert: one connection attempt.
-		stoppedQuietly(t, m, counts, 2*time.Second, 1)
+		stoppedQuietly(t, m, counts, before, 1)
 		err := m.Err()
 		if ae, ok := errors.AsType[*heartbeat.AuthError](err); !ok || ae.Kind != heartbeat.AuthTLS ||
 			!strings.Contains(err.Error(), config.KeySSLKeystoreLocation) {

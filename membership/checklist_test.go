@@ -3,7 +3,9 @@
 // this library. The table is generated from the checklist slice in this file; TestConformanceChecklist
 // fails when it differs from the slice, when a test it names does not exist in the file it names (it
 // parses the _test.go files of membership, heartbeat, internal/..., integration, tasks, topology and
-// config), when an item is listed twice, or when less than 95% of the applicable items are covered.
+// config), when a test it names skips on every Kafka line (scripts/compat/expected.txt, which make
+// test-compat holds to the truth), when an item is listed twice, or when less than 95% of the
+// applicable items are covered.
 //
 // "covered by" is "file: Test, scenario; file: ..." (a scenario is the name of a scenario-table entry
 // or a t.Run, Test/case a case of Test), "n/a: why" for an item that does not apply (not counted),
@@ -626,6 +628,21 @@ func TestConformanceChecklist(t *testing.T) {
 		}
 	}
 
+	// No credit for a test that never runs: a test scripts/compat/expected.txt expects to skip on
+	// every Kafka line it knows (make test-compat fails when such a test does run, so the file is
+	// kept honest) covers nothing.
+	never := neverRunTests(t, "../scripts/compat/expected.txt")
+	for _, c := range checklist {
+		for _, ref := range parseCovers(c.covers) {
+			top, _, _ := strings.Cut(ref.name, "/")
+			if why, ok := never[ref.name]; ok {
+				t.Errorf("item %q: %s skips on every Kafka line (%s), so it covers nothing", c.item, ref.name, why)
+			} else if why, ok := never[top]; ok {
+				t.Errorf("item %q: %s is in %s, which skips on every Kafka line (%s)", c.item, ref.name, top, why)
+			}
+		}
+	}
+
 	// The doc table is the slice.
 	doc := renderChecklistDoc()
 	src, err := os.ReadFile("checklist_test.go")
@@ -688,6 +705,46 @@ func TestConformanceChecklist(t *testing.T) {
 		t.Logf("below the %.0f%% target: %d of %d applicable items uncovered (issue 9 stays open for them)",
 			100*checklistTarget, len(st.uncovered), st.applicable)
 	}
+}
+
+// neverRunTests reads the expectations file of make test-compat and returns the tests it expects
+// to skip on every line it has a minimum for, each with the reason given for its first line.
+func neverRunTests(t *testing.T, path string) map[string]string {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]bool{}
+	skips := map[string]map[string]bool{}
+	reason := map[string]string{}
+	for _, l := range strings.Split(string(src), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 3 && f[0] == "min":
+			lines[f[1]] = true
+		case len(f) >= 3 && f[0] == "skip":
+			if skips[f[2]] == nil {
+				skips[f[2]] = map[string]bool{}
+				reason[f[2]] = strings.Join(f[3:], " ")
+			}
+			skips[f[2]][f[1]] = true
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatalf("%s names no Kafka line (no min entry)", path)
+	}
+	out := map[string]string{}
+	for test, on := range skips {
+		all := true
+		for l := range lines {
+			all = all && on[l]
+		}
+		if all {
+			out[test] = reason[test]
+		}
+	}
+	return out
 }
 
 type checklistCounts struct {
@@ -765,7 +822,9 @@ const checklistIntro = `Conformance checklist (issue 9 §5): every item of PROTO
 this library. The table is generated from the checklist slice in this file; TestConformanceChecklist
 fails when it differs from the slice, when a test it names does not exist in the file it names (it
 parses the _test.go files of membership, heartbeat, internal/..., integration, tasks, topology and
-config), when an item is listed twice, or when less than 95% of the applicable items are covered.
+config), when a test it names skips on every Kafka line (scripts/compat/expected.txt, which make
+test-compat holds to the truth), when an item is listed twice, or when less than 95% of the
+applicable items are covered.
 
 "covered by" is "file: Test, scenario; file: ..." (a scenario is the name of a scenario-table entry
 or a t.Run, Test/case a case of Test), "n/a: why" for an item that does not apply (not counted),

@@ -26,17 +26,22 @@
 # possible), each with its reason, by file, column, mutator and the text of its line (not the line
 # number, which moves whenever code above it changes). A listed mutant that lives is counted in the
 # "equiv" column and
-# left out of the judged efficacy; a listed mutant that no longer lives is reported as STALE, so the
-# list cannot rot silently.
+# left out of the judged efficacy; a listed mutant of a package in the run that no longer lives (killed
+# now, or no mutant matches the entry any more) is reported as STALE and fails the run, so the list
+# cannot rot silently.
 #
 # The verdict uses the judged efficacy: killed/(killed+lived) over gremlins' mutants and the
-# hand-run uncovered ones, equivalent mutants left out. The plain gremlins figure is printed too.
+# hand-run uncovered ones, equivalent mutants left out. A timed-out mutant counts as killed, whether
+# gremlins or this script ran it (its tests did not pass); the "timed out" column counts both. The
+# plain gremlins figure (without timeouts) is printed too. A package whose NOT COVERED mutants were
+# not all run (MUTATE_UNCOVERED=0, or a change the script cannot make) is UNJUDGED, never PASS.
 #
 # Environment: GREMLINS (the binary; installed with go install when absent),
 # GREMLINS_TIMEOUT_COEFFICIENT (default 10), MUTATE_UNCOVERED (default 1), MUTATE_OUT (where the
 # JSON and logs go; default a temporary directory, kept and printed).
 #
-# Exits 1 when a package is BELOW its target or gremlins fails, else 0.
+# Exits 1 when a package is BELOW its target or UNJUDGED, an equivalent entry is STALE, or gremlins
+# fails, else 0.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -229,18 +234,32 @@ for i in range(0, len(rest), 3):
     except FileNotFoundError:
         by_hand = None
     count = {"KILLED": 0, "LIVED": 0, "NOT COVERED": 0, "TIMED OUT": 0, "NOT VIABLE": 0}
-    uk = ul = equiv = 0
+    uk = ul = equiv = hand_to = unjudged = 0
     for file in report.get("files") or []:
         for m in file.get("mutations") or []:
             status = m["status"]
             count[status] = count.get(status, 0) + 1
             where = f"{pkg}/{file['file_name']}:{m['line']}:{m['column']} {m['type']}"
             key = (f"{pkg}/{file['file_name']}", m["column"], m["type"], source_line(base, file["file_name"], m["line"]))
-            if status == "NOT COVERED" and by_hand is not None:
+            if status == "NOT COVERED" and by_hand is None:
+                # Not run (MUTATE_UNCOVERED=0): no verdict for the package, and an equivalent entry
+                # for it cannot be told stale.
+                unjudged += 1
+                if key in equivalents:
+                    equivalents[key] = True
+                notes.append(f"{where} NOT COVERED, not run (MUTATE_UNCOVERED=0)")
+            elif status == "NOT COVERED":
                 hand = by_hand.get((file["file_name"], m["line"], m["column"], m["type"]), "UNKNOWN")
-                if hand in ("KILLED", "TIMED OUT"):
+                if hand == "KILLED":
                     uk += 1
                     continue
+                if hand == "TIMED OUT":
+                    # As for gremlins' own timeouts: the tests did not pass, so the mutant is caught.
+                    hand_to += 1
+                    notes.append(f"{where} NOT COVERED, TIMED OUT when run by hand (counted as killed)")
+                    continue
+                if hand == "UNKNOWN":
+                    unjudged += 1
                 if hand == "LIVED":
                     ul += 1
                     if key in equivalents:
@@ -254,15 +273,22 @@ for i in range(0, len(rest), 3):
                     equiv += 1
                     continue
                 notes.append(f"{where} LIVED")
+            elif status == "TIMED OUT":
+                notes.append(f"{where} TIMED OUT (counted as killed)")
             elif status != "KILLED":
                 notes.append(f"{where} {status}")
-    k, l = count["KILLED"], count["LIVED"]
-    plain, judged = pct(k, l), pct(k + uk, l + ul - equiv)
+    k, l, to = count["KILLED"], count["LIVED"], count["TIMED OUT"] + hand_to
+    # A timed-out mutant, whether gremlins or this script ran it, is caught (its tests did not pass)
+    # and counts as killed in the judged figure; the plain figure is gremlins' own, without them.
+    plain, judged = pct(k, l), pct(k + uk + to, l + ul - equiv)
     ok = judged >= target(pkg)  # False for nan: a package with no killed or lived mutant has no figure
+    verdict = "PASS" if ok else "BELOW"
+    if ok and unjudged:
+        verdict, ok = "UNJUDGED", False  # uncovered mutants whose fate is unknown: no PASS on them
     below |= not ok
     rows.append((pkg, k, l, equiv, count["NOT COVERED"], uk if by_hand is not None else "-",
-                 ul if by_hand is not None else "-", count["TIMED OUT"], count["NOT VIABLE"],
-                 plain, judged, target(pkg), "PASS" if ok else "BELOW", secs))
+                 ul if by_hand is not None else "-", to, count["NOT VIABLE"],
+                 plain, judged, target(pkg), verdict, secs))
 
 for n in notes:
     print(n)
@@ -279,8 +305,10 @@ for pkg, k, l, e, nc, uk, ul, to, nv, plain, judged, tgt, verdict, secs in rows:
           f"{tgt:>5.0f}%  {verdict:<7}  {secs}s")
 print()
 print("efficacy = killed/(killed+lived) as gremlins ran them; judged = the same over gremlins' mutants and the")
-print("NOT COVERED ones run by hand (uncov k/l), less the equivalent mutants of scripts/mutate-equivalent.txt")
-sys.exit(1 if below else 0)
+print("NOT COVERED ones run by hand (uncov k/l), timed out ones (gremlins' and by hand) counted as killed, less the")
+print("equivalent mutants of scripts/mutate-equivalent.txt. UNJUDGED: NOT COVERED mutants were not run (or their")
+print("change could not be made), so the package has no verdict. A STALE equivalent entry fails the run.")
+sys.exit(1 if below or stale else 0)
 EOF
 
 echo "mutate: reports in $out" >&2

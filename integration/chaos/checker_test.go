@@ -419,3 +419,65 @@ func TestMembersOfAProcessThatHaveNotStartedBlockConvergence(t *testing.T) {
 		t.Fatalf("recovery %v ms, want 4500 (when both members hold what the broker says)", got)
 	}
 }
+
+// The S2 deadline and the S3 bounds pinned from both sides, with the figures written out (not read
+// from DefaultConfig): a deadline raised by a millisecond, or a bound raised by one, fails here.
+
+func TestRecoveryOneMillisecondPastTheDeadlineFails(t *testing.T) {
+	// Session 6 s + 2 heartbeats of 500 ms: the deadline is 7000 ms from the fault's end at 10 s.
+	s := twoMembers().fault(1, "kill9", "a", 1, 9.5, 10, false, false)
+	s.snap(9, "Reconciling", sm("ida", "0_0", "0_1"), sm("idb", "0_2", "0_3"))
+	s.d(DriverRecord{T: sec(17) + 1000, Kind: DKSnapshot, Snap: &Snapshot{State: "Stable",
+		Members: []SnapMember{sm("ida", "0_0", "0_1"), sm("idb", "0_2", "0_3")}}}).end(30)
+	rep := s.check(t)
+	if got := rep.Faults[0].DeadlineMs; got != 7000 {
+		t.Fatalf("deadline %v ms, want 7000 (session 6 s + 2 heartbeat intervals)", got)
+	}
+	if got := rep.Faults[0].RecoveryMs; got != 7001 {
+		t.Fatalf("recovery %v ms, want 7001", got)
+	}
+	if rep.S2.OK {
+		t.Fatalf("a recovery 1 ms past the 7000 ms deadline passed S2")
+	}
+}
+
+// oneMemberSample is twoMembers with one sample of process a (one member): goroutines and heap.
+func oneMemberSample(goroutines int, heap uint64) Report {
+	s := twoMembers()
+	s.m(Record{T: sec(3), Proc: "a", Inc: 1, Kind: KindSample, Goroutines: goroutines, HeapInuse: heap})
+	return Check(s.end(30).run)
+}
+
+func TestGoroutineBoundIsExact(t *testing.T) {
+	// One member: 30 + 15 goroutines.
+	if rep := oneMemberSample(45, 1<<20); !rep.S3.OK {
+		t.Fatalf("45 goroutines in a one-member process failed S3 (bound 45): %v", rep.S3.Violations)
+	}
+	if rep := oneMemberSample(46, 1<<20); rep.S3.OK || !strings.Contains(rep.S3.Violations[0], "46 goroutines, bound 45") {
+		t.Fatalf("46 goroutines in a one-member process: %v, want a violation of the bound 45", rep.S3.Violations)
+	}
+}
+
+func TestHeapBoundIsExact(t *testing.T) {
+	// One member: 32 + 2 MiB in use.
+	if rep := oneMemberSample(10, 34<<20); !rep.S3.OK {
+		t.Fatalf("34 MiB in a one-member process failed S3 (bound 34 MiB): %v", rep.S3.Violations)
+	}
+	if rep := oneMemberSample(10, 34<<20+1); rep.S3.OK || !strings.Contains(rep.S3.Violations[0], "bound 34.0") {
+		t.Fatalf("34 MiB + 1 byte in a one-member process: %v, want a violation of the bound 34 MiB", rep.S3.Violations)
+	}
+}
+
+func TestConnectionBoundIsExact(t *testing.T) {
+	// Two one-member processes on one broker: 4 x 2 + 16 = 24 connections.
+	s := twoMembers()
+	s.d(DriverRecord{T: sec(5), Kind: DKConns, Conns: 24})
+	if rep := Check(s.end(30).run); !rep.S3.OK {
+		t.Fatalf("24 connections for 2 clients failed (bound 24): %v", rep.S3.Violations)
+	}
+	s = twoMembers()
+	s.d(DriverRecord{T: sec(5), Kind: DKConns, Conns: 25})
+	if rep := Check(s.end(30).run); rep.S3.OK || !strings.Contains(rep.S3.Violations[0], "bound 24") {
+		t.Fatalf("25 connections for 2 clients: %v, want a violation of the bound 24", rep.S3.Violations)
+	}
+}

@@ -6,9 +6,12 @@
 //
 //	go run ./scripts/compat [-versions 4.2.2,4.3.1,4.4.0] [-report FILE] [-- go test flags and packages]
 //
-// Without packages it runs `go test -race -count=1 -timeout 30m ./integration/...`. It exits 1 if
-// any version had a failed test or a run that did not finish (the broker did not start, the build
-// failed), after running every version.
+// Without packages it runs `go test -race -count=1 -timeout 30m ./integration/...`. The counts are of
+// top-level tests (a test's subtests are not counted; a skipped subtest is listed as TestX/sub). It
+// exits 1, after running every version, if any version had a failed test, a run that did not finish
+// (the broker did not start, the build failed), or a run that breaks its line's entries in
+// expected.txt (-expect): a skip not listed there, a listed skip that did not happen, or fewer passed
+// top-level tests than the line's minimum. -expect "" turns that check off (for a -run subset).
 package main
 
 import (
@@ -37,9 +40,11 @@ type event struct {
 // result is what one version's run came to.
 type result struct {
 	version                 string
-	passed, skipped, failed int
-	skips                   []string // "TestX: reason"
-	failures                []string // failed tests, and packages that failed outside any test
+	passed, skipped, failed int               // top-level tests
+	skips                   []string          // "TestX: reason", top-level tests and subtests
+	skippedTests            map[string]string // test (or TestX/sub) → reason
+	breaches                []string          // what the run did that the expectations file does not allow
+	failures                []string          // failed tests, and packages that failed outside any test
 	wall                    time.Duration
 	runErr                  error // the run did not finish normally (beyond failed tests)
 }
@@ -47,7 +52,17 @@ type result struct {
 func main() {
 	versions := flag.String("versions", "4.2.2,4.3.1,4.4.0", "comma-separated Apache Kafka versions")
 	report := flag.String("report", "", "also write the final table to this file (the same Markdown table and lists)")
+	expectFile := flag.String("expect", filepath.Join(repoRoot(), "scripts", "compat", "expected.txt"),
+		"expected skips and minimum passes per Kafka line; empty: no such check")
 	flag.Parse()
+	var exp *expectations
+	if *expectFile != "" {
+		var err error
+		if exp, err = loadExpectations(*expectFile); err != nil {
+			fmt.Fprintln(os.Stderr, "compat:", err)
+			os.Exit(2)
+		}
+	}
 	args := flag.Args()
 	if len(args) == 0 {
 		args = []string{"-race", "-count=1", "-timeout", "30m", "./integration/..."}
@@ -62,7 +77,13 @@ func main() {
 		fmt.Printf("\n=== Kafka %s: go test -json %s\n", v, strings.Join(args, " "))
 		r := run(root, v, args)
 		results = append(results, r)
-		fmt.Printf("=== Kafka %s: %d passed, %d skipped, %d failed in %s\n", v, r.passed, r.skipped, r.failed, r.wall.Round(time.Second))
+		fmt.Printf("=== Kafka %s: %d passed, %d skipped, %d failed (top-level tests) in %s\n", v, r.passed, r.skipped, r.failed, r.wall.Round(time.Second))
+		if exp != nil {
+			r.breaches = exp.check(r)
+			for _, b := range r.breaches {
+				fmt.Printf("    NOT AS EXPECTED: %s\n", b)
+			}
+		}
 	}
 	table := render(results)
 	fmt.Print("\n" + table)
@@ -73,7 +94,7 @@ func main() {
 		}
 	}
 	for _, r := range results {
-		if r.failed > 0 || r.runErr != nil {
+		if r.failed > 0 || r.runErr != nil || len(r.breaches) > 0 {
 			os.Exit(1)
 		}
 	}
@@ -86,7 +107,7 @@ func repoRoot() string {
 
 // run starts a broker of version v for one `go test -json` run and reads its events as they come.
 func run(root, v string, args []string) *result {
-	r := &result{version: v}
+	r := &result{version: v, skippedTests: map[string]string{}}
 	cmd := exec.Command(filepath.Join(root, "scripts", "with-broker.sh"), append([]string{"go", "test", "-json"}, args...)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "KAFKA_VERSION="+v) // with-broker.sh sets STREAMSGROUP_BOOTSTRAP to its broker
@@ -154,9 +175,10 @@ func read(out io.Reader, r *result) {
 			case "skip":
 				reason := skipReason(lines)
 				fmt.Printf("    SKIP %s: %s\n", e.Test, reason)
+				r.skippedTests[e.Test] = reason
+				r.skips = append(r.skips, e.Test+": "+reason)
 				if top {
 					r.skipped++
-					r.skips = append(r.skips, e.Test+": "+reason)
 				}
 			case "fail":
 				if top {
@@ -191,6 +213,7 @@ func skipReason(lines []string) string {
 func render(results []*result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Integration suite by Kafka version (%s, %s/%s, %d CPUs)\n\n", time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	b.WriteString("Counts are of top-level tests (subtests are not counted).\n\n")
 	b.WriteString("| Kafka | passed | skipped | failed | wall time |\n|---|---:|---:|---:|---:|\n")
 	for _, r := range results {
 		failed := fmt.Sprint(r.failed)
@@ -202,6 +225,14 @@ func render(results []*result) string {
 	for _, r := range results {
 		if len(r.failures) > 0 {
 			fmt.Fprintf(&b, "\nfailed on %s: %s\n", r.version, strings.Join(r.failures, ", "))
+		}
+	}
+	for _, r := range results {
+		if len(r.breaches) > 0 {
+			fmt.Fprintf(&b, "\nnot as scripts/compat/expected.txt expects on %s:\n", r.version)
+			for _, s := range r.breaches {
+				fmt.Fprintf(&b, "  %s\n", s)
+			}
 		}
 	}
 	for _, r := range results {

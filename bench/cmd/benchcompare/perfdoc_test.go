@@ -24,3 +24,35 @@ func TestPerfDocHasMarkers(t *testing.T) {
 		t.Errorf("the generated part of %s does not draw its charts from %s", perfDoc, perfImgDir)
 	}
 }
+
+// TestPerfDocIsTheCommittedResults: the generated part of docs/performance.md and
+// bench/results/results.md are the rendering of bench/results/results.json, so every figure and
+// every claim of their headers (full or partial run, repetitions) is the JSON's. After changing the
+// renderer: go run ./bench/cmd/benchcompare -render bench/results/results.json
+func TestPerfDocIsTheCommittedResults(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	res, err := readResults(filepath.Join(root, "bench", "results", "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(perfDoc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i, j := strings.Index(s, beginMark), strings.Index(s, endMark)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks its markers", perfDoc)
+	}
+	const fix = "; run go run ./bench/cmd/benchcompare -render bench/results/results.json"
+	if got, want := s[i+len(beginMark):j], "\n"+markdown(res, perfImgDir); got != want {
+		t.Errorf("the generated part of %s is not the rendering of bench/results/results.json%s", perfDoc, fix)
+	}
+	md, err := os.ReadFile(filepath.Join(root, "bench", "results", "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(md) != markdown(res, "") {
+		t.Errorf("bench/results/results.md is not the rendering of bench/results/results.json%s", fix)
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"io"
+	"os"
+	"strings"
+	"testing"
+)
+
+const sample = `# comment
+min 4.2 2
+min 4.4 3
+skip 4.2 TestOld needs 4.4
+skip 4.2 TestX/sub is for 4.4
+`
+
+func TestReadExpectationsRefusesBadLines(t *testing.T) {
+	for _, bad := range []string{
+		"min 4.2",
+		"min 4.2 zero",
+		"min 4.2 0",
+		"min 4 3",
+		"min 4.2 3\nmin 4.2 4",
+		"skip 4.2 TestA",
+		"skip 4.2 Abc reason",
+		"min 4.2 1\nskip 4.2 TestA r\nskip 4.2 TestA r",
+		"skip 4.3 TestA reason", // skips without a min
+		"max 4.2 3",
+	} {
+		if _, err := readExpectations(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q: accepted, want an error", bad)
+		}
+	}
+}
+
+func TestTheCommittedExpectationsParse(t *testing.T) {
+	e, err := loadExpectations("expected.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"4.2", "4.3", "4.4"} {
+		if e.min[l] < 1 {
+			t.Errorf("line %s has no minimum pass count", l)
+		}
+	}
+}
+
+// runOf feeds go test -json lines through read, as a run of version v.
+func runOf(t *testing.T, v string, events string) *result {
+	t.Helper()
+	r := &result{version: v, skippedTests: map[string]string{}}
+	stdout := os.Stdout
+	devnull, _ := os.Open(os.DevNull)
+	os.Stdout = devnull // read prints skips and failures as it goes
+	defer func() { os.Stdout = stdout; devnull.Close() }()
+	read(io.Reader(strings.NewReader(events)), r)
+	return r
+}
+
+const ev = `{"Action":"pass","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestOld","Output":"    x_test.go:1: needs 4.4\n"}
+{"Action":"skip","Package":"p","Test":"TestOld"}
+{"Action":"skip","Package":"p","Test":"TestX/sub"}
+{"Action":"pass","Package":"p","Test":"TestX"}
+{"Action":"pass","Package":"p","Test":"TestY/sub"}
+{"Action":"pass","Package":"p","Test":"TestY"}
+`
+
+func TestCheck(t *testing.T) {
+	e, err := readExpectations(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runOf(t, "4.2.2", ev)
+	if r.passed != 3 || r.skipped != 1 {
+		t.Fatalf("counted %d passed, %d skipped; want 3 and 1 (top-level tests only)", r.passed, r.skipped)
+	}
+	if b := e.check(r); len(b) != 0 {
+		t.Fatalf("a run as expected: %v", b)
+	}
+
+	// On 4.4 nothing may skip, and three must pass.
+	b := e.check(runOf(t, "4.4.0", ev))
+	if len(b) != 2 || !strings.Contains(b[0], "TestOld skipped") || !strings.Contains(b[1], "TestX/sub skipped") {
+		t.Fatalf("unexpected skips on 4.4: %q", b)
+	}
+
+	// An expected skip that ran is a stale entry.
+	ran := strings.Replace(ev, `"Action":"skip","Package":"p","Test":"TestOld"`, `"Action":"pass","Package":"p","Test":"TestOld"`, 1)
+	b = e.check(runOf(t, "4.2.2", ran))
+	if len(b) != 1 || !strings.Contains(b[0], "TestOld was expected to skip") || !strings.Contains(b[0], "stale") {
+		t.Fatalf("expected skip that ran: %q", b)
+	}
+
+	// Too few passes: nothing ran at all.
+	b = e.check(runOf(t, "4.4.0", ""))
+	if len(b) != 1 || !strings.Contains(b[0], "0 top-level tests passed") {
+		t.Fatalf("empty run on 4.4: %q", b)
+	}
+	// Four top-level passes meet a minimum of 4 and miss one of 5.
+	all := runOf(t, "4.4.0", strings.ReplaceAll(ev, `"skip"`, `"pass"`))
+	e.min["4.4"] = 5
+	if b := e.check(all); len(b) != 1 || !strings.Contains(b[0], "4 top-level tests passed on 4.4.0, fewer than the 5") {
+		t.Fatalf("4 passed with min 5: %q", b)
+	}
+	e.min["4.4"] = 4
+	if b := e.check(all); len(b) != 0 {
+		t.Fatalf("4 passed with min 4: %q", b)
+	}
+
+	// A line the file does not know.
+	if b := e.check(runOf(t, "4.3.1", ev)); len(b) != 1 || !strings.Contains(b[0], "no entry") {
+		t.Fatalf("unknown line: %q", b)
+	}
+}
