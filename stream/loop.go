@@ -447,8 +447,9 @@ func (a *App) recordProduceErr(r *kgo.Record, err error, gen int64) {
 // the buffered records); not a fencing or an authorization error, nor a non-retriable broker error
 // such as a record too large, which would fail again at every retry.
 func (a *App) abortable(err error) bool {
-	if errors.Is(err, kerr.TransactionAbortable) || errors.Is(err, kerr.InvalidTxnState) {
-		return true
+	if errors.Is(err, kerr.TransactionAbortable) || errors.Is(err, kerr.InvalidTxnState) ||
+		errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping) {
+		return true // see fatalTxn: the coordinator aborted the transaction itself
 	}
 	if a.fatalTxn(err) != nil || errors.Is(err, kgo.ErrClientClosed) {
 		return false

@@ -280,8 +280,13 @@ func (a *App) fatalTxn(err error) error {
 	if errors.As(err, &te) {
 		return te
 	}
-	for _, f := range []error{kerr.ProducerFenced, kerr.InvalidProducerEpoch, kerr.TransactionalIDAuthorizationFailed,
-		kerr.ClusterAuthorizationFailed, kerr.InvalidProducerIDMapping, kerr.UnsupportedForMessageFormat} {
+	// INVALID_PRODUCER_EPOCH and INVALID_PRODUCER_ID_MAPPING are not among them: the transaction
+	// coordinator answers so when it aborted this member's transaction itself (it timed out across a
+	// broker restart or a pause) and bumped the epoch; the abort reloads the producer ID (kgo's
+	// TryAbort) and the work is done again. Only PRODUCER_FENCED says another process has the
+	// transactional.id; an abort that cannot reload the producer ID is a *TxnError anyway.
+	for _, f := range []error{kerr.ProducerFenced, kerr.TransactionalIDAuthorizationFailed,
+		kerr.ClusterAuthorizationFailed, kerr.UnsupportedForMessageFormat} {
 		if errors.Is(err, f) {
 			return &TxnError{TransactionalID: a.transactionalID(), Err: err}
 		}
