@@ -405,7 +405,11 @@ func (a *App) flush(ctx context.Context) error {
 }
 
 // produce sends an output or repartition record.
-func (a *App) produce(task tasks.ID, r *kgo.Record) {
+func (a *App) produce(task tasks.ID, r *kgo.Record) { a.send(task, r, nil) }
+
+// send writes r for task inside the open transaction (under exactly-once); acked, when not nil, is
+// told the offset of a record the brokers acknowledged.
+func (a *App) send(task tasks.ID, r *kgo.Record, acked func(offset int64)) {
 	if a.produceErr.Load() != nil {
 		return // nothing more is committed anyway; the loop is stopping (or the transaction aborts)
 	}
@@ -414,8 +418,11 @@ func (a *App) produce(task tasks.ID, r *kgo.Record) {
 	gen := a.txnGen.Load()
 	// Not runCtx: a clean stop flushes what is buffered.
 	a.cl.Produce(a.deliveryContext(), r, func(r *kgo.Record, err error) {
-		if err != nil {
+		switch {
+		case err != nil:
 			a.recordProduceErr(r, err, gen)
+		case acked != nil:
+			acked(r.Offset)
 		}
 	})
 }
@@ -462,18 +469,4 @@ func (a *App) abortable(err error) bool {
 }
 
 // produceChangelog sends a store's changelog record; its acknowledgement moves the store's position.
-func (a *App) produceChangelog(r *kgo.Record, s *kvStore) {
-	if a.produceErr.Load() != nil {
-		return
-	}
-	a.ensureTxn()
-	a.inTxn(s.task.id)
-	gen := a.txnGen.Load()
-	a.cl.Produce(a.deliveryContext(), r, func(r *kgo.Record, err error) {
-		if err != nil {
-			a.recordProduceErr(r, err, gen)
-			return
-		}
-		s.ackedAt(r.Offset)
-	})
-}
+func (a *App) produceChangelog(r *kgo.Record, s *kvStore) { a.send(s.task.id, r, s.ackedAt) }
