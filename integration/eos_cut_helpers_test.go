@@ -24,6 +24,18 @@ type endTxnCutProxy struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{}
+	// awayFor, when set before arming, refuses every new connection for that long after the cut:
+	// the broker seems gone, so kgo's own retries of the EndTxn fail too.
+	awayFor   time.Duration
+	awayUntil time.Time // under mu
+	refused   atomic.Int64
+}
+
+// away reports whether new connections are refused now.
+func (p *endTxnCutProxy) away() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Now().Before(p.awayUntil)
 }
 
 const apiKeyEndTxn = 26
@@ -72,6 +84,11 @@ func (p *endTxnCutProxy) serve() {
 func (p *endTxnCutProxy) pipe(client net.Conn) {
 	defer p.wg.Done()
 	defer client.Close()
+	if p.away() {
+		p.refused.Add(1)
+		resetConn(client)
+		return
+	}
 	broker, err := net.DialTimeout("tcp", p.target, 5*time.Second)
 	if err != nil {
 		resetConn(client)
@@ -111,6 +128,9 @@ func (p *endTxnCutProxy) pipe(client net.Conn) {
 		}
 		if len(frame) >= 6 && int16(binary.BigEndian.Uint16(frame[4:6])) == apiKeyEndTxn && p.armed.CompareAndSwap(true, false) {
 			cut.Store(true)
+			p.mu.Lock()
+			p.awayUntil = time.Now().Add(p.awayFor)
+			p.mu.Unlock()
 			_, _ = broker.Write(frame)
 			p.cuts.Add(1)
 			resetConn(client) // the broker has the request; the client never hears the answer

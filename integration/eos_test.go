@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sort"
 	"strings"
@@ -503,6 +504,65 @@ func TestEOSCommitOutcomeUnknown(t *testing.T) {
 		t.Fatalf("after an EndTxn(commit) whose answer was lost (the broker committed it), the committed output repeats "+
 			"counts: the transaction was taken for aborted (stream/txn.go commitEOS → abortAfter → abortTxn rewinds to the "+
 			"offsets the member last knew committed) although its outcome was unknown; %d keys wrong:\n%s", len(bad), strings.Join(bad, "\n"))
+	}
+	if storeWhy != "" {
+		t.Fatalf("the output is exact but %s", storeWhy)
+	}
+}
+
+// TestEOSCommitOutcomeUnknownBrokerAway: as TestEOSCommitOutcomeUnknown, but after the EndTxn the
+// broker seems gone for 3 s (every new connection is refused; less than the session guard), longer
+// than kgo retries the EndTxn (half a second here): the commit's outcome stays unknown to the client. The runtime ends the transaction (the abort
+// reloads the producer ID; the coordinator finishes the commit it received) and reads the
+// committed offsets once the broker is back: they are the transaction's, so it committed, and the
+// app goes on from there without a restart, its stores holding the transaction's writes.
+func TestEOSCommitOutcomeUnknownBrokerAway(t *testing.T) {
+	s := newEOSSetup(t, 2)
+	p := newEndTxnCutProxy(t, s.b.Bootstrap)
+	p.awayFor = 3 * time.Second
+	_, brokerPort, _ := net.SplitHostPort(s.b.Bootstrap)
+	var d net.Dialer
+	dial := kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+		if _, port, err := net.SplitHostPort(host); err == nil && port == brokerPort {
+			host = p.Addr()
+		}
+		return d.DialContext(ctx, network, host)
+	})
+	endTxnGivesUpSoon := kgo.RetryTimeoutFn(func(key int16) time.Duration {
+		if key == apiKeyEndTxn {
+			return 500 * time.Millisecond
+		}
+		return 30 * time.Second
+	})
+	logs := newLogCapture()
+	a := s.start(t, "a", rtOpts{cfg: eosCfg(t.TempDir()), opts: []stream.Option{
+		stream.WithClientOptions(dial, endTxnGivesUpSoon), stream.WithLogger(slog.New(logs).With("test_member", "a"))}})
+	a.runningWith(t, s.all)
+	f := feed(t, s.b.Client(t), s.input, 8, 20000)
+	f.waitMore(t, 200)
+	p.armed.Store(true)
+	Eventually(t, settle, func() (bool, string) {
+		return p.cuts.Load() == 1 && p.refused.Load() > 0 && !p.away(), "the EndTxn not cut off, or the broker not back, yet"
+	})
+	const learnt = "a transaction commit whose outcome was unknown committed"
+	Eventually(t, settle, func() (bool, string) {
+		_, ok := logs.find(slog.LevelInfo, learnt)
+		return ok, fmt.Sprintf("a did not log %q (%d connections refused)", learnt, p.refused.Load())
+	})
+	if r, ok := logs.find(slog.LevelInfo, "tasks lost"); ok {
+		t.Fatalf("a lost its tasks (%s): the broker was away for longer than the session guard allows; this test wants the commit's outcome learnt while the tasks stay", r.Message)
+	}
+	f.waitMore(t, 200)
+	want := f.stop(t)
+	s.waitCaughtUp(t)
+	if done, err := a.returned(); done {
+		t.Fatalf("a stopped after a commit whose outcome was unknown (%v); it should have learnt the outcome from the committed offsets and gone on", err)
+	}
+	storeWhy := storeVerdict(t, want, a)
+	a.stopClean(t)
+	got := readCommittedCounts(t, clientsOf(t, s.b), s.output)
+	if bad := exactProblems(got, want); len(bad) > 0 {
+		t.Fatalf("after an EndTxn(commit) whose outcome stayed unknown, the committed output is not exact; %d keys wrong:\n%s", len(bad), strings.Join(bad, "\n"))
 	}
 	if storeWhy != "" {
 		t.Fatalf("the output is exact but %s", storeWhy)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,6 +40,10 @@ func (e *TxnError) Error() string {
 	hint := "check the cluster supports transactions (the __transaction_state topic can be created: enough brokers for " +
 		"transaction.state.log.replication.factor and transaction.state.log.min.isr)"
 	switch {
+	case errors.Is(e.Err, errOutcomeUnknown):
+		hint = "restart the application: it resumes from what the broker committed, and its stores restore the committed changelog"
+	case errors.Is(e.Err, errAbortFailed) && !errors.As(e.Err, new(*kerr.Error)):
+		hint = "the transaction coordinator could not be reached to abort the transaction; it aborts it itself after transaction.timeout.ms, and a restart resumes from what the broker committed"
 	case errors.Is(e.Err, kerr.ProducerFenced), errors.Is(e.Err, kerr.InvalidProducerEpoch):
 		hint = "another process uses the same transactional.id (the same application.id and process ID): give each process its own state.dir"
 	case errors.Is(e.Err, kerr.TransactionalIDAuthorizationFailed):
@@ -51,6 +56,13 @@ func (e *TxnError) Error() string {
 
 // Unwrap returns the cause.
 func (e *TxnError) Unwrap() error { return e.Err }
+
+var (
+	// errOutcomeUnknown is the cause of a *TxnError when a commit's outcome could not be told.
+	errOutcomeUnknown = errors.New("the outcome of a transaction commit is unknown")
+	// errAbortFailed is the cause of a *TxnError when a transaction could not be aborted.
+	errAbortFailed = errors.New("aborting the transaction failed")
+)
 
 // eos reports whether the App runs exactly-once.
 func (a *App) eos() bool { return a.cfg.Runtime.Guarantee == config.ExactlyOnceV2 }
@@ -96,7 +108,8 @@ func (a *App) commitEOS(ctx context.Context, extra commit.Offsets) error {
 	if err := a.flush(ctx); err != nil {
 		return a.abortAfter(ctx, err)
 	}
-	offs := a.cons.Uncommitted()
+	moved := a.cons.Uncommitted() // every one differs from its last committed offset
+	offs := maps.Clone(moved)
 	for tp, o := range extra {
 		offs[tp] = o
 	}
@@ -118,7 +131,7 @@ func (a *App) commitEOS(ctx context.Context, extra commit.Offsets) error {
 		}
 		if err == nil {
 			if err = a.cl.EndTransaction(ctx, kgo.TryCommit); err != nil && unconfirmed(err) {
-				return a.resolveUnconfirmed(ctx, offs, err)
+				return a.resolveUnconfirmed(ctx, offs, moved, err)
 			}
 		}
 	default:
@@ -132,6 +145,12 @@ func (a *App) commitEOS(ctx context.Context, extra commit.Offsets) error {
 	if err != nil {
 		return a.abortAfter(ctx, err)
 	}
+	return a.committed(offs)
+}
+
+// committed records a committed transaction: its input offsets, and its writes applied to the
+// stores with their checkpoints. Called with a.mu held.
+func (a *App) committed(offs commit.Offsets) error {
 	a.txnOpen, a.txnRecords = false, 0
 	clear(a.txnTasks)
 	a.cons.MarkCommitted(offs)
@@ -154,42 +173,75 @@ func unconfirmed(err error) bool {
 	return !errors.As(err, &ke) || errors.Is(err, kerr.UnknownServerError)
 }
 
-// resolveUnconfirmed handles a commit whose outcome is unknown: it aborts (kgo's way: a new producer
-// epoch fences whatever is still open), then asks the group for the committed offsets. If they are
-// the transaction's, it committed: its writes are not in the stores any more and its inputs were
-// rewound, so the application stops (a *TxnError) and its restart resumes from the broker's state
-// (stores restore the committed changelog); going on would count its records twice. If they are
-// not, it aborted, and the rewound work is done again. Called with a.mu held.
-func (a *App) resolveUnconfirmed(ctx context.Context, offs commit.Offsets, cause error) error {
-	if err := a.abortTxn(ctx); err != nil {
+// resolveUnconfirmed handles a commit whose outcome is unknown (the broker went away during EndTxn).
+// It ends the transaction (kgo's way: the abort reloads the producer ID, and the new epoch makes the
+// transaction coordinator finish whatever it holds: a commit it received completes, anything else
+// aborts), then reads the group's committed offsets until the broker answers. The inputs whose
+// positions moved in this transaction tell the outcome, since a transaction commits all its offsets
+// or none: all of them committed, and the stores apply their pending writes as after any commit;
+// none, and the work is dropped and done again. Only when no offset can tell (or the broker stays
+// away past the retry bound) does the application stop with a *TxnError: its restart resumes from
+// the broker's state. Called with a.mu held.
+func (a *App) resolveUnconfirmed(ctx context.Context, offs, moved commit.Offsets, cause error) error {
+	clear(a.txnTasks)
+	if err := a.endOpenTxn(ctx); err != nil {
+		a.discardPending()
 		return err
 	}
-	clear(a.txnTasks)
-	unknown := &TxnError{TransactionalID: a.transactionalID(), Err: fmt.Errorf("the outcome of a transaction commit is unknown (%w)", cause)}
+	unknown := &TxnError{TransactionalID: a.transactionalID(), Err: fmt.Errorf("%w (%w)", errOutcomeUnknown, cause)}
 	var ids []tasks.ID
-	for tp := range offs {
+	for tp := range moved {
 		if id, _, ok := a.router.Task(tp.Topic, tp.Partition); ok {
 			ids = append(ids, id)
 		}
 	}
 	if len(ids) == 0 {
+		a.discardPending()
 		return unknown // no offsets to tell the outcome by
 	}
-	committed, err := a.commits.CommittedOffsets(ctx, tasks.NewSet(ids...))
+	committed, err := a.committedUntil(ctx, tasks.NewSet(ids...), time.Now().Add(abortRetryBound))
 	if err != nil {
+		a.discardPending()
 		if errors.Is(err, commit.ErrTasksLost) {
 			return err // the tasks go (OnAllTasksLost); their next owner reads the broker's state
 		}
 		return unknown
 	}
-	for tp, o := range offs {
-		if committed[tp] != o {
-			a.log.Warn("a transaction commit whose outcome was unknown aborted; its records are processed again", "err", cause)
-			return cause
+	same := 0
+	for tp, o := range moved {
+		if committed[tp] == o {
+			same++
 		}
 	}
-	unknown.Err = fmt.Errorf("a transaction commit whose outcome was unknown (%w) committed after all; restart the application to resume from it", cause)
+	switch same {
+	case 0:
+		a.log.Warn("a transaction commit whose outcome was unknown aborted; its records are processed again", "err", cause)
+		a.discardPending()
+		return cause
+	case len(moved):
+		a.log.Info("a transaction commit whose outcome was unknown committed", "err", cause)
+		return a.committed(offs)
+	}
+	a.discardPending()
+	unknown.Err = fmt.Errorf("%w (%w): some of its offsets are committed and others not", errOutcomeUnknown, cause)
 	return unknown
+}
+
+// committedUntil reads the committed offsets of ids, retrying while the broker is away (a restart)
+// until deadline or ctx ends. Lost tasks are not retried.
+func (a *App) committedUntil(ctx context.Context, ids tasks.Set, deadline time.Time) (commit.Offsets, error) {
+	backoff := a.cfg.RetryBackoff
+	for {
+		committed, err := a.commits.CommittedOffsets(ctx, ids)
+		if err == nil || errors.Is(err, commit.ErrTasksLost) || ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
+			return committed, err
+		}
+		a.log.Warn("reading the committed offsets failed; retrying", "err", err, "backoff", backoff)
+		if serr := sleepCtx(ctx, backoff); serr != nil {
+			return nil, err
+		}
+		backoff = min(backoff*2, max(a.cfg.RetryBackoffMax, a.cfg.RetryBackoff))
+	}
 }
 
 // inTxn records that task has records in the open transaction. Called with a.mu held.
@@ -221,34 +273,47 @@ func (a *App) abortTxn(ctx context.Context) error {
 	if !a.eos() {
 		return nil
 	}
-	var err error
-	if a.txnOpen {
-		a.txnGen.Add(1) // from here on, the open transaction's records fail as part of the abort
-		deadline := time.Now().Add(abortRetryBound)
-		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-			deadline = d
-		}
-		base := context.WithoutCancel(ctx)
-		bctx, cancel := context.WithTimeout(base, a.cfg.RequestTimeout)
-		err = a.cl.AbortBufferedRecords(bctx)
-		cancel()
-		if err == nil {
-			err = a.endAbort(base, deadline)
-		}
-		a.txnOpen, a.txnRecords = false, 0
-		clear(a.txnTasks)
-		a.produceErr.Store(nil) // the failed records were part of the aborted transaction
-		if err != nil {
-			err = &TxnError{TransactionalID: a.transactionalID(), Err: fmt.Errorf("aborting: %w", err)}
-		}
+	err := a.endOpenTxn(ctx)
+	a.discardPending()
+	return err
+}
+
+// endOpenTxn ends the open transaction, if any, with an abort; the stores keep their pending writes
+// (the caller decides what becomes of them). Called with a.mu held.
+func (a *App) endOpenTxn(ctx context.Context) error {
+	if !a.txnOpen {
+		return nil
 	}
+	a.txnGen.Add(1) // from here on, the open transaction's records fail as part of the abort
+	deadline := time.Now().Add(abortRetryBound)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	base := context.WithoutCancel(ctx)
+	bctx, cancel := context.WithTimeout(base, a.cfg.RequestTimeout)
+	err := a.cl.AbortBufferedRecords(bctx)
+	cancel()
+	if err == nil {
+		err = a.endAbort(base, deadline)
+	}
+	a.txnOpen, a.txnRecords = false, 0
+	clear(a.txnTasks)
+	a.produceErr.Store(nil) // the failed records were part of the aborted transaction
+	if err != nil {
+		return &TxnError{TransactionalID: a.transactionalID(), Err: fmt.Errorf("%w: %w", errAbortFailed, err)}
+	}
+	return nil
+}
+
+// discardPending drops every store's pending writes and rewinds the inputs to the last committed
+// offsets: the work since the last commit is done again. Called with a.mu held.
+func (a *App) discardPending() {
 	for _, t := range a.tasks {
 		for _, s := range t.stores {
 			s.dropPending()
 		}
 	}
 	a.cons.Rewind()
-	return err
 }
 
 // abortRetryBound bounds (with the caller's deadline) the retries of an abort that fails for a reason the producer can go on
@@ -269,7 +334,9 @@ func (a *App) endAbort(ctx context.Context, deadline time.Time) error {
 			return err
 		}
 		a.log.Warn("aborting the transaction failed; retrying", "err", err, "backoff", backoff)
-		time.Sleep(backoff)
+		if sleepCtx(ctx, backoff) != nil {
+			return err
+		}
 		backoff = min(backoff*2, max(a.cfg.RetryBackoffMax, a.cfg.RetryBackoff))
 	}
 }
@@ -292,4 +359,16 @@ func (a *App) fatalTxn(err error) error {
 		}
 	}
 	return nil
+}
+
+// sleepCtx waits d or until ctx ends (its error then).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
