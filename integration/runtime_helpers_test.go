@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -122,9 +123,15 @@ func (s *rtSetup) newApp(t *testing.T, name string, o rtOpts) *rtApp {
 		proc = stream.Typed(serde.String, serde.String, countTo(s.output))
 	}
 	r := &rtApp{name: name, done: make(chan struct{})}
+	ring, kring := newLogRing(400), newLogRing(200)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the last things %s logged (info and above):\n%s\nand its kgo client:\n%s", name, ring.String(), kring.String())
+		}
+	})
 	opts := []stream.Option{
-		stream.WithLogger(testLogger.With("test_member", name)),
-		stream.WithClientOptions(kgo.ClientID(name)),
+		stream.WithLogger(slog.New(ring).With("test_member", name)),
+		stream.WithClientOptions(kgo.ClientID(name), kgo.WithLogger(kgoLog{slog.New(kring).With("test_member", name)})),
 		stream.WithHooks(r),
 		stream.WithRestoreListener(func(b stream.RestoreBatch) {
 			r.mu.Lock()
