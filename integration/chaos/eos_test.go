@@ -200,3 +200,47 @@ func TestS2ExtraDeadline(t *testing.T) {
 		}
 	}
 }
+
+// A round whose input write failed at the driver is not in the input topic: S4 expects the rounds
+// the topic holds, not 1..n, and a write that failed but reached the topic all the same (more input
+// than acknowledged) is no fault. Fewer input records than acknowledged is always one.
+func TestS4GoesByTheInputTopic(t *testing.T) {
+	// k000: 3 inputs, rounds 1, 2 and 4 (round 3's write failed and never reached the topic).
+	withGap := func(outRounds []int64) *synth {
+		s := eosRun(nil, nil)
+		e := s.run.EOS
+		e.ProduceFailed = 1
+		e.InputRounds = map[string][]int64{"k000": {1, 2, 4}}
+		for i := range e.Output {
+			if e.Output[i].Key == "k000" {
+				e.Output[i].Round = outRounds[e.Output[i].Count-1]
+			}
+		}
+		return s
+	}
+	if rep := withGap([]int64{1, 2, 4}).check(t); !rep.S4.OK {
+		t.Fatalf("the rounds the input topic holds were all counted, yet S4 failed: %q", rep.S4.Violations)
+	}
+	rep := withGap([]int64{1, 2, 3}).check(t)
+	if rep.S4.OK || !strings.Contains(strings.Join(rep.S4.Violations, "\n"), "key k000: 1 input rounds never counted in the committed output: 4") {
+		t.Fatalf("round 4 is in the input topic and was never counted; violations %q", rep.S4.Violations)
+	}
+
+	for _, c := range []struct {
+		name           string
+		acked, failed  int64
+		wantViolations bool
+	}{
+		{"acknowledged as many as the topic holds", 3, 0, false},
+		{"a failed write reached the topic", 2, 1, false},
+		{"the topic holds one more than acknowledged, and no write failed", 2, 0, true},
+		{"the topic holds one fewer than acknowledged", 4, 1, true},
+	} {
+		s := eosRun(nil, nil)
+		s.run.EOS.Acked["k000"], s.run.EOS.ProduceFailed = c.acked, int(c.failed)
+		rep := s.check(t)
+		if got := !rep.S4.OK; got != c.wantViolations {
+			t.Errorf("%s: S4 failed %v (%q); want %v", c.name, got, rep.S4.Violations, c.wantViolations)
+		}
+	}
+}

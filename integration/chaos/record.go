@@ -193,6 +193,13 @@ type EOSData struct {
 	// Input counts, per key, the records of the input topic read back after the schedule: the
 	// ground truth of what the application had to count.
 	Input map[string]int64 `json:"input"`
+	// InputRounds lists, per key, the rounds (record values) the input topic holds, in offset
+	// order: a round whose write failed at the driver may be missing, and is then not expected in
+	// the output. Empty in reports of older runs (every round 1..n is expected then).
+	InputRounds map[string][]int64 `json:"input_rounds,omitempty"`
+	// ProduceFailed counts the input records whose write the driver saw fail; each may or may not
+	// be in the input topic, which is what the checker goes by.
+	ProduceFailed int `json:"produce_failed,omitempty"`
 	// Output is the output topic read with read_committed from its start to its end, per partition
 	// in offset order.
 	Output []OutputRecord `json:"output"`

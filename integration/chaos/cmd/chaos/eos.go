@@ -99,8 +99,12 @@ func (d *driver) finishEOS(ctx context.Context, lastFaultEnd time.Time) {
 	e.Acked = d.input.acked
 	failed := d.input.failed
 	d.input.mu.Unlock()
-	if err != nil || failed > 0 {
-		e.Err = fmt.Sprintf("producing the input: %d records failed (%v)", failed, err)
+	e.ProduceFailed = failed
+	if err != nil {
+		e.Err = fmt.Sprintf("producing the input: %v", err)
+	} else if failed > 0 {
+		// Not an error of the run: the checker goes by what the input topic holds.
+		fmt.Printf("chaos: %d input records failed to be written (their rounds are expected only if the input topic holds them)\n", failed)
 	}
 	fmt.Printf("chaos: input produced (%d keys); waiting for the group to commit all of it…\n", d.cfg.Keys)
 
@@ -129,8 +133,15 @@ func (d *driver) finishEOS(ctx context.Context, lastFaultEnd time.Time) {
 		e.Err = errors.Join(errors.New(e.Err), err).Error()
 	}
 	e.Input = map[string]int64{}
+	e.InputRounds = map[string][]int64{}
 	for _, r := range in {
 		e.Input[string(r.Key)]++
+		round, perr := strconv.ParseInt(string(r.Value), 10, 64)
+		if perr != nil {
+			e.Err = fmt.Sprintf("input %d@%d: the value %q is not a round number", r.Partition, r.Offset, r.Value)
+			continue
+		}
+		e.InputRounds[string(r.Key)] = append(e.InputRounds[string(r.Key)], round)
 	}
 	out, err := d.readTopic(rctx, chaos.EOSOutput)
 	if err != nil {
