@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -234,6 +235,13 @@ type App struct {
 	// txnGen counts the aborted transactions, so that a late failure of an aborted transaction's
 	// record is not taken for one of the next transaction's.
 	txnGen atomic.Int64
+	// pcl is the client every record is produced with: cl itself under at-least-once; under
+	// exactly-once a transactional client of its own, replaced when the transaction coordinator
+	// fences it (renewProducer) with one built from popts. fences are the times of the last
+	// renewals (a.mu).
+	pcl    atomic.Pointer[kgo.Client]
+	popts  []kgo.Opt
+	fences []time.Time
 
 	state      atomic.Int32
 	produceErr atomic.Pointer[ProduceError]
@@ -420,12 +428,25 @@ func (a *App) build() error {
 		kgo.KeepControlRecords(),
 	)
 	if a.eos() {
-		opts = append(opts, kgo.TransactionalID(a.transactionalID()), kgo.TransactionTimeout(transactionTimeout),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	opts = append(opts, a.o.client...)
 	if a.cl, err = kgo.NewClient(opts...); err != nil {
 		return fmt.Errorf("stream: building the client: %w", err)
+	}
+	a.pcl.Store(a.cl)
+	if a.eos() {
+		// The transactional producer is a client of its own (as Kafka Streams' thread producer is
+		// beside its consumer): when the transaction coordinator fences it, it is replaced without
+		// touching the member or the consumer.
+		a.popts = append(slices.Clone(opts[:len(opts)-len(a.o.client)]),
+			kgo.TransactionalID(a.transactionalID()), kgo.TransactionTimeout(transactionTimeout))
+		a.popts = append(a.popts, a.o.client...)
+		pcl, err := kgo.NewClient(a.popts...)
+		if err != nil {
+			return fmt.Errorf("stream: building the transactional producer: %w", err)
+		}
+		a.pcl.Store(pcl)
 	}
 	if a.commits, err = commit.New(a.cl, a.cfg.ApplicationID, a.topo); err != nil {
 		return err
@@ -503,12 +524,20 @@ func (a *App) Run(ctx context.Context) (err error) {
 	}
 	a.cfg.ProcessID = pid
 	if err := a.build(); err != nil {
+		if p := a.pcl.Load(); p != nil && p != a.cl {
+			p.Close()
+		}
 		if a.cl != nil {
 			a.cl.Close()
 		}
 		return err
 	}
 	defer a.cl.Close()
+	defer func() {
+		if p := a.pcl.Load(); p != a.cl {
+			p.Close()
+		}
+	}()
 	defer a.offsets.Close()
 	defer a.stopped.Store(true) // queries say ErrNotRunning from now on
 	defer a.releaseDelivery()

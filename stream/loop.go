@@ -395,7 +395,7 @@ func (a *App) checkpoint(t *task) error {
 
 // flush waits for every record produced so far; any that failed is the ProduceError.
 func (a *App) flush(ctx context.Context) error {
-	if err := a.cl.Flush(ctx); err != nil {
+	if err := a.producer().Flush(ctx); err != nil {
 		return fmt.Errorf("stream: waiting for the records produced: %w", err)
 	}
 	if pe := a.produceErr.Load(); pe != nil {
@@ -413,11 +413,13 @@ func (a *App) send(task tasks.ID, r *kgo.Record, acked func(offset int64)) {
 	if a.produceErr.Load() != nil {
 		return // nothing more is committed anyway; the loop is stopping (or the transaction aborts)
 	}
-	a.ensureTxn()
+	if !a.ensureTxn(r.Topic) {
+		return
+	}
 	a.inTxn(task)
 	gen := a.txnGen.Load()
 	// Not runCtx: a clean stop flushes what is buffered.
-	a.cl.Produce(a.deliveryContext(), r, func(r *kgo.Record, err error) {
+	a.producer().Produce(a.deliveryContext(), r, func(r *kgo.Record, err error) {
 		switch {
 		case err != nil:
 			a.recordProduceErr(r, err, gen)
@@ -455,8 +457,9 @@ func (a *App) recordProduceErr(r *kgo.Record, err error, gen int64) {
 // such as a record too large, which would fail again at every retry.
 func (a *App) abortable(err error) bool {
 	if errors.Is(err, kerr.TransactionAbortable) || errors.Is(err, kerr.InvalidTxnState) ||
-		errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping) {
-		return true // see fatalTxn: the coordinator aborted the transaction itself
+		errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping) ||
+		errors.Is(err, kerr.ProducerFenced) {
+		return true // see fatalTxn and renewProducer: the coordinator aborted the transaction itself
 	}
 	if a.fatalTxn(err) != nil || errors.Is(err, kgo.ErrClientClosed) {
 		return false

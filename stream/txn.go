@@ -80,22 +80,38 @@ func (a *App) transactionalID() string {
 func (a *App) initProducer(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, max(a.cfg.RequestTimeout, transactionTimeout))
 	defer cancel()
-	if _, _, err := a.cl.ProducerID(ctx); err != nil {
+	if _, _, err := a.producer().ProducerID(ctx); err != nil {
 		return &TxnError{TransactionalID: a.transactionalID(), Err: err}
 	}
 	return nil
 }
 
-// ensureTxn begins a transaction before the first record of one is produced. Called with a.mu held.
-func (a *App) ensureTxn() {
+// ensureTxn begins a transaction before the first record of one is produced (to topic) and reports
+// whether the record may go. A producer the coordinator fenced cannot begin one: that failure is
+// kept as the record's (the next commit aborts and replaces the producer, between batches, where
+// the inputs can be rewound). Called with a.mu held.
+func (a *App) ensureTxn(topic string) bool {
 	if !a.eos() || a.txnOpen {
-		return
+		return true
 	}
-	if err := a.cl.BeginTransaction(); err != nil {
+	if err := a.producer().BeginTransaction(); err != nil {
+		if producerDead(err) {
+			a.produceErr.CompareAndSwap(nil, &ProduceError{Topic: topic, Partition: -1, Err: err})
+			return false
+		}
 		a.fail(&TxnError{TransactionalID: a.transactionalID(), Err: err})
-		return
+		return false
 	}
 	a.txnOpen, a.txnRecords = true, 0
+	return true
+}
+
+// producerDead reports whether err says the transaction coordinator gave this producer's epoch to
+// a newer one (it aborted the transaction itself, or another incarnation started): kgo goes on with
+// neither, so the producer is replaced (renewProducer).
+func producerDead(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.InvalidProducerIDMapping)
 }
 
 // commitEOS commits the open transaction with the processed input offsets (those of the running
@@ -126,17 +142,17 @@ func (a *App) commitEOS(ctx context.Context, extra commit.Offsets) error {
 	case a.txnOpen && a.txnRecords > 0:
 		var id int64
 		var epoch int16
-		if id, epoch, err = a.cl.ProducerID(ctx); err == nil {
+		if id, epoch, err = a.producer().ProducerID(ctx); err == nil {
 			err = a.commits.CommitInTransaction(ctx, commit.Producer{TransactionalID: a.transactionalID(), ID: id, Epoch: epoch}, offs)
 		}
 		if err == nil {
-			if err = a.cl.EndTransaction(ctx, kgo.TryCommit); err != nil && unconfirmed(err) {
+			if err = a.producer().EndTransaction(ctx, kgo.TryCommit); err != nil && unconfirmed(err) {
 				return a.resolveUnconfirmed(ctx, offs, moved, err)
 			}
 		}
 	default:
 		if a.txnOpen {
-			err = a.cl.EndTransaction(ctx, kgo.TryCommit) // nothing produced: no request
+			err = a.producer().EndTransaction(ctx, kgo.TryCommit) // nothing produced: no request
 		}
 		if err == nil {
 			err = a.commits.Commit(ctx, offs)
@@ -256,15 +272,68 @@ func (a *App) inTxn(task tasks.ID) {
 // abortAfter aborts the open transaction after err and rewinds; it returns err, or a *TxnError when
 // the producer cannot go on. Called with a.mu held.
 func (a *App) abortAfter(ctx context.Context, err error) error {
+	if producerDead(err) {
+		return a.renewProducer(ctx, err)
+	}
 	if fatal := a.fatalTxn(err); fatal != nil {
 		a.abortTxn(ctx)
 		return fatal
 	}
 	a.log.Warn("aborting the transaction; the records since the last commit are processed again", "err", err)
 	if aerr := a.abortTxn(ctx); aerr != nil {
+		if producerDead(aerr) {
+			return a.renewProducer(ctx, aerr)
+		}
 		return aerr
 	}
 	return err
+}
+
+// Renewals of a fenced producer: more than maxFences within fenceWindow stop the application.
+const (
+	maxFences   = 3
+	fenceWindow = time.Minute
+)
+
+// renewProducer replaces the transactional producer after PRODUCER_FENCED, as Kafka Streams
+// replaces its thread producer (a TaskMigratedException): the transaction coordinator aborted the
+// open transaction and bumped the producer epoch, most often because this member was silent for
+// longer than transaction.timeout.ms (a pause, a network cut); kgo cannot go on with a fenced
+// producer. The work since the last commit is dropped and done again with a new producer, whose
+// InitProducerId takes the newest epoch. The member keeps its tasks if the group still says they
+// are its own: if they moved, its next TxnOffsetCommit is refused by member epoch and nothing of
+// it becomes visible. A process fenced again and again is sharing its transactional.id with
+// another (the same state.dir copied): after maxFences renewals within fenceWindow it stops with a
+// *TxnError that says so. It returns cause when the work can go on. Called with a.mu held.
+func (a *App) renewProducer(ctx context.Context, cause error) error {
+	now := time.Now()
+	kept := a.fences[:0]
+	for _, t := range a.fences {
+		if now.Sub(t) < fenceWindow {
+			kept = append(kept, t)
+		}
+	}
+	a.fences = append(kept, now)
+	if len(a.fences) > maxFences {
+		return &TxnError{TransactionalID: a.transactionalID(), Err: fmt.Errorf("fenced %d times within %v: %w", len(a.fences), fenceWindow, cause)}
+	}
+	a.log.Warn("the transactional producer was fenced (the transaction coordinator aborted its transaction, "+
+		"e.g. after transaction.timeout.ms without this member); replacing it and processing the records since the last commit again", "err", cause)
+	a.txnGen.Add(1) // the old producer's records fail as part of the abort
+	a.producer().Close()
+	pcl, err := kgo.NewClient(a.popts...)
+	if err != nil {
+		return &TxnError{TransactionalID: a.transactionalID(), Err: fmt.Errorf("replacing the fenced producer: %w", err)}
+	}
+	a.pcl.Store(pcl)
+	a.txnOpen, a.txnRecords = false, 0
+	clear(a.txnTasks)
+	a.produceErr.Store(nil)
+	a.discardPending()
+	if err := a.initProducer(ctx); err != nil {
+		return err
+	}
+	return cause
 }
 
 // abortTxn aborts the open transaction, drops every store's pending writes and rewinds the inputs to
@@ -291,7 +360,7 @@ func (a *App) endOpenTxn(ctx context.Context) error {
 	}
 	base := context.WithoutCancel(ctx)
 	bctx, cancel := context.WithTimeout(base, a.cfg.RequestTimeout)
-	err := a.cl.AbortBufferedRecords(bctx)
+	err := a.producer().AbortBufferedRecords(bctx)
 	cancel()
 	if err == nil {
 		err = a.endAbort(base, deadline)
@@ -328,10 +397,10 @@ func (a *App) endAbort(ctx context.Context, deadline time.Time) error {
 	backoff := a.cfg.RetryBackoff
 	for {
 		actx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
-		err := a.cl.EndTransaction(actx, kgo.TryAbort)
+		err := a.producer().EndTransaction(actx, kgo.TryAbort)
 		cancel()
-		if err == nil || a.fatalTxn(err) != nil || time.Now().Add(backoff).After(deadline) {
-			return err
+		if err == nil || a.fatalTxn(err) != nil || producerDead(err) || time.Now().Add(backoff).After(deadline) {
+			return err // a dead producer is not retried: its replacement's InitProducerId ends what is open
 		}
 		a.log.Warn("aborting the transaction failed; retrying", "err", err, "backoff", backoff)
 		if sleepCtx(ctx, backoff) != nil {
@@ -347,11 +416,10 @@ func (a *App) fatalTxn(err error) error {
 	if errors.As(err, &te) {
 		return te
 	}
-	// INVALID_PRODUCER_EPOCH and INVALID_PRODUCER_ID_MAPPING are not among them: the transaction
-	// coordinator answers so when it aborted this member's transaction itself (it timed out across a
-	// broker restart or a pause) and bumped the epoch; the abort reloads the producer ID (kgo's
-	// TryAbort) and the work is done again. Only PRODUCER_FENCED says another process has the
-	// transactional.id; an abort that cannot reload the producer ID is a *TxnError anyway.
+	// PRODUCER_FENCED, INVALID_PRODUCER_EPOCH and INVALID_PRODUCER_ID_MAPPING stop the application
+	// only from here; abortAfter first replaces the producer (renewProducer), since the
+	// transaction coordinator answers so when it aborted this member's transaction itself (it
+	// timed out across a broker restart or a pause) and bumped the epoch.
 	for _, f := range []error{kerr.ProducerFenced, kerr.TransactionalIDAuthorizationFailed,
 		kerr.ClusterAuthorizationFailed, kerr.UnsupportedForMessageFormat} {
 		if errors.Is(err, f) {
@@ -371,4 +439,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// producer is the client records are produced with (pcl; cl until build set it).
+func (a *App) producer() *kgo.Client {
+	if p := a.pcl.Load(); p != nil {
+		return p
+	}
+	return a.cl
 }
