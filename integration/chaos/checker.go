@@ -440,6 +440,9 @@ func Check(run Run) Report {
 				clients += p.members
 			}
 		}
+		if cfg.App == "eos" {
+			clients *= 2 // an exactly-once member produces with a transactional client of its own
+		}
 		if bound := cfg.ConnsPerClient*clients*max(cfg.Brokers, 1) + cfg.ConnsBase; r.Conns > bound {
 			rep.S3.add("%d connections to the broker at %s, bound %d (%d clients)", r.Conns, ts(r.T, runStart), bound, clients)
 		}

@@ -481,3 +481,25 @@ func TestConnectionBoundIsExact(t *testing.T) {
 		t.Fatalf("25 connections for 2 clients: %v, want a violation of the bound 24", rep.S3.Violations)
 	}
 }
+
+func TestConnectionBoundCountsTheTransactionalClient(t *testing.T) {
+	// Two one-member exactly-once processes: each member has two clients, 4 x 4 + 16 = 32.
+	for _, c := range []struct {
+		conns int
+		ok    bool
+	}{{32, true}, {33, false}} {
+		s := twoMembers()
+		s.run.Config.App = "eos"
+		s.d(DriverRecord{T: sec(5), Kind: DKConns, Conns: c.conns})
+		rep := Check(s.end(30).run)
+		var connViolations []string
+		for _, v := range rep.S3.Violations {
+			if strings.Contains(v, "connections") {
+				connViolations = append(connViolations, v)
+			}
+		}
+		if got := len(connViolations) == 0; got != c.ok || !c.ok && !strings.Contains(connViolations[0], "bound 32 (4 clients)") {
+			t.Fatalf("%d connections for 2 exactly-once members: violations %q; want ok=%v against the bound 32", c.conns, connViolations, c.ok)
+		}
+	}
+}
