@@ -127,11 +127,13 @@ func (f *fakeBroker) leaveEpochs() []int32 {
 	return append([]int32(nil), f.leaves...)
 }
 
-// recordingListener records callbacks; revoke, when set, runs inside OnTasksRevoked.
+// recordingListener records callbacks; revoke and lost, when set, run inside OnTasksRevoked and
+// OnAllTasksLost.
 type recordingListener struct {
 	mu     sync.Mutex
 	calls  []string
 	revoke func(ctx context.Context)
+	lost   func(ctx context.Context)
 }
 
 func (l *recordingListener) add(s string) {
@@ -155,6 +157,9 @@ func (l *recordingListener) OnTasksAssigned(ctx context.Context, a tasks.Assignm
 
 func (l *recordingListener) OnAllTasksLost(ctx context.Context, a tasks.Assignment) error {
 	l.add("lost " + a.Active.String())
+	if l.lost != nil {
+		l.lost(ctx)
+	}
 	return nil
 }
 
@@ -787,4 +792,70 @@ type blockingLost struct {
 func (l *blockingLost) OnAllTasksLost(ctx context.Context, a tasks.Assignment) error {
 	<-l.release
 	return nil
+}
+
+// Issue 22 §5 (docs/choices.md) through the Manager: while OnAllTasksLost runs after a fencing,
+// Member and Snapshot still show the old epoch and the member sends no rejoin; the epoch goes to 0
+// and the rejoin goes only once the callback returned.
+func TestManagerMemberKeepsTheOldEpochWhileOnAllTasksLostRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, l := newFakeBroker(), &recordingListener{}
+		fence := make(chan struct{}, 1) // one fencing answer, when filled
+		f.answer = func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := okAnswer(req)
+			r.MemberEpoch = 5
+			if req.MemberEpoch != 0 {
+				select {
+				case <-fence:
+					r = kmsg.NewPtrStreamsGroupHeartbeatResponse()
+					r.ErrorCode = kerr.FencedMemberEpoch.Code
+				default:
+				}
+			}
+			return r, nil
+		}
+		joins := func() int {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			n := 0
+			for _, r := range f.requests {
+				if r.MemberEpoch == 0 {
+					n++
+				}
+			}
+			return n
+		}
+		var m *Manager
+		var member, snapshot []int32
+		var state State
+		var joinsDuring []int
+		l.lost = func(ctx context.Context) {
+			_, e := m.Member()
+			s := m.Snapshot()
+			member, snapshot, state = append(member, e), append(snapshot, s.Epoch), s.State
+			joinsDuring = append(joinsDuring, joins())
+			time.Sleep(time.Second) // a slow callback: no rejoin meanwhile
+			_, e = m.Member()
+			member, joinsDuring = append(member, e), append(joinsDuring, joins())
+		}
+		m = stableManager(t, f, l)
+		if _, e := m.Member(); e != 5 {
+			t.Fatalf("epoch %d, want 5", e)
+		}
+		fence <- struct{}{}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got := l.list(); len(got) < 2 || got[1] != "lost [0_0 0_1]" {
+			t.Fatalf("callbacks %v, want OnAllTasksLost after the fencing", got)
+		}
+		if !slices.Equal(member, []int32{5, 5}) || !slices.Equal(snapshot, []int32{5}) || state != Fenced {
+			t.Fatalf("inside OnAllTasksLost: Member epochs %v, Snapshot epochs %v in %s; want the old epoch 5 in FENCED", member, snapshot, state)
+		}
+		if !slices.Equal(joinsDuring, []int{1, 1}) || joins() != 2 {
+			t.Fatalf("joins sent: %v while OnAllTasksLost ran, %d in all; want only the first join before it returned, and the rejoin after", joinsDuring, joins())
+		}
+		if err := m.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -564,3 +564,63 @@ func TestSessionTimeoutFromTheCoordinatorsDefault(t *testing.T) {
 		}
 	}
 }
+
+// Issue 22 §2/§5 (docs/choices.md, DescribeConfigs): once known, the group's session timeout is
+// read again exactly a minute later, and a refusal (no DESCRIBE_CONFIGS) is warned about once per
+// member life: not again at the next refresh, nor after a rejoin (a new membership of the same life).
+func TestSessionTimeoutRefreshedEveryMinuteAndRefusalWarnedOncePerLife(t *testing.T) {
+	h := guardedStable(t)
+	known := h.now // guardedStable fed the answer at the start
+	// keepUp answers every heartbeat until at.
+	keepUp := func(at time.Time) {
+		for h.now.Before(at) {
+			if req := h.tick(); req != nil {
+				h.answer(resp(h.m.Epoch(), nil))
+			}
+			h.now = h.m.Next()
+			if h.now.IsZero() || h.now.After(at) {
+				h.now = at
+			}
+		}
+		h.step(Tick{})
+	}
+	keepUp(known.Add(time.Minute - time.Nanosecond))
+	if n := h.describeSessions(); n != 1 {
+		t.Fatalf("asked %d times within the minute, want once", n)
+	}
+	keepUp(known.Add(time.Minute))
+	if n := h.describeSessions(); n != 2 {
+		t.Fatalf("asked %d times after a minute, want twice", n)
+	}
+	warnings := func() int {
+		return h.countActions(func(a Action) bool {
+			l, ok := a.(Log)
+			return ok && l.Level == slog.LevelWarn && strings.Contains(l.Msg, "DESCRIBE_CONFIGS")
+		})
+	}
+	refusal := sessionConfigAnswer(testGroup, "6000")
+	refusal.Resources[0].ErrorCode = kerr.GroupAuthorizationFailed.Code
+	h.step(SessionDescribed{Response: refusal})
+	if warnings() != 1 {
+		t.Fatalf("%d warnings after a refusal, want 1", warnings())
+	}
+	// A fencing and a rejoin: the same member life.
+	h.advance(interval)
+	if h.tick() == nil {
+		t.Fatal("no heartbeat to fence")
+	}
+	h.fail(kerr.FencedMemberEpoch.Code)
+	h.complete(nil) // OnAllTasksLost
+	h.mustSend()
+	h.answer(resp(7, nil))
+	h.complete(nil) // OnTasksAssigned([])
+	refused := h.now
+	keepUp(known.Add(2 * time.Minute))
+	if n := h.describeSessions(); n != 3 {
+		t.Fatalf("asked %d times two minutes in (refused at +%v), want 3: a refusal is asked again at the refresh, not at the rejoin", n, refused.Sub(known))
+	}
+	h.step(SessionDescribed{Response: refusal})
+	if warnings() != 1 {
+		t.Fatalf("%d warnings after a refusal in a new membership of the same life, want 1", warnings())
+	}
+}
