@@ -1,10 +1,12 @@
 package integration
 
 // Rolling upgrade (issue 22 §1) on a real mixed-version KRaft cluster: broker.sh start --brokers 3
-// with KAFKA_NODE_VERSIONS=<4.4>,4.3.1,<4.4> (node 1 broker+controller and node 3 on the run's 4.4
-// release, node 2 still on 4.3.1), formatted with the 4.3 release's metadata.version and features,
-// as a cluster halfway through an upgrade from 4.3 to 4.4 runs until the operator finalizes the new
-// metadata.version. Node 2 answers StreamsGroupHeartbeat v0 only, nodes 1 and 3 v1.
+// with KAFKA_NODE_VERSIONS naming the run's 4.4 release for two nodes and 4.3.1 for one, formatted
+// with the 4.3 release's metadata.version and features, as a cluster halfway through an upgrade
+// from 4.3 to 4.4 runs until the operator finalizes the new metadata.version. Two layouts, one
+// cluster after the other: the controller (node 1) already upgraded and node 2 still on 4.3.1
+// (4.4,4.3.1,4.4), and the brokers upgraded first with the controller still on 4.3.1
+// (4.3.1,4.4,4.4). The 4.3.1 node answers StreamsGroupHeartbeat v0 only, the others v1.
 //
 // A group of Go members with a task-offsets provider lives through the upgrade as its users see it:
 // the group's coordinator first sits on the 4.3.1 node (heartbeats go at v0, without offsets), then
@@ -69,8 +71,29 @@ func TestRollingUpgradeMixedCluster(t *testing.T) {
 	if kafkaLineOf(shared.Version) != "4.4" {
 		t.Skipf("the mixed %s/4.4 cluster runs on the Kafka 4.4 line only (this run's Kafka is %q)", rollingUpgradeFrom, shared.Version)
 	}
-	const oldNode int32 = 2 // the node still on 4.3.1; nodes 1 and 3 run 4.4
-	versions := []string{shared.Version, rollingUpgradeFrom, shared.Version}
+	newer := shared.Version
+	// Controllers first: node 1, the only controller, and node 3 run 4.4; node 2 is still on 4.3.1.
+	t.Run("ControllerUpgraded", func(t *testing.T) { rollingUpgrade(t, []string{newer, rollingUpgradeFrom, newer}) })
+	// Brokers first: nodes 2 and 3 run 4.4, the controller (node 1) is still on 4.3.1.
+	t.Run("ControllerNotYet", func(t *testing.T) { rollingUpgrade(t, []string{rollingUpgradeFrom, newer, newer}) })
+}
+
+// rollingUpgrade runs the test on a 3-node cluster whose nodes 1..3 run versions, one of them
+// rollingUpgradeFrom (the old node), the other two the run's 4.4 release: the group joins at the
+// old node, its coordinator moves to the first new node, back to the old one, then to the other new
+// node.
+func rollingUpgrade(t *testing.T, versions []string) {
+	oldNode, newNodes := int32(-1), []int32{}
+	for i, v := range versions {
+		if v == rollingUpgradeFrom {
+			oldNode = int32(i + 1)
+		} else {
+			newNodes = append(newNodes, int32(i+1))
+		}
+	}
+	if oldNode < 0 || len(newNodes) != 2 {
+		t.Fatalf("versions %v: want one node on %s and two on 4.4", versions, rollingUpgradeFrom)
+	}
 	c := startClusterEnv(t, 3, "KAFKA_NODE_VERSIONS="+strings.Join(versions, ","))
 	cl := c.Client(t)
 	e := &failoverEnv{c: c, cl: cl, adm: kadm.NewClient(cl)}
@@ -154,9 +177,9 @@ func TestRollingUpgradeMixedCluster(t *testing.T) {
 		t.Logf("%s: every member's task offsets (base %d) reached the coordinator", what, base)
 	}
 
-	moveTo(3, 2000)       // the group's coordinator moves onto an upgraded node
-	moveTo(oldNode, 3000) // and back: the 4.3.1 node loads what the 4.4 coordinator wrote
-	moveTo(1, 4000)       // onto the other upgraded node (the controller's)
+	moveTo(newNodes[0], 2000) // the group's coordinator moves onto an upgraded node
+	moveTo(oldNode, 3000)     // and back: the 4.3.1 node loads what the 4.4 coordinator wrote
+	moveTo(newNodes[1], 4000) // onto the other upgraded node
 }
 
 // checkUpgradeSafe asserts what a coordinator move during a rolling upgrade must leave as it was:
