@@ -36,9 +36,10 @@ const offsetsTopic = "__consumer_offsets"
 // shared broker's script and Kafka version, its own run directory), stopped when the test ends. Node
 // 1 is the only controller: tests stop and kill broker-only nodes.
 type Cluster struct {
-	Addrs  map[int32]string // node ID -> host:port of its PLAINTEXT listener
-	Libs   string
-	RunDir string
+	Addrs    map[int32]string // node ID -> host:port of its PLAINTEXT listener
+	Versions map[int32]string // node ID -> its Kafka version (all the same unless KAFKA_NODE_VERSIONS)
+	Libs     string
+	RunDir   string
 
 	script  string
 	env     []string
@@ -51,6 +52,13 @@ type Cluster struct {
 // slow disks) where nobody looks at them.
 func startCluster(t *testing.T, n int) *Cluster {
 	t.Helper()
+	return startClusterEnv(t, n)
+}
+
+// startClusterEnv is startCluster with more environment (KEY=value) for broker.sh, after the shared
+// broker's: KAFKA_NODE_VERSIONS for a cluster of mixed versions, say.
+func startClusterEnv(t *testing.T, n int, env ...string) *Cluster {
+	t.Helper()
 	shared := Get(t)
 	if shared.Script == "" {
 		t.Fatal("broker.sh is unknown: cannot start a cluster")
@@ -59,11 +67,12 @@ func startCluster(t *testing.T, n int) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{RunDir: dir, script: shared.Script, Addrs: make(map[int32]string), stopped: make(map[int32]bool)}
+	c := &Cluster{RunDir: dir, script: shared.Script, Addrs: make(map[int32]string), Versions: make(map[int32]string), stopped: make(map[int32]bool)}
 	c.env = append(os.Environ(), "STREAMSGROUP_RUN_DIR="+dir)
 	if shared.Version != "" {
 		c.env = append(c.env, "KAFKA_VERSION="+shared.Version)
 	}
+	c.env = append(c.env, env...)
 	t.Cleanup(func() {
 		if err := c.run("stop"); err != nil {
 			t.Errorf("stopping the cluster: %v", err)
@@ -76,7 +85,7 @@ func startCluster(t *testing.T, n int) *Cluster {
 		if len(msg) > 2000 {
 			msg = msg[len(msg)-2000:]
 		}
-		t.Fatalf("a %d-node cluster could not start, so coordinator failover cannot be tested: %s", n, msg)
+		t.Fatalf("a %d-node cluster (%s) could not start, so it cannot be tested: %s", n, strings.Join(env, " "), msg)
 	}
 	envFile, err := os.ReadFile(filepath.Join(dir, "env"))
 	if err != nil {
@@ -88,19 +97,21 @@ func startCluster(t *testing.T, n int) *Cluster {
 			c.Libs = v
 		}
 		if rest, ok := strings.CutPrefix(k, "STREAMSGROUP_NODE_"); ok {
-			if id, ok := strings.CutSuffix(rest, "_ADDRESS"); ok {
-				nid, err := strconv.Atoi(id)
-				if err != nil {
-					t.Fatalf("env file: %s", line)
+			for suffix, into := range map[string]map[int32]string{"_ADDRESS": c.Addrs, "_VERSION": c.Versions} {
+				if id, ok := strings.CutSuffix(rest, suffix); ok {
+					nid, err := strconv.Atoi(id)
+					if err != nil {
+						t.Fatalf("env file: %s", line)
+					}
+					into[int32(nid)] = v
 				}
-				c.Addrs[int32(nid)] = v
 			}
 		}
 	}
 	if len(c.Addrs) != n {
 		t.Fatalf("the cluster's env file names %d node addresses, want %d:\n%s", len(c.Addrs), n, envFile)
 	}
-	t.Logf("%d-node cluster %v started in %v", n, c.Addrs, time.Since(started).Round(100*time.Millisecond))
+	t.Logf("%d-node cluster %v (Kafka %v) started in %v", n, c.Addrs, c.Versions, time.Since(started).Round(100*time.Millisecond))
 	return c
 }
 
@@ -458,8 +469,9 @@ type clusterMember struct {
 }
 
 // startClusterMember starts a member of group on the cluster with its own client (seeded with every
-// node) and the test's usual fast settings; it is closed (leaving the group) at test end.
-func startClusterMember(t *testing.T, c *Cluster, group string, topo *topology.Topology, name string, own *ownership) *clusterMember {
+// node) and the test's usual fast settings, and opts after those of the test (a task-offsets
+// provider, say); it is closed (leaving the group) at test end.
+func startClusterMember(t *testing.T, c *Cluster, group string, topo *topology.Topology, name string, own *ownership, opts ...membership.Option) *clusterMember {
 	t.Helper()
 	cfg := config.Default(group)
 	cfg.RetryBackoff = 50 * time.Millisecond
@@ -468,8 +480,8 @@ func startClusterMember(t *testing.T, c *Cluster, group string, topo *topology.T
 	cfg.MaxPollInterval = 30 * time.Second
 	rec := &recorder{name: name, own: own}
 	w := &coordWatch{}
-	mgr, err := membership.New(c.Client(t), cfg, topo, membership.WithListener(rec), membership.WithHooks(w),
-		membership.WithLogger(testLogger.With("test_member", name)))
+	mgr, err := membership.New(c.Client(t), cfg, topo, append([]membership.Option{membership.WithListener(rec), membership.WithHooks(w),
+		membership.WithLogger(testLogger.With("test_member", name))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

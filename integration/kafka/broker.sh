@@ -28,6 +28,10 @@
 #
 # Environment:
 #   KAFKA_VERSION          Apache Kafka version (default 4.4.0; 4.3.x and 4.2.x work the same way)
+#   KAFKA_NODE_VERSIONS    cluster only: the Kafka version of each node 1..N, comma-separated (e.g.
+#                          "4.4.0,4.3.1,4.4.0": a cluster in the middle of a rolling upgrade); default
+#                          KAFKA_VERSION for every node. See "Mixed versions" below. The single node
+#                          refuses it.
 #   STREAMSGROUP_CACHE     where jars are cached (default ${XDG_CACHE_HOME:-$HOME/.cache}/streamsgroup)
 #   STREAMSGROUP_RUN_DIR   config, data, log and PID of the running broker (default ${TMPDIR:-/tmp}/streamsgroup-broker)
 #   BROKER_READY_TIMEOUT   seconds to wait for readiness (default 120)
@@ -65,9 +69,20 @@
 #       unreachable until then; with 4 s it moved 4.5-6 s after the crash, past a member's session
 #       guard (group session 6 s - 10 %), so members gave their tasks up on every crash.
 # The env file also gives, for each node n: STREAMSGROUP_NODE_<n>_ID, _ADDRESS (host:port), _PID_FILE,
-# _DIR and _ROLES, plus STREAMSGROUP_BROKERS=N, STREAMSGROUP_NODE_IDS=1,2,…,N and
-# STREAMSGROUP_CONTROLLER_NODE=1. `start` waits until every node is registered and unfenced (so
-# __consumer_offsets can be created with its full replication factor) and streams.version >= 1.
+# _DIR, _ROLES and _VERSION, plus STREAMSGROUP_BROKERS=N, STREAMSGROUP_NODE_IDS=1,2,…,N,
+# STREAMSGROUP_NODE_VERSIONS (the versions of nodes 1..N) and STREAMSGROUP_CONTROLLER_NODE=1. `start`
+# waits until every node is registered and unfenced (so __consumer_offsets can be created with its
+# full replication factor) and streams.version >= 1.
+#
+# Mixed versions (KAFKA_NODE_VERSIONS naming more than one version). Each node is formatted and run
+# from its own version's jars (all resolved into the cache first), and every node's storage is
+# formatted with `--release-version` of the oldest line named (e.g. 4.3 for 4.3.1 and 4.4.0), as a
+# cluster being upgraded runs: metadata.version and the other finalized features stay at the old
+# release's levels until an operator finalizes the new ones (kafka-features.sh upgrade), so the old
+# nodes can register with the controller. The env file then also gives
+# STREAMSGROUP_METADATA_RELEASE=<that line>. Kafka's tools (the readiness probe, `classpath`) run from
+# KAFKA_VERSION's jars. With one version for every node (the default) nothing of this applies: the
+# storage is formatted with the version's own default features, as before.
 set -euo pipefail
 
 KAFKA_VERSION=${KAFKA_VERSION:-4.4.0}
@@ -85,23 +100,27 @@ format_extra=()
 . "$here/secure.sh"
 die() { log "$*"; exit 1; }
 
-fetch() {
+fetch() { fetch_version "$KAFKA_VERSION"; }
+
+# fetch_version resolves the jars of Kafka version $1 into the cache (once).
+fetch_version() {
+	local version=$1 libs="$cache_root/kafka-$1/libs"
 	if [ -f "$libs/.complete" ]; then
 		return 0
 	fi
 	command -v mvn >/dev/null || die "Maven (mvn) is needed to download the Kafka jars: apt-get install maven"
 	command -v java >/dev/null || die "Java 17+ is needed to run the broker: apt-get install openjdk-17-jre-headless"
-	log "resolving Apache Kafka $KAFKA_VERSION jars into $libs"
+	log "resolving Apache Kafka $version jars into $libs"
 	local tmp="$libs.partial"
 	rm -rf "$tmp"
 	mkdir -p "$tmp"
 	# Maven prints colour codes even in batch mode; strip them from what reaches the terminal.
 	local ok=1
-	mvn -B -q -Dstyle.color=never -f "$here/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
+	mvn -B -q -Dstyle.color=never -f "$here/pom.xml" -Dkafka.version="$version" \
 		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1 || ok=0
 	sed 's/\x1b\[[0-9;]*m//g' "$tmp.log" | grep -v '^[[:space:]]*$' >&2 || true
 	rm -f "$tmp.log"
-	[ "$ok" = 1 ] || die "Maven could not resolve org.apache.kafka:kafka_2.13:$KAFKA_VERSION"
+	[ "$ok" = 1 ] || die "Maven could not resolve org.apache.kafka:kafka_2.13:$version"
 	rm -rf "$libs"
 	mv "$tmp" "$libs"
 	touch "$libs/.complete"
@@ -247,6 +266,7 @@ wait_ready() {
 }
 
 start() {
+	[ -z "${KAFKA_NODE_VERSIONS:-}" ] || die "KAFKA_NODE_VERSIONS is for a cluster (start --brokers N); the single node runs KAFKA_VERSION ($KAFKA_VERSION)"
 	if is_cluster && [ -n "$(alive_nodes)" ]; then
 		die "a cluster runs in $run_dir (nodes$(alive_nodes)); stop it first"
 	fi
@@ -349,6 +369,34 @@ is_cluster() { [ -f "$run_dir/nodes" ]; }
 node_count() { cat "$run_dir/nodes"; }
 node_dir() { printf '%s/node-%s' "$run_dir" "$1"; }
 node_ids() { seq 1 "$(node_count)"; }
+# node_version prints node $1's Kafka version, node_libs the directory of its jars.
+node_version() { cat "$(node_dir "$1")/version"; }
+node_libs() { printf '%s/kafka-%s/libs' "$cache_root" "$(node_version "$1")"; }
+
+# node_versions checks KAFKA_NODE_VERSIONS against the node count $1 and prints one version a line
+# for nodes 1..$1 (KAFKA_VERSION for each when it is not set).
+node_versions() {
+	local count=$1 v vs=()
+	if [ -z "${KAFKA_NODE_VERSIONS:-}" ]; then
+		for v in $(seq 1 "$count"); do echo "$KAFKA_VERSION"; done
+		return 0
+	fi
+	IFS=, read -r -a vs <<<"$KAFKA_NODE_VERSIONS"
+	[ "${#vs[@]}" = "$count" ] || die "KAFKA_NODE_VERSIONS names ${#vs[@]} versions ($KAFKA_NODE_VERSIONS), want one for each of the $count nodes"
+	for v in "${vs[@]}"; do
+		[[ "$v" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "KAFKA_NODE_VERSIONS: '$v' is not a Kafka version (major.minor.patch)"
+		echo "$v"
+	done
+}
+
+# metadata_release prints the major.minor of the oldest of the versions given, or nothing when they
+# are all the same version (a single-version cluster formats with its own defaults).
+metadata_release() {
+	local distinct
+	distinct=$(printf '%s\n' "$@" | sort -u | wc -l)
+	[ "$distinct" -gt 1 ] || return 0
+	printf '%s\n' "$@" | sort -V | head -n 1 | cut -d. -f1,2
+}
 node_pid_alive() {
 	local f
 	f="$(node_dir "$1")/pid"
@@ -419,7 +467,9 @@ format_node() {
 	[ -f "$dir/data/meta.properties" ] && return 0
 	local args=(format -t "$(cat "$run_dir/cluster.id")" -c "$dir/server.properties")
 	if [ "$n" = 1 ]; then args+=(--standalone); fi
-	java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$(classpath)" -Dlog4j2.configurationFile="$dir/log4j2.properties" \
+	# Mixed versions: the oldest release's metadata.version and features (see the top of broker.sh).
+	if [ -s "$run_dir/release" ]; then args+=(--release-version "$(cat "$run_dir/release")"); fi
+	java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$(node_libs "$n")/*" -Dlog4j2.configurationFile="$dir/log4j2.properties" \
 		kafka.tools.StorageTool "${args[@]}" >"$dir/format.log" 2>&1 \
 		|| { cat "$dir/format.log" >&2; die "formatting node $n's storage failed"; }
 }
@@ -434,7 +484,7 @@ launch_node() {
 	# halves the CPU three JVMs burn while starting side by side on a small machine.
 	setsid java "${heap[@]}" -XX:TieredStopAtLevel=1 -XX:+UseG1GC -Djava.awt.headless=true \
 		-Dlog4j2.configurationFile="$dir/log4j2.properties" \
-		-cp "$(classpath)" kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 </dev/null &
+		-cp "$(node_libs "$n")/*" kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 </dev/null &
 	echo $! >"$dir/pid"
 }
 
@@ -491,7 +541,7 @@ wait_nodes_ready() {
 			if [ -n "$level" ] && [ "$level" -ge 1 ] 2>/dev/null; then
 				local ms=$((($(date +%s%N) - started) / 1000000))
 				echo "$ms" >"$run_dir/startup_ms"
-				log "Kafka $KAFKA_VERSION: node(s) $* ready in ${ms} ms (streams.version=$level; bootstrap $(cat "$run_dir/bootstrap"))"
+				log "Kafka $(cluster_versions_text "$@"): node(s) $* ready in ${ms} ms (streams.version=$level; bootstrap $(cat "$run_dir/bootstrap"))"
 				return 0
 			fi
 			missing=" (streams.version not finalized)"
@@ -503,6 +553,20 @@ wait_nodes_ready() {
 		fi
 		sleep 0.2
 	done
+}
+
+# cluster_versions_text prints the Kafka version of the nodes given: one version, or node:version
+# pairs when they differ (with the metadata release of a mixed cluster).
+cluster_versions_text() {
+	local n out="" vs=()
+	for n in "$@"; do vs+=("$(node_version "$n")"); done
+	if [ "$(printf '%s\n' "${vs[@]}" | sort -u | wc -l)" = 1 ] && [ ! -s "$run_dir/release" ]; then
+		printf '%s' "${vs[0]}"
+		return
+	fi
+	for n in "$@"; do out+="$n:$(node_version "$n") "; done
+	printf '%s' "${out% }"
+	if [ -s "$run_dir/release" ]; then printf ' (metadata release %s)' "$(cat "$run_dir/release")"; fi
 }
 
 cluster_start() {
@@ -519,10 +583,15 @@ cluster_start() {
 	if pid_alive; then
 		die "a single broker runs in $run_dir (pid $(cat "$run_dir/pid")); stop it first"
 	fi
+	local versions=() v
+	mapfile -t versions < <(node_versions "$count")
+	[ "${#versions[@]}" = "$count" ] || exit 1 # node_versions said why
 	fetch
+	for v in $(printf '%s\n' "${versions[@]}" | sort -u); do fetch_version "$v"; done
 	rm -rf "$run_dir"
 	mkdir -p "$run_dir"
 	echo "$count" >"$run_dir/nodes"
+	metadata_release "${versions[@]}" >"$run_dir/release"
 	write_tools_log4j2
 	# Distinct free ports: one PLAINTEXT port per node, and the controller's.
 	local ports=() p n used=" "
@@ -535,6 +604,7 @@ cluster_start() {
 	local cport=${ports[$count]} addrs=()
 	for n in $(seq 1 "$count"); do
 		write_node_config "$n" "$count" "${ports[$((n - 1))]}" "$cport"
+		echo "${versions[$((n - 1))]}" >"$(node_dir "$n")/version"
 		addrs+=("127.0.0.1:${ports[$((n - 1))]}")
 	done
 	(
@@ -551,12 +621,18 @@ cluster_start() {
 		echo "STREAMSGROUP_NODE_IDS=$(seq -s , 1 "$count")"
 		echo "STREAMSGROUP_CONTROLLER_NODE=1"
 		echo "STREAMSGROUP_CONTROLLER_ADDRESS=127.0.0.1:$cport"
+		echo "STREAMSGROUP_NODE_VERSIONS=$(
+			IFS=,
+			echo "${versions[*]}"
+		)"
+		if [ -s "$run_dir/release" ]; then echo "STREAMSGROUP_METADATA_RELEASE=$(cat "$run_dir/release")"; fi
 		for n in $(seq 1 "$count"); do
 			echo "STREAMSGROUP_NODE_${n}_ID=$n"
 			echo "STREAMSGROUP_NODE_${n}_ADDRESS=$(cat "$(node_dir "$n")/address")"
 			echo "STREAMSGROUP_NODE_${n}_PID_FILE=$(node_dir "$n")/pid"
 			echo "STREAMSGROUP_NODE_${n}_DIR=$(node_dir "$n")"
 			echo "STREAMSGROUP_NODE_${n}_ROLES=$(cat "$(node_dir "$n")/roles")"
+			echo "STREAMSGROUP_NODE_${n}_VERSION=$(node_version "$n")"
 		done
 	} >"$run_dir/env"
 	# A Kafka UUID: 16 random bytes in URL-safe base64 without padding, not starting with "-" (what
@@ -649,7 +725,7 @@ cluster_status() {
 	local n all=0 up=0 line
 	for n in $(node_ids); do
 		all=$((all + 1))
-		line="node $n ($(cat "$(node_dir "$n")/roles")) at $(cat "$(node_dir "$n")/address")"
+		line="node $n ($(cat "$(node_dir "$n")/roles"), Kafka $(node_version "$n")) at $(cat "$(node_dir "$n")/address")"
 		if node_pid_alive "$n"; then
 			up=$((up + 1))
 			echo "$line: running, pid $(cat "$(node_dir "$n")/pid")"
@@ -657,7 +733,7 @@ cluster_status() {
 			echo "$line: stopped"
 		fi
 	done
-	echo "cluster: $up of $all nodes running at $(cat "$run_dir/bootstrap") (Kafka $KAFKA_VERSION, $run_dir)"
+	echo "cluster: $up of $all nodes running at $(cat "$run_dir/bootstrap") (Kafka $(cluster_versions_text $(node_ids)), $run_dir)"
 	[ "$up" = "$all" ]
 }
 
