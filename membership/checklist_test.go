@@ -118,7 +118,7 @@
 //	| testBuildingHeartbeatRequestRackIdSentWhenJoining, testBuildingHeartbeatEndpointSentWhenJoining | internal/machine/scenarios_edge_test.go: rackAndEndpointSentOnlyWhenJoining |
 //	| testBuildingHeartbeatAssignmentSentWhenChanged | internal/machine/scenarios_test.go: testBuildingHeartbeatAssignmentSentWhenChanged; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset |
 //	| testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges | internal/machine/scenarios_test.go: testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges |
-//	| testResettingHeartbeatState | internal/machine/scenarios_test.go: testResettingHeartbeatState; internal/machine/deviations_test.go: TestJoinFieldsResentAfterAnyError; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset |
+//	| testResettingHeartbeatState | internal/machine/scenarios_test.go: testResettingHeartbeatState; internal/machine/resend_and_backoff_test.go: TestJoinFieldsResentAfterAnyError; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset |
 //	| testBuildingHeartbeatShutdownRequested | internal/machine/scenarios_test.go: testStreamsGroupMemberRequestingShutdownApplication; internal/machine/scenarios_edge_test.go: requestShutdownRespectsBackoff |
 //	| testCoordinatorDisconnectFailureWhileSending | internal/machine/scenarios_test.go: testCoordinatorDisconnectFailureWhileSending; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved |
 //	| testUnsupportedVersionFailureWhileSending | internal/machine/scenarios_test.go: testUnsupportedVersionFailureWhileSending |
@@ -128,7 +128,7 @@
 //	| testGroupAuthorizationFailedErrorResponse | internal/machine/scenarios_test.go: testTransitionToFatalWhenInStable; membership/manager_test.go: TestManagerFatalThenCloseReturnsAtOnce |
 //	| testTopicAuthorizationFailedErrorResponse | internal/machine/scenarios_test.go: testTopicAuthorizationFailedErrorResponse |
 //	| testKnownFatalErrorResponse | internal/machine/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses |
-//	| testFencedMemberOrUnknownMemberIdErrorResponse | internal/machine/scenarios_test.go: testOnFencedWhenInStable, testOnFencedWhenInJoining; internal/machine/deviations_test.go: TestJoiningAndAcknowledgingRetriesBackOff/repeated fencing, TestAllTasksLostSkippedWhenNothingHeldAndTheEpochResetAfterIt |
+//	| testFencedMemberOrUnknownMemberIdErrorResponse | internal/machine/scenarios_test.go: testOnFencedWhenInStable, testOnFencedWhenInJoining; internal/machine/resend_and_backoff_test.go: TestJoiningAndAcknowledgingRetriesBackOff/repeated fencing, TestAllTasksLostSkippedWhenNothingHeldAndTheEpochResetAfterIt |
 //	| testOtherErrorResponse | internal/machine/scenarios_test.go: testOtherErrorResponse |
 //	| testPollOnCloseWhenIsNotLeaving, testPollOnCloseWhenIsLeaving | internal/machine/scenarios_test.go: testLeaveGroupWhenNotInGroup, testLeaveGroupWhenInGroupWithAssignment |
 //	| testMaximumTimeToWaitPollTimerExpired | n/a: no poll timer |
@@ -414,7 +414,7 @@ var checklist = []struct{ item, covers, na string }{
 	{"testBuildingHeartbeatRequestRackIdSentWhenJoining, testBuildingHeartbeatEndpointSentWhenJoining", "internal/machine/scenarios_edge_test.go: rackAndEndpointSentOnlyWhenJoining", ""},
 	{"testBuildingHeartbeatAssignmentSentWhenChanged", "internal/machine/scenarios_test.go: testBuildingHeartbeatAssignmentSentWhenChanged; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset", ""},
 	{"testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges", "internal/machine/scenarios_test.go: testBuildingHeartbeatAllOwnedTaskListsSentWhenOnlyOneRoleChanges", ""},
-	{"testResettingHeartbeatState", "internal/machine/scenarios_test.go: testResettingHeartbeatState; internal/machine/deviations_test.go: TestJoinFieldsResentAfterAnyError; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset", ""},
+	{"testResettingHeartbeatState", "internal/machine/scenarios_test.go: testResettingHeartbeatState; internal/machine/resend_and_backoff_test.go: TestJoinFieldsResentAfterAnyError; heartbeat/heartbeat_test.go: TestBuilderDeltasAndReset", ""},
 	{"testBuildingHeartbeatShutdownRequested", "internal/machine/scenarios_test.go: testStreamsGroupMemberRequestingShutdownApplication; internal/machine/scenarios_edge_test.go: requestShutdownRespectsBackoff", ""},
 	{"testCoordinatorDisconnectFailureWhileSending",
 		"internal/machine/scenarios_test.go: testCoordinatorDisconnectFailureWhileSending; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved", ""},
@@ -428,7 +428,7 @@ var checklist = []struct{ item, covers, na string }{
 	{"testGroupAuthorizationFailedErrorResponse", "internal/machine/scenarios_test.go: testTransitionToFatalWhenInStable; membership/manager_test.go: TestManagerFatalThenCloseReturnsAtOnce", ""},
 	{"testTopicAuthorizationFailedErrorResponse", "internal/machine/scenarios_test.go: testTopicAuthorizationFailedErrorResponse", ""},
 	{"testKnownFatalErrorResponse", "internal/machine/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses", ""},
-	{"testFencedMemberOrUnknownMemberIdErrorResponse", "internal/machine/scenarios_test.go: testOnFencedWhenInStable, testOnFencedWhenInJoining; internal/machine/deviations_test.go: TestJoiningAndAcknowledgingRetriesBackOff/repeated fencing, TestAllTasksLostSkippedWhenNothingHeldAndTheEpochResetAfterIt", ""},
+	{"testFencedMemberOrUnknownMemberIdErrorResponse", "internal/machine/scenarios_test.go: testOnFencedWhenInStable, testOnFencedWhenInJoining; internal/machine/resend_and_backoff_test.go: TestJoiningAndAcknowledgingRetriesBackOff/repeated fencing, TestAllTasksLostSkippedWhenNothingHeldAndTheEpochResetAfterIt", ""},
 	{"testOtherErrorResponse", "internal/machine/scenarios_test.go: testOtherErrorResponse", ""},
 	{"testPollOnCloseWhenIsNotLeaving, testPollOnCloseWhenIsLeaving", "internal/machine/scenarios_test.go: testLeaveGroupWhenNotInGroup, testLeaveGroupWhenInGroupWithAssignment", ""},
 	{"testMaximumTimeToWaitPollTimerExpired", "", "n/a: no poll timer"},
