@@ -17,9 +17,16 @@ import (
 )
 
 // Member is where a Committer reads the member's ID, epoch and owned tasks from, all from one
-// moment: *membership.Manager.
+// moment: *membership.Manager. A Member that also has Changed() <-chan struct{} (the Manager does)
+// tells the Committer when its epoch moves; others are polled every 10 ms while a commit waits
+// for that.
 type Member interface {
 	Snapshot() membership.Snapshot
+}
+
+// changeNotifier is a Member that tells when its ID, epoch or state changes.
+type changeNotifier interface {
+	Changed() <-chan struct{}
 }
 
 // Requester sends one request to the cluster and returns its answer: the user's *kgo.Client, which
@@ -515,19 +522,29 @@ func (r *retrier) next(ctx context.Context, m Member, f *fenced, v verdict) (boo
 // waitEpochMoved waits, at most the stale-epoch wait, for the member's epoch to differ from epoch.
 func (c *Committer) waitEpochMoved(ctx context.Context, m Member, epoch int32) bool {
 	deadline := time.Now().Add(c.staleWait)
+	n, notifies := m.(changeNotifier)
 	for {
+		var changed <-chan struct{} // nil (never ready) for a Member that does not notify
+		wait := time.Until(deadline)
+		if notifies {
+			changed = n.Changed() // before the snapshot, so that a change in between is not missed
+		} else {
+			wait = min(10*time.Millisecond, wait)
+		}
 		if s := m.Snapshot(); s.Epoch != epoch && s.Epoch > 0 {
 			return true
 		}
-		if !time.Now().Before(deadline) {
+		if wait <= 0 {
 			return false
 		}
-		t := time.NewTimer(min(10*time.Millisecond, time.Until(deadline)))
+		t := time.NewTimer(wait)
 		select {
+		case <-changed:
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 			return false
 		}
+		t.Stop()
 	}
 }

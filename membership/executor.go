@@ -50,7 +50,12 @@ func (m *Manager) step(in machine.Input) {
 	// read the epoch and ownership the machine has now, not the previous ones.
 	snap := m.machine.Snapshot()
 	m.mu.Lock()
+	old := m.snap
 	m.snap = snap
+	if m.changed != nil && (old.Epoch != snap.Epoch || old.State != snap.State || old.MemberID != snap.MemberID) {
+		close(m.changed)
+		m.changed = nil
+	}
 	m.mu.Unlock()
 	if snap.State == machine.Stale {
 		m.pollSignal.Store(true) // the next Poll rejoins

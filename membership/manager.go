@@ -59,6 +59,9 @@ type Manager struct {
 	mu   sync.Mutex
 	snap Snapshot
 	err  error
+	// changed is closed (and forgotten) when the member's ID, epoch or state next changes; made on
+	// demand by Changed.
+	changed chan struct{}
 }
 
 // New checks the configuration and the topology and returns a Manager that has not started. It

@@ -859,3 +859,47 @@ func TestManagerMemberKeepsTheOldEpochWhileOnAllTasksLostRuns(t *testing.T) {
 		}
 	})
 }
+
+// Changed is closed when the member's epoch, ID or state moves (here: the join), and not before;
+// a channel taken after the change waits for the next one.
+func TestManagerChangedClosesWhenTheEpochMoves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, l := newFakeBroker(), &recordingListener{}
+		m := newTestManager(t, f, l)
+		before := m.Changed()
+		if m.Changed() != before {
+			t.Fatal("two calls before any change gave two channels")
+		}
+		select {
+		case <-before:
+			t.Fatal("closed before the member started")
+		default:
+		}
+		if err := m.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		select {
+		case <-before:
+		default:
+			t.Fatalf("not closed after the join (state %s, epoch %d)", m.State(), m.Snapshot().Epoch)
+		}
+		after := m.Changed()
+		time.Sleep(time.Second) // heartbeats at the same epoch change nothing
+		synctest.Wait()
+		select {
+		case <-after:
+			t.Fatalf("closed without a change of epoch, ID or state (state %s, epoch %d)", m.State(), m.Snapshot().Epoch)
+		default:
+		}
+		if err := m.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-after:
+		default:
+			t.Fatal("not closed when the member left")
+		}
+	})
+}

@@ -8,3 +8,15 @@ func (m *Manager) Snapshot() Snapshot {
 	defer m.mu.Unlock()
 	return m.snap
 }
+
+// Changed returns a channel that is closed when the member's ID, epoch or state next changes: a
+// caller that waits for the epoch to move (a commit refused with STALE_MEMBER_EPOCH) takes the
+// channel, reads Snapshot, and waits on the channel instead of polling.
+func (m *Manager) Changed() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.changed == nil {
+		m.changed = make(chan struct{})
+	}
+	return m.changed
+}
