@@ -150,7 +150,18 @@ type chaosReport struct {
 	S1Windows     map[string]summary `json:"s1_windows"`
 	S1AfterResume map[string]summary `json:"s1_after_resume"`
 	S1, S2, S3    *verdict
-	Processes     []struct {
+	S4            *verdict // exactly-once runs (APP=eos) only
+	EOS           *struct {
+		Keys       int     `json:"keys"`
+		Inputs     int64   `json:"inputs"`
+		Outputs    int64   `json:"output_records"`
+		Lost       int64   `json:"lost"`
+		Duplicated int64   `json:"duplicated"`
+		Repeats    int64   `json:"visible_repeats"`
+		Gaps       int64   `json:"visible_gaps"`
+		SettleMs   float64 `json:"settle_ms"`
+	} `json:"eos"`
+	Processes []struct {
 		Members    int     `json:"members"`
 		Goroutines int     `json:"max_goroutines"`
 		HeapMiB    float64 `json:"max_heap_mib"`
@@ -179,6 +190,12 @@ func renderChaos(b []byte) (string, error) {
 	fmt.Fprintf(&w, "`%s`: %d faults, seed %d, %d broker(s), session %d ms, heartbeat %d ms, %.0f s wall time. S1 %s, S2 %s, S3 %s.\n\n",
 		r.Config.Command, r.Config.Faults, r.Config.Seed, r.Config.Brokers, r.Config.Session, r.Config.Interval, r.Wall,
 		ok(r.S1), ok(r.S2), ok(r.S3))
+	if r.S4 != nil && r.EOS != nil {
+		e := r.EOS
+		fmt.Fprintf(&w, "Exactly-once (S4) %s: %d keys, %d input records, %d committed output records; %d lost, %d duplicated; "+
+			"counts visible twice %d, never visible %d; settled %.1f s after the last fault.\n\n",
+			ok(r.S4), e.Keys, e.Inputs, e.Outputs, e.Lost, e.Duplicated, e.Repeats, e.Gaps, e.SettleMs/1000)
+	}
 	w.WriteString("Recovery, from the fault's end to the group converged:\n\n| fault | n | median | p95 | max |\n|---|---:|---:|---:|---:|\n")
 	for _, k := range slices.Sorted(keys(r.Recovery)) {
 		s := r.Recovery[k]
