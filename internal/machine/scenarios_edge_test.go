@@ -575,6 +575,22 @@ var edgeScenarios = []struct {
 			h.t.Fatal("a warm-up without an end offset is not hot")
 		}
 	}},
+	{"testHotWarmupTaskDisabledWhenOffsetMissing", func(h *harness) {
+		// The warm-up has an end offset but no offset of its own (the provider reports another
+		// task): it is not hot, however small its end offset, so nothing goes before the interval.
+		h.m.cfg.ReportsOffsets = true
+		h.holdOffs = true
+		h.start()
+		h.tickOffsets(nil, nil)
+		h.answer44(1, &tasks.Assignment{Active: set("1_0"), Warmup: set("0_0")})
+		h.complete(nil)
+		h.tickOffsets(offs("1_0", 0), offs("1_0", 0))
+		h.answer44(1, nil)
+		h.advance(interval)
+		if req := h.tickOffsets(offs("1_0", 5), offs("0_0", 50, "1_0", 5)); req == nil || req.TaskOffsets != nil || req.TaskEndOffsets != nil {
+			h.t.Fatal("a warm-up without an offset is not hot")
+		}
+	}},
 	{"testMissingClientTagsStatusLogsWarningOnlyOnce", func(h *harness) {
 		h.stableWith(active("0_0"))
 		for range 3 {

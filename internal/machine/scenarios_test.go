@@ -891,10 +891,21 @@ func TestTaskOffsetScenarios(t *testing.T) {
 			}
 		}},
 		{"testTaskOffsetsReportedForStandbyAndWarmupTasks", func(h *harness) {
+			// The member owns one task of each role: the provider is asked for all three, and the
+			// offsets of the standby and the warm-up go with the heartbeat like the active's.
 			h.start()
-			req := h.tickOffsets(offs("0_0", 1, "1_0", 2, "0_1", 3), offs("0_0", 1, "1_0", 2, "0_1", 3))
-			if len(req.TaskOffsets) != 3 {
-				h.t.Fatal("every task the provider reports is sent")
+			h.tickOffsets(nil, nil)
+			owns := &tasks.Assignment{Active: set("0_0"), Standby: set("1_0"), Warmup: set("0_1")}
+			h.answer44(1, owns)
+			h.complete(nil)
+			h.step(Tick{}) // the ack is due: the provider is asked
+			if h.pendingCollect == nil || !h.pendingCollect.Owned.Equal(*owns) {
+				h.t.Fatalf("offsets asked for %v; want every owned task %v", h.pendingCollect, owns)
+			}
+			all := offs("0_0", 1, "1_0", 2, "0_1", 3)
+			req := h.tickOffsets(all, offs("0_0", 10, "1_0", 20, "0_1", 30))
+			if got := tasks.OffsetsFromKmsg(req.TaskOffsets); !got.Equal(all) || len(req.TaskEndOffsets) != 3 {
+				h.t.Fatalf("sent offsets %v ends %d; want %v and three ends", got, len(req.TaskEndOffsets), all)
 			}
 		}},
 		{"testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold", func(h *harness) {
