@@ -390,6 +390,50 @@ func TestMetricsFailedRebalance(t *testing.T) {
 	})
 }
 
+// The assigned-task gauges (Java's assigned-partitions) read 0 before the member starts and then
+// follow what the application holds, role by role: each change is counted and told once.
+func TestMetricsAssignedTaskCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		joined := tasks.Assignment{Active: set("0_0", "0_1"), Standby: set("1_0"), Warmup: set("1_1")}
+		narrowed := tasks.Assignment{Active: set("0_0"), Warmup: set("1_0", "1_1")}
+		tr := &scriptTransport{rtt: 10 * time.Millisecond}
+		tr.script = func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			switch n {
+			case 0:
+				return resp(1, &joined), nil
+			case 2:
+				return resp(2, &narrowed), nil
+			}
+			return resp(max(1, req.MemberEpoch), nil), nil
+		}
+		rec := &hookRecorder{}
+		m := newMetricsManager(t, tr, &timedListener{}, rec)
+		if s := m.Stats(); s.ActiveTasks != 0 || s.StandbyTasks != 0 || s.WarmupTasks != 0 {
+			t.Fatalf("before Start: tasks %d/%d/%d", s.ActiveTasks, s.StandbyTasks, s.WarmupTasks)
+		}
+		if err := m.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "stable with the first assignment", func() bool {
+			s := m.Stats()
+			return s.State == Stable && s.ActiveTasks == 2
+		})
+		if s := m.Stats(); s.StandbyTasks != 1 || s.WarmupTasks != 1 {
+			t.Errorf("after the join: tasks %d/%d/%d, want 2/1/1", s.ActiveTasks, s.StandbyTasks, s.WarmupTasks)
+		}
+		waitFor(t, "stable at epoch 2", func() bool { s := m.Stats(); return s.State == Stable && s.Epoch == 2 })
+		defer closeManager(t, m)
+		if s := m.Stats(); s.ActiveTasks != 1 || s.StandbyTasks != 0 || s.WarmupTasks != 2 {
+			t.Errorf("after the narrowing: tasks %d/%d/%d, want 1/0/2", s.ActiveTasks, s.StandbyTasks, s.WarmupTasks)
+		}
+		// OnTasksRevoked hands back 0_1 before the new target is assigned: three changes in all.
+		want := []string{"owned 2/1/1", "owned 1/1/1", "owned 1/0/2"}
+		if got := rec.matching("owned"); !slices.Equal(got, want) {
+			t.Errorf("OnAssignmentChanged told %v, want %v", got, want)
+		}
+	})
+}
+
 // With a transport that reports its coordinator, the first one known and every move are told and
 // counted; forgetting the coordinator and finding the same one again is no change.
 func TestMetricsCoordinatorChanges(t *testing.T) {

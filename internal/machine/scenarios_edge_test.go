@@ -2,6 +2,7 @@ package machine
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -589,6 +590,31 @@ var edgeScenarios = []struct {
 		h.advance(interval)
 		if req := h.tickOffsets(offs("1_0", 5), offs("0_0", 50, "1_0", 5)); req == nil || req.TaskOffsets != nil || req.TaskEndOffsets != nil {
 			h.t.Fatal("a warm-up without an offset is not hot")
+		}
+	}},
+	{"testOnHeartbeatRetriableFailure", func(h *harness) {
+		// Heartbeats that fail and are retried while OnTasksAssigned runs do not fail the
+		// rebalance (the failed-rebalance metric counts Rebalance{Failed}): it completes once.
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.CoordinatorLoadInProgress.Code))
+		h.advance(time.Second)
+		h.mustSend()
+		h.cut(errors.New("connection reset"))
+		h.complete(nil)
+		h.advance(time.Second) // past the retry backoff
+		h.mustSend()           // the acknowledgement completes the rebalance
+		var phases []RebalancePhase
+		for _, a := range h.actions {
+			if r, ok := a.(Rebalance); ok {
+				phases = append(phases, r.Phase)
+			}
+		}
+		if want := []RebalancePhase{RebalanceStarted, RebalanceCompleted}; !slices.Equal(phases, want) {
+			h.t.Fatalf("rebalance phases %v, want %v", phases, want)
 		}
 	}},
 	{"testMissingClientTagsStatusLogsWarningOnlyOnce", func(h *harness) {
