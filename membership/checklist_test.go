@@ -221,7 +221,7 @@
 //	| testStreamsStreamsGroupStates | integration/broker_contract_test.go: TestBrokerRuleGroupStateWalk |
 //	| testStreamsSessionTimeout{Lifecycle,Expiration} | integration/member_failover_test.go: TestKilledMemberLosesTasksAfterSessionTimeout |
 //	| testStreamsRebalanceTimeout{Lifecycle,Expiration} | integration/broker_contract_test.go: TestBrokerRuleRebalanceTimeoutFencesMember |
-//	| testStreamsGroupEndpointInformationIncludesNewMember | integration/member_failover_test.go: TestApplicationServerEndpoints |
+//	| testStreamsGroupEndpointInformationIncludesNewMember | integration/member_failover_test.go: TestApplicationServerEndpoints; membership/manager_test.go: TestManagerPublishesEndpointsWhenTheBrokerSendsThem |
 //	| testStreamsGroupEndpointInformationOnlyWhenEpochGreater | integration/broker_contract_test.go: TestBrokerRuleEndpointInformationOnlyWhenBehind |
 //	| testStreamsGroupDynamicConfigs | integration/member_failover_test.go: TestStandbyTasks; integration/broker_rules_test.go: TestBrokerInitialRebalanceDelay, TestBrokerAssignmentInterval |
 //	| testStreamsGroupEpochIncreaseWithAssignmentConfigChanges | integration/broker_contract_test.go: TestBrokerRuleAssignmentConfigChangeBumpsEpoch |
@@ -243,7 +243,7 @@
 //	| JoinWithIncompleteMetadataIntegrationTest | integration/member_failover_test.go: TestMissingSourceTopicThenCreated |
 //	| HandlingSourceTopicDeletionIntegrationTest | UNCOVERED |
 //	| InternalTopicIntegrationTest, KStreamRepartitionIntegrationTest | integration/broker_contract_test.go: TestBrokerRuleInternalTopicsCreated |
-//	| IQv2IntegrationTest, IQv2EndpointToPartitionsIntegrationTest, IQv2StoreIntegrationTest, IQv2VersionedStoreIntegrationTest | integration/member_failover_test.go: TestApplicationServerEndpoints |
+//	| IQv2IntegrationTest, IQv2EndpointToPartitionsIntegrationTest, IQv2StoreIntegrationTest, IQv2VersionedStoreIntegrationTest | integration/member_failover_test.go: TestApplicationServerEndpoints; membership/manager_test.go: TestManagerPublishesEndpointsWhenTheBrokerSendsThem |
 //	| RestoreIntegrationTest, StandbyTaskCreationIntegrationTest | integration/member_failover_test.go: TestStandbyTasks |
 //	| StreamsUncaughtExceptionHandlerIntegrationTest | integration/member_failover_test.go: TestShutdownRequestReachesEveryMember |
 //	| KafkaStreamsTelemetryIntegrationTest, MetricsIntegrationTest, RocksDBMetricsIntegrationTest | not yet: issue 14 (client metrics) |
@@ -540,7 +540,7 @@ var checklist = []struct{ item, covers, na string }{
 	{"testStreamsStreamsGroupStates", "integration/broker_contract_test.go: TestBrokerRuleGroupStateWalk", ""},
 	{"testStreamsSessionTimeout{Lifecycle,Expiration}", "integration/member_failover_test.go: TestKilledMemberLosesTasksAfterSessionTimeout", ""},
 	{"testStreamsRebalanceTimeout{Lifecycle,Expiration}", "integration/broker_contract_test.go: TestBrokerRuleRebalanceTimeoutFencesMember", ""},
-	{"testStreamsGroupEndpointInformationIncludesNewMember", "integration/member_failover_test.go: TestApplicationServerEndpoints", ""},
+	{"testStreamsGroupEndpointInformationIncludesNewMember", "integration/member_failover_test.go: TestApplicationServerEndpoints; membership/manager_test.go: TestManagerPublishesEndpointsWhenTheBrokerSendsThem", ""},
 	{"testStreamsGroupEndpointInformationOnlyWhenEpochGreater", "integration/broker_contract_test.go: TestBrokerRuleEndpointInformationOnlyWhenBehind", ""},
 	{"testStreamsGroupDynamicConfigs",
 		"integration/member_failover_test.go: TestStandbyTasks; integration/broker_rules_test.go: TestBrokerInitialRebalanceDelay, TestBrokerAssignmentInterval", ""},
@@ -566,7 +566,7 @@ var checklist = []struct{ item, covers, na string }{
 	{"HandlingSourceTopicDeletionIntegrationTest", "", ""},
 	{"InternalTopicIntegrationTest, KStreamRepartitionIntegrationTest", "integration/broker_contract_test.go: TestBrokerRuleInternalTopicsCreated", ""},
 	{"IQv2IntegrationTest, IQv2EndpointToPartitionsIntegrationTest, IQv2StoreIntegrationTest, IQv2VersionedStoreIntegrationTest",
-		"integration/member_failover_test.go: TestApplicationServerEndpoints", ""},
+		"integration/member_failover_test.go: TestApplicationServerEndpoints; membership/manager_test.go: TestManagerPublishesEndpointsWhenTheBrokerSendsThem", ""},
 	{"RestoreIntegrationTest, StandbyTaskCreationIntegrationTest", "integration/member_failover_test.go: TestStandbyTasks", ""},
 	{"StreamsUncaughtExceptionHandlerIntegrationTest", "integration/member_failover_test.go: TestShutdownRequestReachesEveryMember", ""},
 	{"KafkaStreamsTelemetryIntegrationTest, MetricsIntegrationTest, RocksDBMetricsIntegrationTest", "", "not yet: issue 14 (client metrics)"},

@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -900,6 +901,61 @@ func TestManagerChangedClosesWhenTheEpochMoves(t *testing.T) {
 		case <-after:
 		default:
 			t.Fatal("not closed when the member left")
+		}
+	})
+}
+
+// The interactive-query map (testStreamsGroupEndpointInformationIncludesNewMember, client side):
+// an answer that carries PartitionsByUserEndpoint is published as one EventEndpointsChanged with
+// the entries of one endpoint merged, an answer without it publishes nothing, and a later map
+// replaces the earlier one.
+func TestManagerPublishesEndpointsWhenTheBrokerSendsThem(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ep := func(host string, port uint16, active ...int32) kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint {
+			e := kmsg.NewStreamsGroupHeartbeatResponsePartitionsByUserEndpoint()
+			e.UserEndpoint.Host, e.UserEndpoint.Port = host, port
+			e.ActivePartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{{Topic: "in", Partitions: active}}
+			return e
+		}
+		tr := &scriptTransport{rtt: 10 * time.Millisecond}
+		tr.script = func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			r := resp(1, nil)
+			switch n {
+			case 0:
+				r = resp(1, active("0_0", "0_1"))
+				r.EndpointInformationEpoch = 1
+				r.PartitionsByUserEndpoint = append(r.PartitionsByUserEndpoint, ep("a", 1, 1), ep("a", 1, 0)) // two members of one process
+			case 3:
+				r.EndpointInformationEpoch = 2
+				r.PartitionsByUserEndpoint = append(r.PartitionsByUserEndpoint, ep("a", 1, 0), ep("b", 2, 1))
+			}
+			return r, nil
+		}
+		m := newMetricsManager(t, tr, &timedListener{})
+		events := m.Events()
+		var got []map[heartbeat.Endpoint]heartbeat.EndpointPartitions
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for e := range events {
+				if e.Kind == EventEndpointsChanged {
+					got = append(got, e.Endpoints)
+				}
+			}
+		}()
+		if err := m.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "six answers", func() bool { _, returned, _ := tr.counts(); return returned >= 6 })
+		closeManager(t, m)
+		<-done
+		want := []string{"map[a:1:{map[in:[0 1]] map[]}]", "map[a:1:{map[in:[0]] map[]} b:2:{map[in:[1]] map[]}]"}
+		var gotS []string
+		for _, g := range got {
+			gotS = append(gotS, fmt.Sprint(g))
+		}
+		if !slices.Equal(gotS, want) {
+			t.Fatalf("endpoints published %v, want %v", gotS, want)
 		}
 	})
 }
