@@ -3,9 +3,9 @@
 // this library. The table is generated from the checklist slice in this file; TestConformanceChecklist
 // fails when it differs from the slice, when a test it names does not exist in the file it names (it
 // parses the _test.go files of membership, heartbeat, internal/..., integration, tasks, topology and
-// config), when a test it names skips on every Kafka line (scripts/compat/expected.txt, which make
-// test-compat holds to the truth), when an item is listed twice, or when less than 95% of the
-// applicable items are covered.
+// config), when a test it names always skips (calls Skip outside any condition) or skips on every
+// Kafka line (scripts/compat/expected.txt, which make test-compat holds to the truth), when an item
+// is listed twice, or when less than 95% of the applicable items are covered.
 //
 // "covered by" is "file: Test, scenario; file: ..." (a scenario is the name of a scenario-table entry
 // or a t.Run, Test/case a case of Test), "n/a: why" for an item that does not apply (not counted),
@@ -712,6 +712,55 @@ func TestConformanceChecklist(t *testing.T) {
 	}
 }
 
+// A test or case that skips on every run is refused like a missing one; one that skips only on a
+// condition (no broker, an old Kafka line) is not.
+func TestChecklistRefusesTestsThatAlwaysSkip(t *testing.T) {
+	const src = `package p
+
+func TestSkips(t *testing.T) { t.Skip("not written yet") }
+func TestSkipsLater(t *testing.T) {
+	x := 1
+	t.Skipf("%d", x)
+}
+func TestSkipsWithoutBroker(t *testing.T) {
+	if bootstrap == "" {
+		t.Skip("no broker")
+	}
+}
+func TestRuns(t *testing.T) {
+	t.Run("skipping run", func(t *testing.T) { t.SkipNow() })
+	t.Run("conditional run", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip()
+		}
+	})
+}
+var table = []struct {
+	name string
+	run  func(h *harness)
+}{
+	{"skipping entry", func(h *harness) { h.t.Skip() }},
+	{name: "keyed skipping entry", run: func(h *harness) { h.t.Skip() }},
+	{"running entry", func(h *harness) { h.start() }},
+}
+`
+	f, err := parser.ParseFile(token.NewFileSet(), "p_test.go", src, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := &testIndex{files: map[string]*testNames{"p/p_test.go": collectTestNames(f)}}
+	for name, skips := range map[string]bool{
+		"TestSkips": true, "TestSkipsLater": true, "TestSkipsWithoutBroker": false,
+		"TestRuns/skipping run": true, "TestRuns/conditional run": false, "TestRuns": false,
+		"skipping entry": true, "keyed skipping entry": true, "running entry": false,
+	} {
+		err := idx.check(coverRef{file: "p/p_test.go", name: name})
+		if got := err != nil && strings.Contains(err.Error(), "always skips"); got != skips || (!skips && err != nil) {
+			t.Errorf("%s: check says %v, want always-skips %v", name, err, skips)
+		}
+	}
+}
+
 // neverRunTests reads the expectations file of make test-compat and returns the tests it expects
 // to skip on every line it has a minimum for, each with the reason given for its first line.
 func neverRunTests(t *testing.T, path string) map[string]string {
@@ -827,9 +876,9 @@ const checklistIntro = `Conformance checklist (issue 9 §5): every item of PROTO
 this library. The table is generated from the checklist slice in this file; TestConformanceChecklist
 fails when it differs from the slice, when a test it names does not exist in the file it names (it
 parses the _test.go files of membership, heartbeat, internal/..., integration, tasks, topology and
-config), when a test it names skips on every Kafka line (scripts/compat/expected.txt, which make
-test-compat holds to the truth), when an item is listed twice, or when less than 95% of the
-applicable items are covered.
+config), when a test it names always skips (calls Skip outside any condition) or skips on every
+Kafka line (scripts/compat/expected.txt, which make test-compat holds to the truth), when an item
+is listed twice, or when less than 95% of the applicable items are covered.
 
 "covered by" is "file: Test, scenario; file: ..." (a scenario is the name of a scenario-table entry
 or a t.Run, Test/case a case of Test), "n/a: why" for an item that does not apply (not counted),
@@ -862,9 +911,12 @@ func parseCovers(covers string) []coverRef {
 }
 
 // testNames are the tests of one _test.go file: top-level Test and Fuzz functions, and cases: the
-// name field of every []struct{name ...} table entry and the literal name of every t.Run.
+// name field of every []struct{name ...} table entry and the literal name of every t.Run. skips
+// holds the funcs and cases that always skip: their body (the function, the t.Run literal, or a
+// func literal of the table entry) calls Skip, Skipf or SkipNow as one of its own statements,
+// outside any if, loop or closure.
 type testNames struct {
-	funcs, cases map[string]bool
+	funcs, cases, skips map[string]bool
 }
 
 func (n *testNames) sortedCases() []string {
@@ -901,10 +953,16 @@ func (x *testIndex) check(r coverRef) error {
 		if !f.funcs[parent] || !f.cases[sub] {
 			return fmt.Errorf("%s: no test %s with a case %q%s", r.file, parent, sub, x.where(sub))
 		}
+		if f.skips[parent] || f.skips[sub] {
+			return fmt.Errorf("%s: %s always skips, so it covers nothing", r.file, r.name)
+		}
 		return nil
 	}
 	if !f.funcs[r.name] && !f.cases[r.name] {
 		return fmt.Errorf("%s: no test or scenario %q%s", r.file, r.name, x.where(r.name))
+	}
+	if f.skips[r.name] {
+		return fmt.Errorf("%s: %s always skips, so it covers nothing", r.file, r.name)
 	}
 	return nil
 }
@@ -970,11 +1028,14 @@ func indexTestNames(t *testing.T, root string, dirs []string) *testIndex {
 }
 
 func collectTestNames(f *ast.File) *testNames {
-	n := &testNames{funcs: map[string]bool{}, cases: map[string]bool{}}
+	n := &testNames{funcs: map[string]bool{}, cases: map[string]bool{}, skips: map[string]bool{}}
 	for _, d := range f.Decls {
 		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil &&
 			(strings.HasPrefix(fd.Name.Name, "Test") || strings.HasPrefix(fd.Name.Name, "Fuzz")) {
 			n.funcs[fd.Name.Name] = true
+			if alwaysSkips(fd.Body) {
+				n.skips[fd.Name.Name] = true
+			}
 		}
 	}
 	ast.Inspect(f, func(node ast.Node) bool {
@@ -983,6 +1044,9 @@ func collectTestNames(f *ast.File) *testNames {
 			if sel, ok := node.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Run" && len(node.Args) == 2 {
 				if s, ok := stringLit(node.Args[0]); ok {
 					n.cases[s] = true
+					if fl, ok := node.Args[1].(*ast.FuncLit); ok && alwaysSkips(fl.Body) {
+						n.skips[s] = true
+					}
 				}
 			}
 		case *ast.CompositeLit: // []struct{name string; ...}{{"name", ...}, {name: "name", ...}}
@@ -1011,19 +1075,28 @@ func collectTestNames(f *ast.File) *testNames {
 				if !ok {
 					continue
 				}
+				name, skips := "", false
 				for j, v := range el.Elts {
 					if kv, ok := v.(*ast.KeyValueExpr); ok {
 						if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "name" {
 							if s, ok := stringLit(kv.Value); ok {
-								n.cases[s] = true
+								name = s
 							}
 						}
-						continue
-					}
-					if j == pos {
+						v = kv.Value
+					} else if j == pos {
 						if s, ok := stringLit(v); ok {
-							n.cases[s] = true
+							name = s
 						}
+					}
+					if fl, ok := v.(*ast.FuncLit); ok && alwaysSkips(fl.Body) {
+						skips = true
+					}
+				}
+				if name != "" {
+					n.cases[name] = true
+					if skips {
+						n.skips[name] = true
 					}
 				}
 			}
@@ -1031,6 +1104,28 @@ func collectTestNames(f *ast.File) *testNames {
 		return true
 	})
 	return n
+}
+
+// alwaysSkips reports whether body calls X.Skip, X.Skipf or X.SkipNow as one of its own
+// statements: such a test or case skips on every run, wherever it runs.
+func alwaysSkips(body *ast.BlockStmt) bool {
+	if body == nil {
+		return false
+	}
+	for _, st := range body.List {
+		es, ok := st.(*ast.ExprStmt)
+		if !ok {
+			continue
+		}
+		call, ok := es.X.(*ast.CallExpr)
+		if !ok {
+			continue
+		}
+		if sel, ok := call.Fun.(*ast.SelectorExpr); ok && slices.Contains([]string{"Skip", "Skipf", "SkipNow"}, sel.Sel.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 func stringLit(e ast.Expr) (string, bool) {
