@@ -561,6 +561,35 @@ var scenarios = []struct {
 			h.t.Fatal("assignment delayed: group not ready")
 		}
 	}},
+	{"testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch", func(h *harness) {
+		// The member side: a group that was emptied keeps its epoch, so the join is answered at
+		// epoch 6 with no tasks and ASSIGNMENT_DELAYED. The member holds nothing, is not ready,
+		// heartbeats at epoch 6, and takes the assignment when the delay is over.
+		h.start()
+		h.mustSend()
+		h.answer(resp(6, active(), heartbeat.Status{Code: heartbeat.AssignmentDelayed}))
+		if inv := h.expectInvoke(CallbackAssigned, "active=[] standby=[] warmup=[]"); inv.Ready {
+			h.t.Fatal("assignment delayed: group not ready")
+		}
+		h.complete(nil)
+		if ack := h.mustSend(); ack.MemberEpoch != 6 {
+			h.t.Fatalf("ack at epoch %d, want 6", ack.MemberEpoch)
+		}
+		h.answer(resp(6, nil, heartbeat.Status{Code: heartbeat.AssignmentDelayed}))
+		h.expectState(Stable)
+		h.advance(interval)
+		if req := h.mustSend(); req.MemberEpoch != 6 {
+			h.t.Fatalf("heartbeat at epoch %d, want 6", req.MemberEpoch)
+		}
+		h.answer(resp(7, active("0_0", "0_1")))
+		if inv := h.expectInvoke(CallbackAssigned, "active=[0_0 0_1] standby=[] warmup=[]"); !inv.Ready {
+			h.t.Fatal("the delay is over: the group is ready")
+		}
+		h.complete(nil)
+		if ack := h.mustSend(); ack.MemberEpoch != 7 || owned(ack) != "active=[0_0 0_1] standby=[] warmup=[]" {
+			h.t.Fatalf("ack at epoch %d owning %s", ack.MemberEpoch, owned(ack))
+		}
+	}},
 	{"testIsGroupReadyWithOtherStatuses", func(h *harness) {
 		h.start()
 		h.mustSend()
