@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -43,5 +44,33 @@ func TestRuntimeStopsOnIncorrectlyPartitionedTopics(t *testing.T) {
 	se := errorAs[*stream.StatusError](t, err)
 	if se.Kind != membership.EventIncorrectlyPartitionedTopics {
 		t.Fatalf("Run returned %+v; want incorrectly partitioned topics", se)
+	}
+}
+
+// TestRuntimeStopsWhenItsSourceTopicIsDeleted (Kafka Streams' HandlingSourceTopicDeletionIntegrationTest):
+// the input topic of a running app is deleted. The broker reports the topic missing in its
+// heartbeat answers, and the runtime stops as Kafka Streams does: Run returns a *stream.StatusError
+// naming the topic, the state is ERROR. It does not hang, and it does not go on as if nothing
+// happened.
+func TestRuntimeStopsWhenItsSourceTopicIsDeleted(t *testing.T) {
+	s := newRTSetup(t, 2)
+	a := s.start(t, "a", rtOpts{})
+	a.runningWith(t, s.all)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := s.b.Admin(t).DeleteTopics(ctx, s.input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := resp[s.input]; !ok || r.Err != nil {
+		t.Fatalf("deleting %s: %+v", s.input, resp)
+	}
+	err = a.wait(t, 2*time.Minute)
+	se := errorAs[*stream.StatusError](t, err)
+	if se.Kind != membership.EventMissingSourceTopicsTimeout || len(se.Topics) != 1 || se.Topics[0] != s.input {
+		t.Fatalf("Run returned %+v after its source topic was deleted; want the missing source topic %s", se, s.input)
+	}
+	if st := a.app.State(); st != stream.Error {
+		t.Fatalf("state %s after the source topic was deleted; want ERROR", st)
 	}
 }
