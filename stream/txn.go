@@ -95,8 +95,11 @@ func (a *App) ensureTxn(topic string) bool {
 		return true
 	}
 	if err := a.producer().BeginTransaction(); err != nil {
-		if producerDead(err) {
-			a.produceErr.CompareAndSwap(nil, &ProduceError{Topic: topic, Partition: -1, Err: err})
+		// kgo refuses to begin when its producer ID failed for good (fenced, or a transaction state
+		// the coordinator no longer accepts, such as INVALID_TXN_STATE after it aborted on its
+		// own): a new producer is the way on. An authorization error is the application's end.
+		if producerDead(err) || errors.As(err, new(*kerr.Error)) && a.fatalTxn(err) == nil {
+			a.produceErr.CompareAndSwap(nil, &ProduceError{Topic: topic, Partition: -1, Err: fmt.Errorf("%w: %w", errProducerUnusable, err)})
 			return false
 		}
 		a.fail(&TxnError{TransactionalID: a.transactionalID(), Err: err})
@@ -110,9 +113,13 @@ func (a *App) ensureTxn(topic string) bool {
 // a newer one (it aborted the transaction itself, or another incarnation started): kgo goes on with
 // neither, so the producer is replaced (renewProducer).
 func producerDead(err error) bool {
-	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
-		errors.Is(err, kerr.InvalidProducerIDMapping)
+	return errors.Is(err, errProducerUnusable) || errors.Is(err, kerr.ProducerFenced) ||
+		errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping) ||
+		errors.Is(err, kerr.InvalidTxnState)
 }
+
+// errProducerUnusable marks the error of a producer that could not begin a transaction.
+var errProducerUnusable = errors.New("the transactional producer cannot begin a transaction")
 
 // commitEOS commits the open transaction with the processed input offsets (those of the running
 // tasks, plus extra: the revoked tasks' final positions). A transaction without records commits
