@@ -430,8 +430,8 @@ func (a *App) build() error {
 	if a.eos() {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
-	opts = append(opts, a.o.client...)
-	if a.cl, err = kgo.NewClient(opts...); err != nil {
+	// The application's own client options come last, so that they win, on both clients.
+	if a.cl, err = kgo.NewClient(append(slices.Clone(opts), a.o.client...)...); err != nil {
 		return fmt.Errorf("stream: building the client: %w", err)
 	}
 	a.pcl.Store(a.cl)
@@ -439,8 +439,7 @@ func (a *App) build() error {
 		// The transactional producer is a client of its own (as Kafka Streams' thread producer is
 		// beside its consumer): when the transaction coordinator fences it, it is replaced without
 		// touching the member or the consumer.
-		a.popts = append(slices.Clone(opts[:len(opts)-len(a.o.client)]),
-			kgo.TransactionalID(a.transactionalID()), kgo.TransactionTimeout(transactionTimeout))
+		a.popts = append(opts, kgo.TransactionalID(a.transactionalID()), kgo.TransactionTimeout(transactionTimeout))
 		a.popts = append(a.popts, a.o.client...)
 		pcl, err := kgo.NewClient(a.popts...)
 		if err != nil {
