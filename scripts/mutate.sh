@@ -7,7 +7,8 @@
 #	GOFLAGS=-count=1 gremlins unleash --workers 1 --timeout-coefficient $GREMLINS_TIMEOUT_COEFFICIENT -o … PKG
 #
 # and prints killed / lived / not covered / timed out, the efficacy killed/(killed+lived), the
-# target (>= 90% for membership, internal/machine and heartbeat, >= 85% elsewhere) and PASS or BELOW.
+# target (>= 90% for the member core: membership, heartbeat, internal/..., consume, commit, taskoffsets
+# and integration/chaos; >= 85% elsewhere) and PASS or BELOW.
 #
 # Each package is mutated in a snapshot of the module taken when its turn comes (the working tree,
 # uncommitted files included, without .git), so edits made while it runs cannot mix into its figures.
@@ -217,8 +218,11 @@ def source_line(base, file, line):
     except (OSError, IndexError):
         return ""
 
+# The member core (issue 21's list) is held to 90%; the leaf parsers and models to 85%.
+CORE = ("membership", "heartbeat", "internal", "consume", "commit", "taskoffsets", "integration/chaos")
+
 def target(pkg):
-    return 90.0 if pkg.split("/")[0] in ("membership", "heartbeat") or pkg == "internal/machine" else 85.0
+    return 90.0 if any(pkg == c or pkg.startswith(c + "/") for c in CORE) else 85.0
 
 def pct(killed, lived):
     return 100.0 * killed / (killed + lived) if killed + lived else float("nan")
