@@ -16,7 +16,7 @@
 //
 // After editing the slice: go test ./membership -run TestConformanceChecklist -checklist.update
 //
-// Now: 209 items, 23 not applicable, 186 applicable, 181 covered (97.3%; target 95%).
+// Now: 209 items, 22 not applicable, 187 applicable, 182 covered (97.3%; target 95%).
 //
 // # §11.1 Membership state machine (StreamsMembershipManagerTest)
 //
@@ -59,7 +59,7 @@
 //	| testLeaveGroupWhenInGroupWithAssignment | internal/machine/scenarios_test.go: testLeaveGroupWhenInGroupWithAssignment; membership/manager_test.go: TestManagerLifecycleLeavesNoGoroutine |
 //	| testLeaveGroupOnCloseWhenInGroupWithAssignment | n/a: there is one Close and it always runs OnTasksRevoked before the leave (docs/choices.md: Close); no callback-free close exists. Its -1 leave is testLeaveGroupWhenInGroupWithAssignment |
 //	| testLeaveGroupDuringReconciliationThenRejoin | n/a: Close is final (Start after Close fails: TestManagerCloseBeforeStartAndTwice), so there is no rejoin after a leave; leaving while OnTasksAssigned runs is testReconcilingWhenReconciliationAbortedAfterAssignmentDueToNotInReconciling |
-//	| testOnHeartbeatRequestSkippedWhenInLeaving | internal/transport/transport_test.go: TestLeaveWithoutCoordinatorSendsNothing; internal/machine/scenarios_edge_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated, heartbeatsContinueInPrepareLeaving |
+//	| testOnHeartbeatRequestSkippedWhenInLeaving | internal/machine/leave_test.go: TestLeaveIsNotSentWithoutAKnownCoordinator; internal/machine/scenarios_edge_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated, heartbeatsContinueInPrepareLeaving |
 //	| testOnHeartbeatSuccessWhenInLeaving | internal/machine/scenarios_test.go: testLeaveWhileJoiningBeforeAnyAnswer; internal/machine/scenarios_edge_test.go: testOnFencedWhenInLeaving |
 //	| testOnHeartbeatSuccessWhenInUnsubscribeLeaveNotInProgress | internal/machine/property_test.go: TestMachineProperties |
 //	| testOnHeartbeatSuccessWhenInFenced | internal/machine/scenarios_edge_test.go: testOnHeartbeatSuccessWhenInFenced |
@@ -123,7 +123,7 @@
 //	| testBuildingHeartbeatShutdownRequested | internal/machine/scenarios_test.go: testStreamsGroupMemberRequestingShutdownApplication; internal/machine/scenarios_edge_test.go: requestShutdownRespectsBackoff |
 //	| testCoordinatorDisconnectFailureWhileSending | internal/machine/scenarios_test.go: testCoordinatorDisconnectFailureWhileSending; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved |
 //	| testUnsupportedVersionFailureWhileSending | internal/machine/scenarios_test.go: testUnsupportedVersionFailureWhileSending |
-//	| testFatalFailureWhileSending | heartbeat/response_test.go: TestClassify; heartbeat/heartbeat_test.go: TestClassifyTransport; internal/transport/transport_test.go: TestLeaveWithAClosedClientIsFatal |
+//	| testFatalFailureWhileSending | heartbeat/response_test.go: TestClassify; heartbeat/heartbeat_test.go: TestClassifyTransport; internal/machine/leave_test.go: TestLeaveAnswers/a closed client ends it |
 //	| testNotCoordinatorAndCoordinatorNotAvailableErrorResponse | internal/machine/scenarios_edge_test.go: coordinatorMovedRetriesAtOnceOnce; internal/machine/scenarios_test.go: testResettingHeartbeatState; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved |
 //	| testCoordinatorLoadInProgressErrorResponse | internal/machine/scenarios_test.go: testCoordinatorLoadInProgressErrorResponse; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved |
 //	| testGroupAuthorizationFailedErrorResponse | internal/machine/scenarios_test.go: testTransitionToFatalWhenInStable; membership/manager_test.go: TestManagerFatalThenCloseReturnsAtOnce |
@@ -152,7 +152,7 @@
 //	| testHotWarmupTaskDisabledWhenLagAboveThreshold | internal/machine/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold |
 //	| testHotWarmupTaskDisabledWhenEndOffsetMissing | internal/machine/scenarios_edge_test.go: testHotWarmupTaskDisabledWhenEndOffsetMissing |
 //	| testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold | internal/machine/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold |
-//	| testDoesNotLogOrUpdateGroupConfigOnLeaveResponse | n/a: a leave's answer never reaches the machine (internal/transport Leave returns only an error, LeaveDone carries no answer), so it cannot update interval or lag |
+//	| testDoesNotLogOrUpdateGroupConfigOnLeaveResponse | internal/machine/leave_test.go: TestLeaveAnswerUpdatesNoGroupConfig |
 //	| testLogsNotProvidedWhenOlderBrokerOmitsConfig, testLogsReceivedGroupConfigWhenAnyValueChanges | n/a: log lines only; this library does not log the group config it receives (what a v0 broker changes is olderBrokerGetsNoOffsets) |
 //	| testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent | internal/machine/scenarios_edge_test.go: testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent |
 //	| testFencedInstanceIdErrorResponse | internal/machine/scenarios_test.go: testKnownFatalErrorResponse; heartbeat/heartbeat_test.go: TestErrorClasses |
@@ -337,7 +337,7 @@ var checklist = []struct{ item, covers, na string }{
 
 	// §11.1 heartbeat outcomes by state
 	{"testOnHeartbeatRequestSkippedWhenInLeaving",
-		"internal/transport/transport_test.go: TestLeaveWithoutCoordinatorSendsNothing; internal/machine/scenarios_edge_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated, heartbeatsContinueInPrepareLeaving", ""},
+		"internal/machine/leave_test.go: TestLeaveIsNotSentWithoutAKnownCoordinator; internal/machine/scenarios_edge_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated, heartbeatsContinueInPrepareLeaving", ""},
 	{"testOnHeartbeatSuccessWhenInLeaving", "internal/machine/scenarios_test.go: testLeaveWhileJoiningBeforeAnyAnswer; internal/machine/scenarios_edge_test.go: testOnFencedWhenInLeaving", ""},
 	{"testOnHeartbeatSuccessWhenInUnsubscribeLeaveNotInProgress", "internal/machine/property_test.go: TestMachineProperties", ""},
 	{"testOnHeartbeatSuccessWhenInFenced", "internal/machine/scenarios_edge_test.go: testOnHeartbeatSuccessWhenInFenced", ""},
@@ -425,7 +425,7 @@ var checklist = []struct{ item, covers, na string }{
 		"internal/machine/scenarios_test.go: testCoordinatorDisconnectFailureWhileSending; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved", ""},
 	{"testUnsupportedVersionFailureWhileSending", "internal/machine/scenarios_test.go: testUnsupportedVersionFailureWhileSending", ""},
 	{"testFatalFailureWhileSending",
-		"heartbeat/response_test.go: TestClassify; heartbeat/heartbeat_test.go: TestClassifyTransport; internal/transport/transport_test.go: TestLeaveWithAClosedClientIsFatal", ""},
+		"heartbeat/response_test.go: TestClassify; heartbeat/heartbeat_test.go: TestClassifyTransport; internal/machine/leave_test.go: TestLeaveAnswers/a closed client ends it", ""},
 	{"testNotCoordinatorAndCoordinatorNotAvailableErrorResponse",
 		"internal/machine/scenarios_edge_test.go: coordinatorMovedRetriesAtOnceOnce; internal/machine/scenarios_test.go: testResettingHeartbeatState; internal/transport/transport_test.go: TestHeartbeatForgetsTheCoordinatorOnlyWhenItMoved", ""},
 	{"testCoordinatorLoadInProgressErrorResponse",
@@ -462,8 +462,7 @@ var checklist = []struct{ item, covers, na string }{
 	{"testHotWarmupTaskDisabledWhenLagAboveThreshold", "internal/machine/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold", ""},
 	{"testHotWarmupTaskDisabledWhenEndOffsetMissing", "internal/machine/scenarios_edge_test.go: testHotWarmupTaskDisabledWhenEndOffsetMissing", ""},
 	{"testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold", "internal/machine/scenarios_test.go: testHotWarmupTaskTriggersSendWhenLagAtOrBelowThreshold", ""},
-	{"testDoesNotLogOrUpdateGroupConfigOnLeaveResponse", "",
-		"n/a: a leave's answer never reaches the machine (internal/transport Leave returns only an error, LeaveDone carries no answer), so it cannot update interval or lag"},
+	{"testDoesNotLogOrUpdateGroupConfigOnLeaveResponse", "internal/machine/leave_test.go: TestLeaveAnswerUpdatesNoGroupConfig", ""},
 	{"testLogsNotProvidedWhenOlderBrokerOmitsConfig, testLogsReceivedGroupConfigWhenAnyValueChanges", "",
 		"n/a: log lines only; this library does not log the group config it receives (what a v0 broker changes is olderBrokerGetsNoOffsets)"},
 	{"testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent", "internal/machine/scenarios_edge_test.go: testMissingClientTagsStatusLogsWarningOnlyOnce, testNoWarningWhenClientTagsPresent", ""},

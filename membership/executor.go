@@ -71,37 +71,32 @@ func (m *Manager) step(in machine.Input) {
 func (m *Manager) execute(a machine.Action) {
 	switch a := a.(type) {
 	case machine.ProbeCapabilities:
-		m.goNet(func(ctx context.Context) machine.Input {
+		m.goNet(a.Timeout, func(ctx context.Context) machine.Input {
 			caps, err := m.o.transport.Capabilities(ctx)
 			return machine.CapabilitiesKnown{Caps: caps, Err: err}
 		})
 	case machine.SendHeartbeat:
-		m.goNet(func(ctx context.Context) machine.Input {
+		m.goNet(a.Timeout, func(ctx context.Context) machine.Input {
 			resp, err := m.o.transport.Heartbeat(ctx, a.Request)
 			return machine.HeartbeatDone{Seq: a.Seq, Response: resp, Err: err}
 		})
 	case machine.SendLeave:
-		m.goNet(func(ctx context.Context) machine.Input {
-			ctx, cancel := context.WithTimeout(ctx, a.Budget)
-			defer cancel()
-			return machine.LeaveDone{Err: m.o.transport.Leave(ctx, a.Request)}
+		m.goNet(a.Timeout, func(ctx context.Context) machine.Input {
+			resp, err := m.o.transport.Heartbeat(ctx, a.Request)
+			return machine.LeaveDone{Seq: a.Seq, Response: resp, Err: err}
 		})
 	case machine.Describe:
-		m.goNet(func(ctx context.Context) machine.Input {
-			ctx, cancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
-			defer cancel()
+		m.goNet(a.Timeout, func(ctx context.Context) machine.Input {
 			g, err := m.o.transport.Describe(ctx)
 			return machine.Described{Group: g, Err: err}
 		})
 	case machine.DescribeSession:
-		m.goNet(func(ctx context.Context) machine.Input {
-			ctx, cancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
-			defer cancel()
+		m.goNet(a.Timeout, func(ctx context.Context) machine.Input {
+			describe := m.o.transport.GroupConfigs
 			if a.BrokerDefault {
-				resp, err := m.o.transport.CoordinatorConfigs(ctx, machine.KeyBrokerSessionTimeout)
-				return machine.SessionDescribed{Response: resp, Err: err}
+				describe = m.o.transport.CoordinatorConfigs
 			}
-			resp, err := m.o.transport.GroupConfigs(ctx, machine.KeyGroupSessionTimeout)
+			resp, err := describe(ctx, a.Config)
 			return machine.SessionDescribed{Response: resp, Err: err}
 		})
 	case machine.CollectOffsets:
@@ -123,7 +118,7 @@ func (m *Manager) execute(a machine.Action) {
 			cancel()
 		}
 	case machine.AskPoll:
-		m.goNet(func(context.Context) machine.Input {
+		m.goNet(0, func(context.Context) machine.Input {
 			return machine.Polled{At: time.Unix(0, m.lastPoll.Load())}
 		})
 	case machine.Emit:
@@ -139,12 +134,19 @@ func (m *Manager) execute(a machine.Action) {
 	}
 }
 
-// goNet runs a network action on its own goroutine and feeds its result back.
-func (m *Manager) goNet(f func(ctx context.Context) machine.Input) {
+// goNet runs a network action on its own goroutine, bounded by the action's timeout (none when 0),
+// and feeds its result back.
+func (m *Manager) goNet(timeout time.Duration, f func(ctx context.Context) machine.Input) {
 	m.netWG.Add(1)
 	go func() {
 		defer m.netWG.Done()
-		m.deliver(f(m.runCtx))
+		ctx := m.runCtx
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		m.deliver(f(ctx))
 	}()
 }
 

@@ -91,6 +91,13 @@ func (b *extBroker) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbe
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if req.MemberEpoch < 0 {
+		b.leaves = append(b.leaves, req)
+		b.log = append(b.log, fmt.Sprintf("leave epoch=%d", req.MemberEpoch))
+		r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+		r.Version, r.MemberID, r.MemberEpoch = 1, req.MemberID, req.MemberEpoch
+		return r, nil // taken
+	}
 	b.heartbeats = append(b.heartbeats, req)
 	b.at = append(b.at, time.Now())
 	b.log = append(b.log, fmt.Sprintf("heartbeat epoch=%d owned=%s", req.MemberEpoch, owned(req)))
@@ -98,14 +105,6 @@ func (b *extBroker) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbe
 		return extAnswer(1, &tasks.Assignment{Active: extTasks("0_0", "0_1")}), nil
 	}
 	return extAnswer(1, nil), nil
-}
-
-func (b *extBroker) Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.leaves = append(b.leaves, req)
-	b.log = append(b.log, fmt.Sprintf("leave epoch=%d", req.MemberEpoch))
-	return nil
 }
 
 func (b *extBroker) Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {

@@ -121,6 +121,7 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 		Backoff:            backoff,
 		TaskOffsetInterval: cfg.TaskOffsetInterval,
 		ReportsOffsets:     o.offsets != nil,
+		RequestTimeout:     cfg.RequestTimeout,
 		LeaveBudget:        min(cfg.RequestTimeout, machine.DefaultLeaveBudget),
 	})
 	m.snap = m.machine.Snapshot()

@@ -62,6 +62,9 @@ func okAnswer(req *kmsg.StreamsGroupHeartbeatRequest) *kmsg.StreamsGroupHeartbea
 }
 
 func (f *fakeBroker) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+	if req.MemberEpoch < 0 {
+		return f.leave(ctx, req)
+	}
 	f.mu.Lock()
 	f.heartbeats = append(f.heartbeats, time.Now())
 	f.requests = append(f.requests, req)
@@ -73,16 +76,24 @@ func (f *fakeBroker) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartb
 	return okAnswer(req), nil
 }
 
-func (f *fakeBroker) Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) error {
+// leave answers a leave heartbeat: taken, or no answer until ctx ends with blockLeave.
+func (f *fakeBroker) leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
 	f.mu.Lock()
 	f.leaves = append(f.leaves, req.MemberEpoch)
 	block := f.blockLeave
 	f.mu.Unlock()
 	if block {
 		<-ctx.Done()
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	return nil
+	return leaveTaken(req), nil
+}
+
+// leaveTaken is the broker's answer to a leave heartbeat it took.
+func leaveTaken(req *kmsg.StreamsGroupHeartbeatRequest) *kmsg.StreamsGroupHeartbeatResponse {
+	r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+	r.Version, r.MemberID, r.MemberEpoch = 1, req.MemberID, req.MemberEpoch
+	return r
 }
 
 func (f *fakeBroker) Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
@@ -537,9 +548,6 @@ type unreachable struct {
 
 func (u *unreachable) Heartbeat(context.Context, *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
 	panic("no heartbeat before the cluster answered")
-}
-func (u *unreachable) Leave(context.Context, *kmsg.StreamsGroupHeartbeatRequest) error {
-	panic("no leave for a member that never joined")
 }
 func (u *unreachable) Describe(context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
 	return nil, errors.New("unreachable")

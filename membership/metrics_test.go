@@ -52,10 +52,6 @@ func (s *scriptTransport) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupH
 	return r, err
 }
 
-func (s *scriptTransport) Leave(context.Context, *kmsg.StreamsGroupHeartbeatRequest) error {
-	return nil
-}
-
 func (s *scriptTransport) Describe(context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
 	return nil, errors.New("not scripted")
 }

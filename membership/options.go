@@ -49,11 +49,10 @@ type TaskOffsetsProvider interface {
 // another with WithTransport. Every method is called from a goroutine of its own and must return
 // once ctx ends.
 type Transport interface {
-	// Heartbeat sends req once and returns the broker's answer as it is (error code included), or
-	// the error that kept it from arriving. It must not retry: the member decides.
+	// Heartbeat sends req once (a heartbeat, or the leave heartbeat) and returns the broker's answer
+	// as it is (error code included), or the error that kept it from arriving. It must not retry:
+	// the member decides whether and when to send again.
 	Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error)
-	// Leave sends a leave heartbeat, retrying coordinator moves until answered or ctx ends.
-	Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) error
 	// Describe describes the group (StreamsGroupDescribe) at its coordinator.
 	Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error)
 	// Capabilities asks the cluster what it supports (ApiVersions), once.

@@ -199,8 +199,8 @@ func TestMachineDrivenFromOutside(t *testing.T) {
 		r.Topology != nil || r.ActiveTasks != nil || r.ProcessID != nil {
 		t.Fatalf("leave request %+v", r)
 	}
-	if leave.Budget <= 0 {
-		t.Fatalf("leave budget %v", leave.Budget)
+	if leave.Timeout <= 0 {
+		t.Fatalf("leave timeout %v", leave.Timeout)
 	}
 	none[machine.Stopped](t, as)
 	if snap := m.Snapshot(); !snap.Owned.IsEmpty() {
@@ -208,7 +208,9 @@ func TestMachineDrivenFromOutside(t *testing.T) {
 	}
 
 	// The broker takes the leave: UNSUBSCRIBED, EventLeft, and Stopped(nil) as the last action.
-	as = m.Step(now, machine.LeaveDone{})
+	took := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+	took.MemberEpoch = heartbeat.EpochLeave
+	as = m.Step(now, machine.LeaveDone{Seq: leave.Seq, Response: took})
 	if got := states(as); !slices.Equal(got, []machine.State{machine.Unsubscribed}) {
 		t.Fatalf("states %v, want [UNSUBSCRIBED]", got)
 	}

@@ -112,6 +112,26 @@ func (h *harness) record(as []Action) {
 
 func (h *harness) advance(d time.Duration) { h.now = h.now.Add(d) }
 
+// leaveAnswered answers the last leave heartbeat with code.
+func (h *harness) leaveAnswered(code int16) []Action {
+	h.t.Helper()
+	if len(h.leaves) == 0 {
+		h.t.Fatal("no leave heartbeat was sent")
+	}
+	resp := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+	resp.ErrorCode, resp.MemberEpoch = code, heartbeat.EpochLeave
+	return h.step(LeaveDone{Seq: h.leaves[len(h.leaves)-1].Seq, Response: resp})
+}
+
+// leaveFailed answers the last leave heartbeat with a failure to send it.
+func (h *harness) leaveFailed(err error) []Action {
+	h.t.Helper()
+	if len(h.leaves) == 0 {
+		h.t.Fatal("no leave heartbeat was sent")
+	}
+	return h.step(LeaveDone{Seq: h.leaves[len(h.leaves)-1].Seq, Err: err})
+}
+
 // start starts the member; the harness answers the probe with h.caps, so it joins at once.
 func (h *harness) start() { h.step(Start{}) }
 

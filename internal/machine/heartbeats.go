@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -19,6 +20,10 @@ type heartbeatTiming struct {
 	inFlight bool
 	seq      uint64 // of the heartbeat in flight, or of the last one
 	failures int    // heartbeats failed in a row, for backoff; 0 after a success
+	// reached: the last heartbeat answered was answered by a coordinator of the group (any answer
+	// but NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE; those, and a failure to reach one, make
+	// the transport forget the coordinator). A leave goes only to a coordinator known this way.
+	reached bool
 	// rejoinDelay is how long after OnAllTasksLost a fenced member rejoins: 0 the first time,
 	// backoff when fencing repeats without a success in between (a broker that fences every join
 	// must not get a join per round trip).
@@ -114,7 +119,7 @@ func (m *Machine) send(now time.Time, offs, ends tasks.Offsets) []Action {
 	// The steady heartbeat's one action goes in a buffer the machine keeps (capacity 1, so appending
 	// to it copies): the slice Step returns is only valid until the next Step.
 	out := m.sendBuf[:1:1]
-	out[0] = SendHeartbeat{Seq: m.hb.seq, Request: req}
+	out[0] = SendHeartbeat{Seq: m.hb.seq, Request: req, Timeout: m.cfg.RequestTimeout}
 	if m.state == Acknowledging {
 		// Building the ack completes the reconciliation (Kafka's
 		// StreamsMembershipManager.onHeartbeatRequestGenerated): Stable, or on to the next
@@ -153,6 +158,7 @@ func (m *Machine) heartbeatDone(now time.Time, in HeartbeatDone) []Action {
 		return nil // the answer to a heartbeat the member no longer waits for
 	}
 	m.hb.inFlight = false
+	m.hb.reached = reachedCoordinator(in.Response, in.Err)
 	r, err := classify(&m.parsed, in, m.cfg.Join.Topology)
 	res := HeartbeatResult{Seq: in.Seq, Err: err}
 	if err != nil {
@@ -170,6 +176,19 @@ func (m *Machine) heartbeatDone(now time.Time, in HeartbeatDone) []Action {
 		return append(out, m.answeredWhileLeaving(now, r, err)...)
 	}
 	return out // Unsubscribed, Fenced, Leaving, Fatal: the answer changes nothing
+}
+
+// reachedCoordinator says whether a heartbeat's raw result came from the group's coordinator: an
+// answer that does not say the coordinator moved or is not available.
+func reachedCoordinator(resp *kmsg.StreamsGroupHeartbeatResponse, err error) bool {
+	if err != nil || resp == nil {
+		return false
+	}
+	switch resp.ErrorCode {
+	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code:
+		return false
+	}
+	return true
 }
 
 // answeredWhileLeaving keeps the member's epoch and interval current while OnTasksRevoked runs

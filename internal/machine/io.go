@@ -13,7 +13,9 @@ import (
 
 // Every I/O of a member is a pair: the Machine returns an Action, whoever runs the machine (the
 // Manager, or a test) carries it out and feeds the result back as an Input to Step. The machine
-// never waits: between an action and its input any other input may arrive.
+// never waits: between an action and its input any other input may arrive. Every network action
+// carries its request (or what to ask) and its Timeout, the most it may take: the runner bounds the
+// call by it and decides nothing, and the raw result comes back for the machine to read.
 //
 //	action              input fed back
 //	ProbeCapabilities   CapabilitiesKnown
@@ -61,9 +63,14 @@ type HeartbeatDone struct {
 	Err      error
 }
 
-// LeaveDone is the result of the SendLeave action: nil once the broker took the leave, else why it
-// did not (the broker then removes the member when its session times out).
-type LeaveDone struct{ Err error }
+// LeaveDone is the raw result of the SendLeave action with the same Seq: the broker's answer (error
+// code included) or the error that kept it from arriving. The machine reads it and decides whether
+// the leave is done, is tried again, or is given up (leave.go).
+type LeaveDone struct {
+	Seq      uint64
+	Response *kmsg.StreamsGroupHeartbeatResponse
+	Err      error
+}
 
 // Described is the result of a Describe action: the broker's description of the group, or why it
 // could not be had.
@@ -102,8 +109,9 @@ func (Stop) isInput()              {}
 // Action is what the machine asks its runner to do.
 type Action interface{ isAction() }
 
-// ProbeCapabilities asks what the cluster supports (ApiVersions); answer with CapabilitiesKnown.
-type ProbeCapabilities struct{}
+// ProbeCapabilities asks what the cluster supports (ApiVersions, one attempt, for at most
+// Timeout); answer with CapabilitiesKnown.
+type ProbeCapabilities struct{ Timeout time.Duration }
 
 // CollectOffsets asks the application's TaskOffsetsProvider for the offsets of Owned; answer with
 // OffsetsCollected{Seq}. The heartbeat waits for them, but not longer than OffsetsWait.
@@ -112,22 +120,26 @@ type CollectOffsets struct {
 	Owned tasks.Assignment
 }
 
-// SendHeartbeat asks to send Request once to the group coordinator; answer with HeartbeatDone{Seq}.
+// SendHeartbeat asks to send Request once to the group coordinator (looked up first when not known),
+// for at most Timeout; answer with HeartbeatDone{Seq}.
 type SendHeartbeat struct {
 	Seq     uint64
 	Request *kmsg.StreamsGroupHeartbeatRequest
+	Timeout time.Duration
 }
 
-// SendLeave asks to send the leave heartbeat Request, retrying coordinator moves, for at most Budget;
-// answer with LeaveDone.
+// SendLeave asks to send the leave heartbeat Request once, as SendHeartbeat sends a heartbeat, for
+// at most Timeout; answer with LeaveDone{Seq}. Whether it goes at all, and whether it is sent again
+// after a failure, the machine decides.
 type SendLeave struct {
+	Seq     uint64
 	Request *kmsg.StreamsGroupHeartbeatRequest
-	Budget  time.Duration
+	Timeout time.Duration
 }
 
-// Describe asks for the broker's description of the group (StreamsGroupDescribe); answer with
-// Described.
-type Describe struct{}
+// Describe asks for the broker's description of the group (StreamsGroupDescribe), for at most
+// Timeout (what may pass is retried within it); answer with Described.
+type Describe struct{ Timeout time.Duration }
 
 // Invoke asks to run a listener callback and to report CallbackDone{Seq}. Callbacks are handed out
 // one at a time: the next comes only after the previous one's CallbackDone.

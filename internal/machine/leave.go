@@ -1,8 +1,13 @@
 package machine
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 )
@@ -14,7 +19,20 @@ type leaveIntent struct {
 	fenced bool  // the broker fenced the member meanwhile: it is gone already
 	fatal  error // a fatal heartbeat error meanwhile: no leave heartbeat, stop with it
 	poll   bool  // left because the poll timer expired: STALE after it, not stopped (poll.go)
+
+	// The leave heartbeat, once the revocation is done (Leaving).
+	deadline time.Time // the end of the leave budget, from the first attempt
+	inFlight bool      // a SendLeave{Seq: Machine.leaveSeq} is out
+	failures int       // attempts that failed and may pass
+	retryAt  time.Time // the next attempt; zero when none is scheduled
+	last     error     // the last failure, named when the budget ends an attempt
 }
+
+// errNoCoordinator is the leave's outcome when no coordinator of the group is known (the last
+// heartbeat did not reach one): the leave heartbeat is not sent, as Kafka's client skips it, rather
+// than searched for.
+var errNoCoordinator = errors.New("no group coordinator known: the leave heartbeat was not sent; " +
+	"the member leaves the group when its session times out")
 
 // close starts leaving (Kafka's StreamsMembershipManager.leaveGroup): revoke the held active tasks
 // (OnTasksRevoked, or OnAllTasksLost when the member never got past epoch 0), then send the leave
@@ -92,27 +110,99 @@ func (m *Machine) leaveRevoked(now time.Time, j job, err error) []Action {
 		return append(out, m.finish(nil)...)
 	}
 	out = append(out, m.transition(Leaving)...)
-	req := m.b.Build(heartbeat.Report{Epoch: l.epoch, EndpointEpoch: m.endpointEpoch, Shutdown: m.shutdown})
-	return append(out, SendLeave{Request: req, Budget: m.cfg.LeaveBudget})
+	if !m.hb.reached && !m.hb.inFlight {
+		// No coordinator is known: the last heartbeat did not reach one, and none is out that
+		// might have.
+		return append(out, m.leaveEnded(errNoCoordinator)...)
+	}
+	l.deadline = now.Add(m.cfg.LeaveBudget)
+	return append(out, m.sendLeave(now)...)
 }
 
-// leaveDone stops the member once the leave heartbeat was answered or given up.
-func (m *Machine) leaveDone(in LeaveDone) []Action {
-	if m.state != Leaving {
+// leaveRetryAt is when the leave heartbeat is tried again (zero: not now).
+func (m *Machine) leaveRetryAt() time.Time {
+	if m.state != Leaving || m.leave == nil || m.leave.inFlight {
+		return time.Time{}
+	}
+	return m.leave.retryAt
+}
+
+// sendLeave sends the leave heartbeat, for what is left of the leave budget (at most one request
+// timeout).
+func (m *Machine) sendLeave(now time.Time) []Action {
+	l := m.leave
+	l.retryAt = time.Time{}
+	l.inFlight = true
+	m.leaveSeq++
+	// Built for each attempt: a shutdown requested meanwhile goes with the next one.
+	req := m.b.Build(heartbeat.Report{Epoch: l.epoch, EndpointEpoch: m.endpointEpoch, Shutdown: m.shutdown})
+	return []Action{SendLeave{Seq: m.leaveSeq, Request: req, Timeout: min(l.deadline.Sub(now), m.cfg.RequestTimeout)}}
+}
+
+// leaveOutcome reads a leave heartbeat's raw result: nil when the member is out of the group (the
+// broker took the leave, or says the member or the group is gone already, which is what a leave
+// wants), else the typed error, whose class says whether another attempt may succeed.
+func leaveOutcome(in LeaveDone) error {
+	if in.Err != nil {
+		return heartbeat.ClassifyTransport(in.Err)
+	}
+	if in.Response == nil {
+		return &heartbeat.ProtocolError{Reason: "the leave heartbeat got neither an answer nor an error"}
+	}
+	switch kerr.ErrorForCode(in.Response.ErrorCode) {
+	case nil, kerr.UnknownMemberID, kerr.GroupIDNotFound:
 		return nil
 	}
+	return heartbeat.ErrorFor(in.Response.ErrorCode, in.Response.ErrorMessage)
+}
+
+// leaveDone reads the answer to the leave heartbeat: the member is out, or the attempt is tried
+// again after backoff when what failed may pass (a coordinator that moved, is loading or could not
+// be reached) and the leave budget allows, or the leave is given up.
+func (m *Machine) leaveDone(now time.Time, in LeaveDone) []Action {
+	l := m.leave
+	if m.state != Leaving || l == nil || !l.inFlight || in.Seq != m.leaveSeq {
+		return nil
+	}
+	l.inFlight = false
+	err := leaveOutcome(in)
+	if err == nil {
+		return m.leaveEnded(nil)
+	}
+	class := classOf(err)
+	if class != heartbeat.Retry && class != heartbeat.Rediscover {
+		return m.leaveEnded(err)
+	}
+	if errors.Is(in.Err, context.DeadlineExceeded) && l.last != nil {
+		err = l.last // the budget ran out during this attempt: the failure before it says why
+	}
+	l.failures++
+	l.last = err
+	delay := m.cfg.Backoff.Delay(l.failures - 1)
+	if _, answered := errors.AsType[*heartbeat.Error](err); answered && class == heartbeat.Rediscover && l.failures == 1 {
+		delay = 0 // the coordinator moved: look it up and send again at once, as a heartbeat would
+	}
+	if at := now.Add(delay); at.Before(l.deadline) {
+		l.retryAt = at
+		return []Action{Log{Level: slog.LevelDebug, Msg: "the leave heartbeat failed; retrying", Attrs: []any{"err", err, "retry_in", delay}}}
+	}
+	return m.leaveEnded(fmt.Errorf("leaving the group: no answer within the leave budget of %v (last error: %w)", m.cfg.LeaveBudget, err))
+}
+
+// leaveEnded stops the member once the leave heartbeat was answered (err nil), skipped or given up.
+func (m *Machine) leaveEnded(err error) []Action {
 	if m.leave != nil && m.leave.poll {
 		m.leave = nil
 		return m.transition(Stale)
 	}
 	out := m.transition(Unsubscribed)
 	switch {
-	case in.Err == nil:
+	case err == nil:
 		out = append(out, m.emit(Event{Kind: EventLeft, Message: "left the group"}))
 	default:
 		out = append(out, Log{Level: slog.LevelWarn, Msg: "the leave heartbeat was not answered; the broker removes the member when its session times out",
-			Attrs: []any{"err", in.Err}})
-		out = append(out, m.emit(Event{Kind: EventLeft, Err: in.Err,
+			Attrs: []any{"err", err}})
+		out = append(out, m.emit(Event{Kind: EventLeft, Err: err,
 			Message: "the leave was not confirmed; the broker removes the member when its session times out"}))
 	}
 	return append(out, m.finish(nil)...)

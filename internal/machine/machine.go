@@ -55,6 +55,7 @@ type Machine struct {
 	rec      reconcileState
 	jobs     jobQueue
 	leave    *leaveIntent
+	leaveSeq uint64 // of the last SendLeave (a member that left for the poll timer may leave again)
 	fatal    *fatalStop
 	describe describeState
 	status   statusState
@@ -82,14 +83,19 @@ type Config struct {
 	// OffsetsWait bounds how long a heartbeat waits for CollectOffsets; after it the heartbeat goes
 	// without offsets. 0 means DefaultOffsetsWait.
 	OffsetsWait time.Duration
-	// LeaveBudget bounds the leave heartbeat (SendLeave.Budget). 0 means DefaultLeaveBudget.
+	// RequestTimeout (request.timeout.ms) is the Timeout of every network action: the most one
+	// request (with its coordinator look-up) may take. 0 means DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// LeaveBudget bounds the leave: every attempt at the leave heartbeat, and the backoff between
+	// them, end within it from the first attempt. 0 means DefaultLeaveBudget.
 	LeaveBudget time.Duration
 }
 
 // Defaults for Config.
 const (
-	DefaultOffsetsWait = 250 * time.Millisecond
-	DefaultLeaveBudget = 5 * time.Second
+	DefaultOffsetsWait    = 250 * time.Millisecond
+	DefaultLeaveBudget    = 5 * time.Second
+	DefaultRequestTimeout = 30 * time.Second // request.timeout.ms's default
 )
 
 // New returns a machine in Unsubscribed; feed it Start.
@@ -99,6 +105,9 @@ func New(cfg Config) *Machine {
 	}
 	if cfg.LeaveBudget <= 0 {
 		cfg.LeaveBudget = DefaultLeaveBudget
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	m := &Machine{
 		cfg:           cfg,
@@ -180,7 +189,7 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 	case HeartbeatDone:
 		out = m.heartbeatDone(now, in)
 	case LeaveDone:
-		out = m.leaveDone(in)
+		out = m.leaveDone(now, in)
 	case Described:
 		out = m.described(in)
 	case SessionDescribed:
@@ -218,8 +227,8 @@ func (m *Machine) Next() time.Time {
 
 // timers lists when each kind of timed work is due (zero when not scheduled). It is the one place
 // that says when; due acts on the same answers.
-func (m *Machine) timers() [7]time.Time {
-	return [7]time.Time{m.probeAt(), m.heartbeatAt(), m.reconcileRetryAt(), m.missingTimeoutAt(), m.guardAt(), m.sessionAskAt(), m.pollAt()}
+func (m *Machine) timers() [8]time.Time {
+	return [8]time.Time{m.probeAt(), m.heartbeatAt(), m.reconcileRetryAt(), m.missingTimeoutAt(), m.guardAt(), m.sessionAskAt(), m.pollAt(), m.leaveRetryAt()}
 }
 
 // due does the timed work that has come due by now.
@@ -243,6 +252,9 @@ func (m *Machine) due(now time.Time) []Action {
 	}
 	if at := m.pollAt(); !at.IsZero() && !now.Before(at) {
 		out = cat(out, m.askPoll())
+	}
+	if at := m.leaveRetryAt(); !at.IsZero() && !now.Before(at) {
+		out = cat(out, m.sendLeave(now))
 	}
 	if at := m.heartbeatAt(); !at.IsZero() && !now.Before(at) {
 		out = cat(out, m.heartbeat(now))

@@ -59,7 +59,7 @@ func TestPollTimerExpiresAndTheNextPollRejoins(t *testing.T) {
 	if l := h.leaves[len(h.leaves)-1]; l.Request.MemberEpoch != -1 {
 		t.Fatalf("leave epoch %d, want -1", l.Request.MemberEpoch)
 	}
-	h.step(LeaveDone{})
+	h.leaveAnswered(0)
 	h.expectState(Stale)
 	if len(h.stopped) != 0 {
 		t.Fatal("the member stopped")
@@ -111,7 +111,7 @@ func TestPollTimerStaticMemberAndClose(t *testing.T) {
 	if l := h.leaves[len(h.leaves)-1]; l.Request.MemberEpoch != -2 {
 		t.Fatalf("static leave epoch %d, want -2", l.Request.MemberEpoch)
 	}
-	h.step(LeaveDone{})
+	h.leaveAnswered(0)
 	h.expectState(Stale)
 	h.close(CloseDefault)
 	if len(h.stopped) != 1 || h.stopped[0].Err != nil {

@@ -25,7 +25,7 @@ func (m *Machine) probeAt() time.Time {
 
 func (m *Machine) sendProbe() []Action {
 	m.probe.inFlight = true
-	return []Action{ProbeCapabilities{}}
+	return []Action{ProbeCapabilities{Timeout: m.cfg.RequestTimeout}}
 }
 
 // capabilitiesKnown joins when the cluster can run this member, fails when it cannot or refuses this

@@ -229,6 +229,12 @@ type propDriver struct {
 	describes     int
 	leaveOut      bool
 	leaves        int
+	leaveSeq      uint64     // of the leave heartbeat out
+	leaveAttempts int        // leave heartbeats since the member entered LEAVING
+	leaveRetry    bool       // the last leave heartbeat failed in a way that may pass: another may go
+	leaveSkipped  bool       // no coordinator was known when the member left: no leave heartbeat
+	leaveStarted  time.Time  // the first leave heartbeat's send, from which the leave budget runs
+	reached       bool       // the last heartbeat answered came from a coordinator (not 15/16, not a failure)
 	closeMode     *CloseMode // the Close that started the leave
 	leaveStopHB   bool       // fenced or fatal while leaving: no heartbeat may follow
 	leaveFenced   bool
@@ -423,6 +429,11 @@ func (d *propDriver) transitioned(from, to State) {
 		// Keepalives while leaving go at the interval: an ack not sent yet and offsets being
 		// collected are dropped.
 		d.ackDue, d.collectAt = false, time.Time{}
+	case Leaving:
+		// The leave heartbeat goes only to a coordinator the member knows: one that answered the
+		// last heartbeat, or the one a heartbeat still out went to.
+		d.leaveAttempts, d.leaveRetry = 0, false
+		d.leaveSkipped = !d.reached && !d.inFlight
 	}
 	if from == PrepareLeaving {
 		// The leave's callback returned (or there was none): the application holds nothing now.
@@ -523,10 +534,21 @@ func (d *propDriver) leaveSent(a SendLeave) {
 		d.failf("SendLeave in state %s", d.state)
 	}
 	d.leaves++
-	if d.leaves > 1 {
-		d.failf("a second leave heartbeat")
+	d.leaveAttempts++
+	if d.leaveAttempts > 1 && !d.leaveRetry {
+		d.failf("a second leave heartbeat after an answer that ended the leave")
 	}
-	d.leaveOut = true
+	if d.leaveSkipped {
+		d.failf("a leave heartbeat though no coordinator was known")
+	}
+	if d.leaveAttempts == 1 {
+		d.leaveStarted = d.now
+	}
+	if budget := d.leaveStarted.Add(DefaultLeaveBudget).Sub(d.now); a.Timeout <= 0 || a.Timeout > budget || a.Timeout > DefaultRequestTimeout {
+		d.failf("leave heartbeat %d with timeout %v; %v of the leave budget is left", d.leaves, a.Timeout, budget)
+	}
+	d.leaveRetry = false
+	d.leaveOut, d.leaveSeq = true, a.Seq
 	if req.MemberID != "member-1" || req.Topology != nil || req.ActiveTasks != nil || req.StandbyTasks != nil || req.WarmupTasks != nil {
 		d.failf("a leave carries identity only: %+v", req)
 	}
@@ -616,7 +638,7 @@ func (d *propDriver) stoppedWith(err error) {
 	if d.leaveFenced && d.leaves > 0 {
 		d.failf("fenced while leaving, yet a leave heartbeat was sent")
 	}
-	if d.closeMode != nil && !d.forced && !d.leaveFenced && !d.leaveOpen && d.leaves == 0 &&
+	if d.closeMode != nil && !d.forced && !d.leaveFenced && !d.leaveOpen && !d.leaveSkipped && d.leaves == 0 &&
 		(d.static || *d.closeMode != CloseRemainInGroup) {
 		d.failf("left (mode %s, static=%v) without a leave heartbeat", *d.closeMode, d.static)
 	}
@@ -655,7 +677,7 @@ func (d *propDriver) afterStep() {
 	if d.state == Fatal && d.pending == nil && d.describes == 0 {
 		d.failf("invariant 6: FATAL with nothing outstanding, but no Stopped")
 	}
-	if d.state == Leaving && d.leaves != 1 {
+	if d.state == Leaving && d.leaves == 0 {
 		d.failf("LEAVING without a leave heartbeat")
 	}
 	if at := d.guardDeadline(); !at.IsZero() && !d.now.Before(at) {
@@ -800,6 +822,7 @@ func (d *propDriver) fedOutcome(c errClass, r *kmsg.StreamsGroupHeartbeatRespons
 		return
 	}
 	d.inFlight = false
+	d.reached = r != nil && r.ErrorCode != 15 && r.ErrorCode != 16
 	d.quietSince = d.now
 	if !success {
 		d.needFull = true // invariant 4
@@ -1161,11 +1184,21 @@ func (d *propDriver) randomStep() {
 		d.requestShutdown()
 	case opLeaveDone:
 		d.leaveOut = false
-		var err error
-		if d.c.intn(3, "leaveFails") == 0 {
-			err = context.DeadlineExceeded
+		in := LeaveDone{Seq: d.leaveSeq, Response: kmsg.NewPtrStreamsGroupHeartbeatResponse()}
+		switch d.c.intn(5, "leaveAnswer") {
+		case 0: // taken
+		case 1: // the member is gone already: done too
+			in.Response.ErrorCode = kerr.UnknownMemberID.Code
+		case 2: // the coordinator moved: another attempt, unless the budget is spent
+			in.Response.ErrorCode = kerr.NotCoordinator.Code
+			d.leaveRetry = true
+		case 3: // no answer within the attempt's timeout: another attempt, unless the budget is spent
+			in.Response, in.Err = nil, context.DeadlineExceeded
+			d.leaveRetry = true
+		case 4: // refused: given up
+			in.Response.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		}
-		d.feed(LeaveDone{Err: err})
+		d.feed(in)
 	case opDescribed:
 		d.described(d.c.intn(3, "described"))
 	case opOffsets:
@@ -1184,8 +1217,9 @@ func (d *propDriver) randomStep() {
 		if d.sessionAsks == 0 {
 			stale = append(stale, SessionDescribed{Response: sessionConfigAnswer("app", "1000")})
 		}
-		if !d.leaveOut {
-			stale = append(stale, LeaveDone{})
+		stale = append(stale, LeaveDone{Seq: 1 << 40}, LeaveDone{Seq: d.leaveSeq})
+		if d.leaveOut {
+			stale = stale[:len(stale)-1] // the answer the member waits for is not stale
 		}
 		d.feed(stale[d.c.intn(len(stale), "stale")])
 	case opStop:
@@ -1231,7 +1265,7 @@ func (d *propDriver) drain(mode CloseMode) {
 			d.feed(HeartbeatDone{Seq: d.hbSeq, Response: r})
 		case d.leaveOut:
 			d.leaveOut = false
-			d.feed(LeaveDone{})
+			d.feed(LeaveDone{Seq: d.leaveSeq, Response: kmsg.NewPtrStreamsGroupHeartbeatResponse()})
 		case d.describes > 0:
 			d.described(0)
 		case d.collect != nil:

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -240,7 +241,7 @@ var edgeScenarios = []struct {
 		h.expectState(Leaving)
 		h.fail(int16(kerr.FencedMemberEpoch.Code)) // the stuck heartbeat's answer: ignored
 		h.expectState(Leaving)
-		h.step(LeaveDone{Err: errors.New("UNKNOWN_MEMBER_ID")})
+		h.leaveAnswered(kerr.UnknownMemberID.Code)
 		h.expectState(Unsubscribed)
 		if len(h.stopped) != 1 || h.stopped[0].Err != nil || len(h.invokes) != 2 {
 			h.t.Fatal("the pending leave completes normally")
@@ -250,7 +251,8 @@ var edgeScenarios = []struct {
 		h.stableWith(active("0_0"))
 		h.close(CloseDefault)
 		h.complete(nil)
-		h.step(LeaveDone{Err: errors.New("leave budget exhausted")})
+		h.advance(DefaultLeaveBudget) // no answer within the whole budget
+		h.leaveFailed(context.DeadlineExceeded)
 		h.expectState(Unsubscribed)
 		if len(h.stopped) != 1 || h.stopped[0].Err != nil || h.lastEvent(EventLeft).Err == nil {
 			h.t.Fatal("a failed leave still completes the leave, and says it was not confirmed")
@@ -476,7 +478,7 @@ var edgeScenarios = []struct {
 		h.expectState(Leaving)
 		h.fail(int16(kerr.GroupAuthorizationFailed.Code)) // the stuck heartbeat's answer
 		h.expectState(Leaving)
-		h.step(LeaveDone{})
+		h.leaveAnswered(0)
 		if len(h.stopped) != 1 || h.stopped[0].Err != nil {
 			h.t.Fatalf("the pending leave completes normally: %+v", h.stopped)
 		}

@@ -378,13 +378,13 @@ var scenarios = []struct {
 			h.t.Fatalf("%d leave heartbeats", len(h.leaves))
 		}
 		last := h.leaves[0].Request
-		if last.MemberEpoch != heartbeat.EpochLeave || last.Topology != nil || last.ActiveTasks != nil || h.leaves[0].Budget != DefaultLeaveBudget {
+		if last.MemberEpoch != heartbeat.EpochLeave || last.Topology != nil || last.ActiveTasks != nil || h.leaves[0].Timeout != DefaultLeaveBudget {
 			h.t.Fatalf("leave heartbeat %+v", h.leaves[0])
 		}
 		if len(h.stopped) != 0 {
 			h.t.Fatal("stopped before the leave was answered")
 		}
-		h.step(LeaveDone{})
+		h.leaveAnswered(0)
 		h.expectState(Unsubscribed)
 		if len(h.stopped) != 1 || h.stopped[0].Err != nil || h.lastEvent(EventLeft).Message != "left the group" {
 			h.t.Fatal("leave must end with Stopped(nil) and a left event")

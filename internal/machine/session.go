@@ -65,10 +65,15 @@ const (
 // the guard gives its tasks up: a tenth of the session timeout.
 func SessionMargin(sessionTimeout time.Duration) time.Duration { return sessionTimeout / 10 }
 
-// DescribeSession asks for the group's session timeout (DescribeConfigs of the group config
-// streams.session.timeout.ms), or with BrokerDefault for the default it falls back to (the group
-// coordinator's broker config group.streams.session.timeout.ms); answer with SessionDescribed.
-type DescribeSession struct{ BrokerDefault bool }
+// DescribeSession asks the group's coordinator for the config named Config, once, for at most
+// Timeout: of the group (DescribeConfigs of resource type GROUP: streams.session.timeout.ms), or
+// with BrokerDefault of the coordinator's broker (resource type BROKER: the default the group falls
+// back to, group.streams.session.timeout.ms); answer with SessionDescribed.
+type DescribeSession struct {
+	BrokerDefault bool
+	Config        string
+	Timeout       time.Duration
+}
 
 // SessionDescribed is the result of a DescribeSession action: the broker's answer as it is, or the
 // error that kept it from arriving. The machine reads it.
@@ -132,7 +137,7 @@ func (m *Machine) mayAskSession() bool { return m.state != PrepareLeaving && m.h
 
 func (m *Machine) askSession() []Action {
 	m.session.asking = true
-	return []Action{DescribeSession{}}
+	return []Action{DescribeSession{Config: KeyGroupSessionTimeout, Timeout: m.cfg.RequestTimeout}}
 }
 
 // configSourceDefault is DescribeConfigs' source of a value that no one set (DEFAULT_CONFIG).
@@ -152,7 +157,7 @@ func (m *Machine) sessionDescribed(now time.Time, in SessionDescribed) []Action 
 	if err == nil && fromDefault && m.mayAskSession() {
 		// Maybe Kafka 4.2's built-in default rather than the broker's: ask the coordinator.
 		s.defaulted, s.asking = d, true
-		return []Action{DescribeSession{BrokerDefault: true}}
+		return []Action{DescribeSession{BrokerDefault: true, Config: KeyBrokerSessionTimeout, Timeout: m.cfg.RequestTimeout}}
 	}
 	if err != nil {
 		if errors.Is(err, kerr.GroupAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) {

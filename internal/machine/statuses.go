@@ -118,7 +118,7 @@ func (m *Machine) requestDescribe() []Action {
 		return nil
 	}
 	m.describe.inFlight = true
-	return []Action{Describe{}}
+	return []Action{Describe{Timeout: m.cfg.RequestTimeout}}
 }
 
 func isTopologyMismatch(err error) bool { return errors.Is(err, heartbeat.ErrTopologyMismatch) }

@@ -1,12 +1,13 @@
-// Package transport is the I/O half of a streams-group member: it sends a group's heartbeats, leave,
-// describe and ApiVersions requests over the user's *kgo.Client, to the group coordinator it finds
-// and caches with internal/coordinator (kgo cannot route streams-group requests: its
-// handleCoordinatorReq knows only the consumer and share group heartbeats).
+// Package transport is the I/O half of a streams-group member: it sends a group's heartbeats (the
+// leave heartbeat among them), describe, DescribeConfigs and ApiVersions requests over the user's
+// *kgo.Client, to the group coordinator it finds and caches with internal/coordinator (kgo cannot
+// route streams-group requests: its handleCoordinatorReq knows only the consumer and share group
+// heartbeats).
 //
 // It decides nothing about the member. A heartbeat is sent once, with at most one coordinator
 // look-up before it, and its raw result (the answer with its error code, or the error) goes back to
-// the caller; the state machine classifies it (heartbeat.ClassifyInto) and paces retries. The only
-// retries here are the leave's and the describe's, both bounded by the caller's context.
+// the caller; the state machine classifies it (heartbeat.ClassifyInto) and paces retries, the
+// leave's too. The only retries here are the describe's, bounded by the caller's context.
 package transport
 
 import (
@@ -17,7 +18,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -36,13 +36,13 @@ type Transport struct {
 	backoff heartbeat.Backoff
 }
 
-// defaultBackoff paces the leave's and the describe's retries when New is given no backoff (Min <= 0):
+// defaultBackoff paces the describe's retries when New is given no backoff (Min <= 0):
 // the Java defaults of retry.backoff.ms and retry.backoff.max.ms.
 var defaultBackoff = heartbeat.Backoff{Min: 100 * time.Millisecond, Max: time.Second}
 
 // New returns a transport for group over cl. Each request (a look-up, a heartbeat, an ApiVersions)
-// is bounded by requestTimeout on top of the caller's context; backoff paces the retries of Leave and
-// Describe (a backoff without a minimum is replaced by 100 ms doubling to 1 s, so they never spin).
+// is bounded by requestTimeout on top of the caller's context; backoff paces the retries of Describe
+// (a backoff without a minimum is replaced by 100 ms doubling to 1 s, so they never spin).
 func New(cl *kgo.Client, group string, requestTimeout time.Duration, backoff heartbeat.Backoff) *Transport {
 	if backoff.Min <= 0 {
 		backoff = defaultBackoff
@@ -80,61 +80,6 @@ func (t *Transport) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbe
 		t.coord.Invalidate(t.group, node)
 	}
 	return r, nil
-}
-
-// ErrNoCoordinator is returned by Leave when no coordinator is known: the leave is skipped rather than
-// searched for, as the Java client skips it; the broker removes the member when its session times
-// out.
-var ErrNoCoordinator = errors.New("no group coordinator known: the leave heartbeat was not sent; " +
-	"the member leaves the group when its session times out")
-
-// Leave sends a leave heartbeat (epoch -1, or -2 for a static member). If no coordinator is cached it
-// returns ErrNoCoordinator at once, without sending anything. Otherwise it sends until the leave is
-// answered or ctx ends (the caller bounds ctx: the leave budget), retrying after the backoff on a
-// coordinator that moved or is loading (looked up again, one attempt per try, when it moved) and on
-// failures to reach it that may pass. UNKNOWN_MEMBER_ID and GROUP_ID_NOT_FOUND mean the member is
-// already gone, which is what a leave wants: nil. Other error codes are a *heartbeat.Error, a
-// transport failure that cannot pass a *heartbeat.TransportError; when ctx ends the error wraps
-// ctx.Err() and names the last failure.
-func (t *Transport) Leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) error {
-	if !t.coord.Known(t.group) {
-		return ErrNoCoordinator
-	}
-	var last error // the last failure that was not the end of ctx, which names what went wrong
-	for attempt := 0; ; attempt++ {
-		resp, err := t.Heartbeat(ctx, req)
-		if err != nil && ctx.Err() != nil {
-			if last == nil {
-				last = err
-			}
-			return fmt.Errorf("leaving the group: %w (last error: %v)", ctx.Err(), last)
-		}
-		if err != nil {
-			te := heartbeat.ClassifyTransport(err)
-			if te.Class == heartbeat.Fatal {
-				return te
-			}
-			err = te
-		} else {
-			switch kerr.ErrorForCode(resp.ErrorCode) {
-			case nil, kerr.UnknownMemberID, kerr.GroupIDNotFound:
-				return nil
-			}
-			herr := heartbeat.ErrorFor(resp.ErrorCode, resp.ErrorMessage)
-			if herr.Class != heartbeat.Retry && herr.Class != heartbeat.Rediscover {
-				return herr
-			}
-			err = herr
-		}
-		last = err
-		timer := time.NewTimer(t.backoff.Delay(attempt))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("leaving the group: %w (last error: %v)", ctx.Err(), last)
-		case <-timer.C:
-		}
-	}
 }
 
 // Describe describes the group at its coordinator (StreamsGroupDescribe), retrying with the backoff
