@@ -76,7 +76,10 @@ func Check(s string) (host string, port uint16, err error) {
 		}
 	}
 	p, err := parsePort(rest)
-	return host, p, err
+	if err != nil {
+		return "", 0, err
+	}
+	return host, p, nil
 }
 
 func hostChar(r rune) bool {
