@@ -87,3 +87,28 @@ func selfSigned(t *testing.T) tls.Certificate {
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
+
+// The TLS alerts about this client's certificate (RFC 8446 §6.2 and RFC 5246 §7.2.2): bad_certificate
+// (42) through unknown_ca (48), and certificate_required (116); the others may pass.
+func TestCertificateAlerts(t *testing.T) {
+	for a, want := range map[tls.AlertError]bool{
+		40: false, 41: false, 42: true, 43: true, 44: true, 45: true, 46: true, 47: true, 48: true,
+		49: false, 51: false, 70: false, 115: false, 116: true, 117: false,
+	} {
+		if got := certificateAlert(a); got != want {
+			t.Errorf("certificateAlert(%d) = %v, want %v", int(a), got, want)
+		}
+	}
+}
+
+// An AuthError says which step failed: the TLS handshake or the login.
+func TestAuthErrorNamesTheStep(t *testing.T) {
+	tlsErr := (&AuthError{Kind: AuthTLS, Err: errors.New("x509: unknown authority"), Action: "set ssl.truststore.location"}).Error()
+	if want := "the TLS handshake with the cluster failed: x509: unknown authority: set ssl.truststore.location"; tlsErr != want {
+		t.Errorf("TLS: %q, want %q", tlsErr, want)
+	}
+	sasl := (&AuthError{Kind: AuthSASL, Err: errors.New("bad password"), Action: "check sasl.jaas.config"}).Error()
+	if want := "authentication to the cluster failed: bad password: check sasl.jaas.config"; sasl != want {
+		t.Errorf("SASL: %q, want %q", sasl, want)
+	}
+}

@@ -56,3 +56,21 @@ func TestForBrokerDropsV1ContentAtV0(t *testing.T) {
 		t.Error("a request with nothing to drop is copied")
 	}
 }
+
+// A request without warm-up tasks keeps them null at v0: only a non-empty list is replaced by [].
+func TestForBrokerKeepsNullWarmupTasksAtV0(t *testing.T) {
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = "app", "m", 3
+	req.TaskOffsets = []kmsg.TaskOffset{{SubtopologyID: "0", Partition: 0, Offset: 5}}
+	if got := AtVersion(req, 0); got.WarmupTasks != nil {
+		t.Fatalf("warm-up tasks %#v at v0, want null", got.WarmupTasks)
+	}
+}
+
+// The member epochs that mean something on the wire (KIP-1071): join 0, leave -1, a static
+// member's temporary leave -2.
+func TestEpochConstantsAreTheWireValues(t *testing.T) {
+	if EpochJoin != 0 || EpochLeave != -1 || EpochLeaveStatic != -2 {
+		t.Fatalf("join %d, leave %d, static leave %d; want 0, -1, -2", EpochJoin, EpochLeave, EpochLeaveStatic)
+	}
+}

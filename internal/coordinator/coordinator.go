@@ -95,13 +95,6 @@ func (c *Cache) Node(ctx context.Context, group string) (int32, error) {
 	return b.Node, err
 }
 
-// Known reports whether the coordinator of group is cached, that is whether a request to it would be
-// sent without a look-up first.
-func (c *Cache) Known(group string) bool {
-	_, ok := c.Cached(group)
-	return ok
-}
-
 // Cached returns the cached coordinator of group, without asking the cluster.
 func (c *Cache) Cached(group string) (Broker, bool) {
 	c.mu.Lock()

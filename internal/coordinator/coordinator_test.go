@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
 
@@ -112,16 +113,16 @@ func TestCacheLooksUpOnceAndCollapsesConcurrentLookups(t *testing.T) {
 	if err != nil || b.Node != nodes[0] || b.Host == "" || b.Port == 0 {
 		t.Fatalf("Lookup = %+v, %v", b, err)
 	}
-	if cb, ok := c.Cached("g"); !ok || cb != b || !c.Known("g") || c.Known("other") {
-		t.Fatalf("Cached = %+v, %v; Known(g) = %v", cb, ok, c.Known("g"))
+	if cb, ok := c.Cached("g"); !ok || cb != b || !cached(c, "g") || cached(c, "other") {
+		t.Fatalf("Cached = %+v, %v; Known(g) = %v", cb, ok, cached(c, "g"))
 	}
 	c.Invalidate("g", b.Node+100) // another node: kept
 	c.Node(ctx, "g")
-	if f.finds.Load() != 1 || !c.Known("g") {
+	if f.finds.Load() != 1 || !cached(c, "g") {
 		t.Fatal("invalidating another node must keep the cached coordinator")
 	}
 	c.Invalidate("g", b.Node)
-	if c.Known("g") {
+	if cached(c, "g") {
 		t.Fatal("Invalidate must forget the coordinator")
 	}
 	c.Node(ctx, "g")
@@ -156,7 +157,7 @@ func TestLookupIsOneAttemptRotatingBrokers(t *testing.T) {
 				if got := f.finds.Load(); got != int64(i) {
 					t.Fatalf("after %d failed look-ups %d FindCoordinator requests, want %d", i, got, i)
 				}
-				if c.Known("g") {
+				if cached(c, "g") {
 					t.Fatal("a failed look-up must not cache anything")
 				}
 			}
@@ -165,7 +166,7 @@ func TestLookupIsOneAttemptRotatingBrokers(t *testing.T) {
 				t.Errorf("three look-ups went to brokers %v; each must try the next", nodes)
 			}
 			f.fail.Store(0)
-			if _, err := c.Lookup(context.Background(), "g"); err != nil || !c.Known("g") {
+			if _, err := c.Lookup(context.Background(), "g"); err != nil || !cached(c, "g") {
 				t.Fatalf("the next look-up must succeed and be cached: %v", err)
 			}
 		})
@@ -260,7 +261,7 @@ func TestSendFailureForgetsTheCoordinator(t *testing.T) {
 	if err == nil || node < 0 {
 		t.Fatalf("Send = %d, %v", node, err)
 	}
-	if c.Known("g") {
+	if cached(c, "g") {
 		t.Fatal("a failed send must forget the coordinator")
 	}
 }
@@ -394,4 +395,72 @@ func TestDescribeAnswerWithTwoGroups(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "2 groups") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// A context that ended before the first attempt: the error is the context's, with no last failure
+// to name, and no node answered.
+func TestDescribeWithAnEndedContext(t *testing.T) {
+	f, describes := describeFake(t, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g, node, err := Describe(ctx, NewCache(f.cl), "g", false, func(int) time.Duration { return time.Millisecond })
+	if g != nil || node != -1 || !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "last error") {
+		t.Fatalf("Describe = %v, %d, %v; want no group, node -1 and the context's error alone", g, node, err)
+	}
+	if n := describes.Load(); n != 0 {
+		t.Fatalf("%d describes sent with an ended context", n)
+	}
+}
+
+// Before it discovered any broker the client has only its seeds: AnyBroker goes through them in
+// order, starting with the first, and around again.
+func TestAnyBrokerRotatesFromTheFirstSeed(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	cache := NewCache(cl)
+	seeds := cl.SeedBrokers()
+	for i := range 4 {
+		got, want := cache.AnyBroker(), seeds[i%len(seeds)]
+		if len(cl.DiscoveredBrokers()) == 0 && *got != *want { // a kgo.Broker is its node ID and client
+			t.Fatalf("call %d: AnyBroker gave %+v, want seed %d (%+v)", i, *got, i%len(seeds), *want)
+		}
+	}
+}
+
+// A FindCoordinator answer below v4 carries the coordinator at the top level, with no per-key
+// entries: it is read from there.
+func TestLookupReadsAnAnswerBelowV4(t *testing.T) {
+	f := newFake(t)
+	want := f.c.CoordinatorFor("g")
+	f.c.ControlKey(int16(kmsg.FindCoordinator), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		f.c.KeepControl()
+		r := req.(*kmsg.FindCoordinatorRequest).ResponseKind().(*kmsg.FindCoordinatorResponse)
+		r.NodeID, r.Host, r.Port = want, "127.0.0.1", 9
+		return r, nil, true
+	})
+	// Kafka 2.8 knows FindCoordinator up to v3: kgo sends v3, and the answer's top-level fields
+	// reach the cache.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.c.ListenAddrs()...), kgo.MaxVersions(kversion.V2_8_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	b, err := NewCache(cl).Lookup(context.Background(), "g")
+	if err != nil || b != (Broker{Node: want, Host: "127.0.0.1", Port: 9}) {
+		t.Fatalf("Lookup = %+v, %v; want node %d from the top-level fields", b, err, want)
+	}
+}
+
+// cached reports whether c holds the coordinator of group.
+func cached(c *Cache, group string) bool {
+	_, ok := c.Cached(group)
+	return ok
 }

@@ -1,8 +1,10 @@
 package text
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestQuoteCutsAtACharacterBoundary(t *testing.T) {
@@ -40,5 +42,17 @@ func TestEditDistance(t *testing.T) {
 		if got := EditDistance(c.b, c.a); got != c.want {
 			t.Errorf("EditDistance(%q, %q) = %d, want %d (not symmetric)", c.b, c.a, got, c.want)
 		}
+	}
+}
+
+// A cut goes back at most four bytes (utf8.UTFMax) to a character's start: UTF-8 has no longer run of
+// continuation bytes, and in bytes that are not UTF-8 the cut stays near the limit instead of
+// walking back over all of them.
+func TestQuoteCutStaysNearTheLimitInBytesThatAreNotUTF8(t *testing.T) {
+	s := strings.Repeat("a", 10) + strings.Repeat("\x80", MaxShownBytes)
+	q := Quote(s)
+	want := strconv.Quote(s[:MaxShownBytes-utf8.UTFMax]) + "… (" + strconv.Itoa(len(s)) + " bytes)"
+	if q != want {
+		t.Errorf("got %s\nwant %s", q, want)
 	}
 }
