@@ -706,21 +706,6 @@ func TestNewChecksTheClientAndArguments(t *testing.T) {
 	}
 }
 
-func TestPartitionerSendsChangelogRecordsToTheirTask(t *testing.T) {
-	p := Partitioner(testTopology())
-	if got := p.ForTopic(cl0).Partition(&kgo.Record{Topic: cl0, Partition: 3, Key: []byte("k")}, 8); got != 3 {
-		t.Fatalf("changelog record went to %d, want its task's partition 3", got)
-	}
-	key := &kgo.Record{Topic: "out", Key: []byte("word")}
-	want := kgo.StickyKeyPartitioner(nil).ForTopic("out").Partition(key, 8)
-	if got := p.ForTopic("out").Partition(key, 8); got != want {
-		t.Fatalf("keyed record went to %d, want %d (murmur2)", got, want)
-	}
-	if Partitioner(nil).ForTopic(cl0).Partition(key, 8) != want {
-		t.Fatal("without a topology every topic is partitioned by key")
-	}
-}
-
 // A warm-up task that caught up becomes active without restoring anything: its inputs are not even
 // paused.
 func TestCaughtUpWarmupBecomesActiveWithoutRestoring(t *testing.T) {

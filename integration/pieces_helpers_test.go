@@ -110,7 +110,11 @@ func startCounter(t *testing.T, b *Broker, group, name string, topo *topology.To
 	if o.gated {
 		c.gate = make(chan struct{})
 	}
-	c.cl = b.Client(t, kgo.ClientID(name), kgo.RecordPartitioner(consume.Partitioner(topo)),
+	router, err := tasks.NewRouter(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cl = b.Client(t, kgo.ClientID(name), kgo.RecordPartitioner(router.Partitioner()),
 		kgo.ProducerLinger(2*time.Millisecond), kgo.FetchMaxWait(100*time.Millisecond), kgo.WithHooks(c))
 
 	cfg := config.Default(group)
@@ -121,7 +125,6 @@ func startCounter(t *testing.T, b *Broker, group, name string, topo *topology.To
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
-	var err error
 	if c.commits, err = commit.New(c.cl, group, topo); err != nil {
 		t.Fatal(err)
 	}

@@ -407,7 +407,7 @@ func (a *App) build() error {
 	}
 	opts = append(opts,
 		kgo.ClientID(a.cfg.ApplicationID),
-		kgo.RecordPartitioner(consume.Partitioner(a.topo)),
+		kgo.RecordPartitioner(a.router.Partitioner()),
 		kgo.ProducerLinger(5*time.Millisecond),
 		// Bounded buffers: one fetch at a time of at most 1 MiB (512 KiB per partition), and at most
 		// 16 MiB of records waiting to be produced. Fetched records are held decoded, so their

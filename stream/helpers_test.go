@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
-	"github.com/streamsgroup/streamsgroup/consume"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -92,7 +91,7 @@ func fakeBroker(t *testing.T, a *App) *produced {
 	t.Cleanup(c.Close)
 	p := &produced{}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.WithHooks(p), kgo.UnknownTopicRetries(0),
-		kgo.RecordPartitioner(consume.Partitioner(a.topo)))
+		kgo.RecordPartitioner(a.router.Partitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
