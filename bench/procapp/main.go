@@ -19,6 +19,9 @@
 //	                     started processing in this process
 //	RESTORING <t>        the member was first handed active tasks (their restores begin)
 //	RESTORED <t> <n>     the active tasks' restores have applied n ≥ -expect-restore records
+//	READY <t> <p> <n>    partition p's task is initialised, its restore done, and about to process
+//	                     (its processor's Init); n is the records the active tasks' restores have
+//	                     applied in this process so far
 //	DONE <t> <n>         consume: n records read, every partition at its end offset (then it
 //	                     waits for SIGTERM)
 //
@@ -108,6 +111,7 @@ func main() {
 	var topo *topology.Topology
 	var proc stream.Processor
 	var opts []stream.Option
+	var restored int64 // the active restores' records (Run's goroutine only)
 	switch *mode {
 	case "map":
 		topo = topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{*input}})
@@ -140,7 +144,6 @@ func main() {
 		default:
 			fail(fmt.Errorf("-store %q: memory or pebble", *kind))
 		}
-		var restored int64        // Run's goroutine only
 		var restoring atomic.Bool // the state listener may run on the member's goroutine too
 		opts = append(opts,
 			// The restore begins once the member is handed its active tasks (the runtime opens their
@@ -165,7 +168,11 @@ func main() {
 	default:
 		fail(fmt.Errorf("-mode %q: map, count or consume", *mode))
 	}
-	proc = marked{Processor: proc, init: func(c *stream.Context) { delete(first, c.Task().Partition) }}
+	proc = marked{Processor: proc, init: func(c *stream.Context) {
+		p := c.Task().Partition
+		delete(first, p)
+		emit("READY %d %d %d", micros(), p, restored)
+	}}
 	app, err := stream.New(cfg, topo, stream.Processors{"0": proc}, opts...)
 	if err != nil {
 		fail(err)

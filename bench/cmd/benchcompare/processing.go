@@ -159,9 +159,14 @@ func storeFor(side Side, st string) string {
 
 // procCmd is the command line of a processing app.
 func (e *env) procCmd(side Side, app, mode, input, output, st, guarantee string, commitMS int, extra map[string]string) (*exec.Cmd, error) {
-	stateDir, err := os.MkdirTemp(e.work, "state-")
-	if err != nil {
-		return nil, err
+	stateDir := extra["state-dir"]
+	if stateDir == "" {
+		// A fresh state directory for each launch, unless the caller gives one (a restart on the
+		// state a killed process left).
+		var err error
+		if stateDir, err = os.MkdirTemp(e.work, "state-"); err != nil {
+			return nil, err
+		}
 	}
 	flags := map[string]string{"bootstrap": e.bootstrap, "app": app, "mode": mode, "input": input, "output": output,
 		"store": storeFor(side, st), "guarantee": guarantee, "state-dir": stateDir}
@@ -195,10 +200,11 @@ func (c *child) marks() procMarks {
 	for p, t := range c.proc.firsts {
 		m.firsts[p] = t
 	}
+	m.ready = append([]readyMark(nil), c.proc.ready...)
 	return m
 }
 
-// procLine records one processing line (FIRST, RESTORING, RESTORED, DONE); c.mu is held.
+// procLine records one processing line (FIRST, RESTORING, RESTORED, DONE, READY); c.mu is held.
 func (c *child) procLine(word, rest string) {
 	f := strings.Fields(rest)
 	if len(f) == 0 {
@@ -228,6 +234,12 @@ func (c *child) procLine(word, rest string) {
 		m.restored, m.restoredCPU, m.restoredN = at, cpu, n
 	case "DONE":
 		m.done, m.doneCPU, m.doneN = at, cpu, n
+	case "READY":
+		r := readyMark{at: at, cpu: cpu, partition: int32(n)}
+		if len(f) > 2 {
+			r.restored, _ = strconv.ParseInt(f[2], 10, 64)
+		}
+		m.ready = append(m.ready, r)
 	}
 }
 
