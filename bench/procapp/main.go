@@ -17,7 +17,10 @@
 //	MAIN <t>             first thing in main()
 //	FIRST <t> <p>        the first record of partition p's task processed since the task last
 //	                     started processing in this process
-//	RESTORING <t>        the member was first handed active tasks (their restores begin)
+//	RESTORING <t>        the member was first handed active tasks (their restores begin), once the
+//	                     runtime's OnTasksAssigned returned
+//	ASSIGNED <t>         just before that RESTORING: when that OnTasksAssigned began (it opens the
+//	                     tasks' stores and looks up their changelogs' ends)
 //	RESTORED <t> <n>     the active tasks' restores have applied n ≥ -expect-restore records
 //	READY <t> <p> <n>    partition p's task is initialised, its restore done, and about to process
 //	                     (its processor's Init); n is the records the active tasks' restores have
@@ -43,6 +46,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/plugin/sgpebble"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
@@ -148,13 +152,17 @@ func main() {
 		opts = append(opts,
 			// The restore begins once the member is handed its active tasks (the runtime opens their
 			// stores and starts reading their changelogs in OnTasksAssigned): the hook that follows
-			// it marks the start. (The App's RESTORING state is only entered once the member is
-			// Stable, which a small restore can beat.)
-			stream.WithHooks(assigned(func() {
+			// it marks the start, RESTORING, and ASSIGNED says when that callback began. (The App's
+			// RESTORING state is only entered once the member is Stable, which a small restore can
+			// beat; so can the tasks' Init, READY, the hook that follows the callback.)
+			stream.WithHooks(&assigned{fn: func(callbackStart time.Time) {
 				if restoring.CompareAndSwap(false, true) {
+					if !callbackStart.IsZero() {
+						emit("ASSIGNED %d", callbackStart.UnixMicro())
+					}
 					emit("RESTORING %d", micros())
 				}
-			})),
+			}}),
 			stream.WithRestoreListener(func(b stream.RestoreBatch) {
 				if b.Standby {
 					return
@@ -184,14 +192,26 @@ func main() {
 	}
 }
 
-// assigned is a membership hook that calls its function whenever the member holds active tasks
-// after a change of its assignment.
-type assigned func()
+// assigned is a membership hook that calls fn whenever the member holds active tasks after a
+// change of its assignment, with the time the OnTasksAssigned that handed them over began (zero
+// when unknown). The member tells OnCallbackDone and then OnAssignmentChanged in one step of its
+// loop goroutine, so start needs no lock.
+type assigned struct {
+	fn    func(callbackStart time.Time)
+	start time.Time
+}
+
+// OnCallbackDone implements membership.HookCallbackDone.
+func (a *assigned) OnCallbackDone(kind membership.CallbackKind, took time.Duration, err error) {
+	if kind == membership.CallbackAssigned && err == nil {
+		a.start = time.Now().Add(-took)
+	}
+}
 
 // OnAssignmentChanged implements membership.HookAssignmentChanged.
-func (f assigned) OnAssignmentChanged(owned tasks.Assignment) {
+func (a *assigned) OnAssignmentChanged(owned tasks.Assignment) {
 	if owned.Active.Len() > 0 {
-		f()
+		a.fn(a.start)
 	}
 }
 

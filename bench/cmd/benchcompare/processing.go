@@ -287,7 +287,8 @@ func (c *child) marks() procMarks {
 	return m
 }
 
-// procLine records one processing line (FIRST, RESTORING, RESTORED, DONE, READY); c.mu is held.
+// procLine records one processing line (FIRST, RESTORING, ASSIGNED, RESTORED, DONE, READY); c.mu
+// is held.
 func (c *child) procLine(word, rest string) {
 	f := strings.Fields(rest)
 	if len(f) == 0 {
@@ -312,6 +313,10 @@ func (c *child) procLine(word, rest string) {
 	case "RESTORING":
 		if m.restoring.IsZero() {
 			m.restoring, m.restoringCPU = at, cpu
+		}
+	case "ASSIGNED":
+		if m.assigned.IsZero() {
+			m.assigned, m.assignedCPU = at, cpu
 		}
 	case "RESTORED":
 		m.restored, m.restoredCPU, m.restoredN = at, cpu, n

@@ -122,9 +122,14 @@ func TestProcLine(t *testing.T) {
 	for _, l := range []string{"FIRST 1000 2", "FIRST 2000 3", "FIRST 3000 2", "RESTORING 4000", "RESTORED 5000 77", "DONE 6000 9", "FIRST"} {
 		c.handle(l)
 	}
+	c.handle("ASSIGNED 6500")
+	c.handle("ASSIGNED 6600")
 	c.handle("READY 7000 2 55")
 	c.handle("READY 8000 1")
 	m := c.marks()
+	if m.assigned.UnixMicro() != 6500 {
+		t.Errorf("ASSIGNED lines: %v, want the first", m.assigned.UnixMicro())
+	}
 	if len(m.ready) != 2 || m.ready[0].at.UnixMicro() != 7000 || m.ready[0].partition != 2 || m.ready[0].restored != 55 ||
 		m.ready[1].partition != 1 || m.ready[1].restored != 0 {
 		t.Errorf("READY lines: %+v", m.ready)

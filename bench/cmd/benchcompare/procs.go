@@ -60,6 +60,8 @@ type procMarks struct {
 	firsts       map[int32]time.Time // partition → its latest FIRST line (one per time the task started here)
 	restoring    time.Time
 	restoringCPU float64
+	assigned     time.Time // Go: when the OnTasksAssigned before RESTORING began (CPU: when the line came)
+	assignedCPU  float64
 	restored     time.Time
 	restoredCPU  float64
 	restoredN    int64
@@ -201,7 +203,7 @@ func (c *child) handle(line string) {
 		case c.adds <- micros(t):
 		default:
 		}
-	case "FIRST", "RESTORING", "RESTORED", "DONE", "READY":
+	case "FIRST", "RESTORING", "ASSIGNED", "RESTORED", "DONE", "READY":
 		c.procLine(word, rest)
 	case "STATS":
 		var s GoStats

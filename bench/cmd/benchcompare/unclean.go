@@ -41,9 +41,9 @@ var wipeMarks = map[Side]string{Go: "wiping a store", Java: "wipe out the local 
 // distinct keys, counted into Pebble (Go) or RocksDB (Kafka Streams) under exactly_once_v2 until
 // the committed offsets reach the input's end; a second later SIGKILL; then the same app (the same
 // application.id and state directory) is started again. Measured are the records its restore
-// listener saw applied, the time from the restore's start (Go: the member holds its active tasks,
-// which the runtime's assignment callback opened the stores of; Kafka Streams: the first
-// onRestoreStart) until every task was ready to process (its processor
+// listener saw applied, the time from the restore's start (Go: the start of the OnTasksAssigned
+// that handed the member its active tasks, which opens their stores and looks up their changelogs'
+// ends; Kafka Streams: the first onRestoreStart, after the wipe) until every task was ready to process (its processor
 // initialised, which each side does once the task's restore is done), and the time from the exec
 // until then.
 func (e *env) uncleanRun(side Side, records int64, keys int) (*Proc, error) {
@@ -120,9 +120,15 @@ func (e *env) uncleanRun(side Side, records int64, keys int) (*Proc, error) {
 	}
 	p.Records = ready.restored
 	p.StartSeconds = ready.at.Sub(again.execAt).Seconds()
+	// The Go member's RESTORING follows its OnTasksAssigned, and can follow the tasks' READY too
+	// when there is nothing to restore: the restore starts at that callback's start (ASSIGNED).
+	from, fromCPU := m.restoring, m.restoringCPU
+	if !m.assigned.IsZero() && (from.IsZero() || m.assigned.Before(from)) {
+		from, fromCPU = m.assigned, m.assignedCPU
+	}
 	secs, cpu := 0.0, 0.0
-	if !m.restoring.IsZero() {
-		secs, cpu = ready.at.Sub(m.restoring).Seconds(), ready.cpu-m.restoringCPU
+	if !from.IsZero() {
+		secs, cpu = ready.at.Sub(from).Seconds(), ready.cpu-fromCPU
 	}
 	finishProc(p, again, secs, cpu)
 	p.WipedTasks = tasksNamed(again.logPath, wipeMarks[side])
