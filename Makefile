@@ -96,7 +96,9 @@ test: alloc-guard
 ## written to $TMPDIR/streamsgroup-bench-quick). BENCH_PHASES=processing (or any of
 ## p2,p1,p3,sweep,groups,micro,processing) runs some phases only and folds them into the results
 ## there: processing is the stream runtime vs Kafka Streams (map, count in memory / Pebble vs
-## RocksDB, exactly_once_v2, restore, failover with standbys). See bench/README.md.
+## RocksDB, exactly_once_v2, restore, failover with standbys, restore after an unclean stop);
+## BENCH_PROC=unclean (or any of throughput,restore,failover,unclean) runs some of its scenarios only
+## and keeps the others' figures. See bench/README.md.
 .PHONY: bench-compare
 bench-compare:
 	scripts/with-broker.sh $(GO) run ./bench/cmd/benchcompare $(if $(BENCH_QUICK),-quick) $(BENCH_FLAGS)

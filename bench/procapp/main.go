@@ -17,8 +17,14 @@
 //	MAIN <t>             first thing in main()
 //	FIRST <t> <p>        the first record of partition p's task processed since the task last
 //	                     started processing in this process
-//	RESTORING <t>        the member was first handed active tasks (their restores begin)
+//	RESTORING <t>        the member was first handed active tasks (their restores begin), once the
+//	                     runtime's OnTasksAssigned returned
+//	ASSIGNED <t>         just before that RESTORING: when that OnTasksAssigned began (it opens the
+//	                     tasks' stores and looks up their changelogs' ends)
 //	RESTORED <t> <n>     the active tasks' restores have applied n ≥ -expect-restore records
+//	READY <t> <p> <n>    partition p's task is initialised, its restore done, and about to process
+//	                     (its processor's Init); n is the records the active tasks' restores have
+//	                     applied in this process so far
 //	DONE <t> <n>         consume: n records read, every partition at its end offset (then it
 //	                     waits for SIGTERM)
 //
@@ -40,6 +46,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/plugin/sgpebble"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
@@ -108,6 +115,7 @@ func main() {
 	var topo *topology.Topology
 	var proc stream.Processor
 	var opts []stream.Option
+	var restored int64 // the active restores' records (Run's goroutine only)
 	switch *mode {
 	case "map":
 		topo = topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{*input}})
@@ -140,18 +148,21 @@ func main() {
 		default:
 			fail(fmt.Errorf("-store %q: memory or pebble", *kind))
 		}
-		var restored int64        // Run's goroutine only
 		var restoring atomic.Bool // the state listener may run on the member's goroutine too
 		opts = append(opts,
 			// The restore begins once the member is handed its active tasks (the runtime opens their
 			// stores and starts reading their changelogs in OnTasksAssigned): the hook that follows
-			// it marks the start. (The App's RESTORING state is only entered once the member is
-			// Stable, which a small restore can beat.)
-			stream.WithHooks(assigned(func() {
+			// it marks the start, RESTORING, and ASSIGNED says when that callback began. (The App's
+			// RESTORING state is only entered once the member is Stable, which a small restore can
+			// beat; so can the tasks' Init, READY, the hook that follows the callback.)
+			stream.WithHooks(&assigned{fn: func(callbackStart time.Time) {
 				if restoring.CompareAndSwap(false, true) {
+					if !callbackStart.IsZero() {
+						emit("ASSIGNED %d", callbackStart.UnixMicro())
+					}
 					emit("RESTORING %d", micros())
 				}
-			})),
+			}}),
 			stream.WithRestoreListener(func(b stream.RestoreBatch) {
 				if b.Standby {
 					return
@@ -165,7 +176,11 @@ func main() {
 	default:
 		fail(fmt.Errorf("-mode %q: map, count or consume", *mode))
 	}
-	proc = marked{Processor: proc, init: func(c *stream.Context) { delete(first, c.Task().Partition) }}
+	proc = marked{Processor: proc, init: func(c *stream.Context) {
+		p := c.Task().Partition
+		delete(first, p)
+		emit("READY %d %d %d", micros(), p, restored)
+	}}
 	app, err := stream.New(cfg, topo, stream.Processors{"0": proc}, opts...)
 	if err != nil {
 		fail(err)
@@ -177,14 +192,26 @@ func main() {
 	}
 }
 
-// assigned is a membership hook that calls its function whenever the member holds active tasks
-// after a change of its assignment.
-type assigned func()
+// assigned is a membership hook that calls fn whenever the member holds active tasks after a
+// change of its assignment, with the time the OnTasksAssigned that handed them over began (zero
+// when unknown). The member tells OnCallbackDone and then OnAssignmentChanged in one step of its
+// loop goroutine, so start needs no lock.
+type assigned struct {
+	fn    func(callbackStart time.Time)
+	start time.Time
+}
+
+// OnCallbackDone implements membership.HookCallbackDone.
+func (a *assigned) OnCallbackDone(kind membership.CallbackKind, took time.Duration, err error) {
+	if kind == membership.CallbackAssigned && err == nil {
+		a.start = time.Now().Add(-took)
+	}
+}
 
 // OnAssignmentChanged implements membership.HookAssignmentChanged.
-func (f assigned) OnAssignmentChanged(owned tasks.Assignment) {
+func (a *assigned) OnAssignmentChanged(owned tasks.Assignment) {
 	if owned.Active.Len() > 0 {
-		f()
+		a.fn(a.start)
 	}
 }
 

@@ -95,10 +95,11 @@ type env struct {
 	seq           int
 	runID         string
 	load          *loadRecorder
-	brokerIdle    float64  // broker CPU-seconds per second with no member
-	partial       bool     // -only: fold into the results already in out
-	base          *Results // those results, read at the first checkpoint
-	baseRead      bool     // base was looked for (it may not exist)
+	brokerIdle    float64         // broker CPU-seconds per second with no member
+	procOnly      map[string]bool // -proc: the processing scenarios to run (nil: all)
+	partial       bool            // -only or -proc: fold into the results already in out
+	base          *Results        // those results, read at the first checkpoint
+	baseRead      bool            // base was looked for (it may not exist)
 }
 
 func logf(format string, args ...any) {
@@ -112,6 +113,7 @@ func main() {
 	readme := flag.Bool("readme", true, "a full run rewrites the generated part of docs/performance.md")
 	only := flag.String("only", os.Getenv("BENCH_PHASES"), "comma-separated phases to run (p2,p1,p3,sweep,groups,micro,processing); default all (also BENCH_PHASES)")
 	procRecords := flag.Int64("proc-records", 0, "override the input records (and restored changelog records) of the processing phase")
+	procOnly := flag.String("proc", os.Getenv("BENCH_PROC"), "comma-separated scenarios of the processing phase to run ("+strings.Join(procScenarios, ",")+"); default all (also BENCH_PROC)")
 	reps := flag.Int("reps", 0, "override the repetitions of P1-P3")
 	sweep := flag.String("sweep", "", "override the members-per-process sizes of the sweep, e.g. 10,1000")
 	window := flag.Duration("window", 0, "override the steady-state window")
@@ -149,6 +151,11 @@ func main() {
 	if *procRecords > 0 {
 		p.ProcRecords, p.RestoreRecords = *procRecords, *procRecords
 	}
+	scenarios, err := procScenariosOf(*procOnly)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchcompare:", err)
+		os.Exit(2)
+	}
 	started := time.Now()
 	phases := phasesOf(*only)
 	needBroker := len(phases) > 1 || !phases["micro"]
@@ -165,7 +172,10 @@ func main() {
 		killAll()
 		os.Exit(130)
 	}()
-	e.partial = *only != ""
+	e.procOnly = scenarios
+	// Some processing scenarios only are a partial run too: they are folded into the earlier
+	// results' processing section.
+	e.partial = *only != "" || scenarios != nil
 	res, err := e.run(phases)
 	killAll()
 	if e.cl != nil {

@@ -113,9 +113,9 @@ func (e *env) run(phases map[string]bool) (*Results, error) {
 		done("groups")
 	}
 	if phases["processing"] {
-		e.load.setPhase("processing")
+		// processing sets the load phases itself: the restore after an unclean stop has its own.
 		res.Processing = e.processing(fail)
-		done("processing")
+		done(e.procLabel())
 	}
 	if phases["micro"] {
 		e.load.setPhase("scaling: tasks per member (micro)")

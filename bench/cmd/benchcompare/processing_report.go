@@ -62,6 +62,7 @@ func processingMarkdown(res *Results, imgDir string) string {
 	}
 	w("\nRestore: a changelog of %d records (distinct keys, 8-byte counts) written before the app starts, over an empty input; from the first restore's start (Go: the member is first handed its active tasks, whose stores the runtime then opens and restores; Kafka Streams: the first StateRestoreListener.onRestoreStart) to the last record applied; records per CPU-s over the same span. Failover: from the SIGKILL until the survivor processed a record of every task the killed process held (records keep arriving on every partition); the broker notices the crash after the session timeout (%s ms), so that bounds it from below.\n\n",
 		pr.Restore, res.Broker["group.streams.session.timeout.ms"])
+	b.WriteString(uncleanMarkdown(res))
 	if len(pr.Goals) > 0 {
 		w("| goal | target | measured | met |\n|---|---|---|---|\n")
 		for _, gl := range pr.Goals {
@@ -69,7 +70,14 @@ func processingMarkdown(res *Results, imgDir string) string {
 			if gl.Met {
 				met = "yes"
 			}
-			w("| %s | %s | %.2f | %s |\n", gl.Name, gl.Target, gl.Value, met)
+			v := fmt.Sprintf("%.2f", gl.Value)
+			if gl.Value > 0 && gl.Value < 0.01 {
+				v = fineRatio(gl.Value)
+			}
+			if gl.Detail != "" {
+				v += " (" + gl.Detail + ")"
+			}
+			w("| %s | %s | %s | %s |\n", gl.Name, gl.Target, v, met)
 		}
 		w("\n")
 	}
@@ -83,6 +91,47 @@ func processingMarkdown(res *Results, imgDir string) string {
 		w("Not measured: %s.\n\n", strings.Join(failed, "; "))
 	}
 	w("![Processing: records per CPU-second and peak RSS, Go vs Kafka Streams](%sprocessing.svg)\n\n", imgDir)
+	return b.String()
+}
+
+// uncleanMarkdown renders the restore after an unclean stop: both sides' figures in a table of
+// their own, since they are counts and times rather than rates.
+func uncleanMarkdown(res *Results) string {
+	pr := res.Processing
+	g, j := pr.run("restore-unclean", Go), pr.run("restore-unclean", Java)
+	if g == nil && j == nil {
+		return ""
+	}
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("Restore after an unclean stop (issue 19): the count app on a persistent store under exactly_once_v2 (commit.interval.ms 100 on both sides) processes %d records over %d distinct keys until its committed offsets reach the input's end; %.0f s later it is killed (SIGKILL: no clean close) and started again on the same state directory with the same application.id. The Go runtime records each committed transaction's changelog position with the store's data and restores only what follows it (read_committed); Kafka Streams (4.4, with enable.transactional.statestores=false, its default) writes no changelog offsets for its stores under exactly_once_v2 while a task runs, only when it closes or suspends the task cleanly, so after a crash it finds stores without offsets, treats their tasks as corrupted, wipes their state and restores the whole changelog. Records restored are the restore listeners' counts; the restore runs from its start (Go: the start of the OnTasksAssigned that handed the member its active tasks, which opens their stores and looks up their changelogs' ends; Kafka Streams: the first onRestoreStart, after the wipe and the stores' opening) until every task is ready to process (its processor initialised, which both sides do once its restore is done); the restarted process waits for the broker to let the killed member's session expire (%s ms) before it is handed its tasks.",
+		pr.UncleanRecords, pr.UncleanKeys, uncleanIdle.Seconds(), res.Broker["group.streams.session.timeout.ms"])
+	if l := phaseLoad(res, uncleanPhase); l != "" {
+		w(" Load average (1 min) during it: %s.", l)
+	}
+	w("\n\n| restore after an unclean stop, exactly_once_v2 | Go (Pebble) | Kafka Streams (RocksDB) | Go/KS |\n|---|---|---|---|\n")
+	cell := func(p *Proc, f func(*Proc) string) string {
+		if p == nil {
+			return "–"
+		}
+		return f(p)
+	}
+	row := func(name string, val func(*Proc) float64, format string, ratio bool) {
+		s := func(p *Proc) string { return fmt.Sprintf(format, val(p)) }
+		r := "–"
+		if ratio && g != nil && j != nil && val(j) > 0 {
+			r = fineRatio(val(g) / val(j))
+		}
+		w("| %s | %s | %s | %s |\n", name, cell(g, s), cell(j, s), r)
+	}
+	row("records restored", func(p *Proc) float64 { return float64(p.Records) }, "%.0f", true)
+	row("restore start → every task ready (s)", func(p *Proc) float64 { return p.Seconds }, "%.3f", true)
+	row("exec of the restarted process → every task ready (s)", func(p *Proc) float64 { return p.StartSeconds }, "%.3f", true)
+	row("CPU-s of the restore (from the first restore line's arrival)", func(p *Proc) float64 { return p.CPUSeconds }, "%.2f", true)
+	row("state directory at the kill (MiB)", func(p *Proc) float64 { return p.StateMiB }, "%.1f", true)
+	row("changelog end offsets at the kill (sum, transaction markers included)", func(p *Proc) float64 { return float64(p.ChangelogEnd) }, "%.0f", false)
+	row("tasks whose state the restart wiped (its log)", func(p *Proc) float64 { return float64(p.WipedTasks) }, "%.0f", false)
+	w("\n")
 	return b.String()
 }
 

@@ -25,6 +25,10 @@ func sampleProcessing() *Processing {
 	add("restore-memory", Go, 5e5, 1e6, 80)
 	add("restore-memory", Java, 6e5, 1e6, 150)
 	pr.Runs = append(pr.Runs, &Proc{ID: "count-persistent", Side: Go, Failure: "broke"})
+	pr.UncleanRecords, pr.UncleanKeys = 1000, 1000
+	pr.Runs = append(pr.Runs,
+		&Proc{ID: "restore-unclean", Side: Go, Name: "unclean", Records: 3, Seconds: 0.01, StartSeconds: 6.5, StateMiB: 40, ChangelogEnd: 1010},
+		&Proc{ID: "restore-unclean", Side: Java, Name: "unclean", Records: 1000, Seconds: 4, StartSeconds: 12, StateMiB: 20, ChangelogEnd: 1040, WipedTasks: 4})
 	pr.Goals = goals(pr)
 	return pr
 }
@@ -35,13 +39,14 @@ func TestProcessingGoals(t *testing.T) {
 		v   float64
 		met bool
 	}{
-		"map: Go ÷ Kafka Streams, records per CPU-s":             {10, true},
-		"map: Go ÷ Kafka Streams, peak RSS":                      {50.0 / 300, true},
-		"count-memory: Go ÷ Kafka Streams, records per CPU-s":    {15, true},
-		"count-memory: Go ÷ Kafka Streams, peak RSS":             {0.3, false},
-		"restore-memory: Go ÷ Kafka Streams, records/s":          {5.0 / 6, false},
-		"Go: CPU per record, exactly_once_v2 ÷ at_least_once":    {2, false},
-		"exactly_once_v2: Go ÷ Kafka Streams, records per CPU-s": {1.5, false},
+		"map: Go ÷ Kafka Streams, records per CPU-s":                                               {10, true},
+		"map: Go ÷ Kafka Streams, peak RSS":                                                        {50.0 / 300, true},
+		"count-memory: Go ÷ Kafka Streams, records per CPU-s":                                      {15, true},
+		"count-memory: Go ÷ Kafka Streams, peak RSS":                                               {0.3, false},
+		"restore-memory: Go ÷ Kafka Streams, records/s":                                            {5.0 / 6, false},
+		"Go: CPU per record, exactly_once_v2 ÷ at_least_once":                                      {2, false},
+		"exactly_once_v2: Go ÷ Kafka Streams, records per CPU-s":                                   {1.5, false},
+		"restore after an unclean stop under exactly_once_v2: Go ÷ Kafka Streams, restore seconds": {0.0025, true},
 	}
 	got := sampleProcessing().Goals
 	if len(got) != len(want) {
@@ -80,6 +85,11 @@ func TestProcessingRender(t *testing.T) {
 		"Load average (1 min) during this phase: 3.0 (2.0–4.0)",
 		"**1000000 records/s**",
 		"../bench/results/processing.svg",
+		"| records restored | 3 | 1000 | 0.003 |",
+		"| exec of the restarted process → every task ready (s) | 6.500 | 12.000 | 0.54 |",
+		"| tasks whose state the restart wiped (its log) | 0 | 4 | – |",
+		"| ≤ 1 | 0.0025 (records restored: Go 3, Kafka Streams 1000, Go ÷ KS 0.003; seconds: Go 0.010, Kafka Streams 4.000) | yes |",
+		"processes 1000 records over 1000 distinct keys until",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the processing section lacks %q:\n%s", want, md)
@@ -99,8 +109,8 @@ func TestProcessingRender(t *testing.T) {
 	}
 }
 
-// procLine keeps the first FIRST line, the latest one per partition, and the RESTORING, RESTORED
-// and DONE lines with their counts.
+// procLine keeps the first FIRST line, the latest one per partition, the RESTORING, RESTORED and
+// DONE lines with their counts, and every READY line.
 func TestProcLine(t *testing.T) {
 	cmd := exec.Command("true")
 	p, err := os.FindProcess(os.Getpid())
@@ -112,11 +122,119 @@ func TestProcLine(t *testing.T) {
 	for _, l := range []string{"FIRST 1000 2", "FIRST 2000 3", "FIRST 3000 2", "RESTORING 4000", "RESTORED 5000 77", "DONE 6000 9", "FIRST"} {
 		c.handle(l)
 	}
+	c.handle("ASSIGNED 6500")
+	c.handle("ASSIGNED 6600")
+	c.handle("READY 7000 2 55")
+	c.handle("READY 8000 1")
 	m := c.marks()
+	if m.assigned.UnixMicro() != 6500 {
+		t.Errorf("ASSIGNED lines: %v, want the first", m.assigned.UnixMicro())
+	}
+	if len(m.ready) != 2 || m.ready[0].at.UnixMicro() != 7000 || m.ready[0].partition != 2 || m.ready[0].restored != 55 ||
+		m.ready[1].partition != 1 || m.ready[1].restored != 0 {
+		t.Errorf("READY lines: %+v", m.ready)
+	}
 	if m.first.UnixMicro() != 1000 || m.firsts[2].UnixMicro() != 3000 || m.firsts[3].UnixMicro() != 2000 || len(m.firsts) != 2 {
 		t.Errorf("FIRST lines: first %v, per partition %v", m.first.UnixMicro(), m.firsts)
 	}
 	if m.restoring.UnixMicro() != 4000 || m.restored.UnixMicro() != 5000 || m.restoredN != 77 || m.done.UnixMicro() != 6000 || m.doneN != 9 {
 		t.Errorf("restore and done lines: %+v", m)
+	}
+}
+
+// A run of some processing scenarios (-proc) replaces only the runs it measured again and the
+// errors about them; the goals are set again from the merged runs; a run of all of them replaces
+// the section.
+func TestMergeProcessingScenarios(t *testing.T) {
+	old := &Results{Processing: sampleProcessing(), Errors: []string{"P1: x", "processing map go: y", "processing restore-unclean java: z"}}
+	part := &Results{Date: "today", Ran: []string{"processing(unclean)"}, Processing: &Processing{Scenarios: []string{"unclean"},
+		UncleanRecords: 2000, UncleanKeys: 2000, Runs: []*Proc{
+			{ID: "restore-unclean", Side: Go, Records: 0, Seconds: 0.02},
+			{ID: "restore-unclean", Side: Java, Records: 2000, Seconds: 2},
+		}}, Errors: []string{"processing restore-unclean go: w"}}
+	got := merge(old, part)
+	pr := got.Processing
+	if pr == part.Processing || pr == old.Processing {
+		t.Fatal("merge did not fold the scenario into a copy of the earlier section")
+	}
+	if g := pr.run("map", Java); g == nil || g.RecPerSec != 3e4 {
+		t.Errorf("the earlier map run was lost: %+v", g)
+	}
+	if g := pr.run("restore-unclean", Java); g == nil || g.Records != 2000 {
+		t.Errorf("the restore after an unclean stop was not replaced: %+v", g)
+	}
+	if n := len(pr.Runs); n != len(old.Processing.Runs) {
+		t.Errorf("%d runs after the merge, want %d (two replaced)", n, len(old.Processing.Runs))
+	}
+	if pr.UncleanRecords != 2000 || pr.Records != 1000 || len(pr.Scenarios) != 0 {
+		t.Errorf("section sizes %d/%d, scenarios %v: want the new scenario's, the earlier throughput's, and all", pr.UncleanRecords, pr.Records, pr.Scenarios)
+	}
+	var unclean *Goal
+	for i, g := range pr.Goals {
+		if strings.HasPrefix(g.Name, "restore after an unclean stop") {
+			unclean = &pr.Goals[i]
+		}
+	}
+	if unclean == nil || math.Abs(unclean.Value-0.01) > 1e-9 || len(pr.Goals) != len(old.Processing.Goals) {
+		t.Errorf("goals after the merge: %+v", pr.Goals)
+	}
+	if e := strings.Join(got.Errors, "; "); e != "P1: x; processing map go: y; processing restore-unclean go: w" {
+		t.Errorf("merged errors %q", e)
+	}
+	if old.Processing.run("restore-unclean", Java).Records != 1000 {
+		t.Error("the merge changed the earlier results")
+	}
+	full := &Results{Processing: &Processing{Records: 5}}
+	if merge(old, full).Processing != full.Processing {
+		t.Error("a run of every scenario did not replace the section")
+	}
+}
+
+func TestProcScenariosOf(t *testing.T) {
+	if m, err := procScenariosOf(""); m != nil || err != nil {
+		t.Errorf("empty: %v, %v", m, err)
+	}
+	if m, err := procScenariosOf("throughput,restore,failover,unclean"); m != nil || err != nil {
+		t.Errorf("every scenario: %v, %v; want nil (all)", m, err)
+	}
+	if m, err := procScenariosOf(" unclean "); err != nil || len(m) != 1 || !m["unclean"] {
+		t.Errorf("unclean: %v, %v", m, err)
+	}
+	if _, err := procScenariosOf("unclean,bogus"); err == nil {
+		t.Error("an unknown scenario was accepted")
+	}
+	e := &env{procOnly: map[string]bool{"unclean": true, "restore": true}}
+	if l := e.procLabel(); l != "processing(restore,unclean)" {
+		t.Errorf("label %q", l)
+	}
+}
+
+// allReady finds the line at which the last of the tasks became ready, counting each once.
+func TestAllReady(t *testing.T) {
+	m := procMarks{ready: []readyMark{{partition: 0}, {partition: 1, restored: 5}, {partition: 0}, {partition: 2, restored: 9}, {partition: 1}}}
+	if r, ok := allReady(m, 3); !ok || r.restored != 9 {
+		t.Errorf("3 tasks: %+v, %v", r, ok)
+	}
+	if _, ok := allReady(m, 4); ok {
+		t.Error("4 tasks ready out of 3")
+	}
+}
+
+// tasksNamed counts each task a wipe line names once, however often it is named.
+func TestTasksNamed(t *testing.T) {
+	path := t.TempDir() + "/log"
+	log := "x WARN ProcessorStateManager - ... wipe out the local state of task 0_2 before re-bootstrapping\n" +
+		"y WARN StateDirectory - other\n" +
+		"z WARN ProcessorStateManager - stream-task [0_2] ... wipe out the local state of task 0_2 before re-bootstrapping\n" +
+		"w WARN ... wipe out the local state of task 0_0 before re-bootstrapping\n" +
+		`time=… level=WARN msg="wiping a store that cannot be opened; it restores from its changelog" store="store \"counts\" of task 0_1 (/d)"` + "\n"
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := tasksNamed(path, wipeMarks[Java]); n != 2 {
+		t.Errorf("Kafka Streams: %d tasks, want 2", n)
+	}
+	if n := tasksNamed(path, wipeMarks[Go]); n != 1 {
+		t.Errorf("Go: %d tasks, want 1", n)
 	}
 }

@@ -60,12 +60,23 @@ type procMarks struct {
 	firsts       map[int32]time.Time // partition → its latest FIRST line (one per time the task started here)
 	restoring    time.Time
 	restoringCPU float64
+	assigned     time.Time // Go: when the OnTasksAssigned before RESTORING began (CPU: when the line came)
+	assignedCPU  float64
 	restored     time.Time
 	restoredCPU  float64
 	restoredN    int64
 	done         time.Time
 	doneCPU      float64
 	doneN        int64
+	ready        []readyMark // every READY line, in order
+}
+
+// readyMark is a READY line: a task initialised to process, after its restore.
+type readyMark struct {
+	at        time.Time
+	cpu       float64
+	partition int32
+	restored  int64 // the records the process's restores had applied by then
 }
 
 // GoStats is a STATS line of gomember (see bench/cmd/gomember).
@@ -192,7 +203,7 @@ func (c *child) handle(line string) {
 		case c.adds <- micros(t):
 		default:
 		}
-	case "FIRST", "RESTORING", "RESTORED", "DONE":
+	case "FIRST", "RESTORING", "ASSIGNED", "RESTORED", "DONE", "READY":
 		c.procLine(word, rest)
 	case "STATS":
 		var s GoStats

@@ -91,11 +91,12 @@ func merge(old, part *Results) *Results {
 		out.Groups = part.Groups
 	}
 	if part.Processing != nil {
-		out.Processing = part.Processing
-		// The earlier run's processing errors are about figures just replaced.
+		var stale func(string) bool
+		out.Processing, stale = mergeProcessing(old.Processing, part.Processing)
+		// The earlier run's processing errors about figures just replaced go.
 		var kept []string
 		for _, e := range out.Errors {
-			if !strings.HasPrefix(e, "processing") {
+			if !stale(e) {
 				kept = append(kept, e)
 			}
 		}
@@ -117,6 +118,43 @@ func merge(old, part *Results) *Results {
 	out.LoadSamples = append(out.LoadSamples, part.LoadSamples...)
 	out.Errors = append(out.Errors, part.Errors...)
 	return &out
+}
+
+// mergeProcessing folds a processing section into an earlier one. One that measured every scenario
+// replaces it; one of some scenarios only (-proc) replaces the runs it measured again (by ID and
+// side) and adds the new ones, keeping the rest, and the goals are set again from the runs. stale
+// says which of the earlier run's errors were about what was measured again.
+func mergeProcessing(old, part *Processing) (*Processing, func(string) bool) {
+	if old == nil || len(part.Scenarios) == 0 {
+		return part, func(e string) bool { return strings.HasPrefix(e, "processing") }
+	}
+	out := *old
+	out.Runs = append([]*Proc(nil), old.Runs...)
+	ids := map[string]bool{}
+	for _, p := range part.Runs {
+		ids[p.ID] = true
+		if i := slices.IndexFunc(out.Runs, func(q *Proc) bool { return q.ID == p.ID && q.Side == p.Side }); i >= 0 {
+			out.Runs[i] = p
+		} else {
+			out.Runs = append(out.Runs, p)
+		}
+	}
+	if part.UncleanRecords > 0 {
+		out.UncleanRecords, out.UncleanKeys = part.UncleanRecords, part.UncleanKeys
+	}
+	if len(old.Scenarios) > 0 {
+		// Both partial: what the section holds now is the union.
+		for _, s := range part.Scenarios {
+			if !slices.Contains(out.Scenarios, s) {
+				out.Scenarios = append(out.Scenarios, s)
+			}
+		}
+	}
+	out.Goals = goals(&out)
+	return &out, func(e string) bool {
+		id, _, _ := strings.Cut(strings.TrimPrefix(e, "processing "), " ")
+		return strings.HasPrefix(e, "processing ") && ids[id]
+	}
 }
 
 // rerender writes the Markdown and the charts of an earlier run again, into out (default: the

@@ -47,13 +47,17 @@ import org.apache.kafka.streams.state.Stores;
  * {@code FIRST t p} (the first record of partition p's task processed since the task was last
  * initialised in this process), {@code
  * RESTORING t} (the first store restore began), {@code RESTORED t n} (the restores have applied n
- * ≥ --expect-restore records), {@code STATE s}, {@code CLOSED t}. SIGTERM closes Kafka Streams
+ * ≥ --expect-restore records), {@code READY t p n} (partition p's task is initialised, its restore
+ * done, and about to process: its processor's init; n is the records the restores applied in this
+ * process so far), {@code STATE s}, {@code CLOSED t}. SIGTERM closes Kafka Streams
  * (leaving the group) and exits.
  */
 public final class ProcApp {
     private static final PrintStream OUT = new PrintStream(System.out, true, StandardCharsets.UTF_8);
     private static final Set<Integer> FIRST = ConcurrentHashMap.newKeySet();
     private static final AtomicBoolean CLOSED = new AtomicBoolean();
+    /** The records the restore listener saw applied, over every store of this process. */
+    private static final AtomicLong RESTORED = new AtomicLong();
     private static KafkaStreams streams;
 
     private ProcApp() {
@@ -69,6 +73,12 @@ public final class ProcApp {
             OUT.println(line);
             OUT.flush();
         }
+    }
+
+    /** A task starts processing here: its processor was initialised, after its restore. */
+    static void ready(int partition) {
+        FIRST.remove(partition);
+        emit("READY " + micros() + " " + partition + " " + RESTORED.get());
     }
 
     static void mark(int partition) {
@@ -127,7 +137,6 @@ public final class ProcApp {
 
         long expect = Long.parseLong(flags.getOrDefault("expect-restore", "0"));
         AtomicBoolean restoring = new AtomicBoolean();
-        AtomicLong restored = new AtomicLong();
         streams = new KafkaStreams(topology, props);
         streams.setStateListener((newState, oldState) -> emit("STATE " + newState));
         streams.setGlobalStateRestoreListener(new StateRestoreListener() {
@@ -140,7 +149,7 @@ public final class ProcApp {
 
             @Override
             public void onBatchRestored(TopicPartition tp, String store, long endOffset, long n) {
-                long after = restored.addAndGet(n);
+                long after = RESTORED.addAndGet(n);
                 if (expect > 0 && after >= expect && after - n < expect) {
                     emit("RESTORED " + micros() + " " + after);
                 }
@@ -175,7 +184,7 @@ public final class ProcApp {
         public void init(ProcessorContext<String, String> context) {
             this.context = context;
             this.partition = context.taskId().partition();
-            FIRST.remove(partition);
+            ready(partition);
         }
 
         @Override
@@ -197,7 +206,7 @@ public final class ProcApp {
             this.context = context;
             this.counts = context.getStateStore("counts");
             this.partition = context.taskId().partition();
-            FIRST.remove(partition);
+            ready(partition);
         }
 
         @Override
