@@ -122,7 +122,7 @@ func startCounter(t *testing.T, b *Broker, group, name string, topo *topology.To
 		o.cfg(&cfg)
 	}
 	var err error
-	if c.commits, err = commit.New(c.cl, group, topo); err != nil {
+	if c.commits, err = commit.New(c.cl, cfg, topo); err != nil {
 		t.Fatal(err)
 	}
 	if c.offsets, err = taskoffsets.New(c.cl, topo, taskoffsets.WithInterval(cfg.TaskOffsetInterval)); err != nil {

@@ -447,7 +447,7 @@ func (a *App) build() error {
 		}
 		a.pcl.Store(pcl)
 	}
-	if a.commits, err = commit.New(a.cl, a.cfg.ApplicationID, a.topo); err != nil {
+	if a.commits, err = commit.New(a.cl, a.cfg, a.topo); err != nil {
 		return err
 	}
 	if a.offsets, err = taskoffsets.New(a.cl, a.topo); err != nil {
