@@ -4,12 +4,12 @@
 // A Tracker is a membership.TaskOffsetsProvider. It learns where each state store is in its
 // changelog from the application (SetPosition) or from the consume adapter, which reports the
 // changelog records it handed out and the application applied; it learns how far each changelog
-// reaches from ListOffsets and from high watermarks seen in fetches (ObserveEnd). It keeps no clock
-// of its own: the member decides when task offsets are due (task.offset.interval.ms, following the
-// broker) and asks only then, and each time it asks TaskOffsets starts a listing in the background
-// (unless one is in flight or the last began less than a second ago). TaskOffsets never waits on
-// the network for more than a short bound (100 ms, and only while it knows no end offset of a task
-// it reports; the member waits at most 250 ms): it answers from what it knows.
+// reaches from ListOffsets and from high watermarks seen in fetches (ObserveEnd). It lists on no
+// schedule of its own: the member decides when task offsets are due (task.offset.interval.ms,
+// following the broker) and asks only then, and each time it asks TaskOffsets starts a listing in
+// the background (unless one is in flight or the last began less than a second ago). TaskOffsets
+// never waits on the network for more than a short bound (100 ms, and only while it knows no end
+// offset of a task it reports; the member waits at most 250 ms): it answers from what it knows.
 //
 // What is reported follows Kafka Streams: per stateful task, the sum of its changelog positions and
 // the sum of its changelog end offsets (tasks.SumOffsets), for standby and warm-up tasks and for
@@ -97,8 +97,7 @@ func New(cl *kgo.Client, topo *topology.Topology, opts ...Option) (*Tracker, err
 		return nil, err
 	}
 	t := &Tracker{
-		router: router,
-		pos:    make(map[tasks.TopicPartition]int64), ends: make(map[tasks.TopicPartition]int64),
+		router: router, pos: make(map[tasks.TopicPartition]int64), ends: make(map[tasks.TopicPartition]int64),
 		processing: make(map[tasks.ID]bool),
 	}
 	if cl != nil {

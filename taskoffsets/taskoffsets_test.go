@@ -181,7 +181,7 @@ func TestTaskOffsetsNeverWaitsBeyondItsBound(t *testing.T) {
 	})
 }
 
-// The Tracker keeps no clock of its own: end offsets are listed when the member asks for task
+// The Tracker lists on no schedule of its own: end offsets are listed when the member asks for task
 // offsets (every task.offset.interval.ms, which the member decides), at most once a retryGap, and
 // never while nobody asks.
 func TestEndsAreListedWhenAsked(t *testing.T) {
@@ -195,7 +195,7 @@ func TestEndsAreListedWhenAsked(t *testing.T) {
 		time.Sleep(time.Hour) // nobody asks: nothing is listed
 		synctest.Wait()
 		if l.count() != 1 {
-			t.Fatalf("%d listings in an hour nobody asked; want 1 (no clock of its own)", l.count())
+			t.Fatalf("%d listings in an hour nobody asked; want 1 (no schedule of its own)", l.count())
 		}
 		l.mu.Lock()
 		l.ends[tp("a-changelog", 0)] = 20
