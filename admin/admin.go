@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/internal/coordinator"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -115,8 +116,9 @@ type Member struct {
 	IsClassic        bool
 }
 
-// describeBackoff paces Describe's retries while the coordinator moves, loads or cannot be reached.
-var describeBackoff = heartbeat.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
+// describeBackoff paces Describe's retries while the coordinator moves, loads or cannot be reached:
+// the defaults of retry.backoff.ms and retry.backoff.max.ms, with the member's jitter.
+var describeBackoff = heartbeat.Backoff{Min: config.DefaultRetryBackoff, Max: config.DefaultRetryBackoffMax, Rand: rand.Float64}
 
 // Describe describes one streams group at its coordinator, retrying until ctx ends while the
 // coordinator moves, loads or cannot be reached (internal/coordinator.Describe, shared with the

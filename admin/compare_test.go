@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/topology"
 )
 
@@ -48,16 +49,23 @@ func TestCompareTopology(t *testing.T) {
 
 // Describe retries with describeBackoff for as long as its context allows: the wait must stay at the
 // maximum however many attempts were made (the former 50ms<<attempt turned negative at attempt 38
-// and then retried without waiting, hammering the broker).
+// and then retried without waiting, hammering the broker). The backoff is the member's: the
+// defaults of retry.backoff.ms and retry.backoff.max.ms, jittered.
 func TestDescribeBackoffNeverSpins(t *testing.T) {
-	for _, n := range []int{0, 1, 5, 37, 38, 39, 40, 63, 64, 1000, math.MaxInt} {
-		d := describeBackoff.Delay(n)
-		if d < 50*time.Millisecond || d > time.Second {
-			t.Errorf("attempt %d waits %v; want between 50ms and 1s", n, d)
-		}
+	if describeBackoff.Min != config.DefaultRetryBackoff || describeBackoff.Max != config.DefaultRetryBackoffMax || describeBackoff.Rand == nil {
+		t.Fatalf("describeBackoff = %+v; want the jittered defaults of retry.backoff.ms and retry.backoff.max.ms", describeBackoff)
 	}
-	if describeBackoff.Delay(40) != time.Second {
-		t.Errorf("attempt 40 waits %v, want the maximum 1s", describeBackoff.Delay(40))
+	for _, r := range []float64{0, 0.5, 0.999999} {
+		b := describeBackoff
+		b.Rand = func() float64 { return r }
+		for _, n := range []int{0, 1, 5, 37, 38, 39, 40, 63, 64, 1000, math.MaxInt} {
+			if d := b.Delay(n); d < 80*time.Millisecond || d > time.Second {
+				t.Errorf("rand %v: attempt %d waits %v; want between 80ms and 1s", r, n, d)
+			}
+		}
+		if d := b.Delay(40); d < 800*time.Millisecond {
+			t.Errorf("rand %v: attempt 40 waits %v, want about the maximum 1s", r, d)
+		}
 	}
 }
 

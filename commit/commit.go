@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -39,15 +42,11 @@ type Requester interface {
 // (the last processed offset + 1), as Kafka commits them.
 type Offsets map[tasks.TopicPartition]int64
 
-// Defaults of the options.
 const (
-	// DefaultStaleEpochWait is how long a commit answered STALE_MEMBER_EPOCH waits for the member's
-	// epoch to move on before it reports the tasks lost: a heartbeat answer may have bumped the epoch
-	// on the broker a moment before the member saw it.
-	DefaultStaleEpochWait = 2 * time.Second
-	// DefaultRetryBackoff and DefaultRetryBackoffMax pace retries of coordinator moves (doubling).
-	DefaultRetryBackoff    = 50 * time.Millisecond
-	DefaultRetryBackoffMax = time.Second
+	// staleEpochWait is how long a commit answered STALE_MEMBER_EPOCH waits for the member's epoch
+	// to move on before it reports the tasks lost: a heartbeat answer may have bumped the epoch on
+	// the broker a moment before the member saw it.
+	staleEpochWait = 2 * time.Second
 	// maxAttempts bounds the attempts of one call, whatever the reasons for retrying.
 	maxAttempts = 12
 )
@@ -57,44 +56,39 @@ var errNilCommitter = errors.New("commit: nil *Committer (use New)")
 // Committer commits and fetches a member's input offsets with the member's ID and epoch. It is safe
 // for concurrent use.
 type Committer struct {
-	cl         Requester
-	group      string
-	router     *tasks.Router
-	staleWait  time.Duration
-	backoffMin time.Duration
-	backoffMax time.Duration
+	cl        Requester
+	group     string
+	router    *tasks.Router
+	staleWait time.Duration
+	// backoff paces retries (coordinator moves, CONCURRENT_TRANSACTIONS): retry.backoff.ms and
+	// retry.backoff.max.ms, jittered as the member's heartbeats are.
+	backoff heartbeat.Backoff
 
 	mu     sync.Mutex
 	member Member
 	ids    map[string][16]byte // topic IDs, resolved once
 }
 
-// Option configures a Committer.
+// Option wires a collaborator into a Committer. What a Committer does is configured by the
+// config.Config given to New.
 type Option func(*Committer)
 
 // WithMember binds the member at construction (see Bind).
 func WithMember(m Member) Option { return func(c *Committer) { c.member = m } }
 
-// WithStaleEpochWait sets how long a STALE_MEMBER_EPOCH answer waits for the member's epoch to move
-// on (default DefaultStaleEpochWait; 0 reports the tasks lost at once).
-func WithStaleEpochWait(d time.Duration) Option {
-	return func(c *Committer) { c.staleWait = max(d, 0) }
-}
-
-// WithRetryBackoff sets the backoff between retries of coordinator moves: min, doubling up to max.
-func WithRetryBackoff(minWait, maxWait time.Duration) Option {
-	return func(c *Committer) { c.backoffMin, c.backoffMax = max(minWait, time.Millisecond), max(maxWait, minWait) }
-}
-
-// New returns a Committer for group (the application.id) and the group's topology, which says which
-// partitions belong to which task. Requests go through cl, normally the user's *kgo.Client. A
-// topology with a topic that belongs to two subtopologies is a *tasks.SharedTopicError.
-func New(cl Requester, group string, topo *topology.Topology, opts ...Option) (*Committer, error) {
+// New returns a Committer for the member configured by cfg and the group's topology, which says
+// which partitions belong to which task. It commits for the group cfg.ApplicationID and paces its
+// retries with cfg.RetryBackoff and cfg.RetryBackoffMax (retry.backoff.ms, retry.backoff.max.ms),
+// the member's own backoff. Requests go through cl, normally the user's *kgo.Client. An invalid cfg
+// is its *config.Error (cfg.Validate); a topology with a topic that belongs to two subtopologies is a
+// *tasks.SharedTopicError.
+func New(cl Requester, cfg config.Config, topo *topology.Topology, opts ...Option) (*Committer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	switch {
 	case cl == nil:
 		return nil, errors.New("commit: a client (*kgo.Client) is required")
-	case group == "":
-		return nil, errors.New("commit: the group (application.id) is required")
 	case topo == nil:
 		return nil, errors.New("commit: the topology is required")
 	}
@@ -103,9 +97,9 @@ func New(cl Requester, group string, topo *topology.Topology, opts ...Option) (*
 		return nil, fmt.Errorf("commit: %w", err)
 	}
 	c := &Committer{
-		cl: cl, group: group, router: router,
-		staleWait: DefaultStaleEpochWait, backoffMin: DefaultRetryBackoff, backoffMax: DefaultRetryBackoffMax,
-		ids: make(map[string][16]byte),
+		cl: cl, group: cfg.ApplicationID, router: router, staleWait: staleEpochWait,
+		backoff: heartbeat.Backoff{Min: cfg.RetryBackoff, Max: cfg.RetryBackoffMax, Rand: rand.Float64},
+		ids:     make(map[string][16]byte),
 	}
 	for _, o := range opts {
 		o(c)
@@ -482,8 +476,8 @@ func (v *verdict) add(tp tasks.TopicPartition, code int16) {
 // retrier decides, answer after answer, whether one call tries again.
 type retrier struct {
 	c        *Committer
-	attempts int
-	backoff  time.Duration
+	attempts int // answers so far
+	retries  int // waits so far (retriable answers)
 }
 
 // next returns true to try again, or false and the call's result.
@@ -506,15 +500,12 @@ func (r *retrier) next(ctx context.Context, m Member, f *fenced, v verdict) (boo
 		if r.attempts >= maxAttempts {
 			return false, fmt.Errorf("commit: gave up after %d attempts: the coordinator kept moving or loading (last: %w)", r.attempts, v.retryErr)
 		}
-		r.backoff = min(max(r.backoff*2, r.c.backoffMin), r.c.backoffMax)
-		t := time.NewTimer(r.backoff)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return true, nil
-		case <-ctx.Done():
-			return false, fmt.Errorf("commit: %w", ctx.Err())
+		d := r.c.backoff.Delay(r.retries)
+		r.retries++
+		if err := sleep(ctx, d); err != nil {
+			return false, fmt.Errorf("commit: %w", err)
 		}
+		return true, nil
 	}
 	return false, nil
 }

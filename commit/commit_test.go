@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -162,10 +163,25 @@ func (f *fakeCluster) counts() (metadata, commits, fetches int) {
 	return f.metadata, len(f.commits), len(f.fetches)
 }
 
+// testConfig is the configuration of the group "app" with a backoff of 1 ms doubling to 2 ms.
+func testConfig() config.Config {
+	cfg := config.Default("app")
+	cfg.RetryBackoff, cfg.RetryBackoffMax = time.Millisecond, 2*time.Millisecond
+	return cfg
+}
+
+// withStaleEpochWait sets how long a STALE_MEMBER_EPOCH answer waits for the epoch to move (a
+// behaviour without a Kafka key: only tests change it).
+func withStaleEpochWait(d time.Duration) Option { return func(c *Committer) { c.staleWait = d } }
+
 func newCommitter(t *testing.T, cl Requester, m Member, opts ...Option) *Committer {
 	t.Helper()
-	c, err := New(cl, "app", testTopology(), append([]Option{WithMember(m), WithRetryBackoff(time.Millisecond, 2*time.Millisecond),
-		WithStaleEpochWait(time.Second)}, opts...)...)
+	return newCommitterOf(t, testConfig(), cl, m, opts...)
+}
+
+func newCommitterOf(t *testing.T, cfg config.Config, cl Requester, m Member, opts ...Option) *Committer {
+	t.Helper()
+	c, err := New(cl, cfg, testTopology(), append([]Option{WithMember(m), withStaleEpochWait(time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +268,7 @@ func TestCommitRefusesInvalidOffsets(t *testing.T) {
 }
 
 func TestCommitWithoutMemberOrEpoch(t *testing.T) {
-	c, err := New(&fakeCluster{}, "app", testTopology())
+	c, err := New(&fakeCluster{}, testConfig(), testTopology())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,17 +293,27 @@ func TestCommitWithoutMemberOrEpoch(t *testing.T) {
 	if _, err := c.CommittedOffsets(context.Background(), set("0_0")); !errors.Is(err, ErrNotJoined) {
 		t.Fatalf("epoch 0 fetch: %v", err)
 	}
-	for _, bad := range []func() (*Committer, error){
-		func() (*Committer, error) { return New(nil, "app", testTopology()) },
-		func() (*Committer, error) { return New(&fakeCluster{}, "", testTopology()) },
-		func() (*Committer, error) { return New(&fakeCluster{}, "app", nil) },
+	negative := testConfig()
+	negative.RetryBackoff = -time.Millisecond
+	for i, bad := range []func() (*Committer, error){
+		func() (*Committer, error) { return New(nil, testConfig(), testTopology()) },
+		func() (*Committer, error) { return New(&fakeCluster{}, config.Default(""), testTopology()) },
 		func() (*Committer, error) {
-			return New(&fakeCluster{}, "app", topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"table"}, StateChangelogTopics: []topology.TopicInfo{{Name: "table"}}}))
+			return New(&fakeCluster{}, config.Config{ApplicationID: "app"}, testTopology())
+		},
+		func() (*Committer, error) { return New(&fakeCluster{}, negative, testTopology()) },
+		func() (*Committer, error) { return New(&fakeCluster{}, testConfig(), nil) },
+		func() (*Committer, error) {
+			return New(&fakeCluster{}, testConfig(), topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"table"}, StateChangelogTopics: []topology.TopicInfo{{Name: "table"}}}))
 		},
 	} {
 		if _, err := bad(); err == nil {
-			t.Error("New accepted bad arguments")
+			t.Errorf("case %d: New accepted bad arguments", i)
 		}
+	}
+	var ce *config.Error
+	if _, err := New(&fakeCluster{}, negative, testTopology()); !errors.As(err, &ce) || !ce.Has(config.KeyRetryBackoff) {
+		t.Errorf("a negative retry.backoff.ms: %v; want a *config.Error naming it", err)
 	}
 }
 
@@ -331,7 +357,7 @@ func TestCommitStaleEpochRetriedWithTheNewEpoch(t *testing.T) {
 
 func TestCommitStaleEpochThatDoesNotMoveIsLost(t *testing.T) {
 	cl := &fakeCluster{commitCode: func(int) int16 { return kerr.StaleMemberEpoch.Code }}
-	c := newCommitter(t, cl, member("m-1", 4, "0_0"), WithStaleEpochWait(20*time.Millisecond))
+	c := newCommitter(t, cl, member("m-1", 4, "0_0"), withStaleEpochWait(20*time.Millisecond))
 	err := c.Commit(context.Background(), Offsets{tp("in", 0): 8})
 	if !errors.Is(err, ErrTasksLost) || !errors.Is(err, kerr.StaleMemberEpoch) {
 		t.Fatalf("got %v", err)
@@ -376,7 +402,9 @@ func TestCommitRetriesCoordinatorMoves(t *testing.T) {
 	}
 	// ctx ends during the backoff.
 	cl = &fakeCluster{commitCode: func(int) int16 { return kerr.NotCoordinator.Code }}
-	c = newCommitter(t, cl, member("m-1", 4, "0_0"), WithRetryBackoff(time.Hour, time.Hour))
+	hour := testConfig()
+	hour.RetryBackoff, hour.RetryBackoffMax = time.Hour, time.Hour
+	c = newCommitterOf(t, hour, cl, member("m-1", 4, "0_0"))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if err := c.Commit(ctx, Offsets{tp("in", 0): 8}); !errors.Is(err, context.DeadlineExceeded) {
@@ -408,7 +436,7 @@ func TestCommitOtherErrorsArePartitionErrors(t *testing.T) {
 
 func TestCommitTopicLookupFailure(t *testing.T) {
 	topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"missing"}})
-	c, err := New(&fakeCluster{}, "app", topo, WithMember(member("m-1", 4, "0_0")))
+	c, err := New(&fakeCluster{}, testConfig(), topo, WithMember(member("m-1", 4, "0_0")))
 	if err != nil {
 		t.Fatal(err)
 	}

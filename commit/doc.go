@@ -10,8 +10,10 @@
 // *LostError (errors.Is(err, ErrTasksLost)), which says that the tasks were lost and must not be
 // processed further. A STALE_MEMBER_EPOCH is first retried once the member's epoch moved on and the
 // tasks are still owned, because a member whose epoch was just bumped by a heartbeat answer still
-// owns them. Coordinator moves are retried, topic IDs (OffsetCommit v10+) are resolved once and
-// cached, and topic names are sent as well so that brokers without topic IDs understand the request.
+// owns them. Coordinator moves are retried after the member's backoff (retry.backoff.ms doubling to
+// retry.backoff.max.ms, jittered: the config.Config given to New), topic IDs (OffsetCommit v10+) are
+// resolved once and cached, and topic names are sent as well so that brokers without topic IDs
+// understand the request.
 //
 // OnRevoke wraps a membership.Listener so that the revoked tasks' offsets are committed inside
 // OnTasksRevoked, which Manager.Close also runs for every owned active task: the next owner starts

@@ -116,7 +116,6 @@ func (c *Committer) CommitInTransaction(ctx context.Context, p Producer, offsets
 // need it before TxnOffsetCommit; later ones accept it). CONCURRENT_TRANSACTIONS (the previous
 // transaction still ending) and coordinator moves are retried with backoff.
 func (c *Committer) addOffsetsToTxn(ctx context.Context, p Producer) error {
-	backoff := c.backoffMin
 	for attempt := 1; ; attempt++ {
 		req := kmsg.NewPtrAddOffsetsToTxnRequest()
 		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = p.TransactionalID, p.ID, p.Epoch, c.group
@@ -133,10 +132,9 @@ func (c *Committer) addOffsetsToTxn(ctx context.Context, p Producer) error {
 			if attempt >= maxAttempts {
 				return &TxnError{Request: "AddOffsetsToTxn", Err: err}
 			}
-			if err := sleep(ctx, backoff); err != nil {
+			if err := sleep(ctx, c.backoff.Delay(attempt-1)); err != nil {
 				return fmt.Errorf("commit: AddOffsetsToTxn: %w", err)
 			}
-			backoff = min(backoff*2, c.backoffMax)
 		default:
 			return &TxnError{Request: "AddOffsetsToTxn", Err: err}
 		}
@@ -155,8 +153,11 @@ func producerError(code int16) error {
 	return nil
 }
 
-// sleep waits d or until ctx ends.
+// sleep waits d or until ctx ends (a ctx that ended already wins over d = 0).
 func sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

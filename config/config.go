@@ -85,7 +85,8 @@ type Config struct {
 	// take to revoke tasks before the broker fences it. Default 300 s.
 	MaxPollInterval time.Duration
 	// RetryBackoff (retry.backoff.ms) and RetryBackoffMax (retry.backoff.max.ms) bound the exponential
-	// backoff with jitter after a failed heartbeat. Defaults 100 ms and 1 s.
+	// backoff with jitter (heartbeat.Backoff) after a failed heartbeat, and of every other retry the
+	// member and its pieces make (describes, commits: commit.New). Defaults 100 ms and 1 s.
 	RetryBackoff    time.Duration
 	RetryBackoffMax time.Duration
 	// RequestTimeout (request.timeout.ms) bounds one request to the broker. Default 30 s.

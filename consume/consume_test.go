@@ -288,7 +288,7 @@ func newEnv(t *testing.T, opts ...Option) *env {
 	e := &env{t: t, cl: newFakeClient(), commits: &fakeCommitter{committed: commit.Offsets{}},
 		list: &fakeLister{start: map[tasks.TopicPartition]int64{}, end: map[tasks.TopicPartition]int64{}}, app: &listener{}}
 	var err error
-	e.tracker, err = taskoffsets.New(nil, testTopology(), taskoffsets.WithEndLister(endLister{}), taskoffsets.WithWait(0))
+	e.tracker, err = taskoffsets.New(nil, testTopology(), taskoffsets.WithEndLister(endLister{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -233,7 +233,7 @@ func (s *rtSetup) zombieCommitRefused(t *testing.T, memberID string, epoch int32
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: s.output, Key: []byte("zombie"), Value: make([]byte, 8)}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	cm, err := commit.New(cl, s.group, s.topo)
+	cm, err := commit.New(cl, config.Default(s.group), s.topo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,10 +125,10 @@ func startCounter(t *testing.T, b *Broker, group, name string, topo *topology.To
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
-	if c.commits, err = commit.New(c.cl, group, topo); err != nil {
+	if c.commits, err = commit.New(c.cl, cfg, topo); err != nil {
 		t.Fatal(err)
 	}
-	if c.offsets, err = taskoffsets.New(c.cl, topo, taskoffsets.WithInterval(cfg.TaskOffsetInterval)); err != nil {
+	if c.offsets, err = taskoffsets.New(c.cl, topo); err != nil {
 		t.Fatal(err)
 	}
 	app := commit.OnRevoke(c.commits, func(ctx context.Context, revoked tasks.Set) (commit.Offsets, error) {

@@ -301,7 +301,7 @@ func TestPiecesCommitWithOldEpochAfterFencingRefused(t *testing.T) {
 		defer cancel()
 		_ = mgr.Close(ctx)
 	})
-	committer, err := commit.New(cl, group, topo, commit.WithMember(mgr))
+	committer, err := commit.New(cl, cfg, topo, commit.WithMember(mgr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,9 @@ func TestPiecesCommitWithOldEpochAfterFencingRefused(t *testing.T) {
 		return lostCalls > 0 && s.State == membership.Stable && s.Epoch > before.Epoch && s.Owned.Active.Equal(all),
 			fmt.Sprintf("%s epoch %d (was %d) %v, OnAllTasksLost %d times", s.State, s.Epoch, before.Epoch, s.Owned, lostCalls)
 	})
-	old, err := commit.New(cl, group, topo, commit.WithMember(frozenMember(before)), commit.WithStaleEpochWait(0))
+	// The frozen member's epoch never moves on: the commit waits for that (about 2 s, the Committer's
+	// stale-epoch wait), then reports the tasks lost.
+	old, err := commit.New(cl, cfg, topo, commit.WithMember(frozenMember(before)))
 	if err != nil {
 		t.Fatal(err)
 	}

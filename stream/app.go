@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -247,8 +248,12 @@ type App struct {
 	produceErr atomic.Pointer[ProduceError]
 	fatal      atomic.Pointer[error]
 	lastCommit time.Time
-	// commitBackoff delays the next commit after failed ones (0 after a success).
-	commitBackoff time.Duration
+	// backoff paces retries (retry.backoff.ms, retry.backoff.max.ms, jittered): the member's.
+	backoff heartbeat.Backoff
+	// commitBackoff delays the next commit after commitFailures failed ones in a row (0 after a
+	// success).
+	commitBackoff  time.Duration
+	commitFailures int
 
 	// deliver is the context every write goes out with: it bounds how long a record may wait to be
 	// written (Kafka's delivery.timeout.ms). See deliveryContext.
@@ -285,6 +290,7 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 		opt(&o)
 	}
 	a := &App{cfg: cfg.Clone(), topo: topo, procs: procs, o: o, log: o.logger, router: router, now: time.Now,
+		backoff:  heartbeat.Backoff{Min: cfg.RetryBackoff, Max: cfg.RetryBackoffMax, Rand: rand.Float64},
 		storesOf: map[string]map[string]string{}, changelogs: map[string]bool{},
 		tasks: map[tasks.ID]*task{}, cleanups: map[tasks.ID]time.Time{}}
 	if err := a.checkProcessors(); err != nil {
@@ -447,7 +453,7 @@ func (a *App) build() error {
 		}
 		a.pcl.Store(pcl)
 	}
-	if a.commits, err = commit.New(a.cl, a.cfg.ApplicationID, a.topo); err != nil {
+	if a.commits, err = commit.New(a.cl, a.cfg, a.topo); err != nil {
 		return err
 	}
 	if a.offsets, err = taskoffsets.New(a.cl, a.topo); err != nil {

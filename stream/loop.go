@@ -339,7 +339,7 @@ func (a *App) between() {
 		err := a.commit(a.runCtx)
 		a.lastCommit = now
 		if err == nil {
-			a.commitBackoff = 0
+			a.commitBackoff, a.commitFailures = 0, 0
 			return
 		}
 		var pe *ProduceError
@@ -349,9 +349,11 @@ func (a *App) between() {
 			a.fail(err)
 			return
 		}
-		// Failed commits back off (retry.backoff.ms doubling up to retry.backoff.max.ms) on top of
-		// the interval, so a cluster in trouble is not asked again every 100 ms.
-		a.commitBackoff = min(max(2*a.commitBackoff, a.cfg.RetryBackoff), a.cfg.RetryBackoffMax)
+		// Failed commits back off (the member's backoff: retry.backoff.ms doubling up to
+		// retry.backoff.max.ms, jittered) on top of the interval, so a cluster in trouble is not
+		// asked again every 100 ms.
+		a.commitBackoff = a.backoff.Delay(a.commitFailures)
+		a.commitFailures++
 		if a.runCtx.Err() == nil {
 			a.log.Warn("commit failed; retrying", "in", a.cfg.Runtime.CommitInterval+a.commitBackoff, "err", err)
 		}

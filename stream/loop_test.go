@@ -157,6 +157,59 @@ func TestBetweenCommitsEveryInterval(t *testing.T) {
 	}
 }
 
+// Failed commits back off on top of the interval with the member's backoff: retry.backoff.ms
+// doubling to retry.backoff.max.ms, one jittered draw per failure (here the shortest jitter, 0.8 of
+// the exponential value: 800 ms, 1.6 s, 2.4 s, 2.4 s); a success starts again from the minimum.
+func TestFailedCommitsBackOffWithTheConfiguredBackoff(t *testing.T) {
+	cfg := testConfig()
+	cfg.RetryBackoff, cfg.RetryBackoffMax = 300*time.Millisecond, 7*time.Second
+	if b, _ := newTestApp(t, cfg, testProcs()); b.backoff.Min != cfg.RetryBackoff || b.backoff.Max != cfg.RetryBackoffMax || b.backoff.Rand == nil {
+		t.Fatalf("backoff %+v; want retry.backoff.ms to retry.backoff.max.ms, jittered", b.backoff)
+	}
+
+	k := &fakeKind{persistent: true}
+	a, clk := builtApp(t, testProcs(), WithStores(k, "counts"), quiet())
+	a.cfg.Runtime.CommitInterval = 10 * time.Second
+	a.backoff.Min, a.backoff.Max = time.Second, 3*time.Second
+	draws := 0
+	a.backoff.Rand = func() float64 { draws++; return 0 }
+	a.stateDir = t.TempDir()
+	act := activeTask(t, a, tid("1", 0))
+	act.stores["counts"].ackedAt(4)
+	eng := act.stores["counts"].eng.(*countingEngine)
+	eng.err = errBoom
+	commitAfter := func(wait time.Duration) {
+		t.Helper()
+		last := a.lastCommit
+		clk.t = last.Add(wait - time.Millisecond)
+		a.between()
+		if !a.lastCommit.Equal(last) {
+			t.Fatalf("committed %v after the last one; want not before %v", wait-time.Millisecond, wait)
+		}
+		clk.t = last.Add(wait)
+		a.between()
+		if !a.lastCommit.Equal(clk.t) || a.fatalErr() != nil {
+			t.Fatalf("no commit %v after the last one (fatal %v)", wait, a.fatalErr())
+		}
+	}
+	commitAfter(10 * time.Second) // fails
+	for i, d := range []time.Duration{800 * time.Millisecond, 1600 * time.Millisecond, 2400 * time.Millisecond, 2400 * time.Millisecond} {
+		commitAfter(10*time.Second + d) // fails again
+		if draws != i+2 {
+			t.Fatalf("%d jitter draws after %d failed commits", draws, i+2)
+		}
+	}
+	eng.err = nil
+	commitAfter(10*time.Second + 2400*time.Millisecond) // succeeds
+	if a.commitBackoff != 0 {
+		t.Fatalf("backoff %v after a successful commit", a.commitBackoff)
+	}
+	eng.err = errBoom
+	act.stores["counts"].ackedAt(9)
+	commitAfter(10 * time.Second)                      // fails
+	commitAfter(10*time.Second + 800*time.Millisecond) // from the minimum again
+}
+
 func TestBetweenMovesTheState(t *testing.T) {
 	a, _ := builtApp(t, testProcs())
 	a.between()

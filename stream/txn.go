@@ -253,8 +253,8 @@ func (a *App) resolveUnconfirmed(ctx context.Context, offs, moved commit.Offsets
 // committedUntil reads the committed offsets of ids, retrying while the broker is away (a restart)
 // until deadline or ctx ends. Lost tasks are not retried.
 func (a *App) committedUntil(ctx context.Context, ids tasks.Set, deadline time.Time) (commit.Offsets, error) {
-	backoff := a.cfg.RetryBackoff
-	for {
+	for attempt := 0; ; attempt++ {
+		backoff := a.backoff.Delay(attempt)
 		committed, err := a.commits.CommittedOffsets(ctx, ids)
 		if err == nil || errors.Is(err, commit.ErrTasksLost) || ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
 			return committed, err
@@ -263,7 +263,6 @@ func (a *App) committedUntil(ctx context.Context, ids tasks.Set, deadline time.T
 		if serr := sleepCtx(ctx, backoff); serr != nil {
 			return nil, err
 		}
-		backoff = min(backoff*2, max(a.cfg.RetryBackoffMax, a.cfg.RetryBackoff))
 	}
 }
 
@@ -401,8 +400,8 @@ const abortRetryBound = time.Minute
 // the epoch and so aborts whatever the broker still holds open. Failing the application on the
 // first such error would turn a broker restart into a fatal error.
 func (a *App) endAbort(ctx context.Context, deadline time.Time) error {
-	backoff := a.cfg.RetryBackoff
-	for {
+	for attempt := 0; ; attempt++ {
+		backoff := a.backoff.Delay(attempt)
 		actx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 		err := a.producer().EndTransaction(actx, kgo.TryAbort)
 		cancel()
@@ -413,7 +412,6 @@ func (a *App) endAbort(ctx context.Context, deadline time.Time) error {
 		if sleepCtx(ctx, backoff) != nil {
 			return err
 		}
-		backoff = min(backoff*2, max(a.cfg.RetryBackoffMax, a.cfg.RetryBackoff))
 	}
 }
 

@@ -4,9 +4,12 @@
 // A Tracker is a membership.TaskOffsetsProvider. It learns where each state store is in its
 // changelog from the application (SetPosition) or from the consume adapter, which reports the
 // changelog records it handed out and the application applied; it learns how far each changelog
-// reaches from ListOffsets, refreshed at the task offset interval, and from high watermarks seen in
-// fetches (ObserveEnd). TaskOffsets never waits on the network for more than a short bound (the
-// member waits at most 250 ms): it answers from what it knows and starts a refresh in the background.
+// reaches from ListOffsets and from high watermarks seen in fetches (ObserveEnd). It lists on no
+// schedule of its own: the member decides when task offsets are due (task.offset.interval.ms,
+// following the broker) and asks only then, and each time it asks TaskOffsets starts a listing in
+// the background (unless one is in flight or the last began less than a second ago). TaskOffsets
+// never waits on the network for more than a short bound (100 ms, and only while it knows no end
+// offset of a task it reports; the member waits at most 250 ms): it answers from what it knows.
 //
 // What is reported follows Kafka Streams: per stateful task, the sum of its changelog positions and
 // the sum of its changelog end offsets (tasks.SumOffsets), for standby and warm-up tasks and for
@@ -27,17 +30,13 @@ import (
 	"github.com/streamsgroup/streamsgroup/topology"
 )
 
-// Defaults of the options.
 const (
-	// DefaultInterval is how often end offsets are listed when no interval is set: the broker's
-	// minimum task offset interval (group.streams.min.task.offset.interval.ms).
-	DefaultInterval = 15 * time.Second
-	// DefaultWait is how long TaskOffsets waits for a listing when it knows no end offset at all for
-	// a task it reports.
-	DefaultWait = 100 * time.Millisecond
-	// DefaultRequestTimeout bounds one listing.
-	DefaultRequestTimeout = 10 * time.Second
-	// retryGap is the least time between two listings started because end offsets were missing.
+	// maxWait is how long TaskOffsets waits for a listing when it knows no end offset of a task it
+	// reports: well under the member's 250 ms.
+	maxWait = 100 * time.Millisecond
+	// requestTimeout bounds one listing.
+	requestTimeout = 10 * time.Second
+	// retryGap is the least time between the starts of two listings.
 	retryGap = time.Second
 )
 
@@ -62,38 +61,17 @@ func (l kadmLister) EndOffsets(ctx context.Context, topics []string) (map[tasks.
 	return out, nil
 }
 
-// Option configures a Tracker.
+// Option wires a collaborator into a Tracker.
 type Option func(*Tracker)
-
-// WithInterval sets how often end offsets are listed again; use the member's task.offset.interval.ms.
-// 0 keeps DefaultInterval.
-func WithInterval(d time.Duration) Option {
-	return func(t *Tracker) {
-		if d > 0 {
-			t.every = d
-		}
-	}
-}
-
-// WithWait sets how long TaskOffsets may wait for a first listing (default DefaultWait; keep it well
-// under the member's 250 ms).
-func WithWait(d time.Duration) Option { return func(t *Tracker) { t.wait = max(d, 0) } }
 
 // WithEndLister replaces the ListOffsets listing (tests, or applications with their own admin).
 func WithEndLister(l EndLister) Option { return func(t *Tracker) { t.list = l } }
 
-// WithClock replaces time.Now (tests).
-func WithClock(now func() time.Time) Option { return func(t *Tracker) { t.now = now } }
-
 // Tracker keeps changelog positions and end offsets and reports task offsets from them. It is safe
 // for concurrent use. Close it when the member is closed.
 type Tracker struct {
-	router  *tasks.Router
-	list    EndLister
-	every   time.Duration
-	wait    time.Duration
-	timeout time.Duration
-	now     func() time.Time
+	router *tasks.Router
+	list   EndLister
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -103,7 +81,6 @@ type Tracker struct {
 	pos         map[tasks.TopicPartition]int64 // changelog partition → next offset to apply
 	ends        map[tasks.TopicPartition]int64 // changelog partition → end offset
 	processing  map[tasks.ID]bool
-	listedAt    time.Time     // when the last successful listing started
 	attemptedAt time.Time     // when the last listing started
 	refreshing  chan struct{} // closed when the listing in flight ends; nil when none
 }
@@ -120,8 +97,7 @@ func New(cl *kgo.Client, topo *topology.Topology, opts ...Option) (*Tracker, err
 		return nil, err
 	}
 	t := &Tracker{
-		router: router, every: DefaultInterval, wait: DefaultWait, timeout: DefaultRequestTimeout, now: time.Now,
-		pos: make(map[tasks.TopicPartition]int64), ends: make(map[tasks.TopicPartition]int64),
+		router: router, pos: make(map[tasks.TopicPartition]int64), ends: make(map[tasks.TopicPartition]int64),
 		processing: make(map[tasks.ID]bool),
 	}
 	if cl != nil {
@@ -200,8 +176,10 @@ func (t *Tracker) Position(tp tasks.TopicPartition) (int64, bool) {
 
 // TaskOffsets implements membership.TaskOffsetsProvider: the offset sums and end offset sums of the
 // owned stateful tasks that are not processing. A part that is not known makes the sum
-// tasks.UnknownOffset. It returns at once, except that it waits up to the configured wait for a
-// listing when no end offset is known for a task it reports.
+// tasks.UnknownOffset. It starts a listing of end offsets in the background (none while one is in
+// flight, nor within a second of the last one's start), for the next call, and returns at once with
+// what it knows, except that it waits up to 100 ms for a listing in flight when an end offset of a
+// task it reports is not known at all.
 func (t *Tracker) TaskOffsets(owned tasks.Assignment) (offsets, ends tasks.Offsets) {
 	var report []tasks.ID
 	for id := range owned.All().All() {
@@ -216,8 +194,8 @@ func (t *Tracker) TaskOffsets(owned tasks.Assignment) (offsets, ends tasks.Offse
 	if len(report) == 0 {
 		return tasks.Offsets{}, tasks.Offsets{}
 	}
-	if done := t.maybeRefresh(report); done != nil && t.wait > 0 {
-		timer := time.NewTimer(t.wait)
+	if done := t.maybeRefresh(report); done != nil {
+		timer := time.NewTimer(maxWait)
 		select {
 		case <-done:
 		case <-timer.C:
@@ -251,12 +229,12 @@ func (t *Tracker) isProcessing(id tasks.ID) bool {
 	return t.processing[id]
 }
 
-// maybeRefresh starts a listing when the ends are older than the interval, or some are missing. It
-// returns a channel to wait on when some end the report needs is missing and a listing is under way.
+// maybeRefresh starts a listing unless one is in flight or the last started less than retryGap ago.
+// It returns a channel to wait on when some end the report needs is missing and a listing is under way.
 func (t *Tracker) maybeRefresh(report []tasks.ID) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now()
+	now := time.Now()
 	missing := false
 	for _, id := range report {
 		cls, _ := t.router.Changelogs(id)
@@ -266,11 +244,8 @@ func (t *Tracker) maybeRefresh(report []tasks.ID) <-chan struct{} {
 			}
 		}
 	}
-	if t.refreshing == nil {
-		due := t.listedAt.IsZero() || !now.Before(t.listedAt.Add(t.every))
-		if (due || missing) && (t.attemptedAt.IsZero() || !now.Before(t.attemptedAt.Add(retryGap))) {
-			t.startRefresh(now)
-		}
+	if t.refreshing == nil && (t.attemptedAt.IsZero() || now.Sub(t.attemptedAt) >= retryGap) {
+		t.startRefresh(now)
 	}
 	if missing {
 		return t.refreshing
@@ -290,7 +265,7 @@ func (t *Tracker) startRefresh(now time.Time) {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		ctx, cancel := context.WithTimeout(t.ctx, t.timeout)
+		ctx, cancel := context.WithTimeout(t.ctx, requestTimeout)
 		defer cancel()
 		listed, err := t.list.EndOffsets(ctx, topics)
 		t.mu.Lock()
@@ -300,7 +275,6 @@ func (t *Tracker) startRefresh(now time.Time) {
 					t.ends[tp] = max(end, t.ends[tp]) // a later high watermark may have been observed meanwhile
 				}
 			}
-			t.listedAt = now
 		}
 		t.refreshing = nil
 		t.mu.Unlock()

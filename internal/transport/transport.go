@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/internal/coordinator"
 )
@@ -36,13 +38,14 @@ type Transport struct {
 	backoff heartbeat.Backoff
 }
 
-// defaultBackoff paces the describe's retries when New is given no backoff (Min <= 0):
-// the Java defaults of retry.backoff.ms and retry.backoff.max.ms.
-var defaultBackoff = heartbeat.Backoff{Min: 100 * time.Millisecond, Max: time.Second}
+// defaultBackoff paces the describe's retries when New is given no backoff (Min <= 0): the defaults
+// of retry.backoff.ms and retry.backoff.max.ms, jittered like every other backoff of the member.
+var defaultBackoff = heartbeat.Backoff{Min: config.DefaultRetryBackoff, Max: config.DefaultRetryBackoffMax, Rand: rand.Float64}
 
 // New returns a transport for group over cl. Each request (a look-up, a heartbeat, an ApiVersions)
 // is bounded by requestTimeout on top of the caller's context; backoff paces the retries of Describe
-// (a backoff without a minimum is replaced by 100 ms doubling to 1 s, so they never spin).
+// (a backoff without a minimum is replaced by the defaults of retry.backoff.ms and
+// retry.backoff.max.ms, so they never spin).
 func New(cl *kgo.Client, group string, requestTimeout time.Duration, backoff heartbeat.Backoff) *Transport {
 	if backoff.Min <= 0 {
 		backoff = defaultBackoff

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
 	"github.com/streamsgroup/streamsgroup/internal/neterr"
@@ -456,7 +457,9 @@ func TestNewReplacesAMissingBackoff(t *testing.T) {
 	}
 	defer cl.Close()
 	for _, b := range []heartbeat.Backoff{{}, {Max: time.Second}, {Min: -1}} {
-		if got := New(cl, group, time.Second, b).backoff; got.Min != defaultBackoff.Min || got.Max != defaultBackoff.Max {
+		// The defaults of retry.backoff.ms and retry.backoff.max.ms, jittered as the member's own.
+		if got := New(cl, group, time.Second, b).backoff; got.Min != config.DefaultRetryBackoff ||
+			got.Max != config.DefaultRetryBackoffMax || got.Rand == nil {
 			t.Errorf("%+v became %+v", b, got)
 		}
 	}
