@@ -19,16 +19,12 @@
 // OnTasksRevoked, which Manager.Close also runs for every owned active task: the next owner starts
 // where this member stopped.
 //
-// # Exactly-once, later
+// # Exactly-once
 //
-// Exactly-once processing commits the offsets inside the producer's transaction instead
-// (AddOffsetsToTxn, then TxnOffsetCommit with the same group, member ID, member epoch as generation
-// and group instance ID, before EndTxn). The Committer is built for that: checking the offsets,
-// reading the member's identity and ownership from one snapshot and resolving topics (fence) is
-// separate from sending (send), and the answers are classified the same way for both requests. An
-// exactly-once variant adds a method that takes the transactional *kgo.Client, builds a
-// TxnOffsetCommit from the same fenced batch and sends it through that client between
-// BeginTransaction and EndTransaction; OnRevoke would then end the transaction instead of
-// committing. Streams groups validate TxnOffsetCommit with the member ID and epoch exactly as they
-// validate OffsetCommit, so the errors stay the same.
+// CommitInTransaction commits the offsets inside the producer's open transaction instead
+// (AddOffsetsToTxn, then TxnOffsetCommit with the group, the member ID, the member epoch as the
+// generation and the group instance ID, before the producer's EndTxn), after the same ownership
+// check as Commit and from one snapshot of the member. Streams groups fence TxnOffsetCommit by member
+// epoch as they fence OffsetCommit, so its errors are Commit's, plus *TxnError for the producer's own
+// refusals. The stream runtime uses it under processing.guarantee=exactly_once_v2.
 package commit
