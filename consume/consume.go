@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/internal/listoffsets"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/taskoffsets"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -73,27 +74,21 @@ type lister interface {
 	Bounds(ctx context.Context, topics []string) (start, end map[tasks.TopicPartition]int64, err error)
 }
 
-type kadmLister struct{ adm *kadm.Client }
+// adminLister is the lister of a real client.
+type adminLister struct{ listoffsets.Lister }
 
-func (l kadmLister) Bounds(ctx context.Context, topics []string) (start, end map[tasks.TopicPartition]int64, err error) {
-	read := func(listed kadm.ListedOffsets, err error) (map[tasks.TopicPartition]int64, error) {
-		if err != nil {
-			return nil, err
-		}
-		out := make(map[tasks.TopicPartition]int64)
-		var first error
-		listed.Each(func(o kadm.ListedOffset) {
-			if o.Err != nil && first == nil {
-				first = fmt.Errorf("%s[%d]: %w", o.Topic, o.Partition, o.Err)
-			}
-			out[tasks.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
-		})
-		return out, first
+func (l adminLister) Bounds(ctx context.Context, topics []string) (start, end map[tasks.TopicPartition]int64, err error) {
+	var partErr error
+	if start, partErr, err = l.Starts(ctx, topics); err == nil {
+		err = partErr
 	}
-	if start, err = read(l.adm.ListStartOffsets(ctx, topics...)); err != nil {
+	if err != nil {
 		return nil, nil, err
 	}
-	if end, err = read(l.adm.ListEndOffsets(ctx, topics...)); err != nil {
+	if end, partErr, err = l.Ends(ctx, topics); err == nil {
+		err = partErr
+	}
+	if err != nil {
 		return nil, nil, err
 	}
 	return start, end, nil
@@ -209,7 +204,7 @@ func New(cl *kgo.Client, topo *topology.Topology, committer Committer, opts ...O
 	if ps, _ := cl.OptValue(kgo.ConsumePartitions).(map[string]map[int32]kgo.Offset); len(ps) > 0 {
 		return nil, ErrGroupClient
 	}
-	return newConsumer(cl, kadmLister{adm: kadm.NewClient(cl)}, topo, committer, opts...)
+	return newConsumer(cl, adminLister{listoffsets.Lister{Admin: kadm.NewClient(cl)}}, topo, committer, opts...)
 }
 
 func newConsumer(cl client, l lister, topo *topology.Topology, committer Committer, opts ...Option) (*Consumer, error) {

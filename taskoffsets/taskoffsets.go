@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/internal/listoffsets"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
 )
@@ -45,20 +46,13 @@ type EndLister interface {
 	EndOffsets(ctx context.Context, topics []string) (map[tasks.TopicPartition]int64, error)
 }
 
-type kadmLister struct{ adm *kadm.Client }
+// adminLister is the EndLister of a real client: the partitions it could not list are left out
+// (their tasks report no end offset until a later listing has them).
+type adminLister struct{ listoffsets.Lister }
 
-func (l kadmLister) EndOffsets(ctx context.Context, topics []string) (map[tasks.TopicPartition]int64, error) {
-	listed, err := l.adm.ListEndOffsets(ctx, topics...)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[tasks.TopicPartition]int64)
-	listed.Each(func(o kadm.ListedOffset) {
-		if o.Err == nil {
-			out[tasks.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
-		}
-	})
-	return out, nil
+func (l adminLister) EndOffsets(ctx context.Context, topics []string) (map[tasks.TopicPartition]int64, error) {
+	ends, _, err := l.Ends(ctx, topics)
+	return ends, err
 }
 
 // Option wires a collaborator into a Tracker.
@@ -101,7 +95,7 @@ func New(cl *kgo.Client, topo *topology.Topology, opts ...Option) (*Tracker, err
 		processing: make(map[tasks.ID]bool),
 	}
 	if cl != nil {
-		t.list = kadmLister{adm: kadm.NewClient(cl)}
+		t.list = adminLister{listoffsets.Lister{Admin: kadm.NewClient(cl)}}
 	}
 	for _, o := range opts {
 		o(t)

@@ -1,0 +1,99 @@
+package listoffsets
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+func TestStartsAndEnds(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx := context.Background()
+	for range 3 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Partition: 1, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := kadm.NewClient(cl)
+	if _, err := adm.DeleteRecords(ctx, kadm.Offsets{"t": {1: {At: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	l := Lister{Admin: adm}
+	p0, p1 := tasks.TopicPartition{Topic: "t", Partition: 0}, tasks.TopicPartition{Topic: "t", Partition: 1}
+	starts, partErr, err := l.Starts(ctx, []string{"t"})
+	if err != nil || partErr != nil || len(starts) != 2 || starts[p0] != 0 || starts[p1] != 2 {
+		t.Fatalf("Starts = %v, %v, %v; want t[0]=0 t[1]=2", starts, partErr, err)
+	}
+	ends, partErr, err := l.Ends(ctx, []string{"t"})
+	if err != nil || partErr != nil || len(ends) != 2 || ends[p0] != 0 || ends[p1] != 3 {
+		t.Fatalf("Ends = %v, %v, %v; want t[0]=0 t[1]=3", ends, partErr, err)
+	}
+}
+
+// A partition the broker refuses is left out and named; the others are listed.
+func TestAPartitionThatFailsIsNamed(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	c.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		r := req.(*kmsg.ListOffsetsRequest)
+		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.ListOffsetsResponseTopic{Topic: rt.Topic}
+			for _, rp := range rt.Partitions {
+				sp := kmsg.ListOffsetsResponseTopicPartition{Partition: rp.Partition, Offset: 7, LeaderEpoch: -1, Timestamp: -1}
+				if rp.Partition == 1 {
+					sp.ErrorCode, sp.Offset = kerr.UnknownServerError.Code, -1
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ends, partErr, err := Lister{Admin: kadm.NewClient(cl)}.Ends(context.Background(), []string{"t"})
+	if err != nil || len(ends) != 1 || ends[tasks.TopicPartition{Topic: "t", Partition: 0}] != 7 {
+		t.Fatalf("Ends = %v, %v; want t[0]=7 alone", ends, err)
+	}
+	if !errors.Is(partErr, kerr.UnknownServerError) || partErr.Error() != "t[1]: "+kerr.UnknownServerError.Error() {
+		t.Fatalf("partition error %v, want t[1] named with UNKNOWN_SERVER_ERROR", partErr)
+	}
+}
+
+// A listing that cannot be sent at all is the error of the whole call.
+func TestAListingThatFailsIsTheError(t *testing.T) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	offs, partErr, err := Lister{Admin: kadm.NewClient(cl)}.Starts(context.Background(), []string{"t"})
+	if err == nil || offs != nil || partErr != nil {
+		t.Fatalf("Starts on a closed client = %v, %v, %v; want only an error", offs, partErr, err)
+	}
+}
