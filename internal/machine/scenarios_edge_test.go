@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -607,14 +608,83 @@ var edgeScenarios = []struct {
 		h.complete(nil)
 		h.advance(time.Second) // past the retry backoff
 		h.mustSend()           // the acknowledgement completes the rebalance
-		var phases []RebalancePhase
-		for _, a := range h.actions {
-			if r, ok := a.(Rebalance); ok {
-				phases = append(phases, r.Phase)
-			}
+		if want := []RebalancePhase{RebalanceStarted, RebalanceCompleted}; !slices.Equal(rebalancePhases(h), want) {
+			h.t.Fatalf("rebalance phases %v, want %v", rebalancePhases(h), want)
 		}
-		if want := []RebalancePhase{RebalanceStarted, RebalanceCompleted}; !slices.Equal(phases, want) {
-			h.t.Fatalf("rebalance phases %v, want %v", phases, want)
+	}},
+	{"testOnHeartbeatFatalFailure", func(h *harness) {
+		// A fatal heartbeat error that meets a reconciliation under way (OnTasksAssigned runs) fails
+		// that rebalance, as Java's failed-rebalance-total counts it: started, then failed, and the
+		// callback's late return completes nothing.
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.GroupAuthorizationFailed.Code))
+		h.expectState(Fatal)
+		h.complete(nil) // OnTasksAssigned returns after the failure
+		if want := []RebalancePhase{RebalanceStarted, RebalanceFailed}; !slices.Equal(rebalancePhases(h), want) {
+			h.t.Fatalf("rebalance phases %v, want %v", rebalancePhases(h), want)
+		}
+	}},
+	{"fatalSendFailureFailsTheRebalance", func(h *harness) {
+		// A send that cannot be retried (the client was closed) is a fatal heartbeat failure too.
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.advance(interval)
+		h.mustSend()
+		h.cut(kgo.ErrClientClosed)
+		h.expectState(Fatal)
+		if want := []RebalancePhase{RebalanceStarted, RebalanceFailed}; !slices.Equal(rebalancePhases(h), want) {
+			h.t.Fatalf("rebalance phases %v, want %v", rebalancePhases(h), want)
+		}
+	}},
+	{"fencingDuringReconciliationFailsTheRebalance", func(h *harness) {
+		// Java counts a fencing answer that meets a rebalance in progress as a failed rebalance (it
+		// is an error answer); the pass after the rejoin starts and completes on its own.
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.FencedMemberEpoch.Code))
+		h.complete(nil) // OnTasksAssigned of the aborted pass
+		h.complete(nil) // OnAllTasksLost
+		h.expectState(Joining)
+		h.mustSend()
+		h.answer(resp(3, active("0_0")))
+		h.complete(nil) // OnTasksAssigned
+		h.mustSend()    // the acknowledgement
+		want := []RebalancePhase{RebalanceStarted, RebalanceFailed, RebalanceStarted, RebalanceCompleted}
+		if !slices.Equal(rebalancePhases(h), want) {
+			h.t.Fatalf("rebalance phases %v, want %v", rebalancePhases(h), want)
+		}
+	}},
+	{"fatalErrorOutsideARebalanceFailsNone", func(h *harness) {
+		// No rebalance in progress (STABLE, or ACKNOWLEDGING: the acknowledgement was built), no
+		// failed rebalance; nor for a malformed answer during one, which Java fails the member on
+		// without counting.
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.GroupAuthorizationFailed.Code))
+		h.expectState(Fatal)
+		if want := []RebalancePhase{RebalanceStarted, RebalanceCompleted}; !slices.Equal(rebalancePhases(h), want) {
+			h.t.Fatalf("stable member: rebalance phases %v, want %v", rebalancePhases(h), want)
+		}
+	}},
+	{"malformedAnswerDuringARebalanceFailsNone", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(1, active("9_0"))) // a task of a subtopology this member does not have
+		h.expectState(Fatal)
+		if want := []RebalancePhase{RebalanceStarted}; !slices.Equal(rebalancePhases(h), want) {
+			h.t.Fatalf("rebalance phases %v, want %v", rebalancePhases(h), want)
 		}
 	}},
 	{"testMissingClientTagsStatusLogsWarningOnlyOnce", func(h *harness) {
@@ -661,4 +731,15 @@ func TestStopWhileFailingKeepsTheFatalError(t *testing.T) {
 	if len(h.stopped) != 1 {
 		t.Fatal("exactly one Stopped")
 	}
+}
+
+// rebalancePhases lists the phases of the Rebalance actions the machine returned, in order.
+func rebalancePhases(h *harness) []RebalancePhase {
+	var phases []RebalancePhase
+	for _, a := range h.actions {
+		if r, ok := a.(Rebalance); ok {
+			phases = append(phases, r.Phase)
+		}
+	}
+	return phases
 }
