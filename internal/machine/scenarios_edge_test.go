@@ -3,6 +3,7 @@ package machine
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -523,6 +524,42 @@ var edgeScenarios = []struct {
 		}
 		if ev := h.lastEvent(EventMissingInternalTopics); len(ev.Topics) != 1 || ev.Topics[0] != "app-x-changelog" {
 			h.t.Fatalf("topics %v", ev.Topics)
+		}
+	}},
+	{"internalTopicsCreateDeniedSaysWhatToGrant", func(h *harness) {
+		// AuthorizerIntegrationTest testStreamsGroupHeartbeatWithoutInternalTopicCreateAcl: the
+		// broker may not create the internal topics as this member's principal. The event carries a
+		// typed error naming them and the ACL to grant; the member stays, not ready; once the broker
+		// creates them (the detail loses its CREATE part) the event carries no error, and the status
+		// clears when they exist.
+		denied := "Internal topics are missing: app-s-changelog, app-a-repartition; Unauthorized to CREATE on topics app-s-changelog, app-a-repartition."
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active(), heartbeat.Status{Code: heartbeat.MissingInternalTopics, Detail: denied}))
+		ev := h.lastEvent(EventMissingInternalTopics)
+		de, ok := errors.AsType[*InternalTopicsDeniedError](ev.Err)
+		if !ok || !slices.Equal(de.Topics, []string{"app-a-repartition", "app-s-changelog"}) || de.ApplicationID != "app" ||
+			!strings.Contains(ev.Err.Error(), `CREATE`) || !strings.Contains(ev.Err.Error(), `PREFIXED ACL on topics "app-"`) {
+			h.t.Fatalf("event %v: want an *InternalTopicsDeniedError naming both topics and the ACL to grant", ev)
+		}
+		if ev.Message != denied || !slices.Equal(ev.Topics, de.Topics) {
+			h.t.Fatalf("event %v: want the broker's detail and the missing topics", ev)
+		}
+		h.complete(nil) // OnTasksAssigned, not ready
+		if h.lastInvoke().Ready {
+			h.t.Fatal("the group is not ready while its internal topics are missing")
+		}
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(1, nil, heartbeat.Status{Code: heartbeat.MissingInternalTopics, Detail: "Internal topics are missing: app-s-changelog, app-a-repartition"}))
+		if ev := h.lastEvent(EventMissingInternalTopics); ev.Err != nil || h.countEvents(EventMissingInternalTopics) != 2 {
+			h.t.Fatalf("creating: event %v, %d such events; want a second one without an error", ev, h.countEvents(EventMissingInternalTopics))
+		}
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, active("0_0")))
+		if h.countEvents(EventStatusCleared) != 2 || h.countEvents(EventFatal) != 0 {
+			h.t.Fatalf("events %v: want both details cleared and no fatal error", h.events)
 		}
 	}},
 	{"testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus", func(h *harness) {
