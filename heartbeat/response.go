@@ -3,6 +3,7 @@ package heartbeat
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -84,6 +85,9 @@ func (s Status) Topics() []string {
 		if i := strings.IndexByte(d, ';'); i >= 0 {
 			d = d[:i]
 		}
+		// Beyond three topics the broker names three and counts the others ("a, b, c and 2
+		// additional topics"): the words of the count are no topics.
+		d = moreTopics.ReplaceAllString(d, "")
 	case s.Code == IncorrectlyPartitionedTopics:
 		// e.g. "Following topics do not have the same number of partitions: [a, b]"
 		if i := strings.IndexByte(d, '['); i >= 0 {
@@ -99,6 +103,30 @@ func (s Status) Topics() []string {
 	default:
 		return nil
 	}
+	return topicNames(d)
+}
+
+// moreTopics is the count of topics the broker leaves unnamed in a status detail.
+var moreTopics = regexp.MustCompile(`\s+and \d+ additional topics\b`)
+
+// CreateDenied lists the internal topics that the broker may not create for this member, as a
+// MISSING_INTERNAL_TOPICS detail names them ("…; Unauthorized to CREATE on topics a, b."): the
+// member's principal has CREATE neither on the cluster nor on those topics, and the broker creates
+// internal topics as the member's principal. It returns nil for any other status or detail.
+func (s Status) CreateDenied() []string {
+	_, d, ok := strings.Cut(s.Detail, "Unauthorized to CREATE on topics ")
+	if s.Code != MissingInternalTopics || !ok {
+		return nil
+	}
+	if i := strings.IndexByte(d, ';'); i >= 0 {
+		d = d[:i]
+	}
+	return topicNames(d)
+}
+
+// topicNames reads a list of topic names separated by commas or spaces, as the broker writes them
+// in a status detail (sorted, each once; tokens that cannot be topic names are left out).
+func topicNames(d string) []string {
 	var out []string
 	for _, t := range strings.FieldsFunc(d, func(r rune) bool { return r == ',' || r == ' ' }) {
 		t = strings.Trim(t, " .[]{}")

@@ -368,9 +368,37 @@ func TestStatusTopicsEdges(t *testing.T) {
 		{Status{MissingSourceTopics, "Source topics are missing."}, nil},
 		{Status{ShutdownApplication, "Source topics a are missing."}, []string{"a"}},
 		{Status{StaleTopology, "whatever: [a]"}, nil},
+		// Past three topics the broker counts the rest: the count's words are no topic names.
+		{Status{MissingInternalTopics, "Internal topics are missing: a-changelog, b-repartition, c-changelog and 2 additional topics; Unauthorized to CREATE on topics a-changelog."},
+			[]string{"a-changelog", "b-repartition", "c-changelog"}},
+		{Status{MissingInternalTopics, "Internal topics are missing: a, b, c and 12 additional topics"}, []string{"a", "b", "c"}},
 	}
 	for _, c := range cases {
 		if got := c.s.Topics(); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s %q: got %q, want %q", c.s.Code, c.s.Detail, got, c.want)
+		}
+	}
+}
+
+// CreateDenied reads the topics a MISSING_INTERNAL_TOPICS detail says the broker may not create as
+// the member (the detail of Kafka 4.2 to 4.4 when the principal lacks CREATE), whatever precedes
+// or follows that part, and nothing from any other status or detail.
+func TestStatusCreateDenied(t *testing.T) {
+	cases := []struct {
+		s    Status
+		want []string
+	}{
+		{Status{MissingInternalTopics, "Internal topics are missing: app-a-repartition, app-s-changelog; Unauthorized to CREATE on topics app-s-changelog, app-a-repartition."},
+			[]string{"app-a-repartition", "app-s-changelog"}},
+		{Status{MissingInternalTopics, "Unauthorized to CREATE on topics x.y."}, []string{"x.y"}},
+		{Status{MissingInternalTopics, "Internal topics are missing: a; Unauthorized to CREATE on topics a; Creation failed: b (TIMEOUT)."}, []string{"a"}},
+		{Status{MissingInternalTopics, "Internal topics are missing: a, b"}, nil},
+		{Status{MissingInternalTopics, "Internal topics are missing: a; Creation failed: a (POLICY_VIOLATION: no)."}, nil},
+		{Status{MissingSourceTopics, "Unauthorized to CREATE on topics a."}, nil},
+		{Status{MissingInternalTopics, ""}, nil},
+	}
+	for _, c := range cases {
+		if got := c.s.CreateDenied(); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s %q: got %q, want %q", c.s.Code, c.s.Detail, got, c.want)
 		}
 	}

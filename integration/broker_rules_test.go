@@ -15,6 +15,8 @@ package integration
 // | invariant 5 through a Manager (fenced / removed → rejoin, same id)   | TestBrokerManagerRejoinsAfterFenceAndRemoval |
 // | testStreamsNewMemberIsRejectedWithMaximumMembersIsReached            | TestBrokerGroupMaxSize                       |
 // | testStreamsInitialRebalanceDelayEmptyDuringDelayAssignsAfterTimer    | TestBrokerInitialRebalanceDelay              |
+// | testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch       | TestBrokerInitialRebalanceDelayAfter-        |
+// |                                                                      | GroupEmptied                                 |
 // | testStreamsGroupAssignmentInterval                                   | TestBrokerAssignmentInterval                 |
 // | mixed group types; RebalanceProtocolMigrationIntegrationTest (§11.5) | TestBrokerClassicGroupThenStreams,           |
 // |                                                                      | TestBrokerStreamsGroupThenClassic            |
@@ -717,6 +719,106 @@ func TestBrokerInitialRebalanceDelay(t *testing.T) {
 		return a.owns(all) && !brHasStatus(r, brStatusAssignmentDelayed), a.String()
 	})
 	t.Logf("after the delay: %s", a)
+}
+
+// TestBrokerInitialRebalanceDelayAfterGroupEmptied covers the broker side of
+// GroupMetadataManagerTest.testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch (PROTOCOL
+// §1 "Initial rebalance delay", §4 status 5): the initial delay is armed whenever a member joins a
+// group that has no members, not only a new group. A group with streams.initial.rebalance.delay.ms
+// set is assigned, then emptied (its only member leaves); a member with a new ID that joins it is
+// answered ASSIGNMENT_DELAYED for the initial delay (not for batching), an empty assignment, and a
+// non-zero epoch: the group's assignment epoch, which the emptying left behind. Once the delay has
+// run the member gets every task at the epoch its join bumped the group to.
+//
+// Where the lines differ (read in the group coordinator of each, and seen on 4.2.2, 4.3.1, 4.4.0):
+// the leave of the last member bumps the group epoch on every line, and on 4.4 it also moves the
+// assignment epoch to that new group epoch (the emptied group has an empty target at its epoch);
+// on 4.2 and 4.3 the assignment epoch stays at the last assignment's. So the delayed join is answered
+// the emptied group's epoch on 4.4, and the last assignment's epoch (one less) on 4.2 and 4.3.
+func TestBrokerInitialRebalanceDelayAfterGroupEmptied(t *testing.T) {
+	b := Get(t)
+	topic, group := Name(t, "in"), Name(t, "app")
+	b.CreateTopic(t, topic, 3)
+	b.DeleteGroupAtEnd(t, group)
+	brRequireGroupConfig(t, b, group, "streams.initial.rebalance.delay.ms", "1500")
+	brTopicVisible(t, b, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := brmNewDescriber(t, b)
+	all := brTasks(3)
+	const initialDelay = "initial rebalance delay" // the detail of the initial delay's ASSIGNMENT_DELAYED, not batching's
+	delayedByInitialDelay := func(r *kmsg.StreamsGroupHeartbeatResponse) bool {
+		for _, s := range r.Status {
+			if s.StatusCode == brStatusAssignmentDelayed && strings.Contains(s.StatusDetail, initialDelay) {
+				return true
+			}
+		}
+		return false
+	}
+
+	// The group's first life: one member, delayed, then assigned every task.
+	a := &brAcker{rawMember: brMember(t, b, group)}
+	a.absorb(brJoin(ctx, a.rawMember, topic))
+	Eventually(t, brSettle, func() (bool, string) {
+		r := a.beat(ctx)
+		return a.owns(all) && !brHasStatus(r, brStatusAssignmentDelayed), a.String()
+	})
+	assigned := d.group(group)
+	t.Logf("assigned: member %s; group epoch %d, assignment epoch %d, state %s", a, assigned.Epoch, assigned.AssignmentEpoch, assigned.State)
+	if a.epoch < 1 || assigned.AssignmentEpoch != a.epoch || assigned.Epoch != a.epoch {
+		t.Fatalf("assigned group: member epoch %d, group epoch %d, assignment epoch %d; want all three equal and > 0",
+			a.epoch, assigned.Epoch, assigned.AssignmentEpoch)
+	}
+
+	// Emptied: the only member leaves. The group stays, at a higher epoch, with no member.
+	if r := brLeave(ctx, a.rawMember); r.ErrorCode != 0 || r.MemberEpoch != -1 {
+		t.Fatalf("leave: %v, epoch %d (%s)", kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch, brMsg(r.ErrorMessage))
+	}
+	emptied := d.group(group)
+	t.Logf("emptied: group epoch %d, assignment epoch %d, state %s, %d members", emptied.Epoch, emptied.AssignmentEpoch, emptied.State, len(emptied.Members))
+	wantAssignmentEpoch := assigned.AssignmentEpoch // 4.2, 4.3: the last assignment's
+	if !brLineBefore(t, b, "4.4") {
+		wantAssignmentEpoch = emptied.Epoch // 4.4: the emptying's empty target, at the new group epoch
+	}
+	if len(emptied.Members) != 0 || emptied.State != "Empty" || emptied.Epoch != assigned.Epoch+1 || emptied.AssignmentEpoch != wantAssignmentEpoch {
+		t.Fatalf("after the last member left (Kafka %s): %d members, state %s, group epoch %d, assignment epoch %d; want 0, Empty, %d, %d",
+			b.Version, len(emptied.Members), emptied.State, emptied.Epoch, emptied.AssignmentEpoch, assigned.Epoch+1, wantAssignmentEpoch)
+	}
+
+	// A new member joins the emptied group: the initial delay runs again. Its join arms the delay
+	// itself, so this answer is delayed whatever the machine's speed.
+	c := &brAcker{rawMember: brMember(t, b, group)}
+	defer brLeave(ctx, c.rawMember)
+	r := brJoin(ctx, c.rawMember, topic)
+	joined := d.group(group)
+	t.Logf("join of the emptied group: epoch %d, active %v (nil=%v), statuses %s; group epoch %d, assignment epoch %d",
+		r.MemberEpoch, activePartitions(r.ActiveTasks), r.ActiveTasks == nil, brStatusText(r), joined.Epoch, joined.AssignmentEpoch)
+	if !delayedByInitialDelay(r) {
+		t.Fatalf("join of the emptied group: statuses %s, want ASSIGNMENT_DELAYED (5) for the %s", brStatusText(r), initialDelay)
+	}
+	if r.ActiveTasks == nil || len(r.ActiveTasks) != 0 || len(r.StandbyTasks) != 0 || len(r.WarmupTasks) != 0 {
+		t.Fatalf("join of the emptied group during the delay carries tasks (active %v, standby %v, warm-up %v), want an empty assignment",
+			activePartitions(r.ActiveTasks), activePartitions(r.StandbyTasks), activePartitions(r.WarmupTasks))
+	}
+	if r.MemberEpoch == 0 || r.MemberEpoch != wantAssignmentEpoch {
+		t.Fatalf("join of the emptied group (Kafka %s) answered epoch %d, want the group's assignment epoch %d (non-zero)", b.Version, r.MemberEpoch, wantAssignmentEpoch)
+	}
+	if joined.Epoch != emptied.Epoch+1 || joined.AssignmentEpoch != emptied.AssignmentEpoch {
+		t.Fatalf("during the delay: group epoch %d, assignment epoch %d; want the join's bump %d and the assignment epoch unchanged at %d",
+			joined.Epoch, joined.AssignmentEpoch, emptied.Epoch+1, emptied.AssignmentEpoch)
+	}
+
+	// After the delay: every task, at the epoch the join bumped the group to, nothing delayed.
+	c.absorb(r)
+	Eventually(t, brSettle, func() (bool, string) {
+		r := c.beat(ctx)
+		return c.owns(all) && !brHasStatus(r, brStatusAssignmentDelayed), c.String()
+	})
+	settled := d.group(group)
+	t.Logf("after the delay: member %s; group epoch %d, assignment epoch %d", c, settled.Epoch, settled.AssignmentEpoch)
+	if c.epoch != joined.Epoch || settled.AssignmentEpoch != joined.Epoch {
+		t.Fatalf("after the delay: member epoch %d, assignment epoch %d; want the join's group epoch %d", c.epoch, settled.AssignmentEpoch, joined.Epoch)
+	}
 }
 
 // TestBrokerAssignmentInterval covers GroupMetadataManagerTest.testStreamsGroupAssignmentInterval

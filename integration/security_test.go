@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -28,6 +29,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/internal/machine"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
 )
 
 // securedBroker is a dedicated broker started with `broker.sh start --secure` (see
@@ -236,6 +238,12 @@ func (h *hbCounter) since(n int64) []time.Time {
 // application does, and starts the member. The member's log is kept in the returned capture.
 func securedMember(t *testing.T, props map[string]string, topic string, counts *connCounter, hb *hbCounter) (*member, *logCapture) {
 	t.Helper()
+	return securedMemberOf(t, props, simpleTopology(topic), counts, hb)
+}
+
+// securedMemberOf is securedMember with a topology of the test's own.
+func securedMemberOf(t *testing.T, props map[string]string, topo *topology.Topology, counts *connCounter, hb *hbCounter) (*member, *logCapture) {
+	t.Helper()
 	cfg, err := config.FromMap(props)
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +263,7 @@ func securedMember(t *testing.T, props map[string]string, topic string, counts *
 	t.Cleanup(cl.Close)
 	rec := &recorder{name: cfg.ApplicationID}
 	logs := newLogCapture()
-	mgr, err := membership.New(cl, cfg, simpleTopology(topic), membership.WithListener(rec),
+	mgr, err := membership.New(cl, cfg, topo, membership.WithListener(rec),
 		membership.WithLogger(slog.New(logs).With("test_member", cfg.ApplicationID)), membership.WithHooks(hb))
 	if err != nil {
 		t.Fatal(err)
@@ -461,6 +469,100 @@ func TestSecuredBroker(t *testing.T) {
 		if a, _ := m.Assignment(); !a.Active.Equal(tasks.NewSet(tasks.ID{Subtopology: "0", Partition: 0}, tasks.ID{Subtopology: "0", Partition: 1})) {
 			t.Fatalf("assignment %v", a)
 		}
+	})
+
+	t.Run("NoInternalTopicCreate", func(t *testing.T) {
+		// AuthorizerIntegrationTest testStreamsGroupHeartbeat{Without,With}InternalTopicCreateAcl
+		// (PROTOCOL §1 "With an authorizer"): READ on the group and DESCRIBE on every topic of the
+		// topology (its internal topics too), but no CREATE for the internal topics, which the broker
+		// creates as the member's principal.
+		group, topic := Name(t, "sec-nocreate"), Name(t, "sec-nocreate-in")
+		rep, changelog := group+"-agg-repartition", group+"-store-changelog"
+		createTopic(t, topic)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, _ = adm.DeleteTopics(ctx, rep, changelog)
+		})
+		grant(t, kadm.NewACLs().Allow("User:alice").Groups(group).Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
+		grant(t, kadm.NewACLs().Allow("User:alice").Topics(topic, rep, changelog).Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral))
+		topo := topology.MustNew(
+			topology.Subtopology{ID: "0", SourceTopics: []string{topic}, RepartitionSinkTopics: []string{rep}},
+			topology.Subtopology{ID: "1", RepartitionSourceTopics: []topology.TopicInfo{{Name: rep}},
+				StateChangelogTopics: []topology.TopicInfo{{Name: changelog}}},
+		)
+		counts, hb := &connCounter{}, &hbCounter{}
+		m, _ := securedMemberOf(t, sb.saslProps(t, group, "alice", sb.password(t, "alice")), topo, counts, hb)
+		internal := []string{rep, changelog}
+		slices.Sort(internal)
+		exist := func() map[string]int {
+			t.Helper()
+			td, err := adm.ListTopics(ctx, internal...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]int{}
+			for name, d := range td {
+				if d.Err == nil {
+					out[name] = len(d.Partitions)
+				}
+			}
+			return out
+		}
+
+		// Without CREATE: the broker answers MISSING_INTERNAL_TOPICS with "Unauthorized to CREATE on
+		// topics …" appended to the detail, and creates nothing. The member reports it as a typed
+		// error that says what to grant, and stays in the group, without tasks and without failing.
+		var denied membership.Event
+		Eventually(t, 60*time.Second, func() (bool, string) {
+			e, ok := m.lastEvent(membership.EventMissingInternalTopics)
+			denied = e
+			return ok, fmt.Sprintf("events %s, err %v", m.eventKinds(), m.Err())
+		})
+		de, ok := errors.AsType[*membership.InternalTopicsDeniedError](denied.Err)
+		if !ok || !slices.Equal(de.Topics, internal) || !strings.Contains(denied.Message, "Unauthorized to CREATE on topics") ||
+			!slices.Equal(denied.Topics, internal) {
+			t.Fatalf("without CREATE: %v (err %T); want an *membership.InternalTopicsDeniedError naming %v, and the broker's detail", denied, denied.Err, internal)
+		}
+		t.Logf("without CREATE the member reports: %v", denied.Err)
+		sent := hb.sent.Load()
+		Eventually(t, 60*time.Second, func() (bool, string) {
+			return hb.sent.Load() >= sent+3, fmt.Sprintf("%d heartbeats since the denial", hb.sent.Load()-sent)
+		})
+		if a, _ := m.Assignment(); !a.Active.IsEmpty() || m.Err() != nil {
+			t.Fatalf("while the internal topics cannot be created: assignment %v, err %v; want no tasks and a running member", a, m.Err())
+		}
+		if _, ok := m.sawEvent(membership.EventStatusCleared); ok {
+			t.Fatalf("a status cleared although nothing may create the internal topics: events %s", m.eventKinds())
+		}
+		if got := exist(); len(got) != 0 {
+			t.Fatalf("internal topics %v exist although the member's principal may not create them", got)
+		}
+
+		// With CREATE on the application's topics (one PREFIXED ACL, as the error suggests) the
+		// broker creates them at the member's next heartbeat, whose answer still says they are
+		// missing (no error now); then the status clears and the tasks come.
+		grant(t, kadm.NewACLs().Allow("User:alice").Topics(group+"-").Operations(kadm.OpCreate).ResourcePatternType(kadm.ACLPatternPrefixed))
+		Eventually(t, 60*time.Second, func() (bool, string) {
+			a, _ := m.Assignment()
+			return a.Active.Len() == 4, fmt.Sprintf("assignment %v, events %s", a, m.eventKinds())
+		})
+		// The coordinator may see the new topics a moment before the broker's answers to Metadata do.
+		want := map[string]int{rep: 2, changelog: 2}
+		Eventually(t, 30*time.Second, func() (bool, string) {
+			got := exist()
+			return maps.Equal(got, want), fmt.Sprintf("internal topics and their partition counts: %v, want %v", got, want)
+		})
+		if e, _ := m.lastEvent(membership.EventMissingInternalTopics); e.Err != nil {
+			t.Fatalf("after the grant the last missing-internal-topics event still carries %v", e.Err)
+		}
+		if e, ok := m.lastEvent(membership.EventStatusCleared); !ok || e.Status == nil || e.Status.Code != heartbeat.MissingInternalTopics {
+			t.Fatalf("no MISSING_INTERNAL_TOPICS cleared: events %s", m.eventKinds())
+		}
+		if m.Err() != nil {
+			t.Fatalf("the member failed: %v", m.Err())
+		}
+		t.Logf("with CREATE: topics %v created, tasks %v; events %s", exist(), activeIDs(func() tasks.Set { a, _ := m.Assignment(); return a.Active }()), m.eventKinds())
 	})
 
 	t.Run("WrongPasswordIsTypedAtStart", func(t *testing.T) {

@@ -16,7 +16,7 @@
 //
 // After editing the slice: go test ./membership -run TestConformanceChecklist -checklist.update
 //
-// Now: 209 items, 22 not applicable, 187 applicable, 182 covered (97.3%; target 95%).
+// Now: 213 items, 23 not applicable, 190 applicable, 187 covered (98.4%; target 95%).
 //
 // # §11.1 Membership state machine (StreamsMembershipManagerTest)
 //
@@ -72,7 +72,7 @@
 //	| testOnHeartbeatRequestGeneratedWhenInLeavingAndPollTimerExpired | n/a: no poll timer, no STALE state |
 //	| testOnHeartbeatFailureAfterLeaveRequestGenerated | internal/machine/scenarios_edge_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated |
 //	| testOnHeartbeatFailure (retriable) | internal/machine/scenarios_edge_test.go: testOnHeartbeatRetriableFailure |
-//	| testOnHeartbeatFailure (fatal) | not yet: Java counts a reconciliation that a fatal heartbeat error ends as a failed rebalance; RebalancesFailed counts only failed callbacks (membership.Stats: an aborted reconciliation is neither completed nor failed), a choice to confirm or change (docs/metrics.md) |
+//	| testOnHeartbeatFailure (fatal) | internal/machine/scenarios_edge_test.go: testOnHeartbeatFatalFailure, fatalSendFailureFailsTheRebalance, fencingDuringReconciliationFailsTheRebalance, fatalErrorOutsideARebalanceFailsNone; membership/metrics_test.go: TestMetricsHeartbeatFailureDuringARebalance/fatal |
 //	| testOnPollTimerExpired | n/a: no poll loop, so no poll timer (docs/choices.md: No client-side poll timer) |
 //	| testOnPollTimerExpiredWhenInFatal, testOnPollTimerExpiredWhenInUnsubscribe | n/a: no poll timer |
 //	| testMaybeRejoinStaleMember | n/a: no poll timer, no STALE state |
@@ -216,7 +216,7 @@
 //	| testStreamsGroupHeartbeatAlwaysSetsStatus | integration/broker_contract_test.go: TestBrokerRulePartialResponseAndStatusAlwaysSet |
 //	| testStreamsInitialRebalanceDelayEmptyDuringDelayAssignsAfterTimer | integration/broker_rules_test.go: TestBrokerInitialRebalanceDelay |
 //	| testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch (member side: a delayed, empty answer at a non-zero epoch, then the assignment) | internal/machine/scenarios_test.go: testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch |
-//	| testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch (broker side: the initial delay runs again when an emptied group is joined) | not yet: a broker test (an integration test that empties a group at epoch > 0 and rejoins it with streams.initial.rebalance.delay.ms set); TestBrokerInitialRebalanceDelay checks only a new group |
+//	| testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch (broker side: the initial delay runs again when an emptied group is joined) | integration/broker_rules_test.go: TestBrokerInitialRebalanceDelayAfterGroupEmptied |
 //	| testStreamsGroupAssignmentInterval | integration/broker_rules_test.go: TestBrokerAssignmentInterval |
 //	| testStreamsReconciliationProcess | integration/member_test.go: TestSecondMemberSplitsTasksWithoutOverlap |
 //	| testStreamsStreamsGroupStates | integration/broker_contract_test.go: TestBrokerRuleGroupStateWalk |
@@ -233,7 +233,7 @@
 //	| StreamsGroupDescribeRequestTest.testStreamsGroupDescribeGroupsWithNewGroupCoordinator | integration/cli_test.go: TestCLIAgreesWithKafkasTool, TestCLIListAndDescribe; integration/javapeer_test.go: TestJavaCreatesGroupGoJoins |
 //	| StreamsGroupDescribeRequestTest.testStreamsGroupDescribeWhenFeatureFlagNotEnabled | integration/broker_contract_test.go: TestBrokerRuleDescribeWhenFeatureDisabled |
 //	| AuthorizerIntegrationTest testStreamsGroupHeartbeatWith…Acl, …Without…Acl (group read, topic describe) | integration/security_test.go: TestSecuredBroker/NoGroupReadIsFatal, TestSecuredBroker/NoTopicDescribeKeepsState |
-//	| AuthorizerIntegrationTest testStreamsGroupHeartbeat…InternalTopicCreateAcl (internal topic create) | UNCOVERED |
+//	| AuthorizerIntegrationTest testStreamsGroupHeartbeat…InternalTopicCreateAcl (internal topic create) | integration/security_test.go: TestSecuredBroker/NoInternalTopicCreate; internal/machine/scenarios_edge_test.go: internalTopicsCreateDeniedSaysWhatToGrant; heartbeat/response_test.go: TestStatusCreateDenied |
 //
 // # §11.5 End-to-end parity (by group)
 //
@@ -247,9 +247,13 @@
 //	| IQv2IntegrationTest, IQv2EndpointToPartitionsIntegrationTest, IQv2StoreIntegrationTest, IQv2VersionedStoreIntegrationTest | integration/member_failover_test.go: TestApplicationServerEndpoints; membership/manager_test.go: TestManagerPublishesEndpointsWhenTheBrokerSendsThem |
 //	| RestoreIntegrationTest, StandbyTaskCreationIntegrationTest | integration/member_failover_test.go: TestStandbyTasks |
 //	| StreamsUncaughtExceptionHandlerIntegrationTest | integration/member_failover_test.go: TestShutdownRequestReachesEveryMember |
-//	| KafkaStreamsTelemetryIntegrationTest, MetricsIntegrationTest, RocksDBMetricsIntegrationTest | not yet: only the member's own metrics exist (docs/metrics.md; membership/metrics_test.go, integration/metrics_test.go: TestStreamAppServesMetrics); no client-, thread-, task-, processor- or store-level metrics and no KIP-714 telemetry push, which these tests check |
+//	| MetricsIntegrationTest (a running application's own metrics: heartbeats, rebalances, callbacks, tasks held, state and epoch, as Kafka Streams' consumer-coordinator and stream-thread rebalance metrics; here exported to Prometheus) | integration/metrics_test.go: TestStreamAppServesMetrics; membership/metrics_test.go: TestMetricsThroughAMembersLife |
+//	| MetricsIntegrationTest (Kafka Streams' client-level info, thread-level process/commit/poll, task-, processor-node- and state-store-level metrics) | not yet: the runtime measures no processing, commit, task, processor or store metrics (docs/metrics.md: What is not measured) |
+//	| RocksDBMetricsIntegrationTest (RocksDB statistics of persistent stores) | n/a: there is no RocksDB store; the persistent store is Pebble (the module plugin/sgpebble), whose own statistics are the not-yet store-level metrics (docs/metrics.md: What is not measured) |
+//	| KafkaStreamsTelemetryIntegrationTest (KIP-714/KIP-1076: the application's metrics pushed to the broker) | not yet: the user's kgo client pushes franz-go's own client metrics (KIP-714), but the member's and the runtime's metrics are not added to the push (kgo.UserMetricsFn; docs/metrics.md: What is not measured) |
 //	| Tools: DescribeStreamsGroupTest, ListStreamsGroupTest, StreamsGroupCommandTest | integration/cli_test.go: TestCLIAgreesWithKafkasTool |
-//	| Tools: DeleteStreamsGroupTest, DeleteStreamsGroupOffsetTest, ResetStreamsGroupOffsetTest | UNCOVERED |
+//	| Tools: DeleteStreamsGroupTest, DeleteStreamsGroupOffsetTest, ResetStreamsGroupOffsetTest (but the version downgrade) | integration/cli_delete_test.go: TestCLIDeleteGroupsLikeKafkasTool, TestCLIDeleteOffsetsLikeKafkasTool, TestCLIResetOffsetsLikeKafkasTool; integration/cli_test.go: TestCLIOffsetsDeleteAndErrors; integration/cli_reset_test.go: TestCLIResetOffsetsAgreesWithKafkasTool, TestCLIResetOffsetsRefusals, TestCLIDeleteOffsetsAgreesWithKafkasTool, TestCLIDeleteAllInternalTopics, TestCLIAllGroups, TestCLIValidationOfTheOffsetOptions |
+//	| Tools: DeleteStreamsGroupTest.testDeleteAllGroupsAfterVersionDowngrade (a group deleted once streams.version is 0) | not yet: Kafka 4.4's tool deletes the group (it checks the type and state with ListGroups); streams-groups describes it first, which the broker then answers UNSUPPORTED_VERSION, so it refuses with exit 1 and deletes nothing (seen on 4.4.0) |
 //	| System tests: smoke, broker bounce, broker down resilience, standby replica, application upgrade, upgrade | integration/examples_test.go: TestWordCountDemoCountsEveryWord, TestTopologyUpgradeExample; integration/member_failover_test.go: TestBrokerRestartRecovers, TestStandbyTasks, TestStaticMemberRestartKeepsItsTasks |
 package membership
 
@@ -350,8 +354,9 @@ var checklist = []struct{ item, covers, na string }{
 	{"testOnHeartbeatRequestGeneratedWhenInLeavingAndPollTimerExpired", "", "n/a: no poll timer, no STALE state"},
 	{"testOnHeartbeatFailureAfterLeaveRequestGenerated", "internal/machine/scenarios_edge_test.go: testOnHeartbeatFailureAfterLeaveRequestGenerated", ""},
 	{"testOnHeartbeatFailure (retriable)", "internal/machine/scenarios_edge_test.go: testOnHeartbeatRetriableFailure", ""},
-	{"testOnHeartbeatFailure (fatal)", "",
-		"not yet: Java counts a reconciliation that a fatal heartbeat error ends as a failed rebalance; RebalancesFailed counts only failed callbacks (membership.Stats: an aborted reconciliation is neither completed nor failed), a choice to confirm or change (docs/metrics.md)"},
+	{"testOnHeartbeatFailure (fatal)",
+		"internal/machine/scenarios_edge_test.go: testOnHeartbeatFatalFailure, fatalSendFailureFailsTheRebalance, fencingDuringReconciliationFailsTheRebalance, fatalErrorOutsideARebalanceFailsNone; " +
+			"membership/metrics_test.go: TestMetricsHeartbeatFailureDuringARebalance/fatal", ""},
 
 	// §11.1 poll timer
 	{"testOnPollTimerExpired", "", "n/a: no poll loop, so no poll timer (docs/choices.md: No client-side poll timer)"},
@@ -536,8 +541,8 @@ var checklist = []struct{ item, covers, na string }{
 	{"testStreamsInitialRebalanceDelayEmptyDuringDelayAssignsAfterTimer", "integration/broker_rules_test.go: TestBrokerInitialRebalanceDelay", ""},
 	{"testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch (member side: a delayed, empty answer at a non-zero epoch, then the assignment)",
 		"internal/machine/scenarios_test.go: testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch", ""},
-	{"testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch (broker side: the initial delay runs again when an emptied group is joined)", "",
-		"not yet: a broker test (an integration test that empties a group at epoch > 0 and rejoins it with streams.initial.rebalance.delay.ms set); TestBrokerInitialRebalanceDelay checks only a new group"},
+	{"testStreamsRebalanceDelayWhenJoiningEmptyGroupWithNonZeroEpoch (broker side: the initial delay runs again when an emptied group is joined)",
+		"integration/broker_rules_test.go: TestBrokerInitialRebalanceDelayAfterGroupEmptied", ""},
 	{"testStreamsGroupAssignmentInterval", "integration/broker_rules_test.go: TestBrokerAssignmentInterval", ""},
 	{"testStreamsReconciliationProcess", "integration/member_test.go: TestSecondMemberSplitsTasksWithoutOverlap", ""},
 	{"testStreamsStreamsGroupStates", "integration/broker_contract_test.go: TestBrokerRuleGroupStateWalk", ""},
@@ -560,7 +565,9 @@ var checklist = []struct{ item, covers, na string }{
 	{"StreamsGroupDescribeRequestTest.testStreamsGroupDescribeWhenFeatureFlagNotEnabled", "integration/broker_contract_test.go: TestBrokerRuleDescribeWhenFeatureDisabled", ""},
 	{"AuthorizerIntegrationTest testStreamsGroupHeartbeatWith…Acl, …Without…Acl (group read, topic describe)",
 		"integration/security_test.go: TestSecuredBroker/NoGroupReadIsFatal, TestSecuredBroker/NoTopicDescribeKeepsState", ""},
-	{"AuthorizerIntegrationTest testStreamsGroupHeartbeat…InternalTopicCreateAcl (internal topic create)", "", ""},
+	{"AuthorizerIntegrationTest testStreamsGroupHeartbeat…InternalTopicCreateAcl (internal topic create)",
+		"integration/security_test.go: TestSecuredBroker/NoInternalTopicCreate; internal/machine/scenarios_edge_test.go: internalTopicsCreateDeniedSaysWhatToGrant; " +
+			"heartbeat/response_test.go: TestStatusCreateDenied", ""},
 
 	// §11.5 End-to-end parity, by group
 	{"SmokeTestDriverIntegrationTest, EosIntegrationTest", "integration/examples_test.go: TestWordCountDemoCountsEveryWord", ""},
@@ -572,10 +579,22 @@ var checklist = []struct{ item, covers, na string }{
 		"integration/member_failover_test.go: TestApplicationServerEndpoints; membership/manager_test.go: TestManagerPublishesEndpointsWhenTheBrokerSendsThem", ""},
 	{"RestoreIntegrationTest, StandbyTaskCreationIntegrationTest", "integration/member_failover_test.go: TestStandbyTasks", ""},
 	{"StreamsUncaughtExceptionHandlerIntegrationTest", "integration/member_failover_test.go: TestShutdownRequestReachesEveryMember", ""},
-	{"KafkaStreamsTelemetryIntegrationTest, MetricsIntegrationTest, RocksDBMetricsIntegrationTest", "",
-		"not yet: only the member's own metrics exist (docs/metrics.md; membership/metrics_test.go, integration/metrics_test.go: TestStreamAppServesMetrics); no client-, thread-, task-, processor- or store-level metrics and no KIP-714 telemetry push, which these tests check"},
+	{"MetricsIntegrationTest (a running application's own metrics: heartbeats, rebalances, callbacks, tasks held, state and epoch, as Kafka Streams' consumer-coordinator and stream-thread rebalance metrics; here exported to Prometheus)",
+		"integration/metrics_test.go: TestStreamAppServesMetrics; membership/metrics_test.go: TestMetricsThroughAMembersLife", ""},
+	{"MetricsIntegrationTest (Kafka Streams' client-level info, thread-level process/commit/poll, task-, processor-node- and state-store-level metrics)", "",
+		"not yet: the runtime measures no processing, commit, task, processor or store metrics (docs/metrics.md: What is not measured)"},
+	{"RocksDBMetricsIntegrationTest (RocksDB statistics of persistent stores)", "",
+		"n/a: there is no RocksDB store; the persistent store is Pebble (the module plugin/sgpebble), whose own statistics are the not-yet store-level metrics (docs/metrics.md: What is not measured)"},
+	{"KafkaStreamsTelemetryIntegrationTest (KIP-714/KIP-1076: the application's metrics pushed to the broker)", "",
+		"not yet: the user's kgo client pushes franz-go's own client metrics (KIP-714), but the member's and the runtime's metrics are not added to the push (kgo.UserMetricsFn; docs/metrics.md: What is not measured)"},
 	{"Tools: DescribeStreamsGroupTest, ListStreamsGroupTest, StreamsGroupCommandTest", "integration/cli_test.go: TestCLIAgreesWithKafkasTool", ""},
-	{"Tools: DeleteStreamsGroupTest, DeleteStreamsGroupOffsetTest, ResetStreamsGroupOffsetTest", "", ""},
+	{"Tools: DeleteStreamsGroupTest, DeleteStreamsGroupOffsetTest, ResetStreamsGroupOffsetTest (but the version downgrade)",
+		"integration/cli_delete_test.go: TestCLIDeleteGroupsLikeKafkasTool, TestCLIDeleteOffsetsLikeKafkasTool, TestCLIResetOffsetsLikeKafkasTool; " +
+			"integration/cli_test.go: TestCLIOffsetsDeleteAndErrors; " +
+			"integration/cli_reset_test.go: TestCLIResetOffsetsAgreesWithKafkasTool, TestCLIResetOffsetsRefusals, TestCLIDeleteOffsetsAgreesWithKafkasTool, " +
+			"TestCLIDeleteAllInternalTopics, TestCLIAllGroups, TestCLIValidationOfTheOffsetOptions", ""},
+	{"Tools: DeleteStreamsGroupTest.testDeleteAllGroupsAfterVersionDowngrade (a group deleted once streams.version is 0)", "",
+		"not yet: Kafka 4.4's tool deletes the group (it checks the type and state with ListGroups); streams-groups describes it first, which the broker then answers UNSUPPORTED_VERSION, so it refuses with exit 1 and deletes nothing (seen on 4.4.0)"},
 	{"System tests: smoke, broker bounce, broker down resilience, standby replica, application upgrade, upgrade",
 		"integration/examples_test.go: TestWordCountDemoCountsEveryWord, TestTopologyUpgradeExample; integration/member_failover_test.go: TestBrokerRestartRecovers, TestStandbyTasks, TestStaticMemberRestartKeepsItsTasks", ""},
 }

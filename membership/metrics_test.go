@@ -386,6 +386,76 @@ func TestMetricsFailedRebalance(t *testing.T) {
 	})
 }
 
+// A heartbeat failure that meets a rebalance in progress (OnTasksAssigned still runs, 2 s, while the
+// heartbeats go on every 500 ms) fails that rebalance when it is fatal, as Java's
+// failed-rebalance-total counts it (StreamsMembershipManagerTest.testOnHeartbeatFailure): Stats and
+// the hook say failed, with the time from the target's arrival. A retriable one (the connection
+// dropped) fails nothing: the rebalance completes once the callback returns.
+func TestMetricsHeartbeatFailureDuringARebalance(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fail  func() (*kmsg.StreamsGroupHeartbeatResponse, error)
+		fatal bool
+	}{
+		{"fatal", func() (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			return errAnswer(kerr.GroupAuthorizationFailed.Code), nil
+		}, true},
+		{"retriable", func() (*kmsg.StreamsGroupHeartbeatResponse, error) {
+			return nil, errors.New("connection reset by peer")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := &scriptTransport{rtt: 10 * time.Millisecond}
+				tr.script = func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+					switch n {
+					case 0:
+						return resp(1, active("0_0")), nil
+					case 1:
+						return tc.fail()
+					}
+					return resp(1, nil), nil
+				}
+				rec := &hookRecorder{}
+				m := newMetricsManager(t, tr, &timedListener{assign: 2 * time.Second}, rec)
+				if err := m.Start(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				var s Stats
+				if tc.fatal {
+					// Stopped once OnTasksAssigned returned and OnAllTasksLost ran.
+					waitFor(t, "stopped", func() bool { return m.Err() != nil })
+					s = m.Stats()
+					if !errors.Is(m.Err(), kerr.GroupAuthorizationFailed) {
+						t.Fatalf("Err() = %v, want the fatal GROUP_AUTHORIZATION_FAILED", m.Err())
+					}
+					closeManager(t, m)
+				} else {
+					waitFor(t, "stable", func() bool { return m.Stats().State == Stable })
+					s = m.Stats()
+					closeManager(t, m)
+				}
+				wantFailed, wantCompleted := uint64(0), uint64(1)
+				want := []string{"rebalance started", "callback OnTasksAssigned 2s err=false", "rebalance completed 2s"}
+				if tc.fatal {
+					// Failed when the error answer arrived, one heartbeat interval (500 ms, counted
+					// from the sending of the heartbeat before) after the target's; the callback
+					// that was running returns later and completes nothing.
+					wantFailed, wantCompleted = 1, 0
+					want = []string{"rebalance started", "rebalance failed 500ms", "callback OnTasksAssigned 2s err=false"}
+				}
+				if s.RebalancesStarted != 1 || s.RebalancesFailed != wantFailed || s.RebalancesCompleted != wantCompleted {
+					t.Errorf("rebalances started %d failed %d completed %d, want 1 %d %d",
+						s.RebalancesStarted, s.RebalancesFailed, s.RebalancesCompleted, wantFailed, wantCompleted)
+				}
+				if got := rec.matching("rebalance", "callback OnTasksAssigned"); !slices.Equal(got, want) {
+					t.Errorf("hooks told %v, want %v", got, want)
+				}
+			})
+		})
+	}
+}
+
 // The assigned-task gauges (Java's assigned-partitions) read 0 before the member starts and then
 // follow what the application holds, role by role: each change is counted and told once.
 func TestMetricsAssignedTaskCounts(t *testing.T) {

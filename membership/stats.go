@@ -50,8 +50,9 @@ type HookRebalanceCompleted interface {
 	OnRebalanceCompleted(latency time.Duration)
 }
 
-// HookRebalanceFailed is told when a reconciliation failed because a callback failed (it is retried
-// after backoff); latency runs from the arrival of its target (0 when unknown).
+// HookRebalanceFailed is told when a reconciliation failed: a callback failed (it is retried after
+// backoff), or a fencing or a fatal heartbeat error ended it; latency runs from the arrival of its
+// target (0 when unknown).
 type HookRebalanceFailed interface {
 	OnRebalanceFailed(latency time.Duration)
 }
@@ -122,9 +123,11 @@ type Stats struct {
 	// successful answer arrived.
 	LastHeartbeatSent, LastHeartbeatAnswered time.Time
 
-	// Rebalances (reconciliations): started, completed (acknowledgement built) and failed (a callback
-	// failed; retried). A reconciliation aborted by a fencing, a fatal error or Close is neither
-	// completed nor failed.
+	// Rebalances (reconciliations): started, completed (acknowledgement built) and failed: a callback
+	// failed (the reconciliation is retried, and the retry counts as another start), or a fencing
+	// or a fatal heartbeat error (an error answer, or a send that cannot be retried) ended it, as
+	// Java's failed-rebalance-total counts. One ended by Close, the session guard or the poll timer
+	// is neither completed nor failed; each start ends at most once.
 	RebalancesStarted, RebalancesCompleted, RebalancesFailed uint64
 	// Latency of completed rebalances, from the arrival of the target to its acknowledgement: the
 	// last one, the largest and the sum (average = RebalanceLatencyTotal / RebalancesCompleted).

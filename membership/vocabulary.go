@@ -81,7 +81,8 @@ const (
 	// internal topic has the wrong count (Topics). The group cannot be assigned until fixed.
 	EventIncorrectlyPartitionedTopics EventKind = machine.EventIncorrectlyPartitionedTopics
 	// EventMissingInternalTopics: the broker is creating the internal topics (Topics), or cannot
-	// (Detail says why, e.g. missing CREATE permission).
+	// (the status's detail says why; when the member's principal lacks CREATE, Err is an
+	// *InternalTopicsDeniedError saying what to grant).
 	EventMissingInternalTopics EventKind = machine.EventMissingInternalTopics
 	// EventShutdownRequested: a member of the group asked the whole application to shut down. Stop
 	// processing and call Close.
@@ -154,3 +155,7 @@ type SessionLostError = machine.SessionLostError
 
 // PollTimeoutError is the error of an EventPollTimerExpired.
 type PollTimeoutError = machine.PollTimeoutError
+
+// InternalTopicsDeniedError is the error of an EventMissingInternalTopics when the broker may not
+// create the internal topics as the member's principal (no CREATE on the cluster or on the topics).
+type InternalTopicsDeniedError = machine.InternalTopicsDeniedError

@@ -106,7 +106,7 @@ func writeMetrics(w io.Writer, s membership.Stats) {
 
 	e.one(ns+"rebalances_started_total", "counter", "Reconciliations started toward a new target assignment.", float64(s.RebalancesStarted))
 	e.one(ns+"rebalances_completed_total", "counter", "Reconciliations completed: the callbacks returned and the acknowledgement was built.", float64(s.RebalancesCompleted))
-	e.one(ns+"rebalances_failed_total", "counter", "Reconciliations that failed because a callback failed (each is retried after backoff).", float64(s.RebalancesFailed))
+	e.one(ns+"rebalances_failed_total", "counter", "Reconciliations that failed: a callback failed (retried after backoff), or a fencing or a fatal heartbeat error ended it.", float64(s.RebalancesFailed))
 	e.family(ns+"rebalance_latency_seconds", "summary", "Time from the arrival of a target assignment to its acknowledgement, for completed reconciliations.")
 	e.summary(ns+"rebalance_latency_seconds", s.RebalanceLatencyTotal, s.RebalancesCompleted)
 	e.one(ns+"rebalance_latency_max_seconds", "gauge", "The longest completed reconciliation so far.", s.MaxRebalanceLatency.Seconds())

@@ -31,7 +31,8 @@ const (
 	// internal topic has the wrong count (Topics). The group cannot be assigned until fixed.
 	EventIncorrectlyPartitionedTopics
 	// EventMissingInternalTopics: the broker is creating the internal topics (Topics), or cannot
-	// (Detail says why, e.g. missing CREATE permission).
+	// (the status's detail says why; when the member's principal lacks CREATE, Err is an
+	// *InternalTopicsDeniedError saying what to grant).
 	EventMissingInternalTopics
 	// EventShutdownRequested: a member of the group asked the whole application to shut down. Stop
 	// processing and call Close.
@@ -98,7 +99,7 @@ type Event struct {
 	// GroupTopology is set on EventStaleTopology and topology errors: what the group runs, from the
 	// StreamsGroupDescribe the machine asked for, beside this member's topology.
 	GroupTopology *TopologyMismatch
-	Err           error // EventError, EventFatal, EventMissingSourceTopicsTimeout, EventFenced, EventSessionLost
+	Err           error // EventError, EventFatal, EventMissingSourceTopicsTimeout, EventFenced, EventSessionLost, EventMissingInternalTopics (CREATE denied)
 	Message       string
 }
 

@@ -224,9 +224,9 @@ func (m *Machine) heartbeatFailed(now time.Time, err error) []Action {
 	class := classOf(err)
 	switch class {
 	case heartbeat.Fenced:
-		return m.fence(now, err)
+		return append(m.reconciliationEndedBy(err), m.fence(now, err)...)
 	case heartbeat.Fatal:
-		return m.fail(err)
+		return append(m.reconciliationEndedBy(err), m.fail(err)...)
 	}
 	m.hb.failures++
 	he, answered := errors.AsType[*heartbeat.Error](err)
@@ -246,6 +246,28 @@ func (m *Machine) heartbeatFailed(now time.Time, err error) []Action {
 		return []Action{m.emit(Event{Kind: EventError, Err: err})}
 	}
 	return []Action{Log{Level: slog.LevelDebug, Msg: "heartbeat failed; retrying", Attrs: attrs}}
+}
+
+// reconciliationEndedBy reports, before a fencing or a fatal heartbeat error ends it, the
+// reconciliation under way as a failed rebalance: Java's StreamsMembershipManager counts a
+// rebalance in progress that a heartbeat error answer or a send that cannot be retried meets as
+// failed (onFatalHeartbeatFailure, failed-rebalance-total), and so does this member, for the errors
+// that end it. A retriable failure does not end it (Java counts neither retriable send failures nor
+// callback failures; an error answer the member retries, Java counts while this member lets the
+// reconciliation go on to complete, docs/metrics.md). A pass whose callback failed and that waits for
+// its retry was counted when the callback failed; a malformed answer is no heartbeat error (Java
+// fails the member on it without counting).
+func (m *Machine) reconciliationEndedBy(err error) []Action {
+	r := m.rec.running
+	if m.state != Reconciling || r == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*heartbeat.Error](err); !ok {
+		if _, ok := errors.AsType[*heartbeat.TransportError](err); !ok {
+			return nil
+		}
+	}
+	return []Action{Rebalance{Phase: RebalanceFailed, TargetAt: r.targetAt}}
 }
 
 // classOf says what to do about a heartbeat error. Errors the heartbeat package does not classify

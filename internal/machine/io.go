@@ -180,7 +180,7 @@ type RebalancePhase int
 const (
 	RebalanceStarted   RebalancePhase = iota + 1 // callbacks start toward a new target
 	RebalanceCompleted                           // the acknowledgement was built
-	RebalanceFailed                              // a callback failed; retried after backoff
+	RebalanceFailed                              // a callback failed (retried after backoff), or a fencing or fatal heartbeat error ended it
 )
 
 func (p RebalancePhase) String() string {

@@ -228,6 +228,7 @@ type propDriver struct {
 	collectAt     time.Time // when the heartbeat due waits for offsets (zero: it does not)
 	describes     int
 	leaveOut      bool
+	passOpen      bool // a reconciliation started and has not completed or failed (it may be aborted silently)
 	leaves        int
 	leaveSeq      uint64     // of the leave heartbeat out
 	leaveAttempts int        // leave heartbeats since the member entered LEAVING
@@ -378,6 +379,13 @@ func (d *propDriver) observe(a Action) {
 		if a.Phase < RebalanceStarted || a.Phase > RebalanceFailed || (a.Phase == RebalanceStarted && a.TargetAt.IsZero()) {
 			d.failf("rebalance %+v", a)
 		}
+		// Each pass ends at most once, completed or failed (a callback failed, or a fencing or fatal
+		// heartbeat error ended it), so RebalancesCompleted + RebalancesFailed never pass
+		// RebalancesStarted.
+		if a.Phase != RebalanceStarted && !d.passOpen {
+			d.failf("rebalance %s without a reconciliation open: a pass ended twice, or one never started", a.Phase)
+		}
+		d.passOpen = a.Phase == RebalanceStarted
 	default:
 		d.failf("unknown action %T", a)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -526,6 +528,42 @@ var edgeScenarios = []struct {
 			h.t.Fatalf("topics %v", ev.Topics)
 		}
 	}},
+	{"internalTopicsCreateDeniedSaysWhatToGrant", func(h *harness) {
+		// AuthorizerIntegrationTest testStreamsGroupHeartbeatWithoutInternalTopicCreateAcl: the
+		// broker may not create the internal topics as this member's principal. The event carries a
+		// typed error naming them and the ACL to grant; the member stays, not ready; once the broker
+		// creates them (the detail loses its CREATE part) the event carries no error, and the status
+		// clears when they exist.
+		denied := "Internal topics are missing: app-s-changelog, app-a-repartition; Unauthorized to CREATE on topics app-s-changelog, app-a-repartition."
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active(), heartbeat.Status{Code: heartbeat.MissingInternalTopics, Detail: denied}))
+		ev := h.lastEvent(EventMissingInternalTopics)
+		de, ok := errors.AsType[*InternalTopicsDeniedError](ev.Err)
+		if !ok || !slices.Equal(de.Topics, []string{"app-a-repartition", "app-s-changelog"}) || de.ApplicationID != "app" ||
+			!strings.Contains(ev.Err.Error(), `CREATE`) || !strings.Contains(ev.Err.Error(), `PREFIXED ACL on topics "app-"`) {
+			h.t.Fatalf("event %v: want an *InternalTopicsDeniedError naming both topics and the ACL to grant", ev)
+		}
+		if ev.Message != denied || !slices.Equal(ev.Topics, de.Topics) {
+			h.t.Fatalf("event %v: want the broker's detail and the missing topics", ev)
+		}
+		h.complete(nil) // OnTasksAssigned, not ready
+		if h.lastInvoke().Ready {
+			h.t.Fatal("the group is not ready while its internal topics are missing")
+		}
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(1, nil, heartbeat.Status{Code: heartbeat.MissingInternalTopics, Detail: "Internal topics are missing: app-s-changelog, app-a-repartition"}))
+		if ev := h.lastEvent(EventMissingInternalTopics); ev.Err != nil || h.countEvents(EventMissingInternalTopics) != 2 {
+			h.t.Fatalf("creating: event %v, %d such events; want a second one without an error", ev, h.countEvents(EventMissingInternalTopics))
+		}
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(2, active("0_0")))
+		if h.countEvents(EventStatusCleared) != 2 || h.countEvents(EventFatal) != 0 {
+			h.t.Fatalf("events %v: want both details cleared and no fatal error", h.events)
+		}
+	}},
 	{"testIsGroupReadyWithIncorrectlyPartitionedTopicsStatus", func(h *harness) {
 		// Also testStreamsProtocolIncorrectlyPartitionedTopics: the status is reported at once.
 		h.start()
@@ -609,14 +647,83 @@ var edgeScenarios = []struct {
 		h.complete(nil)
 		h.advance(time.Second) // past the retry backoff
 		h.mustSend()           // the acknowledgement completes the rebalance
-		var phases []RebalancePhase
-		for _, a := range h.actions {
-			if r, ok := a.(Rebalance); ok {
-				phases = append(phases, r.Phase)
-			}
+		if want := []RebalancePhase{RebalanceStarted, RebalanceCompleted}; !slices.Equal(rebalancePhases(h), want) {
+			h.t.Fatalf("rebalance phases %v, want %v", rebalancePhases(h), want)
 		}
-		if want := []RebalancePhase{RebalanceStarted, RebalanceCompleted}; !slices.Equal(phases, want) {
-			h.t.Fatalf("rebalance phases %v, want %v", phases, want)
+	}},
+	{"testOnHeartbeatFatalFailure", func(h *harness) {
+		// A fatal heartbeat error that meets a reconciliation under way (OnTasksAssigned runs) fails
+		// that rebalance, as Java's failed-rebalance-total counts it: started, then failed, and the
+		// callback's late return completes nothing.
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.GroupAuthorizationFailed.Code))
+		h.expectState(Fatal)
+		h.complete(nil) // OnTasksAssigned returns after the failure
+		if want := []RebalancePhase{RebalanceStarted, RebalanceFailed}; !slices.Equal(rebalancePhases(h), want) {
+			h.t.Fatalf("rebalance phases %v, want %v", rebalancePhases(h), want)
+		}
+	}},
+	{"fatalSendFailureFailsTheRebalance", func(h *harness) {
+		// A send that cannot be retried (the client was closed) is a fatal heartbeat failure too.
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.advance(interval)
+		h.mustSend()
+		h.cut(kgo.ErrClientClosed)
+		h.expectState(Fatal)
+		if want := []RebalancePhase{RebalanceStarted, RebalanceFailed}; !slices.Equal(rebalancePhases(h), want) {
+			h.t.Fatalf("rebalance phases %v, want %v", rebalancePhases(h), want)
+		}
+	}},
+	{"fencingDuringReconciliationFailsTheRebalance", func(h *harness) {
+		// Java counts a fencing answer that meets a rebalance in progress as a failed rebalance (it
+		// is an error answer); the pass after the rejoin starts and completes on its own.
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.FencedMemberEpoch.Code))
+		h.complete(nil) // OnTasksAssigned of the aborted pass
+		h.complete(nil) // OnAllTasksLost
+		h.expectState(Joining)
+		h.mustSend()
+		h.answer(resp(3, active("0_0")))
+		h.complete(nil) // OnTasksAssigned
+		h.mustSend()    // the acknowledgement
+		want := []RebalancePhase{RebalanceStarted, RebalanceFailed, RebalanceStarted, RebalanceCompleted}
+		if !slices.Equal(rebalancePhases(h), want) {
+			h.t.Fatalf("rebalance phases %v, want %v", rebalancePhases(h), want)
+		}
+	}},
+	{"fatalErrorOutsideARebalanceFailsNone", func(h *harness) {
+		// No rebalance in progress (STABLE, or ACKNOWLEDGING: the acknowledgement was built), no
+		// failed rebalance; nor for a malformed answer during one, which Java fails the member on
+		// without counting.
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.fail(int16(kerr.GroupAuthorizationFailed.Code))
+		h.expectState(Fatal)
+		if want := []RebalancePhase{RebalanceStarted, RebalanceCompleted}; !slices.Equal(rebalancePhases(h), want) {
+			h.t.Fatalf("stable member: rebalance phases %v, want %v", rebalancePhases(h), want)
+		}
+	}},
+	{"malformedAnswerDuringARebalanceFailsNone", func(h *harness) {
+		h.start()
+		h.mustSend()
+		h.answer(resp(1, active("0_0")))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(1, active("9_0"))) // a task of a subtopology this member does not have
+		h.expectState(Fatal)
+		if want := []RebalancePhase{RebalanceStarted}; !slices.Equal(rebalancePhases(h), want) {
+			h.t.Fatalf("rebalance phases %v, want %v", rebalancePhases(h), want)
 		}
 	}},
 	{"testMissingClientTagsStatusLogsWarningOnlyOnce", func(h *harness) {
@@ -663,4 +770,15 @@ func TestStopWhileFailingKeepsTheFatalError(t *testing.T) {
 	if len(h.stopped) != 1 {
 		t.Fatal("exactly one Stopped")
 	}
+}
+
+// rebalancePhases lists the phases of the Rebalance actions the machine returned, in order.
+func rebalancePhases(h *harness) []RebalancePhase {
+	var phases []RebalancePhase
+	for _, a := range h.actions {
+		if r, ok := a.(Rebalance); ok {
+			phases = append(phases, r.Phase)
+		}
+	}
+	return phases
 }

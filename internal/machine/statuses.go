@@ -53,6 +53,9 @@ func (m *Machine) updateStatuses(now time.Time, statuses []heartbeat.Status) []A
 			continue
 		case known:
 			ev.Kind = kind
+			if denied := s.CreateDenied(); len(denied) > 0 {
+				ev.Err = &InternalTopicsDeniedError{ApplicationID: m.cfg.Join.Group, Topics: denied}
+			}
 		case st.unknownSeen[s.Code]:
 			continue
 		default:
@@ -80,6 +83,21 @@ func (m *Machine) updateStatuses(now time.Time, statuses []heartbeat.Status) []A
 		st.missingSince, st.missingReported = time.Time{}, false
 	}
 	return out
+}
+
+// InternalTopicsDeniedError is the error of an EventMissingInternalTopics when the broker may not
+// create the internal topics: it creates them as the member's principal, which has CREATE neither
+// on the cluster nor on Topics. The member stays in the group without tasks until they exist.
+type InternalTopicsDeniedError struct {
+	ApplicationID string
+	Topics        []string // the internal topics the broker may not create for this member
+}
+
+func (e *InternalTopicsDeniedError) Error() string {
+	return fmt.Sprintf("the broker may not create the internal topics %v as this member's principal: grant it CREATE on them "+
+		"(a PREFIXED ACL on topics %q covers every internal topic of the application) or on the cluster, or create them "+
+		"yourself as the topology declares them; the member waits in the group and gets its tasks once they exist",
+		e.Topics, e.ApplicationID+"-")
 }
 
 // missingTimeoutAt is when missing source topics are reported as a timeout: after two heartbeat

@@ -152,7 +152,7 @@ func NewMetrics(namespace string, opts ...Opt) *Metrics {
 
 		rebalancesStarted:   counter("rebalances_started_total", "Reconciliations started toward a new target assignment."),
 		rebalancesCompleted: counter("rebalances_completed_total", "Reconciliations completed: the callbacks returned and the acknowledgement was built."),
-		rebalancesFailed:    counter("rebalances_failed_total", "Reconciliations that failed because a callback failed (each is retried after backoff)."),
+		rebalancesFailed:    counter("rebalances_failed_total", "Reconciliations that failed: a callback failed (retried after backoff), or a fencing or a fatal heartbeat error ended it."),
 		rebalanceLatency:    histogram("rebalance_latency_seconds", "Time from the arrival of a target assignment to its acknowledgement, for completed reconciliations.", c.rebBuckets),
 
 		callbackDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Subsystem: c.subsystem, ConstLabels: c.constLabels,
