@@ -10,7 +10,7 @@
 // a recorded position never claims more than the data beside it holds.
 //
 // Memory stays bounded by design: all stores of one Kind share one block cache (CacheSize, 16 MiB
-// by default) and one table cache, and each store's memtables are small (MemTableSize, 4 MiB by
+// by default) and one table cache, and each store's memtables are small (MemTableSize, 1 MiB by
 // default, starting at 256 KiB and growing only under writes). See README.md for figures.
 package sgpebble
 
@@ -41,10 +41,13 @@ const (
 	// files. With many busy stores the memtables take it all and reads go to the page cache.
 	DefaultCacheSize = 16 << 20
 	// DefaultMemTableSize is the most one memtable of one store grows to. A store holds at most
-	// two (one being written, one being flushed), so 100 busy stores stay under 800 MiB and idle
+	// two (one being written, one being flushed), so 100 busy stores stay under 200 MiB and idle
 	// ones cost 256 KiB each (Pebble starts a memtable at 256 KiB and doubles it as it fills).
+	// The memtables were the largest part of a Pebble count's memory: with four busy stores the
+	// peak RSS fell from 114 MiB at 4 MiB to 74 MiB at 1 MiB (docs/reports/fetch-size-rss.txt); a
+	// stream task's writes are small, and flushing them a megabyte at a time costs little.
 	// Kafka Streams' RocksDB default is three 16 MiB memtables per store.
-	DefaultMemTableSize = 4 << 20
+	DefaultMemTableSize = 1 << 20
 	// defaultOpenFiles is the number of table files all stores of a Kind keep open together.
 	defaultOpenFiles = 256
 )
