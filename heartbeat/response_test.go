@@ -403,3 +403,16 @@ func TestStatusCreateDenied(t *testing.T) {
 		}
 	}
 }
+
+// The list of topics the broker may not create ends at the first ';' of the detail, even one right
+// after the phrase (then no topic is named).
+func TestCreateDeniedStopsAtTheFirstSemicolon(t *testing.T) {
+	s := Status{Code: MissingInternalTopics, Detail: "Internal topics are missing: [app-x]; Unauthorized to CREATE on topics ; other words"}
+	if got := s.CreateDenied(); len(got) != 0 {
+		t.Fatalf("CreateDenied = %v, want none: the list is empty before the ';'", got)
+	}
+	s.Detail = "Internal topics are missing: [app-x]; Unauthorized to CREATE on topics app-x; other words"
+	if got := s.CreateDenied(); len(got) != 1 || got[0] != "app-x" {
+		t.Fatalf("CreateDenied = %v, want [app-x]", got)
+	}
+}

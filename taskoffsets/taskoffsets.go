@@ -126,9 +126,10 @@ func (t *Tracker) ObserveEnd(tp tasks.TopicPartition, end int64) {
 		return
 	}
 	t.mu.Lock()
-	if end > t.ends[tp] {
-		t.ends[tp] = end
+	if cur, ok := t.ends[tp]; ok {
+		end = max(cur, end)
 	}
+	t.ends[tp] = end // an empty changelog's end, 0, is known too
 	t.mu.Unlock()
 }
 

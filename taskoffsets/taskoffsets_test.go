@@ -287,3 +287,27 @@ func TestNewChecksItsArguments(t *testing.T) {
 		t.Fatalf("shared topic: %v", err)
 	}
 }
+
+// An end offset of 0 (an empty changelog) is an end like any other: once observed for every
+// changelog of a task, TaskOffsets answers at once, without waiting for a listing (which hangs here).
+func TestAnObservedEndOfZeroIsKnown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &lister{gate: make(chan struct{})}
+		tr := newTracker(t, l)
+		defer close(l.gate)
+		tr.ObserveEnd(tp("a-changelog", 0), 0)
+		tr.ObserveEnd(tp("b-changelog", 0), 0)
+		start := time.Now()
+		_, ends := tr.TaskOffsets(tasks.Assignment{Warmup: tasks.NewSet(id("0", 0))})
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("TaskOffsets waited %v for a listing though both ends were observed", waited)
+		}
+		if e, ok := ends[id("0", 0)]; !ok || e != 0 {
+			t.Fatalf("ends %v, want 0_0 at 0", ends)
+		}
+		tr.ObserveEnd(tp("a-changelog", 0), -1) // not an end: ignored
+		if _, ends := tr.TaskOffsets(tasks.Assignment{Warmup: tasks.NewSet(id("0", 0))}); ends[id("0", 0)] != 0 {
+			t.Fatalf("a negative end changed the ends: %v", ends)
+		}
+	})
+}

@@ -464,3 +464,19 @@ func cached(c *Cache, group string) bool {
 	_, ok := c.Cached(group)
 	return ok
 }
+
+// A deadline that passed before the first attempt: the look-up fails with it, which may pass, so
+// Describe waits for the delay and finds the context ended; no node answered and there is no
+// failure of the broker's to name.
+func TestDescribeWithAPassedDeadline(t *testing.T) {
+	f, describes := describeFake(t, 0)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	g, node, err := Describe(ctx, NewCache(f.cl), "g", false, func(int) time.Duration { return time.Hour })
+	if g != nil || node != -1 || !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "last error") {
+		t.Fatalf("Describe = %v, %d, %v; want no group, node -1 and the deadline alone", g, node, err)
+	}
+	if n := describes.Load(); n != 0 {
+		t.Fatalf("%d describes sent after the deadline", n)
+	}
+}

@@ -97,3 +97,16 @@ func TestHostCharIsKafkasAlphabet(t *testing.T) {
 		}
 	}
 }
+
+// A separator or a scheme at the very start is found there too.
+func TestCheckRefusesAtTheFirstCharacter(t *testing.T) {
+	for in, want := range map[string]string{
+		";h:9092":   "holds ';' (U+003B)",
+		" h:9092":   "holds ' ' (U+0020)",
+		"://h:9092": `has a scheme prefix "://"`,
+	} {
+		if _, _, err := Check(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check(%q) = %v, want %q", in, err, want)
+		}
+	}
+}

@@ -34,7 +34,6 @@ import (
 type Transport struct {
 	coord   *coordinator.Cache
 	group   string
-	timeout time.Duration
 	backoff heartbeat.Backoff
 }
 
@@ -42,8 +41,9 @@ type Transport struct {
 // of retry.backoff.ms and retry.backoff.max.ms, jittered like every other backoff of the member.
 var defaultBackoff = heartbeat.Backoff{Min: config.DefaultRetryBackoff, Max: config.DefaultRetryBackoffMax, Rand: rand.Float64}
 
-// New returns a transport for group over cl. Each request (a look-up, a heartbeat, an ApiVersions)
-// is bounded by requestTimeout on top of the caller's context; backoff paces the retries of Describe
+// New returns a transport for group over cl. Each request to the group's coordinator (a look-up, a
+// heartbeat, a describe, a DescribeConfigs) is bounded by requestTimeout on top of the caller's
+// context, an ApiVersions by the caller's context alone; backoff paces the retries of Describe
 // (a backoff without a minimum is replaced by the defaults of retry.backoff.ms and
 // retry.backoff.max.ms, so they never spin).
 func New(cl *kgo.Client, group string, requestTimeout time.Duration, backoff heartbeat.Backoff) *Transport {
@@ -53,7 +53,6 @@ func New(cl *kgo.Client, group string, requestTimeout time.Duration, backoff hea
 	return &Transport{
 		coord:   coordinator.NewCache(cl, coordinator.RequestTimeout(requestTimeout)),
 		group:   group,
-		timeout: requestTimeout,
 		backoff: backoff,
 	}
 }
@@ -107,12 +106,7 @@ func (t *Transport) Capabilities(ctx context.Context) (heartbeat.Capabilities, e
 	// Sent straight to a broker, the request does not get the names kgo fills in on Client.Request;
 	// v3+ brokers refuse an ApiVersions without them.
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "streamsgroup", softwareVersion()
-	if t.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t.timeout)
-		defer cancel()
-	}
-	resp, err := b.Request(ctx, req)
+	resp, err := b.Request(ctx, req) // bounded by ctx: the machine's ProbeCapabilities.Timeout
 	if err != nil {
 		return heartbeat.Capabilities{}, fmt.Errorf("asking the cluster for its API versions: %w", err)
 	}
@@ -163,12 +157,24 @@ func (t *Transport) CoordinatorConfigs(ctx context.Context, names ...string) (*k
 // softwareVersion is this module's version as the build knows it, in the characters ApiVersions
 // allows ([a-zA-Z0-9.-], starting and ending with a letter or digit).
 func softwareVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	return versionOf(append([]*debug.Module{&bi.Main}, bi.Deps...))
+}
+
+// modulePath is the module whose version ApiVersions reports.
+const modulePath = "github.com/streamsgroup/streamsgroup"
+
+// versionOf is the version of this module among the build's modules (the main module, when it is
+// this one, or a dependency), sanitized; "unknown" for a build from a work tree ("(devel)", or no
+// version) or without this module.
+func versionOf(mods []*debug.Module) string {
 	v := "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, m := range append([]*debug.Module{&bi.Main}, bi.Deps...) {
-			if m.Path == "github.com/streamsgroup/streamsgroup" && m.Version != "" && m.Version != "(devel)" {
-				v = m.Version
-			}
+	for _, m := range mods {
+		if m.Path == modulePath && m.Version != "" && m.Version != "(devel)" {
+			v = m.Version
 		}
 	}
 	return sanitize(v)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -589,4 +590,52 @@ func TestHeartbeatFollowsTheCoordinatorsVersion(t *testing.T) {
 func cachedCoordinator(tr *Transport) bool {
 	_, ok := tr.coord.Cached(tr.group)
 	return ok
+}
+
+// The version ApiVersions reports: this module's, from the main module or a dependency, and
+// "unknown" for a work-tree build or a build without it.
+func TestVersionOf(t *testing.T) {
+	mod := func(path, version string) *debug.Module { return &debug.Module{Path: path, Version: version} }
+	for _, c := range []struct {
+		mods []*debug.Module
+		want string
+	}{
+		{nil, "unknown"},
+		{[]*debug.Module{mod(modulePath, "v1.4.0")}, "v1.4.0"},
+		{[]*debug.Module{mod("example.com/app", "v9.9.9"), mod(modulePath, "v1.4.0+dirty")}, "v1.4.0-dirty"},
+		{[]*debug.Module{mod(modulePath, "(devel)")}, "unknown"},
+		{[]*debug.Module{mod(modulePath, "")}, "unknown"},
+		{[]*debug.Module{mod("example.com/app", "v9.9.9")}, "unknown"},
+		{[]*debug.Module{mod(modulePath+"/plugin/sgprom", "v0.3.0")}, "unknown"},
+	} {
+		if got := versionOf(c.mods); got != c.want {
+			t.Errorf("versionOf(%v) = %q, want %q", c.mods, got, c.want)
+		}
+	}
+}
+
+// ApiVersions allows [a-zA-Z0-9.-]: the characters just outside each range become '-'.
+func TestSanitizeAtTheEdgesOfTheAlphabet(t *testing.T) {
+	if got := sanitize("aAzZ09`{@[/:x"); got != "aAzZ09------x" {
+		t.Errorf("sanitize = %q", got)
+	}
+}
+
+// DescribeConfigs of the coordinator's broker config: a failed look-up or send is the error, named.
+func TestCoordinatorConfigsFailures(t *testing.T) {
+	e := newEnv(t)
+	e.findCode.Store(int32(kerr.CoordinatorNotAvailable.Code))
+	if _, err := e.transport().CoordinatorConfigs(context.Background(), "group.streams.session.timeout.ms"); !errors.Is(err, kerr.CoordinatorNotAvailable) ||
+		!strings.Contains(err.Error(), "describing the coordinator's configs") {
+		t.Fatalf("a failed look-up: %v", err)
+	}
+	e.findCode.Store(0)
+	e.c.ControlKey(int16(kmsg.DescribeConfigs), func(kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		return nil, errors.New("scripted connection failure"), true
+	})
+	if _, err := e.transport().CoordinatorConfigs(context.Background(), "group.streams.session.timeout.ms"); err == nil ||
+		!strings.Contains(err.Error(), "describing the coordinator's configs") {
+		t.Fatalf("a failed send: %v", err)
+	}
 }
