@@ -74,25 +74,6 @@ type lister interface {
 	Bounds(ctx context.Context, topics []string) (start, end map[tasks.TopicPartition]int64, err error)
 }
 
-// adminLister is the lister of a real client.
-type adminLister struct{ listoffsets.Lister }
-
-func (l adminLister) Bounds(ctx context.Context, topics []string) (start, end map[tasks.TopicPartition]int64, err error) {
-	var partErr error
-	if start, partErr, err = l.Starts(ctx, topics); err == nil {
-		err = partErr
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if end, partErr, err = l.Ends(ctx, topics); err == nil {
-		err = partErr
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return start, end, nil
-}
 
 // ChangelogStart says where a task's store stands in a changelog partition when the Consumer starts
 // feeding it (a restoring active task, a standby or a warm-up task it did not feed already): the
@@ -204,7 +185,7 @@ func New(cl *kgo.Client, topo *topology.Topology, committer Committer, opts ...O
 	if ps, _ := cl.OptValue(kgo.ConsumePartitions).(map[string]map[int32]kgo.Offset); len(ps) > 0 {
 		return nil, ErrGroupClient
 	}
-	return newConsumer(cl, adminLister{listoffsets.Lister{Admin: kadm.NewClient(cl)}}, topo, committer, opts...)
+	return newConsumer(cl, listoffsets.Lister{Admin: kadm.NewClient(cl)}, topo, committer, opts...)
 }
 
 func newConsumer(cl client, l lister, topo *topology.Topology, committer Committer, opts ...Option) (*Consumer, error) {

@@ -26,6 +26,25 @@ func (l Lister) Ends(ctx context.Context, topics []string) (offsets map[tasks.To
 	return read(l.Admin.ListEndOffsets(ctx, topics...))
 }
 
+// Bounds lists the start and the end offsets of every partition of topics; a partition that failed
+// in either listing is the error, as a failure of the whole listing is.
+func (l Lister) Bounds(ctx context.Context, topics []string) (start, end map[tasks.TopicPartition]int64, err error) {
+	var partErr error
+	if start, partErr, err = l.Starts(ctx, topics); err == nil {
+		err = partErr
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if end, partErr, err = l.Ends(ctx, topics); err == nil {
+		err = partErr
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return start, end, nil
+}
+
 func read(listed kadm.ListedOffsets, err error) (map[tasks.TopicPartition]int64, error, error) {
 	if err != nil {
 		return nil, nil, err

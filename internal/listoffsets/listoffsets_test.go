@@ -97,3 +97,62 @@ func TestAListingThatFailsIsTheError(t *testing.T) {
 		t.Fatalf("Starts on a closed client = %v, %v, %v; want only an error", offs, partErr, err)
 	}
 }
+
+// Bounds is both listings, and a partition that failed in either is its error.
+func TestBounds(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		failStarts bool
+		failEnds   bool
+	}{{"both listed", false, false}, {"a start failed", true, false}, {"an end failed", false, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(kc.Close)
+			kc.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				kc.KeepControl()
+				r := req.(*kmsg.ListOffsetsRequest)
+				resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+				for _, rt := range r.Topics {
+					st := kmsg.ListOffsetsResponseTopic{Topic: rt.Topic}
+					for _, rp := range rt.Partitions {
+						start := rp.Timestamp == -2 // earliest
+						sp := kmsg.ListOffsetsResponseTopicPartition{Partition: rp.Partition, Offset: map[bool]int64{true: 4, false: 9}[start], LeaderEpoch: -1, Timestamp: -1}
+						if start && c.failStarts || !start && c.failEnds {
+							sp.ErrorCode, sp.Offset = kerr.UnknownServerError.Code, -1
+						}
+						st.Partitions = append(st.Partitions, sp)
+					}
+					resp.Topics = append(resp.Topics, st)
+				}
+				return resp, nil, true
+			})
+			cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(cl.Close)
+			start, end, err := Lister{Admin: kadm.NewClient(cl)}.Bounds(context.Background(), []string{"t"})
+			p0 := tasks.TopicPartition{Topic: "t", Partition: 0}
+			if !c.failStarts && !c.failEnds {
+				if err != nil || start[p0] != 4 || end[p0] != 9 {
+					t.Fatalf("Bounds = %v, %v, %v; want t[0] from 4 to 9", start, end, err)
+				}
+				return
+			}
+			if !errors.Is(err, kerr.UnknownServerError) || start != nil || end != nil {
+				t.Fatalf("Bounds = %v, %v, %v; want only t[0]'s error", start, end, err)
+			}
+		})
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	if start, end, err := (Lister{Admin: kadm.NewClient(cl)}).Bounds(context.Background(), []string{"t"}); err == nil || start != nil || end != nil {
+		t.Fatalf("Bounds on a closed client = %v, %v, %v", start, end, err)
+	}
+}
