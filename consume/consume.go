@@ -74,7 +74,6 @@ type lister interface {
 	Bounds(ctx context.Context, topics []string) (start, end map[tasks.TopicPartition]int64, err error)
 }
 
-
 // ChangelogStart says where a task's store stands in a changelog partition when the Consumer starts
 // feeding it (a restoring active task, a standby or a warm-up task it did not feed already): the
 // offset of the next record to apply, and true; false when the store is empty (restoration starts at
