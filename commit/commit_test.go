@@ -48,16 +48,25 @@ func tp(topic string, p int32) tasks.TopicPartition {
 	return tasks.TopicPartition{Topic: topic, Partition: p}
 }
 
-// fakeMember is a member whose snapshot the test sets.
+// fakeMember is a member whose snapshot the test sets, and which counts how often it was read. It
+// has no Changed: a commit waiting for its epoch to move polls it.
 type fakeMember struct {
-	mu   sync.Mutex
-	snap membership.Snapshot
+	mu    sync.Mutex
+	snap  membership.Snapshot
+	reads int
 }
 
 func (m *fakeMember) Snapshot() membership.Snapshot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.reads++
 	return m.snap
+}
+
+func (m *fakeMember) readCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reads
 }
 
 func (m *fakeMember) set(f func(*membership.Snapshot)) {
