@@ -48,16 +48,25 @@ func tp(topic string, p int32) tasks.TopicPartition {
 	return tasks.TopicPartition{Topic: topic, Partition: p}
 }
 
-// fakeMember is a member whose snapshot the test sets.
+// fakeMember is a member whose snapshot the test sets, and which counts how often it was read. It
+// has no Changed: a commit waiting for its epoch to move polls it.
 type fakeMember struct {
-	mu   sync.Mutex
-	snap membership.Snapshot
+	mu    sync.Mutex
+	snap  membership.Snapshot
+	reads int
 }
 
 func (m *fakeMember) Snapshot() membership.Snapshot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.reads++
 	return m.snap
+}
+
+func (m *fakeMember) readCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reads
 }
 
 func (m *fakeMember) set(f func(*membership.Snapshot)) {
@@ -569,5 +578,143 @@ func TestErrorTexts(t *testing.T) {
 		if e.Error() == "" {
 			t.Errorf("%T has no text", e)
 		}
+	}
+}
+
+// An offset of 0 (nothing processed yet but the first record) is valid and goes out as 0; the
+// request lists topics by name and each topic's partitions in ascending order, whatever the map's
+// iteration order (repeated, so that a comparator that never sorts cannot pass by luck).
+func TestCommitSendsOffsetZeroAndSortsTopicsThenPartitions(t *testing.T) {
+	active := []string{"1_0", "1_1", "1_2", "1_3"}
+	for p := range 12 {
+		active = append(active, fmt.Sprintf("0_%d", p))
+	}
+	offs := Offsets{}
+	for p := range int32(12) {
+		offs[tp("in", p)] = int64(p) * 10 // in-0 at offset 0
+	}
+	for p := range int32(4) {
+		offs[tp("app-rep-repartition", p)] = int64(p) + 100
+	}
+	want := []string{
+		"app-rep-repartition/0@100", "app-rep-repartition/1@101", "app-rep-repartition/2@102", "app-rep-repartition/3@103",
+		"in/0@0", "in/1@10", "in/2@20", "in/3@30", "in/4@40", "in/5@50", "in/6@60", "in/7@70", "in/8@80", "in/9@90",
+		"in/10@100", "in/11@110",
+	}
+	for round := range 3 {
+		cl := &fakeCluster{}
+		c := newCommitter(t, cl, member("m-1", 4, active...))
+		if err := c.Commit(context.Background(), offs); err != nil {
+			t.Fatalf("round %d: %v (an offset of 0 is valid)", round, err)
+		}
+		var got []string
+		for _, rt := range cl.commits[0].Topics {
+			for _, p := range rt.Partitions {
+				got = append(got, fmt.Sprintf("%s/%d@%d", rt.Topic, p.Partition, p.Offset))
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: committed %v, want %v", round, got, want)
+		}
+	}
+}
+
+// The partitions of a refused commit are reported by topic, then partition, ascending.
+func TestNotOwnedPartitionsAreSorted(t *testing.T) {
+	offs := Offsets{tp("in", 0): 1}
+	for p := range int32(11) {
+		offs[tp("in", p+1)] = 1
+	}
+	for p := range int32(4) {
+		offs[tp("app-rep-repartition", p)] = 1
+	}
+	want := []tasks.TopicPartition{tp("app-rep-repartition", 0), tp("app-rep-repartition", 1), tp("app-rep-repartition", 2),
+		tp("app-rep-repartition", 3), tp("in", 1), tp("in", 2), tp("in", 3), tp("in", 4), tp("in", 5), tp("in", 6),
+		tp("in", 7), tp("in", 8), tp("in", 9), tp("in", 10), tp("in", 11)}
+	for round := range 3 {
+		c := newCommitter(t, &fakeCluster{}, member("m-1", 4, "0_0"))
+		var no *NotOwnedError
+		if err := c.Commit(context.Background(), offs); !errors.As(err, &no) {
+			t.Fatalf("round %d: got %v, want *NotOwnedError", round, err)
+		}
+		if !reflect.DeepEqual(no.Partitions, want) {
+			t.Fatalf("round %d: refused %v, want %v", round, no.Partitions, want)
+		}
+	}
+}
+
+// STALE_MEMBER_EPOCH is retried while the epoch keeps moving, but no more than maxAttempts (12)
+// times in all: the 12th stale answer is the end, reported as lost at the epoch it went out with.
+func TestCommitStaleEpochRetriesAreBounded(t *testing.T) {
+	m := member("m-1", 4, "0_0")
+	cl := &fakeCluster{commitCode: func(int) int16 {
+		m.set(func(s *membership.Snapshot) { s.Epoch++ }) // each answer comes with a new epoch
+		return kerr.StaleMemberEpoch.Code
+	}}
+	c := newCommitter(t, cl, m)
+	err := c.Commit(context.Background(), Offsets{tp("in", 0): 8})
+	var lost *LostError
+	if !errors.As(err, &lost) || !errors.Is(err, kerr.StaleMemberEpoch) {
+		t.Fatalf("got %v, want a *LostError for STALE_MEMBER_EPOCH", err)
+	}
+	if len(cl.commits) != 12 {
+		t.Fatalf("%d commits, want 12 (maxAttempts)", len(cl.commits))
+	}
+	for i, r := range cl.commits {
+		if r.Generation != int32(4+i) {
+			t.Fatalf("commit %d went out with epoch %d, want %d", i, r.Generation, 4+i)
+		}
+	}
+	if lost.Epoch != 15 {
+		t.Fatalf("lost at epoch %d, want 15 (the 12th commit's)", lost.Epoch)
+	}
+}
+
+// requesterFunc is a Requester answering with a function.
+type requesterFunc func(kmsg.Request) (kmsg.Response, error)
+
+func (f requesterFunc) Request(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return f(req)
+}
+
+// An OffsetFetch answer names the groups it answers (v8+); an answer with groups but not ours is an
+// error, and an answer without groups (before v8) is the group's answer in the top-level fields.
+func TestCommittedOffsetsReadsEveryAnswerForm(t *testing.T) {
+	otherGroup := requesterFunc(func(kmsg.Request) (kmsg.Response, error) {
+		resp := kmsg.NewPtrOffsetFetchResponse()
+		g := kmsg.NewOffsetFetchResponseGroup()
+		g.Group = "not-app"
+		gt := kmsg.NewOffsetFetchResponseGroupTopic()
+		gt.Topic = "in"
+		gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		gp.Partition, gp.Offset = 0, 12
+		gt.Partitions = append(gt.Partitions, gp)
+		g.Topics = append(g.Topics, gt)
+		resp.Groups = append(resp.Groups, g)
+		return resp, nil
+	})
+	c := newCommitter(t, otherGroup, member("m-1", 6, "0_0"))
+	got, err := c.CommittedOffsets(context.Background(), set("0_0"))
+	var pe *PartitionError
+	if !errors.As(err, &pe) || !errors.Is(err, kerr.InvalidGroupID) || pe.Partition != tp("in", 0) {
+		t.Fatalf("an answer for another group: %v %v, want INVALID_GROUP_ID for in-0", got, err)
+	}
+
+	old := requesterFunc(func(kmsg.Request) (kmsg.Response, error) {
+		resp := kmsg.NewPtrOffsetFetchResponse()
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = "in"
+		for p, o := range []int64{12, -1} {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset = int32(p), o
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil
+	})
+	c = newCommitter(t, old, member("m-1", 6, "0_0", "0_1"))
+	got, err = c.CommittedOffsets(context.Background(), set("0_0", "0_1"))
+	if want := (Offsets{tp("in", 0): 12}); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("an answer before v8: %v %v, want %v", got, err, want)
 	}
 }

@@ -16,6 +16,7 @@ type txnCluster struct {
 	mu      sync.Mutex
 	adds    []*kmsg.AddOffsetsToTxnRequest
 	commits []*kmsg.TxnOffsetCommitRequest
+	lookups int // Metadata requests
 	addCode func(n int) int16
 	code    func(n int) int16
 }
@@ -33,6 +34,7 @@ func (f *txnCluster) Request(_ context.Context, req kmsg.Request) (kmsg.Response
 		}
 		return resp, nil
 	case *kmsg.MetadataRequest:
+		f.lookups++
 		resp := kmsg.NewPtrMetadataResponse()
 		for _, t := range r.Topics {
 			rt := kmsg.NewMetadataResponseTopic()
@@ -153,5 +155,61 @@ func TestCommittedOffsetsRequireStable(t *testing.T) {
 	}
 	if len(cl.fetches) != 1 || !cl.fetches[0].RequireStable {
 		t.Fatalf("OffsetFetch without RequireStable: an exactly-once task could start before its last transaction's offsets")
+	}
+}
+
+// TxnOffsetCommit sends no leader epoch (-1: the member does not track the epochs of the records it
+// consumed), as the broker decodes the request at every version that has the field (v2+).
+func TestCommitInTransactionSendsNoLeaderEpoch(t *testing.T) {
+	cl := &txnCluster{}
+	c := newCommitter(t, cl, member("m1", 7, "0_0", "0_1", "1_0"))
+	if err := c.CommitInTransaction(context.Background(), producer, Offsets{tp("in", 0): 0, tp("in", 1): 10, tp("app-rep-repartition", 0): 3}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cl.commits) != 1 {
+		t.Fatalf("%d TxnOffsetCommits, want 1", len(cl.commits))
+	}
+	sent := *cl.commits[0]
+	for v := int16(2); v <= sent.MaxVersion(); v++ {
+		sent.SetVersion(v)
+		got := kmsg.NewPtrTxnOffsetCommitRequest()
+		got.SetVersion(v)
+		if err := got.ReadFrom(sent.AppendTo(nil)); err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		n := 0
+		for _, rt := range got.Topics {
+			for _, p := range rt.Partitions {
+				n++
+				if p.LeaderEpoch != -1 {
+					t.Fatalf("v%d: the broker reads leader epoch %d for %s/%d, want -1", v, p.LeaderEpoch, rt.Topic, p.Partition)
+				}
+			}
+		}
+		if n != 3 {
+			t.Fatalf("v%d: the broker reads %d partitions, want 3", v, n)
+		}
+	}
+}
+
+// UNKNOWN_TOPIC_ID (a topic deleted and created again under the same name) makes the transactional
+// commit look the topic's ID up again before it retries, as Commit does.
+func TestCommitInTransactionRefreshesAnUnknownTopicID(t *testing.T) {
+	cl := &txnCluster{code: func(n int) int16 {
+		if n == 0 {
+			return kerr.UnknownTopicID.Code
+		}
+		return 0
+	}}
+	c := newCommitter(t, cl, member("m1", 7, "0_1"))
+	if err := c.CommitInTransaction(context.Background(), producer, Offsets{tp("in", 1): 10}); err != nil {
+		t.Fatal(err)
+	}
+	if cl.lookups != 2 || len(cl.commits) != 2 {
+		t.Fatalf("%d topic lookups, %d TxnOffsetCommits; want 2 and 2 (the unknown ID looked up again)", cl.lookups, len(cl.commits))
+	}
+	// A success forgets nothing: the next commit uses the cached ID.
+	if err := c.CommitInTransaction(context.Background(), producer, Offsets{tp("in", 1): 11}); err != nil || cl.lookups != 2 {
+		t.Fatalf("a later commit: %v, %d topic lookups; want the cached ID (2)", err, cl.lookups)
 	}
 }
