@@ -132,6 +132,10 @@ func (m *Machine) leaveRetryAt() time.Time {
 func (m *Machine) sendLeave(now time.Time) []Action {
 	l := m.leave
 	l.retryAt = time.Time{}
+	if !now.Before(l.deadline) {
+		// The retry was due before the budget ended, but the step that runs it came after.
+		return m.leaveEnded(m.leaveGivenUp(l.last))
+	}
 	l.inFlight = true
 	m.leaveSeq++
 	// Built for each attempt: a shutdown requested meanwhile goes with the next one.
@@ -186,7 +190,12 @@ func (m *Machine) leaveDone(now time.Time, in LeaveDone) []Action {
 		l.retryAt = at
 		return []Action{Log{Level: slog.LevelDebug, Msg: "the leave heartbeat failed; retrying", Attrs: []any{"err", err, "retry_in", delay}}}
 	}
-	return m.leaveEnded(fmt.Errorf("leaving the group: no answer within the leave budget of %v (last error: %w)", m.cfg.LeaveBudget, err))
+	return m.leaveEnded(m.leaveGivenUp(err))
+}
+
+// leaveGivenUp is the outcome of a leave whose budget ended; last is the failure that says why.
+func (m *Machine) leaveGivenUp(last error) error {
+	return fmt.Errorf("leaving the group: no answer within the leave budget of %v (last error: %w)", m.cfg.LeaveBudget, last)
 }
 
 // leaveEnded stops the member once the leave heartbeat was answered (err nil), skipped or given up.

@@ -294,3 +294,24 @@ func TestLeaveAnswerUpdatesNoGroupConfig(t *testing.T) {
 		}
 	}
 }
+
+// A retry due before the budget ended but run by a step that came after it (a late tick) is not
+// sent with a negative timeout: the leave is given up, naming the last failure.
+func TestLeaveRetryRunLateIsGivenUp(t *testing.T) {
+	h := newHarness(t)
+	leaving(h)
+	h.leaveAnswered(kerr.CoordinatorLoadInProgress.Code)
+	if h.m.Next().IsZero() {
+		t.Fatal("no retry scheduled")
+	}
+	h.advance(DefaultLeaveBudget + time.Millisecond) // the step comes only after the budget
+	h.step(Tick{})
+	if len(h.leaves) != 1 {
+		t.Fatalf("%d leave heartbeats, want the first only (last timeout %v)", len(h.leaves), h.leaves[len(h.leaves)-1].Timeout)
+	}
+	h.expectState(Unsubscribed)
+	left := h.lastEvent(EventLeft)
+	if left.Err == nil || !strings.Contains(left.Err.Error(), "leave budget") || !errors.Is(left.Err, kerr.CoordinatorLoadInProgress) {
+		t.Fatalf("EventLeft error %v, want the budget and COORDINATOR_LOAD_IN_PROGRESS", left.Err)
+	}
+}
