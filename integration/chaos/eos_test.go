@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -241,6 +242,22 @@ func TestS4GoesByTheInputTopic(t *testing.T) {
 		rep := s.check(t)
 		if got := !rep.S4.OK; got != c.wantViolations {
 			t.Errorf("%s: S4 failed %v (%q); want %v", c.name, got, rep.S4.Violations, c.wantViolations)
+		}
+	}
+}
+
+// TestS4InputKeyNeverAcknowledged: a key the input topic holds but the driver never had
+// acknowledged (no entry in Acked at all) is more input than acknowledged, as for any other key:
+// with no failed write it is a violation; with one it may be that write.
+func TestS4InputKeyNeverAcknowledged(t *testing.T) {
+	for _, failed := range []int{0, 1} {
+		s := eosRun(nil, nil)
+		delete(s.run.EOS.Acked, "k001")
+		s.run.EOS.ProduceFailed = failed
+		rep := s.check(t)
+		const want = "key k001: the driver had 0 input records acknowledged, the input topic holds 2"
+		if got := slices.Contains(rep.S4.Violations, want); got != (failed == 0) {
+			t.Errorf("%d failed writes: violations %q; want %q: %v", failed, rep.S4.Violations, want, failed == 0)
 		}
 	}
 }
