@@ -817,3 +817,157 @@ func TestGrowthBoundIsExact(t *testing.T) {
 		t.Errorf("nine samples were judged for growth: %q", rep.S3.Violations)
 	}
 }
+
+func TestSnapshotEqual(t *testing.T) {
+	base := func() *Snapshot {
+		return &Snapshot{State: "Stable", Epoch: 4, Err: "", Members: []SnapMember{
+			{ID: "ida", Epoch: 4, Active: []string{"0_0"}, Target: []string{"0_0"}},
+			{ID: "idb", Epoch: 3, Active: []string{"0_1"}, Target: []string{"0_1", "0_2"}},
+		}}
+	}
+	if !(*Snapshot)(nil).Equal(nil) {
+		t.Errorf("nil != nil")
+	}
+	if base().Equal(nil) || (*Snapshot)(nil).Equal(base()) {
+		t.Errorf("a snapshot equals nil")
+	}
+	if !base().Equal(base()) {
+		t.Errorf("two copies of a snapshot differ")
+	}
+	for name, edit := range map[string]func(s *Snapshot){
+		"state":         func(s *Snapshot) { s.State = "Reconciling" },
+		"epoch":         func(s *Snapshot) { s.Epoch = 5 },
+		"error":         func(s *Snapshot) { s.Err = "boom" },
+		"member ID":     func(s *Snapshot) { s.Members[1].ID = "idc" },
+		"member epoch":  func(s *Snapshot) { s.Members[1].Epoch = 4 },
+		"active":        func(s *Snapshot) { s.Members[1].Active = []string{"0_2"} },
+		"target":        func(s *Snapshot) { s.Members[1].Target = []string{"0_1"} },
+		"members count": func(s *Snapshot) { s.Members = s.Members[:1] },
+	} {
+		o := base()
+		edit(o)
+		if base().Equal(o) || o.Equal(base()) {
+			t.Errorf("snapshots differing in %s are equal", name)
+		}
+	}
+}
+
+func TestReadJSONL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	if err := os.WriteFile(path, []byte(`{"t":1,"k":"own"}`+"\n"+`{"t":2,"k":"hb"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadJSONL[Record](path)
+	if err != nil || len(recs) != 2 || recs[1].T != 2 || recs[1].Kind != KindHeartbeat {
+		t.Fatalf("ReadJSONL: %+v %v", recs, err)
+	}
+	if _, err := ReadJSONL[Record](path + ".missing"); !os.IsNotExist(err) {
+		t.Fatalf("a missing file: %v, want not exist", err)
+	}
+}
+
+func TestDecodeJSONLDetails(t *testing.T) {
+	// A bad line is named by its number (blank lines count).
+	_, err := DecodeJSONL[Record](strings.NewReader("{\"t\":1}\n\nnot json\n{\"t\":2}\n"), "x")
+	if err == nil || !strings.HasPrefix(err.Error(), "x:3: ") {
+		t.Fatalf("error %v, want one about x:3", err)
+	}
+	// A line longer than 64 KiB (a store dump of many keys) is read.
+	long := `{"t":1,"k":"store","err":"` + strings.Repeat("x", 100<<10) + `"}`
+	recs, err := DecodeJSONL[Record](strings.NewReader(long+"\n"+`{"t":2}`+"\n"), "x")
+	if err != nil || len(recs) != 2 || len(recs[0].Err) != 100<<10 {
+		t.Fatalf("a 100 KiB line: %d records, %v", len(recs), err)
+	}
+}
+
+// lines is a text with every run of spaces made one space: the report's columns are padded, and
+// the tests below check the words and figures, not the padding.
+func lines(text string) []string {
+	var out []string
+	for l := range strings.SplitSeq(text, "\n") {
+		out = append(out, strings.Join(strings.Fields(l), " "))
+	}
+	return out
+}
+
+func TestReportTextPlain(t *testing.T) {
+	r := Report{
+		Config:   Config{Seed: 7, Partitions: 4, SessionMs: 6000, HeartbeatMs: 500, Command: "SEED=7 make chaos"},
+		Faults:   make([]FaultResult, 2),
+		Recovery: map[string]Dist{"kill9": {N: 2, Median: 5800, P95: 6100, Max: 6100}},
+		S1:       Verdict{OK: true}, S2: Verdict{OK: true}, S3: Verdict{OK: true}, S4: Verdict{OK: true},
+		Pass: true, WallSecs: 53.4,
+	}
+	want := []string{
+		"chaos: seed 7, 2 faults, 1 brokers, 4 partitions, session 6000 ms, heartbeat 500 ms, wall 53 s",
+		"",
+		"recovery after each fault (S2; deadline 7000 ms = session + 2 heartbeats):",
+		"fault n median p95 max",
+		"kill9 2 5800ms 6100ms 6100ms",
+		"",
+		"S1 PASS: no task held twice outside the expiry windows",
+		"S2 PASS: converged within the deadline after every fault",
+		"S3 PASS: no fatal event, no unexpected exit, bounded goroutines/heap/connections",
+		"",
+	}
+	if got := lines(r.Text()); !slices.Equal(got, want) {
+		t.Fatalf("text:\n%s\nwant (spaces collapsed):\n%s", r.Text(), strings.Join(want, "\n"))
+	}
+}
+
+func TestReportTextFull(t *testing.T) {
+	r := Report{
+		Config: Config{App: "eos", Keys: 36, Seed: 20261201, Partitions: 12, Brokers: 3, SessionMs: 6000, HeartbeatMs: 500,
+			ExtraDeadlineMs: 10000, Soak: "30m", Command: "APP=eos SEED=20261201 make chaos",
+			GoroutinesBase: 100, HeapBaseMiB: 64, ConnsPerClient: 4, ConnsBase: 16},
+		Faults:   make([]FaultResult, 3),
+		Recovery: map[string]Dist{"pause-long": {N: 1, Median: 564, P95: 564, Max: 564}},
+		Windows:  map[string]Dist{"net-cut-long": {N: 2}, "pause-long": {N: 1, Median: 2973, P95: 2973, Max: 4180}},
+		After:    map[string]Dist{"net-cut-long": {N: 2}, "pause-long": {N: 1, Median: 1, P95: 1, Max: 1}},
+		Paused:   map[string]Dist{"pause-long": {N: 1, Median: 4180, P95: 4180, Max: 4180}},
+		// Two incarnations tie on both figures: the first is named.
+		Procs: []ProcStats{{Proc: "p01", Inc: 1, Members: 1, Samples: 9, MaxGoroutines: 54, MaxHeapMiB: 6.6},
+			{Proc: "p02", Inc: 2, Members: 1, Samples: 9, MaxGoroutines: 54, MaxHeapMiB: 6.6}},
+		Conns: Dist{N: 100, Median: 6, P95: 12, Max: 13},
+		EOS: &EOSSummary{Keys: 36, Inputs: 141876, OutputRecords: 141877, StoreKeys: 35, Lost: 1, Duplicated: 2,
+			OutputLost: 3, OutputDuplicated: 4, StoreLost: 5, StoreDuplicated: 6, VisibleRepeats: 7, VisibleGaps: 8, SettleMs: 1234},
+		S1:       Verdict{OK: true},
+		S2:       Verdict{OK: false, Count: 1, Violations: []string{"fault 3 (kill9 on p01#1): converged after 17500 ms, deadline 17000 ms"}},
+		S3:       Verdict{OK: true},
+		S4:       Verdict{OK: true},
+		WallSecs: 997,
+	}
+	want := []string{
+		"app: eos (the counting application on the stream runtime, exactly_once_v2, Pebble store; 36 keys)",
+		"chaos: seed 20261201, 3 faults, 3 brokers, 12 partitions, session 6000 ms, heartbeat 500 ms, wall 997 s",
+		"soak: 30m",
+		"",
+		"recovery after each fault (S2; deadline 17000 ms = session + 2 heartbeats + 10000 ms for the exactly-once app's start):",
+		"fault n median p95 max",
+		"pause-long 1 564ms 564ms 564ms",
+		"",
+		"S1 double-processing windows (faults past the session timeout; a task held by the faulted member and another):",
+		"fault n window median window max after-resume max while-paused max",
+		"net-cut-long 2 0ms 0ms 0ms -",
+		"pause-long 1 2973ms 4180ms 1ms 4180ms",
+		"",
+		"processes: 2 incarnations; most goroutines 54 in p01#1 (1 members); most heap in use 6.6 MiB in p01#1 (1 members)",
+		"S3 bounds per process: goroutines <= 100 + 0 x members, heap in use <= 64 + 0 MiB x members; over runs of 10 min or more the median of the last fifth <= 1.25 x (goroutines, +10) / 1.5 x (heap, +8 MiB) the median of the second fifth",
+		"broker connections: 100 samples, median 6, max 13 (bound 4 x clients x brokers + 16)",
+		"",
+		"exactly-once (S4): 36 keys, 141876 input records, 141877 committed output records, 35 keys in the final stores, settled 1234 ms after the last fault",
+		"lost 1, duplicated 2 (output: 3 lost, 4 duplicated; stores: 5 lost, 6 duplicated); visible counts repeated 7, missing 8",
+		"",
+		"S1 PASS: no task held twice outside the expiry windows",
+		"S2 FAIL (1 violations): converged within the deadline after every fault",
+		"fault 3 (kill9 on p01#1): converged after 17500 ms, deadline 17000 ms",
+		"S3 PASS: no fatal event, no unexpected exit, bounded goroutines/heap/connections",
+		"S4 PASS: every key's committed output and stored count equal its input count; visible counts exactly 1..n",
+		"",
+		"reproduce: APP=eos SEED=20261201 make chaos",
+		"",
+	}
+	if got := lines(r.Text()); !slices.Equal(got, want) {
+		t.Fatalf("text:\n%s\nwant (spaces collapsed):\n%s", r.Text(), strings.Join(want, "\n"))
+	}
+}
