@@ -62,7 +62,16 @@ func checkS4(run Run, drv []DriverRecord, rep *Report) {
 		keys[k] = true
 		sum.Inputs += n
 	}
-	for _, k := range slices.Sorted(maps.Keys(e.Acked)) {
+	// Every key of either side: a key the input topic holds but the driver never had acknowledged
+	// (Acked has no entry for it) is more input than acknowledged like any other.
+	ackKeys := map[string]bool{}
+	for k := range e.Acked {
+		ackKeys[k] = true
+	}
+	for k := range e.Input {
+		ackKeys[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(ackKeys)) {
 		// A write the driver saw fail may have reached the topic all the same (its answer was
 		// lost): more input than acknowledged is then no fault; less is a record lost by the broker.
 		if e.Acked[k] > e.Input[k] || e.Acked[k] < e.Input[k] && e.ProduceFailed == 0 {

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -107,6 +108,9 @@ func TestS4OneOff(t *testing.T) {
 		{name: "store one short", stores: map[string]int64{"k002": 3}, lost: 1, storeLost: 1, want: "k002: 4 input records, the store's count is 3"},
 		{name: "store one over", stores: map[string]int64{"k000": 4}, dup: 1, storeDupWant: 1, want: "k000: 3 input records, the store's count is 4"},
 		{name: "key missing from the stores", stores: map[string]int64{"k001": -1}, lost: 2, storeLost: 2, want: "k001: 2 input records, the store's count is 0, not in any store"},
+		{name: "the last round never counted is named", counts: map[string][]int64{"k000": {1, 2}}, lost: 1, outLost: 1, want: "key k000: 1 input rounds never counted in the committed output: 3"},
+		{name: "a key with no output at all", counts: map[string][]int64{"k001": {}}, lost: 2, outLost: 2, want: "key k001: 2 input records, the committed output's last count is 0 (2 lost, 0 duplicated)"},
+		{name: "a count of 0 visible first", counts: map[string][]int64{"k000": {0, 1, 2, 3}}, want: "key k000: committed counts are not 1..3 in order: 0-3 (0 repeated, 0 missing)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rep := eosRun(c.counts, c.stores).check(t)
@@ -242,5 +246,94 @@ func TestS4GoesByTheInputTopic(t *testing.T) {
 		if got := !rep.S4.OK; got != c.wantViolations {
 			t.Errorf("%s: S4 failed %v (%q); want %v", c.name, got, rep.S4.Violations, c.wantViolations)
 		}
+	}
+}
+
+// TestS4InputKeyNeverAcknowledged: a key the input topic holds but the driver never had
+// acknowledged (no entry in Acked at all) is more input than acknowledged, as for any other key:
+// with no failed write it is a violation; with one it may be that write.
+func TestS4InputKeyNeverAcknowledged(t *testing.T) {
+	for _, failed := range []int{0, 1} {
+		s := eosRun(nil, nil)
+		delete(s.run.EOS.Acked, "k001")
+		s.run.EOS.ProduceFailed = failed
+		rep := s.check(t)
+		const want = "key k001: the driver had 0 input records acknowledged, the input topic holds 2"
+		if got := slices.Contains(rep.S4.Violations, want); got != (failed == 0) {
+			t.Errorf("%d failed writes: violations %q; want %q: %v", failed, rep.S4.Violations, want, failed == 0)
+		}
+	}
+}
+
+// TestS4WithoutRoundHeaders: output records without the round header (Round 0, older runs) are
+// judged by their counts alone: the exact run passes, with no round counted twice or never.
+func TestS4WithoutRoundHeaders(t *testing.T) {
+	s := eosRun(nil, nil)
+	for i := range s.run.EOS.Output {
+		s.run.EOS.Output[i].Round = 0
+	}
+	if rep := s.check(t); !rep.S4.OK {
+		t.Fatalf("an exact run without round headers failed S4: %q", rep.S4.Violations)
+	}
+}
+
+// TestS4WhichDumpCounts: a dump written at the schedule's end counts (only earlier ones do not),
+// and of a member's dumps the last one counts, the later line when two have the same time.
+func TestS4WhichDumpCounts(t *testing.T) {
+	s := eosRun(nil, nil)
+	for i := range s.run.Members {
+		if s.run.Members[i].Kind == KindStore {
+			s.run.Members[i].T = sec(10) // the end
+		}
+	}
+	if rep := s.check(t); !rep.S4.OK {
+		t.Fatalf("dumps at the end did not count: %q", rep.S4.Violations)
+	}
+
+	s = eosRun(nil, nil)
+	var members []Record
+	for _, r := range s.run.Members {
+		if r.Kind == KindStore && r.Proc == "a" {
+			stale := r
+			stale.Counts = map[string]int64{"k000": 1, "k001": 1}
+			members = append(members, stale) // the same time, an earlier line
+		}
+		members = append(members, r)
+	}
+	s.run.Members = members
+	if rep := s.check(t); !rep.S4.OK {
+		t.Fatalf("the earlier of two dumps at the same time counted: %q", rep.S4.Violations)
+	}
+}
+
+func TestSeqText(t *testing.T) {
+	var twelve, thirteen []int64
+	for i := range int64(13) {
+		thirteen = append(thirteen, 2*i+1) // 1, 3, 5, …, 25: no two consecutive
+	}
+	twelve = thirteen[:12]
+	for _, c := range []struct {
+		seq  []int64
+		want string
+	}{
+		{nil, "none"},
+		{[]int64{4}, "4"},
+		{[]int64{1, 2, 3, 5, 7, 8, 8}, "1-3,5,7-8,8"},
+		{twelve, "1,3,5,7,9,11,13,15,17,19,21,23"},
+		{thirteen, "1,3,5,7,9,11,…,17,19,21,23,25"}, // past 12 parts: the first 6 and the last 5
+	} {
+		if got := seqText(c.seq); got != c.want {
+			t.Errorf("seqText(%v) = %q, want %q", c.seq, got, c.want)
+		}
+	}
+}
+
+func TestMsTime(t *testing.T) {
+	// 1,700,000,000 s after the epoch is 19675 days and 80,000 s: 22:13:20 UTC.
+	if got := msTime(1_700_000_000_123); got != "22:13:20.123" {
+		t.Errorf("msTime = %q, want 22:13:20.123", got)
+	}
+	if got := msTime(0); got != "no time" {
+		t.Errorf("msTime(0) = %q, want \"no time\"", got)
 	}
 }
