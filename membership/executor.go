@@ -118,9 +118,13 @@ func (m *Manager) execute(a machine.Action) {
 			cancel()
 		}
 	case machine.AskPoll:
-		m.goNet(0, func(context.Context) machine.Input {
-			return machine.Polled{At: time.Unix(0, m.lastPoll.Load())}
-		})
+		// No I/O: the answer is when the application last polled, fed back from a goroutine
+		// because the loop cannot send to itself.
+		m.netWG.Add(1)
+		go func() {
+			defer m.netWG.Done()
+			m.deliver(machine.Polled{At: time.Unix(0, m.lastPoll.Load())})
+		}()
 	case machine.Emit:
 		m.publish(a.Event)
 	case machine.Log:
@@ -134,18 +138,14 @@ func (m *Manager) execute(a machine.Action) {
 	}
 }
 
-// goNet runs a network action on its own goroutine, bounded by the action's timeout (none when 0),
-// and feeds its result back.
+// goNet runs a network action on its own goroutine, bounded by the action's timeout (every network
+// action the machine asks for carries one), and feeds its result back.
 func (m *Manager) goNet(timeout time.Duration, f func(ctx context.Context) machine.Input) {
 	m.netWG.Add(1)
 	go func() {
 		defer m.netWG.Done()
-		ctx := m.runCtx
-		if timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, timeout)
-			defer cancel()
-		}
+		ctx, cancel := context.WithTimeout(m.runCtx, timeout)
+		defer cancel()
 		m.deliver(f(ctx))
 	}()
 }

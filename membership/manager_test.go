@@ -967,3 +967,25 @@ func TestManagerPublishesEndpointsWhenTheBrokerSendsThem(t *testing.T) {
 		}
 	})
 }
+
+// Poll is called for every batch a runtime processes: while the member is in the group it only
+// records the time and does not wake the member's loop; only a member left STALE by the poll timer
+// has its next Poll fed to the loop (to rejoin).
+func TestPollWakesTheLoopOnlyWhenStale(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, l := newFakeBroker(), &recordingListener{}
+		m := stableManager(t, f, l)
+		m.Poll() // the first one after Start may be fed
+		synctest.Wait()
+		for range 100 {
+			m.Poll()
+			synctest.Wait()
+			if m.pollSignal.Load() {
+				t.Fatalf("in %s the loop asks to be woken by the next Poll", m.State())
+			}
+		}
+		if err := m.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

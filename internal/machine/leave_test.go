@@ -315,3 +315,33 @@ func TestLeaveRetryRunLateIsGivenUp(t *testing.T) {
 		t.Fatalf("EventLeft error %v, want the budget and COORDINATOR_LOAD_IN_PROGRESS", left.Err)
 	}
 }
+
+// OnTasksRevoked failing during the leave is reported (a *CallbackError, "the member leaves
+// anyway") and the leave goes on; a revocation that succeeds reports no error.
+func TestLeaveRevocationErrorIsReportedAndTheLeaveGoesOn(t *testing.T) {
+	for _, fails := range []bool{false, true} {
+		h := newHarness(t)
+		h.stableWith(active("0_0"))
+		h.close(CloseDefault)
+		var err error
+		if fails {
+			err = errors.New("commit failed")
+		}
+		h.complete(err)
+		h.expectState(Leaving)
+		if len(h.leaves) != 1 {
+			t.Fatalf("fails=%v: %d leave heartbeats, want 1", fails, len(h.leaves))
+		}
+		n := h.countEvents(EventError)
+		if !fails && n != 0 {
+			t.Fatalf("a revocation that succeeded reported %d errors", n)
+		}
+		if fails {
+			e := h.lastEvent(EventError)
+			ce, ok := errors.AsType[*CallbackError](e.Err)
+			if n != 1 || !ok || ce.Callback != CallbackRevoked || !errors.Is(e.Err, err) || e.Message != "the member leaves anyway" {
+				t.Fatalf("%d errors, last %+v", n, e)
+			}
+		}
+	}
+}
