@@ -209,7 +209,7 @@ func TestSnapshotPendingNamesTheWork(t *testing.T) {
 	h.mustSend()
 	h.answer(resp(2, active("0_1")))
 	p := h.m.Pending()
-	for _, want := range []string{"running #", "revoke OnTasksRevoked[0_0]", "reconciliation#", "toward {active=[0_1]"} {
+	for _, want := range []string{"running #", "revoke OnTasksRevoked[0_0]", "reconciliation#2 toward {active=[0_1]"} {
 		if !strings.Contains(p, want) {
 			t.Fatalf("pending %q lacks %q", p, want)
 		}
