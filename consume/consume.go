@@ -344,7 +344,8 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 		}
 		t := c.tasks[p.task]
 		recs := fp.Records
-		for len(recs) > 0 && p.handed >= 0 && recs[0].Offset < p.handed {
+		// Drop what was handed out already (a refetch). An unknown handed (-1) is below every offset.
+		for len(recs) > 0 && recs[0].Offset < p.handed {
 			recs = recs[1:]
 		}
 		replica := t.role != Active || t.restoring
@@ -423,12 +424,10 @@ func (b *Batch) DoneBefore(unprocessed map[tasks.TopicPartition]int64) {
 			continue
 		}
 		next := r.Next
-		if stop, ok := unprocessed[r.Partition]; ok && stop < next {
-			next = max(stop, r.First)
+		if stop, ok := unprocessed[r.Partition]; ok {
+			next = min(max(stop, r.First), r.Next) // the stop, within the batch's records
 		}
-		if next > p.done {
-			p.done = next
-		}
+		p.done = max(p.done, next)
 	}
 	touched := make(map[tasks.ID]bool)
 	for _, r := range b.Restore {
@@ -601,7 +600,7 @@ func (c *Consumer) setProcessing(id tasks.ID, processing bool) {
 }
 
 func (c *Consumer) forget(ids ...tasks.ID) {
-	if c.o.tracker != nil && len(ids) > 0 {
+	if c.o.tracker != nil {
 		c.o.tracker.Forget(tasks.NewSet(ids...))
 	}
 }

@@ -134,7 +134,11 @@ func (f *fakeClient) SetOffsets(m map[string]map[int32]kgo.EpochOffset) {
 	var s []string
 	for t, ps := range m {
 		for p, o := range ps {
-			s = append(s, fmt.Sprintf("%v@%d", tp(t, p), o.Offset))
+			x := fmt.Sprintf("%v@%d", tp(t, p), o.Offset)
+			if o.Epoch != -1 { // -1: no leader epoch to validate the offset against
+				x += fmt.Sprintf("/epoch=%d", o.Epoch)
+			}
+			s = append(s, x)
 		}
 	}
 	sort.Strings(s)

@@ -1,0 +1,268 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// A fetch with one partition's records and one partition's error is a batch with both: neither
+// cancels the other out.
+func TestBatchWithRecordsAndAnErrorHandsBothOut(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0")})
+	fs := fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {0}})
+	broken := errors.New("broken")
+	fs[0].Topics = append(fs[0].Topics, kgo.FetchTopic{Topic: "gone", Partitions: []kgo.FetchPartition{{Partition: 0, Err: broken}}})
+	e.cl.fetches <- fs
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {1}}) // what a dropped batch would be followed by
+	b := e.poll()
+	eq(t, "process", offsetsOf(b.Process), []string{"1_0 active other[0]:0"})
+	if len(b.Errors) != 1 || !errors.Is(b.Errors[0].Err, broken) || b.Errors[0].Topic != "gone" {
+		t.Fatalf("errors %v, want the one of gone[0]", b.Errors)
+	}
+	b.Done()
+}
+
+// A refetch of nothing but records handed out already, and a partition answered without records,
+// hand nothing out: Poll goes on to the next fetch.
+func TestRefetchOfOnlyHandedRecordsHandsNothingOut(t *testing.T) {
+	e := newEnv(t)
+	e.commits.committed = commit.Offsets{tp("other", 0): 5}
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {5, 6}})
+	e.poll().Done()
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {5, 6}, tp("other", 1): nil})
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {7}})
+	b := e.poll()
+	eq(t, "process", offsetsOf(b.Process), []string{"1_0 active other[0]:7"})
+	b.Done()
+}
+
+// Rewind at offset 0: a partition whose first record (from the reset offset) is 0 goes back to 0,
+// not to where a later batch started; one committed at 0 goes back to 0.
+func TestRewindToOffsetZero(t *testing.T) {
+	e := newEnv(t)
+	e.commits.committed = commit.Offsets{tp("other", 1): 0}
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	e.cl.takeOps()
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {0, 1}, tp("other", 1): {0, 1}})
+	e.poll().Done()
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {2, 3}})
+	e.poll().Done()
+	e.c.Rewind()
+	eq(t, "client calls", e.cl.takeOps(), []string{"set other[0]@0,other[1]@0"})
+	if got := e.c.Processed(set("1_0", "1_1")); len(got) != 2 || got[tp("other", 0)] != 0 || got[tp("other", 1)] != 0 {
+		t.Fatalf("Processed after Rewind = %v, want both at 0", got)
+	}
+}
+
+// A position marked committed at 0 (by the caller's own commit) is where Rewind goes back to, even
+// before anything was fetched.
+func TestRewindGoesBackToAPositionMarkedCommittedAtZero(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0")})
+	e.cl.takeOps()
+	e.c.MarkCommitted(commit.Offsets{tp("other", 0): 0})
+	if !e.c.HasCommitted(tid("1_0")) {
+		t.Fatal("HasCommitted after MarkCommitted at 0: false")
+	}
+	e.c.Rewind()
+	eq(t, "client calls", e.cl.takeOps(), []string{"set other[0]@0"})
+}
+
+// A partition committed at offset 0 counts as committed.
+func TestHasCommittedAtOffsetZero(t *testing.T) {
+	e := newEnv(t)
+	e.commits.committed = commit.Offsets{tp("other", 0): 0}
+	e.assign(tasks.Assignment{Active: set("1_0")})
+	if !e.c.HasCommitted(tid("1_0")) {
+		t.Fatal("HasCommitted(1_0) with other[0] committed at 0: false")
+	}
+}
+
+// When the only partition moved is refused as not owned, nothing is left to commit: commitFn is
+// not called again with nothing.
+func TestCommitUncommittedAllRefusedCommitsNothingMore(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0")})
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {0}})
+	e.poll().Done()
+	var sent []commit.Offsets
+	commitFn := func(_ context.Context, o commit.Offsets) error {
+		sent = append(sent, maps.Clone(o))
+		return &commit.NotOwnedError{Partitions: []tasks.TopicPartition{tp("other", 0)}}
+	}
+	if err := e.c.CommitUncommitted(context.Background(), commitFn); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 1 || len(sent[0]) != 1 {
+		t.Fatalf("commitFn calls %v, want one, with other[0]", sent)
+	}
+}
+
+// A batch that stopped at its first record, offset 0, of a partition started from the reset
+// offset leaves the position at 0: moved (from unknown), so it is to be committed.
+func TestUncommittedPositionZero(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0")})
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {0, 1}})
+	e.poll().DoneBefore(map[tasks.TopicPartition]int64{tp("other", 0): 0})
+	if got := e.c.Uncommitted(); len(got) != 1 || got[tp("other", 0)] != 0 {
+		t.Fatalf("Uncommitted = %v, want other[0]=0", got)
+	}
+}
+
+// A caught-up active task's changelog is dropped before it is added, and the standby changelog of
+// the same topic added in the same assignment stays.
+func TestDroppedChangelogKeepsTheOthersOfItsTopic(t *testing.T) {
+	e := newEnv(t)
+	e.list.end[tp(cl0, 0)], e.list.end[tp(cl0, 1)] = 0, 4 // 0_0: nothing to restore
+	e.assign(tasks.Assignment{Active: set("0_0"), Standby: set("0_1")})
+	eq(t, "client calls", e.cl.takeOps(), []string{"add app-st-changelog[1]@0,in[0]@start"})
+}
+
+// A failed revocation consumes again at offset 0 where the position is 0, not from the reset
+// offset: a changelog restored from 0 and an input committed at 0.
+func TestFailedRevocationConsumesAgainAtOffsetZero(t *testing.T) {
+	e := newEnv(t, WithResetOffset(kgo.NewOffset().AtEnd()))
+	e.list.end[tp(cl0, 0)] = 4
+	e.commits.committed = commit.Offsets{tp("in", 0): 0}
+	e.assign(tasks.Assignment{Active: set("0_0")})
+	eq(t, "client calls", e.cl.takeOps(), []string{"pause in[0]", "add app-st-changelog[0]@0,in[0]@0"})
+	e.app.revokeErr = errors.New("flush failed")
+	if err := e.c.OnTasksRevoked(context.Background(), set("0_0")); !errors.Is(err, e.app.revokeErr) {
+		t.Fatalf("got %v", err)
+	}
+	eq(t, "client calls", e.cl.takeOps(), []string{
+		"remove app-st-changelog[0],in[0]", "resume in[0]",
+		"pause in[0]", "add app-st-changelog[0]@0,in[0]@0"})
+}
+
+// logRecorder keeps the messages logged.
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.msgs = append(l.msgs, r.Message)
+	l.mu.Unlock()
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+func (l *logRecorder) count(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, m := range l.msgs {
+		if m == msg {
+			n++
+		}
+	}
+	return n
+}
+
+// "tasks revoked" is logged once a revocation of owned active tasks succeeded, and neither for a
+// revocation of nothing owned nor for a failed one.
+func TestRevocationLog(t *testing.T) {
+	logs := &logRecorder{}
+	e := newEnv(t, WithLogger(slog.New(logs)))
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	ctx := context.Background()
+	if err := e.c.OnTasksRevoked(ctx, set("1_2")); err != nil {
+		t.Fatal(err)
+	}
+	if n := logs.count("tasks revoked"); n != 0 {
+		t.Fatalf("a revocation of a task not owned logged %d times", n)
+	}
+	e.app.revokeErr = errors.New("flush failed")
+	if err := e.c.OnTasksRevoked(ctx, set("1_0")); err == nil {
+		t.Fatal("the failed revocation returned nil")
+	}
+	if n := logs.count("tasks revoked"); n != 0 {
+		t.Fatalf("a failed revocation logged %d times", n)
+	}
+	e.app.revokeErr = nil
+	if err := e.c.OnTasksRevoked(ctx, set("1_0")); err != nil {
+		t.Fatal(err)
+	}
+	if n := logs.count("tasks revoked"); n != 1 {
+		t.Fatalf("a revocation logged %d times, want 1", n)
+	}
+}
+
+// Callbacks that overlap (a caller that does not run them one at a time) each wait for the batch
+// out and then run one at a time, and Poll goes on once they are all done.
+func TestOverlappingCallbacksRunOneAtATime(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0")})
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {0}})
+	b := e.poll()
+	var inside, overlaps, ran atomic.Int32
+	e.app.onRevoke = func(tasks.Set) {
+		if inside.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		ran.Add(1)
+		inside.Add(-1)
+	}
+	const n = 3
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- e.c.OnTasksRevoked(context.Background(), set("1_5")) }()
+	}
+	waitForWriters(t, e.c, n)
+	if ran.Load() != 0 {
+		t.Fatal("a callback ran while the batch was out")
+	}
+	b.Done()
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ran.Load() != n || overlaps.Load() != 0 {
+		t.Fatalf("%d callbacks ran, %d overlapping, want %d one at a time", ran.Load(), overlaps.Load(), n)
+	}
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {1}})
+	b = e.poll()
+	eq(t, "after the callbacks", offsetsOf(b.Process), []string{"1_0 active other[0]:1"})
+	b.Done()
+	if got := slices.Clone(e.app.calls); len(got) != 1+n {
+		t.Fatalf("app calls %q", got)
+	}
+}
+
+// waitForWriters waits until n callbacks are waiting for the batch out.
+func waitForWriters(t *testing.T, c *Consumer, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.pollMu.Lock()
+		w := c.writers
+		c.pollMu.Unlock()
+		if w == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d callbacks waiting, want %d", w, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
