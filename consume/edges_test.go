@@ -266,3 +266,15 @@ func waitForWriters(t *testing.T, c *Consumer, n int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Active says whether a task is one of this member's active tasks: not a standby, not a warm-up,
+// not a task it does not hold.
+func TestActiveIsOnlyForActiveTasks(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0"), Standby: set("1_1")})
+	for id, want := range map[string]bool{"1_0": true, "1_1": false, "1_2": false} {
+		if got := e.c.Active(tid(id)); got != want {
+			t.Errorf("Active(%s) = %v, want %v", id, got, want)
+		}
+	}
+}
