@@ -45,9 +45,9 @@ func (r Role) String() string {
 	return fmt.Sprintf("Role(%d)", uint8(r))
 }
 
-// Committer is what the Consumer needs from a *commit.Committer: committed offsets of the tasks it
-// starts, and commits of processed positions (CommitProcessed).
-type Committer interface {
+// OffsetCommitter is what the Consumer needs from a *commit.Committer: committed offsets of the
+// tasks it starts, and commits of processed positions (CommitProcessed).
+type OffsetCommitter interface {
 	CommittedOffsets(ctx context.Context, s tasks.Set) (commit.Offsets, error)
 	Commit(ctx context.Context, offsets commit.Offsets) error
 }
@@ -108,9 +108,10 @@ func WithResetOffset(off kgo.Offset) Option { return func(o *options) { o.reset 
 // such as persistent ones); by default every store starts empty.
 func WithChangelogStart(f ChangelogStart) Option { return func(o *options) { o.start = f } }
 
-// WithTaskOffsets makes the Consumer report changelog positions, end offsets seen in fetches and
-// which active tasks are processing to t, the member's TaskOffsetsProvider.
-func WithTaskOffsets(t *taskoffsets.Tracker) Option { return func(o *options) { o.tracker = t } }
+// WithTracker makes the Consumer report changelog positions, end offsets seen in fetches and which
+// active tasks are processing to t, the tracker the member reports task offsets from
+// (membership.WithTaskOffsets).
+func WithTracker(t *taskoffsets.Tracker) Option { return func(o *options) { o.tracker = t } }
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -123,7 +124,7 @@ type Consumer struct {
 	cl      client
 	list    lister
 	router  *tasks.Router
-	commits Committer
+	commits OffsetCommitter
 	o       options
 	log     *slog.Logger
 
@@ -165,7 +166,7 @@ type part struct {
 // (ErrGroupClient otherwise), for the topology topo, reading committed offsets through committer
 // (a *commit.Committer bound to the member). A topology with a topic of two subtopologies is a
 // *tasks.SharedTopicError.
-func New(cl *kgo.Client, topo *topology.Topology, committer Committer, opts ...Option) (*Consumer, error) {
+func New(cl *kgo.Client, topo *topology.Topology, committer OffsetCommitter, opts ...Option) (*Consumer, error) {
 	if cl == nil {
 		return nil, errors.New("consume: a *kgo.Client is required")
 	}
@@ -187,7 +188,7 @@ func New(cl *kgo.Client, topo *topology.Topology, committer Committer, opts ...O
 	return newConsumer(cl, listoffsets.Lister{Admin: kadm.NewClient(cl)}, topo, committer, opts...)
 }
 
-func newConsumer(cl client, l lister, topo *topology.Topology, committer Committer, opts ...Option) (*Consumer, error) {
+func newConsumer(cl client, l lister, topo *topology.Topology, committer OffsetCommitter, opts ...Option) (*Consumer, error) {
 	if topo == nil {
 		return nil, errors.New("consume: the topology is required")
 	}

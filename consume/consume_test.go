@@ -297,7 +297,7 @@ func newEnv(t *testing.T, opts ...Option) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.tracker.Close)
-	all := append([]Option{WithListener(e.app), WithTaskOffsets(e.tracker), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
+	all := append([]Option{WithListener(e.app), WithTracker(e.tracker), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
 	if e.c, err = newConsumer(e.cl, e.list, testTopology(), e.commits, all...); err != nil {
 		t.Fatal(err)
 	}

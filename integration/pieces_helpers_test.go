@@ -138,7 +138,7 @@ func startCounter(t *testing.T, b *Broker, group, name string, topo *topology.To
 		return c.cons.Processed(revoked), nil
 	}, (*counterApp)(c))
 	log := testLogger.With("test_member", name)
-	if c.cons, err = consume.New(c.cl, topo, c.commits, consume.WithListener(app), consume.WithTaskOffsets(c.offsets),
+	if c.cons, err = consume.New(c.cl, topo, c.commits, consume.WithListener(app), consume.WithTracker(c.offsets),
 		consume.WithChangelogStart(c.storedAt), consume.WithLogger(log)); err != nil {
 		t.Fatal(err)
 	}

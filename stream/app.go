@@ -468,7 +468,7 @@ func (a *App) build() error {
 		reset = kgo.NewOffset().AtEnd()
 	}
 	listener := commit.OnRevoke(a.commits, a.revokedOffsets, (*callbacks)(a))
-	if a.cons, err = consume.New(a.cl, a.topo, a.commits, consume.WithListener(listener), consume.WithTaskOffsets(a.offsets),
+	if a.cons, err = consume.New(a.cl, a.topo, a.commits, consume.WithListener(listener), consume.WithTracker(a.offsets),
 		consume.WithResetOffset(reset), consume.WithChangelogStart(a.changelogStart), consume.WithLogger(a.log)); err != nil {
 		return err
 	}
