@@ -194,11 +194,11 @@ func TestGoWithOtherTopologyRefusedByJavaGroup(t *testing.T) {
 	if !errors.As(m.Err(), &te) {
 		t.Fatalf("go member stopped with %v (%T); want a *membership.TopologyError", m.Err(), m.Err())
 	}
-	if te.Mismatch.GroupTopologyID != in.topo.ID() {
-		t.Fatalf("mismatch names group topology %s; want the Java-compatible %s (%v)", te.Mismatch.GroupTopologyID, in.topo.ID(), te)
+	if te.Mismatch.GroupID != in.topo.ID() {
+		t.Fatalf("mismatch names group topology %s; want the Java-compatible %s (%v)", te.Mismatch.GroupID, in.topo.ID(), te)
 	}
-	if te.Mismatch.MemberTopology != other.ID() {
-		t.Fatalf("mismatch names member topology %s; want %s", te.Mismatch.MemberTopology, other.ID())
+	if te.Mismatch.LocalID != other.ID() {
+		t.Fatalf("mismatch names member topology %s; want %s", te.Mismatch.LocalID, other.ID())
 	}
 	if a, _, _ := m.rec.snapshot(); !a.IsEmpty() {
 		t.Fatalf("refused go member was assigned %v", a)

@@ -235,7 +235,7 @@ func TestDifferentTopologyIsRefusedWithBothIDs(t *testing.T) {
 	if !errors.As(c.Err(), &te) || !errors.Is(c.Err(), heartbeat.ErrTopologyMismatch) || !errors.Is(c.Err(), kerr.InvalidRequest) {
 		t.Fatalf("Err() = %v, want a *membership.TopologyError", c.Err())
 	}
-	if te.Mismatch.GroupTopologyID != first.ID() || te.Mismatch.MemberTopology != other.ID() {
+	if te.Mismatch.GroupID != first.ID() || te.Mismatch.LocalID != other.ID() {
 		t.Fatalf("mismatch %+v; want group %s, member %s", te.Mismatch, first.ID(), other.ID())
 	}
 	msg := c.Err().Error()
@@ -261,7 +261,7 @@ func TestStaleTopologyEvent(t *testing.T) {
 	old := startMember(t, b, group, topo, "old", nil) // epoch 0 < 1
 	Eventually(t, settle, func() (bool, string) {
 		e, ok := old.sawEvent(membership.EventStaleTopology)
-		return ok && e.GroupTopology != nil && e.GroupTopology.GroupEpoch == 1 && e.GroupTopology.GroupTopologyID == topo.ID(),
+		return ok && e.GroupTopology != nil && e.GroupTopology.GroupEpoch == 1 && e.GroupTopology.GroupID == topo.ID(),
 			fmt.Sprintf("events %s, last %+v", old.eventKinds(), e.GroupTopology)
 	})
 }

@@ -455,7 +455,7 @@ func TestManagerStaleTopologyDescribeDoesNotBlockHeartbeats(t *testing.T) {
 				stale = append(stale, e)
 			}
 		}
-		if len(stale) != 1 || stale[0].GroupTopology == nil || !stale[0].GroupTopology.GroupTopologyID.IsZero() {
+		if len(stale) != 1 || stale[0].GroupTopology == nil || !stale[0].GroupTopology.GroupID.IsZero() {
 			t.Fatalf("stale events %+v", stale)
 		}
 		f.mu.Lock()

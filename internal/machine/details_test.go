@@ -71,7 +71,7 @@ func TestStaleTopologyNamesTheGroupsTopology(t *testing.T) {
 	h.mustSend()
 	h.answer(resp(1, nil, heartbeat.Status{Code: heartbeat.StaleTopology}))
 	ev := h.lastEvent(EventStaleTopology)
-	if tm := ev.GroupTopology; tm == nil || tm.GroupTopologyID != testTopology.ID() || tm.GroupEpoch != 4 || tm.MemberEpoch != 0 {
+	if tm := ev.GroupTopology; tm == nil || tm.GroupID != testTopology.ID() || tm.GroupEpoch != 4 || tm.LocalEpoch != 0 {
 		t.Fatalf("mismatch %+v", ev.GroupTopology)
 	}
 	if !strings.Contains(ev.GroupTopology.String(), "at epoch 4") {

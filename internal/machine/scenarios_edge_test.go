@@ -150,7 +150,7 @@ var edgeScenarios = []struct {
 		}
 		h.step(Described{Err: errors.New("timeout")})
 		ev := h.lastEvent(EventStaleTopology)
-		if ev.GroupTopology == nil || ev.GroupTopology.MemberTopology != testTopology.ID() || ev.Status == nil {
+		if ev.GroupTopology == nil || ev.GroupTopology.LocalID != testTopology.ID() || ev.Status == nil {
 			h.t.Fatalf("stale event %+v", ev)
 		}
 	}},
@@ -182,7 +182,7 @@ var edgeScenarios = []struct {
 		h.step(Described{Err: errors.New("unreachable")})
 		var te *TopologyError
 		if len(h.stopped) != 1 || !errors.As(h.stopped[0].Err, &te) || !errors.Is(te, heartbeat.ErrTopologyMismatch) ||
-			te.Mismatch.MemberTopology != testTopology.ID() {
+			te.Mismatch.LocalID != testTopology.ID() {
 			h.t.Fatalf("stopped %+v", h.stopped)
 		}
 		if ev := h.lastEvent(EventFatal); ev.GroupTopology == nil {

@@ -7,15 +7,11 @@ import (
 )
 
 // TopologyMismatch puts the group's topology next to the member's, when the broker says they differ
-// (STALE_TOPOLOGY, or a refused topology). It is topology.Compare's verdict, with the field names
-// this package has always used.
+// (STALE_TOPOLOGY, or a refused topology): topology.Compare's verdict (GroupID is zero when the
+// group could not be described or has no topology; LocalID and LocalEpoch are this member's), and
+// what differs.
 type TopologyMismatch struct {
-	GroupEpoch      int32
-	GroupTopologyID topology.ID // zero when the group could not be described or has no topology
-	MemberEpoch     int32
-	MemberTopology  topology.ID
-	Verdict         topology.Verdict
-	Action          string // what to do about it
+	topology.Comparison
 	// Differences lists how the member's topology differs from the group's as the broker describes it
 	// (topology.Diff): subtopologies, topics, configs, replication factors and fixed partition counts,
 	// one line each. Empty when the group could not be described, or when the topologies differ only
@@ -29,16 +25,11 @@ const maxDifferencesShown = 10
 // String is the comparison ("the group runs topology X at epoch N; this member runs Y at epoch M:
 // <action>") followed by the differences, at most maxDifferencesShown of them.
 func (t *TopologyMismatch) String() string {
-	s := t.comparison().String()
+	s := t.Comparison.String()
 	if len(t.Differences) > 0 {
 		s += "; differences: " + topology.JoinDiff(t.Differences, maxDifferencesShown)
 	}
 	return s
-}
-
-func (t *TopologyMismatch) comparison() topology.Comparison {
-	return topology.Comparison{Verdict: t.Verdict, GroupID: t.GroupTopologyID, GroupEpoch: t.GroupEpoch,
-		LocalID: t.MemberTopology, LocalEpoch: t.MemberEpoch, Action: t.Action}
 }
 
 // TopologyError is the fatal error of a member whose topology the group refused. It unwraps to the
@@ -62,7 +53,5 @@ func compareTopologies(g *kmsg.StreamsGroupDescribeResponseGroup, local *topolog
 			group = d
 		}
 	}
-	c := topology.Compare(group, local, localEpoch, situation)
-	return TopologyMismatch{GroupEpoch: c.GroupEpoch, GroupTopologyID: c.GroupID, MemberEpoch: c.LocalEpoch,
-		MemberTopology: c.LocalID, Verdict: c.Verdict, Action: c.Action, Differences: topology.Diff(group, local)}
+	return TopologyMismatch{Comparison: topology.Compare(group, local, localEpoch, situation), Differences: topology.Diff(group, local)}
 }

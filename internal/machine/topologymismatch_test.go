@@ -55,7 +55,7 @@ func TestRefusedTopologyNamesTheDifferences(t *testing.T) {
 
 // The message repeats at most maxDifferencesShown differences and counts the rest.
 func TestMismatchStringCapsDifferences(t *testing.T) {
-	m := TopologyMismatch{Verdict: topology.ChangedWithoutEpochBump, Action: "act"}
+	m := TopologyMismatch{Comparison: topology.Comparison{Verdict: topology.ChangedWithoutEpochBump, Action: "act"}}
 	for i := range 25 {
 		m.Differences = append(m.Differences, strings.Repeat("d", i+1))
 	}
@@ -63,7 +63,7 @@ func TestMismatchStringCapsDifferences(t *testing.T) {
 	if !strings.HasSuffix(s, "; and 15 more differences") || strings.Contains(s, strings.Repeat("d", 11)) {
 		t.Fatalf("String = %q", s)
 	}
-	if m2 := (TopologyMismatch{Action: "act"}); strings.Contains(m2.String(), "differences") {
+	if m2 := (TopologyMismatch{Comparison: topology.Comparison{Action: "act"}}); strings.Contains(m2.String(), "differences") {
 		t.Fatalf("no differences, yet %q", m2.String())
 	}
 }
