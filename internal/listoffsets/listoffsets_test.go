@@ -54,22 +54,11 @@ func TestAPartitionThatFailsIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	c.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		r := req.(*kmsg.ListOffsetsRequest)
-		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, rt := range r.Topics {
-			st := kmsg.ListOffsetsResponseTopic{Topic: rt.Topic}
-			for _, rp := range rt.Partitions {
-				sp := kmsg.ListOffsetsResponseTopicPartition{Partition: rp.Partition, Offset: 7, LeaderEpoch: -1, Timestamp: -1}
-				if rp.Partition == 1 {
-					sp.ErrorCode, sp.Offset = kerr.UnknownServerError.Code, -1
-				}
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
+	answerListOffsets(c, func(rp kmsg.ListOffsetsRequestTopicPartition) (int64, int16) {
+		if rp.Partition == 1 {
+			return -1, kerr.UnknownServerError.Code
 		}
-		return resp, nil, true
+		return 7, 0
 	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {
@@ -111,23 +100,12 @@ func TestBounds(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(kc.Close)
-			kc.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
-				kc.KeepControl()
-				r := req.(*kmsg.ListOffsetsRequest)
-				resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
-				for _, rt := range r.Topics {
-					st := kmsg.ListOffsetsResponseTopic{Topic: rt.Topic}
-					for _, rp := range rt.Partitions {
-						start := rp.Timestamp == -2 // earliest
-						sp := kmsg.ListOffsetsResponseTopicPartition{Partition: rp.Partition, Offset: map[bool]int64{true: 4, false: 9}[start], LeaderEpoch: -1, Timestamp: -1}
-						if start && c.failStarts || !start && c.failEnds {
-							sp.ErrorCode, sp.Offset = kerr.UnknownServerError.Code, -1
-						}
-						st.Partitions = append(st.Partitions, sp)
-					}
-					resp.Topics = append(resp.Topics, st)
+			answerListOffsets(kc, func(rp kmsg.ListOffsetsRequestTopicPartition) (int64, int16) {
+				start := rp.Timestamp == -2 // earliest
+				if start && c.failStarts || !start && c.failEnds {
+					return -1, kerr.UnknownServerError.Code
 				}
-				return resp, nil, true
+				return map[bool]int64{true: 4, false: 9}[start], 0
 			})
 			cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
 			if err != nil {
@@ -155,4 +133,24 @@ func TestBounds(t *testing.T) {
 	if start, end, err := (Lister{Admin: kadm.NewClient(cl)}).Bounds(context.Background(), []string{"t"}); err == nil || start != nil || end != nil {
 		t.Fatalf("Bounds on a closed client = %v, %v, %v", start, end, err)
 	}
+}
+
+// answerListOffsets makes kc answer every ListOffsets with answer's offset and error code for each
+// partition asked.
+func answerListOffsets(kc *kfake.Cluster, answer func(kmsg.ListOffsetsRequestTopicPartition) (offset int64, code int16)) {
+	kc.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		r := req.(*kmsg.ListOffsetsRequest)
+		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.ListOffsetsResponseTopic{Topic: rt.Topic}
+			for _, rp := range rt.Partitions {
+				offset, code := answer(rp)
+				st.Partitions = append(st.Partitions, kmsg.ListOffsetsResponseTopicPartition{
+					Partition: rp.Partition, Offset: offset, ErrorCode: code, LeaderEpoch: -1, Timestamp: -1})
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
 }
