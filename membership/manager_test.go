@@ -30,10 +30,13 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeBroker scripts the coordinator: a join gets active tasks 0_0 and 0_1 at epoch 1; answer, when
-// set, replaces every answer; describe and leave can be made to block until their ctx ends.
+// set, replaces every answer; describe and leave can be made to block until their ctx ends; with
+// capsErr the cluster cannot be reached (every capability probe fails with it, and is counted).
 type fakeBroker struct {
 	mu           sync.Mutex
 	caps         heartbeat.Capabilities
+	capsErr      error
+	probes       int
 	heartbeats   []time.Time
 	requests     []*kmsg.StreamsGroupHeartbeatRequest
 	leaves       []int32
@@ -109,6 +112,12 @@ func (f *fakeBroker) Describe(ctx context.Context) (*kmsg.StreamsGroupDescribeRe
 }
 
 func (f *fakeBroker) Capabilities(ctx context.Context) (heartbeat.Capabilities, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probes++
+	if f.capsErr != nil {
+		return heartbeat.Capabilities{}, f.capsErr
+	}
 	return f.caps, nil
 }
 
@@ -520,14 +529,18 @@ func TestManagerCloseBeforeStartAndTwice(t *testing.T) {
 // A capability probe that keeps failing is retried with backoff and Close ends it without a leave.
 func TestManagerCloseWhileClusterUnreachable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		u := &unreachable{}
+		u := newFakeBroker()
+		u.capsErr = errors.New("dial tcp: connection refused")
 		m := newTestManager(t, u, nil)
 		m.Start(t.Context())
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		u.mu.Lock()
-		probes := u.probes
+		probes, sent := u.probes, len(u.requests)+len(u.leaves)+u.describes
 		u.mu.Unlock()
+		if sent != 0 {
+			t.Fatalf("%d requests besides the probes before the cluster answered", sent)
+		}
 		// 100 ms doubling to 1 s with ±20% jitter: 8 probes (0, 0.12, 0.36, 0.84, 1.8, 2.8, 3.8,
 		// 4.8 s at the longest waits) or 9 (0, 0.08, 0.24, 0.56, 1.2, 2.0, 2.8, 3.6, 4.4 s at the
 		// shortest). A probe without backoff would make thousands.
@@ -539,30 +552,6 @@ func TestManagerCloseWhileClusterUnreachable(t *testing.T) {
 			t.Fatalf("close: %v, err %v", err, m.Err())
 		}
 	})
-}
-
-type unreachable struct {
-	mu     sync.Mutex
-	probes int
-}
-
-func (u *unreachable) Heartbeat(context.Context, *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
-	panic("no heartbeat before the cluster answered")
-}
-func (u *unreachable) Describe(context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
-	return nil, errors.New("unreachable")
-}
-func (u *unreachable) CoordinatorConfigs(context.Context, ...string) (*kmsg.DescribeConfigsResponse, error) {
-	panic("no config describe before the cluster answered")
-}
-func (u *unreachable) GroupConfigs(context.Context, ...string) (*kmsg.DescribeConfigsResponse, error) {
-	panic("no config describe before the cluster answered")
-}
-func (u *unreachable) Capabilities(context.Context) (heartbeat.Capabilities, error) {
-	u.mu.Lock()
-	u.probes++
-	u.mu.Unlock()
-	return heartbeat.Capabilities{}, errors.New("dial tcp: connection refused")
 }
 
 func TestManagerRefusesWhatTheClusterCannotDo(t *testing.T) {
