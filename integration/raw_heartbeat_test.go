@@ -39,7 +39,7 @@ func (m *rawMember) send(ctx context.Context, req *kmsg.StreamsGroupHeartbeatReq
 			m.t.Fatalf("heartbeat: %v", err)
 		}
 		r := resp.(*kmsg.StreamsGroupHeartbeatResponse)
-		if coordinator.IsCoordinatorMoved(r.ErrorCode) {
+		if neterr.IsCoordinatorMoved(r.ErrorCode) {
 			m.coord.Invalidate(m.group, node)
 			time.Sleep(100 * time.Millisecond)
 			continue

@@ -165,7 +165,7 @@ func (c *Cache) Invalidate(group string, node int32) {
 // req to it once, without retries: a request that carries member state must not be blindly resent,
 // so the caller decides. A transport error forgets the coordinator, so the next call looks it up
 // again. It returns the node it sent to (-1 when the look-up failed). Error codes in the answer are
-// the caller's to read; see IsCoordinatorMoved.
+// the caller's to read; see neterr.IsCoordinatorMoved.
 func (c *Cache) Send(ctx context.Context, group string, req kmsg.Request) (kmsg.Response, int32, error) {
 	node, err := c.Node(ctx, group)
 	if err != nil {
@@ -181,23 +181,9 @@ func (c *Cache) Send(ctx context.Context, group string, req kmsg.Request) (kmsg.
 	return resp, node, nil
 }
 
-// IsCoordinatorMoved reports whether a response error code means the request reached a broker that
-// is not the group's coordinator (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE), so the cached
-// coordinator must be forgotten and looked up again. COORDINATOR_LOAD_IN_PROGRESS is not a move:
-// the broker is the coordinator and is still loading the group, so the coordinator is kept and the
-// request retried after a backoff, as the Java client does
-// (StreamsGroupHeartbeatRequestManager.onErrorResponse).
-func IsCoordinatorMoved(code int16) bool {
-	switch kerr.ErrorForCode(code) {
-	case kerr.NotCoordinator, kerr.CoordinatorNotAvailable:
-		return true
-	}
-	return false
-}
-
 // IsCoordinatorBusy reports whether a response error code means the request can be retried against
-// the coordinator of the group: it moved (IsCoordinatorMoved) or it is loading the group
+// the coordinator of the group: it moved (neterr.IsCoordinatorMoved) or it is loading the group
 // (COORDINATOR_LOAD_IN_PROGRESS).
 func IsCoordinatorBusy(code int16) bool {
-	return IsCoordinatorMoved(code) || code == kerr.CoordinatorLoadInProgress.Code
+	return neterr.IsCoordinatorMoved(code) || code == kerr.CoordinatorLoadInProgress.Code
 }

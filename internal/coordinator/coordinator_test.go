@@ -271,7 +271,7 @@ func TestClassification(t *testing.T) {
 	busy := map[int16]bool{kerr.NotCoordinator.Code: true, kerr.CoordinatorNotAvailable.Code: true, kerr.CoordinatorLoadInProgress.Code: true}
 	for _, code := range []int16{0, -1, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code,
 		kerr.FencedMemberEpoch.Code, kerr.UnknownMemberID.Code, kerr.GroupIDNotFound.Code, 9999} {
-		if IsCoordinatorMoved(code) != moved[code] {
+		if neterr.IsCoordinatorMoved(code) != moved[code] {
 			t.Errorf("IsCoordinatorMoved(%d) = %v", code, !moved[code])
 		}
 		if IsCoordinatorBusy(code) != busy[code] {

@@ -59,7 +59,7 @@ func Describe(ctx context.Context, c *Cache, group string, includeOps bool,
 			switch {
 			case g.ErrorCode == 0:
 				return &g, node, nil
-			case IsCoordinatorMoved(g.ErrorCode):
+			case neterr.IsCoordinatorMoved(g.ErrorCode):
 				c.Invalidate(group, node)
 				err = kerr.ErrorForCode(g.ErrorCode)
 			case IsCoordinatorBusy(g.ErrorCode): // loading: same coordinator, later

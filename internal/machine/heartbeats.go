@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/internal/neterr"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
 )
@@ -181,14 +182,7 @@ func (m *Machine) heartbeatDone(now time.Time, in HeartbeatDone) []Action {
 // reachedCoordinator says whether a heartbeat's raw result came from the group's coordinator: an
 // answer that does not say the coordinator moved or is not available.
 func reachedCoordinator(resp *kmsg.StreamsGroupHeartbeatResponse, err error) bool {
-	if err != nil || resp == nil {
-		return false
-	}
-	switch resp.ErrorCode {
-	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code:
-		return false
-	}
-	return true
+	return err == nil && resp != nil && !neterr.IsCoordinatorMoved(resp.ErrorCode)
 }
 
 // answeredWhileLeaving keeps the member's epoch and interval current while OnTasksRevoked runs

@@ -66,3 +66,18 @@ func IsRetriableTransport(err error) bool {
 func IsBrokerTooOld(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "broker is too old")
 }
+
+// IsCoordinatorMoved reports whether a response error code means the request reached a broker that
+// is not the group's coordinator (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE), so the cached
+// coordinator must be forgotten and looked up again. COORDINATOR_LOAD_IN_PROGRESS is not a move:
+// the broker is the coordinator and is still loading the group, so the coordinator is kept and the
+// request retried after a backoff, as the Java client does
+// (StreamsGroupHeartbeatRequestManager.onErrorResponse). The coordinator cache forgets on exactly
+// these codes, and the member's state machine reads them as "no coordinator known" for the leave.
+func IsCoordinatorMoved(code int16) bool {
+	switch kerr.ErrorForCode(code) {
+	case kerr.NotCoordinator, kerr.CoordinatorNotAvailable:
+		return true
+	}
+	return false
+}

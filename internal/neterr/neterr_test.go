@@ -46,3 +46,16 @@ func TestLookupErrorNamesTheGroupAndUnwraps(t *testing.T) {
 		t.Error("IsBrokerTooOld")
 	}
 }
+
+// Only NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE say the coordinator moved; a loading one has
+// not, nor has any other code.
+func TestIsCoordinatorMoved(t *testing.T) {
+	for code, want := range map[int16]bool{
+		kerr.NotCoordinator.Code: true, kerr.CoordinatorNotAvailable.Code: true,
+		0: false, -1: false, kerr.CoordinatorLoadInProgress.Code: false, kerr.UnknownMemberID.Code: false, 9999: false,
+	} {
+		if got := IsCoordinatorMoved(code); got != want {
+			t.Errorf("IsCoordinatorMoved(%d) = %v, want %v", code, got, want)
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/internal/coordinator"
+	"github.com/streamsgroup/streamsgroup/internal/neterr"
 )
 
 // Transport sends one group's requests to its coordinator. It caches the coordinator, forgets it on
@@ -78,7 +79,7 @@ func (t *Transport) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbe
 	if !ok {
 		return nil, fmt.Errorf("streams group heartbeat: the client returned a %T", resp)
 	}
-	if coordinator.IsCoordinatorMoved(r.ErrorCode) {
+	if neterr.IsCoordinatorMoved(r.ErrorCode) {
 		t.coord.Invalidate(t.group, node)
 	}
 	return r, nil
