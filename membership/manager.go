@@ -122,7 +122,6 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 		TaskOffsetInterval: cfg.TaskOffsetInterval,
 		ReportsOffsets:     o.offsets != nil,
 		RequestTimeout:     cfg.RequestTimeout,
-		LeaveBudget:        min(cfg.RequestTimeout, machine.DefaultLeaveBudget),
 	})
 	m.snap = m.machine.Snapshot()
 	m.pollSignal.Store(true)

@@ -345,3 +345,15 @@ func TestLeaveRevocationErrorIsReportedAndTheLeaveGoesOn(t *testing.T) {
 		}
 	}
 }
+
+// Without a leave budget of its own the leave gets request.timeout.ms when that is shorter than
+// DefaultLeaveBudget (Kafka's leave is one request), else DefaultLeaveBudget.
+func TestLeaveBudgetDefaultsToTheShorterOfRequestTimeoutAndFiveSeconds(t *testing.T) {
+	for _, c := range []struct{ request, want time.Duration }{{2 * time.Second, 2 * time.Second}, {30 * time.Second, DefaultLeaveBudget}} {
+		h := newHarness(t, func(cfg *Config) { cfg.RequestTimeout = c.request })
+		leaving(h)
+		if got := h.leaves[0].Timeout; got != c.want {
+			t.Errorf("request timeout %v: the leave's timeout is %v, want %v", c.request, got, c.want)
+		}
+	}
+}

@@ -87,7 +87,8 @@ type Config struct {
 	// request (with its coordinator look-up) may take. 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
 	// LeaveBudget bounds the leave: every attempt at the leave heartbeat, and the backoff between
-	// them, end within it from the first attempt. 0 means DefaultLeaveBudget.
+	// them, end within it from the first attempt. 0 means DefaultLeaveBudget or RequestTimeout,
+	// whichever is shorter.
 	LeaveBudget time.Duration
 }
 
@@ -103,11 +104,11 @@ func New(cfg Config) *Machine {
 	if cfg.OffsetsWait <= 0 {
 		cfg.OffsetsWait = DefaultOffsetsWait
 	}
-	if cfg.LeaveBudget <= 0 {
-		cfg.LeaveBudget = DefaultLeaveBudget
-	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.LeaveBudget <= 0 {
+		cfg.LeaveBudget = min(DefaultLeaveBudget, cfg.RequestTimeout)
 	}
 	m := &Machine{
 		cfg:           cfg,
