@@ -280,10 +280,23 @@ func TestTransportFirstHeartbeatAfterConnectionReset(t *testing.T) {
 	})
 	t.Logf("kgo-routed look-up (before): network back -> first answered heartbeat: %v", kgoDelay.Round(time.Millisecond))
 
-	// Leave, through the coordinator the transport knows.
-	lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer lcancel()
-	if resp, err := tr.Heartbeat(lctx, bl.Build(heartbeat.Report{Epoch: heartbeat.EpochLeave, EndpointEpoch: -1})); err != nil || resp.ErrorCode != 0 {
-		t.Errorf("leave: %v, answer %+v", err, resp)
+	// Leave, through the coordinator the transport knows. The second outage reset the transport's
+	// idle connection too, so the first attempt may meet the dead connection (EOF); a member retries
+	// a retriable transport failure after retry.backoff.ms, and so does the test, a few times.
+	for attempt := 1; ; attempt++ {
+		lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := tr.Heartbeat(lctx, bl.Build(heartbeat.Report{Epoch: heartbeat.EpochLeave, EndpointEpoch: -1}))
+		lcancel()
+		if err == nil {
+			if resp.ErrorCode != 0 {
+				t.Errorf("leave answered with error code %d", resp.ErrorCode)
+			}
+			break
+		}
+		if te := heartbeat.ClassifyTransport(err); te.Class != heartbeat.Rediscover || attempt == 5 {
+			t.Fatalf("leave, attempt %d: %v", attempt, err)
+		}
+		t.Logf("leave, attempt %d: %v (retrying)", attempt, err)
+		time.Sleep(pace)
 	}
 }
