@@ -89,7 +89,6 @@ func (c *Consumer) OnTasksAssigned(ctx context.Context, a tasks.Assignment, read
 	}
 	c.mu.Unlock()
 	ops.run(c.cl)
-	c.forget(dropped...)
 	return nil
 }
 
@@ -114,7 +113,6 @@ func (c *Consumer) replica(id tasks.ID, role Role, start map[tasks.TopicPartitio
 	for _, tp := range cls {
 		c.feedChangelog(t, tp, start, ops)
 	}
-	c.setProcessing(id, false)
 	c.log.Debug("replica started", "task", id.String(), "role", role.String())
 }
 
@@ -127,11 +125,10 @@ func (c *Consumer) feedChangelog(t *task, tp tasks.TopicPartition, start map[tas
 			pos = max(next, pos)
 		}
 	}
-	p := &part{tp: tp, task: t.id, kind: tasks.Changelog, handed: pos, done: pos, committed: -1, origin: pos}
+	p := &part{tp: tp, task: t.id, kind: tasks.Changelog, handed: pos, done: pos, committed: -1, origin: pos, end: -1}
 	t.parts[tp] = p
 	c.byTP[tp] = p
 	ops.addAt(tp, kgo.NewOffset().At(pos))
-	c.setPosition(tp, pos)
 }
 
 // activate makes task id active: its inputs from their committed offsets, paused while its stores
@@ -178,7 +175,6 @@ func (c *Consumer) activate(id tasks.ID, committed commit.Offsets, start, end ma
 	}
 	t.restoring = true
 	ops.pause = append(ops.pause, inputs...)
-	c.setProcessing(id, false)
 }
 
 // caughtUp reports whether every changelog of a restoring task reached its end offset.
@@ -210,7 +206,6 @@ func (c *Consumer) finishRestore(t *task, ops *clientOps) {
 			}
 		}
 	}
-	c.setProcessing(t.id, true)
 	c.log.Info("task restored", "task", t.id.String(), "changelog_end", fmt.Sprint(t.restoreTo))
 }
 
@@ -276,7 +271,6 @@ func (c *Consumer) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error 
 	}
 	c.mu.Unlock()
 	ops.run(c.cl)
-	c.forget(gone...)
 	if err == nil && len(stopped) > 0 {
 		c.log.Debug("tasks revoked", "tasks", revoked.String())
 	}
@@ -317,7 +311,6 @@ func (c *Consumer) OnAllTasksLost(ctx context.Context, lost tasks.Assignment) er
 	}
 	c.mu.Unlock()
 	ops.run(c.cl)
-	c.forget(gone...)
 	if c.o.next != nil {
 		return c.o.next.OnAllTasksLost(ctx, lost)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/internal/listoffsets"
 	"github.com/streamsgroup/streamsgroup/membership"
-	"github.com/streamsgroup/streamsgroup/taskoffsets"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
 )
@@ -86,11 +85,10 @@ type lister interface {
 type ChangelogStart func(task tasks.ID, changelog tasks.TopicPartition) (next int64, ok bool)
 
 type options struct {
-	next    membership.Listener
-	reset   kgo.Offset
-	start   ChangelogStart
-	tracker *taskoffsets.Tracker
-	logger  *slog.Logger
+	next   membership.Listener
+	reset  kgo.Offset
+	start  ChangelogStart
+	logger *slog.Logger
 }
 
 // Option configures a Consumer.
@@ -107,11 +105,6 @@ func WithResetOffset(off kgo.Offset) Option { return func(o *options) { o.reset 
 // WithChangelogStart says where the application's stores stand (for stores that outlive a task,
 // such as persistent ones); by default every store starts empty.
 func WithChangelogStart(f ChangelogStart) Option { return func(o *options) { o.start = f } }
-
-// WithTracker makes the Consumer report changelog positions, end offsets seen in fetches and which
-// active tasks are processing to t, the tracker the member reports task offsets from
-// (membership.WithTaskOffsets).
-func WithTracker(t *taskoffsets.Tracker) Option { return func(o *options) { o.tracker = t } }
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -159,6 +152,7 @@ type part struct {
 	handed    int64 // next offset to hand out; -1 unknown (reset offset)
 	done      int64 // next offset after the records applied or processed; -1 unknown
 	committed int64 // inputs: last committed position, -1 unknown
+	end       int64 // changelogs: the largest high watermark seen in fetches, -1 none
 	origin    int64 // inputs: where consumption started (the committed or the reset offset), -1 unknown
 }
 
@@ -351,7 +345,7 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 		}
 		replica := t.role != Active || t.restoring
 		if p.kind == tasks.Changelog && replica {
-			c.observeEnd(tp, fp.HighWatermark)
+			p.end = max(p.end, fp.HighWatermark)
 		}
 		if len(recs) == 0 {
 			return
@@ -434,7 +428,6 @@ func (b *Batch) DoneBefore(unprocessed map[tasks.TopicPartition]int64) {
 	for _, r := range b.Restore {
 		if p := c.byTP[r.Partition]; p != nil && p.task == r.Task {
 			p.done = r.Next
-			c.setPosition(p.tp, p.done)
 			touched[r.Task] = true
 		}
 	}
@@ -582,28 +575,32 @@ func (c *Consumer) Rewind() {
 
 // ---- task offsets ----
 
-func (c *Consumer) setPosition(tp tasks.TopicPartition, next int64) {
-	if c.o.tracker != nil {
-		c.o.tracker.SetPosition(tp, next)
+// ChangelogPosition implements taskoffsets.Stores: for changelog partition tp of a task whose
+// stores the Consumer feeds (a standby, a warm-up or a restoring active task), the next offset the
+// store applies (where it started, then the end of the last Restore batch Done) and the largest
+// high watermark seen for tp in fetches; -1 for either when unknown or not fed.
+func (c *Consumer) ChangelogPosition(tp tasks.TopicPartition) (next, end int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, _, ok := c.router.Task(tp.Topic, tp.Partition)
+	t := c.tasks[id]
+	if !ok || t == nil {
+		return -1, -1
 	}
+	p := t.parts[tp]
+	if p == nil || p.kind != tasks.Changelog {
+		return -1, -1
+	}
+	return p.done, p.end
 }
 
-func (c *Consumer) observeEnd(tp tasks.TopicPartition, end int64) {
-	if c.o.tracker != nil {
-		c.o.tracker.ObserveEnd(tp, end)
-	}
-}
-
-func (c *Consumer) setProcessing(id tasks.ID, processing bool) {
-	if c.o.tracker != nil {
-		c.o.tracker.SetProcessing(id, processing)
-	}
-}
-
-func (c *Consumer) forget(ids ...tasks.ID) {
-	if c.o.tracker != nil {
-		c.o.tracker.Forget(tasks.NewSet(ids...))
-	}
+// Processing implements taskoffsets.Stores: whether id is an active task that has restored its
+// stores (one being revoked included).
+func (c *Consumer) Processing(id tasks.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.tasks[id]
+	return t != nil && t.role == Active && !t.restoring
 }
 
 // ---- client operations ----

@@ -292,15 +292,15 @@ func newEnv(t *testing.T, opts ...Option) *env {
 	e := &env{t: t, cl: newFakeClient(), commits: &fakeCommitter{committed: commit.Offsets{}},
 		list: &fakeLister{start: map[tasks.TopicPartition]int64{}, end: map[tasks.TopicPartition]int64{}}, app: &listener{}}
 	var err error
-	e.tracker, err = taskoffsets.New(nil, testTopology(), taskoffsets.WithEndLister(endLister{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.tracker.Close)
-	all := append([]Option{WithListener(e.app), WithTracker(e.tracker), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
+	all := append([]Option{WithListener(e.app), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
 	if e.c, err = newConsumer(e.cl, e.list, testTopology(), e.commits, all...); err != nil {
 		t.Fatal(err)
 	}
+	// The tracker reads the Consumer's positions: the task offsets the member would report.
+	if e.tracker, err = taskoffsets.New(nil, testTopology(), e.c, taskoffsets.WithEndLister(endLister{})); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.tracker.Close)
 	return e
 }
 

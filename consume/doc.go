@@ -16,8 +16,8 @@
 //
 // Poll returns a Batch: changelog records to apply (Restore) and input records to process
 // (Process), each with its task and role. Call Batch.Done once the records are applied and
-// processed: that is what moves the positions the Consumer reports (Processed, task offsets through
-// a taskoffsets.Tracker) and what ends a restoration. While a Batch is out, listener callbacks wait
+// processed: that is what moves the positions the Consumer reports (Processed, and the changelog
+// positions a taskoffsets.Tracker reads through ChangelogPosition and Processing) and what ends a restoration. While a Batch is out, listener callbacks wait
 // for it, and while a callback runs, Poll waits for it (a Poll blocked on the network is woken up):
 // records and callbacks never overlap. So once OnTasksRevoked returns, no record of a revoked task
 // is handed out again, its partitions are no longer fetched, and the positions Processed reports for

@@ -128,9 +128,6 @@ func startCounter(t *testing.T, b *Broker, group, name string, topo *topology.To
 	if c.commits, err = commit.New(c.cl, cfg, topo); err != nil {
 		t.Fatal(err)
 	}
-	if c.offsets, err = taskoffsets.New(c.cl, topo); err != nil {
-		t.Fatal(err)
-	}
 	app := commit.OnRevoke(c.commits, func(ctx context.Context, revoked tasks.Set) (commit.Offsets, error) {
 		if err := c.cl.Flush(ctx); err != nil {
 			return nil, err
@@ -138,8 +135,11 @@ func startCounter(t *testing.T, b *Broker, group, name string, topo *topology.To
 		return c.cons.Processed(revoked), nil
 	}, (*counterApp)(c))
 	log := testLogger.With("test_member", name)
-	if c.cons, err = consume.New(c.cl, topo, c.commits, consume.WithListener(app), consume.WithTracker(c.offsets),
+	if c.cons, err = consume.New(c.cl, topo, c.commits, consume.WithListener(app),
 		consume.WithChangelogStart(c.storedAt), consume.WithLogger(log)); err != nil {
+		t.Fatal(err)
+	}
+	if c.offsets, err = taskoffsets.New(c.cl, topo, c.cons); err != nil {
 		t.Fatal(err)
 	}
 	opts := []membership.Option{membership.WithListener((*stampRevoked)(c)), membership.WithTaskOffsets(c.offsets),

@@ -460,16 +460,17 @@ func (a *App) build() error {
 	if a.commits, err = commit.New(a.cl, a.cfg, a.topo); err != nil {
 		return err
 	}
-	if a.offsets, err = taskoffsets.New(a.cl, a.topo); err != nil {
-		return err
-	}
 	reset := kgo.NewOffset().AtStart()
 	if a.cfg.Runtime.ResetLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
 	listener := commit.OnRevoke(a.commits, a.revokedOffsets, (*callbacks)(a))
-	if a.cons, err = consume.New(a.cl, a.topo, a.commits, consume.WithListener(listener), consume.WithTracker(a.offsets),
+	if a.cons, err = consume.New(a.cl, a.topo, a.commits, consume.WithListener(listener),
 		consume.WithResetOffset(reset), consume.WithChangelogStart(a.changelogStart), consume.WithLogger(a.log)); err != nil {
+		return err
+	}
+	// The task offsets the member reports are read from the Consumer, which feeds the stores.
+	if a.offsets, err = taskoffsets.New(a.cl, a.topo, a.cons); err != nil {
 		return err
 	}
 	mopts := []membership.Option{membership.WithListener(a.cons), membership.WithTaskOffsets(a.offsets), membership.WithLogger(a.log)}

@@ -1,11 +1,11 @@
 // Package taskoffsets turns changelog positions into the task offsets a streams-group member
 // reports to Kafka 4.4+ brokers, which place warm-up tasks with them (PROTOCOL §8).
 //
-// A Tracker is a membership.TaskOffsetsProvider. It learns where each state store is in its
-// changelog from the application (SetPosition) or from the consume adapter, which reports the
-// changelog records it handed out and the application applied; it learns how far each changelog
-// reaches from ListOffsets and from high watermarks seen in fetches (ObserveEnd). It lists on no
-// schedule of its own: the member decides when task offsets are due (task.offset.interval.ms,
+// A Tracker is a membership.TaskOffsetsProvider. It keeps no position of its own: it reads where
+// each state store stands in its changelog, and the high watermarks seen in fetches, from the
+// Stores that feed them (a *consume.Consumer, which hands out the changelog records and learns
+// which ones the application applied), when the member asks. It learns how far each changelog
+// reaches from ListOffsets too. It lists on no schedule of its own: the member decides when task offsets are due (task.offset.interval.ms,
 // following the broker) and asks only then, and each time it asks TaskOffsets starts a listing in
 // the background (unless one is in flight or the last began less than a second ago). TaskOffsets
 // never waits on the network for more than a short bound (100 ms, and only while it knows no end
@@ -41,6 +41,21 @@ const (
 	retryGap = time.Second
 )
 
+// Stores says where the state stores of the tasks a member holds stand in their changelogs. A
+// *consume.Consumer is one (it feeds the stores and learns which records they applied); an
+// application that feeds its stores by other means implements it. The Tracker calls it from the
+// member's goroutine for task offsets, so it must be safe for concurrent use and must not block.
+type Stores interface {
+	// ChangelogPosition returns, for changelog partition tp, the next offset the store it feeds
+	// applies (the last applied offset + 1, or where restoring starts) and the largest end offset
+	// (high watermark) seen for tp in fetches. Either is -1 when unknown: no held task's store is
+	// fed from tp, or nothing was fetched yet.
+	ChangelogPosition(tp tasks.TopicPartition) (next, end int64)
+	// Processing reports whether task id is active and has restored its stores: such a task reports
+	// no task offsets.
+	Processing(id tasks.ID) bool
+}
+
 // EndLister lists the end offsets (high watermarks) of every partition of some topics.
 type EndLister interface {
 	EndOffsets(ctx context.Context, topics []string) (map[tasks.TopicPartition]int64, error)
@@ -61,10 +76,11 @@ type Option func(*Tracker)
 // WithEndLister replaces the ListOffsets listing (tests, or applications with their own admin).
 func WithEndLister(l EndLister) Option { return func(t *Tracker) { t.list = l } }
 
-// Tracker keeps changelog positions and end offsets and reports task offsets from them. It is safe
-// for concurrent use. Close it when the member is closed.
+// Tracker reports task offsets from the positions its Stores know and the end offsets it lists. It
+// is safe for concurrent use. Close it when the member is closed.
 type Tracker struct {
 	router *tasks.Router
+	stores Stores
 	list   EndLister
 
 	ctx    context.Context
@@ -72,28 +88,26 @@ type Tracker struct {
 	wg     sync.WaitGroup
 
 	mu          sync.Mutex
-	pos         map[tasks.TopicPartition]int64 // changelog partition → next offset to apply
-	ends        map[tasks.TopicPartition]int64 // changelog partition → end offset
-	processing  map[tasks.ID]bool
-	attemptedAt time.Time     // when the last listing started
-	refreshing  chan struct{} // closed when the listing in flight ends; nil when none
+	ends        map[tasks.TopicPartition]int64 // changelog partition → listed end offset
+	attemptedAt time.Time                      // when the last listing started
+	refreshing  chan struct{}                  // closed when the listing in flight ends; nil when none
 }
 
-// New returns a Tracker for the topology's changelogs, listing end offsets through cl (the user's
-// *kgo.Client; may be nil with WithEndLister). A topology with a topic used by two subtopologies is
-// a *tasks.SharedTopicError.
-func New(cl *kgo.Client, topo *topology.Topology, opts ...Option) (*Tracker, error) {
+// New returns a Tracker for the topology's changelogs, reading positions from stores and listing
+// end offsets through cl (the user's *kgo.Client; may be nil with WithEndLister). A topology with a
+// topic used by two subtopologies is a *tasks.SharedTopicError.
+func New(cl *kgo.Client, topo *topology.Topology, stores Stores, opts ...Option) (*Tracker, error) {
 	if topo == nil {
 		return nil, errors.New("taskoffsets: the topology is required")
+	}
+	if stores == nil {
+		return nil, errors.New("taskoffsets: the Stores (a *consume.Consumer) are required")
 	}
 	router, err := tasks.NewRouter(topo)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tracker{
-		router: router, pos: make(map[tasks.TopicPartition]int64), ends: make(map[tasks.TopicPartition]int64),
-		processing: make(map[tasks.ID]bool),
-	}
+	t := &Tracker{router: router, stores: stores, ends: make(map[tasks.TopicPartition]int64)}
 	if cl != nil {
 		t.list = adminLister{listoffsets.Lister{Admin: kadm.NewClient(cl)}}
 	}
@@ -107,84 +121,25 @@ func New(cl *kgo.Client, topo *topology.Topology, opts ...Option) (*Tracker, err
 	return t, nil
 }
 
-// SetPosition records that the store of the task owning changelog partition tp has applied every
-// record before next (next = the last applied offset + 1, or where restoration starts). Partitions
-// that are no changelog of the topology, and negative offsets, are ignored.
-func (t *Tracker) SetPosition(tp tasks.TopicPartition, next int64) {
-	if _, kind, ok := t.router.Task(tp.Topic, tp.Partition); !ok || kind != tasks.Changelog || next < 0 {
-		return
-	}
-	t.mu.Lock()
-	t.pos[tp] = next
-	t.mu.Unlock()
-}
-
-// ObserveEnd records an end offset (high watermark) seen for changelog partition tp, for example in
-// a fetch answer; the larger of it and the last known end is kept until the next listing.
-func (t *Tracker) ObserveEnd(tp tasks.TopicPartition, end int64) {
-	if _, kind, ok := t.router.Task(tp.Topic, tp.Partition); !ok || kind != tasks.Changelog || end < 0 {
-		return
-	}
-	t.mu.Lock()
-	if cur, ok := t.ends[tp]; ok {
-		end = max(cur, end)
-	}
-	t.ends[tp] = end // an empty changelog's end, 0, is known too
-	t.mu.Unlock()
-}
-
-// SetProcessing says whether active task id is processing (restored): such a task reports no offsets.
-func (t *Tracker) SetProcessing(id tasks.ID, processing bool) {
-	t.mu.Lock()
-	if processing {
-		t.processing[id] = true
-	} else {
-		delete(t.processing, id)
-	}
-	t.mu.Unlock()
-}
-
-// Forget drops what is known about the tasks' stores (their positions and processing flags): the
-// application no longer holds them.
-func (t *Tracker) Forget(s tasks.Set) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for id := range s.All() {
-		delete(t.processing, id)
-		cls, err := t.router.Changelogs(id)
-		if err != nil {
-			continue
-		}
-		for _, tp := range cls {
-			delete(t.pos, tp)
-		}
-	}
-}
-
-// Position returns the recorded position of changelog partition tp.
-func (t *Tracker) Position(tp tasks.TopicPartition) (int64, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	p, ok := t.pos[tp]
-	return p, ok
-}
-
 // TaskOffsets implements membership.TaskOffsetsProvider: the offset sums and end offset sums of the
 // owned stateful tasks that are not processing. A part that is not known makes the sum
-// tasks.UnknownOffset. It starts a listing of end offsets in the background (none while one is in
-// flight, nor within a second of the last one's start), for the next call, and returns at once with
-// what it knows, except that it waits up to 100 ms for a listing in flight when an end offset of a
-// task it reports is not known at all.
+// tasks.UnknownOffset; a part's end is the larger of the last listed and the largest seen in
+// fetches. It starts a listing of end offsets in the background (none while one is in flight, nor
+// within a second of the last one's start), for the next call, and returns at once with what it
+// knows, except that it waits up to 100 ms for a listing in flight when an end offset of a task it
+// reports is not known at all.
 func (t *Tracker) TaskOffsets(owned tasks.Assignment) (offsets, ends tasks.Offsets) {
-	var report []tasks.ID
+	var report []taskPositions
 	for id := range owned.All().All() {
-		if !t.router.Stateful(id) {
+		if !t.router.Stateful(id) || (owned.Active.Contains(id) && t.stores.Processing(id)) {
 			continue
 		}
-		if owned.Active.Contains(id) && t.isProcessing(id) {
-			continue
+		cls, _ := t.router.Changelogs(id)
+		r := taskPositions{id: id, cls: cls, next: make([]int64, len(cls)), end: make([]int64, len(cls))}
+		for i, tp := range cls {
+			r.next[i], r.end[i] = t.stores.ChangelogPosition(tp)
 		}
-		report = append(report, id)
+		report = append(report, r)
 	}
 	if len(report) == 0 {
 		return tasks.Offsets{}, tasks.Offsets{}
@@ -200,41 +155,41 @@ func (t *Tracker) TaskOffsets(owned tasks.Assignment) (offsets, ends tasks.Offse
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	offsets, ends = make(tasks.Offsets, len(report)), make(tasks.Offsets, len(report))
-	for _, id := range report {
-		cls, _ := t.router.Changelogs(id)
-		ps, es := make([]int64, len(cls)), make([]int64, len(cls))
-		for i, tp := range cls {
-			ps[i], es[i] = known(t.pos, tp), known(t.ends, tp)
+	for _, r := range report {
+		for i, tp := range r.cls {
+			r.end[i] = t.endOf(tp, r.end[i])
 		}
-		offsets[id], ends[id] = tasks.SumOffsets(ps...), tasks.SumOffsets(es...)
+		offsets[r.id], ends[r.id] = tasks.SumOffsets(r.next...), tasks.SumOffsets(r.end...)
 	}
 	return offsets, ends
 }
 
-func known(m map[tasks.TopicPartition]int64, tp tasks.TopicPartition) int64 {
-	if v, ok := m[tp]; ok {
-		return v
-	}
-	return -1
+// taskPositions is what the Stores said of one task's changelogs, in the router's order.
+type taskPositions struct {
+	id        tasks.ID
+	cls       []tasks.TopicPartition
+	next, end []int64 // -1: unknown
 }
 
-func (t *Tracker) isProcessing(id tasks.ID) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.processing[id]
+// endOf is changelog partition tp's end: the larger of the listed one and seen (-1: unknown).
+// Called with t.mu held.
+func (t *Tracker) endOf(tp tasks.TopicPartition, seen int64) int64 {
+	if listed, ok := t.ends[tp]; ok {
+		return max(listed, seen)
+	}
+	return seen
 }
 
 // maybeRefresh starts a listing unless one is in flight or the last started less than retryGap ago.
 // It returns a channel to wait on when some end the report needs is missing and a listing is under way.
-func (t *Tracker) maybeRefresh(report []tasks.ID) <-chan struct{} {
+func (t *Tracker) maybeRefresh(report []taskPositions) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := time.Now()
 	missing := false
-	for _, id := range report {
-		cls, _ := t.router.Changelogs(id)
-		for _, tp := range cls {
-			if _, ok := t.ends[tp]; !ok {
+	for _, r := range report {
+		for i, tp := range r.cls {
+			if t.endOf(tp, r.end[i]) < 0 {
 				missing = true
 			}
 		}
@@ -267,7 +222,7 @@ func (t *Tracker) startRefresh(now time.Time) {
 		if err == nil {
 			for tp, end := range listed {
 				if _, kind, ok := t.router.Task(tp.Topic, tp.Partition); ok && kind == tasks.Changelog && end >= 0 {
-					t.ends[tp] = max(end, t.ends[tp]) // a later high watermark may have been observed meanwhile
+					t.ends[tp] = end
 				}
 			}
 		}

@@ -63,14 +63,57 @@ func (l *lister) count() int {
 	return l.calls
 }
 
-func newTracker(t *testing.T, l EndLister, opts ...Option) *Tracker {
+// stores is the Stores of a test: positions and seen ends by partition, and the processing tasks.
+type stores struct {
+	mu         sync.Mutex
+	next, end  map[tasks.TopicPartition]int64
+	processing map[tasks.ID]bool
+}
+
+func newStores() *stores {
+	return &stores{next: map[tasks.TopicPartition]int64{}, end: map[tasks.TopicPartition]int64{}, processing: map[tasks.ID]bool{}}
+}
+
+func (s *stores) ChangelogPosition(tp tasks.TopicPartition) (next, end int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next, end = -1, -1
+	if v, ok := s.next[tp]; ok {
+		next = v
+	}
+	if v, ok := s.end[tp]; ok {
+		end = v
+	}
+	return next, end
+}
+
+func (s *stores) Processing(id tasks.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.processing[id]
+}
+
+func (s *stores) set(tp tasks.TopicPartition, next int64) {
+	s.mu.Lock()
+	s.next[tp] = next
+	s.mu.Unlock()
+}
+
+func (s *stores) seen(tp tasks.TopicPartition, end int64) {
+	s.mu.Lock()
+	s.end[tp] = end
+	s.mu.Unlock()
+}
+
+func newTracker(t *testing.T, l EndLister) (*Tracker, *stores) {
 	t.Helper()
-	tr, err := New(nil, testTopology(), append([]Option{WithEndLister(l)}, opts...)...)
+	s := newStores()
+	tr, err := New(nil, testTopology(), s, WithEndLister(l))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.Close)
-	return tr
+	return tr, s
 }
 
 func TestTaskOffsetsSumChangelogPositionsOfTasksNotProcessing(t *testing.T) {
@@ -81,18 +124,17 @@ func TestTaskOffsetsSumChangelogPositionsOfTasksNotProcessing(t *testing.T) {
 			tp("a-changelog", 2): 30, tp("b-changelog", 2): 30,
 			tp("a-changelog", 3): 1,
 		}}
-		tr := newTracker(t, l)
-		tr.SetPosition(tp("a-changelog", 0), 4)
-		tr.SetPosition(tp("b-changelog", 0), 5)
-		tr.SetPosition(tp("a-changelog", 1), 7)
-		tr.SetPosition(tp("b-changelog", 1), 0)
-		tr.SetPosition(tp("a-changelog", 2), 30)
-		tr.SetPosition(tp("b-changelog", 2), 30)
-		tr.SetProcessing(id("0", 2), true)
+		tr, st := newTracker(t, l)
+		st.set(tp("a-changelog", 0), 4)
+		st.set(tp("b-changelog", 0), 5)
+		st.set(tp("a-changelog", 1), 7)
+		st.set(tp("b-changelog", 1), 0)
+		st.set(tp("a-changelog", 2), 30)
+		st.set(tp("b-changelog", 2), 30)
+		st.processing[id("0", 2)] = true
 		// 0_3 has no position for b (never started) and no end for b: unknown sums.
-		tr.SetPosition(tp("a-changelog", 3), 1)
-		tr.SetPosition(tp("in", 0), 99)          // not a changelog: ignored
-		tr.SetPosition(tp("a-changelog", 5), -3) // negative: ignored
+		st.set(tp("a-changelog", 3), 1)
+		st.processing[id("0", 1)] = true // a standby is never processing: its flag is not read
 
 		owned := tasks.Assignment{
 			Active:  tasks.NewSet(id("0", 0), id("0", 2), id("1", 0)), // 0_0 restoring, 0_2 processing, 1_0 stateless
@@ -109,16 +151,14 @@ func TestTaskOffsetsSumChangelogPositionsOfTasksNotProcessing(t *testing.T) {
 		if l.count() != 1 || len(l.topics) != 2 {
 			t.Fatalf("listed %d times, topics %v", l.count(), l.topics)
 		}
-		if p, ok := tr.Position(tp("a-changelog", 0)); !ok || p != 4 {
-			t.Fatalf("Position = %d %v", p, ok)
-		}
-		if _, ok := tr.Position(tp("in", 0)); ok {
-			t.Fatal("a position was kept for an input partition")
-		}
-		tr.Forget(tasks.NewSet(id("0", 0), id("0", 2), id("9", 9)))
+		// The stores dropped 0_0 and 0_2 (no positions, not processing): unknown, not remembered.
+		st.mu.Lock()
+		clear(st.next)
+		clear(st.processing)
+		st.mu.Unlock()
 		offs, _ = tr.TaskOffsets(tasks.Assignment{Active: tasks.NewSet(id("0", 0), id("0", 2))})
 		if offs[id("0", 0)] != tasks.UnknownOffset || offs[id("0", 2)] != tasks.UnknownOffset {
-			t.Fatalf("forgotten tasks still have positions (or a processing flag): %v", offs)
+			t.Fatalf("tasks the stores dropped still have positions (or a processing flag): %v", offs)
 		}
 		if offs, ends := tr.TaskOffsets(tasks.Assignment{Active: tasks.NewSet(id("1", 0))}); len(offs)+len(ends) != 0 {
 			t.Fatalf("stateless only: %v %v", offs, ends)
@@ -132,9 +172,9 @@ func TestTaskOffsetsSumChangelogPositionsOfTasksNotProcessing(t *testing.T) {
 func TestTaskOffsetsNeverWaitsBeyondItsBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &lister{ends: map[tasks.TopicPartition]int64{tp("a-changelog", 0): 8, tp("b-changelog", 0): 2}, gate: make(chan struct{})}
-		tr := newTracker(t, l)
-		tr.SetPosition(tp("a-changelog", 0), 1)
-		tr.SetPosition(tp("b-changelog", 0), 1)
+		tr, st := newTracker(t, l)
+		st.set(tp("a-changelog", 0), 1)
+		st.set(tp("b-changelog", 0), 1)
 		owned := tasks.Assignment{Standby: tasks.NewSet(id("0", 0))}
 		for i := range 2 { // the second call finds the listing in flight: no second one
 			start := time.Now()
@@ -187,7 +227,7 @@ func TestTaskOffsetsNeverWaitsBeyondItsBound(t *testing.T) {
 func TestEndsAreListedWhenAsked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &lister{ends: map[tasks.TopicPartition]int64{tp("a-changelog", 0): 8, tp("b-changelog", 0): 2}}
-		tr := newTracker(t, l)
+		tr, _ := newTracker(t, l)
 		owned := tasks.Assignment{Standby: tasks.NewSet(id("0", 0))}
 		if _, ends := tr.TaskOffsets(owned); ends[id("0", 0)] != 10 || l.count() != 1 {
 			t.Fatalf("first call: ends %v, %d listings", ends, l.count())
@@ -223,11 +263,9 @@ func TestEndsAreListedWhenAsked(t *testing.T) {
 func TestObservedEndsAreKeptAndFailedListingsSpaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &lister{err: errors.New("broker away")}
-		tr := newTracker(t, l)
-		tr.ObserveEnd(tp("a-changelog", 0), 50)
-		tr.ObserveEnd(tp("a-changelog", 0), 40) // older: the larger is kept
-		tr.ObserveEnd(tp("b-changelog", 0), 3)
-		tr.ObserveEnd(tp("in", 0), 3) // not a changelog
+		tr, st := newTracker(t, l)
+		st.seen(tp("a-changelog", 0), 50)
+		st.seen(tp("b-changelog", 0), 3)
 		owned := tasks.Assignment{Warmup: tasks.NewSet(id("0", 0))}
 		if _, ends := tr.TaskOffsets(owned); ends[id("0", 0)] != 53 {
 			t.Fatalf("ends %v", ends)
@@ -240,7 +278,7 @@ func TestObservedEndsAreKeptAndFailedListingsSpaced(t *testing.T) {
 			t.Fatalf("a failed listing lost observed ends: %v", ends)
 		}
 		tr.Close()
-		tr2 := newTracker(t, l)
+		tr2, _ := newTracker(t, l)
 		tr2.TaskOffsets(tasks.Assignment{Warmup: tasks.NewSet(id("0", 1))}) // ends missing: listed, fails
 		synctest.Wait()
 		tr2.TaskOffsets(tasks.Assignment{Warmup: tasks.NewSet(id("0", 1))})
@@ -261,9 +299,9 @@ func TestObservedEndsAreKeptAndFailedListingsSpaced(t *testing.T) {
 func TestCloseStopsAListingInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &lister{ends: map[tasks.TopicPartition]int64{tp("a-changelog", 0): 8}, gate: make(chan struct{})}
-		tr := newTracker(t, l)
-		tr.ObserveEnd(tp("a-changelog", 0), 5)
-		tr.ObserveEnd(tp("b-changelog", 0), 1)
+		tr, st := newTracker(t, l)
+		st.seen(tp("a-changelog", 0), 5)
+		st.seen(tp("b-changelog", 0), 1)
 		owned := tasks.Assignment{Standby: tasks.NewSet(id("0", 0))}
 		tr.TaskOffsets(owned)
 		tr.Close() // the lister returns once its context ends
@@ -275,15 +313,18 @@ func TestCloseStopsAListingInFlight(t *testing.T) {
 }
 
 func TestNewChecksItsArguments(t *testing.T) {
-	if _, err := New(nil, nil); err == nil {
+	if _, err := New(nil, nil, newStores(), WithEndLister(&lister{})); err == nil {
 		t.Fatal("no topology accepted")
 	}
-	if _, err := New(nil, testTopology()); err == nil {
+	if _, err := New(nil, testTopology(), nil, WithEndLister(&lister{})); err == nil {
+		t.Fatal("no stores accepted")
+	}
+	if _, err := New(nil, testTopology(), newStores()); err == nil {
 		t.Fatal("neither client nor lister accepted")
 	}
 	shared := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"table"}, StateChangelogTopics: []topology.TopicInfo{{Name: "table"}}})
 	var se *tasks.SharedTopicError
-	if _, err := New(nil, shared, WithEndLister(&lister{})); !errors.As(err, &se) {
+	if _, err := New(nil, shared, newStores(), WithEndLister(&lister{})); !errors.As(err, &se) {
 		t.Fatalf("shared topic: %v", err)
 	}
 }
@@ -293,10 +334,10 @@ func TestNewChecksItsArguments(t *testing.T) {
 func TestAnObservedEndOfZeroIsKnown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &lister{gate: make(chan struct{})}
-		tr := newTracker(t, l)
+		tr, st := newTracker(t, l)
 		defer close(l.gate)
-		tr.ObserveEnd(tp("a-changelog", 0), 0)
-		tr.ObserveEnd(tp("b-changelog", 0), 0)
+		st.seen(tp("a-changelog", 0), 0)
+		st.seen(tp("b-changelog", 0), 0)
 		start := time.Now()
 		_, ends := tr.TaskOffsets(tasks.Assignment{Warmup: tasks.NewSet(id("0", 0))})
 		if waited := time.Since(start); waited != 0 {
@@ -305,9 +346,31 @@ func TestAnObservedEndOfZeroIsKnown(t *testing.T) {
 		if e, ok := ends[id("0", 0)]; !ok || e != 0 {
 			t.Fatalf("ends %v, want 0_0 at 0", ends)
 		}
-		tr.ObserveEnd(tp("a-changelog", 0), -1) // not an end: ignored
-		if _, ends := tr.TaskOffsets(tasks.Assignment{Warmup: tasks.NewSet(id("0", 0))}); ends[id("0", 0)] != 0 {
-			t.Fatalf("a negative end changed the ends: %v", ends)
+	})
+}
+
+// A changelog partition's end is the larger of the listed one and the largest the Stores saw in
+// fetches, whichever is newer; a listing replaces the last one.
+func TestAnEndIsTheLargerOfListedAndSeen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &lister{ends: map[tasks.TopicPartition]int64{tp("a-changelog", 0): 8, tp("b-changelog", 0): 2}}
+		tr, st := newTracker(t, l)
+		st.seen(tp("a-changelog", 0), 12) // newer than the listing
+		st.seen(tp("b-changelog", 0), 1)  // older
+		owned := tasks.Assignment{Standby: tasks.NewSet(id("0", 0))}
+		tr.TaskOffsets(owned) // starts the listing
+		synctest.Wait()
+		if _, ends := tr.TaskOffsets(owned); ends[id("0", 0)] != 14 {
+			t.Fatalf("ends %v; want 12 (seen) + 2 (listed)", ends)
+		}
+		l.mu.Lock()
+		l.ends[tp("b-changelog", 0)] = 1 // the topic was recreated: the listing is believed
+		l.mu.Unlock()
+		time.Sleep(retryGap)
+		tr.TaskOffsets(owned)
+		synctest.Wait()
+		if _, ends := tr.TaskOffsets(owned); ends[id("0", 0)] != 13 {
+			t.Fatalf("ends %v after a second listing; want 12 + 1", ends)
 		}
 	})
 }
