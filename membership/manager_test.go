@@ -29,25 +29,39 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeBroker scripts the coordinator: a join gets active tasks 0_0 and 0_1 at epoch 1; answer, when
-// set, replaces every answer; describe and leave can be made to block until their ctx ends; with
-// capsErr the cluster cannot be reached (every capability probe fails with it, and is counted).
+// fakeBroker scripts the coordinator, the one fake Transport of the package's tests: a join gets
+// active tasks 0_0 and 0_1 at epoch 1; answer, when set, replaces every answer but a leave's; script,
+// when set, answers every heartbeat, leaves included, by its number n (counting from 0); each answer
+// takes rtt (fake time). Describe and leave can be made to block until their ctx ends; with capsErr
+// the cluster cannot be reached (every capability probe fails with it, and is counted).
 type fakeBroker struct {
 	mu           sync.Mutex
 	caps         heartbeat.Capabilities
 	capsErr      error
 	probes       int
+	rtt          time.Duration
+	calls        int       // heartbeats sent, leaves included
+	returned     int       // their answers (or errors) returned
+	lastOK       time.Time // when the last successful answer left the broker
 	heartbeats   []time.Time
 	requests     []*kmsg.StreamsGroupHeartbeatRequest
 	leaves       []int32
 	describes    int
 	answer       func(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error)
+	script       func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error)
 	blockLeave   bool
 	blockDescrib bool
 	session      time.Duration // the group's session timeout GroupConfigs gives; 0: it fails
 }
 
 func newFakeBroker() *fakeBroker { return &fakeBroker{caps: caps44} }
+
+// scriptedBroker is a fake broker whose answers take rtt; set its script before the member starts.
+func scriptedBroker(rtt time.Duration) *fakeBroker {
+	f := newFakeBroker()
+	f.rtt = rtt
+	return f
+}
 
 func okAnswer(req *kmsg.StreamsGroupHeartbeatRequest) *kmsg.StreamsGroupHeartbeatResponse {
 	r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
@@ -64,32 +78,48 @@ func okAnswer(req *kmsg.StreamsGroupHeartbeatRequest) *kmsg.StreamsGroupHeartbea
 	return r
 }
 
-func (f *fakeBroker) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+func (f *fakeBroker) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (r *kmsg.StreamsGroupHeartbeatResponse, err error) {
+	f.mu.Lock()
+	n := f.calls
+	f.calls++
 	if req.MemberEpoch < 0 {
-		return f.leave(ctx, req)
+		f.leaves = append(f.leaves, req.MemberEpoch)
+	} else {
+		f.heartbeats = append(f.heartbeats, time.Now())
+		f.requests = append(f.requests, req)
+	}
+	answer, script, block := f.answer, f.script, f.blockLeave
+	f.mu.Unlock()
+	if f.rtt > 0 {
+		time.Sleep(f.rtt)
+	}
+	switch {
+	case script != nil:
+		r, err = script(n, req)
+	case req.MemberEpoch < 0 && block: // a leave without an answer until ctx ends
+		<-ctx.Done()
+		r, err = nil, ctx.Err()
+	case req.MemberEpoch < 0:
+		r = leaveTaken(req)
+	case answer != nil:
+		r, err = answer(req)
+	default:
+		r = okAnswer(req)
 	}
 	f.mu.Lock()
-	f.heartbeats = append(f.heartbeats, time.Now())
-	f.requests = append(f.requests, req)
-	answer := f.answer
-	f.mu.Unlock()
-	if answer != nil {
-		return answer(req)
+	f.returned++
+	if err == nil && r != nil && r.ErrorCode == 0 {
+		f.lastOK = time.Now()
 	}
-	return okAnswer(req), nil
+	f.mu.Unlock()
+	return r, err
 }
 
-// leave answers a leave heartbeat: taken, or no answer until ctx ends with blockLeave.
-func (f *fakeBroker) leave(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+// counts returns how many heartbeats were sent and answered, and when the last success left.
+func (f *fakeBroker) counts() (calls, returned int, lastOK time.Time) {
 	f.mu.Lock()
-	f.leaves = append(f.leaves, req.MemberEpoch)
-	block := f.blockLeave
-	f.mu.Unlock()
-	if block {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return leaveTaken(req), nil
+	defer f.mu.Unlock()
+	return f.calls, f.returned, f.lastOK
 }
 
 // leaveTaken is the broker's answer to a leave heartbeat it took.
@@ -914,7 +944,7 @@ func TestManagerPublishesEndpointsWhenTheBrokerSendsThem(t *testing.T) {
 			e.ActivePartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{{Topic: "in", Partitions: active}}
 			return e
 		}
-		tr := &scriptTransport{rtt: 10 * time.Millisecond}
+		tr := scriptedBroker(10 * time.Millisecond)
 		tr.script = func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
 			r := resp(1, nil)
 			switch n {

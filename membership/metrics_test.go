@@ -24,60 +24,10 @@ import (
 // The metrics tests run the Manager in synctest bubbles against a scripted transport: time is fake,
 // so a heartbeat that takes 30 ms takes exactly 30 ms and every duration is known in advance.
 
-// scriptTransport answers heartbeat n (counting from 0) with script(n, req), after rtt. It counts
-// calls and returned answers and remembers when the last success left it.
-type scriptTransport struct {
-	rtt    time.Duration
-	script func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error)
-
-	mu       sync.Mutex
-	calls    int
-	returned int
-	lastOK   time.Time
-}
-
-func (s *scriptTransport) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
-	s.mu.Lock()
-	n := s.calls
-	s.calls++
-	s.mu.Unlock()
-	time.Sleep(s.rtt)
-	r, err := s.script(n, req)
-	s.mu.Lock()
-	s.returned++
-	if err == nil && r.ErrorCode == 0 {
-		s.lastOK = time.Now()
-	}
-	s.mu.Unlock()
-	return r, err
-}
-
-func (s *scriptTransport) Describe(context.Context) (*kmsg.StreamsGroupDescribeResponseGroup, error) {
-	return nil, errors.New("not scripted")
-}
-
-func (s *scriptTransport) Capabilities(context.Context) (heartbeat.Capabilities, error) {
-	return caps44, nil
-}
-
-func (s *scriptTransport) CoordinatorConfigs(context.Context, ...string) (*kmsg.DescribeConfigsResponse, error) {
-	return nil, errors.New("coordinator configs are not scripted")
-}
-
-func (s *scriptTransport) GroupConfigs(context.Context, ...string) (*kmsg.DescribeConfigsResponse, error) {
-	return nil, errors.New("not scripted")
-}
-
-func (s *scriptTransport) counts() (calls, returned int, lastOK time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls, s.returned, s.lastOK
-}
-
-// coordTransport is a scriptTransport that reports its coordinator (CoordinatorReporter): node(n)
+// coordTransport is a fake broker that reports its coordinator (CoordinatorReporter): node(n)
 // after heartbeat n was answered, where a negative node means none is known.
 type coordTransport struct {
-	*scriptTransport
+	*fakeBroker
 	node func(n int) int32
 }
 
@@ -216,7 +166,7 @@ func TestMetricsThroughAMembersLife(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		joined := tasks.Assignment{Active: set("0_0", "0_1"), Standby: set("1_0"), Warmup: set("1_1")}
 		narrowed := tasks.Assignment{Active: set("0_0"), Standby: set("1_0")}
-		tr := &scriptTransport{rtt: 30 * time.Millisecond}
+		tr := scriptedBroker(30 * time.Millisecond)
 		tr.script = func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
 			switch {
 			case n == 0:
@@ -350,7 +300,7 @@ func TestMetricsThroughAMembersLife(t *testing.T) {
 // A failed OnTasksAssigned is a failed rebalance; the retry completes it.
 func TestMetricsFailedRebalance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := &scriptTransport{rtt: 10 * time.Millisecond}
+		tr := scriptedBroker(10 * time.Millisecond)
 		tr.script = func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
 			if n == 0 {
 				return resp(1, active("0_0")), nil
@@ -406,7 +356,7 @@ func TestMetricsHeartbeatFailureDuringARebalance(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				tr := &scriptTransport{rtt: 10 * time.Millisecond}
+				tr := scriptedBroker(10 * time.Millisecond)
 				tr.script = func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
 					switch n {
 					case 0:
@@ -462,7 +412,7 @@ func TestMetricsAssignedTaskCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		joined := tasks.Assignment{Active: set("0_0", "0_1"), Standby: set("1_0"), Warmup: set("1_1")}
 		narrowed := tasks.Assignment{Active: set("0_0"), Warmup: set("1_0", "1_1")}
-		tr := &scriptTransport{rtt: 10 * time.Millisecond}
+		tr := scriptedBroker(10 * time.Millisecond)
 		tr.script = func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
 			switch n {
 			case 0:
@@ -504,14 +454,14 @@ func TestMetricsAssignedTaskCounts(t *testing.T) {
 // counted; forgetting the coordinator and finding the same one again is no change.
 func TestMetricsCoordinatorChanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := &scriptTransport{rtt: 5 * time.Millisecond}
+		st := scriptedBroker(5 * time.Millisecond)
 		st.script = func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
 			if n == 0 {
 				return resp(1, active("0_0")), nil
 			}
 			return resp(1, nil), nil
 		}
-		tr := coordTransport{scriptTransport: st, node: func(n int) int32 {
+		tr := coordTransport{fakeBroker: st, node: func(n int) int32 {
 			switch {
 			case n < 3:
 				return 1
@@ -543,7 +493,7 @@ func TestMetricsCoordinatorChanges(t *testing.T) {
 // the caller's own copy.
 func TestMetricsWithoutHooks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := &scriptTransport{}
+		tr := scriptedBroker(0)
 		tr.script = func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
 			switch n {
 			case 0:
@@ -576,7 +526,7 @@ func TestMetricsSinceLastAnswerGrowsWhileUnreachable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var down sync.Mutex
 		unreachable := false
-		tr := &scriptTransport{rtt: 10 * time.Millisecond}
+		tr := scriptedBroker(10 * time.Millisecond)
 		tr.script = func(n int, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
 			down.Lock()
 			defer down.Unlock()
