@@ -582,16 +582,13 @@ func (c *Consumer) Rewind() {
 func (c *Consumer) ChangelogPosition(tp tasks.TopicPartition) (next, end int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	id, _, ok := c.router.Task(tp.Topic, tp.Partition)
-	t := c.tasks[id]
-	if !ok || t == nil {
-		return -1, -1
+	id, _, _ := c.router.Task(tp.Topic, tp.Partition) // a partition of no task: no task held
+	if t := c.tasks[id]; t != nil {
+		if p := t.parts[tp]; p != nil && p.kind == tasks.Changelog {
+			return p.done, p.end
+		}
 	}
-	p := t.parts[tp]
-	if p == nil || p.kind != tasks.Changelog {
-		return -1, -1
-	}
-	return p.done, p.end
+	return -1, -1
 }
 
 // Processing implements taskoffsets.Stores: whether id is an active task that has restored its

@@ -431,6 +431,53 @@ func TestEmptyChangelogNeedsNoRestore(t *testing.T) {
 	eq(t, "client calls", e.cl.takeOps(), []string{"add in[2]@start"})
 }
 
+// The Consumer is where a taskoffsets.Tracker reads positions from: a fed changelog's next offset
+// from where its store starts, its largest high watermark seen once fetched (-1 before), and whether
+// an active task processes; nothing for inputs, unknown partitions or tasks not held.
+func TestChangelogPositionsAndProcessing(t *testing.T) {
+	e := newEnv(t)
+	e.list.end[tp(cl0, 0)], e.list.end[tp(cl0, 1)] = 0, 9
+	e.assign(tasks.Assignment{Active: set("0_0", "0_1"), Standby: set("0_2")})
+	type pos struct{ next, end int64 }
+	at := func(p tasks.TopicPartition) pos {
+		n, end := e.c.ChangelogPosition(p)
+		return pos{n, end}
+	}
+	for _, c := range []struct {
+		tp   tasks.TopicPartition
+		want pos
+	}{
+		{tp(cl0, 0), pos{-1, -1}}, // 0_0's changelog is empty: restored at once, no longer fed
+		{tp(cl0, 1), pos{0, -1}},  // restoring, nothing fetched yet
+		{tp(cl0, 2), pos{0, -1}},  // a standby, nothing fetched yet
+		{tp(cl0, 3), pos{-1, -1}}, // a task not held
+		{tp("in", 1), pos{-1, -1}},
+		{tp("nowhere", 0), pos{-1, -1}},
+	} {
+		if got := at(c.tp); got != c.want {
+			t.Errorf("ChangelogPosition(%v) = %v, want %v", c.tp, got, c.want)
+		}
+	}
+	if !e.c.Processing(tid("0_0")) || e.c.Processing(tid("0_1")) || e.c.Processing(tid("0_2")) || e.c.Processing(tid("0_3")) {
+		t.Fatal("Processing: want 0_0 only (restored); 0_1 restores, 0_2 is a standby, 0_3 is not held")
+	}
+	e.cl.takeOps()
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp(cl0, 1): {0, 1, 2}, tp(cl0, 2): {0, 1}})
+	b := e.poll()
+	if got := at(tp(cl0, 1)); got != (pos{0, 9}) {
+		t.Fatalf("while the batch is out: %v, want the start and the high watermark seen", got)
+	}
+	b.Done()
+	if got := at(tp(cl0, 1)); got != (pos{3, 9}) {
+		t.Fatalf("after Done: %v", got)
+	}
+	e.cl.fetches <- fetch(4, map[tasks.TopicPartition][]int64{tp(cl0, 2): {2}}) // an older high watermark
+	e.poll().Done()
+	if got := at(tp(cl0, 2)); got != (pos{3, 9}) {
+		t.Fatalf("standby after a fetch with an older high watermark: %v, want next 3 and the largest seen, 9", got)
+	}
+}
+
 func TestStandbyPromotionRestoresOnlyTheRest(t *testing.T) {
 	e := newEnv(t)
 	e.list.end[tp(cl0, 1)] = 5
