@@ -71,11 +71,9 @@ func (c *Consumer) OnTasksAssigned(ctx context.Context, a tasks.Assignment, read
 	ops := &clientOps{}
 	c.mu.Lock()
 	all := a.All()
-	var dropped []tasks.ID
 	for id, t := range c.tasks {
 		if !all.Contains(id) || (t.role == Active && !a.Active.Contains(id)) {
 			c.dropTask(t, ops)
-			dropped = append(dropped, id)
 		}
 	}
 	for id := range a.Standby.All() {
@@ -258,13 +256,11 @@ func (c *Consumer) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error 
 		err = c.o.next.OnTasksRevoked(ctx, revoked)
 	}
 	ops = &clientOps{}
-	var gone []tasks.ID
 	c.mu.Lock()
 	for _, t := range stopped {
 		t.stopped = false
 		if err == nil {
 			delete(c.tasks, t.id)
-			gone = append(gone, t.id)
 			continue
 		}
 		c.reconsume(t, ops)
@@ -303,11 +299,9 @@ func (c *Consumer) OnAllTasksLost(ctx context.Context, lost tasks.Assignment) er
 	}
 	defer c.unlockCallback()
 	ops := &clientOps{}
-	var gone []tasks.ID
 	c.mu.Lock()
-	for id, t := range c.tasks {
+	for _, t := range c.tasks {
 		c.dropTask(t, ops)
-		gone = append(gone, id)
 	}
 	c.mu.Unlock()
 	ops.run(c.cl)
