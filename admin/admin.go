@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -277,6 +278,32 @@ func (c *Client) List(ctx context.Context, states ...string) ([]Listed, error) {
 	return out, nil
 }
 
+// deletableState returns the state of streams group g (lower case) from its description or, when
+// the describe is refused because streams groups are off, from ListGroups.
+func (c *Client) deletableState(ctx context.Context, g string) (string, error) {
+	d, err := c.Describe(ctx, g)
+	if err == nil {
+		return normState(d.State), nil
+	}
+	if !errors.Is(err, kerr.UnsupportedVersion) {
+		return "", err
+	}
+	all, lerr := c.listAll(ctx)
+	if lerr != nil {
+		return "", errors.Join(err, fmt.Errorf("listing groups instead: %w", lerr))
+	}
+	for _, l := range all {
+		if l.Group != g {
+			continue
+		}
+		if l.GroupType != "streams" {
+			return "", &GroupError{Group: g, Kind: ErrNotStreamsGroup, Type: cmp.Or(l.GroupType, "classic")}
+		}
+		return normState(l.GroupState), nil
+	}
+	return "", &GroupError{Group: g, Kind: ErrGroupNotFound}
+}
+
 func normState(s string) string {
 	b := []byte(s)
 	for i, ch := range b {
@@ -289,16 +316,19 @@ func normState(s string) string {
 
 // Delete deletes streams groups. Only empty groups can be deleted. The result maps each group to its
 // error (nil when deleted); the error is for the request as a whole.
+//
+// Each group is checked first (DeleteGroups would delete a consumer group just as well): described,
+// or, when the cluster has streams groups turned off (streams.version 0, so the describe is answered
+// UNSUPPORTED_VERSION), found in ListGroups as a streams group, with its state, as Kafka's tool does.
 func (c *Client) Delete(ctx context.Context, groups ...string) (map[string]error, error) {
 	out := make(map[string]error, len(groups))
 	var toDelete []string
 	for _, g := range groups {
-		// Check the type first: DeleteGroups would delete a consumer group just as well.
-		d, err := c.Describe(ctx, g)
+		state, err := c.deletableState(ctx, g)
 		switch {
 		case err != nil:
 			out[g] = err
-		case d.State != "Empty" && d.State != "Dead":
+		case state != "empty" && state != "dead":
 			out[g] = &GroupError{Group: g, Kind: ErrGroupNotEmpty, Kafka: kerr.NonEmptyGroup}
 		default:
 			toDelete = append(toDelete, g)

@@ -17,9 +17,15 @@ import (
 )
 
 // scripted is a kfake cluster that advertises the streams APIs and answers StreamsGroupDescribe,
-// DeleteGroups and ListGroups with the given functions.
+// DeleteGroups and ListGroups with the given functions (ListGroups lists nothing, with listCode).
 func scripted(t *testing.T, describe func(asked string) kmsg.StreamsGroupDescribeResponseGroup,
 	del func(asked []string) []kmsg.DeleteGroupsResponseGroup, listCode int16) *Client {
+	return scriptedList(t, describe, del, listCode, nil)
+}
+
+// scriptedList is scripted with ListGroups listing listed.
+func scriptedList(t *testing.T, describe func(asked string) kmsg.StreamsGroupDescribeResponseGroup,
+	del func(asked []string) []kmsg.DeleteGroupsResponseGroup, listCode int16, listed []kmsg.ListGroupsResponseGroup) *Client {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -50,7 +56,7 @@ func scripted(t *testing.T, describe func(asked string) kmsg.StreamsGroupDescrib
 	c.ControlKey(int16(kmsg.ListGroups), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-		resp.ErrorCode = listCode
+		resp.ErrorCode, resp.Groups = listCode, listed
 		return resp, nil, true
 	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
@@ -133,5 +139,76 @@ func TestDeleteMatchesAnswersToGroups(t *testing.T) {
 	if !errors.As(res["b"], &ge) || !errors.Is(res["b"], ErrWrongGroup) || ge.Answered != "someone-else" ||
 		!strings.Contains(res["b"].Error(), `answered about group "someone-else" instead`) {
 		t.Fatalf("b: %v", res["b"])
+	}
+}
+
+// With streams groups turned off (streams.version 0) the broker answers the describe that Delete
+// checks a group with UNSUPPORTED_VERSION; Delete then finds the group in ListGroups, as Kafka's tool
+// does: an empty streams group is deleted, a busy one is refused, a group of another type or none
+// is reported as such, and nothing but the empty streams group is asked to be deleted.
+func TestDeleteWithStreamsGroupsTurnedOffChecksTheListing(t *testing.T) {
+	var deleted []string
+	adm := scriptedList(t, func(asked string) kmsg.StreamsGroupDescribeResponseGroup {
+		return kmsg.StreamsGroupDescribeResponseGroup{Group: asked, ErrorCode: kerr.UnsupportedVersion.Code}
+	}, func(asked []string) []kmsg.DeleteGroupsResponseGroup {
+		deleted = append(deleted, asked...)
+		var out []kmsg.DeleteGroupsResponseGroup
+		for _, g := range asked {
+			out = append(out, kmsg.DeleteGroupsResponseGroup{Group: g})
+		}
+		return out
+	}, 0, []kmsg.ListGroupsResponseGroup{
+		{Group: "idle", GroupType: "streams", GroupState: "Empty"},
+		{Group: "busy", GroupType: "streams", GroupState: "Stable"},
+		{Group: "orders", GroupType: "consumer", GroupState: "Empty"},
+		{Group: "old", GroupType: "", GroupState: "Empty"},
+	})
+	res, err := adm.Delete(ctx(t), "idle", "busy", "orders", "old", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 5 || res["idle"] != nil {
+		t.Fatalf("results: %v", res)
+	}
+	if !errors.Is(res["busy"], ErrGroupNotEmpty) {
+		t.Errorf("busy: %v", res["busy"])
+	}
+	var ge *GroupError
+	if !errors.As(res["orders"], &ge) || !errors.Is(ge, ErrNotStreamsGroup) || ge.Type != "consumer" {
+		t.Errorf("orders: %v", res["orders"])
+	}
+	if !errors.As(res["old"], &ge) || !errors.Is(ge, ErrNotStreamsGroup) || ge.Type != "classic" {
+		t.Errorf("old: %v", res["old"])
+	}
+	if !errors.Is(res["none"], ErrGroupNotFound) {
+		t.Errorf("none: %v", res["none"])
+	}
+	if len(deleted) != 1 || deleted[0] != "idle" {
+		t.Fatalf("asked to delete %v; want only idle", deleted)
+	}
+}
+
+// Another describe failure is not read as "streams groups are off": the group is not deleted, and
+// a listing that fails after UNSUPPORTED_VERSION keeps both errors.
+func TestDeleteFallsBackOnlyOnUnsupportedVersion(t *testing.T) {
+	adm := scriptedList(t, func(asked string) kmsg.StreamsGroupDescribeResponseGroup {
+		code := kerr.GroupAuthorizationFailed.Code
+		if asked == "off" {
+			code = kerr.UnsupportedVersion.Code
+		}
+		return kmsg.StreamsGroupDescribeResponseGroup{Group: asked, ErrorCode: code}
+	}, func(asked []string) []kmsg.DeleteGroupsResponseGroup {
+		t.Errorf("DeleteGroups sent for %v", asked)
+		return nil
+	}, kerr.ClusterAuthorizationFailed.Code, []kmsg.ListGroupsResponseGroup{{Group: "denied", GroupType: "streams", GroupState: "Empty"}})
+	res, err := adm.Delete(ctx(t), "denied", "off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res["denied"], kerr.GroupAuthorizationFailed) {
+		t.Errorf("denied: %v", res["denied"])
+	}
+	if !errors.Is(res["off"], kerr.UnsupportedVersion) || !errors.Is(res["off"], kerr.ClusterAuthorizationFailed) {
+		t.Errorf("off: %v; want both the describe's and the listing's error", res["off"])
 	}
 }

@@ -273,3 +273,45 @@ func TestCLIResetOffsetsLikeKafkasTool(t *testing.T) {
 		t.Fatalf("ours --to-offset -30: exit %d, stdout %q, stderr %q; want exit 2 naming the value", code, out, errOut)
 	}
 }
+
+// TestCLIDeleteWithStreamsGroupsTurnedOff covers what Kafka's tool does after the cluster's
+// streams.version was downgraded to 0: the broker answers the describe with UNSUPPORTED_VERSION, and
+// the tool finds the group in ListGroups instead and deletes it. Both tools delete an empty streams
+// group then; once the feature is back, the group is gone. The feature is restored when the test
+// ends, whatever happens.
+func TestCLIDeleteWithStreamsGroupsTurnedOff(t *testing.T) {
+	b := Get(t)
+	bs := "--bootstrap-server=" + b.Bootstrap
+	ours, kafkas := newStatefulApp(t, b).group, newStatefulApp(t, b).group
+
+	b.SetStreamsFeature(t, 0)
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			b.SetStreamsFeature(t, 1)
+		}
+	}
+	t.Cleanup(restore)
+	Eventually(t, settle, func() (bool, string) {
+		_, errOut, code := tool(t, b, bs, "--describe", "--group", ours, "--state")
+		return code != 0 && strings.Contains(errOut, "UNSUPPORTED_VERSION"), "describe with streams.version=0: " + errOut
+	})
+
+	if out, errOut, code := tool(t, b, bs, "--delete", "--group", ours); code != 0 ||
+		!strings.Contains(out, "Deletion of requested streams group ('"+ours+"') was successful.") {
+		t.Errorf("ours with streams.version=0: exit %d\n%s%s", code, out, errOut)
+	}
+	out, err := b.KafkaTool(t, streamsGroupCommand, "--bootstrap-server", b.Bootstrap, "--delete", "--group", kafkas)
+	if err != nil || !strings.Contains(out, "Deletion of requested streams groups ('"+kafkas+"') was successful.") {
+		t.Errorf("Kafka's tool with streams.version=0: %v\n%s", err, out)
+	}
+
+	restore()
+	for _, g := range []string{ours, kafkas} {
+		Eventually(t, settle, func() (bool, string) {
+			out, errOut, code := tool(t, b, bs, "--describe", "--group", g, "--state")
+			return code == 3, fmt.Sprintf("describe %s after streams.version=1: exit %d, want 3 (deleted)\n%s%s", g, code, out, errOut)
+		})
+	}
+}
