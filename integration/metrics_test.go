@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/internal/transport"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -182,6 +184,34 @@ func TestStreamAppServesMetrics(t *testing.T) {
 	if alone["streamsgroup_heartbeats_sent_total"] < 1 || alone[`streamsgroup_callback_duration_seconds_count{callback="assigned"}`] < 1 ||
 		alone["streamsgroup_last_heartbeat_seconds_ago"] < 0 {
 		t.Errorf("alone: %v", alone)
+	}
+
+	// The processing loop's metrics: every record produced is processed once (one member, no
+	// failure), and the loop polls and commits (commit.interval.ms is 1000 in the example).
+	const records = 200
+	cl := b.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var batch []*kgo.Record
+	for i := range records {
+		batch = append(batch, &kgo.Record{Topic: input, Key: []byte(fmt.Sprint("k", i%10)), Value: []byte("v")})
+	}
+	if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, 60*time.Second, func() (bool, string) {
+		m, err := scrapeMetrics(url)
+		if err != nil {
+			return false, err.Error()
+		}
+		return m["streamsgroup_stream_records_processed_total"] == records && m["streamsgroup_stream_commits_total"] >= 1 &&
+				m[`streamsgroup_stream_state{state="RUNNING"}`] == 1,
+			fmt.Sprintf("want %d records processed, a commit, RUNNING; scraped %v\n%s", records, m, first.logs())
+	})
+	if m, err := scrapeMetrics(url); err != nil || m["streamsgroup_stream_records_processed_total"] != records ||
+		m["streamsgroup_stream_records_dropped_total"] != 0 || m["streamsgroup_stream_records_restored_total"] != 0 ||
+		m["streamsgroup_stream_polls_total"] < 1 || m["streamsgroup_stream_commits_failed_total"] != 0 || m[`streamsgroup_stream_state{state="RESTORING"}`] != 0 {
+		t.Errorf("processing metrics after %d records: %v (%v)", records, m, err)
 	}
 
 	second := startMetricsApp(t, bin, "wc-2", append(common, "-metrics-addr", "127.0.0.1:0")...)

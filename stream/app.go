@@ -211,6 +211,8 @@ type App struct {
 	stateDir   string // state.dir/<application.id>; "" when nothing is persisted
 	lock       *dirLock
 
+	metrics loopMetrics
+
 	cl      *kgo.Client
 	mgr     *membership.Manager
 	cons    *consume.Consumer

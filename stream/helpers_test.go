@@ -179,9 +179,13 @@ type countingEngine struct {
 	applies, closes int
 	positions       []int64
 	err             error
+	onApply         func() // when set, called first by every Apply
 }
 
 func (e *countingEngine) Apply(b *store.Batch, pos int64) error {
+	if e.onApply != nil {
+		e.onApply()
+	}
 	if e.err != nil {
 		return e.err
 	}

@@ -87,8 +87,11 @@ func (a *App) loop(runCtx context.Context) {
 		// loses its tasks and leaves, as a Kafka Streams thread does (the next Poll rejoins).
 		a.mgr.Poll()
 		pctx, cancel := context.WithTimeout(runCtx, pollTimeout)
+		start := time.Now() // the wait is real I/O: timed on the wall clock, not the App's
 		b, err := a.cons.Poll(pctx)
 		cancel()
+		a.metrics.polls.Add(1)
+		a.metrics.pollTime.Add(int64(time.Since(start)))
 		switch {
 		case runCtx.Err() != nil:
 			if b != nil {
@@ -130,6 +133,7 @@ func (a *App) handle(b *consume.Batch) {
 			a.fail(err)
 			return
 		}
+		a.metrics.restored.Add(uint64(len(r.Records)))
 		if len(a.o.onRestore) > 0 {
 			rb := RestoreBatch{Task: r.Task, Store: s.name, Changelog: r.Partition, Next: r.Next,
 				Records: len(r.Records), Standby: r.Role != consume.Active}
@@ -170,23 +174,37 @@ func (a *App) process(recs []consume.Records) map[tasks.TopicPartition]int64 {
 				return a.stopAt(recs, i, r.First, err)
 			}
 		}
-		proc := a.procs[r.Task.Subtopology]
-		for _, kr := range r.Records {
-			rec := Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Key: kr.Key, Value: kr.Value,
-				Timestamp: kr.Timestamp, Headers: kr.Headers}
-			t.ctx = Context{app: a, task: t, rec: &rec, ts: kr.Timestamp}
-			if ms := kr.Timestamp.UnixMilli(); ms > t.streamTime {
-				t.streamTime = ms
-			}
-			if err := a.policy(proc.Process(&t.ctx, &rec), t, kr); err != nil {
-				return a.stopAt(recs, i, kr.Offset, err)
-			}
-			if err := a.punctuate(t, StreamTime, t.streamTime); err != nil {
-				return a.stopAt(recs, i, kr.Offset+1, err)
-			}
+		start, punctuating := a.now(), a.metrics.punctuateTime.Load()
+		n, stop, err := a.processRecords(t, a.procs[r.Task.Subtopology], r.Records)
+		// Timed per partition's records, not per record (two clock reads a record would cost more
+		// than many processors); the stream-time punctuations they fired are punctuation time.
+		a.metrics.processed.Add(uint64(n))
+		a.metrics.processTime.Add(max(a.since(start)-(a.metrics.punctuateTime.Load()-punctuating), 0))
+		if err != nil {
+			return a.stopAt(recs, i, stop, err)
 		}
 	}
 	return nil
+}
+
+// processRecords runs proc over the records of one input partition of t. It returns how many
+// records it handed to proc and, after a fatal failure, the offset that partition stops at.
+func (a *App) processRecords(t *task, proc Processor, krs []*kgo.Record) (n int, stop int64, err error) {
+	for i, kr := range krs {
+		rec := Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Key: kr.Key, Value: kr.Value,
+			Timestamp: kr.Timestamp, Headers: kr.Headers}
+		t.ctx = Context{app: a, task: t, rec: &rec, ts: kr.Timestamp}
+		if ms := kr.Timestamp.UnixMilli(); ms > t.streamTime {
+			t.streamTime = ms
+		}
+		if err := a.policy(proc.Process(&t.ctx, &rec), t, kr); err != nil {
+			return i + 1, kr.Offset, err
+		}
+		if err := a.punctuate(t, StreamTime, t.streamTime); err != nil {
+			return i + 1, kr.Offset + 1, err
+		}
+	}
+	return len(krs), 0, nil
 }
 
 // stopAt fails the application at record offset of recs[i]: that partition stops there, and the
@@ -206,6 +224,7 @@ func (a *App) policy(err error, t *task, kr *kgo.Record) error {
 	var de *serde.DecodeError
 	if errors.As(err, &de) {
 		if a.cfg.Runtime.OnDeserializationError == config.LogAndContinue {
+			a.metrics.dropped.Add(1)
 			a.log.Warn("skipping a record that does not decode (deserialization.exception.handler=LogAndContinue)",
 				"task", t.id.String(), "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "err", err)
 			return nil
@@ -213,6 +232,7 @@ func (a *App) policy(err error, t *task, kr *kgo.Record) error {
 		return &DeserializationError{Task: t.id, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Err: err}
 	}
 	if a.cfg.Runtime.OnProcessingError == config.LogAndContinue {
+		a.metrics.dropped.Add(1)
 		a.log.Warn("skipping a record the processor failed on (processing.exception.handler=LogAndContinue)",
 			"task", t.id.String(), "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "err", err)
 		return nil
@@ -291,7 +311,11 @@ func (a *App) punctuate(t *task, typ PunctuationType, now int64) error {
 			p.next += p.every.Milliseconds()
 		}
 		t.ctx = Context{app: a, task: t, ts: at}
-		if err := p.fn(&t.ctx, at); err != nil {
+		start := a.now()
+		err := p.fn(&t.ctx, at)
+		a.metrics.punctuations.Add(1)
+		a.metrics.punctuateTime.Add(a.since(start))
+		if err != nil {
 			first = a.softFail(t, err)
 		}
 	}
@@ -337,11 +361,14 @@ func (a *App) between() {
 	}
 	if now.Sub(a.lastCommit) >= a.cfg.Runtime.CommitInterval+a.commitBackoff {
 		err := a.commit(a.runCtx)
+		a.metrics.commitTime.Add(a.since(now))
 		a.lastCommit = now
 		if err == nil {
+			a.metrics.commits.Add(1)
 			a.commitBackoff, a.commitFailures = 0, 0
 			return
 		}
+		a.metrics.failedCommits.Add(1)
 		var pe *ProduceError
 		var te *TxnError
 		var se *store.Error

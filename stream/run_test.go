@@ -98,6 +98,9 @@ func TestLoopRunsBetweenPollsUntilItsContextEnds(t *testing.T) {
 	if calls != 2 || a.fatalErr() != nil {
 		t.Fatalf("between ran %d times, fatal %v", calls, a.fatalErr())
 	}
+	if m := a.Metrics(); m.Polls != 2 || m.PollTime <= 0 {
+		t.Fatalf("%d polls in %v; want the two before each between, timed", m.Polls, m.PollTime)
+	}
 	// Ended already: nothing runs.
 	a.loop(ctx)
 	if calls != 2 {

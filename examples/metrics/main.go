@@ -1,8 +1,8 @@
 // Command metrics is a stream app that serves its member's metrics at /metrics in the Prometheus
 // text format: it counts the records of an input topic per key in the store "counts" and writes
-// each new count to an output topic. The metrics come from App.Stats (see metrics.go); an
-// application that already uses the Prometheus client installs plugin/sgprom's hooks instead
-// (stream.WithHooks).
+// each new count to an output topic. The metrics come from App.Stats (the member) and App.Metrics
+// (the processing loop; see metrics.go); an application that already uses the Prometheus client
+// installs plugin/sgprom's hooks instead (stream.WithHooks) and registers sgprom.NewRuntimeMetrics.
 package main
 
 import (
@@ -62,7 +62,7 @@ func run(log *slog.Logger, bootstrap, appID, input, output, name, addr string) e
 	}
 	ctx, stop := stream.SignalContext(context.Background())
 	defer stop()
-	if err := serveMetrics(ctx, log, addr, app.Stats); err != nil {
+	if err := serveMetrics(ctx, log, addr, app); err != nil {
 		return err
 	}
 	return app.Run(ctx)

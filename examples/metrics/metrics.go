@@ -12,6 +12,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/membership"
+	"github.com/streamsgroup/streamsgroup/stream"
 )
 
 // The member's metrics at /metrics, in the Prometheus text exposition format, written from
@@ -22,7 +23,7 @@ import (
 
 // serveMetrics listens on addr and serves /metrics until ctx ends. It logs the address it listens on
 // (a port of 0 picks a free one).
-func serveMetrics(ctx context.Context, log *slog.Logger, addr string, stats func() membership.Stats) error {
+func serveMetrics(ctx context.Context, log *slog.Logger, addr string, app *stream.App) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -31,7 +32,8 @@ func serveMetrics(ctx context.Context, log *slog.Logger, addr string, stats func
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		bw := bufio.NewWriter(w)
-		writeMetrics(bw, stats())
+		writeMetrics(bw, app.Stats())
+		writeRuntimeMetrics(bw, app.Metrics(), app.State())
 		_ = bw.Flush()
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -145,4 +147,33 @@ func writeMetrics(w io.Writer, s membership.Stats) {
 		e.sample(ns+"member_state", v, "state", st.String())
 	}
 	e.one(ns+"member_epoch", "gauge", "The member epoch the broker gave this member.", float64(s.Epoch))
+}
+
+var appStates = []stream.State{stream.Created, stream.Rebalancing, stream.Restoring, stream.Running,
+	stream.PendingShutdown, stream.NotRunning, stream.PendingError, stream.Error}
+
+// writeRuntimeMetrics writes the processing loop's metrics and the app's state with the names of
+// plugin/sgprom's RuntimeMetrics.
+func writeRuntimeMetrics(w io.Writer, m stream.Metrics, state stream.State) {
+	e := expo{w}
+	const ns = "streamsgroup_stream_"
+	e.one(ns+"polls_total", "counter", "Polls of the consumer by the processing loop, those that returned no records included.", float64(m.Polls))
+	e.one(ns+"poll_seconds_total", "counter", "Time the processing loop spent polling.", m.PollTime.Seconds())
+	e.one(ns+"records_processed_total", "counter", "Input records handed to a processor.", float64(m.Processed))
+	e.one(ns+"process_seconds_total", "counter", "Time spent processing input records.", m.ProcessTime.Seconds())
+	e.one(ns+"records_dropped_total", "counter", "Records skipped by a LogAndContinue exception handler.", float64(m.Dropped))
+	e.one(ns+"records_restored_total", "counter", "Changelog records applied to stores (restoring, standby and warm-up tasks).", float64(m.Restored))
+	e.one(ns+"punctuations_total", "counter", "Punctuators called.", float64(m.Punctuations))
+	e.one(ns+"punctuate_seconds_total", "counter", "Time spent in punctuators.", m.PunctuateTime.Seconds())
+	e.one(ns+"commits_total", "counter", "Commits of the processing loop that succeeded.", float64(m.Commits))
+	e.one(ns+"commits_failed_total", "counter", "Commits of the processing loop that failed.", float64(m.FailedCommits))
+	e.one(ns+"commit_seconds_total", "counter", "Time the processing loop spent committing, failed commits included.", m.CommitTime.Seconds())
+	e.family(ns+"state", "gauge", "The stream app's state (Kafka Streams' KafkaStreams.State): 1 for the current one.")
+	for _, st := range appStates {
+		v := 0.0
+		if st == state {
+			v = 1
+		}
+		e.sample(ns+"state", v, "state", st.String())
+	}
 }

@@ -10,7 +10,8 @@
 //	mgr, err := membership.New(cl, cfg, topo, membership.WithHooks(m))
 //
 // For several members in one process, give each its own *Metrics with a distinguishing constant
-// label (ConstLabels), or register each in its own registry.
+// label (ConstLabels), or register each in its own registry. A stream app's processing loop has a
+// collector of its own, RuntimeMetrics.
 //
 // The metrics, with namespace ns (docs/metrics.md maps each to the Java client's metric):
 //
