@@ -3,6 +3,8 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -210,5 +212,133 @@ func TestDeleteFallsBackOnlyOnUnsupportedVersion(t *testing.T) {
 	}
 	if !errors.Is(res["off"], kerr.UnsupportedVersion) || !errors.Is(res["off"], kerr.ClusterAuthorizationFailed) {
 		t.Errorf("off: %v; want both the describe's and the listing's error", res["off"])
+	}
+}
+
+// Describe copies the answer into a Group: members sorted by ID, an endpoint only when its host is
+// set, client tags only when there are some (nil, not an empty map, otherwise), and the
+// coordinator's address from the coordinator it asked.
+func TestDescribeConvertsTheAnswer(t *testing.T) {
+	str := func(s string) *string { return &s }
+	adm := scripted(t, func(asked string) kmsg.StreamsGroupDescribeResponseGroup {
+		return kmsg.StreamsGroupDescribeResponseGroup{
+			Group: asked, State: "Stable", Epoch: 7, AssignmentEpoch: 6, AuthorizedOperations: 5, AssignorName: str("sticky"),
+			Members: []kmsg.StreamsGroupDescribeResponseGroupMember{
+				{MemberID: "m2", MemberEpoch: 3, ClientID: "c2"},
+				{
+					MemberID: "m1", InstanceID: str("i1"), RackID: str("r1"),
+					UserEndpoint: &kmsg.StreamsGroupDescribeResponseGroupMemberUserEndpoint{Host: "h1", Port: 9},
+					ClientTags:   []kmsg.StreamsGroupDescribeResponseGroupMemberClientTag{{Key: "zone", Value: "a"}},
+				},
+				{MemberID: "m3", UserEndpoint: &kmsg.StreamsGroupDescribeResponseGroupMemberUserEndpoint{Port: 9}},
+			},
+		}
+	}, nil, 0)
+	g, err := adm.Describe(ctx(t), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.ID != "g" || g.State != "Stable" || g.Epoch != 7 || g.AssignmentEpoch != 6 || g.AuthorizedOperations != 5 ||
+		g.AssignorName != "sticky" || g.Topology != nil {
+		t.Fatalf("group: %+v", g)
+	}
+	seed := adm.cl.OptValue(kgo.SeedBrokers).([]string)[0]
+	if got := fmt.Sprintf("%s:%d", g.CoordinatorHost, g.CoordinatorPort); g.Coordinator != 0 || got != seed {
+		t.Errorf("coordinator %d at %s; want 0 at %s, the one broker", g.Coordinator, got, seed)
+	}
+	var ids []string
+	for _, m := range g.Members {
+		ids = append(ids, m.MemberID)
+	}
+	if fmt.Sprint(ids) != "[m1 m2 m3]" {
+		t.Fatalf("members %v; want them sorted by ID", ids)
+	}
+	m1, m2, m3 := g.Members[0], g.Members[1], g.Members[2]
+	if m1.Endpoint != "h1:9" || m1.InstanceID != "i1" || m1.RackID != "r1" || !reflect.DeepEqual(m1.ClientTags, map[string]string{"zone": "a"}) {
+		t.Errorf("m1: %+v", m1)
+	}
+	if m2.Endpoint != "" || m2.ClientTags != nil || m2.MemberEpoch != 3 || m2.ClientID != "c2" || m2.InstanceID != "" {
+		t.Errorf("m2 (no endpoint, no tags): %+v", m2)
+	}
+	if m3.Endpoint != "" {
+		t.Errorf("m3 has an endpoint without a host: %q; want none", m3.Endpoint)
+	}
+}
+
+// GROUP_ID_NOT_FOUND is told apart with ListGroups: a group listed with another type is
+// ErrNotStreamsGroup with that type (classic when the listing gives none), one listed as a streams
+// group or not listed is ErrGroupNotFound. The broker's message is kept in the Kafka error, and an
+// empty message adds nothing to it.
+func TestGroupNotFoundIsToldApartByTheListing(t *testing.T) {
+	str := func(s string) *string { return &s }
+	adm := scriptedList(t, func(asked string) kmsg.StreamsGroupDescribeResponseGroup {
+		msg := str("no streams group " + asked)
+		if asked == "quiet" {
+			msg = str("")
+		}
+		return kmsg.StreamsGroupDescribeResponseGroup{Group: asked, ErrorCode: kerr.GroupIDNotFound.Code, ErrorMessage: msg}
+	}, nil, 0, []kmsg.ListGroupsResponseGroup{
+		{Group: "orders", GroupType: "consumer", GroupState: "Stable"},
+		{Group: "old", GroupState: "Empty"},
+		{Group: "ghost", GroupType: "streams", GroupState: "Dead"},
+	})
+	for _, tc := range []struct {
+		group, typ string
+		kind       error
+	}{
+		{"orders", "consumer", ErrNotStreamsGroup},
+		{"old", "classic", ErrNotStreamsGroup},
+		{"ghost", "", ErrGroupNotFound},
+		{"none", "", ErrGroupNotFound},
+	} {
+		_, err := adm.Describe(ctx(t), tc.group)
+		var ge *GroupError
+		if !errors.As(err, &ge) || ge.Kind != tc.kind || ge.Type != tc.typ || !errors.Is(err, kerr.GroupIDNotFound) {
+			t.Errorf("%s: %#v; want kind %v, type %q", tc.group, err, tc.kind, tc.typ)
+			continue
+		}
+		if want := kerr.GroupIDNotFound.Error() + ": no streams group " + tc.group; ge.Kafka.Error() != want {
+			t.Errorf("%s: Kafka error %q; want %q", tc.group, ge.Kafka, want)
+		}
+	}
+	_, err := adm.Describe(ctx(t), "quiet")
+	var ge *GroupError
+	if !errors.As(err, &ge) || ge.Kafka.Error() != kerr.GroupIDNotFound.Error() {
+		t.Errorf("an empty message: %v; want the bare Kafka error", err)
+	}
+}
+
+// List keeps only streams groups, sorted by ID, and filters by state case-insensitively.
+func TestListFiltersStreamsGroupsByState(t *testing.T) {
+	adm := scriptedList(t, nil, nil, 0, []kmsg.ListGroupsResponseGroup{
+		{Group: "b", GroupType: "streams", GroupState: "Stable"},
+		{Group: "d", GroupType: "streams", GroupState: "Empty"},
+		{Group: "a", GroupType: "streams", GroupState: "Assigning"},
+		{Group: "c", GroupType: "consumer", GroupState: "Stable"},
+		{Group: "e", GroupState: "Stable"},
+	})
+	for _, tc := range []struct {
+		states []string
+		want   string
+	}{
+		{nil, "[{a Assigning} {b Stable} {d Empty}]"},
+		{[]string{"stable"}, "[{b Stable}]"},
+		{[]string{"assigning", "EMPTY"}, "[{a Assigning} {d Empty}]"},
+		{[]string{"dead"}, "[]"},
+	} {
+		got, err := adm.List(ctx(t), tc.states...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("List(%q) = %v; want %s", tc.states, got, tc.want)
+		}
+	}
+}
+
+// normState lowers ASCII capitals, the first and last included, and leaves the bytes around them.
+func TestNormState(t *testing.T) {
+	if got := normState("AZ@[`{az"); got != "az@[`{az" {
+		t.Fatalf("normState = %q", got)
 	}
 }
