@@ -42,7 +42,9 @@ func TestCompareTopology(t *testing.T) {
 			t.Errorf("%v: got %s %q", c.want, got.Verdict, got.Action)
 		}
 	}
-	if NextEpoch(group(3, a), 0) != 4 || NextEpoch(nil, -1) != 0 || NextEpoch(nil, 4) != 5 || NextEpoch(&Group{ID: "g"}, 1) != 2 {
+	// A fallback of 0 is an epoch like any other (the one topology-upgrade passes): the next is 1.
+	if NextEpoch(group(3, a), 0) != 4 || NextEpoch(nil, -1) != 0 || NextEpoch(nil, 4) != 5 || NextEpoch(&Group{ID: "g"}, 1) != 2 ||
+		NextEpoch(nil, 0) != 1 || NextEpoch(&Group{ID: "g"}, 0) != 1 {
 		t.Error("NextEpoch")
 	}
 }
