@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,11 +21,16 @@ import (
 
 // fakeApp is a kfake cluster holding real topics, records and commits, whose StreamsGroupDescribe
 // answers with group "app" in state (changeable) and a topology reading "in" and "in2", with a
-// repartition topic, a changelog, and a changelog named like another application's.
+// repartition topic, a changelog, and a changelog named like another application's. DeleteGroups is
+// answered with deleteCode for every group asked, and the groups asked are kept in order.
 type fakeApp struct {
-	adm   *Client
-	cl    *kgo.Client
-	state atomic.Value // string
+	adm        *Client
+	cl         *kgo.Client
+	state      atomic.Value // string
+	deleteCode atomic.Int32 // the error code of DeleteGroups' answers
+
+	mu          sync.Mutex
+	deleteAsked []string // the groups DeleteGroups was asked to delete, across requests
 }
 
 const (
@@ -72,6 +78,18 @@ func newFakeApp(t *testing.T) *fakeApp {
 		}
 		return resp, nil, true
 	})
+	c.ControlKey(int16(kmsg.DeleteGroups), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		r := req.(*kmsg.DeleteGroupsRequest)
+		resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		f.mu.Lock()
+		f.deleteAsked = append(f.deleteAsked, r.Groups...)
+		f.mu.Unlock()
+		for _, g := range r.Groups {
+			resp.Groups = append(resp.Groups, kmsg.DeleteGroupsResponseGroup{Group: g, ErrorCode: int16(f.deleteCode.Load())})
+		}
+		return resp, nil, true
+	})
 	f.cl, err = kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +117,13 @@ func newFakeApp(t *testing.T) *fakeApp {
 		}
 	}
 	return f
+}
+
+// asked returns the groups DeleteGroups was asked to delete so far.
+func (f *fakeApp) asked() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.deleteAsked...)
 }
 
 func (f *fakeApp) commit(t *testing.T, offs map[string]map[int32]int64) {
@@ -139,7 +164,8 @@ func planString(p []NewOffset) string {
 func TestResetKinds(t *testing.T) {
 	f := newFakeApp(t)
 	ends := endOffsets(t, f)
-	f.commit(t, map[string]map[int32]int64{tIn: {0: 5, 1: 6}, tRep: {0: 0}})
+	// in2-0 is committed at 0: a commit at offset 0 is a commit, not the absence of one.
+	f.commit(t, map[string]map[int32]int64{tIn: {0: 5, 1: 6}, tIn2: {0: 0}, tRep: {0: 0}})
 	in := func(o0, o1, o2, o3 int64) string {
 		return fmt.Sprintf("in-0=%d in-1=%d in-2=%d in2-0=%d ", o0, o1, o2, o3)
 	}
@@ -151,13 +177,15 @@ func TestResetKinds(t *testing.T) {
 	}{
 		{"earliest", Reset{Kind: ToEarliest}, in(0, 0, 0, 0)},
 		{"latest", Reset{Kind: ToLatest}, in(e0, e1, e2, e3)},
-		{"current: the committed offset, the end where none", Reset{Kind: ToCurrent}, in(5, 6, e2, e3)},
+		{"current: the committed offset, the end where none", Reset{Kind: ToCurrent}, in(5, 6, e2, 0)},
 		{"offset, kept inside the log", Reset{Kind: ToOffset, Offset: 3}, in(3, 3, 3, min(3, e3))},
 		{"offset beyond the end is the end", Reset{Kind: ToOffset, Offset: 1 << 40}, in(e0, e1, e2, e3)},
 		{"offset below the start is the start", Reset{Kind: ToOffset, Offset: -7}, in(0, 0, 0, 0)},
 		{"one topic, some partitions", Reset{Kind: ToEarliest, Topics: []TopicPartitions{{Topic: tIn, Partitions: []int32{1}}}}, "in-1=0 "},
 		{"a repartition topic when named", Reset{Kind: ToLatest, Topics: []TopicPartitions{{Topic: tRep}}}, tRep + "-0=0 " + tRep + "-1=0 "},
 		{"shift back", Reset{Kind: ShiftBy, Offset: -2, Topics: []TopicPartitions{{Topic: tIn, Partitions: []int32{0, 1}}}}, "in-0=3 in-1=4 "},
+		{"shift forward", Reset{Kind: ShiftBy, Offset: 2, Topics: []TopicPartitions{{Topic: tIn, Partitions: []int32{0}}}}, "in-0=7 "},
+		{"shift from a commit at 0", Reset{Kind: ShiftBy, Offset: 1, Topics: []TopicPartitions{{Topic: tIn2}}}, "in2-0=1 "},
 		{"shift beyond the end", Reset{Kind: ShiftBy, Offset: 1<<63 - 1, Topics: []TopicPartitions{{Topic: tIn, Partitions: []int32{0}}}}, fmt.Sprintf("in-0=%d ", e0)},
 		{"plan", Reset{Kind: FromPlan, Plan: map[string]map[int32]int64{tIn: {2: 4}, tIn2: {0: 99}}}, fmt.Sprintf("in-2=4 in2-0=%d ", e3)},
 	} {
@@ -202,6 +230,11 @@ func TestResetByTimestamp(t *testing.T) {
 	if err != nil || planString(p) != "in2-0=4 " {
 		t.Fatalf("after the last record: %q %v", planString(p), err)
 	}
+	// Before the first record: offset 0, a real answer, not "no record" (which would be the end).
+	p, err = f.adm.PlanReset(ctx(t), "app", Reset{Kind: ToTimestamp, Timestamp: time.Unix(999, 0), Topics: []TopicPartitions{{Topic: tIn2}}})
+	if err != nil || planString(p) != "in2-0=0 " {
+		t.Fatalf("before the first record: %q %v", planString(p), err)
+	}
 }
 
 func TestResetExecuteCommits(t *testing.T) {
@@ -214,6 +247,17 @@ func TestResetExecuteCommits(t *testing.T) {
 	if got := f.committed(t); got != "in-0=2 in-2=2 " {
 		t.Fatalf("committed after the reset: %s", got)
 	}
+	// The reset knows no leader epoch for the offsets it commits, so it commits none (-1): a made-up
+	// epoch would have consumers fence themselves against it.
+	r, err := kadm.NewClient(f.cl).FetchOffsets(ctx(t), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Each(func(o kadm.OffsetResponse) {
+		if o.LeaderEpoch != -1 {
+			t.Errorf("%s-%d committed with leader epoch %d; want -1", o.Topic, o.Partition, o.LeaderEpoch)
+		}
+	})
 }
 
 // A group that does not exist takes offsets with an explicit scope (putting saved positions back
@@ -260,6 +304,14 @@ func TestResetRefusals(t *testing.T) {
 			}
 		})
 	}
+	// A Reset without a kind (its zero value) or with one past the last is refused, not read as some
+	// kind.
+	for _, k := range []ResetKind{0, FromPlan + 1} {
+		_, err := f.adm.ResetOffsets(ctx(t), "app", Reset{Kind: k, Topics: []TopicPartitions{{Topic: tIn}}})
+		if want := fmt.Sprintf(`reset of "app": unknown reset kind %d`, k); err == nil || err.Error() != want {
+			t.Errorf("kind %d: %v; want %q", k, err, want)
+		}
+	}
 	f.state.Store("Stable")
 	_, err := f.adm.ResetOffsets(ctx(t), "app", Reset{Kind: ToEarliest})
 	var ge *GroupError
@@ -279,7 +331,8 @@ func TestResetRefusals(t *testing.T) {
 
 func TestDeleteOffsets(t *testing.T) {
 	f := newFakeApp(t)
-	f.commit(t, map[string]map[int32]int64{tIn: {0: 1, 1: 2}, tIn2: {0: 3}, tRep: {0: 1}})
+	// in-2 is committed at 0, which is a commit like any other and is deleted with the rest.
+	f.commit(t, map[string]map[int32]int64{tIn: {0: 1, 1: 2, 2: 0}, tIn2: {0: 3}, tRep: {0: 1}})
 	res, err := f.adm.DeleteOffsets(ctx(t), "app", []TopicPartitions{{Topic: tIn, Partitions: []int32{1}}, {Topic: "missing"}})
 	if err != nil {
 		t.Fatal(err)
@@ -288,17 +341,26 @@ func TestDeleteOffsets(t *testing.T) {
 		res[1].Topic != "missing" || res[1].Partition != -1 || !errors.Is(res[1].Err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("results: %+v", res)
 	}
-	if got := f.committed(t); got != "app-KSTREAM-REPARTITION-0000000003-repartition-0=1 in-0=1 in2-0=3 " {
+	if got := f.committed(t); got != "app-KSTREAM-REPARTITION-0000000003-repartition-0=1 in-0=1 in-2=0 in2-0=3 " {
 		t.Fatalf("after deleting in-1: %s", got)
 	}
 	// All input topics: the source topics' commits go, the repartition topic's stays (it is internal).
 	res, err = f.adm.DeleteOffsets(ctx(t), "app", nil)
-	if err != nil || len(res) != 2 {
-		t.Fatalf("all input topics: %+v %v", res, err)
+	if err != nil || resultString(res) != "in-0:<nil> in-2:<nil> in2-0:<nil> " {
+		t.Fatalf("all input topics: %s %v; want in-0, in-2 and in2-0 deleted, in that order", resultString(res), err)
 	}
 	if got := f.committed(t); got != "app-KSTREAM-REPARTITION-0000000003-repartition-0=1 " {
 		t.Fatalf("after deleting all input offsets: %s", got)
 	}
+}
+
+// resultString writes results as "topic-partition:error " each, in their order.
+func resultString(res []PartitionResult) string {
+	var s string
+	for _, r := range res {
+		s += fmt.Sprintf("%s-%d:%v ", r.Topic, r.Partition, r.Err)
+	}
+	return s
 }
 
 func TestInternalTopicNames(t *testing.T) {
@@ -346,6 +408,17 @@ func TestDeleteInternalTopics(t *testing.T) {
 	if err != nil || len(res.Deleted) != 0 || len(res.Absent) != 2 {
 		t.Fatalf("again: %+v %v", res, err)
 	}
+	// A dry run reports the topics that are gone as absent, not as topics it would delete. A fresh
+	// client, as in topicNames: f.cl's metadata cache may still hold the deleted topics.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.cl.OptValue(kgo.SeedBrokers).([]string)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	res, err = NewClient(cl).DeleteInternalTopics(ctx(t), "app", true)
+	if err != nil || fmt.Sprint(res.Deleted, res.Absent) != fmt.Sprint([]string(nil), []string{tRep, tLog}) {
+		t.Fatalf("dry run once deleted: %+v %v", res, err)
+	}
 }
 
 func topicNames(t *testing.T, f *fakeApp) string {
@@ -361,4 +434,114 @@ func topicNames(t *testing.T, f *fakeApp) string {
 		t.Fatal(err)
 	}
 	return strings.Join(td.Names(), " ")
+}
+
+// Offsets reports every partition of the group's input topics (source and repartition source),
+// sorted by topic and partition: the committed offset and its leader epoch, -1 for both where
+// nothing is committed, and the lag to the log end (the whole log where nothing is committed). A
+// commit at offset 0 is a commit.
+func TestOffsetsAndLag(t *testing.T) {
+	f := newFakeApp(t)
+	f.commit(t, map[string]map[int32]int64{tIn: {0: 4, 2: 0}, tIn2: {0: 3}})
+	g, err := f.adm.Describe(ctx(t), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := f.adm.Offsets(ctx(t), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for _, o := range offs {
+		got += fmt.Sprintf("%s-%d committed %d epoch %d end %d lag %d\n", o.Topic, o.Partition, o.Committed, o.LeaderEpoch, o.End, o.Lag)
+	}
+	want := tRep + "-0 committed -1 epoch -1 end 0 lag 0\n" +
+		tRep + "-1 committed -1 epoch -1 end 0 lag 0\n" +
+		"in-0 committed 4 epoch -1 end 10 lag 6\n" +
+		"in-1 committed -1 epoch -1 end 10 lag 10\n" +
+		"in-2 committed 0 epoch -1 end 10 lag 10\n" +
+		"in2-0 committed 3 epoch -1 end 4 lag 1\n"
+	if got != want {
+		t.Fatalf("offsets:\n%s\nwant:\n%s", got, want)
+	}
+	if offs, err := f.adm.Offsets(ctx(t), &Group{ID: "app"}); offs != nil || err != nil {
+		t.Fatalf("a group without topology: %v %v; want nothing", offs, err)
+	}
+}
+
+// TopicsResult.Err is nil without failures, and otherwise joins the request's error and each
+// refused topic's, by topic name.
+func TestTopicsResultErr(t *testing.T) {
+	if err := (*TopicsResult)(nil).Err(); err != nil {
+		t.Errorf("nil result: %v", err)
+	}
+	if err := (&TopicsResult{Deleted: []string{"a"}, Failed: map[string]error{}}).Err(); err != nil {
+		t.Errorf("no failures: %v", err)
+	}
+	err := (&TopicsResult{Failed: map[string]error{"b": kerr.TopicAuthorizationFailed, "a": kerr.PolicyViolation}}).Err()
+	want := `deleting topic "a": ` + kerr.PolicyViolation.Error() + "\n" + `deleting topic "b": ` + kerr.TopicAuthorizationFailed.Error()
+	if err == nil || err.Error() != want || !errors.Is(err, kerr.PolicyViolation) || !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("failed topics: %v; want %q", err, want)
+	}
+	req := errors.New("no route to the controller")
+	if err := (&TopicsResult{Failed: map[string]error{}, Request: req}).Err(); !errors.Is(err, req) || err.Error() != req.Error() {
+		t.Errorf("request failed: %v", err)
+	}
+}
+
+// DeleteWithInternalTopics deletes the empty group and then its internal topics (never the ones not
+// named as its own), reports a group that cannot be deleted without touching anything of it, leaves
+// a group's topics alone when DeleteGroups refuses the group, and in a dry run deletes nothing but
+// reports what it would.
+func TestDeleteWithInternalTopics(t *testing.T) {
+	f := newFakeApp(t)
+	all := "app-KSTREAM-REPARTITION-0000000003-repartition app-counts-changelog in in2 other-counts-changelog shared-changelog"
+	check := func(what string, errs map[string]error, topics map[string]*TopicsResult, err error, appErr error, appTopics string) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if e, ok := errs["app"]; len(errs) != 2 || !ok || !errors.Is(e, appErr) {
+			t.Errorf("%s: errors %v; want app: %v", what, errs, appErr)
+		}
+		if !errors.Is(errs["nope"], ErrGroupNotFound) {
+			t.Errorf("%s: nope: %v", what, errs["nope"])
+		}
+		var got string
+		if r, ok := topics["app"]; ok {
+			got = fmt.Sprint(r.Deleted, r.Absent, r.NotInferred, r.Err())
+		}
+		if len(topics) > 1 || got != appTopics {
+			t.Errorf("%s: topics %v (app: %q); want app: %q", what, topics, got, appTopics)
+		}
+	}
+
+	errs, topics, err := f.adm.DeleteWithInternalTopics(ctx(t), true, "app", "nope")
+	check("dry run", errs, topics, err, nil, fmt.Sprint([]string{tRep, tLog}, []string(nil), []string{tShared}, nil))
+	if asked := f.asked(); len(asked) != 0 || topicNames(t, f) != all {
+		t.Fatalf("a dry run deleted: groups %v, topics left %s", asked, topicNames(t, f))
+	}
+
+	f.deleteCode.Store(int32(kerr.GroupAuthorizationFailed.Code))
+	errs, topics, err = f.adm.DeleteWithInternalTopics(ctx(t), false, "app", "nope")
+	check("group refused", errs, topics, err, kerr.GroupAuthorizationFailed, "")
+	if topicNames(t, f) != all {
+		t.Fatalf("the topics of a group not deleted were deleted: %s", topicNames(t, f))
+	}
+
+	f.deleteCode.Store(0)
+	errs, topics, err = f.adm.DeleteWithInternalTopics(ctx(t), false, "app", "nope")
+	check("delete", errs, topics, err, nil, fmt.Sprint([]string{tRep, tLog}, []string(nil), []string{tShared}, nil))
+	if asked := fmt.Sprint(f.asked()); asked != "[app app]" {
+		t.Errorf("DeleteGroups asked for %s; want app, once per deleting call", asked)
+	}
+	if got := topicNames(t, f); got != "in in2 other-counts-changelog shared-changelog" {
+		t.Fatalf("topics left: %s", got)
+	}
+
+	f.state.Store("Stable")
+	errs, topics, err = f.adm.DeleteWithInternalTopics(ctx(t), false, "app")
+	if err != nil || len(errs) != 1 || !errors.Is(errs["app"], ErrGroupNotEmpty) || len(topics) != 0 || len(f.asked()) != 2 {
+		t.Fatalf("a group with members: %v %v %v, DeleteGroups asked for %v", errs, topics, err, f.asked())
+	}
 }
