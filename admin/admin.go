@@ -160,19 +160,23 @@ func (c *Client) groupError(ctx context.Context, group string, code int16, msg *
 
 // groupType returns the type of group (consumer, classic, share, streams) or "" if there is none.
 func (c *Client) groupType(ctx context.Context, group string) (string, error) {
+	typ, _, err := c.listed(ctx, group)
+	return typ, err
+}
+
+// listed returns group's type (consumer, classic, share, streams; "" if ListGroups does not list
+// it) and its state as ListGroups reports them. A group listed without a type is a classic group.
+func (c *Client) listed(ctx context.Context, group string) (typ, state string, err error) {
 	all, err := c.listAll(ctx)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	for _, g := range all {
 		if g.Group == group {
-			if g.GroupType == "" {
-				return "classic", nil
-			}
-			return g.GroupType, nil
+			return cmp.Or(g.GroupType, "classic"), g.GroupState, nil
 		}
 	}
-	return "", nil
+	return "", "", nil
 }
 
 func (c *Client) listAll(ctx context.Context) ([]kmsg.ListGroupsResponseGroup, error) {
@@ -288,20 +292,16 @@ func (c *Client) deletableState(ctx context.Context, g string) (string, error) {
 	if !errors.Is(err, kerr.UnsupportedVersion) {
 		return "", err
 	}
-	all, lerr := c.listAll(ctx)
-	if lerr != nil {
+	typ, state, lerr := c.listed(ctx, g)
+	switch {
+	case lerr != nil:
 		return "", errors.Join(err, fmt.Errorf("listing groups instead: %w", lerr))
+	case typ == "":
+		return "", &GroupError{Group: g, Kind: ErrGroupNotFound}
+	case typ != "streams":
+		return "", &GroupError{Group: g, Kind: ErrNotStreamsGroup, Type: typ}
 	}
-	for _, l := range all {
-		if l.Group != g {
-			continue
-		}
-		if l.GroupType != "streams" {
-			return "", &GroupError{Group: g, Kind: ErrNotStreamsGroup, Type: cmp.Or(l.GroupType, "classic")}
-		}
-		return normState(l.GroupState), nil
-	}
-	return "", &GroupError{Group: g, Kind: ErrGroupNotFound}
+	return normState(state), nil
 }
 
 func normState(s string) string {
