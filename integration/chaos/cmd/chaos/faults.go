@@ -139,8 +139,17 @@ func (d *driver) apply(ctx context.Context, n int, pl plan) (chaos.Fault, error)
 		d.terminate(p)
 		delete(d.procs, p.name)
 	case "broker-restart":
-		f.Detail = "broker.sh restart (every node), until ready"
-		err = d.broker.sh(ctx, "restart")
+		// The exactly-once app's broker crashes (SIGKILL) instead of shutting down: a controlled
+		// shutdown of every node leaves a transaction that ends in that moment hanging, without
+		// its markers (see restart in broker.sh), which no client can repair and which would stop
+		// the group for good. The at-least-once app keeps the controlled shutdown.
+		args := []string{"restart"}
+		f.Detail = "broker.sh restart (every node, SIGTERM), until ready"
+		if d.cfg.App == "eos" {
+			args = append(args, "--kill")
+			f.Detail = "broker.sh restart --kill (every node, SIGKILL), until ready"
+		}
+		err = d.broker.sh(ctx, args...)
 	case "coord-stop", "coord-elect":
 		f.Detail, err = d.moveCoordinator(ctx, pl)
 	default:
