@@ -238,6 +238,8 @@ type App struct {
 	// txnGen counts the aborted transactions, so that a late failure of an aborted transaction's
 	// record is not taken for one of the next transaction's.
 	txnGen atomic.Int64
+	// txnEpoch holds the producer epoch the open transaction's records were acknowledged at.
+	txnEpoch txnEpoch
 	// pcl is the client every record is produced with: cl itself under at-least-once; under
 	// exactly-once a transactional client of its own, replaced when the transaction coordinator
 	// fences it (renewProducer) with one built from popts. fences are the times of the last

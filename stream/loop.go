@@ -449,10 +449,14 @@ func (a *App) send(task tasks.ID, r *kgo.Record, acked func(offset int64)) {
 	gen := a.txnGen.Load()
 	// Not runCtx: a clean stop flushes what is buffered.
 	a.producer().Produce(a.deliveryContext(), r, func(r *kgo.Record, err error) {
-		switch {
-		case err != nil:
+		if err != nil {
 			a.recordProduceErr(r, err, gen)
-		case acked != nil:
+			return
+		}
+		if a.eos() {
+			a.txnEpoch.ack(gen, r.ProducerID, r.ProducerEpoch)
+		}
+		if acked != nil {
 			acked(r.Offset)
 		}
 	})

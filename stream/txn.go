@@ -106,6 +106,7 @@ func (a *App) ensureTxn(topic string) bool {
 		return false
 	}
 	a.txnOpen, a.txnRecords = true, 0
+	a.txnEpoch.begin(a.txnGen.Load())
 	return true
 }
 
@@ -149,7 +150,12 @@ func (a *App) commitEOS(ctx context.Context, extra commit.Offsets) error {
 	case a.txnOpen && a.txnRecords > 0:
 		var id int64
 		var epoch int16
+		// ProducerID reloads a failed producer ID, and the reload aborts what the records were
+		// written in: the epoch tells (txnEpoch).
 		if id, epoch, err = a.producer().ProducerID(ctx); err == nil {
+			err = a.txnEpoch.check(id, epoch)
+		}
+		if err == nil {
 			err = a.commits.CommitInTransaction(ctx, commit.Producer{TransactionalID: a.transactionalID(), ID: id, Epoch: epoch}, offs)
 		}
 		if err == nil {
