@@ -498,6 +498,11 @@ func (r *retrier) next(ctx context.Context, m Member, f *fenced, v verdict) (boo
 		return false, errors.Join(v.failed...)
 	case v.retry:
 		if r.attempts >= maxAttempts {
+			if errors.Is(v.retryErr, kerr.UnstableOffsetCommit) {
+				return false, fmt.Errorf("commit: gave up after %d attempts: a transaction still holds these offsets pending; "+
+					"the broker aborts an abandoned one after its transaction.timeout.ms, and one that lasts longer is hanging "+
+					"(kafka-transactions.sh find-hanging names it) (last: %w)", r.attempts, v.retryErr)
+			}
 			return false, fmt.Errorf("commit: gave up after %d attempts: the coordinator kept moving or loading (last: %w)", r.attempts, v.retryErr)
 		}
 		d := r.c.backoff.Delay(r.retries)

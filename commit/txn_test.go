@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
 // txnCluster answers AddOffsetsToTxn and TxnOffsetCommit with scripted codes.
@@ -156,6 +160,23 @@ func TestCommittedOffsetsRequireStable(t *testing.T) {
 	if len(cl.fetches) != 1 || !cl.fetches[0].RequireStable {
 		t.Fatalf("OffsetFetch without RequireStable: an exactly-once task could start before its last transaction's offsets")
 	}
+}
+
+// Offsets a transaction holds pending past every retry give an error that says so and names the
+// tool that finds a hanging transaction, not a coordinator that kept moving.
+func TestCommittedOffsetsPendingPastTheRetriesSaySo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := &fakeCluster{fetch: func(int) (int16, map[tasks.TopicPartition]int64) { return kerr.UnstableOffsetCommit.Code, nil }}
+		c := newCommitter(t, cl, member("m1", 7, "0_1"))
+		_, err := c.CommittedOffsets(context.Background(), set("0_1"))
+		if !errors.Is(err, kerr.UnstableOffsetCommit) || !strings.Contains(err.Error(), "a transaction still holds these offsets pending") ||
+			!strings.Contains(err.Error(), "kafka-transactions.sh find-hanging") || strings.Contains(err.Error(), "kept moving") {
+			t.Fatalf("CommittedOffsets = %v; want UNSTABLE_OFFSET_COMMIT saying a transaction holds the offsets and how to find it", err)
+		}
+		if len(cl.fetches) != maxAttempts {
+			t.Fatalf("%d OffsetFetches, want %d", len(cl.fetches), maxAttempts)
+		}
+	})
 }
 
 // TxnOffsetCommit sends no leader epoch (-1: the member does not track the epochs of the records it
