@@ -117,8 +117,8 @@ func scriptPath() string {
 	return filepath.Join(filepath.Dir(file), "kafka", "broker.sh")
 }
 
-func (b *Broker) run(cmd string, args ...string) error {
-	c := exec.Command("bash", append([]string{b.Script, cmd}, args...)...)
+func (b *Broker) run(cmd string) error {
+	c := exec.Command("bash", b.Script, cmd)
 	c.Env = append(os.Environ(), "STREAMSGROUP_RUN_DIR="+b.RunDir)
 	if b.Version != "" {
 		c.Env = append(c.Env, "KAFKA_VERSION="+b.Version)
@@ -138,19 +138,6 @@ func (b *Broker) Restart(t testing.TB) {
 		t.Fatal("cannot restart a broker without its run directory (STREAMSGROUP_RUN_DIR)")
 	}
 	if err := b.run("restart"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// Crash kills the broker (SIGKILL) and starts it again on the same ports and data. Tests of
-// transactions use it: a controlled shutdown of the only node can leave a transaction that ends in
-// that moment without its markers, hanging for good (see restart in broker.sh).
-func (b *Broker) Crash(t testing.TB) {
-	t.Helper()
-	if b.RunDir == "" {
-		t.Fatal("cannot restart a broker without its run directory (STREAMSGROUP_RUN_DIR)")
-	}
-	if err := b.run("restart", "--kill"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -100,8 +100,11 @@ type Report struct {
 	Procs    []ProcStats            `json:"processes"`
 	Conns    Dist                   `json:"broker_connections"` // counts, not ms (soak)
 	Extra    map[string]interface{} `json:"extra,omitempty"`
-	Pass     bool                   `json:"pass"`
-	WallSecs float64                `json:"wall_seconds"`
+	// Markers are the transaction markers the driver wrote for hanging transactions (a broker
+	// limitation, see HangWatch).
+	Markers  []string `json:"markers,omitempty"`
+	Pass     bool     `json:"pass"`
+	WallSecs float64  `json:"wall_seconds"`
 }
 
 type procKey struct {
@@ -193,6 +196,8 @@ func Check(run Run) Report {
 			if r.Fault != nil {
 				faults = append(faults, *r.Fault)
 			}
+		case DKMarker:
+			rep.Markers = append(rep.Markers, r.Detail)
 		case DKSnapshot:
 			if r.Snap != nil {
 				snaps = append(snaps, r)

@@ -85,6 +85,9 @@ const (
 	DKSnapshot = "snapshot"
 	// DKConns: established TCP connections to the broker port(s) (soak).
 	DKConns = "conns"
+	// DKMarker: a transaction marker the driver wrote for a hanging transaction (Detail; see
+	// HangWatch).
+	DKMarker = "marker"
 	// DKEnd: the schedule ended; processes still alive count as alive until here.
 	DKEnd = "end"
 )
@@ -104,6 +107,7 @@ type DriverRecord struct {
 	Snap     *Snapshot `json:"snap,omitempty"`
 	Conns    int       `json:"conns,omitempty"`
 	Config   *Config   `json:"config,omitempty"`
+	Detail   string    `json:"detail,omitempty"`
 }
 
 // Fault is one fault of the schedule.

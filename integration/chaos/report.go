@@ -60,6 +60,12 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.Conns.N > 0 {
 		fmt.Fprintf(w, "broker connections: %d samples, median %.0f, max %.0f (bound %d x clients x brokers + %d)\n", r.Conns.N, r.Conns.Median, r.Conns.Max, c.ConnsPerClient, c.ConnsBase)
 	}
+	if len(r.Markers) > 0 {
+		fmt.Fprintf(w, "\nhanging transactions the driver ended (a broker limitation: markers the coordinator skipped; see README): %d\n", len(r.Markers))
+		for _, m := range r.Markers {
+			fmt.Fprintf(w, "  %s\n", m)
+		}
+	}
 	if e := r.EOS; e != nil {
 		fmt.Fprintf(w, "\nexactly-once (S4): %d keys, %d input records, %d committed output records, %d keys in the final stores, settled %.0f ms after the last fault\n",
 			e.Keys, e.Inputs, e.OutputRecords, e.StoreKeys, e.SettleMs)

@@ -326,14 +326,10 @@ stop_pidfile() {
 	rm -f "$file"
 }
 
-# restart stops the broker with SIGTERM (a controlled shutdown), or with SIGKILL when $1 is --kill.
-# A controlled shutdown of the last node that leads a partition has a broker limitation that matters
-# to transactions: once the node gave its leaderships up, a transaction committed or aborted in that
-# moment finds no leader for its partitions, and its coordinator, taking them for deleted, completes
-# it without writing its markers (the broker logs "Couldn't find leader endpoint for partitions").
-# Its records and offsets then hang: read_committed readers stop at them and OffsetFetch answers
-# UNSTABLE_OFFSET_COMMIT until an operator aborts it (kafka-transactions.sh find-hanging, abort). A
-# crash has no such moment: the restarted coordinator finishes what its log holds.
+# restart stops the broker with SIGTERM (a controlled shutdown), or with SIGKILL when $1 is --kill
+# (a crash). Either way a transaction that ends while the node has no leaderships (as a controlled
+# shutdown gives them up, or after the restart, until the node's new incarnation is unfenced) is
+# completed by its coordinator without markers, a broker limitation: see the chaos README.
 restart() {
 	local sig=TERM
 	case "${1:-}" in

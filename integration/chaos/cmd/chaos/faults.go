@@ -139,10 +139,9 @@ func (d *driver) apply(ctx context.Context, n int, pl plan) (chaos.Fault, error)
 		d.terminate(p)
 		delete(d.procs, p.name)
 	case "broker-restart":
-		// The exactly-once app's broker crashes (SIGKILL) instead of shutting down: a controlled
-		// shutdown of every node leaves a transaction that ends in that moment hanging, without
-		// its markers (see restart in broker.sh), which no client can repair and which would stop
-		// the group for good. The at-least-once app keeps the controlled shutdown.
+		// The exactly-once app's broker crashes (SIGKILL), the harsher fault; the at-least-once
+		// members keep the controlled shutdown. (Hanging transactions the broker leaves behind
+		// either way are ended by endHanging.)
 		args := []string{"restart"}
 		f.Detail = "broker.sh restart (every node, SIGTERM), until ready"
 		if d.cfg.App == "eos" {

@@ -368,6 +368,12 @@ func (d *driver) run(ctx context.Context) error {
 		if err := d.startInput(); err != nil {
 			return fmt.Errorf("the input producer: %w", err)
 		}
+		// Hanging transactions (a broker limitation) are ended until the end, while finishEOS waits
+		// for the group to commit everything too (defers run last first).
+		hctx, hstop := context.WithCancel(ctx)
+		var hwg sync.WaitGroup
+		hwg.Go(func() { d.endHanging(hctx) })
+		defer func() { hstop(); hwg.Wait() }()
 		lastEnd := time.Now()
 		defer func() { d.finishEOS(ctx, lastEnd) }()
 		d.lastFaultEnd = &lastEnd

@@ -1,0 +1,152 @@
+package chaos
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A broker limitation the exactly-once mode works around as an operator would. When a transaction
+// ends while its partitions have no leader (on a single node: in the moment a controlled shutdown
+// gave the leaderships up, or after a restart, when the controller fences the node's previous
+// incarnation before it unfences the new one), the transaction coordinator takes the partitions for
+// deleted and completes the transaction without writing its markers ("Couldn't find leader endpoint
+// for partitions …, these partitions are likely deleted" in the broker's log). Its records and
+// offsets then hang: read_committed readers stop at them and OffsetFetch answers
+// UNSTABLE_OFFSET_COMMIT, for good. Kafka's remedy is an operator's (kafka-transactions.sh
+// find-hanging, then abort); the driver writes the marker the coordinator decided (HangWatch), as
+// the coordinator should have, and reports every one.
+
+// OpenTxn is a partition's producer with a transaction open there (DescribeProducers).
+type OpenTxn struct {
+	Topic            string
+	Partition        int32
+	ProducerID       int64
+	ProducerEpoch    int16
+	CoordinatorEpoch int32
+	StartOffset      int64
+}
+
+func (o OpenTxn) String() string {
+	return fmt.Sprintf("%s[%d] producer %d epoch %d from offset %d", o.Topic, o.Partition, o.ProducerID, o.ProducerEpoch, o.StartOffset)
+}
+
+// TxnRecord is one record of the transaction log (__transaction_state): a transactional ID's state
+// after a change.
+type TxnRecord struct {
+	ProducerID int64
+	Epoch      int16
+	State      kmsg.TransactionState
+	Partitions map[string]map[int32]bool
+}
+
+// ParseTxnRecord decodes a __transaction_state record; ok is false for a tombstone (a transactional
+// ID expired).
+func ParseTxnRecord(key, value []byte) (r TxnRecord, ok bool, err error) {
+	if value == nil {
+		return TxnRecord{}, false, nil
+	}
+	var k kmsg.TxnMetadataKey
+	if err := k.ReadFrom(key); err != nil {
+		return TxnRecord{}, false, fmt.Errorf("transaction log key: %w", err)
+	}
+	var v kmsg.TxnMetadataValue
+	if err := v.ReadFrom(value); err != nil {
+		return TxnRecord{}, false, fmt.Errorf("transaction log value of %s: %w", k.TransactionalID, err)
+	}
+	r = TxnRecord{ProducerID: v.ProducerID, Epoch: v.ProducerEpoch, State: v.State, Partitions: map[string]map[int32]bool{}}
+	for _, t := range v.Topics {
+		for _, p := range t.Partitions {
+			if r.Partitions[t.Topic] == nil {
+				r.Partitions[t.Topic] = map[int32]bool{}
+			}
+			r.Partitions[t.Topic][p] = true
+		}
+	}
+	return r, true, nil
+}
+
+// Marker is a transaction marker the driver writes for a hanging transaction.
+type Marker struct {
+	Txn    OpenTxn
+	Commit bool
+}
+
+func (m Marker) String() string {
+	what := "ABORT"
+	if m.Commit {
+		what = "COMMIT"
+	}
+	return fmt.Sprintf("%s marker for %v", what, m.Txn)
+}
+
+// HangWatch finds hanging transactions and the marker each needs. A partition's open transaction
+// (producer, epoch) is decided when the transaction log holds, after the Ongoing record of that
+// epoch that lists the partition, a PrepareCommit or PrepareAbort (at that epoch or the next one:
+// KIP-890 bumps the epoch when a transaction ends). It hangs when it is still open Grace after it
+// was first seen decided: the coordinator writes markers within milliseconds of its decision, and a
+// marker the driver writes for a transaction that was only slow is the same one, harmless. An
+// undecided transaction is the coordinator's (it commits, aborts or times it out) and never touched.
+type HangWatch struct {
+	Grace time.Duration
+	seen  map[OpenTxn]time.Time
+}
+
+// Look takes one look: the partitions' open transactions and every producer's transaction log
+// records, in log order. It returns the markers due, each hanging transaction once per partition.
+func (w *HangWatch) Look(now time.Time, open []OpenTxn, log map[int64][]TxnRecord) []Marker {
+	if w.seen == nil {
+		w.seen = map[OpenTxn]time.Time{}
+	}
+	current := make(map[OpenTxn]bool, len(open))
+	var due []Marker
+	for _, o := range open {
+		commit, decided := Decision(log[o.ProducerID], o)
+		if !decided {
+			continue
+		}
+		current[o] = true
+		first, ok := w.seen[o]
+		if !ok {
+			w.seen[o] = now
+			first = now
+		}
+		if now.Sub(first) >= w.Grace {
+			due = append(due, Marker{Txn: o, Commit: commit})
+			delete(w.seen, o)
+		}
+	}
+	for o := range w.seen {
+		if !current[o] {
+			delete(w.seen, o) // its marker arrived
+		}
+	}
+	return due
+}
+
+// Decision returns the coordinator's decision on o's transaction from the producer's transaction
+// log records (in log order), and whether there is one yet.
+func Decision(recs []TxnRecord, o OpenTxn) (commit, decided bool) {
+	ongoing := -1
+	for i, r := range recs {
+		if r.State == kmsg.TransactionStateOngoing && r.Epoch == o.ProducerEpoch && r.Partitions[o.Topic][o.Partition] {
+			ongoing = i
+		}
+	}
+	if ongoing < 0 {
+		return false, false
+	}
+	for _, r := range recs[ongoing+1:] {
+		if r.Epoch != o.ProducerEpoch && r.Epoch != o.ProducerEpoch+1 {
+			continue
+		}
+		switch r.State {
+		case kmsg.TransactionStatePrepareCommit:
+			return true, true
+		case kmsg.TransactionStatePrepareAbort, kmsg.TransactionStatePrepareEpochFence:
+			return false, true
+		}
+	}
+	return false, false
+}
