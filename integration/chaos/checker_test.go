@@ -935,6 +935,7 @@ func TestReportTextFull(t *testing.T) {
 		S2:       Verdict{OK: false, Count: 1, Violations: []string{"fault 3 (kill9 on p01#1): converged after 17500 ms, deadline 17000 ms"}},
 		S3:       Verdict{OK: true},
 		S4:       Verdict{OK: true},
+		Markers:  []string{"ended the hanging transaction with a COMMIT marker for chaos-output[1] producer 0 epoch 16 from offset 281"},
 		WallSecs: 997,
 	}
 	want := []string{
@@ -955,6 +956,9 @@ func TestReportTextFull(t *testing.T) {
 		"S3 bounds per process: goroutines <= 100 + 0 x members, heap in use <= 64 + 0 MiB x members; over runs of 10 min or more the median of the last fifth <= 1.25 x (goroutines, +10) / 1.5 x (heap, +8 MiB) the median of the second fifth",
 		"broker connections: 100 samples, median 6, max 13 (bound 4 x clients x brokers + 16)",
 		"",
+		"hanging transactions the driver ended (a broker limitation: markers the coordinator skipped; see README): 1",
+		"ended the hanging transaction with a COMMIT marker for chaos-output[1] producer 0 epoch 16 from offset 281",
+		"",
 		"exactly-once (S4): 36 keys, 141876 input records, 141877 committed output records, 35 keys in the final stores, settled 1234 ms after the last fault",
 		"lost 1, duplicated 2 (output: 3 lost, 4 duplicated; stores: 5 lost, 6 duplicated); visible counts repeated 7, missing 8",
 		"",
@@ -969,5 +973,22 @@ func TestReportTextFull(t *testing.T) {
 	}
 	if got := lines(r.Text()); !slices.Equal(got, want) {
 		t.Fatalf("text:\n%s\nwant (spaces collapsed):\n%s", r.Text(), strings.Join(want, "\n"))
+	}
+}
+
+// The markers the driver wrote for hanging transactions reach the report, in order, and decide no
+// verdict: the properties judge the group as before.
+func TestCheckReportsTheMarkersTheDriverWrote(t *testing.T) {
+	s := twoMembers()
+	s.d(DriverRecord{T: sec(3), Kind: DKMarker, Detail: "ended the hanging transaction with an ABORT marker for log[1] producer 7 epoch 8 from offset 46"})
+	s.d(DriverRecord{T: sec(4), Kind: DKMarker, Detail: "ended the hanging transaction with a COMMIT marker for log[2] producer 7 epoch 16 from offset 3"})
+	rep := s.end(10).check(t)
+	want := []string{"ended the hanging transaction with an ABORT marker for log[1] producer 7 epoch 8 from offset 46",
+		"ended the hanging transaction with a COMMIT marker for log[2] producer 7 epoch 16 from offset 3"}
+	if !slices.Equal(rep.Markers, want) {
+		t.Fatalf("Markers = %q, want %q", rep.Markers, want)
+	}
+	if !rep.Pass {
+		t.Fatalf("a run whose only news is two markers failed: %s", rep.Text())
 	}
 }
