@@ -95,7 +95,11 @@ func (a *App) loop(runCtx context.Context) {
 		switch {
 		case runCtx.Err() != nil:
 			if b != nil {
-				b.Done()
+				// Stopping with a batch out that was not processed: no input position may move past
+				// it, since Close then commits the positions (the revocation), and a batch marked
+				// done would commit offsets past records nothing processed. Its records are the
+				// next owner's, from the committed positions.
+				b.DoneBefore(stopAll(b.Process))
 			}
 			return
 		case errors.Is(err, context.DeadlineExceeded):
