@@ -9,7 +9,7 @@ import (
 
 // A broker limitation the exactly-once mode works around as an operator would. When a transaction
 // ends while its partitions have no leader (on a single node: in the moment a controlled shutdown
-// gave the leaderships up, or after a restart, when the controller fences the node's previous
+// gave the leaderships up, or after a crash, when the controller fences the node's previous
 // incarnation before it unfences the new one), the transaction coordinator takes the partitions for
 // deleted and completes the transaction without writing its markers ("Couldn't find leader endpoint
 // for partitions …, these partitions are likely deleted" in the broker's log). Its records and

@@ -12,9 +12,8 @@
 #                       the single node with secured client listeners as well (SASL_SSL with SCRAM-SHA-512
 #                       users, SSL with client certificates), StandardAuthorizer and no access without
 #                       an ACL; see secure.sh for what it adds and what the env file then gives
-#   broker.sh restart [--kill]
-#                       stop the running broker (every node of a cluster) and start it again on the same
-#                       ports and data (for failover tests); --kill stops it with SIGKILL, as a crash
+#   broker.sh restart   stop the running broker (every node of a cluster) and start it again on the same
+#                       ports and data (for failover tests)
 #   broker.sh stop      stop the broker (every node of a cluster) this script started, by the PIDs it
 #                       recorded, and remove its run directory
 #   broker.sh status    say whether the broker is running and where (for a cluster, node by node; exit 1
@@ -326,23 +325,16 @@ stop_pidfile() {
 	rm -f "$file"
 }
 
-# restart stops the broker with SIGTERM (a controlled shutdown), or with SIGKILL when $1 is --kill
-# (a crash). Either way a transaction that ends while the node has no leaderships (as a controlled
-# shutdown gives them up, or after the restart, until the node's new incarnation is unfenced) is
-# completed by its coordinator without markers, a broker limitation: see the chaos README.
+# restart stops the broker (SIGTERM, a controlled shutdown) and starts it again. A transaction that
+# ends while the node has no leaderships (as the shutdown gives them up) is completed by its
+# coordinator without markers, a broker limitation: see the chaos README.
 restart() {
-	local sig=TERM
-	case "${1:-}" in
-	'') ;;
-	--kill) sig=KILL ;;
-	*) die "usage: broker.sh restart [--kill]" ;;
-	esac
 	[ -f "$run_dir/bootstrap" ] || die "no broker to restart in $run_dir"
 	if is_cluster; then
-		cluster_restart "$sig"
+		cluster_restart
 		return
 	fi
-	stop_pidfile "$run_dir/pid" "$sig"
+	stop_process
 	launch
 }
 
@@ -685,7 +677,7 @@ cluster_stop_all() {
 }
 
 cluster_restart() {
-	cluster_stop_all "${1:-TERM}"
+	cluster_stop_all TERM
 	local started
 	started=$(date +%s%N)
 	local n
@@ -770,11 +762,11 @@ start_cmd() {
 case "${1:-}" in
 fetch) fetch ;;
 start) start_cmd "${@:2}" ;;
-restart) restart "${@:2}" ;;
+restart) restart ;;
 stop) stop ;;
 status) status ;;
 stop-node) stop_node "${@:2}" ;;
 start-node) start_node "${@:2}" ;;
 classpath) fetch && classpath && echo ;;
-*) die "usage: broker.sh {fetch|start [--brokers N]|restart [--kill]|stop|status|stop-node N [--kill]|start-node N|classpath}" ;;
+*) die "usage: broker.sh {fetch|start [--brokers N]|restart|stop|status|stop-node N [--kill]|start-node N|classpath}" ;;
 esac

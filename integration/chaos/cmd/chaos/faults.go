@@ -139,16 +139,8 @@ func (d *driver) apply(ctx context.Context, n int, pl plan) (chaos.Fault, error)
 		d.terminate(p)
 		delete(d.procs, p.name)
 	case "broker-restart":
-		// The exactly-once app's broker crashes (SIGKILL), the harsher fault; the at-least-once
-		// members keep the controlled shutdown. (Hanging transactions the broker leaves behind
-		// either way are ended by endHanging.)
-		args := []string{"restart"}
-		f.Detail = "broker.sh restart (every node, SIGTERM), until ready"
-		if d.cfg.App == "eos" {
-			args = append(args, "--kill")
-			f.Detail = "broker.sh restart --kill (every node, SIGKILL), until ready"
-		}
-		err = d.broker.sh(ctx, args...)
+		f.Detail = "broker.sh restart (every node), until ready"
+		err = d.broker.sh(ctx, "restart")
 	case "coord-stop", "coord-elect":
 		f.Detail, err = d.moveCoordinator(ctx, pl)
 	default:

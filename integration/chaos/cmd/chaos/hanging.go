@@ -70,7 +70,7 @@ func (d *driver) endHanging(ctx context.Context) {
 		}
 		mu.Unlock()
 		for _, m := range w.Look(time.Now(), open, snap) {
-			what := "ended the hanging transaction with a " + m.String()
+			what := "ended a hanging transaction: wrote the " + m.String()
 			if err := d.writeMarker(ctx, m); err != nil {
 				what = fmt.Sprintf("could not write the %v: %v", m, err)
 			}
