@@ -101,7 +101,7 @@ type Report struct {
 	Conns    Dist                   `json:"broker_connections"` // counts, not ms (soak)
 	Extra    map[string]interface{} `json:"extra,omitempty"`
 	// Markers are the transaction markers the driver wrote for hanging transactions (a broker
-	// limitation, see HangWatch).
+	// limitation, see package integration/hanging).
 	Markers  []string `json:"markers,omitempty"`
 	Pass     bool     `json:"pass"`
 	WallSecs float64  `json:"wall_seconds"`

@@ -86,7 +86,7 @@ const (
 	// DKConns: established TCP connections to the broker port(s) (soak).
 	DKConns = "conns"
 	// DKMarker: a transaction marker the driver wrote for a hanging transaction (Detail; see
-	// HangWatch).
+	// package integration/hanging).
 	DKMarker = "marker"
 	// DKEnd: the schedule ended; processes still alive count as alive until here.
 	DKEnd = "end"

@@ -1,4 +1,17 @@
-package chaos
+// Package hanging ends the transactions a broker leaves hanging, as an operator would, for the
+// tests that restart the broker under exactly-once applications (the chaos driver, the
+// integration suite's broker restart).
+//
+// It works around a broker limitation. When a transaction ends while its partitions have no
+// leader (on a single node: in the moment a controlled shutdown gave the leaderships up, or after a
+// crash, when the controller fences the node's previous incarnation before it unfences the new
+// one), the transaction coordinator takes the partitions for deleted and completes the transaction
+// without writing its markers ("Couldn't find leader endpoint for partitions …, these partitions
+// are likely deleted" in the broker's log). Its records and offsets then hang: read_committed
+// readers stop at them and OffsetFetch answers UNSTABLE_OFFSET_COMMIT, for good. Kafka's remedy is
+// an operator's (kafka-transactions.sh find-hanging, then abort); Ender writes the marker the
+// coordinator decided (Watch), as the coordinator should have, and reports every one.
+package hanging
 
 import (
 	"fmt"
@@ -6,17 +19,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// A broker limitation the exactly-once mode works around as an operator would. When a transaction
-// ends while its partitions have no leader (on a single node: in the moment a controlled shutdown
-// gave the leaderships up, or after a crash, when the controller fences the node's previous
-// incarnation before it unfences the new one), the transaction coordinator takes the partitions for
-// deleted and completes the transaction without writing its markers ("Couldn't find leader endpoint
-// for partitions …, these partitions are likely deleted" in the broker's log). Its records and
-// offsets then hang: read_committed readers stop at them and OffsetFetch answers
-// UNSTABLE_OFFSET_COMMIT, for good. Kafka's remedy is an operator's (kafka-transactions.sh
-// find-hanging, then abort); the driver writes the marker the coordinator decided (HangWatch), as
-// the coordinator should have, and reports every one.
 
 // OpenTxn is a partition's producer with a transaction open there (DescribeProducers).
 type OpenTxn struct {
@@ -67,7 +69,7 @@ func ParseTxnRecord(key, value []byte) (r TxnRecord, ok bool, err error) {
 	return r, true, nil
 }
 
-// Marker is a transaction marker the driver writes for a hanging transaction.
+// Marker is a transaction marker written for a hanging transaction.
 type Marker struct {
 	Txn    OpenTxn
 	Commit bool
@@ -81,21 +83,21 @@ func (m Marker) String() string {
 	return fmt.Sprintf("%s marker for %v", what, m.Txn)
 }
 
-// HangWatch finds hanging transactions and the marker each needs. A partition's open transaction
+// Watch finds hanging transactions and the marker each needs. A partition's open transaction
 // (producer, epoch) is decided when the transaction log holds, after the Ongoing record of that
 // epoch that lists the partition, a PrepareCommit or PrepareAbort (at that epoch or the next one:
 // KIP-890 bumps the epoch when a transaction ends). It hangs when it is still open Grace after it
 // was first seen decided: the coordinator writes markers within milliseconds of its decision, and a
-// marker the driver writes for a transaction that was only slow is the same one, harmless. An
+// marker written for a transaction that was only slow is the same one, harmless. An
 // undecided transaction is the coordinator's (it commits, aborts or times it out) and never touched.
-type HangWatch struct {
+type Watch struct {
 	Grace time.Duration
 	seen  map[OpenTxn]time.Time
 }
 
 // Look takes one look: the partitions' open transactions and every producer's transaction log
 // records, in log order. It returns the markers due, each hanging transaction once per partition.
-func (w *HangWatch) Look(now time.Time, open []OpenTxn, log map[int64][]TxnRecord) []Marker {
+func (w *Watch) Look(now time.Time, open []OpenTxn, log map[int64][]TxnRecord) []Marker {
 	if w.seen == nil {
 		w.seen = map[OpenTxn]time.Time{}
 	}

@@ -1,4 +1,4 @@
-package chaos
+package hanging
 
 import (
 	"testing"
@@ -49,8 +49,8 @@ func TestDecisionReadsTheCoordinatorsPrepareRecord(t *testing.T) {
 	}
 }
 
-func TestHangWatchWritesTheDecidedMarkerAfterTheGrace(t *testing.T) {
-	w := &HangWatch{Grace: 5 * time.Second}
+func TestWatchWritesTheDecidedMarkerAfterTheGrace(t *testing.T) {
+	w := &Watch{Grace: 5 * time.Second}
 	t0 := time.Unix(1000, 0)
 	committed := OpenTxn{Topic: "log", Partition: 1, ProducerID: 7, ProducerEpoch: 16, StartOffset: 46}
 	undecided := OpenTxn{Topic: "log", Partition: 2, ProducerID: 7, ProducerEpoch: 16, StartOffset: 9}
@@ -72,8 +72,8 @@ func TestHangWatchWritesTheDecidedMarkerAfterTheGrace(t *testing.T) {
 	}
 }
 
-func TestHangWatchForgetsATransactionWhoseMarkerArrived(t *testing.T) {
-	w := &HangWatch{Grace: 5 * time.Second}
+func TestWatchForgetsATransactionWhoseMarkerArrived(t *testing.T) {
+	w := &Watch{Grace: 5 * time.Second}
 	t0 := time.Unix(1000, 0)
 	o := OpenTxn{Topic: "log", Partition: 1, ProducerID: 7, ProducerEpoch: 16}
 	log := map[int64][]TxnRecord{7: {rec(16, kmsg.TransactionStateOngoing, 1), rec(17, kmsg.TransactionStatePrepareAbort, 1)}}

@@ -1,0 +1,141 @@
+package hanging
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Ender follows the transaction log and, every Interval, the open transactions of Topics, and
+// writes the marker of each transaction the broker left hanging.
+type Ender struct {
+	Seeds    []string
+	Opts     []kgo.Opt // more client options (a dialer, TLS)
+	Topics   []string  // the topics whose partitions are looked at (__consumer_offsets for the group's offsets)
+	Interval time.Duration
+	Grace    time.Duration
+	// Wrote is told every marker written (err nil) or that could not be (err set).
+	Wrote func(m Marker, err error)
+}
+
+// Run ends hanging transactions until ctx ends. A look that fails (the broker restarting) is
+// taken again at the next interval.
+func (e *Ender) Run(ctx context.Context) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Seeds...), kgo.ConsumeTopics("__transaction_state"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, e.Opts...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var mu sync.Mutex
+	txnLog := map[int64][]TxnRecord{}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			mu.Lock()
+			fs.EachRecord(func(r *kgo.Record) {
+				tr, ok, err := ParseTxnRecord(r.Key, r.Value)
+				if err != nil || !ok {
+					return
+				}
+				recs := append(txnLog[tr.ProducerID], tr)
+				if len(recs) > 512 { // a hang is decided within a few records of its transaction
+					recs = recs[len(recs)-512:]
+				}
+				txnLog[tr.ProducerID] = recs
+			})
+			mu.Unlock()
+		}
+	})
+	w := &Watch{Grace: e.Grace}
+	t := time.NewTicker(e.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		open, err := openTxns(ctx, adm, e.Topics)
+		if err != nil {
+			continue
+		}
+		mu.Lock()
+		snap := make(map[int64][]TxnRecord, len(txnLog))
+		for id, recs := range txnLog {
+			snap[id] = recs
+		}
+		mu.Unlock()
+		for _, m := range w.Look(time.Now(), open, snap) {
+			err := writeMarker(ctx, adm, m)
+			if e.Wrote != nil {
+				e.Wrote(m, err)
+			}
+		}
+	}
+}
+
+// openTxns lists the producers with a transaction open on the partitions of topics.
+func openTxns(ctx context.Context, adm *kadm.Client, topics []string) ([]OpenTxn, error) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	md, err := adm.ListTopicsWithInternal(rctx, topics...)
+	if err != nil {
+		return nil, err
+	}
+	set := kadm.TopicsSet{}
+	for _, td := range md {
+		if td.Err != nil {
+			continue // a topic not created yet
+		}
+		for p := range td.Partitions {
+			set.Add(td.Topic, p)
+		}
+	}
+	ps, err := adm.DescribeProducers(rctx, set)
+	if err != nil {
+		return nil, err
+	}
+	var open []OpenTxn
+	for _, t := range ps {
+		for _, p := range t.Partitions {
+			if p.Err != nil {
+				continue
+			}
+			for _, pr := range p.ActiveProducers {
+				if pr.CurrentTxnStartOffset >= 0 {
+					open = append(open, OpenTxn{Topic: pr.Topic, Partition: pr.Partition, ProducerID: pr.ProducerID,
+						ProducerEpoch: pr.ProducerEpoch, CoordinatorEpoch: pr.CoordinatorEpoch, StartOffset: pr.CurrentTxnStartOffset})
+				}
+			}
+		}
+	}
+	return open, nil
+}
+
+// writeMarker writes m to its partition's leader (WriteTxnMarkers, as kafka-transactions.sh abort
+// does, with the decision the coordinator made).
+func writeMarker(ctx context.Context, adm *kadm.Client, m Marker) error {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	set := kadm.TopicsSet{}
+	set.Add(m.Txn.Topic, m.Txn.Partition)
+	resps, err := adm.WriteTxnMarkers(rctx, kadm.TxnMarkers{ProducerID: m.Txn.ProducerID, ProducerEpoch: m.Txn.ProducerEpoch,
+		Commit: m.Commit, CoordinatorEpoch: m.Txn.CoordinatorEpoch, Topics: set})
+	if err != nil {
+		return err
+	}
+	var perr error
+	resps.EachPartition(func(p kadm.TxnMarkersPartitionResponse) {
+		if p.Err != nil {
+			perr = p.Err
+		}
+	})
+	return perr
+}
