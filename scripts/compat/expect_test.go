@@ -113,3 +113,32 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("unknown line: %q", b)
 	}
 }
+
+// A failed subtest's own lines are printed (they say why; its parent's say only that it failed),
+// and only the top-level test is counted as failed.
+func TestReadPrintsAFailedSubtestsLines(t *testing.T) {
+	events := `{"Action":"output","Package":"p","Test":"TestF/sub","Output":"    f_test.go:9: the member lost its tasks\n"}
+{"Action":"fail","Package":"p","Test":"TestF/sub","Elapsed":1.5}
+{"Action":"output","Package":"p","Test":"TestF","Output":"    f_test.go:3: summary\n"}
+{"Action":"fail","Package":"p","Test":"TestF","Elapsed":2}
+`
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = pw
+	r := &result{version: "4.4.0", skippedTests: map[string]string{}}
+	read(strings.NewReader(events), r)
+	os.Stdout = stdout
+	pw.Close()
+	printed, _ := io.ReadAll(pr)
+	for _, want := range []string{"FAIL TestF/sub (1.5s)", "f_test.go:9: the member lost its tasks", "FAIL TestF (2.0s)", "f_test.go:3: summary"} {
+		if !strings.Contains(string(printed), want) {
+			t.Errorf("printed:\n%s\nwant a line with %q", printed, want)
+		}
+	}
+	if r.failed != 1 || len(r.failures) != 1 || r.failures[0] != "TestF" {
+		t.Fatalf("failed %d, failures %v; want 1, [TestF]", r.failed, r.failures)
+	}
+}

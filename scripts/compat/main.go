@@ -181,13 +181,15 @@ func read(out io.Reader, r *result) {
 					r.skipped++
 				}
 			case "fail":
+				// A failed subtest's lines say why (its parent's say only that it failed): print
+				// them too; only top-level tests are counted.
 				if top {
 					r.failed++
 					r.failures = append(r.failures, e.Test)
-					fmt.Printf("    FAIL %s (%.1fs)\n", e.Test, e.Elapsed)
-					for _, l := range lines {
-						fmt.Print("        " + l)
-					}
+				}
+				fmt.Printf("    FAIL %s (%.1fs)\n", e.Test, e.Elapsed)
+				for _, l := range lines {
+					fmt.Print("        " + l)
 				}
 			}
 		}
