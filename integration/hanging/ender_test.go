@@ -1,0 +1,139 @@
+package hanging
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// txnLogRecord is a __transaction_state record of transactional ID id.
+func txnLogRecord(id string, pid int64, epoch int16, state kmsg.TransactionState, topic string, parts ...int32) *kgo.Record {
+	k := kmsg.TxnMetadataKey{TransactionalID: id}
+	v := kmsg.NewTxnMetadataValue()
+	v.Version, v.ProducerID, v.ProducerEpoch, v.State = 1, pid, epoch, state
+	if len(parts) > 0 {
+		t := kmsg.NewTxnMetadataValueTopic()
+		t.Topic, t.Partitions = topic, parts
+		v.Topics = append(v.Topics, t)
+	}
+	return &kgo.Record{Topic: "__transaction_state", Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
+}
+
+// The Ender finds a transaction that a partition holds open although its coordinator decided it
+// (the transaction log holds its PrepareAbort), writes that marker, and the partition's
+// transaction closes; a transaction the log shows undecided is left alone.
+func TestEnderWritesTheDecidedMarker(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out", "open", "__transaction_state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	seeds := c.ListenAddrs()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// Two transactions left open on "out" and "open" by two producers that never end them.
+	openTxn := func(txnID, topic string) (int64, int16) {
+		p, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(txnID), kgo.TransactionTimeout(10*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		id, epoch, err := p.ProducerID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, epoch
+	}
+	abortedID, abortedEpoch := openTxn("decided", "out")
+	liveID, liveEpoch := openTxn("undecided", "open")
+
+	// The transaction log: the first one's coordinator decided an abort (the epoch bumped, KIP-890),
+	// the second one is still ongoing.
+	w, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.ProduceSync(ctx,
+		txnLogRecord("decided", abortedID, abortedEpoch, kmsg.TransactionStateOngoing, "out", 0),
+		txnLogRecord("decided", abortedID, abortedEpoch+1, kmsg.TransactionStatePrepareAbort, "out", 0),
+		txnLogRecord("undecided", liveID, liveEpoch, kmsg.TransactionStateOngoing, "open", 0),
+	).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var wrote []Marker
+	var errs []error
+	done := make(chan struct{})
+	e := &Ender{Seeds: seeds, Topics: []string{"out", "open"}, Interval: 20 * time.Millisecond, Grace: 50 * time.Millisecond,
+		Wrote: func(m Marker, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			wrote, errs = append(wrote, m), append(errs, err)
+			if len(wrote) == 1 {
+				close(done)
+			}
+		}}
+	ectx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := e.Run(ectx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("no marker written for the decided transaction")
+	}
+	// The undecided transaction stays open however long the Ender looks on: several more looks.
+	adm := kadm.NewClient(w)
+	var open map[string]bool
+	for range 10 {
+		time.Sleep(e.Interval)
+		ps, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"out": {0: {}}, "open": {0: {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = map[string]bool{}
+		ps.EachProducer(func(p kadm.DescribedProducer) {
+			if p.CurrentTxnStartOffset >= 0 {
+				open[p.Topic] = true
+			}
+		})
+	}
+	stop()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	// kfake's WriteTxnMarkers writes the marker but keeps the producer's state (a real broker ends
+	// the transaction there), so the decided one still looks open and gets its marker again after
+	// each grace: every marker must be that one, an ABORT, written without error.
+	want := OpenTxn{Topic: "out", Partition: 0, ProducerID: abortedID, ProducerEpoch: abortedEpoch, StartOffset: 0}
+	if len(wrote) == 0 {
+		t.Fatal("no marker")
+	}
+	for i, m := range wrote {
+		if errs[i] != nil || m.Commit || m.Txn.Topic != want.Topic || m.Txn.Partition != 0 || m.Txn.ProducerID != want.ProducerID ||
+			m.Txn.ProducerEpoch != want.ProducerEpoch || m.Txn.StartOffset != 0 {
+			t.Fatalf("marker %d: %v (error %v); want the ABORT marker for %v", i, m, errs[i], want)
+		}
+	}
+	if !open["open"] {
+		t.Fatalf("open transactions at the end: %v; the undecided one on \"open\" was ended", open)
+	}
+}
