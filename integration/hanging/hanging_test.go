@@ -49,14 +49,18 @@ func TestDecisionReadsTheCoordinatorsPrepareRecord(t *testing.T) {
 	}
 }
 
-func TestWatchWritesTheDecidedMarkerAfterTheGrace(t *testing.T) {
+func TestWatchWritesTheDecidedAbortAfterTheGrace(t *testing.T) {
 	w := &Watch{Grace: 5 * time.Second}
 	t0 := time.Unix(1000, 0)
-	committed := OpenTxn{Topic: "log", Partition: 1, ProducerID: 7, ProducerEpoch: 16, StartOffset: 46}
+	aborted := OpenTxn{Topic: "log", Partition: 1, ProducerID: 7, ProducerEpoch: 16, StartOffset: 46}
+	committed := OpenTxn{Topic: "log", Partition: 3, ProducerID: 8, ProducerEpoch: 4, StartOffset: 5}
 	undecided := OpenTxn{Topic: "log", Partition: 2, ProducerID: 7, ProducerEpoch: 16, StartOffset: 9}
-	log := map[int64][]TxnRecord{7: {rec(16, kmsg.TransactionStateOngoing, 1), rec(17, kmsg.TransactionStatePrepareCommit, 1),
-		rec(17, kmsg.TransactionStateOngoing, 2)}}
-	open := []OpenTxn{committed, undecided}
+	log := map[int64][]TxnRecord{
+		7: {rec(16, kmsg.TransactionStateOngoing, 1), rec(17, kmsg.TransactionStatePrepareAbort, 1), rec(17, kmsg.TransactionStateOngoing, 2)},
+		8: {{ProducerID: 8, Epoch: 4, State: kmsg.TransactionStateOngoing, Partitions: map[string]map[int32]bool{"log": {3: true}}},
+			{ProducerID: 8, Epoch: 5, State: kmsg.TransactionStatePrepareCommit, Partitions: map[string]map[int32]bool{"log": {3: true}}}},
+	}
+	open := []OpenTxn{aborted, committed, undecided}
 	if m := w.Look(t0, open, log); len(m) != 0 {
 		t.Fatalf("first sight: %v, want nothing before the grace", m)
 	}
@@ -64,11 +68,11 @@ func TestWatchWritesTheDecidedMarkerAfterTheGrace(t *testing.T) {
 		t.Fatalf("after 4 s: %v, want nothing before the grace of 5 s", m)
 	}
 	m := w.Look(t0.Add(5*time.Second), open, log)
-	if len(m) != 1 || m[0].Txn != committed || !m[0].Commit {
-		t.Fatalf("after 5 s: %v, want one COMMIT marker for %v", m, committed)
+	if len(m) != 1 || m[0].Txn != aborted || m[0].Commit {
+		t.Fatalf("after 5 s: %v, want one ABORT marker for %v (a commit-decided or undecided one is left alone)", m, aborted)
 	}
-	if m := w.Look(t0.Add(6*time.Second), []OpenTxn{undecided}, log); len(m) != 0 {
-		t.Fatalf("an undecided transaction got %v; it is the coordinator's", m)
+	if m := w.Look(t0.Add(11*time.Second), []OpenTxn{committed, undecided}, log); len(m) != 0 {
+		t.Fatalf("a commit-decided or undecided transaction got %v", m)
 	}
 }
 
