@@ -935,7 +935,7 @@ func TestReportTextFull(t *testing.T) {
 		S2:       Verdict{OK: false, Count: 1, Violations: []string{"fault 3 (kill9 on p01#1): converged after 17500 ms, deadline 17000 ms"}},
 		S3:       Verdict{OK: true},
 		S4:       Verdict{OK: true},
-		Markers:  []string{"ended a hanging transaction: wrote the COMMIT marker for chaos-output[1] producer 0 epoch 16 from offset 281"},
+		Markers:  []string{"ended a hanging transaction: wrote the ABORT marker for chaos-output[1] producer 0 epoch 16 from offset 281"},
 		WallSecs: 997,
 	}
 	want := []string{
@@ -957,7 +957,7 @@ func TestReportTextFull(t *testing.T) {
 		"broker connections: 100 samples, median 6, max 13 (bound 4 x clients x brokers + 16)",
 		"",
 		"hanging transactions the driver ended (a broker limitation: markers the coordinator skipped; see README): 1",
-		"ended a hanging transaction: wrote the COMMIT marker for chaos-output[1] producer 0 epoch 16 from offset 281",
+		"ended a hanging transaction: wrote the ABORT marker for chaos-output[1] producer 0 epoch 16 from offset 281",
 		"",
 		"exactly-once (S4): 36 keys, 141876 input records, 141877 committed output records, 35 keys in the final stores, settled 1234 ms after the last fault",
 		"lost 1, duplicated 2 (output: 3 lost, 4 duplicated; stores: 5 lost, 6 duplicated); visible counts repeated 7, missing 8",
@@ -981,10 +981,10 @@ func TestReportTextFull(t *testing.T) {
 func TestCheckReportsTheMarkersTheDriverWrote(t *testing.T) {
 	s := twoMembers()
 	s.d(DriverRecord{T: sec(3), Kind: DKMarker, Detail: "ended a hanging transaction: wrote the ABORT marker for log[1] producer 7 epoch 8 from offset 46"})
-	s.d(DriverRecord{T: sec(4), Kind: DKMarker, Detail: "ended a hanging transaction: wrote the COMMIT marker for log[2] producer 7 epoch 16 from offset 3"})
+	s.d(DriverRecord{T: sec(4), Kind: DKMarker, Detail: "ended a hanging transaction: wrote the ABORT marker for log[2] producer 7 epoch 16 from offset 3"})
 	rep := s.end(10).check(t)
 	want := []string{"ended a hanging transaction: wrote the ABORT marker for log[1] producer 7 epoch 8 from offset 46",
-		"ended a hanging transaction: wrote the COMMIT marker for log[2] producer 7 epoch 16 from offset 3"}
+		"ended a hanging transaction: wrote the ABORT marker for log[2] producer 7 epoch 16 from offset 3"}
 	if !slices.Equal(rep.Markers, want) {
 		t.Fatalf("Markers = %q, want %q", rep.Markers, want)
 	}

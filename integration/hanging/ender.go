@@ -120,14 +120,14 @@ func openTxns(ctx context.Context, adm *kadm.Client, topics []string) ([]OpenTxn
 }
 
 // writeMarker writes m to its partition's leader (WriteTxnMarkers, as kafka-transactions.sh abort
-// does, with the decision the coordinator made).
+// does).
 func writeMarker(ctx context.Context, adm *kadm.Client, m Marker) error {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	set := kadm.TopicsSet{}
 	set.Add(m.Txn.Topic, m.Txn.Partition)
 	resps, err := adm.WriteTxnMarkers(rctx, kadm.TxnMarkers{ProducerID: m.Txn.ProducerID, ProducerEpoch: m.Txn.ProducerEpoch,
-		Commit: m.Commit, CoordinatorEpoch: m.Txn.CoordinatorEpoch, Topics: set})
+		Commit: false, CoordinatorEpoch: m.Txn.CoordinatorEpoch, Topics: set})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package hanging
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,7 +129,7 @@ func TestEnderWritesTheDecidedMarker(t *testing.T) {
 		t.Fatal("no marker")
 	}
 	for i, m := range wrote {
-		if errs[i] != nil || m.Commit || m.Txn.Topic != want.Topic || m.Txn.Partition != 0 || m.Txn.ProducerID != want.ProducerID ||
+		if errs[i] != nil || !strings.HasPrefix(m.String(), "ABORT marker") || m.Txn.Topic != want.Topic || m.Txn.Partition != 0 || m.Txn.ProducerID != want.ProducerID ||
 			m.Txn.ProducerEpoch != want.ProducerEpoch || m.Txn.StartOffset != 0 {
 			t.Fatalf("marker %d: %v (error %v); want the ABORT marker for %v", i, m, errs[i], want)
 		}

@@ -70,19 +70,12 @@ func ParseTxnRecord(key, value []byte) (r TxnRecord, ok bool, err error) {
 	return r, true, nil
 }
 
-// Marker is a transaction marker written for a hanging transaction.
+// Marker is the ABORT marker written for a hanging transaction its coordinator decided to abort.
 type Marker struct {
-	Txn    OpenTxn
-	Commit bool
+	Txn OpenTxn
 }
 
-func (m Marker) String() string {
-	what := "ABORT"
-	if m.Commit {
-		what = "COMMIT"
-	}
-	return fmt.Sprintf("%s marker for %v", what, m.Txn)
-}
+func (m Marker) String() string { return fmt.Sprintf("ABORT marker for %v", m.Txn) }
 
 // Watch finds hanging transactions and the marker each needs. A partition's open transaction
 // (producer, epoch) is decided when the transaction log holds, after the Ongoing record of that
@@ -121,7 +114,7 @@ func (w *Watch) Look(now time.Time, open []OpenTxn, log map[int64][]TxnRecord) [
 			first = now
 		}
 		if now.Sub(first) >= w.Grace {
-			due = append(due, Marker{Txn: o, Commit: commit})
+			due = append(due, Marker{Txn: o})
 			delete(w.seen, o)
 		}
 	}

@@ -7,15 +7,16 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/integration/chaos"
 	"github.com/streamsgroup/streamsgroup/integration/hanging"
+	"github.com/streamsgroup/streamsgroup/topology"
 )
 
-// endHanging runs beside the exactly-once app until ctx ends, writing the marker of every
-// transaction the broker leaves hanging on the app's topics and the group's offsets (a broker
+// endHanging runs beside the exactly-once app until ctx ends, writing the ABORT marker of every
+// aborted transaction the broker leaves hanging on the app's topics and the group's offsets (a broker
 // limitation, see the README), each one logged and reported.
 func (d *driver) endHanging(ctx context.Context) {
 	e := &hanging.Ender{
 		Seeds:    d.broker.addrs,
-		Topics:   []string{d.cfg.Group + "-" + chaos.EOSStore + "-changelog", chaos.EOSOutput, "__consumer_offsets"},
+		Topics:   []string{topology.Names{AppID: d.cfg.Group}.ChangelogTopic(chaos.EOSStore), chaos.EOSOutput, "__consumer_offsets"},
 		Interval: 2 * time.Second,
 		// The coordinator writes markers within milliseconds of its decision.
 		Grace: 5 * time.Second,
