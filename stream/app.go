@@ -399,6 +399,13 @@ func (a *App) fail(err error) {
 	}
 }
 
+// closingDirty reports whether the App stops on a fatal error after which its open work must not
+// be committed: every fatal error but a group-wide shutdown request (a clean stop of every member).
+func (a *App) closingDirty() bool {
+	err := a.fatalErr()
+	return err != nil && !errors.Is(err, ErrShutdownRequested)
+}
+
 func (a *App) fatalErr() error {
 	if p := a.fatal.Load(); p != nil {
 		return *p

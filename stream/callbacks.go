@@ -36,6 +36,19 @@ func (a *App) revokedOffsets(ctx context.Context, revoked tasks.Set) (commit.Off
 			t.active = true
 		}
 	}
+	if a.eos() && a.closingDirty() {
+		// R7: the open transaction may hold part of a failed record's effects: it is aborted and
+		// nothing is committed, as Kafka Streams closes its tasks dirty after a fatal error. The
+		// task's next owner starts from the last commit.
+		if err := a.abortTxn(ctx); err != nil {
+			a.log.Warn("aborting the open transaction after a fatal error failed; the broker aborts it after transaction.timeout.ms", "err", err)
+		}
+		for _, t := range stopped {
+			t.initialized, t.punctuations = false, nil
+		}
+		a.mu.Unlock()
+		return commit.Offsets{}, nil
+	}
 	if a.eos() {
 		// One transaction holds every task's work: commit it all, the revoked tasks' final
 		// positions with it; nothing is left for commit.OnRevoke.

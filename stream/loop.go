@@ -111,6 +111,9 @@ func (a *App) loop(runCtx context.Context) {
 			return
 		default:
 			a.handle(b)
+			if runCtx.Err() != nil {
+				return // a processing error (or a stop) during the batch: no punctuation, no commit after it
+			}
 		}
 		a.between()
 	}

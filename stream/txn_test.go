@@ -1,12 +1,17 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
 // Every exactly-once failure names its transactional.id and says what to do for its cause.
@@ -32,6 +37,73 @@ func TestTxnErrorSaysWhatToDo(t *testing.T) {
 		}
 		if !errors.Is(err, c.cause) {
 			t.Errorf("%v: errors.Is does not reach the cause", c.cause)
+		}
+	}
+}
+
+// eosApp is builtApp under exactly-once.
+func eosApp(t *testing.T, procs Processors, opts ...Option) *App {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", repartTopc, countsLog, sumsLog))
+	mustNotErr(t, err)
+	t.Cleanup(c.Close)
+	cfg := testConfig()
+	cfg.BootstrapServers = c.ListenAddrs()
+	cfg.Runtime.Guarantee = config.ExactlyOnceV2
+	a, _ := newTestApp(t, cfg, procs, opts...)
+	mustNotErr(t, a.build())
+	t.Cleanup(func() {
+		a.offsets.Close()
+		a.producer().Close()
+		a.cl.Close()
+	})
+	a.runCtx = context.Background()
+	return a
+}
+
+// R7: after a fatal processing error the revocation commits nothing under exactly-once: the
+// transaction's writes are dropped and no offset is returned to commit.
+func TestRevokedOffsetsAfterAFatalErrorCommitNothingUnderEOS(t *testing.T) {
+	a := eosApp(t, testProcs())
+	tk := activeTask(t, a, tid("1", 0))
+	s := tk.stores["counts"]
+	s.pend.put([]byte("k"), []byte("half a record"), false)
+	a.fail(&ProcessingError{Task: tk.id, Err: errBoom})
+	offs, err := a.revokedOffsets(context.Background(), tasks.NewSet(tk.id))
+	if err != nil || len(offs) != 0 {
+		t.Fatalf("revocation after a fatal error: offsets %v, err %v; want nothing to commit and no error", offs, err)
+	}
+	if !s.pend.empty() {
+		t.Error("the failed transaction's store writes were kept")
+	}
+	if _, ok, _ := s.Get([]byte("k")); ok {
+		t.Error("the failed transaction's write is visible in the store")
+	}
+	if tk.active || tk.initialized {
+		t.Errorf("the revoked task goes on: active %v initialized %v", tk.active, tk.initialized)
+	}
+}
+
+// Every fatal error closes dirty except a group-wide shutdown request, which stops every member
+// cleanly.
+func TestClosingDirty(t *testing.T) {
+	for _, c := range []struct {
+		err   error
+		dirty bool
+	}{
+		{nil, false},
+		{ErrShutdownRequested, false},
+		{&ProcessingError{Err: errBoom}, true},
+		{&DeserializationError{Err: errBoom}, true},
+		{&ProduceError{Err: errBoom}, true},
+		{&TxnError{Err: kerr.ProducerFenced}, true},
+	} {
+		a, _ := newTestApp(t, testConfig(), testProcs())
+		if c.err != nil {
+			a.fail(c.err)
+		}
+		if got := a.closingDirty(); got != c.dirty {
+			t.Errorf("after %v: closingDirty %v, want %v", c.err, got, c.dirty)
 		}
 	}
 }
