@@ -35,6 +35,7 @@ const (
 	KeyRetryBackoffMax    = "retry.backoff.max.ms"
 	KeyRequestTimeout     = "request.timeout.ms"
 	KeyStateDir           = "state.dir"
+	KeyClientID           = "client.id"
 
 	// PrefixClientTag starts the keys of client tags: client.tag.zone=eu-1 sends the tag zone=eu-1
 	// (used by the broker's rack-aware assignment).
@@ -93,6 +94,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// StateDir (state.dir) is where the process ID is kept; empty means nothing is persisted.
 	StateDir string
+	// ClientID (client.id) names the clients built from this config in the brokers' logs, quotas and
+	// metrics; "" lets the builder choose (the stream runtime uses the application ID).
+	ClientID string
 	// User holds the user.* keys, untouched.
 	User map[string]string
 	// Runtime is what the stream runtime (package stream) reads: commit.interval.ms,

@@ -51,6 +51,9 @@ func TestFromMapReadsEveryKey(t *testing.T) {
 		"processing.exception.handler":              "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler",
 		"default.deserialization.exception.handler": "LogAndContinueExceptionHandler",
 		"auto.offset.reset":                         "latest",
+		"transaction.timeout.ms":                    "20000",
+		"poll.ms":                                   "50",
+		"client.id":                                 "wordcount-eu",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +75,9 @@ func TestFromMapReadsEveryKey(t *testing.T) {
 		StateDir:           "/var/lib/app",
 		User:               map[string]string{"user.greeting": " hello "},
 		Runtime: Runtime{Guarantee: AtLeastOnce, CommitInterval: time.Second, StateCleanupDelay: time.Minute,
-			OnProcessingError: LogAndContinue, OnDeserializationError: LogAndContinue, ResetLatest: true},
+			OnProcessingError: LogAndContinue, OnDeserializationError: LogAndContinue, ResetLatest: true,
+			TransactionTimeout: 20 * time.Second, PollInterval: 50 * time.Millisecond},
+		ClientID: "wordcount-eu",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got\n%+v\nwant\n%+v", c, want)

@@ -21,7 +21,8 @@ const keyClientTags = PrefixClientTag + "*"
 var keysRead = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch, KeyTaskOffsetInterval, KeyProcessID,
 	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
 	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol, KeyCommitInterval, KeyProcessingGuarantee,
-	KeyStateCleanupDelay, KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyAutoOffsetReset}
+	KeyStateCleanupDelay, KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyAutoOffsetReset,
+	KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyClientID}
 
 // The security keys (security.go) are read by FromMap too, and so are suggested for typos.
 func init() { keysRead = append(keysRead, securityKeys...) }
@@ -48,7 +49,7 @@ var runtimeKeys = map[string]bool{
 	"default.production.exception.handler": true, "production.exception.handler": true,
 	"cache.max.bytes.buffering": true, "statestore.cache.max.bytes": true,
 	"topology.optimization": true, "upgrade.from": true, "probing.rebalance.interval.ms": true,
-	"task.timeout.ms": true, "poll.ms": true, "max.task.idle.ms": true, "buffered.records.per.partition": true,
+	"task.timeout.ms": true, "max.task.idle.ms": true, "buffered.records.per.partition": true,
 	"rocksdb.config.setter": true, "num.stream.threads.max": true,
 	"metrics.recording.level": true, "metrics.num.samples": true, "metrics.sample.window.ms": true,
 	"metric.reporters": true, "windowstore.changelog.additional.retention.ms": true,
@@ -59,7 +60,7 @@ var runtimeKeys = map[string]bool{
 
 // clientKeys are settings of the Kafka client, which is the caller's *kgo.Client here.
 var clientKeys = map[string]bool{
-	"security.protocol": true, "client.id": true, "client.dns.lookup": true, "reconnect.backoff.ms": true,
+	"security.protocol": true, "client.dns.lookup": true, "reconnect.backoff.ms": true,
 	"reconnect.backoff.max.ms": true, "socket.connection.setup.timeout.ms": true,
 	"socket.connection.setup.timeout.max.ms": true, "connections.max.idle.ms": true, "metadata.max.age.ms": true,
 	"send.buffer.bytes": true, "receive.buffer.bytes": true, "bootstrap.resolve.timeout.ms": true,
@@ -89,14 +90,14 @@ func unknownKeyReason(key string) string {
 			"internal topic in the topology (topology.TopicInfo.ReplicationFactor)"
 	case clientKeys[key] || strings.HasPrefix(key, "ssl.") || strings.HasPrefix(key, "sasl."):
 		return "is a setting of the Kafka client that this config does not read (of the client keys it reads only " +
-			"security.protocol, sasl.mechanism, sasl.jaas.config and ssl.truststore.*, ssl.keystore.*, ssl.key.password, " +
+			"client.id, security.protocol, sasl.mechanism, sasl.jaas.config and ssl.truststore.*, ssl.keystore.*, ssl.key.password, " +
 			"ssl.endpoint.identification.algorithm): configure it on the *kgo.Client (kgo.ClientID, kgo.DialTLSConfig, …)"
 	case hasAnyPrefix(key, "consumer.", "producer.", "admin.", "main.consumer.", "restore.consumer.", "global.consumer."):
 		return "Kafka Streams passes these keys to the clients it creates; here the clients are yours " +
 			"(*kgo.Client): set the option there " + userHint
 	case runtimeKeys[key]:
-		return "is a Kafka Streams runtime setting that this library does not read: threads, serdes, commits and " +
-			"processing belong to the application " + userHint
+		return "is a Kafka Streams runtime setting that the stream runtime does not support (yet); see docs/configuration.md " +
+			"for the keys it reads " + userHint
 	}
 	if s := suggest(key); s != "" {
 		return "unknown key; " + s + " " + userHint

@@ -46,6 +46,7 @@ func FromMap(m map[string]string) (Config, error) {
 		KeyClientRack:        &c.ClientRack,
 		KeyApplicationServer: &c.ApplicationServer,
 		KeyStateDir:          &c.StateDir,
+		KeyClientID:          &c.ClientID,
 	}
 	c.Security = parseSecurity(m, &p)
 	for key, raw := range m {
@@ -53,6 +54,8 @@ func FromMap(m map[string]string) (Config, error) {
 		switch {
 		case IsSecurityKey(key):
 			// read above, by parseSecurity
+		case key == KeyTransactionTimeout && m[KeyProducerTransactionTimeout] != "":
+			// the producer. key wins, as in Kafka Streams (read in its own turn)
 		case isRuntimeKey(key):
 			parseRuntime(&c, key, raw, &p)
 		case longs[key] != nil:

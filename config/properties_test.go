@@ -199,6 +199,7 @@ func propertiesOf(c Config) map[string]string {
 	put(KeyRetryBackoffMax, msStr(c.RetryBackoffMax))
 	put(KeyRequestTimeout, msStr(c.RequestTimeout))
 	put(KeyStateDir, c.StateDir)
+	put(KeyClientID, c.ClientID)
 	put(KeyProcessingGuarantee, string(c.Runtime.Guarantee))
 	put(KeyCommitInterval, msStr(c.Runtime.CommitInterval))
 	put(KeyStateCleanupDelay, msStr(c.Runtime.StateCleanupDelay))
@@ -206,6 +207,8 @@ func propertiesOf(c Config) map[string]string {
 	put(KeyProcessingExceptionHandler, handler[c.Runtime.OnProcessingError]+"ProcessingExceptionHandler")
 	put(KeyDeserializationExceptionHandler, handler[c.Runtime.OnDeserializationError]+"ExceptionHandler")
 	put(KeyAutoOffsetReset, map[bool]string{false: "earliest", true: "latest"}[c.Runtime.ResetLatest])
+	put(KeyTransactionTimeout, msStr(c.Runtime.TransactionTimeout))
+	put(KeyPollInterval, msStr(c.Runtime.PollInterval))
 	for k, v := range c.User {
 		m[k] = v
 	}
@@ -244,6 +247,7 @@ func genConfig(t *rapid.T) Config {
 		MaxPollInterval:    ms("max.poll.interval.ms", 1, math.MaxInt32),
 		RetryBackoff:       ms("retry.backoff.ms", 0, 1<<30),
 		RequestTimeout:     ms("request.timeout.ms", 1, math.MaxInt32),
+		ClientID:           rapid.OneOf(rapid.Just(""), rapid.StringMatching(`[a-zA-Z0-9._-]{1,20}`)).Draw(t, "client.id"),
 		StateDir:           rapid.OneOf(rapid.Just(""), trimmed(1).Filter(func(s string) bool { return !strings.Contains(s, "\x00") })).Draw(t, "state.dir"),
 		User:               rapid.MapOfN(rapid.Map(rapid.StringN(0, 6, -1), func(s string) string { return PrefixUser + s }), rapid.String(), 0, 3).Draw(t, "user"),
 	}
@@ -254,6 +258,8 @@ func genConfig(t *rapid.T) Config {
 		OnProcessingError:      rapid.SampledFrom([]ErrorPolicy{LogAndFail, LogAndContinue}).Draw(t, "processing.exception.handler"),
 		OnDeserializationError: rapid.SampledFrom([]ErrorPolicy{LogAndFail, LogAndContinue}).Draw(t, "deserialization.exception.handler"),
 		ResetLatest:            rapid.Bool().Draw(t, "auto.offset.reset=latest"),
+		TransactionTimeout:     ms("transaction.timeout.ms", 1, math.MaxInt32),
+		PollInterval:           ms("poll.ms", 0, 1<<40),
 	}
 	c.RetryBackoffMax = c.RetryBackoff + ms("retry.backoff.max.ms above retry.backoff.ms", 0, 1<<30)
 	if rapid.Bool().Draw(t, "with process.id") {

@@ -19,6 +19,13 @@ const (
 	// as KeyDeserializationExceptionHandler.
 	KeyDefaultDeserializationExceptionHandler = "default.deserialization.exception.handler"
 	KeyAutoOffsetReset                        = "auto.offset.reset"
+	// KeyTransactionTimeout is the transactional producer's transaction.timeout.ms under
+	// exactly_once_v2; Kafka Streams also reads it as KeyProducerTransactionTimeout (its producer.
+	// prefix), which wins when both are given.
+	KeyTransactionTimeout         = "transaction.timeout.ms"
+	KeyProducerTransactionTimeout = "producer.transaction.timeout.ms"
+	// KeyPollInterval is Kafka Streams' poll.ms: how long one poll waits for records.
+	KeyPollInterval = "poll.ms"
 )
 
 // Runtime defaults (Kafka Streams').
@@ -26,6 +33,10 @@ const (
 	DefaultCommitInterval    = 30 * time.Second       // commit.interval.ms under at_least_once
 	DefaultCommitIntervalEOS = 100 * time.Millisecond // commit.interval.ms under exactly_once_v2
 	DefaultStateCleanupDelay = 10 * time.Minute       // state.cleanup.delay.ms
+	// DefaultTransactionTimeout is the transaction.timeout.ms Kafka Streams gives its producers
+	// under exactly_once_v2 (the Kafka producer's own default is one minute).
+	DefaultTransactionTimeout = 10 * time.Second
+	DefaultPollInterval       = 100 * time.Millisecond // poll.ms
 )
 
 // Guarantee is processing.guarantee.
@@ -81,18 +92,45 @@ type Runtime struct {
 	// ResetLatest (auto.offset.reset=latest) starts an input partition without a committed offset at
 	// its end instead of its start (earliest, Kafka Streams' default).
 	ResetLatest bool
+	// TransactionTimeout (transaction.timeout.ms, or producer.transaction.timeout.ms) is how long the
+	// transaction coordinator lets a transaction stay open before it aborts it, under
+	// exactly_once_v2. Zero means DefaultTransactionTimeout. It must not be lower than
+	// CommitInterval, or every transaction would be aborted before its commit: Kafka Streams
+	// refuses that configuration too.
+	TransactionTimeout time.Duration
+	// PollInterval (poll.ms) is how long one poll waits for records, and so how late a wall-clock
+	// punctuation or a commit can be. Zero means DefaultPollInterval.
+	PollInterval time.Duration
+}
+
+// TxnTimeout is TransactionTimeout, or its default when zero.
+func (r Runtime) TxnTimeout() time.Duration {
+	if r.TransactionTimeout == 0 {
+		return DefaultTransactionTimeout
+	}
+	return r.TransactionTimeout
+}
+
+// Poll is PollInterval, or its default when zero.
+func (r Runtime) Poll() time.Duration {
+	if r.PollInterval == 0 {
+		return DefaultPollInterval
+	}
+	return r.PollInterval
 }
 
 // defaultRuntime is Kafka Streams' runtime defaults.
 func defaultRuntime() Runtime {
-	return Runtime{Guarantee: AtLeastOnce, CommitInterval: DefaultCommitInterval, StateCleanupDelay: DefaultStateCleanupDelay}
+	return Runtime{Guarantee: AtLeastOnce, CommitInterval: DefaultCommitInterval, StateCleanupDelay: DefaultStateCleanupDelay,
+		TransactionTimeout: DefaultTransactionTimeout, PollInterval: DefaultPollInterval}
 }
 
 // isRuntimeKey reports whether key is one of the runtime keys read by parseRuntime.
 func isRuntimeKey(key string) bool {
 	switch key {
 	case KeyCommitInterval, KeyProcessingGuarantee, KeyStateCleanupDelay, KeyProcessingExceptionHandler,
-		KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler, KeyAutoOffsetReset:
+		KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler, KeyAutoOffsetReset,
+		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval:
 		return true
 	}
 	return false
@@ -115,18 +153,28 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 	val := strings.TrimSpace(raw)
 	r := &c.Runtime
 	switch key {
-	case KeyCommitInterval, KeyStateCleanupDelay:
+	case KeyCommitInterval, KeyStateCleanupDelay, KeyPollInterval:
 		n, err := strconv.ParseInt(val, 10, 64)
 		if err != nil {
 			p.add(key, raw, "%s", numberReason(err, "LONG", math.MaxInt64))
 			return
 		}
 		d := time.Duration(min(max(n, -maxMillis), maxMillis)) * time.Millisecond
-		if key == KeyCommitInterval {
+		switch key {
+		case KeyCommitInterval:
 			r.CommitInterval = d
-		} else {
+		case KeyPollInterval:
+			r.PollInterval = d
+		default:
 			r.StateCleanupDelay = d
 		}
+	case KeyTransactionTimeout, KeyProducerTransactionTimeout:
+		n, err := strconv.ParseInt(val, 10, 32)
+		if err != nil {
+			p.add(key, raw, "%s", numberReason(err, "INT", math.MaxInt32))
+			return
+		}
+		r.TransactionTimeout = time.Duration(n) * time.Millisecond
 	case KeyProcessingGuarantee:
 		switch Guarantee(val) {
 		case AtLeastOnce:
@@ -195,6 +243,19 @@ func (c *Config) validateRuntime(p *problems) {
 	}
 	if r.StateCleanupDelay < 0 {
 		p.add(KeyStateCleanupDelay, ms(r.StateCleanupDelay), "must be >= 0")
+	}
+	if r.PollInterval < 0 {
+		p.add(KeyPollInterval, ms(r.PollInterval), "must be >= 0")
+	}
+	if r.TransactionTimeout < 0 || r.TransactionTimeout > math.MaxInt32*time.Millisecond {
+		p.add(KeyTransactionTimeout, ms(r.TransactionTimeout), "must be between 1 and %d ms (an INT in Kafka)", math.MaxInt32)
+	} else if r.Guarantee == ExactlyOnceV2 && r.CommitInterval > r.TxnTimeout() {
+		// StreamsConfig.verifyEOSTransactionTimeoutCompatibility: a transaction open longer than its
+		// timeout is aborted by the coordinator, so every commit would fail and the work be redone
+		// for ever.
+		p.add(KeyCommitInterval, ms(r.CommitInterval), "is longer than transaction.timeout.ms (%s) under exactly_once_v2: the "+
+			"transaction coordinator would abort every transaction before its commit; lower commit.interval.ms or raise "+
+			"transaction.timeout.ms (the broker's transaction.max.timeout.ms bounds it)", ms(r.TxnTimeout()))
 	}
 	switch r.Guarantee {
 	case AtLeastOnce, ExactlyOnceV2, "":

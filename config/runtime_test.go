@@ -9,7 +9,8 @@ import (
 
 func TestRuntimeDefaultsAreKafkaStreams(t *testing.T) {
 	r := Default("app").Runtime
-	want := Runtime{Guarantee: AtLeastOnce, CommitInterval: 30 * time.Second, StateCleanupDelay: 10 * time.Minute}
+	want := Runtime{Guarantee: AtLeastOnce, CommitInterval: 30 * time.Second, StateCleanupDelay: 10 * time.Minute,
+		TransactionTimeout: 10 * time.Second, PollInterval: 100 * time.Millisecond}
 	if r != want {
 		t.Fatalf("defaults %+v, want %+v", r, want)
 	}
@@ -44,6 +45,10 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyDeserializationExceptionHandler, "com.example.MyHandler", "LogAndFailExceptionHandler or LogAndContinueExceptionHandler"},
 		{KeyDefaultDeserializationExceptionHandler, "x", "LogAndFailExceptionHandler"},
 		{KeyAutoOffsetReset, "none", "earliest"},
+		{KeyTransactionTimeout, "-1", "between 1 and 2147483647"},
+		{KeyTransactionTimeout, "2147483648", "INT"},
+		{KeyProducerTransactionTimeout, "x", "INT"},
+		{KeyPollInterval, "-1", "must be >= 0"},
 	} {
 		_, err := FromMap(map[string]string{KeyApplicationID: "a", tc.key: tc.val})
 		var ce *Error
@@ -74,5 +79,51 @@ func TestExactlyOnceCommitsEvery100msUnlessTold(t *testing.T) {
 	c, err = FromMap(map[string]string{KeyApplicationID: "a"})
 	if err != nil || c.Runtime.CommitInterval != 30*time.Second {
 		t.Fatalf("at_least_once: %+v, %v", c.Runtime, err)
+	}
+}
+
+// TestExactlyOnceRefusesACommitIntervalAboveTheTransactionTimeout: as Kafka Streams'
+// verifyEOSTransactionTimeoutCompatibility, under exactly_once_v2 a commit.interval.ms above
+// transaction.timeout.ms (10 s by default) is refused (equal is allowed); at_least_once has no
+// transactions and does not care; producer.transaction.timeout.ms wins over transaction.timeout.ms.
+func TestExactlyOnceRefusesACommitIntervalAboveTheTransactionTimeout(t *testing.T) {
+	eos := func(kv ...string) map[string]string {
+		m := map[string]string{KeyApplicationID: "a", KeyProcessingGuarantee: "exactly_once_v2"}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, m := range []map[string]string{
+		eos(KeyCommitInterval, "10001"),
+		eos(KeyCommitInterval, "30000", KeyTransactionTimeout, "20000"),
+		eos(KeyCommitInterval, "30000", KeyTransactionTimeout, "60000", KeyProducerTransactionTimeout, "20000"),
+	} {
+		_, err := FromMap(m)
+		var ce *Error
+		if !errors.As(err, &ce) || len(ce.Keys) != 1 || ce.Keys[0].Key != KeyCommitInterval ||
+			!strings.Contains(ce.Keys[0].Reason, "longer than transaction.timeout.ms") {
+			t.Errorf("%v: %v; want commit.interval.ms refused as longer than the transaction timeout", m, err)
+		}
+	}
+	for _, m := range []map[string]string{
+		eos(KeyCommitInterval, "10000"),
+		eos(KeyCommitInterval, "30000", KeyTransactionTimeout, "30000"),
+		eos(KeyCommitInterval, "30000", KeyTransactionTimeout, "1000", KeyProducerTransactionTimeout, "60000"),
+		{KeyApplicationID: "a", KeyCommitInterval: "600000"},
+	} {
+		if _, err := FromMap(m); err != nil {
+			t.Errorf("%v: %v; want it accepted", m, err)
+		}
+	}
+	c, err := FromMap(eos(KeyTransactionTimeout, "1000", KeyProducerTransactionTimeout, "60000"))
+	if err != nil || c.Runtime.TxnTimeout() != time.Minute {
+		t.Errorf("producer.transaction.timeout.ms=60000 beside transaction.timeout.ms=1000: %v (%v); want one minute", c.Runtime.TxnTimeout(), err)
+	}
+	// A Config built in Go code with a zero timeout takes the default.
+	c = Default("a")
+	c.Runtime.Guarantee, c.Runtime.TransactionTimeout, c.Runtime.CommitInterval = ExactlyOnceV2, 0, 11*time.Second
+	if err := c.Validate(); err == nil {
+		t.Error("a zero transaction timeout (the default, 10 s) accepted an 11 s commit interval")
 	}
 }

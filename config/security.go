@@ -381,8 +381,8 @@ func (s *Security) validate(p *problems) {
 }
 
 // ClientOptions returns the franz-go options that connect to the cluster as this configuration says:
-// kgo.SeedBrokers(bootstrap.servers...), and kgo.DialTLSConfig and kgo.SASL as Security says.
-// Add the application's own options (kgo.ClientID, …) after them:
+// kgo.SeedBrokers(bootstrap.servers...), kgo.DialTLSConfig and kgo.SASL as Security says, and
+// kgo.ClientID when client.id is set. Add the application's own options after them:
 //
 //	opts, err := cfg.ClientOptions()
 //	if err != nil { … }
@@ -398,7 +398,11 @@ func (c Config) ClientOptions() ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append([]kgo.Opt{kgo.SeedBrokers(c.BootstrapServers...)}, opts...), nil
+	opts = append([]kgo.Opt{kgo.SeedBrokers(c.BootstrapServers...)}, opts...)
+	if c.ClientID != "" {
+		opts = append(opts, kgo.ClientID(c.ClientID))
+	}
+	return opts, nil
 }
 
 // Options returns the franz-go options of the security setup: kgo.DialTLSConfig for SSL and

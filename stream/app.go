@@ -78,10 +78,6 @@ func (s State) String() string {
 // closeBound bounds the stop: the last commits, the leave, and closing the client.
 const closeBound = 30 * time.Second
 
-// pollTimeout is Kafka Streams' poll.ms: how long one poll waits for records, and so how late a
-// wall-clock punctuation or a commit can be.
-const pollTimeout = 100 * time.Millisecond
-
 // Option wires a collaborator into an App. Behaviour is configured by Kafka keys in config.Config.
 type Option func(*options)
 
@@ -422,9 +418,15 @@ func (a *App) build() error {
 	if err != nil {
 		return err
 	}
+	if a.cfg.ClientID == "" {
+		opts = append(opts, kgo.ClientID(a.cfg.ApplicationID))
+	}
 	opts = append(opts,
-		kgo.ClientID(a.cfg.ApplicationID),
 		kgo.RecordPartitioner(a.router.Partitioner()),
+		// Kafka's producer max.request.size (1 MiB): a record the topic accepts (max.message.bytes,
+		// 1 MiB and 12 bytes by default) is not refused by the client first, as kgo's default batch
+		// limit (1,000,012 bytes) would.
+		kgo.ProducerBatchMaxBytes(1<<20),
 		kgo.ProducerLinger(5*time.Millisecond),
 		// Bounded buffers: one fetch at a time of at most 256 KiB (128 KiB per partition), and at
 		// most 16 MiB of records waiting to be produced. The fetch limit counts compressed bytes,
@@ -438,7 +440,7 @@ func (a *App) build() error {
 		kgo.MaxConcurrentFetches(1),
 		kgo.FetchMaxBytes(256<<10),
 		kgo.FetchMaxPartitionBytes(128<<10),
-		kgo.FetchMaxWait(pollTimeout*2),
+		kgo.FetchMaxWait(a.cfg.Runtime.Poll()*2),
 		kgo.MaxBufferedBytes(16<<20),
 		// No kgo.RecordDeliveryTimeout: kgo counts it from the record's timestamp, which is the
 		// input's (as Kafka Streams forwards it), so reprocessing a backlog older than the timeout
@@ -460,7 +462,7 @@ func (a *App) build() error {
 		// The transactional producer is a client of its own (as Kafka Streams' thread producer is
 		// beside its consumer): when the transaction coordinator fences it, it is replaced without
 		// touching the member or the consumer.
-		a.popts = append(opts, kgo.TransactionalID(a.transactionalID()), kgo.TransactionTimeout(transactionTimeout))
+		a.popts = append(opts, kgo.TransactionalID(a.transactionalID()), kgo.TransactionTimeout(a.cfg.Runtime.TxnTimeout()))
 		a.popts = append(a.popts, a.o.client...)
 		pcl, err := kgo.NewClient(a.popts...)
 		if err != nil {

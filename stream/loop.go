@@ -86,7 +86,7 @@ func (a *App) loop(runCtx context.Context) {
 		// The member's poll timer: a loop stuck in a processor for longer than max.poll.interval.ms
 		// loses its tasks and leaves, as a Kafka Streams thread does (the next Poll rejoins).
 		a.mgr.Poll()
-		pctx, cancel := context.WithTimeout(runCtx, pollTimeout)
+		pctx, cancel := context.WithTimeout(runCtx, a.cfg.Runtime.Poll())
 		start := time.Now() // the wait is real I/O: timed on the wall clock, not the App's
 		b, err := a.cons.Poll(pctx)
 		cancel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
@@ -17,10 +18,15 @@ import (
 // member) on a kfake cluster; the member is not started, so it holds no tasks and commits nothing.
 func builtApp(t *testing.T, procs Processors, opts ...Option) (*App, *fakeClock) {
 	t.Helper()
+	return builtAppWith(t, testConfig(), procs, opts...)
+}
+
+// builtAppWith is builtApp with the config cfg (its bootstrap servers replaced by the fake cluster's).
+func builtAppWith(t *testing.T, cfg config.Config, procs Processors, opts ...Option) (*App, *fakeClock) {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", repartTopc, countsLog, sumsLog))
 	mustNotErr(t, err)
 	t.Cleanup(c.Close)
-	cfg := testConfig()
 	cfg.BootstrapServers = c.ListenAddrs()
 	a, clk := newTestApp(t, cfg, procs, opts...)
 	mustNotErr(t, a.build())

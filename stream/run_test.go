@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/consume"
 	"github.com/streamsgroup/streamsgroup/membership"
 )
@@ -133,12 +134,31 @@ func TestBuildTunesTheClient(t *testing.T) {
 		{kgo.FetchMaxWait, "fetch wait", 200 * time.Millisecond},
 		{kgo.MaxBufferedBytes, "buffered bytes", int64(16 << 20)},
 		{kgo.RecordDeliveryTimeout, "no delivery timeout counted from the input's timestamp", time.Duration(0)},
+		{kgo.ProducerBatchMaxBytes, "Kafka's max.request.size", int32(1 << 20)},
 	}
 	for _, w := range want {
 		if got := a.cl.OptValue(w.opt); got != w.v {
 			t.Errorf("%s: %v (%T), want %v (%T)", w.name, got, got, w.v, w.v)
 		}
 	}
+	// client.id names the clients when set; poll.ms sets the fetch wait (twice the poll); under
+	// exactly-once the producer carries transaction.timeout.ms.
+	cfg := testConfig()
+	cfg.ClientID, cfg.Runtime.PollInterval = "orders-eu", 50*time.Millisecond
+	c, _ := builtAppWith(t, cfg, testProcs())
+	if got := c.cl.OptValue(kgo.ClientID); got != "orders-eu" {
+		t.Errorf("client.id=orders-eu: the client is %v", got)
+	}
+	if got := c.cl.OptValue(kgo.FetchMaxWait); got != 100*time.Millisecond {
+		t.Errorf("poll.ms=50: fetch wait %v, want 100ms", got)
+	}
+	cfg = testConfig()
+	cfg.Runtime.Guarantee, cfg.Runtime.CommitInterval, cfg.Runtime.TransactionTimeout = config.ExactlyOnceV2, time.Second, 25*time.Second
+	e, _ := builtAppWith(t, cfg, testProcs())
+	if got := e.producer().OptValue(kgo.TransactionTimeout); got != 25*time.Second {
+		t.Errorf("transaction.timeout.ms=25000: the producer's is %v", got)
+	}
+	e.producer().Close()
 	// The caller's options come last, so they win.
 	b, _ := builtApp(t, testProcs(), WithClientOptions(kgo.ProducerLinger(time.Second)))
 	if got := b.cl.OptValue(kgo.ProducerLinger); got != time.Second {

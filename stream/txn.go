@@ -23,11 +23,6 @@ import (
 // for it, the member was fenced) drops the writes and rewinds the inputs to the committed offsets,
 // so the work is done again, once. Everything is read with read_committed.
 
-// transactionTimeout is Kafka Streams' transaction.timeout.ms under exactly-once: how long the
-// broker waits for a member that died mid-transaction before it aborts the transaction (and so
-// before the task's next owner can read past it).
-const transactionTimeout = 10 * time.Second
-
 // TxnError is an exactly-once failure the application cannot go on from: the producer was fenced
 // (another process runs with this process's transactional.id, e.g. the same state.dir copied), the
 // client may not use its transactional.id, or the cluster cannot run transactions.
@@ -78,7 +73,7 @@ func (a *App) transactionalID() string {
 // error now (not a hang at the first record), and so the previous incarnation's open transaction is
 // aborted before this member restores anything behind it.
 func (a *App) initProducer(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, max(a.cfg.RequestTimeout, transactionTimeout))
+	ctx, cancel := context.WithTimeout(ctx, max(a.cfg.RequestTimeout, a.cfg.Runtime.TxnTimeout()))
 	defer cancel()
 	if _, _, err := a.producer().ProducerID(ctx); err != nil {
 		return &TxnError{TransactionalID: a.transactionalID(), Err: err}

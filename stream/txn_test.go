@@ -49,7 +49,7 @@ func eosApp(t *testing.T, procs Processors, opts ...Option) *App {
 	t.Cleanup(c.Close)
 	cfg := testConfig()
 	cfg.BootstrapServers = c.ListenAddrs()
-	cfg.Runtime.Guarantee = config.ExactlyOnceV2
+	cfg.Runtime.Guarantee, cfg.Runtime.CommitInterval = config.ExactlyOnceV2, config.DefaultCommitIntervalEOS
 	a, _ := newTestApp(t, cfg, procs, opts...)
 	mustNotErr(t, a.build())
 	t.Cleanup(func() {
