@@ -217,6 +217,10 @@ type App struct {
 
 	runCtx    context.Context
 	cancelRun context.CancelCauseFunc
+	// failCtx ends only on a fatal error (fail), not when Run's context ends: the work that a clean
+	// stop must finish (a commit under way) runs on it.
+	failCtx    context.Context
+	cancelFail context.CancelCauseFunc
 	ran       atomic.Bool
 	stopped   atomic.Bool // Run returned
 
@@ -293,6 +297,7 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 		backoff:  heartbeat.Backoff{Min: cfg.RetryBackoff, Max: cfg.RetryBackoffMax, Rand: rand.Float64},
 		storesOf: map[string]map[string]string{}, changelogs: map[string]bool{},
 		tasks: map[tasks.ID]*task{}, cleanups: map[tasks.ID]time.Time{}}
+	a.failCtx, a.cancelFail = context.WithCancelCause(context.Background())
 	if err := a.checkProcessors(); err != nil {
 		return nil, err
 	}
@@ -393,6 +398,7 @@ func (a *App) fail(err error) {
 	if a.cancelRun != nil {
 		a.cancelRun(err)
 	}
+	a.cancelFail(err)
 }
 
 // closingDirty reports whether the App stops on a fatal error after which its open work must not

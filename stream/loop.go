@@ -367,7 +367,11 @@ func (a *App) between() {
 		}
 	}
 	if now.Sub(a.lastCommit) >= a.cfg.Runtime.CommitInterval+a.commitBackoff {
-		err := a.commit(a.runCtx)
+		// Not runCtx: a signal that arrives during the commit must not abort it (a clean stop
+		// commits what it processed); a fatal error does end it, and closeBound bounds it.
+		cctx, cancel := context.WithTimeout(a.failCtx, closeBound)
+		err := a.commit(cctx)
+		cancel()
 		a.metrics.commitTime.Add(a.since(now))
 		a.lastCommit = now
 		if err == nil {

@@ -293,3 +293,31 @@ func TestFlushAndCommitAfterAFailedWrite(t *testing.T) {
 		t.Errorf("commit: %v", err)
 	}
 }
+
+// A signal that arrives while a periodic commit runs does not fail the commit: a clean stop
+// commits what it processed (under exactly-once a commit that failed would abort the transaction
+// and drop the work). A fatal error does end it.
+func TestACommitUnderWayOutlivesTheSignal(t *testing.T) {
+	k := &fakeKind{persistent: true}
+	a, clk := builtApp(t, testProcs(), WithStores(k, "counts"), quiet())
+	a.stateDir = t.TempDir()
+	run, signal := context.WithCancel(context.Background())
+	defer signal()
+	a.runCtx = run
+	act := activeTask(t, a, tid("1", 0))
+	act.stores["counts"].ackedAt(4)
+	act.stores["counts"].eng.(*countingEngine).onApply = signal // the checkpoint: mid-commit
+	clk.t = clk.t.Add(a.cfg.Runtime.CommitInterval)
+	a.between()
+	if m := a.Metrics(); m.Commits != 1 || m.FailedCommits != 0 || act.stores["counts"].checkpointed != 5 {
+		t.Fatalf("commits %d, failed %d, checkpointed %d: the signal during the commit failed it", m.Commits, m.FailedCommits, act.stores["counts"].checkpointed)
+	}
+
+	a.cfg.Runtime.CommitInterval = 0
+	act.stores["counts"].ackedAt(9)
+	act.stores["counts"].eng.(*countingEngine).onApply = func() { a.fail(errBoom) }
+	a.between()
+	if m := a.Metrics(); m.FailedCommits != 1 {
+		t.Fatalf("failed commits %d: a fatal error during the commit did not end it", m.FailedCommits)
+	}
+}
