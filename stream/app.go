@@ -252,6 +252,8 @@ type App struct {
 	produceErr atomic.Pointer[ProduceError]
 	fatal      atomic.Pointer[error]
 	lastCommit time.Time
+	// initBound bounds the wait for the transaction coordinator at start (taskTimeout).
+	initBound time.Duration
 	// backoff paces retries (retry.backoff.ms, retry.backoff.max.ms, jittered): the member's.
 	backoff heartbeat.Backoff
 	// commitBackoff delays the next commit after commitFailures failed ones in a row (0 after a
@@ -296,7 +298,7 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 	a := &App{cfg: cfg.Clone(), topo: topo, procs: procs, o: o, log: o.logger, router: router, now: time.Now,
 		backoff:  heartbeat.Backoff{Min: cfg.RetryBackoff, Max: cfg.RetryBackoffMax, Rand: rand.Float64},
 		storesOf: map[string]map[string]string{}, changelogs: map[string]bool{},
-		tasks: map[tasks.ID]*task{}, cleanups: map[tasks.ID]time.Time{}}
+		tasks: map[tasks.ID]*task{}, cleanups: map[tasks.ID]time.Time{}, initBound: taskTimeout}
 	a.failCtx, a.cancelFail = context.WithCancelCause(context.Background())
 	if err := a.checkProcessors(); err != nil {
 		return nil, err
@@ -579,6 +581,9 @@ func (a *App) Run(ctx context.Context) (err error) {
 
 	if a.eos() {
 		if err := a.initProducer(runCtx); err != nil {
+			if runCtx.Err() != nil && a.fatalErr() == nil {
+				return nil // stopped while waiting for the cluster: nothing was started
+			}
 			return err
 		}
 	}

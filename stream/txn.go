@@ -69,16 +69,50 @@ func (a *App) transactionalID() string {
 	return a.cfg.ApplicationID + "-" + a.cfg.ProcessID + "-1"
 }
 
-// initProducer loads the producer ID at start, so a missing transaction coordinator is a clear
+// initProducer loads the producer ID at start, so a cluster that cannot run transactions is a clear
 // error now (not a hang at the first record), and so the previous incarnation's open transaction is
-// aborted before this member restores anything behind it.
+// aborted before this member restores anything behind it. A cluster that cannot be reached yet, or
+// whose transaction coordinator is not ready, is retried with the backoff (retry.backoff.ms up to
+// retry.backoff.max.ms) for up to initBound, as Kafka Streams retries initTransactions until its
+// task.timeout.ms; ctx ending stops the wait (Run then returns nil: nothing was started).
 func (a *App) initProducer(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, max(a.cfg.RequestTimeout, a.cfg.Runtime.TxnTimeout()))
-	defer cancel()
-	if _, _, err := a.producer().ProducerID(ctx); err != nil {
-		return &TxnError{TransactionalID: a.transactionalID(), Err: err}
+	deadline := time.Now().Add(a.initBound)
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, max(a.cfg.RequestTimeout, a.cfg.Runtime.TxnTimeout()))
+		_, _, err := a.producer().ProducerID(actx)
+		cancel()
+		if err == nil {
+			if attempt > 0 {
+				a.log.Info("the transaction coordinator answered; starting")
+			}
+			return nil
+		}
+		backoff := a.backoff.Delay(attempt)
+		if ctx.Err() != nil || !unreachable(err) || time.Now().Add(backoff).After(deadline) {
+			return &TxnError{TransactionalID: a.transactionalID(), Err: err}
+		}
+		if attempt == 0 {
+			a.log.Warn("cannot reach the transaction coordinator yet; retrying", "err", err, "for", a.initBound)
+		}
+		if sleepCtx(ctx, backoff) != nil {
+			return &TxnError{TransactionalID: a.transactionalID(), Err: err}
+		}
 	}
-	return nil
+}
+
+// taskTimeout is Kafka Streams' task.timeout.ms default: how long it retries a task's
+// initialization (its producer's initTransactions among it) while the cluster does not answer.
+const taskTimeout = 5 * time.Minute
+
+// unreachable reports whether err says the cluster or its transaction coordinator could not be
+// reached or is not ready (a connection error, a request that timed out, a retriable broker error),
+// as opposed to an answer that will not change (authorization, no transactions).
+func unreachable(err error) bool {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Retriable
+	}
+	return !errors.Is(err, kgo.ErrClientClosed)
 }
 
 // ensureTxn begins a transaction before the first record of one is produced (to topic) and reports

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -105,5 +108,88 @@ func TestClosingDirty(t *testing.T) {
 		if got := a.closingDirty(); got != c.dirty {
 			t.Errorf("after %v: closingDirty %v, want %v", c.err, got, c.dirty)
 		}
+	}
+}
+
+// signalingHandler is a slog.Handler that sends each message on msgs (dropping it when nobody
+// listens).
+type signalingHandler struct{ msgs chan string }
+
+func (h signalingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h signalingHandler) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h.msgs <- r.Message:
+	default:
+	}
+	return nil
+}
+func (h signalingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h signalingHandler) WithGroup(string) slog.Handler      { return h }
+
+// freePort is a loopback port nothing listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	mustNotErr(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	mustNotErr(t, l.Close())
+	return port
+}
+
+// unstartedEOSApp is an exactly-once App built against 127.0.0.1:port, where nothing listens yet.
+func unstartedEOSApp(t *testing.T, port int, msgs chan string) *App {
+	t.Helper()
+	cfg := testConfig()
+	cfg.BootstrapServers = []string{fmt.Sprintf("127.0.0.1:%d", port)}
+	cfg.Runtime.Guarantee, cfg.Runtime.CommitInterval = config.ExactlyOnceV2, config.DefaultCommitIntervalEOS
+	cfg.RetryBackoff, cfg.RetryBackoffMax, cfg.RequestTimeout = 10*time.Millisecond, 50*time.Millisecond, time.Second
+	a, _ := newTestApp(t, cfg, testProcs(), WithLogger(slog.New(signalingHandler{msgs})))
+	mustNotErr(t, a.build())
+	t.Cleanup(func() {
+		a.offsets.Close()
+		a.producer().Close()
+		a.cl.Close()
+	})
+	return a
+}
+
+// Exactly-once waits for a cluster that cannot be reached yet, as at-least-once does (and as
+// Kafka Streams retries initTransactions), and starts once it answers.
+func TestInitProducerWaitsForTheCluster(t *testing.T) {
+	port := freePort(t)
+	msgs := make(chan string, 1)
+	a := unstartedEOSApp(t, port, msgs)
+	done := make(chan error, 1)
+	go func() { done <- a.initProducer(context.Background()) }()
+	for m := range msgs {
+		if m == "cannot reach the transaction coordinator yet; retrying" {
+			break
+		}
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port))
+	mustNotErr(t, err)
+	defer c.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("initProducer once the cluster answers: %v", err)
+	}
+}
+
+// The wait is bounded (Kafka Streams' task.timeout.ms), and ends when the run's context ends.
+func TestInitProducerGivesUp(t *testing.T) {
+	a := unstartedEOSApp(t, freePort(t), make(chan string, 1))
+	a.initBound = 200 * time.Millisecond
+	var te *TxnError
+	if err := a.initProducer(context.Background()); !errors.As(err, &te) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("after the bound: %v; want a *TxnError with the connection's error", err)
+	}
+	msgs := make(chan string, 1)
+	b := unstartedEOSApp(t, freePort(t), msgs)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.initProducer(ctx) }()
+	<-msgs
+	stop()
+	if err := <-done; !errors.As(err, &te) {
+		t.Fatalf("after the context ended: %v", err)
 	}
 }
