@@ -75,6 +75,9 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
+// txnMetadataMinAge is the transactional producer's minimum metadata age (see build).
+const txnMetadataMinAge = 250 * time.Millisecond
+
 // closeBound bounds the stop: the last commits, the leave, and closing the client.
 const closeBound = 30 * time.Second
 
@@ -470,7 +473,12 @@ func (a *App) build() error {
 		// The transactional producer is a client of its own (as Kafka Streams' thread producer is
 		// beside its consumer): when the transaction coordinator fences it, it is replaced without
 		// touching the member or the consumer.
-		a.popts = append(opts, kgo.TransactionalID(a.transactionalID()), kgo.TransactionTimeout(a.cfg.Runtime.TxnTimeout()))
+		a.popts = append(opts, kgo.TransactionalID(a.transactionalID()), kgo.TransactionTimeout(a.cfg.Runtime.TxnTimeout()),
+			// A write refused with CONCURRENT_TRANSACTIONS (the first ones after a commit, while the
+			// coordinator completes it) is retried by kgo after a metadata refresh, which waits out
+			// the minimum metadata age (5 s by default): a fresh app stalled 5 s after its first
+			// records. Kafka's producer retries after retry.backoff.ms.
+			kgo.MetadataMinAge(txnMetadataMinAge))
 		a.popts = append(a.popts, a.o.client...)
 		pcl, err := kgo.NewClient(a.popts...)
 		if err != nil {

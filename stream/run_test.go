@@ -158,6 +158,9 @@ func TestBuildTunesTheClient(t *testing.T) {
 	if got := e.producer().OptValue(kgo.TransactionTimeout); got != 25*time.Second {
 		t.Errorf("transaction.timeout.ms=25000: the producer's is %v", got)
 	}
+	if got := e.producer().OptValue(kgo.MetadataMinAge); got != 250*time.Millisecond {
+		t.Errorf("the transactional producer's metadata min age is %v; want 250ms (CONCURRENT_TRANSACTIONS retries wait for it)", got)
+	}
 	e.producer().Close()
 	// The caller's options come last, so they win.
 	b, _ := builtApp(t, testProcs(), WithClientOptions(kgo.ProducerLinger(time.Second)))
