@@ -13,7 +13,6 @@ import (
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/consume"
 	"github.com/streamsgroup/streamsgroup/membership"
-	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
@@ -228,7 +227,7 @@ func (a *App) policy(err error, t *task, kr *kgo.Record) error {
 	if err == nil {
 		return nil
 	}
-	var de *serde.DecodeError
+	var de *recordDecodeError
 	if errors.As(err, &de) {
 		if a.cfg.Runtime.OnDeserializationError == config.LogAndContinue {
 			a.metrics.dropped.Add(1)

@@ -174,7 +174,7 @@ func TestProcessingErrorStopsAtTheRecord(t *testing.T) {
 }
 
 func TestProcessingErrorLogAndContinue(t *testing.T) {
-	p := &recorder{failAt: map[int64]error{21: errBoom, 22: &serde.DecodeError{Serde: "x", Err: errBoom}}}
+	p := &recorder{failAt: map[int64]error{21: errBoom, 22: &recordDecodeError{&serde.DecodeError{Serde: "x", Err: errBoom}}}}
 	logs, opt := recordLogs()
 	a := processingApp(t, p, func(c *config.Config) {
 		c.Runtime.OnProcessingError = config.LogAndContinue
@@ -195,7 +195,7 @@ func TestProcessingErrorLogAndContinue(t *testing.T) {
 func TestDeserializationErrorPolicy(t *testing.T) {
 	de := &serde.DecodeError{Serde: "int64", Len: 1, Err: errBoom}
 	// LogAndContinue for processing errors does not skip a record that does not decode.
-	p := &recorder{failAt: map[int64]error{1: fmt.Errorf("value: %w", de)}}
+	p := &recorder{failAt: map[int64]error{1: &recordDecodeError{fmt.Errorf("value: %w", de)}}}
 	a := processingApp(t, p, func(c *config.Config) { c.Runtime.OnProcessingError = config.LogAndContinue })
 	got := a.process([]consume.Records{recs(tid("0", 0), "in", 0, 1, 2, 3)})
 	stopMap(t, got, map[tasks.TopicPartition]int64{in(0): 1})
@@ -211,13 +211,44 @@ func TestDeserializationErrorPolicy(t *testing.T) {
 	}
 
 	// LogAndContinue for deserialization does not skip a processing error.
-	p = &recorder{failAt: map[int64]error{0: de, 1: errBoom}}
+	p = &recorder{failAt: map[int64]error{0: &recordDecodeError{de}, 1: errBoom}}
 	a = processingApp(t, p, func(c *config.Config) { c.Runtime.OnDeserializationError = config.LogAndContinue })
 	got = a.process([]consume.Records{recs(tid("0", 0), "in", 0, 1, 2, 3)})
 	stopMap(t, got, map[tasks.TopicPartition]int64{in(0): 1})
 	var pe *ProcessingError
 	if !errors.As(a.fatalErr(), &pe) {
 		t.Fatalf("fatal %v", a.fatalErr())
+	}
+}
+
+// A *serde.DecodeError the processor returns of something other than its record (a store value
+// that does not decode) is the processor's error: LogAndContinue for deserialization must not skip
+// a valid input record for it.
+func TestADecodeErrorOfAStoreValueIsAProcessingError(t *testing.T) {
+	storeValue := fmt.Errorf("stream: a value in store counts: %w", &serde.DecodeError{Serde: "int64", Len: 3, Err: errBoom})
+	p := &recorder{failAt: map[int64]error{1: storeValue}}
+	a := processingApp(t, p, func(c *config.Config) { c.Runtime.OnDeserializationError = config.LogAndContinue })
+	got := a.process([]consume.Records{recs(tid("0", 0), "in", 0, 1, 2, 3)})
+	stopMap(t, got, map[tasks.TopicPartition]int64{in(0): 1})
+	var pe *ProcessingError
+	if !errors.As(a.fatalErr(), &pe) || pe.Offset != 1 || !errors.Is(a.fatalErr(), storeValue) {
+		t.Fatalf("fatal %v; want a *ProcessingError at offset 1", a.fatalErr())
+	}
+}
+
+// Typed marks only the decoding of its record as a deserialization failure.
+func TestTypedMarksOnlyItsRecordsDecoding(t *testing.T) {
+	inner := &serde.DecodeError{Serde: "int64", Len: 2, Err: errBoom}
+	p := Typed(serde.Int64, serde.String, func(*Context, int64, string) error { return inner })
+	var rde *recordDecodeError
+	if err := p.Process(&Context{}, &Record{Key: []byte{1, 2}}); !errors.As(err, &rde) || !errors.As(err, new(*serde.DecodeError)) {
+		t.Errorf("a key that does not decode: %v; want the record's decode error", err)
+	}
+	if err := p.Process(&Context{}, &Record{Key: make([]byte, 8), Value: []byte{0xff}}); !errors.As(err, &rde) {
+		t.Errorf("a value that does not decode: %v; want the record's decode error", err)
+	}
+	if err := p.Process(&Context{}, &Record{Key: make([]byte, 8), Value: []byte("v")}); errors.As(err, &rde) || err != error(inner) {
+		t.Errorf("fn's own error: %v; want it as returned, not marked as the record's", err)
 	}
 }
 

@@ -28,8 +28,9 @@ type Record struct {
 // Processor handles the records of one subtopology's tasks, one record at a time.
 type Processor interface {
 	// Process handles one record of the task c names. An error follows processing.exception.handler
-	// (stop the application, or log and skip the record); a *serde.DecodeError follows
-	// deserialization.exception.handler instead.
+	// (stop the application, or log and skip the record); Typed's failure to decode the record's own
+	// key or value follows deserialization.exception.handler instead (any other decoding error, of a
+	// store's value for one, is the processor's).
 	Process(c *Context, r *Record) error
 }
 
@@ -50,20 +51,29 @@ func (f ProcessorFunc) Process(c *Context, r *Record) error { return f(c, r) }
 type Processors map[string]Processor
 
 // Typed returns a Processor that decodes each record's key and value with ks and vs before calling
-// fn. A record that does not decode is a *serde.DecodeError (see deserialization.exception.handler).
+// fn. A record that does not decode follows deserialization.exception.handler (its error wraps the
+// *serde.DecodeError); an error fn returns follows processing.exception.handler.
 func Typed[K, V any](ks serde.Serde[K], vs serde.Serde[V], fn func(c *Context, key K, value V) error) Processor {
 	return ProcessorFunc(func(c *Context, r *Record) error {
 		k, err := ks.Decode(r.Key)
 		if err != nil {
-			return fmt.Errorf("key: %w", err)
+			return &recordDecodeError{fmt.Errorf("key: %w", err)}
 		}
 		v, err := vs.Decode(r.Value)
 		if err != nil {
-			return fmt.Errorf("value: %w", err)
+			return &recordDecodeError{fmt.Errorf("value: %w", err)}
 		}
 		return fn(c, k, v)
 	})
 }
+
+// recordDecodeError is Typed's failure to decode the record it was given, the one error that
+// deserialization.exception.handler decides on (Kafka Streams deserializes a record before any
+// processor sees it).
+type recordDecodeError struct{ err error }
+
+func (e *recordDecodeError) Error() string { return e.err.Error() }
+func (e *recordDecodeError) Unwrap() error { return e.err }
 
 // PunctuationType says which clock drives a punctuation (Kafka Streams' PunctuationType).
 type PunctuationType int

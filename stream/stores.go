@@ -115,20 +115,23 @@ func (s *kvStore) ApproximateCount() (int64, error) {
 	return n, nil
 }
 
-// Put implements store.KeyValue: the store, then the changelog.
-func (s *kvStore) Put(key, value []byte) error {
-	if value == nil {
-		value = []byte{}
-	}
-	return s.write(key, value, false)
-}
+// Put implements store.KeyValue: the store, then the changelog. A nil value deletes the key, as
+// Kafka Streams' put(key, null) does (an empty value is a value).
+func (s *kvStore) Put(key, value []byte) error { return s.write(key, value, value == nil) }
 
 // Delete implements store.KeyValue: the store, then a tombstone in the changelog.
 func (s *kvStore) Delete(key []byte) error { return s.write(key, nil, true) }
 
+// ErrNullKey is a store write with a nil key: Kafka Streams' stores refuse null keys too (a
+// compacted changelog cannot hold one). An empty key is a key.
+var ErrNullKey = errors.New("stream: a store key must not be nil (an empty key is allowed)")
+
 func (s *kvStore) write(key, value []byte, del bool) error {
 	if !s.task.active {
 		return s.fail("write", errors.New("the task is a standby here: only active tasks write"))
+	}
+	if key == nil {
+		return fmt.Errorf("%w: store %s of task %s", ErrNullKey, s.name, s.task.id)
 	}
 	if s.pend != nil {
 		s.pend.put(key, value, del)
@@ -143,8 +146,9 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 			return s.fail("write", err)
 		}
 	}
-	// The record keeps its own copies: the caller may reuse its buffers.
-	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition, Key: append([]byte(nil), key...)}
+	// The record keeps its own copies (the caller may reuse its buffers), an empty key as an empty
+	// key: a nil one would be a null key, which the compacted changelog refuses.
+	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition, Key: append(make([]byte, 0, len(key)), key...)}
 	if !del {
 		r.Value = append([]byte{}, value...)
 	}

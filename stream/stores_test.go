@@ -41,15 +41,35 @@ func TestKVStoreWritesThroughToTheChangelog(t *testing.T) {
 	if _, ok, _ := s.Get([]byte("k")); ok {
 		t.Fatal("Delete did not delete")
 	}
-	mustNotErr(t, s.Put([]byte("e"), nil))
+	mustNotErr(t, s.Put([]byte("e"), []byte{}))
 	if v, ok, _ := s.Get([]byte("e")); !ok || v == nil || len(v) != 0 {
-		t.Fatalf("a nil Put is stored as an empty value: %q %v", v, ok)
+		t.Fatalf("an empty value is a value: %q %v", v, ok)
+	}
+	mustNotErr(t, s.Put([]byte("e"), nil)) // Kafka Streams' put(key, null): a delete
+	if _, ok, _ := s.Get([]byte("e")); ok {
+		t.Fatal("a nil Put did not delete")
+	}
+	mustNotErr(t, s.Put([]byte{}, []byte("empty key")))
+	if v, ok, _ := s.Get([]byte{}); !ok || string(v) != "empty key" {
+		t.Fatalf("the empty key: %q %v", v, ok)
+	}
+	if err := s.Put(nil, []byte("x")); !errors.Is(err, ErrNullKey) {
+		t.Fatalf("a nil key: %v; want ErrNullKey", err)
+	}
+	if err := s.Delete(nil); !errors.Is(err, ErrNullKey) {
+		t.Fatalf("a nil key deleted: %v; want ErrNullKey", err)
 	}
 
 	flush(t, a) // the client is done with the records: they may be read
 	recs := prod.all()
-	if len(recs) != 3 {
-		t.Fatalf("%d changelog records, want 3", len(recs))
+	if len(recs) != 5 {
+		t.Fatalf("%d changelog records, want 5", len(recs))
+	}
+	if string(recs[3].key) != "e" || !recs[3].nilValue {
+		t.Errorf("a nil Put writes a tombstone: %q=%q (nil %v)", recs[3].key, recs[3].value, recs[3].nilValue)
+	}
+	if recs[4].rec.Key == nil || len(recs[4].rec.Key) != 0 {
+		t.Errorf("the empty key reached the changelog as %#v; want an empty key, not a null one", recs[4].rec.Key)
 	}
 	for i, r := range recs {
 		if r.rec.Topic != countsLog || r.rec.Partition != 1 || r.rec.Timestamp.UnixMilli() != 777 {
@@ -63,14 +83,14 @@ func TestKVStoreWritesThroughToTheChangelog(t *testing.T) {
 		t.Errorf("Delete writes a tombstone: %q=%q (nil %v)", recs[1].key, recs[1].value, recs[1].nilValue)
 	}
 	if string(recs[2].key) != "e" || recs[2].nilValue {
-		t.Errorf("a nil Put writes an empty value, not a tombstone")
+		t.Errorf("an empty value is written as a value, not a tombstone")
 	}
 
-	if s.acked != 3 {
-		t.Errorf("acked %d, want the offset after the last acknowledged write (3)", s.acked)
+	if s.acked != 5 {
+		t.Errorf("acked %d, want the offset after the last acknowledged write (5)", s.acked)
 	}
 	mustNotErr(t, s.checkpoint())
-	if pos, ok := s.eng.Position(); !ok || pos != 3 || s.checkpointed != 3 {
+	if pos, ok := s.eng.Position(); !ok || pos != 5 || s.checkpointed != 5 {
 		t.Errorf("checkpoint: position %d %v, checkpointed %d", pos, ok, s.checkpointed)
 	}
 }
