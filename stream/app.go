@@ -224,8 +224,8 @@ type App struct {
 	// stop must finish (a commit under way) runs on it.
 	failCtx    context.Context
 	cancelFail context.CancelCauseFunc
-	ran       atomic.Bool
-	stopped   atomic.Bool // Run returned
+	ran        atomic.Bool
+	stopped    atomic.Bool // Run returned
 
 	// mu guards tasks (written by the member's callbacks; read by the loop and queries) and the
 	// loop's work with them (the callbacks take it too).
