@@ -18,7 +18,9 @@ import (
 //	<!-- report:end NAME -->
 //
 // are generated from the committed report file NAME under docs/reports (the compat report of make
-// test-compat COMPAT_REPORT=…, the report.json of a chaos run), and TestDocFiguresAreTheReports fails
+// test-compat COMPAT_REPORT=…), or, when NAME has a slash, at that path from the repository's root
+// (a chaos run's report.json where the chaos suite keeps it, so that one copy exists), and
+// TestDocFiguresAreTheReports fails
 // when one differs from what its report renders to, or names a report that does not exist. After
 // committing a new report: go test ./docs -run TestDocFiguresAreTheReports -figures.update
 
@@ -38,6 +40,9 @@ func TestDocFiguresAreTheReports(t *testing.T) {
 		}
 		text := string(b)
 		out, n, err := regenerate(text, func(name string) (string, error) {
+			if strings.Contains(name, "/") {
+				return renderReport(filepath.Join(root, filepath.FromSlash(name)))
+			}
 			return renderReport(filepath.Join(root, "docs", "reports", name))
 		})
 		if err != nil {
