@@ -1,15 +1,16 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -311,12 +312,8 @@ func TestRuntimeProcessingErrorPolicy(t *testing.T) {
 
 // TestRuntimeStateDirLock: state.dir/<application.id> belongs to one App at a time. A second App on
 // the same directory and application.id fails at once with a *stream.LockError naming this process,
-// without joining the group; a process that is not this one holding the lock (flock(1)) is refused
-// the same way; once the first App stopped, a third runs.
-//
-// The lock is flock(2), which conflicts between open file descriptions, not between processes: each
-// App opens the lock file itself, so two Apps in one process conflict exactly as two processes do.
-// The flock(1) subtest shows the same with a real second process.
+// without joining the group; once the first App stopped, a third runs. The lock is the one Kafka
+// Streams takes on the same file, so a Java instance and a Go App exclude each other (subtest).
 func TestRuntimeStateDirLock(t *testing.T) {
 	s := newRTSetup(t, 2)
 	dir := t.TempDir()
@@ -342,39 +339,66 @@ func TestRuntimeStateDirLock(t *testing.T) {
 	third.runningWith(t, s.all)
 	third.stopClean(t)
 
-	t.Run("OtherProcess", func(t *testing.T) {
-		if _, err := exec.LookPath("flock"); err != nil {
-			t.Fatal("flock(1) (util-linux) is needed to hold the lock from another process")
-		}
+	// A Kafka Streams instance holding the directory (Java's FileChannel.tryLock on the same .lock
+	// file, as its StateDirectory takes it) keeps the App out; and a running App keeps Kafka
+	// Streams out.
+	t.Run("KafkaStreamsLock", func(t *testing.T) {
 		lock := filepath.Join(dir, s.group, ".lock")
-		cmd := exec.Command("flock", "--exclusive", lock, "sh", "-c", "echo held; exec cat")
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			stdin.Close() // cat ends, flock(1) exits and the kernel drops its lock
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("flock(1): %v", err)
-			}
-		}()
-		buf := make([]byte, 5)
-		if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "held\n" {
-			t.Fatalf("flock(1) did not take the lock: %q %v", buf, err)
+		line, release := javaLock(t, lock)
+		if line != "held" {
+			t.Fatalf("Java could not lock the free state directory: %q", line)
 		}
 		other := s.start(t, "other", rtOpts{cfg: withDir})
 		le := errorAs[*stream.LockError](t, other.wait(t, settle))
 		if le.Dir != filepath.Join(dir, s.group) {
 			t.Fatalf("LockError names %s; want %s", le.Dir, filepath.Join(dir, s.group))
 		}
+		release()
+		g := s.start(t, "go", rtOpts{cfg: withDir})
+		g.runningWith(t, s.all)
+		line, release = javaLock(t, lock)
+		release()
+		if line != "refused" {
+			t.Fatalf("Java locked the state directory of a running App: %q", line)
+		}
+		g.stopClean(t)
 	})
+}
+
+// javaLock runs integration/testdata/javalock/LockHolder.java on the lock file: its first line
+// ("held" or "refused"), and a function that makes it release the lock and exit.
+func javaLock(t *testing.T, lock string) (string, func()) {
+	t.Helper()
+	cmd := exec.Command("java", filepath.Join("testdata", "javalock", "LockHolder.java"), lock)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	done := false
+	release := func() {
+		if done {
+			return
+		}
+		done = true
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("LockHolder.java: %v", err)
+		}
+	}
+	t.Cleanup(release)
+	if err != nil {
+		t.Fatalf("LockHolder.java said nothing: %v", err)
+	}
+	return strings.TrimSpace(line), release
 }
 
 // TestRuntimeSharesAGroupWithKafkaStreams: a Go runtime app and a Kafka Streams 4.4 application (the

@@ -289,7 +289,7 @@ func TestLockDirTwiceNamesTheHolder(t *testing.T) {
 	}
 	_, err = lockDir(dir)
 	var le *LockError
-	if !errors.As(err, &le) || le.PID != os.Getpid() || le.Dir != dir || !errors.Is(err, syscall.EWOULDBLOCK) {
+	if !errors.As(err, &le) || le.PID != os.Getpid() || le.Dir != dir || !errors.Is(err, errLocked) {
 		t.Fatalf("second lock: %#v", err)
 	}
 	want := "stream: state directory " + dir + " is in use by another process (pid " + strconv.Itoa(os.Getpid()) +

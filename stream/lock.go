@@ -7,17 +7,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 )
 
-// lockFile is the lock of state.dir/<application.id>, as Kafka Streams keeps one.
+// lockFile is the lock of state.dir/<application.id>, the file Kafka Streams locks there too.
 const lockFile = ".lock"
 
 // LockError says state.dir/<application.id> is in use by another process: two processes on one
 // directory would share a process ID and each other's stores.
 type LockError struct {
 	Dir string
-	// PID is the process that holds it, when it wrote its ID (0 when unknown).
+	// PID is the process that holds it, when it wrote its ID (0 when unknown: a Kafka Streams
+	// instance writes none).
 	PID int
 	Err error
 }
@@ -33,40 +34,80 @@ func (e *LockError) Error() string {
 // Unwrap returns the cause.
 func (e *LockError) Unwrap() error { return e.Err }
 
-// dirLock is a held lock; the zero of *dirLock (nil) is no lock.
-type dirLock struct{ f *os.File }
+// errLocked is the cause of a *LockError when the lock is held (by another process, a Kafka Streams
+// instance, or another App of this process).
+var errLocked = errors.New("the state directory's lock is held")
 
-// lockDir takes dir's lock file with flock, which the kernel releases when the process dies, so a
-// crashed process never leaves a stale lock behind.
+// dirLock is a held lock; the zero of *dirLock (nil) is no lock.
+type dirLock struct {
+	f   *os.File
+	key string // its path in heldHere
+}
+
+// heldHere are the lock files this process holds: the operating system's record locks belong to a
+// process (on some systems) or to an open file (Linux), so two Apps of one process are kept apart
+// here, whatever the system.
+var (
+	heldMu   sync.Mutex
+	heldHere = map[string]bool{}
+)
+
+// lockDir takes dir's lock file: the same lock Kafka Streams takes there (a record lock on the whole
+// file, as Java's FileChannel.tryLock; lockFileRange per system), which the kernel releases when the
+// process dies, so a crashed process never leaves a stale lock behind, and a Go and a Java instance
+// on one directory exclude each other.
 func lockDir(dir string) (*dirLock, error) {
 	path := filepath.Join(dir, lockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	key, err := filepath.Abs(path)
 	if err != nil {
-		return nil, &LockError{Dir: dir, Err: err}
+		key = path
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		pid := 0
-		if b, rerr := os.ReadFile(path); rerr == nil {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		}
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &LockError{Dir: dir, PID: pid, Err: err}
+	heldMu.Lock()
+	if heldHere[key] {
+		heldMu.Unlock()
+		return nil, &LockError{Dir: dir, PID: os.Getpid(), Err: errLocked}
+	}
+	heldHere[key] = true
+	heldMu.Unlock()
+	unregister := func() {
+		heldMu.Lock()
+		delete(heldHere, key)
+		heldMu.Unlock()
+	}
+	f, err := openLockFile(path)
+	if err != nil {
+		unregister()
+		if errors.Is(err, errLocked) {
+			return nil, &LockError{Dir: dir, PID: readPID(path), Err: err}
 		}
 		return nil, &LockError{Dir: dir, Err: err}
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &dirLock{f: f}, nil
+	return &dirLock{f: f, key: key}, nil
 }
 
-// release gives the lock up.
+// readPID reads the holder's PID from the lock file (0 when it wrote none). It is called only when
+// this process does not hold the lock: on systems whose record locks belong to the process, closing
+// any descriptor of the file would release a lock the process held.
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// release gives the lock up (closing the file releases the record lock).
 func (l *dirLock) release() {
 	if l == nil || l.f == nil {
 		return
 	}
-	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	_ = l.f.Close()
 	l.f = nil
+	heldMu.Lock()
+	delete(heldHere, l.key)
+	heldMu.Unlock()
 }

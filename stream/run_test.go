@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -107,16 +106,6 @@ func TestLoopRunsBetweenPollsUntilItsContextEnds(t *testing.T) {
 	if calls != 2 {
 		t.Fatal("the loop ran with its context ended")
 	}
-}
-
-func TestSignalContext(t *testing.T) {
-	ctx, stop := SignalContext(context.Background())
-	defer stop()
-	if ctx.Err() != nil {
-		t.Fatal("ended before a signal")
-	}
-	mustNotErr(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
-	<-ctx.Done()
 }
 
 func TestBuildTunesTheClient(t *testing.T) {

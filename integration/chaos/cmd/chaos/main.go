@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command chaos runs the chaos suite: it starts its own broker (integration/kafka/broker.sh, in a
 // run directory of its own), a toxiproxy server, and member processes (cmd/chaosmember) each
 // behind its own proxies; then a seeded schedule of faults, one at a time, each followed by waiting
