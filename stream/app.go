@@ -233,6 +233,9 @@ type App struct {
 	tasks map[tasks.ID]*task
 	// cleanups are persistent task directories to delete once their time comes (state.cleanup.delay.ms).
 	cleanups map[tasks.ID]time.Time
+	// starts are the changelog positions of the assigned tasks' stores, recorded by OnTasksAssigned
+	// for changelogStart (the member's callback goroutine only).
+	starts map[tasks.TopicPartition]int64
 
 	// txnOpen and txnRecords: the open transaction under exactly-once (a.mu).
 	txnOpen    bool

@@ -131,6 +131,17 @@ func (c *callbacks) OnTasksAssigned(_ context.Context, as tasks.Assignment, _ bo
 		}
 		t.active = active
 	}
+	// Where each store stands, for changelogStart, which the consumer calls next on this goroutine
+	// while holding its own lock (so it cannot take a.mu, which the loop holds around calls into the
+	// consumer): a copy taken here, under a.mu, is what the loop cannot change meanwhile.
+	a.starts = make(map[tasks.TopicPartition]int64, len(a.tasks))
+	for _, t := range a.tasks {
+		for _, s := range t.stores {
+			if pos, ok := s.eng.Position(); ok {
+				a.starts[s.changelog] = pos
+			}
+		}
+	}
 	return nil
 }
 
@@ -165,19 +176,11 @@ func (a *App) closeSuspended(now time.Time) {
 	}
 }
 
-// changelogStart tells the consumer where a store stands in its changelog. It runs inside
-// OnTasksAssigned, on the callback goroutine that also writes a.tasks, so it reads the map without
-// a.mu (the consumer holds its own lock around this call).
-func (a *App) changelogStart(id tasks.ID, cl tasks.TopicPartition) (int64, bool) {
-	t := a.tasks[id]
-	if t == nil {
-		return 0, false
-	}
-	s := t.byChangelog[cl.Topic]
-	if s == nil {
-		return 0, false
-	}
-	return s.eng.Position()
+// changelogStart tells the consumer where a store stands in its changelog: the positions
+// OnTasksAssigned recorded just before (on this goroutine) for the assigned tasks.
+func (a *App) changelogStart(_ tasks.ID, cl tasks.TopicPartition) (int64, bool) {
+	pos, ok := a.starts[cl]
+	return pos, ok
 }
 
 // openTask opens the stores of task id.
@@ -264,32 +267,20 @@ func (a *App) closeAllStores() {
 }
 
 // scanOldTasks schedules the deletion of task directories left in state.dir by an earlier run: a
-// task this process is not assigned again within state.cleanup.delay.ms is deleted, as Kafka
-// Streams' cleaner does. A task is dated by the newest file below its directory (its stores write
-// there at every checkpoint), and no earlier than this start: the group gets one whole delay to
-// hand the task back.
+// task this process is not assigned again within state.cleanup.delay.ms of this start is deleted,
+// as Kafka Streams' cleaner (first run state.cleanup.delay.ms after its start) deletes it. The
+// delay counts from the start, not from the files' times, which all precede it: the group gets one
+// whole delay to hand the task back.
 func (a *App) scanOldTasks() {
 	entries, err := os.ReadDir(a.stateDir)
 	if err != nil {
 		return
 	}
-	now := a.now()
+	due := a.now().Add(a.cfg.Runtime.StateCleanupDelay)
 	for _, e := range entries {
-		id, err := tasks.ParseID(e.Name())
-		if err != nil || !e.IsDir() {
-			continue
+		if id, err := tasks.ParseID(e.Name()); err == nil && e.IsDir() {
+			a.cleanups[id] = due
 		}
-		last := now
-		_ = filepath.WalkDir(filepath.Join(a.stateDir, e.Name()), func(_ string, d os.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if info, err := d.Info(); err == nil && info.ModTime().After(last) {
-				last = info.ModTime()
-			}
-			return nil
-		})
-		a.cleanups[id] = last.Add(a.cfg.Runtime.StateCleanupDelay)
 	}
 }
 

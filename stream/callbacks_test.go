@@ -132,7 +132,9 @@ func TestOnTasksAssignedFailsWhenAStoreCannotOpen(t *testing.T) {
 func TestOpenTaskStartsFromTheEnginePosition(t *testing.T) {
 	pos := int64(42)
 	a, _ := newTestApp(t, testConfig(), testProcs(), WithStores(&fakeKind{position: &pos}))
-	tk := activeTask(t, a, tid("1", 1))
+	c := (*callbacks)(a)
+	mustNotErr(t, c.OnTasksAssigned(context.Background(), tasks.Assignment{Active: tasks.NewSet(tid("1", 1))}, true))
+	tk := a.tasks[tid("1", 1)]
 	if tk.stores["counts"].checkpointed != 42 || tk.stores["counts"].loc.Dir != "" {
 		t.Errorf("checkpointed %d dir %q", tk.stores["counts"].checkpointed, tk.stores["counts"].loc.Dir)
 	}
@@ -145,8 +147,10 @@ func TestOpenTaskStartsFromTheEnginePosition(t *testing.T) {
 	if _, ok := a.changelogStart(tid("1", 1), tasks.TopicPartition{Topic: "in", Partition: 1}); ok {
 		t.Error("not a changelog of the task")
 	}
+	// The positions are the ones of the last assignment: a store that moved on since is asked at
+	// the next one.
 	b, _ := newTestApp(t, testConfig(), testProcs())
-	activeTask(t, b, tid("1", 1))
+	mustNotErr(t, (*callbacks)(b).OnTasksAssigned(context.Background(), tasks.Assignment{Active: tasks.NewSet(tid("1", 1))}, true))
 	if p, ok := b.changelogStart(tid("1", 1), tasks.TopicPartition{Topic: countsLog, Partition: 1}); ok || p != 0 {
 		t.Errorf("a new memory store has no position: %d %v", p, ok)
 	}
@@ -247,14 +251,14 @@ func TestScanOldTasks(t *testing.T) {
 		mustNotErr(t, os.Mkdir(filepath.Join(a.stateDir, d), 0o755))
 	}
 	mustNotErr(t, os.WriteFile(filepath.Join(a.stateDir, "1_1"), nil, 0o644))
-	mod := time.Unix(1_700_000_000, 0)
-	mustNotErr(t, os.Chtimes(filepath.Join(a.stateDir, "1_0"), mod, mod))
+	// The files' times do not matter: one older than the start, one newer (a clock set back).
+	old, newer := a.now().Add(-24*time.Hour), a.now().Add(24*time.Hour)
+	mustNotErr(t, os.Chtimes(filepath.Join(a.stateDir, "1_0"), old, old))
+	mustNotErr(t, os.Chtimes(filepath.Join(a.stateDir, "0_7"), newer, newer))
 	a.scanOldTasks()
-	if len(a.cleanups) != 2 || !a.cleanups[tid("1", 0)].Equal(mod.Add(time.Hour)) {
-		t.Errorf("cleanups %v", a.cleanups)
-	}
-	if _, ok := a.cleanups[tid("0", 7)]; !ok {
-		t.Error("0_7 not scheduled")
+	due := a.now().Add(time.Hour)
+	if len(a.cleanups) != 2 || !a.cleanups[tid("1", 0)].Equal(due) || !a.cleanups[tid("0", 7)].Equal(due) {
+		t.Errorf("cleanups %v; want 1_0 and 0_7 (not the file 1_1 or junk) due one delay after the start, %v", a.cleanups, due)
 	}
 	b, _ := newTestApp(t, testConfig(), testProcs())
 	b.stateDir = filepath.Join(t.TempDir(), "missing")
@@ -414,5 +418,40 @@ func TestCloseAndCleanupWarnOnlyOnFailures(t *testing.T) {
 	a.cleanupDue(clk.t)
 	if m := logs.take(); len(m) != 1 || m[0] != "WARN deleting the directory of a task no longer owned failed" {
 		t.Errorf("failed RemoveAll logged %v", m)
+	}
+}
+
+// The member's callbacks and the loop run on two goroutines: changelogStart (called by the consumer
+// inside OnTasksAssigned) must not read what the loop changes meanwhile (closing suspended tasks).
+// Run with -race.
+func TestChangelogStartWhileTheLoopClosesTasks(t *testing.T) {
+	pos := int64(7)
+	a, clk := newTestApp(t, testConfig(), testProcs(), WithStores(&fakeKind{position: &pos}))
+	clk.t = clk.t.Add(-time.Hour) // tasks suspended now are due to close at once, seen from the loop
+	c := (*callbacks)(a)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			a.mu.Lock()
+			a.closeSuspended(time.Now().Add(time.Hour))
+			a.mu.Unlock()
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-done
+	}()
+	for i := 0; i < 2000; i++ {
+		id := tid("1", int32(i%2))
+		mustNotErr(t, c.OnTasksAssigned(context.Background(), tasks.Assignment{Active: tasks.NewSet(id)}, true))
+		if p, ok := a.changelogStart(id, tasks.TopicPartition{Topic: countsLog, Partition: id.Partition}); !ok || p != 7 {
+			t.Fatalf("changelogStart of the assigned task %s: %d %v", id, p, ok)
+		}
 	}
 }
