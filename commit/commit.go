@@ -64,6 +64,8 @@ type Committer struct {
 	// retry.backoff.max.ms, jittered as the member's heartbeats are.
 	backoff heartbeat.Backoff
 
+	meta Metadata // may be nil: no metadata committed
+
 	mu     sync.Mutex
 	member Member
 	ids    map[string][16]byte // topic IDs, resolved once
@@ -200,7 +202,7 @@ func (c *Committer) CommittedOffsets(ctx context.Context, s tasks.Set) (Offsets,
 		}
 		f := &fenced{memberID: snap.MemberID, epoch: snap.Epoch, tasks: s}
 		for _, tp := range parts {
-			f.add(tp, 0)
+			f.add(tp, 0, nil)
 		}
 		resp, err := f.fetchRequest(c.group).RequestWith(ctx, c.cl)
 		if err != nil {
@@ -220,6 +222,9 @@ func (c *Committer) CommittedOffsets(ctx context.Context, s tasks.Set) (Offsets,
 					v.add(tp, p.ErrorCode)
 					if p.ErrorCode == 0 && p.Offset >= 0 {
 						out[tp] = p.Offset
+						if c.meta != nil && p.Metadata != nil {
+							c.meta.Fetched(tp, *p.Metadata)
+						}
 					}
 				}
 			}
@@ -250,7 +255,7 @@ func fetchAnswer(resp *kmsg.OffsetFetchResponse, group string) (int16, []kmsg.Of
 		gt := kmsg.OffsetFetchResponseGroupTopic{Topic: t.Topic}
 		for _, p := range t.Partitions {
 			gt.Partitions = append(gt.Partitions, kmsg.OffsetFetchResponseGroupTopicPartition{
-				Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, ErrorCode: p.ErrorCode})
+				Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, ErrorCode: p.ErrorCode})
 		}
 		topics = append(topics, gt)
 	}
@@ -288,12 +293,12 @@ type fenced struct {
 	topics   map[string][]kmsg.OffsetCommitRequestTopicPartition
 }
 
-func (f *fenced) add(tp tasks.TopicPartition, offset int64) {
+func (f *fenced) add(tp tasks.TopicPartition, offset int64, metadata *string) {
 	if f.topics == nil {
 		f.topics = make(map[string][]kmsg.OffsetCommitRequestTopicPartition)
 	}
 	p := kmsg.NewOffsetCommitRequestTopicPartition()
-	p.Partition, p.Offset, p.LeaderEpoch = tp.Partition, offset, -1
+	p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = tp.Partition, offset, -1, metadata
 	f.topics[tp.Topic] = append(f.topics[tp.Topic], p)
 }
 
@@ -319,7 +324,7 @@ func (c *Committer) fence(snap membership.Snapshot, offsets Offsets) (*fenced, e
 			continue
 		}
 		owned = append(owned, id)
-		f.add(tp, o)
+		f.add(tp, o, c.metadataOf(tp))
 	}
 	if len(notOwned) > 0 {
 		slices.SortFunc(notOwned, compareTP)

@@ -89,8 +89,10 @@ type fakeCluster struct {
 	// commitCode returns the code of every partition of the n-th commit (0-based).
 	commitCode func(n int) int16
 	// fetch answers the n-th fetch: a group code, and committed offsets (missing = -1).
-	fetch    func(n int) (int16, map[tasks.TopicPartition]int64)
-	afterReq func() // runs after each commit or fetch was recorded
+	fetch func(n int) (int16, map[tasks.TopicPartition]int64)
+	// fetchMetadata is the metadata answered with a fetched offset (none when absent).
+	fetchMetadata map[tasks.TopicPartition]string
+	afterReq      func() // runs after each commit or fetch was recorded
 }
 
 func (f *fakeCluster) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
@@ -154,6 +156,9 @@ func (f *fakeCluster) Request(ctx context.Context, req kmsg.Request) (kmsg.Respo
 					rp.Partition, rp.Offset = p, -1
 					if o, ok := offs[tp(t.Topic, p)]; ok {
 						rp.Offset = o
+					}
+					if m, ok := f.fetchMetadata[tp(t.Topic, p)]; ok {
+						rp.Metadata = &m
 					}
 					rt.Partitions = append(rt.Partitions, rp)
 				}

@@ -80,7 +80,7 @@ func (c *Committer) CommitInTransaction(ctx context.Context, p Producer, offsets
 			t.Topic, t.TopicID = name, ids[name]
 			for _, op := range f.topics[name] {
 				tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-				tp.Partition, tp.Offset, tp.LeaderEpoch = op.Partition, op.Offset, -1
+				tp.Partition, tp.Offset, tp.LeaderEpoch, tp.Metadata = op.Partition, op.Offset, -1, op.Metadata
 				t.Partitions = append(t.Partitions, tp)
 			}
 			req.Topics = append(req.Topics, t)

@@ -211,6 +211,8 @@ type App struct {
 	lock       *dirLock
 
 	metrics loopMetrics
+	// ptimes are the input partitions' times (partition time in the offset commit metadata).
+	ptimes *partitionTimes
 
 	cl      *kgo.Client
 	mgr     *membership.Manager
@@ -304,7 +306,7 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 	a := &App{cfg: cfg.Clone(), topo: topo, procs: procs, o: o, log: o.logger, router: router, now: time.Now,
 		backoff:  heartbeat.Backoff{Min: cfg.RetryBackoff, Max: cfg.RetryBackoffMax, Rand: rand.Float64},
 		storesOf: map[string]map[string]string{}, changelogs: map[string]bool{},
-		tasks: map[tasks.ID]*task{}, cleanups: map[tasks.ID]time.Time{}, initBound: taskTimeout}
+		tasks: map[tasks.ID]*task{}, cleanups: map[tasks.ID]time.Time{}, initBound: taskTimeout, ptimes: newPartitionTimes()}
 	a.failCtx, a.cancelFail = context.WithCancelCause(context.Background())
 	if err := a.checkProcessors(); err != nil {
 		return nil, err
@@ -489,7 +491,7 @@ func (a *App) build() error {
 		}
 		a.pcl.Store(pcl)
 	}
-	if a.commits, err = commit.New(a.cl, a.cfg, a.topo); err != nil {
+	if a.commits, err = commit.New(a.cl, a.cfg, a.topo, commit.WithMetadata(a.ptimes)); err != nil {
 		return err
 	}
 	reset := kgo.NewOffset().AtStart()

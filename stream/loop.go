@@ -196,13 +196,24 @@ func (a *App) process(recs []consume.Records) map[tasks.TopicPartition]int64 {
 // processRecords runs proc over the records of one input partition of t. It returns how many
 // records it handed to proc and, after a fatal failure, the offset that partition stops at.
 func (a *App) processRecords(t *task, proc Processor, krs []*kgo.Record) (n int, stop int64, err error) {
+	if len(krs) == 0 {
+		return 0, 0, nil
+	}
+	// The partition's time moves once per batch, to the largest timestamp handed to the processor
+	// (a lock per record would cost more than many processors).
+	ptime := int64(-1)
+	defer func() {
+		if ptime >= 0 {
+			a.ptimes.advance(tasks.TopicPartition{Topic: krs[0].Topic, Partition: krs[0].Partition}, ptime)
+		}
+	}()
 	for i, kr := range krs {
 		rec := Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Key: kr.Key, Value: kr.Value,
 			Timestamp: kr.Timestamp, Headers: kr.Headers}
 		t.ctx = Context{app: a, task: t, rec: &rec, ts: kr.Timestamp}
-		if ms := kr.Timestamp.UnixMilli(); ms > t.streamTime {
-			t.streamTime = ms
-		}
+		ms := kr.Timestamp.UnixMilli()
+		ptime = max(ptime, ms)
+		t.streamTime = max(t.streamTime, ms)
 		if err := a.policy(proc.Process(&t.ctx, &rec), t, kr); err != nil {
 			return i + 1, kr.Offset, err
 		}
@@ -246,9 +257,13 @@ func (a *App) policy(err error, t *task, kr *kgo.Record) error {
 	return &ProcessingError{Task: t.id, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Err: err}
 }
 
-// initTask runs the processor's Init for a task that starts processing.
+// initTask runs the processor's Init for a task that starts processing, its stream time the largest
+// of its inputs' partition times (from the committed offsets' metadata, when it has just arrived).
 func (a *App) initTask(t *task) error {
 	t.initialized = true
+	if in, err := a.router.Inputs(t.id); err == nil {
+		t.streamTime = a.ptimes.streamTime(in)
+	}
 	a.checkOrphanedState(t)
 	in, ok := a.procs[t.id.Subtopology].(Initializer)
 	if !ok {
@@ -304,18 +319,14 @@ func (a *App) punctuate(t *task, typ PunctuationType, now int64) error {
 		if p.cancelled || p.typ != typ || first != nil {
 			continue
 		}
-		if p.next < 0 { // a stream-time punctuation scheduled before the first record
-			p.next = now + p.every.Milliseconds()
-			continue
-		}
 		if now < p.next {
 			continue
 		}
 		at := time.UnixMilli(now) // the wall-clock time, or the stream time, as Kafka Streams passes it
-		// Missed intervals are skipped, as Kafka Streams does: one call, then the next due time.
-		for p.next <= now {
-			p.next += p.every.Milliseconds()
-		}
+		// Missed intervals are skipped, as Kafka Streams does: one call, then the next due time on
+		// the schedule's grid after now.
+		every := p.every.Milliseconds()
+		p.next += ((now-p.next)/every + 1) * every
 		t.ctx = Context{app: a, task: t, ts: at}
 		start := a.now()
 		err := p.fn(&t.ctx, at)

@@ -163,11 +163,12 @@ func (c *Context) Schedule(interval time.Duration, typ PunctuationType, fn Punct
 	if fn == nil {
 		return nil, errors.New("stream: Schedule needs a function")
 	}
-	p := &punctuation{typ: typ, every: interval, fn: fn, next: -1}
+	// As Kafka Streams schedules them: wall-clock one interval from now; stream-time on the grid of
+	// the interval from time 0, so it fires at the task's next record and then at every multiple of
+	// the interval the stream time reaches.
+	p := &punctuation{typ: typ, every: interval, fn: fn}
 	if typ == WallClock {
 		p.next = c.app.now().Add(interval).UnixMilli()
-	} else if c.task.streamTime >= 0 {
-		p.next = c.task.streamTime + interval.Milliseconds()
 	}
 	c.task.punctuations = append(c.task.punctuations, p)
 	return func() { p.cancelled = true }, nil
@@ -181,7 +182,7 @@ type punctuation struct {
 	typ       PunctuationType
 	every     time.Duration
 	fn        Punctuator
-	next      int64 // unix ms when it fires next; -1 (stream time) until the task's first record
+	next      int64 // unix ms (or stream time) when it fires next
 	cancelled bool
 }
 

@@ -65,6 +65,10 @@ func TestWallClockPunctuation(t *testing.T) {
 	f.want(t, "on the grid again", start+100, start+550, start+600)
 }
 
+// Stream-time punctuations are Kafka Streams' (StreamTask.schedule aligns them to 0 and
+// PunctuationSchedule.next skips missed intervals on that grid): the first fires at the task's
+// first record after the schedule, the next ones at each multiple of the interval the stream time
+// reaches, once however many were missed.
 func TestStreamTimePunctuation(t *testing.T) {
 	a, _ := newTestApp(t, testConfig(), testProcs())
 	tk, c := punctTask(a)
@@ -72,33 +76,24 @@ func TestStreamTimePunctuation(t *testing.T) {
 	if _, err := c.Schedule(100*time.Millisecond, StreamTime, f.fn); err != nil {
 		t.Fatal(err)
 	}
-	if tk.punctuations[0].next != -1 {
-		t.Fatalf("scheduled before the first record: next %d, want -1", tk.punctuations[0].next)
-	}
 	mustNotErr(t, a.punctuate(tk, StreamTime, -1))
-	if tk.punctuations[0].next != -1 {
-		t.Fatal("no stream time yet: nothing starts")
-	}
-	// The first record starts it.
+	f.want(t, "no stream time yet")
 	mustNotErr(t, a.punctuate(tk, StreamTime, 500))
-	f.want(t, "first record")
+	f.want(t, "the first record", 500)
 	mustNotErr(t, a.punctuate(tk, WallClock, 10_000))
-	f.want(t, "wall clock does not fire a stream-time punctuation")
+	f.want(t, "wall clock does not fire a stream-time punctuation", 500)
 	mustNotErr(t, a.punctuate(tk, StreamTime, 599))
-	f.want(t, "before the interval")
+	f.want(t, "before the next multiple", 500)
 	mustNotErr(t, a.punctuate(tk, StreamTime, 600))
-	f.want(t, "at the interval", 600)
-	// Missed intervals: one call, then the next due time after now (what the call is given is
-	// TestStreamTimePunctuationIsGivenTheStreamTime's).
+	f.want(t, "at the next multiple", 500, 600)
 	mustNotErr(t, a.punctuate(tk, StreamTime, 950))
-	if len(f.at) != 2 || tk.punctuations[0].next != 1000 {
+	if len(f.at) != 3 || tk.punctuations[0].next != 1000 {
 		t.Fatalf("after missed intervals: fired %v, next %d; want one more call and next 1000", f.at, tk.punctuations[0].next)
 	}
-	f.at[1] = 950
 	mustNotErr(t, a.punctuate(tk, StreamTime, 999))
-	f.want(t, "next after now", 600, 950)
+	f.want(t, "next after now", 500, 600, 950)
 	mustNotErr(t, a.punctuate(tk, StreamTime, 1000))
-	f.want(t, "next", 600, 950, 1000)
+	f.want(t, "next", 500, 600, 950, 1000)
 }
 
 func TestStreamTimePunctuationStartsAtStreamTimeZero(t *testing.T) {
@@ -108,11 +103,14 @@ func TestStreamTimePunctuationStartsAtStreamTimeZero(t *testing.T) {
 	_, err := c.Schedule(100*time.Millisecond, StreamTime, f.fn)
 	mustNotErr(t, err)
 	mustNotErr(t, a.punctuate(tk, StreamTime, 0)) // a first record at the epoch
+	f.want(t, "a record with timestamp 0 is a stream time", 0)
 	if tk.punctuations[0].next != 100 {
-		t.Fatalf("next %d, want 100: a record with timestamp 0 is a stream time", tk.punctuations[0].next)
+		t.Fatalf("next %d, want 100", tk.punctuations[0].next)
 	}
 }
 
+// A punctuation scheduled once the task has a stream time fires at its next record all the same,
+// and then on the grid.
 func TestStreamTimePunctuationScheduledAfterRecords(t *testing.T) {
 	a, _ := newTestApp(t, testConfig(), testProcs())
 	tk, c := punctTask(a)
@@ -120,14 +118,10 @@ func TestStreamTimePunctuationScheduledAfterRecords(t *testing.T) {
 	var f fired
 	_, err := c.Schedule(100*time.Millisecond, StreamTime, f.fn)
 	mustNotErr(t, err)
-	if tk.punctuations[0].next != 350 {
-		t.Fatalf("next %d, want stream time + interval", tk.punctuations[0].next)
-	}
-	tk.streamTime = 0
-	_, err = c.Schedule(time.Second, StreamTime, f.fn)
-	mustNotErr(t, err)
-	if tk.punctuations[1].next != 1000 {
-		t.Fatalf("at stream time 0: next %d, want 1000", tk.punctuations[1].next)
+	mustNotErr(t, a.punctuate(tk, StreamTime, 260))
+	f.want(t, "the next record", 260)
+	if tk.punctuations[0].next != 300 {
+		t.Fatalf("next %d, want 300 (the grid of 100 ms from 0)", tk.punctuations[0].next)
 	}
 }
 
@@ -254,7 +248,7 @@ func TestStreamTimePunctuationIsGivenTheStreamTime(t *testing.T) {
 	mustNotErr(t, err)
 	mustNotErr(t, a.punctuate(tk, StreamTime, 500))
 	mustNotErr(t, a.punctuate(tk, StreamTime, 950)) // due at 600; the stream time is 950
-	if len(f.at) != 1 || f.at[0] != 950 {
+	if len(f.at) != 2 || f.at[1] != 950 {
 		t.Fatalf("BUG (stream/loop.go punctuate): a stream-time punctuation due at 600 and fired by stream time 950 was "+
 			"given %v, not the stream time 950: punctuate passes p.next (at = time.UnixMilli(p.next)) for StreamTime", f.at)
 	}

@@ -212,6 +212,7 @@ func (a *App) committed(offs commit.Offsets) error {
 	a.txnOpen, a.txnRecords = false, 0
 	clear(a.txnTasks)
 	a.cons.MarkCommitted(offs)
+	a.ptimes.markCommitted()
 	for _, t := range a.tasks {
 		for _, s := range t.stores {
 			if err := s.commitPending(); err != nil {
@@ -416,13 +417,20 @@ func (a *App) endOpenTxn(ctx context.Context) error {
 }
 
 // discardPending drops every store's pending writes and rewinds the inputs to the last committed
-// offsets: the work since the last commit is done again. Called with a.mu held.
+// offsets, and their partition times with them: the work since the last commit is done again. The
+// active tasks start again as Kafka Streams revives the tasks of an aborted transaction: their Init
+// runs again (its punctuations scheduled anew) and their stream time is the committed one. Called
+// with a.mu held.
 func (a *App) discardPending() {
 	for _, t := range a.tasks {
 		for _, s := range t.stores {
 			s.dropPending()
 		}
+		if t.active {
+			t.initialized, t.punctuations = false, nil
+		}
 	}
+	a.ptimes.rewind()
 	a.cons.Rewind()
 }
 

@@ -1,0 +1,150 @@
+package commit
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// The vectors are Kafka Streams' TopicPartitionMetadata encodings, written out by hand: Base64 of
+// magic | partition time (big-endian int64) | processor metadata.
+func TestPartitionTimeMetadataIsKafkaStreams(t *testing.T) {
+	for _, c := range []struct {
+		ms   int64
+		want string
+	}{
+		{1_700_000_000_000, "AgAAAYvP5WgA"}, // 02 00 00 01 8b cf e5 68 00
+		{-1, "Av//////////"},                // unknown, as Kafka Streams writes it
+		{0, "AgAAAAAAAAAA"},
+	} {
+		if got := EncodePartitionTime(c.ms); got != c.want {
+			t.Errorf("EncodePartitionTime(%d) = %q, want %q", c.ms, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		meta string
+		want int64
+	}{
+		{"AgAAAYvP5WgA", 1_700_000_000_000},
+		{"AQAAAAAAAATS", 1234},                       // magic 1: the time alone
+		{"AgAAAAAAAABjAAAAAQAAAAFrAAAAAAAAAAc=", 99}, // magic 2 with processor metadata {"k": 7}
+		{"AwAAAAAAAABj", UnknownPartitionTime},       // a magic Kafka Streams does not know
+		{"", UnknownPartitionTime},                   // no metadata
+		{"not base64!", UnknownPartitionTime},        // another client's metadata
+		{"AgAAAA==", UnknownPartitionTime},           // too short
+		{"Av//////////", UnknownPartitionTime},       // -1 written
+	} {
+		if got := DecodePartitionTime(c.meta); got != c.want {
+			t.Errorf("DecodePartitionTime(%q) = %d, want %d", c.meta, got, c.want)
+		}
+	}
+}
+
+func FuzzDecodePartitionTime(f *testing.F) {
+	for _, s := range []string{"", "AgAAAYvP5WgA", "AQAAAAAAAATS", "AgAAAAAAAABjAAAAAQAAAAFrAAAAAAAAAAc=", "AwAAAAAAAABj", "%%%"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ms := DecodePartitionTime(s) // never panics, whatever the group holds
+		if ms != UnknownPartitionTime && DecodePartitionTime(EncodePartitionTime(ms)) != ms {
+			t.Fatalf("%q decodes to %d, which does not survive its own encoding", s, ms)
+		}
+	})
+}
+
+// partitionTimes is a Metadata of fixed commit metadata that records what fetches hand it.
+type partitionTimes struct {
+	mu      sync.Mutex
+	commit  map[tasks.TopicPartition]string
+	fetched map[tasks.TopicPartition]string
+}
+
+func (p *partitionTimes) CommitMetadata(tp tasks.TopicPartition) string { return p.commit[tp] }
+func (p *partitionTimes) Fetched(tp tasks.TopicPartition, m string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fetched == nil {
+		p.fetched = map[tasks.TopicPartition]string{}
+	}
+	p.fetched[tp] = m
+}
+
+// metadataOfRequest maps each partition of an offset commit to its metadata.
+func metadataOfRequest[P any](topics []string, parts [][]P, get func(P) (int32, *string)) map[tasks.TopicPartition]*string {
+	out := map[tasks.TopicPartition]*string{}
+	for i, topic := range topics {
+		for _, p := range parts[i] {
+			n, m := get(p)
+			out[tp(topic, n)] = m
+		}
+	}
+	return out
+}
+
+// Every offset goes out with its partition's metadata, in OffsetCommit and TxnOffsetCommit; without
+// a Metadata none is sent (the broker stores an empty string).
+func TestCommitsCarryTheMetadata(t *testing.T) {
+	meta := &partitionTimes{commit: map[tasks.TopicPartition]string{tp("in", 0): "AgAAAYvP5WgA", tp("in", 1): "AQAAAAAAAATS"}}
+	cl := &fakeCluster{}
+	c := newCommitter(t, cl, member("m-1", 7, "0_0", "0_1"), WithMetadata(meta))
+	mustCommit(t, c.Commit(context.Background(), Offsets{tp("in", 0): 5, tp("in", 1): 9}))
+	req := cl.commits[0]
+	var topics []string
+	var parts [][]kmsg.OffsetCommitRequestTopicPartition
+	for _, rt := range req.Topics {
+		topics, parts = append(topics, rt.Topic), append(parts, rt.Partitions)
+	}
+	got := metadataOfRequest(topics, parts, func(p kmsg.OffsetCommitRequestTopicPartition) (int32, *string) { return p.Partition, p.Metadata })
+	for p, want := range meta.commit {
+		if got[p] == nil || *got[p] != want {
+			t.Errorf("OffsetCommit %v: metadata %v, want %q", p, got[p], want)
+		}
+	}
+
+	tcl := &txnCluster{}
+	c = newCommitter(t, tcl, member("m-1", 7, "0_0", "0_1"), WithMetadata(meta))
+	mustCommit(t, c.CommitInTransaction(context.Background(), producer, Offsets{tp("in", 0): 5, tp("in", 1): 9}))
+	topics, tparts := nil, [][]kmsg.TxnOffsetCommitRequestTopicPartition(nil)
+	for _, rt := range tcl.commits[0].Topics {
+		topics, tparts = append(topics, rt.Topic), append(tparts, rt.Partitions)
+	}
+	got = metadataOfRequest(topics, tparts, func(p kmsg.TxnOffsetCommitRequestTopicPartition) (int32, *string) { return p.Partition, p.Metadata })
+	for p, want := range meta.commit {
+		if got[p] == nil || *got[p] != want {
+			t.Errorf("TxnOffsetCommit %v: metadata %v, want %q", p, got[p], want)
+		}
+	}
+
+	plain := &fakeCluster{}
+	c = newCommitter(t, plain, member("m-1", 7, "0_0"))
+	mustCommit(t, c.Commit(context.Background(), Offsets{tp("in", 0): 5}))
+	if m := plain.commits[0].Topics[0].Partitions[0].Metadata; m != nil {
+		t.Errorf("without a Metadata the commit carries %q", *m)
+	}
+}
+
+// An offset fetch hands each partition's committed metadata to the Metadata.
+func TestCommittedOffsetsHandTheMetadataOver(t *testing.T) {
+	meta := &partitionTimes{}
+	cl := &fakeCluster{fetch: func(int) (int16, map[tasks.TopicPartition]int64) {
+		return 0, map[tasks.TopicPartition]int64{tp("in", 0): 12}
+	}, fetchMetadata: map[tasks.TopicPartition]string{tp("in", 0): "AgAAAYvP5WgA"}}
+	c := newCommitter(t, cl, member("m-1", 6), WithMetadata(meta))
+	if _, err := c.CommittedOffsets(context.Background(), set("0_0", "0_1")); err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.fetched) != 1 || meta.fetched[tp("in", 0)] != "AgAAAYvP5WgA" {
+		t.Fatalf("fetched metadata %v; want in[0]'s only (in[1] has no committed offset)", meta.fetched)
+	}
+}
+
+func mustCommit(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,89 @@
+package stream
+
+import (
+	"maps"
+	"sync"
+
+	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// partitionTimes holds each input partition's time, the largest timestamp of the records processed
+// from it, as Kafka Streams keeps it: committed with the partition's offset (in Kafka Streams'
+// metadata format) so that the task's next owner, Go or Java, starts with the same stream time, and
+// read back from the committed metadata when a task arrives. It is the Committer's commit.Metadata;
+// its lock is a leaf (nothing else is taken while it is held), since the Committer calls it from
+// inside commits that other locks surround.
+type partitionTimes struct {
+	mu sync.Mutex
+	// now is as processed; committed as of the last commit, what an abort goes back to.
+	now, committed map[tasks.TopicPartition]int64
+}
+
+func newPartitionTimes() *partitionTimes {
+	return &partitionTimes{now: map[tasks.TopicPartition]int64{}, committed: map[tasks.TopicPartition]int64{}}
+}
+
+// CommitMetadata implements commit.Metadata: tp's time in Kafka Streams' format (unknown: -1).
+func (p *partitionTimes) CommitMetadata(tp tasks.TopicPartition) string {
+	return commit.EncodePartitionTime(p.get(tp))
+}
+
+// Fetched implements commit.Metadata: the time committed with tp's offset, by this member or any
+// other, Go or Java. Times only move forward.
+func (p *partitionTimes) Fetched(tp tasks.TopicPartition, metadata string) {
+	if ms := commit.DecodePartitionTime(metadata); ms != commit.UnknownPartitionTime {
+		p.mu.Lock()
+		p.now[tp] = max(p.now[tp], ms)
+		p.committed[tp] = max(p.committed[tp], ms)
+		p.mu.Unlock()
+	}
+}
+
+// get is tp's time, commit.UnknownPartitionTime when none is known.
+func (p *partitionTimes) get(tp tasks.TopicPartition) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ms, ok := p.now[tp]; ok {
+		return ms
+	}
+	return commit.UnknownPartitionTime
+}
+
+// advance records that a record of timestamp ms was processed from tp.
+func (p *partitionTimes) advance(tp tasks.TopicPartition, ms int64) {
+	p.mu.Lock()
+	if cur, ok := p.now[tp]; !ok || ms > cur {
+		p.now[tp] = ms
+	}
+	p.mu.Unlock()
+}
+
+// markCommitted records that everything processed so far is committed.
+func (p *partitionTimes) markCommitted() {
+	p.mu.Lock()
+	p.committed = maps.Clone(p.now)
+	p.mu.Unlock()
+}
+
+// rewind goes back to the times of the last commit (an aborted transaction's records are processed
+// again).
+func (p *partitionTimes) rewind() {
+	p.mu.Lock()
+	p.now = maps.Clone(p.committed)
+	p.mu.Unlock()
+}
+
+// streamTime is the stream time of a task whose inputs are parts: the largest of their times
+// (commit.UnknownPartitionTime when none is known), as Kafka Streams' PartitionGroup starts it.
+func (p *partitionTimes) streamTime(parts []tasks.TopicPartition) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := commit.UnknownPartitionTime
+	for _, tp := range parts {
+		if ms, ok := p.now[tp]; ok {
+			st = max(st, ms)
+		}
+	}
+	return st
+}

@@ -1,0 +1,91 @@
+package stream
+
+import (
+	"testing"
+
+	"github.com/streamsgroup/streamsgroup/consume"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+func TestPartitionTimes(t *testing.T) {
+	p := newPartitionTimes()
+	a, b := in(0), in(1)
+	if got := p.CommitMetadata(a); got != "Av//////////" {
+		t.Errorf("an unknown time is committed as %q; want Kafka Streams' -1 (Av//////////)", got)
+	}
+	if got := p.streamTime([]tasks.TopicPartition{a, b}); got != -1 {
+		t.Errorf("stream time of partitions without times: %d, want -1", got)
+	}
+	p.advance(a, 500)
+	p.advance(a, 400) // out of order: the time stays
+	p.advance(b, 450)
+	if p.get(a) != 500 || p.get(b) != 450 || p.streamTime([]tasks.TopicPartition{a, b}) != 500 {
+		t.Fatalf("times %d %d, stream time %d; want 500, 450 and 500", p.get(a), p.get(b), p.streamTime([]tasks.TopicPartition{a, b}))
+	}
+	if got := p.CommitMetadata(a); got != "AgAAAAAAAAH0" { // 02 | 500 big-endian
+		t.Errorf("metadata of 500: %q", got)
+	}
+	p.markCommitted()
+	p.advance(a, 900)
+	p.rewind()
+	if p.get(a) != 500 {
+		t.Errorf("after a rewind: %d, want the committed 500", p.get(a))
+	}
+	// A fetched time (another member's commit) moves a time forward, never back; metadata that is
+	// not Kafka Streams' changes nothing.
+	p.Fetched(a, "AgAAAAAAAAPo") // 1000
+	p.Fetched(b, "AgAAAAAAAABk") // 100 < 450
+	p.Fetched(in(2), "something else")
+	if p.get(a) != 1000 || p.get(b) != 450 || p.get(in(2)) != -1 {
+		t.Fatalf("after fetches: %d %d %d; want 1000, 450 and unknown", p.get(a), p.get(b), p.get(in(2)))
+	}
+	p.advance(a, 1200)
+	p.rewind()
+	if p.get(a) != 1000 {
+		t.Errorf("a fetched time is a committed one: rewound to %d, want 1000", p.get(a))
+	}
+}
+
+// A task starts with the stream time its inputs' committed partition times say (Kafka Streams'
+// StreamTask initializes it from the offsets' metadata), and processing moves a partition's time to
+// the largest timestamp it handed to the processor, the failed record included, not past it.
+func TestStreamTimeFromThePartitionTimes(t *testing.T) {
+	p := &recorder{failAt: map[int64]error{12: errBoom}}
+	var st []int64
+	p.onInit = func(c *Context) error {
+		st = append(st, c.task.streamTime)
+		return nil
+	}
+	a := processingApp(t, p, nil)
+	a.ptimes.Fetched(in(0), "AgAAAAAAAAPo") // 1000, committed by the previous owner
+	a.process([]consume.Records{recs(tid("0", 0), "in", 10, 700, 1500, 1400, 2000)})
+	if len(st) != 1 || st[0] != 1000 {
+		t.Fatalf("stream time at Init %v; want the committed partition time 1000", st)
+	}
+	if got := a.ptimes.get(in(0)); got != 1500 {
+		t.Errorf("partition time after a failure at the record of 1400: %d; want 1500 (records up to the failed one)", got)
+	}
+}
+
+// An aborted transaction rewinds the partition times, and its active tasks start again (Init anew,
+// stream time from the committed times), as Kafka Streams revives them.
+func TestDiscardPendingRewindsTimesAndRestartsTasks(t *testing.T) {
+	a := eosApp(t, testProcs())
+	act := activeTask(t, a, tid("1", 0))
+	act.punctuations = []*punctuation{{}}
+	sb := activeTask(t, a, tid("1", 1))
+	sb.active = false
+	a.ptimes.advance(in(0), 100)
+	a.ptimes.markCommitted()
+	a.ptimes.advance(in(0), 900)
+	a.discardPending()
+	if a.ptimes.get(in(0)) != 100 {
+		t.Errorf("partition time after the abort: %d, want the committed 100", a.ptimes.get(in(0)))
+	}
+	if act.initialized || act.punctuations != nil {
+		t.Error("the active task goes on with its old Init and punctuations")
+	}
+	if !sb.initialized {
+		t.Error("a standby was touched")
+	}
+}
