@@ -88,6 +88,10 @@ func (s Status) Topics() []string {
 		// Beyond three topics the broker names three and counts the others ("a, b, c and 2
 		// additional topics"): the words of the count are no topics.
 		d = moreTopics.ReplaceAllString(d, "")
+	case s.Code == IncorrectlyPartitionedTopics && strings.HasPrefix(d, "Existing topic "):
+		// An internal topic of the wrong size: "Existing topic <t> has different number of
+		// partitions: expected 2, found 1" (the words and counts after the colon are no topics).
+		d, _, _ = strings.Cut(strings.TrimPrefix(d, "Existing topic "), " ")
 	case s.Code == IncorrectlyPartitionedTopics:
 		// e.g. "Following topics do not have the same number of partitions: [a, b]"
 		if i := strings.IndexByte(d, '['); i >= 0 {

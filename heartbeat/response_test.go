@@ -363,6 +363,10 @@ func TestStatusTopicsEdges(t *testing.T) {
 		{Status{IncorrectlyPartitionedTopics, "Following topics do not have the same number of partitions: b, a"}, []string{"a", "b"}},
 		{Status{IncorrectlyPartitionedTopics, ":b, a"}, []string{"a", "b"}}, // the colon may open the text
 		{Status{IncorrectlyPartitionedTopics, "no topics named"}, nil},
+		// An internal topic of the wrong size (a 4.4 broker's detail, as a changelog created with
+		// one partition for a two-partition input got it).
+		{Status{IncorrectlyPartitionedTopics, "Existing topic app-counts-changelog has different number of partitions: expected 2, found 1"},
+			[]string{"app-counts-changelog"}},
 		// Duplicates, invalid names and punctuation are dropped.
 		{Status{MissingSourceTopics, "Source topics a, a, b/c, {d}. are missing."}, []string{"a", "d"}},
 		{Status{MissingSourceTopics, "Source topics are missing."}, nil},

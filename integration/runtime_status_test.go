@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,6 +45,21 @@ func TestRuntimeStopsOnIncorrectlyPartitionedTopics(t *testing.T) {
 	se := errorAs[*stream.StatusError](t, err)
 	if se.Kind != membership.EventIncorrectlyPartitionedTopics {
 		t.Fatalf("Run returned %+v; want incorrectly partitioned topics", se)
+	}
+}
+
+// TestRuntimeStopsOnAChangelogOfTheWrongSize: a changelog that exists with fewer partitions than
+// the input is the same status; the error names the changelog (not the words of the broker's
+// detail) and gives the detail.
+func TestRuntimeStopsOnAChangelogOfTheWrongSize(t *testing.T) {
+	s := newRTSetup(t, 2)
+	s.b.CreateTopic(t, s.changelog, 1)
+	a := s.start(t, "a", rtOpts{})
+	se := errorAs[*stream.StatusError](t, a.wait(t, time.Minute))
+	if se.Kind != membership.EventIncorrectlyPartitionedTopics || len(se.Topics) != 1 || se.Topics[0] != s.changelog ||
+		!strings.Contains(se.Error(), "expected 2, found 1") {
+		t.Fatalf("Run returned %v (topics %v); want the changelog %s named as incorrectly partitioned, with the broker's counts",
+			se, se.Topics, s.changelog)
 	}
 }
 

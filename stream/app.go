@@ -688,7 +688,9 @@ func (e *StatusError) Error() string {
 	case membership.EventMissingSourceTopicsTimeout:
 		what = fmt.Sprintf("source topics %v are missing: create them (with the partition counts the topology needs), then start the application again", e.Topics)
 	case membership.EventIncorrectlyPartitionedTopics:
-		what = fmt.Sprintf("topics %v are partitioned incorrectly (copartitioned topics must have the same partition count): fix them, then start the application again", e.Topics)
+		what = fmt.Sprintf("topics %v are partitioned incorrectly (copartitioned topics must have the same partition count, "+
+			"and an internal topic the count its subtopology's inputs give it): fix them (an internal topic can be deleted: "+
+			"the broker creates it again), then start the application again", e.Topics)
 	}
 	if e.Err != nil {
 		return fmt.Sprintf("stream: %s (%v)", what, e.Err)
