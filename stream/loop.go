@@ -72,8 +72,23 @@ type ProduceError struct {
 
 func (e *ProduceError) Error() string {
 	return fmt.Sprintf("stream: writing to %s[%d] failed: %v; the application stopped without committing the records behind it "+
-		"(they are processed again when it restarts); check the topic exists, the client may write it, and records fit max.message.bytes",
-		e.Topic, e.Partition, e.Err)
+		"(they are processed again when it restarts); %s", e.Topic, e.Partition, e.Err, produceHint(e.Err))
+}
+
+// produceHint says what to look at for a write the brokers refused with err.
+func produceHint(err error) string {
+	switch {
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		return "the record is larger than the topic's max.message.bytes (or the broker's message.max.bytes) allows: raise it, or write smaller records"
+	case errors.Is(err, kerr.InvalidTimestamp):
+		return "the record's timestamp is further from the broker's clock than the topic allows (log.message.timestamp.before.max.ms and " +
+			"after.max.ms): records sent take the input's timestamp, so check the input's timestamps"
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed):
+		return "allow the client WRITE on the topic (an ACL)"
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return "create the topic (sink topics are not created by the broker; internal topics are)"
+	}
+	return "check the topic exists, the client may write it, and records fit max.message.bytes"
 }
 
 // Unwrap returns the client's error.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
@@ -326,6 +327,21 @@ func TestProduceErrorMessage(t *testing.T) {
 		"(they are processed again when it restarts); check the topic exists, the client may write it, and records fit max.message.bytes"
 	if e.Error() != want || !errors.Is(e, errBoom) {
 		t.Errorf("%q", e)
+	}
+	// The hint names the culprit the broker named.
+	for _, c := range []struct {
+		err  error
+		hint string
+	}{
+		{kerr.MessageTooLarge, "larger than the topic's max.message.bytes"},
+		{kerr.InvalidTimestamp, "timestamp is further from the broker's clock"},
+		{kerr.TopicAuthorizationFailed, "WRITE on the topic"},
+		{kerr.UnknownTopicOrPartition, "create the topic"},
+	} {
+		msg := (&ProduceError{Topic: "out", Err: c.err}).Error()
+		if !strings.Contains(msg, c.hint) || strings.Contains(msg, "check the topic exists") {
+			t.Errorf("%v: %q; want the hint %q alone", c.err, msg, c.hint)
+		}
 	}
 }
 
