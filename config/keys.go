@@ -22,7 +22,7 @@ var keysRead = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch,
 	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
 	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol, KeyCommitInterval, KeyProcessingGuarantee,
 	KeyStateCleanupDelay, KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyAutoOffsetReset,
-	KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyClientID}
+	KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyClientID, KeyTimestampExtractor}
 
 // The security keys (security.go) are read by FromMap too, and so are suggested for typos.
 func init() { keysRead = append(keysRead, securityKeys...) }
@@ -45,7 +45,7 @@ var brokerSide = map[string]string{
 // exception handlers): the application does that work here, so this package does not read them.
 var runtimeKeys = map[string]bool{
 	"num.stream.threads": true,
-	"default.key.serde":  true, "default.value.serde": true, "default.timestamp.extractor": true,
+	"default.key.serde":  true, "default.value.serde": true,
 	"default.production.exception.handler": true, "production.exception.handler": true,
 	"cache.max.bytes.buffering": true, "statestore.cache.max.bytes": true,
 	"topology.optimization": true, "upgrade.from": true, "probing.rebalance.interval.ms": true,

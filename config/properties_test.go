@@ -209,6 +209,7 @@ func propertiesOf(c Config) map[string]string {
 	put(KeyAutoOffsetReset, map[bool]string{false: "earliest", true: "latest"}[c.Runtime.ResetLatest])
 	put(KeyTransactionTimeout, msStr(c.Runtime.TransactionTimeout))
 	put(KeyPollInterval, msStr(c.Runtime.PollInterval))
+	put(KeyTimestampExtractor, c.Runtime.Timestamps.String())
 	for k, v := range c.User {
 		m[k] = v
 	}
@@ -260,6 +261,7 @@ func genConfig(t *rapid.T) Config {
 		ResetLatest:            rapid.Bool().Draw(t, "auto.offset.reset=latest"),
 		TransactionTimeout:     ms("transaction.timeout.ms", 1, math.MaxInt32),
 		PollInterval:           ms("poll.ms", 0, 1<<40),
+		Timestamps:             rapid.SampledFrom([]TimestampPolicy{FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp, WallclockTimestamp}).Draw(t, "default.timestamp.extractor"),
 	}
 	c.RetryBackoffMax = c.RetryBackoff + ms("retry.backoff.max.ms above retry.backoff.ms", 0, 1<<30)
 	if rapid.Bool().Draw(t, "with process.id") {

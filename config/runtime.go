@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -26,7 +27,40 @@ const (
 	KeyProducerTransactionTimeout = "producer.transaction.timeout.ms"
 	// KeyPollInterval is Kafka Streams' poll.ms: how long one poll waits for records.
 	KeyPollInterval = "poll.ms"
+	// KeyTimestampExtractor is Kafka Streams' default.timestamp.extractor, with its built-in
+	// extractors' class names.
+	KeyTimestampExtractor = "default.timestamp.extractor"
 )
+
+// TimestampPolicy is default.timestamp.extractor: which timestamp a record is processed with, and
+// what a record whose own timestamp is invalid (negative) does.
+type TimestampPolicy int
+
+// The built-in timestamp extractors of Kafka Streams.
+const (
+	// FailOnInvalidTimestamp (the default) uses the record's timestamp and stops the application on
+	// a negative one.
+	FailOnInvalidTimestamp TimestampPolicy = iota
+	// LogAndSkipOnInvalidTimestamp logs and skips a record with a negative timestamp.
+	LogAndSkipOnInvalidTimestamp
+	// UsePartitionTimeOnInvalidTimestamp gives a record with a negative timestamp its partition's
+	// time (and stops the application when the partition has none yet).
+	UsePartitionTimeOnInvalidTimestamp
+	// WallclockTimestamp processes every record at the system clock's time.
+	WallclockTimestamp
+)
+
+// timestampClasses are Kafka Streams' extractor classes (package org.apache.kafka.streams.processor).
+var timestampClasses = []string{"FailOnInvalidTimestamp", "LogAndSkipOnInvalidTimestamp",
+	"UsePartitionTimeOnInvalidTimestamp", "WallclockTimestampExtractor"}
+
+// String names the policy as Kafka Streams' extractor class does.
+func (p TimestampPolicy) String() string {
+	if int(p) >= 0 && int(p) < len(timestampClasses) {
+		return timestampClasses[p]
+	}
+	return fmt.Sprintf("TimestampPolicy(%d)", int(p))
+}
 
 // Runtime defaults (Kafka Streams').
 const (
@@ -101,6 +135,9 @@ type Runtime struct {
 	// PollInterval (poll.ms) is how long one poll waits for records, and so how late a wall-clock
 	// punctuation or a commit can be. Zero means DefaultPollInterval.
 	PollInterval time.Duration
+	// Timestamps (default.timestamp.extractor) is which timestamp records are processed with.
+	// Default FailOnInvalidTimestamp.
+	Timestamps TimestampPolicy
 }
 
 // TxnTimeout is TransactionTimeout, or its default when zero.
@@ -130,7 +167,7 @@ func isRuntimeKey(key string) bool {
 	switch key {
 	case KeyCommitInterval, KeyProcessingGuarantee, KeyStateCleanupDelay, KeyProcessingExceptionHandler,
 		KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler, KeyAutoOffsetReset,
-		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval:
+		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyTimestampExtractor:
 		return true
 	}
 	return false
@@ -168,6 +205,15 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 		default:
 			r.StateCleanupDelay = d
 		}
+	case KeyTimestampExtractor:
+		for i, class := range timestampClasses {
+			if val == class || val == "org.apache.kafka.streams.processor."+class {
+				r.Timestamps = TimestampPolicy(i)
+				return
+			}
+		}
+		p.add(key, raw, "must be one of Kafka Streams' extractors %s (fully qualified in org.apache.kafka.streams.processor or not); "+
+			"an extractor of your own is Go code: set the timestamp of the records you produce", strings.Join(timestampClasses, ", "))
 	case KeyTransactionTimeout, KeyProducerTransactionTimeout:
 		n, err := strconv.ParseInt(val, 10, 32)
 		if err != nil {

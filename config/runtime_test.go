@@ -127,3 +127,28 @@ func TestExactlyOnceRefusesACommitIntervalAboveTheTransactionTimeout(t *testing.
 		t.Error("a zero transaction timeout (the default, 10 s) accepted an 11 s commit interval")
 	}
 }
+
+func TestTimestampExtractorsByKafkaStreamsNames(t *testing.T) {
+	for val, want := range map[string]TimestampPolicy{
+		"FailOnInvalidTimestamp": FailOnInvalidTimestamp,
+		"org.apache.kafka.streams.processor.LogAndSkipOnInvalidTimestamp":  LogAndSkipOnInvalidTimestamp,
+		"UsePartitionTimeOnInvalidTimestamp":                               UsePartitionTimeOnInvalidTimestamp,
+		" org.apache.kafka.streams.processor.WallclockTimestampExtractor ": WallclockTimestamp,
+	} {
+		c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyTimestampExtractor: val})
+		if err != nil || c.Runtime.Timestamps != want {
+			t.Errorf("%q: %v, %v; want %v", val, c.Runtime.Timestamps, err, want)
+		}
+	}
+	if Default("a").Runtime.Timestamps != FailOnInvalidTimestamp {
+		t.Error("the default is not FailOnInvalidTimestamp")
+	}
+	_, err := FromMap(map[string]string{KeyApplicationID: "a", KeyTimestampExtractor: "com.example.MyExtractor"})
+	var ce *Error
+	if !errors.As(err, &ce) || !ce.Has(KeyTimestampExtractor) || !strings.Contains(err.Error(), "UsePartitionTimeOnInvalidTimestamp") {
+		t.Errorf("an unknown extractor: %v", err)
+	}
+	if WallclockTimestamp.String() != "WallclockTimestampExtractor" || TimestampPolicy(9).String() != "TimestampPolicy(9)" {
+		t.Error("String")
+	}
+}

@@ -223,10 +223,20 @@ func (a *App) processRecords(t *task, proc Processor, krs []*kgo.Record) (n int,
 		}
 	}()
 	for i, kr := range krs {
+		ms, err := a.timestampOf(t, kr, ptime)
+		if err != nil {
+			return i + 1, kr.Offset, err
+		}
+		if ms < 0 { // skipped (LogAndSkipOnInvalidTimestamp): processed, as Kafka Streams counts it
+			continue
+		}
+		ts := kr.Timestamp
+		if ms != ts.UnixMilli() {
+			ts = time.UnixMilli(ms)
+		}
 		rec := Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Key: kr.Key, Value: kr.Value,
-			Timestamp: kr.Timestamp, Headers: kr.Headers}
-		t.ctx = Context{app: a, task: t, rec: &rec, ts: kr.Timestamp}
-		ms := kr.Timestamp.UnixMilli()
+			Timestamp: ts, Headers: kr.Headers}
+		t.ctx = Context{app: a, task: t, rec: &rec, ts: ts}
 		ptime = max(ptime, ms)
 		t.streamTime = max(t.streamTime, ms)
 		if err := a.policy(proc.Process(&t.ctx, &rec), t, kr); err != nil {
@@ -237,6 +247,50 @@ func (a *App) processRecords(t *task, proc Processor, krs []*kgo.Record) (n int,
 		}
 	}
 	return len(krs), 0, nil
+}
+
+// TimestampError is an input record with a negative timestamp under
+// default.timestamp.extractor=FailOnInvalidTimestamp (the default), or under
+// UsePartitionTimeOnInvalidTimestamp while its partition has no time yet: the application stopped,
+// and nothing at or past the record was committed, as Kafka Streams stops.
+type TimestampError struct {
+	Task      tasks.ID
+	Topic     string
+	Partition int32
+	Offset    int64
+	Timestamp int64
+}
+
+func (e *TimestampError) Error() string {
+	return fmt.Sprintf("stream: task %s: record %s[%d]@%d has the invalid timestamp %d (negative: the producer wrote none, or "+
+		"an old message format); the application stopped and committed only what came before; fix the producer, or set "+
+		"default.timestamp.extractor to LogAndSkipOnInvalidTimestamp (skip such records), UsePartitionTimeOnInvalidTimestamp "+
+		"(give them their partition's time) or WallclockTimestampExtractor", e.Task, e.Topic, e.Partition, e.Offset, e.Timestamp)
+}
+
+// timestampOf is the timestamp (unix ms) kr is processed with, as default.timestamp.extractor says;
+// -1 to skip it. ptime is its partition's time in the batch so far (-1: none).
+func (a *App) timestampOf(t *task, kr *kgo.Record, ptime int64) (int64, error) {
+	policy := a.cfg.Runtime.Timestamps
+	if policy == config.WallclockTimestamp {
+		return a.now().UnixMilli(), nil
+	}
+	ms := kr.Timestamp.UnixMilli()
+	if ms >= 0 {
+		return ms, nil
+	}
+	switch policy {
+	case config.LogAndSkipOnInvalidTimestamp:
+		a.metrics.dropped.Add(1)
+		a.log.Warn("skipping a record with an invalid timestamp (default.timestamp.extractor=LogAndSkipOnInvalidTimestamp)",
+			"task", t.id.String(), "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "timestamp", ms)
+		return -1, nil
+	case config.UsePartitionTimeOnInvalidTimestamp:
+		if pt := max(ptime, a.ptimes.get(tasks.TopicPartition{Topic: kr.Topic, Partition: kr.Partition})); pt >= 0 {
+			return pt, nil
+		}
+	}
+	return 0, &TimestampError{Task: t.id, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Timestamp: ms}
 }
 
 // stopAt fails the application at record offset of recs[i]: that partition stops there, and the

@@ -465,3 +465,65 @@ func TestContextStreamTime(t *testing.T) {
 		t.Errorf("%v", got)
 	}
 }
+
+// default.timestamp.extractor, with Kafka Streams' built-in extractors: a negative timestamp stops
+// the application (FailOnInvalidTimestamp, the default), is skipped (LogAndSkipOnInvalidTimestamp),
+// or takes its partition's time (UsePartitionTimeOnInvalidTimestamp; no time yet stops);
+// WallclockTimestampExtractor processes every record at the clock's time.
+func TestTimestampExtractors(t *testing.T) {
+	seenAt := func(p *tsRecorder) string { return fmt.Sprint(p.ts) }
+	run := func(policy config.TimestampPolicy, ts ...int64) (*tsRecorder, *App, map[tasks.TopicPartition]int64) {
+		p := &tsRecorder{}
+		cfg := testConfig()
+		cfg.Runtime.Timestamps = policy
+		a, clk := newTestApp(t, cfg, Processors{"0": p, "1": nopProc})
+		clk.t = time.UnixMilli(777_000)
+		activeTask(t, a, tid("0", 0))
+		return p, a, a.process([]consume.Records{recs(tid("0", 0), "in", 10, ts...)})
+	}
+
+	p, a, got := run(config.FailOnInvalidTimestamp, 100, -1, 300)
+	stopMap(t, got, map[tasks.TopicPartition]int64{in(0): 11})
+	var te *TimestampError
+	if !errors.As(a.fatalErr(), &te) || te.Offset != 11 || te.Timestamp != -1 || te.Topic != "in" || seenAt(p) != "[100]" {
+		t.Fatalf("FailOnInvalidTimestamp: fatal %v, seen %v; want a *TimestampError at offset 11 after one record", a.fatalErr(), p.ts)
+	}
+	if !strings.Contains(te.Error(), "LogAndSkipOnInvalidTimestamp") {
+		t.Errorf("the message names no way on: %q", te)
+	}
+
+	p, a, got = run(config.LogAndSkipOnInvalidTimestamp, 100, -1, 300)
+	stopMap(t, got, nil)
+	if a.fatalErr() != nil || seenAt(p) != "[100 300]" || a.Metrics().Dropped != 1 {
+		t.Fatalf("LogAndSkipOnInvalidTimestamp: fatal %v, seen %v, dropped %d", a.fatalErr(), p.ts, a.Metrics().Dropped)
+	}
+
+	p, a, got = run(config.UsePartitionTimeOnInvalidTimestamp, 100, 250, -1, 200)
+	stopMap(t, got, nil)
+	if a.fatalErr() != nil || seenAt(p) != "[100 250 250 200]" {
+		t.Fatalf("UsePartitionTimeOnInvalidTimestamp: fatal %v, seen %v; want the record without a time at 250", a.fatalErr(), p.ts)
+	}
+	_, a, got = run(config.UsePartitionTimeOnInvalidTimestamp, -1, 100)
+	stopMap(t, got, map[tasks.TopicPartition]int64{in(0): 10})
+	if !errors.As(a.fatalErr(), &te) {
+		t.Fatalf("UsePartitionTimeOnInvalidTimestamp without a partition time: %v; want a *TimestampError", a.fatalErr())
+	}
+
+	p, a, got = run(config.WallclockTimestamp, 100, -1)
+	stopMap(t, got, nil)
+	if a.fatalErr() != nil || seenAt(p) != "[777000 777000]" {
+		t.Fatalf("WallclockTimestampExtractor: fatal %v, seen %v; want the clock's time for both", a.fatalErr(), p.ts)
+	}
+}
+
+// tsRecorder records the timestamp every record was processed with (the record's and the
+// context's, which must agree).
+type tsRecorder struct{ ts []int64 }
+
+func (p *tsRecorder) Process(c *Context, r *Record) error {
+	if !c.Timestamp().Equal(r.Timestamp) {
+		return fmt.Errorf("the context's timestamp %v is not the record's %v", c.Timestamp(), r.Timestamp)
+	}
+	p.ts = append(p.ts, r.Timestamp.UnixMilli())
+	return nil
+}
