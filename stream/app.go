@@ -630,7 +630,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 		}
 	}
 	a.mu.Unlock()
-	a.closeAllStores()
+	serr := a.closeAllStores()
 	if ferr := a.fatalErr(); ferr != nil {
 		return ferr
 	}
@@ -639,6 +639,9 @@ func (a *App) Run(ctx context.Context) (err error) {
 	}
 	if cerr != nil {
 		return fmt.Errorf("stream: closing the member: %w", cerr)
+	}
+	if serr != nil {
+		return fmt.Errorf("stream: the application stopped, but a store failed to close (its next start restores it from the changelog): %w", serr)
 	}
 	a.log.Info("stopped cleanly")
 	return nil

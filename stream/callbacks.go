@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -237,33 +238,45 @@ func (a *App) openEngine(kind store.Kind, loc store.Location) (store.Engine, err
 }
 
 // closeTask closes t's stores, checkpointing them first when clean (everything acknowledged), and
-// schedules the deletion of its persistent stores. Called with a.mu held.
-func (a *App) closeTask(t *task, clean bool) {
+// schedules the deletion of its persistent stores. It returns the first failure of a persistent
+// store (logged too): its files may lack what was written since its last checkpoint, which the
+// next start restores from the changelog. Called with a.mu held.
+func (a *App) closeTask(t *task, clean bool) error {
+	var first error
 	for _, s := range t.stores {
 		if clean && s.kind.Persistent() {
 			if err := s.checkpoint(); err != nil {
 				a.log.Warn("checkpoint at close failed", "store", s.loc.String(), "err", err)
+				first = cmp.Or(first, err)
 			}
 		}
 		if err := s.eng.Close(); err != nil {
 			a.log.Warn("closing a store failed", "store", s.loc.String(), "err", err)
+			if s.kind.Persistent() {
+				first = cmp.Or(first, s.fail("close", err))
+			}
 		}
 		if s.kind.Persistent() {
 			a.cleanups[t.id] = a.now().Add(a.cfg.Runtime.StateCleanupDelay)
 		}
 	}
 	delete(a.tasks, t.id)
+	return first
 }
 
 // closeAllStores closes what is left when Run ends. The member's Close revoked (and so committed and
-// checkpointed) every active task that could be; what remains is closed as it is.
-func (a *App) closeAllStores() {
+// checkpointed) every active task that could be; what remains is closed as it is. It returns the
+// first persistent store that failed to close (a full disk, say): Run returns it rather than a
+// clean stop, so that nobody mistakes it for one.
+func (a *App) closeAllStores() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	clean := a.produceErr.Load() == nil
+	var first error
 	for _, t := range a.tasks {
-		a.closeTask(t, clean && !t.active)
+		first = cmp.Or(first, a.closeTask(t, clean && !t.active))
 	}
+	return first
 }
 
 // scanOldTasks schedules the deletion of task directories left in state.dir by an earlier run: a

@@ -375,7 +375,9 @@ func TestCloseAndCleanupWarnOnlyOnFailures(t *testing.T) {
 	sb := activeTask(t, a, tid("1", 0))
 	sb.active = false
 	sb.stores["counts"].ackedAt(1)
-	a.closeAllStores()
+	if err := a.closeAllStores(); err != nil {
+		t.Fatalf("a clean close: %v", err)
+	}
 	if w := logs.warnings(); len(w) != 0 {
 		t.Fatalf("a clean close warned: %v", w)
 	}
@@ -385,7 +387,12 @@ func TestCloseAndCleanupWarnOnlyOnFailures(t *testing.T) {
 	sb.stores["counts"].ackedAt(5)
 	sb.stores["counts"].eng.(*countingEngine).err = errBoom
 	mustNotErr(t, sb.stores["sums"].eng.Close())
-	a.closeAllStores()
+	// The persistent store's failure is Run's error (a full disk must not look like a clean stop);
+	// the in-memory one's is only logged.
+	var se *store.Error
+	if err := a.closeAllStores(); !errors.As(err, &se) || se.Loc.Store != "counts" || !errors.Is(err, errBoom) {
+		t.Fatalf("closeAllStores after a failed checkpoint: %v; want the persistent store's *store.Error", err)
+	}
 	w := logs.warnings()
 	if len(w) != 2 || len(a.tasks) != 0 {
 		t.Fatalf("warnings %v tasks %v", w, a.tasks)

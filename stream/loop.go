@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,6 +34,11 @@ func (e *ProcessingError) Error() string {
 	where := "a punctuation or Init"
 	if e.Topic != "" {
 		where = fmt.Sprintf("record %s[%d]@%d", e.Topic, e.Partition, e.Offset)
+	}
+	if se := (*store.Error)(nil); errors.As(e.Err, &se) {
+		// The store failed, not the processor's logic: its error says what to do (space, damage).
+		return fmt.Sprintf("stream: task %s failed on %s: %v; the application stopped and committed only what came before",
+			e.Task, where, e.Err)
 	}
 	return fmt.Sprintf("stream: task %s failed on %s: %v; the application stopped and committed only what came before "+
 		"(processing.exception.handler=LogAndFailProcessingExceptionHandler); fix the processor, or set "+
@@ -462,7 +468,9 @@ func (a *App) between() {
 		var pe *ProduceError
 		var te *TxnError
 		var se *store.Error
-		if errors.As(err, &te) || errors.As(err, &se) && a.eos() || errors.As(err, &pe) && !a.eos() {
+		// A store that cannot record its checkpoint for want of space does not recover by itself:
+		// under at-least-once too, going on would process without ever committing again.
+		if errors.As(err, &te) || errors.As(err, &se) && (a.eos() || errors.Is(err, syscall.ENOSPC)) || errors.As(err, &pe) && !a.eos() {
 			a.fail(err)
 			return
 		}

@@ -3,8 +3,10 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,6 +154,20 @@ func TestBetweenCommitsEveryInterval(t *testing.T) {
 		t.Errorf("warnings %v fatal %v", w, a.fatalErr())
 	}
 	a.runCtx = context.Background()
+
+	// A checkpoint that failed for want of space is fatal (it does not recover by itself, and going
+	// on would never commit again).
+	act.stores["counts"].eng.(*countingEngine).err = fmt.Errorf("no room: %w", syscall.ENOSPC)
+	act.stores["counts"].ackedAt(12)
+	clk.t = clk.t.Add(10 * time.Second)
+	a.between()
+	if !errors.Is(a.fatalErr(), syscall.ENOSPC) {
+		t.Fatalf("a checkpoint on a full disk: fatal %v; want its store error", a.fatalErr())
+	}
+	a.fatal.Store(nil) // as if it had not happened, for the next case
+	a.failCtx, a.cancelFail = context.WithCancelCause(context.Background())
+	a.commitBackoff = 0
+	act.stores["counts"].eng.(*countingEngine).err = nil
 
 	// A failed write is.
 	a.produceErr.Store(&ProduceError{Topic: "out", Err: errBoom})

@@ -239,6 +239,16 @@ func TestADecodeErrorOfAStoreValueIsAProcessingError(t *testing.T) {
 	}
 }
 
+// A store that failed (a full disk) is not the processor's fault: the message gives the store's
+// error and no advice about the processor or its handler.
+func TestProcessingErrorOfAStore(t *testing.T) {
+	se := &store.Error{Op: "apply", Loc: store.Location{ApplicationID: "app", Store: "counts"}, Err: errors.New("no space left on device")}
+	msg := (&ProcessingError{Task: tid("0", 0), Topic: "in", Offset: 7, Err: se}).Error()
+	if !strings.Contains(msg, "no space left on device") || strings.Contains(msg, "fix the processor") || strings.Contains(msg, "LogAndContinue") {
+		t.Errorf("%q", msg)
+	}
+}
+
 // Typed marks only the decoding of its record as a deserialization failure.
 func TestTypedMarksOnlyItsRecordsDecoding(t *testing.T) {
 	inner := &serde.DecodeError{Serde: "int64", Len: 2, Err: errBoom}

@@ -24,10 +24,6 @@ type engine struct {
 	closed bool
 	db     *pebble.DB
 
-	// broken is the fatal error of a failed commit: Pebble's commit pipeline is unusable after it,
-	// so later writes fail with it too.
-	broken atomic.Pointer[error]
-
 	// damaged is the first corruption Pebble found in the files, in a read or in a background
 	// compaction: from then on every method fails with ErrCorrupt, since a store missing part of
 	// its data must be restored whole (the runtime destroys and restores it).
@@ -35,6 +31,8 @@ type engine struct {
 
 	// pos is the recorded changelog position, -1 when none.
 	pos atomic.Int64
+	// unchecked counts the bytes written since the last look at the free space (roomFor).
+	unchecked atomic.Int64
 
 	// iters are the open iterators, closed by Close so that the database can close.
 	itersMu sync.Mutex
@@ -283,9 +281,6 @@ func (e *engine) Apply(b *store.Batch, position int64) (err error) {
 	if err := e.unusable("apply"); err != nil {
 		return err
 	}
-	if p := e.broken.Load(); p != nil {
-		return e.fail("apply", *p)
-	}
 	var ops []store.Op
 	if b != nil {
 		ops = b.Ops()
@@ -293,15 +288,16 @@ func (e *engine) Apply(b *store.Batch, position int64) (err error) {
 	if len(ops) == 0 && position < 0 {
 		return nil
 	}
+	var size int64
+	for _, op := range ops {
+		size += int64(len(op.Key) + len(op.Value))
+	}
+	if err := e.roomFor(size, position >= 0); err != nil {
+		return e.fail("apply", err)
+	}
 	defer func() {
 		if err != nil {
 			err = e.fail("apply", classify(err))
-		}
-	}()
-	defer func() {
-		var f *fatalError
-		if errors.As(err, &f) {
-			e.broken.Store(&err)
 		}
 	}()
 	defer recoverTo(&err)

@@ -61,6 +61,8 @@ type config struct {
 	logger       *slog.Logger
 	// fs is the file system Pebble uses; tests wrap it to inject errors.
 	fs vfs.FS
+	// freeSpace reads the free space of a directory's file system (diskFree; tests fake it).
+	freeSpace func(dir string) (uint64, error)
 }
 
 // CacheSize sets the size in bytes of the cache that all stores opened by the Kind share
@@ -100,7 +102,7 @@ func Logger(l *slog.Logger) Option {
 // cache; a process normally makes one Kind and passes it wherever the runtime asks for a
 // store.Kind.
 func New(opts ...Option) store.Kind {
-	k := &kind{cfg: config{cacheSize: DefaultCacheSize, memTableSize: DefaultMemTableSize}}
+	k := &kind{cfg: config{cacheSize: DefaultCacheSize, memTableSize: DefaultMemTableSize, freeSpace: diskFree}}
 	for _, o := range opts {
 		o(&k.cfg)
 	}
@@ -195,6 +197,9 @@ func (k *kind) Open(loc store.Location) (store.Engine, error) {
 	}
 	exists, err := k.inspect(dir)
 	if err != nil {
+		return nil, fail(err)
+	}
+	if err := k.checkSpace(dir); err != nil {
 		return nil, fail(err)
 	}
 	cache, files, err := k.acquire(dir)
@@ -332,26 +337,10 @@ func classify(err error) error {
 // errPanic marks a panic of Pebble turned into an error.
 var errPanic = errors.New("sgpebble: pebble panicked")
 
-// fatalError is what Pebble reports through Logger.Fatalf (a failed WAL sync, a failed MANIFEST
-// write): Pebble's own logger exits the process; this package's panics with it, and the methods
-// of Engine recover it into an error, so a full disk during Apply is an error the runtime sees
-// (and the Engine refuses writes from then on). The error Pebble passed stays wrapped.
-type fatalError struct {
-	msg   string
-	cause error
-}
-
-func (f *fatalError) Error() string { return "pebble: fatal: " + f.msg }
-func (f *fatalError) Unwrap() error { return f.cause }
-
-// recoverTo turns a panic into *err: a fatalError as itself, anything else as errPanic.
+// recoverTo turns a panic of Pebble (reading damaged files) into *err, as errPanic.
 func recoverTo(err *error) {
 	r := recover()
 	if r == nil {
-		return
-	}
-	if f, ok := r.(*fatalError); ok {
-		*err = f
 		return
 	}
 	if e, ok := r.(error); ok {
@@ -374,17 +363,16 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
-// Fatalf panics with a fatalError: in a method of Engine it becomes that method's error; in one of
-// Pebble's background goroutines (a flush or compaction that cannot write its MANIFEST) it ends
-// the process, as Pebble intends.
+// Fatalf ends the process, as Pebble intends (its own logger does the same): Pebble calls it with
+// its locks held, so neither a return nor a recovered panic is safe (a recovered one left a
+// mutex locked: the next write hung, or the runtime died unlocking it). The message says why and
+// what happens next; the free-space reserve (SpaceError) keeps a full disk from getting here.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
-	f := &fatalError{msg: fmt.Sprintf(format, args...)}
-	for _, a := range args {
-		if e, ok := a.(error); ok {
-			f.cause = e
-			break
-		}
-	}
-	p.l.Error(f.msg, "component", "pebble", "fatal", true)
-	panic(f)
+	p.l.Error("pebble cannot go on: "+fmt.Sprintf(format, args...)+"; the process exits, and at the next start every store "+
+		"restores what its changelog holds past its checkpoint (if the disk is full, free space under state.dir first)",
+		"component", "pebble", "fatal", true)
+	exitProcess(1)
 }
+
+// exitProcess is os.Exit (a test watches it).
+var exitProcess = os.Exit
