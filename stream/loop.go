@@ -581,25 +581,15 @@ func (a *App) recordProduceErr(r *kgo.Record, err error, gen int64) {
 	a.fail(pe)
 }
 
-// abortable says whether a failed write under exactly-once only aborts the transaction: the
-// coordinator refused it as abortable, a retriable broker error, or no broker error at all (the
-// connection failed while a broker restarted, the delivery timed out, or the App's own abort failed
-// the buffered records); not a fencing or an authorization error, nor a non-retriable broker error
-// such as a record too large, which would fail again at every retry.
+// abortable says whether a failed write under exactly-once only aborts the transaction (the work
+// is redone): anything but a fatal error or lost tasks. A record too large, say, would fail again
+// at every retry.
 func (a *App) abortable(err error) bool {
-	if errors.Is(err, kerr.TransactionAbortable) || errors.Is(err, kerr.InvalidTxnState) ||
-		errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping) ||
-		errors.Is(err, kerr.ProducerFenced) {
-		return true // see fatalTxn and renewProducer: the coordinator aborted the transaction itself
+	switch classify(err) {
+	case classRetriable, classAbort, classRenewProducer:
+		return true
 	}
-	if a.fatalTxn(err) != nil || errors.Is(err, kgo.ErrClientClosed) {
-		return false
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Retriable
-	}
-	return true
+	return false
 }
 
 // produceChangelog sends a store's changelog record; its acknowledgement moves the store's position.

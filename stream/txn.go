@@ -88,7 +88,7 @@ func (a *App) initProducer(ctx context.Context) error {
 			return nil
 		}
 		backoff := a.backoff.Delay(attempt)
-		if ctx.Err() != nil || !unreachable(err) || time.Now().Add(backoff).After(deadline) {
+		if ctx.Err() != nil || classify(err) != classRetriable || time.Now().Add(backoff).After(deadline) {
 			return &TxnError{TransactionalID: a.transactionalID(), Err: err}
 		}
 		if attempt == 0 {
@@ -103,17 +103,6 @@ func (a *App) initProducer(ctx context.Context) error {
 // taskTimeout is Kafka Streams' task.timeout.ms default: how long it retries a task's
 // initialization (its producer's initTransactions among it) while the cluster does not answer.
 const taskTimeout = 5 * time.Minute
-
-// unreachable reports whether err says the cluster or its transaction coordinator could not be
-// reached or is not ready (a connection error, a request that timed out, a retriable broker error),
-// as opposed to an answer that will not change (authorization, no transactions).
-func unreachable(err error) bool {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Retriable
-	}
-	return !errors.Is(err, kgo.ErrClientClosed)
-}
 
 // ensureTxn begins a transaction before the first record of one is produced (to topic) and reports
 // whether the record may go. A producer the coordinator fenced cannot begin one: that failure is
@@ -140,13 +129,8 @@ func (a *App) ensureTxn(topic string) bool {
 }
 
 // producerDead reports whether err says the transaction coordinator gave this producer's epoch to
-// a newer one (it aborted the transaction itself, or another incarnation started): kgo goes on with
-// neither, so the producer is replaced (renewProducer).
-func producerDead(err error) bool {
-	return errors.Is(err, errProducerUnusable) || errors.Is(err, kerr.ProducerFenced) ||
-		errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping) ||
-		errors.Is(err, kerr.InvalidTxnState)
-}
+// a newer one: kgo goes on with neither, so the producer is replaced (renewProducer).
+func producerDead(err error) bool { return classify(err) == classRenewProducer }
 
 // errProducerUnusable marks the error of a producer that could not begin a transaction.
 var errProducerUnusable = errors.New("the transactional producer cannot begin a transaction")
@@ -458,23 +442,17 @@ func (a *App) endAbort(ctx context.Context, deadline time.Time) error {
 	}
 }
 
-// fatalTxn returns the *TxnError for an error the producer cannot go on from, or nil.
+// fatalTxn returns the *TxnError for an error the application cannot go on from (classFatal), or
+// nil.
 func (a *App) fatalTxn(err error) error {
+	if classify(err) != classFatal {
+		return nil
+	}
 	var te *TxnError
 	if errors.As(err, &te) {
 		return te
 	}
-	// PRODUCER_FENCED, INVALID_PRODUCER_EPOCH and INVALID_PRODUCER_ID_MAPPING stop the application
-	// only from here; abortAfter first replaces the producer (renewProducer), since the
-	// transaction coordinator answers so when it aborted this member's transaction itself (it
-	// timed out across a broker restart or a pause) and bumped the epoch.
-	for _, f := range []error{kerr.ProducerFenced, kerr.TransactionalIDAuthorizationFailed,
-		kerr.ClusterAuthorizationFailed, kerr.UnsupportedForMessageFormat} {
-		if errors.Is(err, f) {
-			return &TxnError{TransactionalID: a.transactionalID(), Err: err}
-		}
-	}
-	return nil
+	return &TxnError{TransactionalID: a.transactionalID(), Err: err}
 }
 
 // sleepCtx waits d or until ctx ends (its error then).

@@ -1,0 +1,102 @@
+package stream
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/commit"
+)
+
+// errClass is what the runtime does about an error it meets on its way to the cluster (a produce
+// result, a transaction step, an offset commit or fetch): one classification for all of them, so
+// that one error never means two things in two places.
+type errClass int
+
+const (
+	// classRetriable: the cluster could not be reached or is not ready (a connection that broke, a
+	// request that timed out, a retriable broker error): the same step is tried again after the
+	// backoff; a write that failed so is redone after a rewind.
+	classRetriable errClass = iota
+	// classAbort: the transaction coordinator asks for the open transaction to be aborted
+	// (TRANSACTION_ABORTABLE); the work since the last commit is redone.
+	classAbort
+	// classRenewProducer: the transaction coordinator gave the producer's epoch to a newer one (it
+	// aborted the transaction itself after transaction.timeout.ms, or another incarnation started):
+	// kgo cannot go on with this producer, so a new one is made and the work is redone (Kafka
+	// Streams replaces its thread producer after a TaskMigratedException).
+	classRenewProducer
+	// classLost: the group no longer counts this member as the owner of its tasks (fenced, or
+	// unknown): the tasks go, and their next owner redoes the work from the last commit.
+	classLost
+	// classFatal: no retry can help (authorization, a record the topic can never take, a closed
+	// client, a *TxnError already decided): the application stops with a sentence saying what to do.
+	classFatal
+)
+
+// String names the class (for logs and tests).
+func (c errClass) String() string {
+	switch c {
+	case classRetriable:
+		return "retriable"
+	case classAbort:
+		return "abort"
+	case classRenewProducer:
+		return "renew-producer"
+	case classLost:
+		return "lost"
+	case classFatal:
+		return "fatal"
+	}
+	return "unknown"
+}
+
+// fatalBrokerErrors are broker errors no retry can help, whatever kerr says of them.
+var fatalBrokerErrors = []error{kerr.TransactionalIDAuthorizationFailed, kerr.ClusterAuthorizationFailed,
+	kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed, kerr.UnsupportedForMessageFormat,
+	kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.InvalidTimestamp}
+
+// retriableBrokerErrors are broker errors that pass with time although kerr (as Kafka's Java
+// classes) does not mark them retriable: a transaction the coordinator is still completing.
+var retriableBrokerErrors = []error{kerr.ConcurrentTransactions}
+
+// renewErrors say the producer's epoch went to a newer one.
+var renewErrors = []error{errProducerUnusable, kerr.ProducerFenced, kerr.InvalidProducerEpoch,
+	kerr.InvalidProducerIDMapping, kerr.InvalidTxnState}
+
+// classify is the class of err (which must not be nil).
+func classify(err error) errClass {
+	if errors.As(err, new(*TxnError)) || errors.Is(err, kgo.ErrClientClosed) {
+		return classFatal
+	}
+	if errors.Is(err, commit.ErrTasksLost) {
+		return classLost
+	}
+	for _, r := range renewErrors {
+		if errors.Is(err, r) {
+			return classRenewProducer
+		}
+	}
+	if errors.Is(err, kerr.TransactionAbortable) {
+		return classAbort
+	}
+	for _, f := range fatalBrokerErrors {
+		if errors.Is(err, f) {
+			return classFatal
+		}
+	}
+	for _, r := range retriableBrokerErrors {
+		if errors.Is(err, r) {
+			return classRetriable
+		}
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) && !ke.Retriable {
+		return classFatal
+	}
+	// A retriable broker error, or no broker error at all: a connection that failed while a broker
+	// restarted, a request or a delivery that timed out, the App's own abort failing the buffered
+	// records.
+	return classRetriable
+}
