@@ -22,7 +22,7 @@ var keysRead = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch,
 	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
 	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol, KeyCommitInterval, KeyProcessingGuarantee,
 	KeyStateCleanupDelay, KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyAutoOffsetReset,
-	KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyClientID, KeyTimestampExtractor}
+	KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyClientID, KeyTimestampExtractor, KeyDeadLetterQueueTopic}
 
 // The security keys (security.go) are read by FromMap too, and so are suggested for typos.
 func init() { keysRead = append(keysRead, securityKeys...) }

@@ -210,6 +210,7 @@ func propertiesOf(c Config) map[string]string {
 	put(KeyTransactionTimeout, msStr(c.Runtime.TransactionTimeout))
 	put(KeyPollInterval, msStr(c.Runtime.PollInterval))
 	put(KeyTimestampExtractor, c.Runtime.Timestamps.String())
+	put(KeyDeadLetterQueueTopic, c.Runtime.DeadLetterQueueTopic)
 	for k, v := range c.User {
 		m[k] = v
 	}
@@ -261,6 +262,7 @@ func genConfig(t *rapid.T) Config {
 		ResetLatest:            rapid.Bool().Draw(t, "auto.offset.reset=latest"),
 		TransactionTimeout:     ms("transaction.timeout.ms", 1, math.MaxInt32),
 		PollInterval:           ms("poll.ms", 0, 1<<40),
+		DeadLetterQueueTopic:   rapid.OneOf(rapid.Just(""), rapid.StringMatching(`[a-z][a-z0-9._-]{0,20}`)).Draw(t, "errors.dead.letter.queue.topic.name"),
 		Timestamps:             rapid.SampledFrom([]TimestampPolicy{FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp, WallclockTimestamp}).Draw(t, "default.timestamp.extractor"),
 	}
 	c.RetryBackoffMax = c.RetryBackoff + ms("retry.backoff.max.ms above retry.backoff.ms", 0, 1<<30)

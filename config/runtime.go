@@ -2,10 +2,13 @@ package config
 
 import (
 	"fmt"
+
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/streamsgroup/streamsgroup/internal/text"
 )
 
 // Keys of Kafka Streams' runtime that the stream runtime (package stream) honours, with Kafka's
@@ -30,6 +33,8 @@ const (
 	// KeyTimestampExtractor is Kafka Streams' default.timestamp.extractor, with its built-in
 	// extractors' class names.
 	KeyTimestampExtractor = "default.timestamp.extractor"
+	// KeyDeadLetterQueueTopic is Kafka Streams' errors.dead.letter.queue.topic.name (KIP-1034).
+	KeyDeadLetterQueueTopic = "errors.dead.letter.queue.topic.name"
 )
 
 // TimestampPolicy is default.timestamp.extractor: which timestamp a record is processed with, and
@@ -138,6 +143,10 @@ type Runtime struct {
 	// Timestamps (default.timestamp.extractor) is which timestamp records are processed with.
 	// Default FailOnInvalidTimestamp.
 	Timestamps TimestampPolicy
+	// DeadLetterQueueTopic (errors.dead.letter.queue.topic.name) is where an input record that a
+	// processor or its serdes failed on is written, with Kafka Streams' error headers, whatever the
+	// handler then does. "" (the default): nowhere.
+	DeadLetterQueueTopic string
 }
 
 // TxnTimeout is TransactionTimeout, or its default when zero.
@@ -167,7 +176,7 @@ func isRuntimeKey(key string) bool {
 	switch key {
 	case KeyCommitInterval, KeyProcessingGuarantee, KeyStateCleanupDelay, KeyProcessingExceptionHandler,
 		KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler, KeyAutoOffsetReset,
-		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyTimestampExtractor:
+		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyTimestampExtractor, KeyDeadLetterQueueTopic:
 		return true
 	}
 	return false
@@ -205,6 +214,8 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 		default:
 			r.StateCleanupDelay = d
 		}
+	case KeyDeadLetterQueueTopic:
+		r.DeadLetterQueueTopic = val
 	case KeyTimestampExtractor:
 		for i, class := range timestampClasses {
 			if val == class || val == "org.apache.kafka.streams.processor."+class {
@@ -289,6 +300,12 @@ func (c *Config) validateRuntime(p *problems) {
 	}
 	if r.StateCleanupDelay < 0 {
 		p.add(KeyStateCleanupDelay, ms(r.StateCleanupDelay), "must be >= 0")
+	}
+	if r.DeadLetterQueueTopic != "" {
+		if bad := text.FirstIllegal(r.DeadLetterQueueTopic, topicChar); bad != "" || len(r.DeadLetterQueueTopic) > 249 ||
+			r.DeadLetterQueueTopic == "." || r.DeadLetterQueueTopic == ".." {
+			p.add(KeyDeadLetterQueueTopic, r.DeadLetterQueueTopic, "is not a topic name (at most 249 of [a-zA-Z0-9._-], not . or ..)")
+		}
 	}
 	if r.PollInterval < 0 {
 		p.add(KeyPollInterval, ms(r.PollInterval), "must be >= 0")

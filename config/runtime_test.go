@@ -49,6 +49,8 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyTransactionTimeout, "2147483648", "INT"},
 		{KeyProducerTransactionTimeout, "x", "INT"},
 		{KeyPollInterval, "-1", "must be >= 0"},
+		{KeyDeadLetterQueueTopic, "bad topic", "is not a topic name"},
+		{KeyDeadLetterQueueTopic, "..", "is not a topic name"},
 	} {
 		_, err := FromMap(map[string]string{KeyApplicationID: "a", tc.key: tc.val})
 		var ce *Error

@@ -2,6 +2,9 @@ package stream
 
 import (
 	"errors"
+	"io"
+	"net"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -99,4 +102,23 @@ func classify(err error) errClass {
 	// restarted, a request or a delivery that timed out, the App's own abort failing the buffered
 	// records.
 	return classRetriable
+}
+
+// clusterUnreachable reports whether err says no broker could be reached at all (a refused or
+// broken connection, an unknown host), as opposed to a cluster that answers but cannot do what was
+// asked in time (a transaction coordinator that never comes: a request that timed out).
+func clusterUnreachable(err error) bool {
+	var ne net.Error
+	var oe *net.OpError
+	var dnse *net.DNSError
+	switch {
+	case errors.As(err, &oe), errors.As(err, &dnse):
+		return true
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EHOSTUNREACH),
+		errors.Is(err, syscall.ENETUNREACH), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	case errors.As(err, &ne) && !ne.Timeout():
+		return true
+	}
+	return false
 }

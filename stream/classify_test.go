@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"syscall"
 	"testing"
 
@@ -86,6 +87,26 @@ func TestClassify(t *testing.T) {
 	for c := classRetriable; c <= classFatal+1; c++ {
 		if c.String() == "" {
 			t.Errorf("class %d has no name", c)
+		}
+	}
+}
+
+// Only a cluster that cannot be reached at all is waited for at start.
+func TestClusterUnreachable(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, true},
+		{fmt.Errorf("unable to dial: %w", syscall.ECONNREFUSED), true},
+		{&net.DNSError{Err: "no such host", Name: "kafka"}, true},
+		{io.EOF, true},
+		{context.DeadlineExceeded, false}, // the cluster answered, no coordinator came in time
+		{kerr.CoordinatorNotAvailable, false},
+		{kerr.TransactionalIDAuthorizationFailed, false},
+	} {
+		if got := clusterUnreachable(c.err); got != c.want {
+			t.Errorf("clusterUnreachable(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }

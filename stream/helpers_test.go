@@ -84,7 +84,7 @@ func activeTask(t *testing.T, a *App, id tasks.ID) *task {
 // partitions each), and returns the records the client buffered for producing.
 func fakeBroker(t *testing.T, a *App) *produced {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", repartTopc, countsLog, sumsLog, "out"))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", repartTopc, countsLog, sumsLog, "out", "dlq"))
 	if err != nil {
 		t.Fatal(err)
 	}

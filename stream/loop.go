@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -313,6 +315,9 @@ func (a *App) policy(err error, t *task, kr *kgo.Record) error {
 	if err == nil {
 		return nil
 	}
+	// With errors.dead.letter.queue.topic.name set, the record goes to the dead-letter queue
+	// whatever the handler then does, as Kafka Streams' built-in handlers send it (KIP-1034).
+	a.deadLetter(t, kr, err)
 	var de *recordDecodeError
 	if errors.As(err, &de) {
 		if a.cfg.Runtime.OnDeserializationError == config.LogAndContinue {
@@ -330,6 +335,56 @@ func (a *App) policy(err error, t *task, kr *kgo.Record) error {
 		return nil
 	}
 	return &ProcessingError{Task: t.id, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Err: err}
+}
+
+// The headers of a dead-letter record, as Kafka Streams writes them (ExceptionHandlerUtils).
+const (
+	dlqHeaderException  = "__streams.errors.exception"
+	dlqHeaderMessage    = "__streams.errors.message"
+	dlqHeaderStacktrace = "__streams.errors.stacktrace"
+	dlqHeaderTopic      = "__streams.errors.topic"
+	dlqHeaderPartition  = "__streams.errors.partition"
+	dlqHeaderOffset     = "__streams.errors.offset"
+)
+
+// deadLetter writes the input record kr that failed with err to the dead-letter queue topic, when
+// one is set: its raw key and value and timestamp, with Kafka Streams' headers. The exception header
+// names the Go type of the error; the stack trace header, which Go errors do not carry, holds the
+// chain of wrapped errors, one per line. It goes out as any output (inside the transaction under
+// exactly-once: an aborted one takes it with it).
+func (a *App) deadLetter(t *task, kr *kgo.Record, err error) {
+	topic := a.cfg.Runtime.DeadLetterQueueTopic
+	if topic == "" {
+		return
+	}
+	cause := err
+	if de := (*recordDecodeError)(nil); errors.As(err, &de) {
+		cause = de.err
+	}
+	var chain []string
+	for e := cause; e != nil; e = errors.Unwrap(e) {
+		chain = append(chain, fmt.Sprintf("%T: %v", e, e))
+	}
+	r := &kgo.Record{Topic: topic, Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp, Headers: []kgo.RecordHeader{
+		{Key: dlqHeaderException, Value: []byte(errorType(cause))},
+		{Key: dlqHeaderMessage, Value: []byte(cause.Error())},
+		{Key: dlqHeaderStacktrace, Value: []byte(strings.Join(chain, "\n"))},
+		{Key: dlqHeaderTopic, Value: []byte(kr.Topic)},
+		{Key: dlqHeaderPartition, Value: []byte(strconv.Itoa(int(kr.Partition)))},
+		{Key: dlqHeaderOffset, Value: []byte(strconv.FormatInt(kr.Offset, 10))},
+	}}
+	a.produce(t.id, r)
+}
+
+// errorType names err as Kafka Streams names an exception by its class: the Go type of the first
+// error in its chain that is not a mere fmt.Errorf wrapper (*serde.DecodeError, say).
+func errorType(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if t := fmt.Sprintf("%T", e); t != "*fmt.wrapError" && t != "*fmt.wrapErrors" {
+			return t
+		}
+	}
+	return fmt.Sprintf("%T", err)
 }
 
 // initTask runs the processor's Init for a task that starts processing, its stream time the largest

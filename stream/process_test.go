@@ -537,3 +537,64 @@ func (p *tsRecorder) Process(c *Context, r *Record) error {
 	p.ts = append(p.ts, r.Timestamp.UnixMilli())
 	return nil
 }
+
+// errors.dead.letter.queue.topic.name: a record a processor or its serdes failed on is written to
+// the dead-letter queue, its raw key, value and timestamp with Kafka Streams' headers, under both
+// handlers (Kafka Streams' built-in handlers send it before they continue or fail).
+func TestDeadLetterQueue(t *testing.T) {
+	for _, policy := range []config.ErrorPolicy{config.LogAndContinue, config.LogAndFail} {
+		de := &recordDecodeError{fmt.Errorf("value: %w", &serde.DecodeError{Serde: "int64", Len: 1, Err: errBoom})}
+		p := &recorder{failAt: map[int64]error{21: errBoom, 22: de}}
+		a := processingApp(t, p, func(c *config.Config) {
+			c.Runtime.DeadLetterQueueTopic = "dlq"
+			c.Runtime.OnProcessingError, c.Runtime.OnDeserializationError = policy, policy
+		})
+		prod := fakeBroker(t, a)
+		a.process([]consume.Records{recs(tid("0", 0), "in", 20, 100, 200, 300)})
+		flush(t, a)
+		var dlq []producedRecord
+		for _, r := range prod.all() {
+			if r.rec.Topic == "dlq" {
+				dlq = append(dlq, r)
+			}
+		}
+		want := []map[string]string{{
+			"__streams.errors.exception": "*errors.errorString", "__streams.errors.message": "boom",
+			"__streams.errors.stacktrace": "*errors.errorString: boom",
+			"__streams.errors.topic":      "in", "__streams.errors.partition": "0", "__streams.errors.offset": "21",
+		}, {
+			"__streams.errors.exception": "*serde.DecodeError", "__streams.errors.message": "value: serde: 1 bytes are not a valid int64: boom",
+			"__streams.errors.stacktrace": "*fmt.wrapError: value: serde: 1 bytes are not a valid int64: boom\n" +
+				"*serde.DecodeError: serde: 1 bytes are not a valid int64: boom\n*errors.errorString: boom",
+			"__streams.errors.topic": "in", "__streams.errors.partition": "0", "__streams.errors.offset": "22",
+		}}
+		if policy == config.LogAndFail {
+			want = want[:1] // it stops at the first failure
+		}
+		if len(dlq) != len(want) {
+			t.Fatalf("%v: %d dead letters, want %d", policy, len(dlq), len(want))
+		}
+		for i, r := range dlq {
+			got := map[string]string{}
+			for _, h := range r.rec.Headers {
+				got[h.Key] = string(h.Value)
+			}
+			if !maps.Equal(got, want[i]) {
+				t.Errorf("%v: dead letter %d headers\n%v\nwant\n%v", policy, i, got, want[i])
+			}
+			off := int64(21 + i)
+			if string(r.key) != fmt.Sprint("k", off) || string(r.value) != "v" || r.rec.Timestamp.UnixMilli() != 100*(off-19) {
+				t.Errorf("%v: dead letter %d: %q=%q at %v; want the failed record's raw key, value and timestamp", policy, i, r.key, r.value, r.rec.Timestamp)
+			}
+		}
+	}
+	// Without the key, nothing goes to a dead-letter queue.
+	p := &recorder{failAt: map[int64]error{21: errBoom}}
+	a := processingApp(t, p, func(c *config.Config) { c.Runtime.OnProcessingError = config.LogAndContinue })
+	prod := fakeBroker(t, a)
+	a.process([]consume.Records{recs(tid("0", 0), "in", 20, 100, 200)})
+	flush(t, a)
+	if n := len(prod.all()); n != 0 {
+		t.Errorf("%d records written without a dead-letter queue", n)
+	}
+}

@@ -71,10 +71,10 @@ func (a *App) transactionalID() string {
 
 // initProducer loads the producer ID at start, so a cluster that cannot run transactions is a clear
 // error now (not a hang at the first record), and so the previous incarnation's open transaction is
-// aborted before this member restores anything behind it. A cluster that cannot be reached yet, or
-// whose transaction coordinator is not ready, is retried with the backoff (retry.backoff.ms up to
-// retry.backoff.max.ms) for up to initBound, as Kafka Streams retries initTransactions until its
-// task.timeout.ms; ctx ending stops the wait (Run then returns nil: nothing was started).
+// aborted before this member restores anything behind it. A cluster that cannot be reached yet is
+// retried with the backoff (retry.backoff.ms up to retry.backoff.max.ms) for up to initBound, as
+// Kafka Streams retries initTransactions until its task.timeout.ms; ctx ending stops the wait (Run
+// then returns nil: nothing was started).
 func (a *App) initProducer(ctx context.Context) error {
 	deadline := time.Now().Add(a.initBound)
 	for attempt := 0; ; attempt++ {
@@ -88,7 +88,10 @@ func (a *App) initProducer(ctx context.Context) error {
 			return nil
 		}
 		backoff := a.backoff.Delay(attempt)
-		if ctx.Err() != nil || classify(err) != classRetriable || time.Now().Add(backoff).After(deadline) {
+		// Only a cluster that cannot be reached is waited for; one that answers but has no
+		// transaction coordinator within the bound of one attempt (transactions not possible:
+		// too few brokers for transaction.state.log.replication.factor) is the error now.
+		if ctx.Err() != nil || classify(err) != classRetriable || !clusterUnreachable(err) || time.Now().Add(backoff).After(deadline) {
 			return &TxnError{TransactionalID: a.transactionalID(), Err: err}
 		}
 		if attempt == 0 {
