@@ -258,6 +258,52 @@ func TestRuntimeProcessingErrorPolicy(t *testing.T) {
 		checkCountedOnce(t, readCounts(t, s.b, s.output), want)
 	})
 
+	// errors.dead.letter.queue.topic.name: the skipped records are in the dead-letter queue, their
+	// raw key and value with Kafka Streams' headers, and the app goes on.
+	t.Run("DeadLetterQueue", func(t *testing.T) {
+		s := newRTSetup(t, 1)
+		dlq := Name(t, "dlq")
+		s.b.CreateTopic(t, dlq, 1)
+		count := countTo(s.output)
+		proc := stream.Typed(serde.String, serde.String, func(c *stream.Context, key, value string) error {
+			if value == "boom" {
+				return errBoom
+			}
+			return count(c, key, value)
+		})
+		in := keyed(50, 4, 0, nil)
+		in[10][1], in[30][1] = "boom", "boom"
+		offs := produceValues(t, s.b, s.input, in...)
+		a := s.start(t, "a", rtOpts{proc: proc, cfg: func(c *config.Config) {
+			c.Runtime.OnProcessingError = config.LogAndContinue
+			c.Runtime.DeadLetterQueueTopic = dlq
+		}})
+		s.waitCaughtUp(t)
+		a.stopClean(t)
+		cl := s.b.Client(t, kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		var got []*kgo.Record
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for len(got) < 2 && ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, r) })
+		}
+		if len(got) != 2 {
+			t.Fatalf("%d dead letters, want the 2 failed records", len(got))
+		}
+		for i, r := range got {
+			idx := []int{10, 30}[i]
+			h := map[string]string{}
+			for _, kv := range r.Headers {
+				h[kv.Key] = string(kv.Value)
+			}
+			if string(r.Key) != in[idx][0] || string(r.Value) != "boom" || h["__streams.errors.topic"] != s.input ||
+				h["__streams.errors.partition"] != "0" || h["__streams.errors.offset"] != fmt.Sprint(offs[idx]) ||
+				h["__streams.errors.message"] != errBoom.Error() || h["__streams.errors.exception"] == "" {
+				t.Errorf("dead letter %d: %q=%q headers %v; want record %d's raw key and value with its topic, partition, offset and error", i, r.Key, r.Value, h, idx)
+			}
+		}
+	})
+
 	// The key processing.exception.handler is read with Kafka's class names.
 	t.Run("ConfigKey", func(t *testing.T) {
 		cfg, err := config.FromMap(map[string]string{"application.id": "x",
