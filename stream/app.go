@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -205,7 +206,9 @@ type App struct {
 	now    func() time.Time
 
 	// storesOf maps a subtopology to its stores (name → changelog topic).
-	storesOf   map[string]map[string]string
+	storesOf map[string]map[string]string
+	// connected maps a subtopology whose processor was connected to its stores (Connect) to them.
+	connected  map[string]*connected
 	changelogs map[string]bool
 	stateDir   string // state.dir/<application.id>; "" when nothing is persisted
 	lock       *dirLock
@@ -314,7 +317,37 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 	if err := a.mapStores(); err != nil {
 		return nil, err
 	}
+	if err := a.checkConnections(); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// checkConnections checks that every store a processor was connected to (Connect) is a store of its
+// subtopology: a misspelled name, or a store whose changelog the topology lacks, is refused here,
+// not at the first Get.
+func (a *App) checkConnections() error {
+	a.connected = map[string]*connected{}
+	var problems []string
+	for sub, p := range a.procs {
+		c := connectionsOf(p)
+		if c == nil {
+			continue
+		}
+		a.connected[sub] = c
+		have := slices.Sorted(maps.Keys(a.storesOf[sub]))
+		for _, name := range c.names {
+			if _, ok := a.storesOf[sub][name]; !ok {
+				problems = append(problems, fmt.Sprintf("the processor of subtopology %q uses store %q, which the subtopology does not have "+
+					"(its stores: %q; a store's changelog topology.Names.KeyValueChangelog(%q) declares it)", sub, name, have, name))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return fmt.Errorf("stream: %s", strings.Join(problems, "; "))
+	}
+	return nil
 }
 
 func (a *App) checkProcessors() error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/membership"
+	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/topology"
 )
@@ -322,5 +323,45 @@ func TestLockDirUnwritable(t *testing.T) {
 	var le *LockError
 	if !errors.As(err, &le) || le.Dir != missing || le.PID != 0 || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("got %#v", err)
+	}
+}
+
+// Connect ties stores to a processor where New can check them: a misspelled store, or one whose
+// changelog the topology lacks, is refused at New with the stores the subtopology has; a connected
+// processor reaches only its stores; Connect keeps the processor's Init.
+func TestConnectChecksTheStoresAtNew(t *testing.T) {
+	counts := KeyValue("counts", serde.String, serde.Int64)
+	_, err := New(testConfig(), testTopo(), Processors{"0": nopProc, "1": Connect(nopProc, counts, StoreName("smus"))}, quiet())
+	if err == nil || !strings.Contains(err.Error(), `uses store "smus", which the subtopology does not have (its stores: ["counts" "sums"]`) {
+		t.Fatalf("a misspelled store: %v", err)
+	}
+	_, err = New(testConfig(), testTopo(), Processors{"0": Connect(nopProc, counts), "1": nopProc}, quiet())
+	if err == nil || !strings.Contains(err.Error(), `subtopology "0" uses store "counts"`) {
+		t.Fatalf("a store of another subtopology (its changelog missing from this one): %v", err)
+	}
+
+	p := &recorder{}
+	a, _ := newTestApp(t, testConfig(), Processors{"0": nopProc, "1": Connect(p, counts)})
+	in, ok := a.procs["1"].(Initializer)
+	if !ok {
+		t.Fatal("Connect lost the processor's Init")
+	}
+	tk := activeTask(t, a, tid("1", 0))
+	c := &Context{app: a, task: tk}
+	mustNotErr(t, in.Init(c))
+	if len(p.inits) != 1 {
+		t.Fatal("the connected processor's Init did not run")
+	}
+	if _, _, err := c.Store("counts").Get([]byte("k")); err != nil {
+		t.Fatalf("a connected store: %v", err)
+	}
+	if _, _, err := c.Store("sums").Get([]byte("k")); !errors.Is(err, ErrUnknownStore) || !strings.Contains(err.Error(), `connected to the stores ["counts"] only`) {
+		t.Fatalf("a store of the subtopology the processor was not connected to: %v", err)
+	}
+	// Not connected: every store of the subtopology.
+	b, _ := newTestApp(t, testConfig(), testProcs())
+	bt := activeTask(t, b, tid("1", 0))
+	if _, _, err := (&Context{app: b, task: bt}).Store("sums").Get([]byte("k")); err != nil {
+		t.Fatalf("a processor without connections: %v", err)
 	}
 }

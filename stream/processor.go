@@ -130,6 +130,9 @@ var ErrUnknownStore = errors.New("stream: unknown store")
 // Store returns the task's store name as bytes (see KeyValue for typed access), or a store whose
 // every call fails with ErrUnknownStore when the task's subtopology has no such store.
 func (c *Context) Store(name string) store.KeyValue {
+	if conn := c.app.connected[c.task.id.Subtopology]; conn != nil && !conn.stores[name] {
+		return unknownStore{name: name, task: c.task.id, connected: conn.names}
+	}
 	if s := c.task.stores[name]; s != nil {
 		return s
 	}
@@ -212,4 +215,56 @@ func (t Topic[K, V]) Send(c *Context, key K, value V, headers ...kgo.RecordHeade
 		return fmt.Errorf("stream: encoding a value for %s: %w", t.name, err)
 	}
 	return c.Send(t.name, k, v, headers...)
+}
+
+// A Store is anything that names a state store: KeyValueStore, or a name of your own (StoreName).
+type Store interface{ Name() string }
+
+// StoreName is a store's name as a Store.
+type StoreName string
+
+// Name is the name.
+func (n StoreName) Name() string { return string(n) }
+
+// Connect says which stores p uses, as Kafka Streams' Topology.addStateStore connects stores to
+// processors: New refuses a store its subtopology does not have (a misspelled name, a changelog
+// missing from the topology), naming the stores it has, and at run time p may reach only these
+// stores. A Processor not connected may reach every store of its subtopology.
+func Connect(p Processor, stores ...Store) Processor {
+	c := &connected{Processor: p, stores: map[string]bool{}}
+	for _, s := range stores {
+		c.names = append(c.names, s.Name())
+		c.stores[s.Name()] = true
+	}
+	if in, ok := p.(Initializer); ok {
+		return &connectedInit{connected: c, init: in}
+	}
+	return c
+}
+
+// connected is a Processor with the stores it uses.
+type connected struct {
+	Processor
+	names  []string // as given
+	stores map[string]bool
+}
+
+// connectedInit is a connected Processor that has an Init.
+type connectedInit struct {
+	*connected
+	init Initializer
+}
+
+// Init calls the processor's Init.
+func (c *connectedInit) Init(ctx *Context) error { return c.init.Init(ctx) }
+
+// connectionsOf is the stores p was connected to (nil when it was not).
+func connectionsOf(p Processor) *connected {
+	switch c := p.(type) {
+	case *connected:
+		return c
+	case *connectedInit:
+		return c.connected
+	}
+	return nil
 }

@@ -240,13 +240,18 @@ func (s *kvStore) restore(recs []*kgo.Record, next int64) error {
 	return nil
 }
 
-// unknownStore is what Context.Store returns for a name the task has no store of.
+// unknownStore is what Context.Store returns for a name the task has no store of, or one its
+// processor was not connected to (connected, when it was connected to others).
 type unknownStore struct {
-	name string
-	task tasks.ID
+	name      string
+	task      tasks.ID
+	connected []string
 }
 
 func (u unknownStore) err() error {
+	if u.connected != nil {
+		return fmt.Errorf("%w %q in task %s: its processor is connected to the stores %q only (stream.Connect)", ErrUnknownStore, u.name, u.task, u.connected)
+	}
 	return fmt.Errorf("%w %q in task %s: the task's subtopology has no changelog topic for it (topology.Names.KeyValueChangelog)", ErrUnknownStore, u.name, u.task)
 }
 func (u unknownStore) Get([]byte) ([]byte, bool, error)          { return nil, false, u.err() }
