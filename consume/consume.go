@@ -441,6 +441,40 @@ func (b *Batch) DoneBefore(unprocessed map[tasks.TopicPartition]int64) {
 	c.sem.Release(1)
 }
 
+// Yield is DoneBefore for a batch whose processing paused part-way without failing (the
+// application commits first, as Kafka Streams commits between iterations when commit.interval.ms
+// has passed): for each input partition tp in unprocessed, the records at or after offset
+// unprocessed[tp] were not processed, and this Consumer fetches and hands them out again from
+// there. Calling Done, DoneBefore or Yield again does nothing.
+func (b *Batch) Yield(unprocessed map[tasks.TopicPartition]int64) {
+	if b == nil || b.c == nil || b.done.Load() {
+		return
+	}
+	c := b.c
+	set := make(map[string]map[int32]kgo.EpochOffset)
+	c.mu.Lock()
+	for _, r := range b.Process {
+		p := c.byTP[r.Partition]
+		stop, ok := unprocessed[r.Partition]
+		if p == nil || p.task != r.Task || !ok || stop >= r.Next {
+			continue
+		}
+		stop = max(stop, r.First)
+		p.handed = stop // fetched and handed out again
+		if set[r.Partition.Topic] == nil {
+			set[r.Partition.Topic] = make(map[int32]kgo.EpochOffset)
+		}
+		set[r.Partition.Topic][r.Partition.Partition] = kgo.EpochOffset{Epoch: -1, Offset: stop}
+	}
+	c.mu.Unlock()
+	// Before the batch goes back: no callback runs while it is out, so the partitions are still
+	// this Consumer's (SetOffsets also drops what was fetched past them meanwhile).
+	if len(set) > 0 {
+		c.cl.SetOffsets(set)
+	}
+	b.DoneBefore(unprocessed)
+}
+
 // ---- positions ----
 
 // Processed returns the positions of the input partitions of the active tasks in s: for each, the

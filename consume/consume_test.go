@@ -884,3 +884,32 @@ func TestCommitUncommittedRetriesWithoutNotOwnedPartitions(t *testing.T) {
 		t.Fatalf("next commit sends %v, want only the refused partition other[1]=1", seen)
 	}
 }
+
+// TestYieldHandsTheRestOutAgain: a batch whose processing paused part-way (for a commit) moves each
+// partition past what was processed, and the rest is fetched from there and handed out again.
+func TestYieldHandsTheRestOutAgain(t *testing.T) {
+	e := newEnv(t)
+	e.commits.committed = commit.Offsets{tp("other", 0): 5, tp("other", 1): 0}
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	e.cl.takeOps()
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {5, 6, 7}, tp("other", 1): {0, 1}})
+	b := e.poll()
+	// other[0] paused before 7; other[1] was not reached; a stop past a partition's records is none.
+	b.Yield(map[tasks.TopicPartition]int64{tp("other", 0): 7, tp("other", 1): 0, tp("absent", 0): 3})
+	b.Yield(nil) // once only
+	b.Done()
+	eq(t, "client calls", e.cl.takeOps(), []string{"set other[0]@7,other[1]@0"})
+	if got := e.c.Processed(set("1_0", "1_1")); got[tp("other", 0)] != 7 || got[tp("other", 1)] != 0 {
+		t.Fatalf("Processed after Yield = %v, want other[0]=7 other[1]=0", got)
+	}
+	// The refetch hands the rest out again (a record before the stop is not handed twice).
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {6, 7, 8}, tp("other", 1): {0, 1}})
+	b = e.poll()
+	if got := offsetsOf(b.Process); !slices.Equal(got, []string{"1_0 active other[0]:7,8", "1_1 active other[1]:0,1"}) {
+		t.Fatalf("handed out again %v", got)
+	}
+	b.Done()
+	if got := e.c.Processed(set("1_0", "1_1")); got[tp("other", 0)] != 9 || got[tp("other", 1)] != 2 {
+		t.Fatalf("Processed = %v, want other[0]=9 other[1]=2", got)
+	}
+}

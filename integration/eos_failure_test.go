@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -114,4 +115,32 @@ func TestEOSFailedRecordCommitsNothing(t *testing.T) {
 			s.finish(t, want, b)
 		})
 	}
+}
+
+// TestEOSSlowProcessorCommitsWithinTheTransactionTimeout: a processor slow enough that one fetch of
+// records takes longer than transaction.timeout.ms to process (3,000 records at 5 ms each, a
+// 2-second transaction timeout, which the coordinator enforces every 10 s at most) commits between
+// records when commit.interval.ms has passed, as Kafka Streams commits between iterations: its
+// transactions are never aborted by the coordinator, the input is committed to its end, and every
+// count is exact. Before, the whole fetch was one transaction, aborted by the coordinator at every
+// try.
+func TestEOSSlowProcessorCommitsWithinTheTransactionTimeout(t *testing.T) {
+	s := newEOSSetup(t, 1)
+	want := map[string]int64{}
+	produceValues(t, s.b, s.input, keyed(3000, 10, 0, want)...)
+	count := countTo(s.output)
+	slow := stream.Typed(serde.String, serde.String, func(c *stream.Context, k, v string) error {
+		time.Sleep(5 * time.Millisecond) // the workload: a slow processor, not an assertion
+		return count(c, k, v)
+	})
+	a := s.start(t, "a", rtOpts{proc: slow, cfg: eosCfg(t.TempDir(), func(c *config.Config) {
+		c.Runtime.TransactionTimeout = 2 * time.Second
+	})})
+	Eventually(t, 2*time.Minute, func() (bool, string) {
+		if done, err := a.returned(); done {
+			t.Fatalf("a returned %v", err)
+		}
+		return caughtUp(t, s.b.Admin(t), s.group, s.input)
+	})
+	s.finish(t, want, a)
 }

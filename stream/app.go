@@ -263,6 +263,9 @@ type App struct {
 	produceErr atomic.Pointer[ProduceError]
 	fatal      atomic.Pointer[error]
 	lastCommit time.Time
+	// cur is the batch being processed (the loop's goroutine only): only a batch can pause for a
+	// commit (processUntil).
+	cur *consume.Batch
 	// initBound bounds the wait for the transaction coordinator at start (taskTimeout).
 	initBound time.Duration
 	// backoff paces retries (retry.backoff.ms, retry.backoff.max.ms, jittered): the member's.

@@ -144,6 +144,8 @@ func (a *App) loop(runCtx context.Context) {
 // handle applies a batch's changelog records, processes its input records, and hands it back.
 func (a *App) handle(b *consume.Batch) {
 	a.mu.Lock()
+	a.cur = b
+	defer func() { a.cur = nil }()
 	for _, fe := range b.Errors {
 		a.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
 	}
@@ -171,13 +173,16 @@ func (a *App) handle(b *consume.Batch) {
 			}
 		}
 	}
-	unprocessed := a.process(b.Process)
+	unprocessed, paused := a.processUntil(b.Process)
 	a.mu.Unlock()
-	if unprocessed != nil {
+	switch {
+	case paused:
+		b.Yield(unprocessed) // the rest comes again after the commit
+	case unprocessed != nil:
 		b.DoneBefore(unprocessed)
-		return
+	default:
+		b.Done()
 	}
-	b.Done()
 }
 
 // stopAll says no record of recs was processed.
@@ -192,15 +197,40 @@ func stopAll(recs []consume.Records) map[tasks.TopicPartition]int64 {
 // process runs the processors over the records; after a fatal failure it returns where each
 // partition stopped (nil when everything was processed). Called with a.mu held.
 func (a *App) process(recs []consume.Records) map[tasks.TopicPartition]int64 {
+	m, _ := a.processUntil(recs)
+	return m
+}
+
+// errPause is processRecords' word that the commit is due: processing pauses there, the rest of
+// the batch comes again after the commit.
+var errPause = errors.New("stream: the commit is due")
+
+// pauseEvery is how many records are processed between two looks at the clock for a commit that
+// is due mid-batch (a clock read a record would cost more than many processors).
+const pauseEvery = 64
+
+// commitDue reports whether the periodic commit is due.
+func (a *App) commitDue() bool {
+	return a.now().Sub(a.lastCommit) >= a.cfg.Runtime.CommitInterval+a.commitBackoff
+}
+
+// processUntil is process, which also pauses when the periodic commit falls due in the middle of
+// the batch, as Kafka Streams commits between its iterations: a slow processor over a large fetch
+// would otherwise hold a transaction open past transaction.timeout.ms. It then returns where each
+// partition paused, and paused true. Called with a.mu held.
+func (a *App) processUntil(recs []consume.Records) (stops map[tasks.TopicPartition]int64, paused bool) {
 	for i, r := range recs {
+		if i > 0 && a.cur != nil && a.commitDue() {
+			return stopAll(recs[i:]), true
+		}
 		t := a.tasks[r.Task]
 		if t == nil || !t.active {
 			// The consumer hands out only active tasks' records; skipping them would lose them.
-			return a.stopAt(recs, i, r.First, fmt.Errorf("stream: internal error: records of task %s, which this process does not run as active", r.Task))
+			return a.stopAt(recs, i, r.First, fmt.Errorf("stream: internal error: records of task %s, which this process does not run as active", r.Task)), false
 		}
 		if !t.initialized {
 			if err := a.initTask(t); err != nil {
-				return a.stopAt(recs, i, r.First, err)
+				return a.stopAt(recs, i, r.First, err), false
 			}
 		}
 		start, punctuating := a.now(), a.metrics.punctuateTime.Load()
@@ -209,11 +239,16 @@ func (a *App) process(recs []consume.Records) map[tasks.TopicPartition]int64 {
 		// than many processors); the stream-time punctuations they fired are punctuation time.
 		a.metrics.processed.Add(uint64(n))
 		a.metrics.processTime.Add(max(a.since(start)-(a.metrics.punctuateTime.Load()-punctuating), 0))
+		if err == errPause {
+			m := stopAll(recs[i+1:])
+			m[r.Partition] = stop
+			return m, true
+		}
 		if err != nil {
-			return a.stopAt(recs, i, stop, err)
+			return a.stopAt(recs, i, stop, err), false
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // processRecords runs proc over the records of one input partition of t. It returns how many
@@ -252,6 +287,9 @@ func (a *App) processRecords(t *task, proc Processor, krs []*kgo.Record) (n int,
 		}
 		if err := a.punctuate(t, StreamTime, t.streamTime); err != nil {
 			return i + 1, kr.Offset + 1, err
+		}
+		if i%pauseEvery == pauseEvery-1 && i < len(krs)-1 && a.cur != nil && a.commitDue() {
+			return i + 1, kr.Offset + 1, errPause
 		}
 	}
 	return len(krs), 0, nil

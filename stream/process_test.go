@@ -38,6 +38,8 @@ type recorder struct {
 	initErr error
 	failAt  map[int64]error // by offset
 	onInit  func(c *Context) error
+	// onProcess, when set, runs after every record (a slow processor moves the fake clock).
+	onProcess func()
 }
 
 func (p *recorder) Init(c *Context) error {
@@ -55,6 +57,9 @@ func (p *recorder) Process(c *Context, r *Record) error {
 		return fmt.Errorf("context does not match record %d: ts %v stream time %v", r.Offset, c.Timestamp(), c.StreamTime())
 	}
 	p.seen = append(p.seen, fmt.Sprintf("%s@%d", c.Task(), r.Offset))
+	if p.onProcess != nil {
+		p.onProcess()
+	}
 	return p.failAt[r.Offset]
 }
 
@@ -596,5 +601,36 @@ func TestDeadLetterQueue(t *testing.T) {
 	flush(t, a)
 	if n := len(prod.all()); n != 0 {
 		t.Errorf("%d records written without a dead-letter queue", n)
+	}
+}
+
+// A batch whose processing outlasts commit.interval.ms pauses for the commit (every 64 records the
+// clock is read), as Kafka Streams commits between iterations: each partition stops where it got
+// to, the partitions not reached at their first record, and the rest is handed out again.
+func TestProcessPausesWhenTheCommitIsDue(t *testing.T) {
+	p := &recorder{}
+	a := processingApp(t, p, func(c *config.Config) { c.Runtime.CommitInterval = time.Second })
+	clk := &fakeClock{t: time.UnixMilli(1_000_000)}
+	a.now = clk.now
+	a.lastCommit = clk.t
+	p.onProcess = func() { clk.t = clk.t.Add(100 * time.Millisecond) }
+	ts := make([]int64, 200)
+	a.cur = &consume.Batch{}
+	got, paused := a.processUntil([]consume.Records{recs(tid("0", 0), "in", 0, ts...), recs(tid("0", 1), "in", 0, 1)})
+	if !paused || !maps.Equal(got, map[tasks.TopicPartition]int64{in(0): 64, in(1): 0}) || len(p.seen) != 64 {
+		t.Fatalf("paused %v at %v after %d records; want a pause after the first 64 (the commit was due)", paused, got, len(p.seen))
+	}
+	// Between partitions too.
+	p.seen = nil
+	a.lastCommit = clk.t
+	got, paused = a.processUntil([]consume.Records{recs(tid("0", 0), "in", 64, make([]int64, 20)...), recs(tid("0", 1), "in", 0, 1)})
+	if !paused || !maps.Equal(got, map[tasks.TopicPartition]int64{in(1): 0}) || len(p.seen) != 20 {
+		t.Fatalf("paused %v at %v after %d records; want a pause before the second partition", paused, got, len(p.seen))
+	}
+	// Not due: the whole batch.
+	p.seen, p.onProcess = nil, nil
+	a.lastCommit = clk.t
+	if got, paused = a.processUntil([]consume.Records{recs(tid("0", 0), "in", 84, ts...)}); paused || got != nil || len(p.seen) != 200 {
+		t.Fatalf("paused %v at %v after %d records; want all 200", paused, got, len(p.seen))
 	}
 }

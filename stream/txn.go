@@ -40,7 +40,8 @@ func (e *TxnError) Error() string {
 	case errors.Is(e.Err, errAbortFailed) && !errors.As(e.Err, new(*kerr.Error)):
 		hint = "the transaction coordinator could not be reached to abort the transaction; it aborts it itself after transaction.timeout.ms, and a restart resumes from what the broker committed"
 	case errors.Is(e.Err, kerr.ProducerFenced), errors.Is(e.Err, kerr.InvalidProducerEpoch):
-		hint = "another process uses the same transactional.id (the same application.id and process ID): give each process its own state.dir"
+		hint = "another process uses the same transactional.id (the same application.id and process ID): give each process its own state.dir; " +
+			"or this process keeps its transactions open longer than transaction.timeout.ms (a processor, punctuation or Init that blocks that long)"
 	case errors.Is(e.Err, kerr.TransactionalIDAuthorizationFailed):
 		hint = "allow the client WRITE and DESCRIBE on the transactional ID (an ACL on TRANSACTIONAL_ID with the prefix <application.id>-)"
 	case errors.Is(e.Err, kerr.ClusterAuthorizationFailed):
