@@ -22,7 +22,8 @@ var keysRead = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch,
 	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
 	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol, KeyCommitInterval, KeyProcessingGuarantee,
 	KeyStateCleanupDelay, KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyAutoOffsetReset,
-	KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyClientID, KeyTimestampExtractor, KeyDeadLetterQueueTopic}
+	KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyClientID, KeyTimestampExtractor, KeyDeadLetterQueueTopic,
+	KeyProductionExceptionHandler, KeyDeliveryTimeout}
 
 // The security keys (security.go) are read by FromMap too, and so are suggested for typos.
 func init() { keysRead = append(keysRead, securityKeys...) }
@@ -46,7 +47,6 @@ var brokerSide = map[string]string{
 var runtimeKeys = map[string]bool{
 	"num.stream.threads": true,
 	"default.key.serde":  true, "default.value.serde": true,
-	"default.production.exception.handler": true, "production.exception.handler": true,
 	"cache.max.bytes.buffering": true, "statestore.cache.max.bytes": true,
 	"topology.optimization": true, "upgrade.from": true, "probing.rebalance.interval.ms": true,
 	"task.timeout.ms": true, "max.task.idle.ms": true, "buffered.records.per.partition": true,

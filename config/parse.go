@@ -54,7 +54,8 @@ func FromMap(m map[string]string) (Config, error) {
 		switch {
 		case IsSecurityKey(key):
 			// read above, by parseSecurity
-		case key == KeyTransactionTimeout && m[KeyProducerTransactionTimeout] != "":
+		case key == KeyTransactionTimeout && m[KeyProducerTransactionTimeout] != "",
+			key == KeyDeliveryTimeout && m[KeyProducerDeliveryTimeout] != "":
 			// the producer. key wins, as in Kafka Streams (read in its own turn)
 		case isRuntimeKey(key):
 			parseRuntime(&c, key, raw, &p)

@@ -211,6 +211,9 @@ func propertiesOf(c Config) map[string]string {
 	put(KeyPollInterval, msStr(c.Runtime.PollInterval))
 	put(KeyTimestampExtractor, c.Runtime.Timestamps.String())
 	put(KeyDeadLetterQueueTopic, c.Runtime.DeadLetterQueueTopic)
+	put(KeyProductionExceptionHandler, map[ErrorPolicy]string{RetryOrFail: "DefaultProductionExceptionHandler",
+		LogAndContinue: "org.apache.kafka.streams.errors.LogAndContinueProductionExceptionHandler"}[c.Runtime.OnProductionError])
+	put(KeyDeliveryTimeout, msStr(c.Runtime.DeliveryTimeout))
 	for k, v := range c.User {
 		m[k] = v
 	}
@@ -262,6 +265,8 @@ func genConfig(t *rapid.T) Config {
 		ResetLatest:            rapid.Bool().Draw(t, "auto.offset.reset=latest"),
 		TransactionTimeout:     ms("transaction.timeout.ms", 1, math.MaxInt32),
 		PollInterval:           ms("poll.ms", 0, 1<<40),
+		OnProductionError:      rapid.SampledFrom([]ErrorPolicy{RetryOrFail, LogAndContinue}).Draw(t, "production.exception.handler"),
+		DeliveryTimeout:        ms("delivery.timeout.ms", 1, math.MaxInt32),
 		DeadLetterQueueTopic:   rapid.OneOf(rapid.Just(""), rapid.StringMatching(`[a-z][a-z0-9._-]{0,20}`)).Draw(t, "errors.dead.letter.queue.topic.name"),
 		Timestamps:             rapid.SampledFrom([]TimestampPolicy{FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp, WallclockTimestamp}).Draw(t, "default.timestamp.extractor"),
 	}

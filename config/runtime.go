@@ -35,7 +35,18 @@ const (
 	KeyTimestampExtractor = "default.timestamp.extractor"
 	// KeyDeadLetterQueueTopic is Kafka Streams' errors.dead.letter.queue.topic.name (KIP-1034).
 	KeyDeadLetterQueueTopic = "errors.dead.letter.queue.topic.name"
+	// KeyProductionExceptionHandler is Kafka Streams' production.exception.handler; its pre-4.0
+	// name KeyDefaultProductionExceptionHandler is read as it.
+	KeyProductionExceptionHandler        = "production.exception.handler"
+	KeyDefaultProductionExceptionHandler = "default.production.exception.handler"
+	// KeyDeliveryTimeout is the producer's delivery.timeout.ms (also read with Kafka Streams'
+	// producer. prefix, which wins): how long a record may wait to be written.
+	KeyDeliveryTimeout         = "delivery.timeout.ms"
+	KeyProducerDeliveryTimeout = "producer.delivery.timeout.ms"
 )
+
+// DefaultDeliveryTimeout is Kafka's delivery.timeout.ms.
+const DefaultDeliveryTimeout = 2 * time.Minute
 
 // TimestampPolicy is default.timestamp.extractor: which timestamp a record is processed with, and
 // what a record whose own timestamp is invalid (negative) does.
@@ -99,12 +110,27 @@ const (
 	LogAndContinue
 )
 
+// RetryOrFail is the default production.exception.handler (Kafka Streams'
+// DefaultProductionExceptionHandler): a write that failed with a retriable error (the brokers
+// unreachable past delivery.timeout.ms, a leader moving) makes the tasks go back to their last
+// commit and process again, as Kafka Streams' TaskCorruptedException does; any other stops the
+// application. It is the zero ErrorPolicy, which production.exception.handler reads as this.
+const RetryOrFail = LogAndFail
+
 // String names the policy as Kafka Streams' handler class does.
 func (p ErrorPolicy) String() string {
 	if p == LogAndContinue {
 		return "LogAndContinue"
 	}
 	return "LogAndFail"
+}
+
+// Delivery is DeliveryTimeout, or its default when zero.
+func (r Runtime) Delivery() time.Duration {
+	if r.DeliveryTimeout == 0 {
+		return DefaultDeliveryTimeout
+	}
+	return r.DeliveryTimeout
 }
 
 // Runtime is the configuration of the stream runtime: how it processes, commits and keeps state.
@@ -143,6 +169,14 @@ type Runtime struct {
 	// Timestamps (default.timestamp.extractor) is which timestamp records are processed with.
 	// Default FailOnInvalidTimestamp.
 	Timestamps TimestampPolicy
+	// OnProductionError (production.exception.handler) is what a write the brokers did not take
+	// does under at_least_once: RetryOrFail (Kafka Streams' DefaultProductionExceptionHandler, the
+	// default) or LogAndContinue. Under exactly_once_v2 a failed write aborts the transaction and
+	// the work is redone, or stops the application, whatever this says.
+	OnProductionError ErrorPolicy
+	// DeliveryTimeout (delivery.timeout.ms) is how long a record may wait to be written before it
+	// fails. Zero means DefaultDeliveryTimeout.
+	DeliveryTimeout time.Duration
 	// DeadLetterQueueTopic (errors.dead.letter.queue.topic.name) is where an input record that a
 	// processor or its serdes failed on is written, with Kafka Streams' error headers, whatever the
 	// handler then does. "" (the default): nowhere.
@@ -176,7 +210,8 @@ func isRuntimeKey(key string) bool {
 	switch key {
 	case KeyCommitInterval, KeyProcessingGuarantee, KeyStateCleanupDelay, KeyProcessingExceptionHandler,
 		KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler, KeyAutoOffsetReset,
-		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyTimestampExtractor, KeyDeadLetterQueueTopic:
+		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyTimestampExtractor, KeyDeadLetterQueueTopic,
+		KeyProductionExceptionHandler, KeyDefaultProductionExceptionHandler, KeyDeliveryTimeout, KeyProducerDeliveryTimeout:
 		return true
 	}
 	return false
@@ -191,6 +226,12 @@ var handlerClasses = map[string]map[string]ErrorPolicy{
 	KeyDeserializationExceptionHandler: {
 		"org.apache.kafka.streams.errors.LogAndFailExceptionHandler":     LogAndFail,
 		"org.apache.kafka.streams.errors.LogAndContinueExceptionHandler": LogAndContinue,
+	},
+	// Kafka Streams ships DefaultProductionExceptionHandler only (RETRY or FAIL); the continuing
+	// one is this library's, named as Kafka Streams names its others.
+	KeyProductionExceptionHandler: {
+		"org.apache.kafka.streams.errors.DefaultProductionExceptionHandler":        RetryOrFail,
+		"org.apache.kafka.streams.errors.LogAndContinueProductionExceptionHandler": LogAndContinue,
 	},
 }
 
@@ -243,21 +284,35 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 		default:
 			p.add(key, raw, "must be at_least_once or exactly_once_v2")
 		}
-	case KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler:
+	case KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler,
+		KeyProductionExceptionHandler, KeyDefaultProductionExceptionHandler:
 		canonical := key
-		if key == KeyDefaultDeserializationExceptionHandler {
+		switch key {
+		case KeyDefaultDeserializationExceptionHandler:
 			canonical = KeyDeserializationExceptionHandler
+		case KeyDefaultProductionExceptionHandler:
+			canonical = KeyProductionExceptionHandler
 		}
 		policy, ok := lookupHandler(canonical, val)
 		if !ok {
 			p.add(key, raw, "%s", handlerReason(canonical))
 			return
 		}
-		if canonical == KeyProcessingExceptionHandler {
+		switch canonical {
+		case KeyProcessingExceptionHandler:
 			r.OnProcessingError = policy
-		} else {
+		case KeyProductionExceptionHandler:
+			r.OnProductionError = policy
+		default:
 			r.OnDeserializationError = policy
 		}
+	case KeyDeliveryTimeout, KeyProducerDeliveryTimeout:
+		n, err := strconv.ParseInt(val, 10, 32)
+		if err != nil {
+			p.add(key, raw, "%s", numberReason(err, "INT", math.MaxInt32))
+			return
+		}
+		r.DeliveryTimeout = time.Duration(n) * time.Millisecond
 	case KeyAutoOffsetReset:
 		switch strings.ToLower(val) {
 		case "earliest":
@@ -306,6 +361,9 @@ func (c *Config) validateRuntime(p *problems) {
 			r.DeadLetterQueueTopic == "." || r.DeadLetterQueueTopic == ".." {
 			p.add(KeyDeadLetterQueueTopic, r.DeadLetterQueueTopic, "is not a topic name (at most 249 of [a-zA-Z0-9._-], not . or ..)")
 		}
+	}
+	if r.DeliveryTimeout < 0 || r.DeliveryTimeout > math.MaxInt32*time.Millisecond {
+		p.add(KeyDeliveryTimeout, ms(r.DeliveryTimeout), "must be between 1 and %d ms (an INT in Kafka)", math.MaxInt32)
 	}
 	if r.PollInterval < 0 {
 		p.add(KeyPollInterval, ms(r.PollInterval), "must be >= 0")

@@ -50,6 +50,8 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyProducerTransactionTimeout, "x", "INT"},
 		{KeyPollInterval, "-1", "must be >= 0"},
 		{KeyDeadLetterQueueTopic, "bad topic", "is not a topic name"},
+		{KeyProductionExceptionHandler, "LogAndFailExceptionHandler", "DefaultProductionExceptionHandler or LogAndContinueProductionExceptionHandler"},
+		{KeyDeliveryTimeout, "-5", "between 1 and"},
 		{KeyDeadLetterQueueTopic, "..", "is not a topic name"},
 	} {
 		_, err := FromMap(map[string]string{KeyApplicationID: "a", tc.key: tc.val})
@@ -152,5 +154,20 @@ func TestTimestampExtractorsByKafkaStreamsNames(t *testing.T) {
 	}
 	if WallclockTimestamp.String() != "WallclockTimestampExtractor" || TimestampPolicy(9).String() != "TimestampPolicy(9)" {
 		t.Error("String")
+	}
+}
+
+// production.exception.handler (and its pre-4.0 name) with Kafka Streams' DefaultProductionExceptionHandler
+// (the default: retry retriable errors, fail on others) and the continuing one; delivery.timeout.ms
+// and its producer. form, which wins.
+func TestProductionHandlerAndDeliveryTimeout(t *testing.T) {
+	c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyDefaultProductionExceptionHandler: "LogAndContinueProductionExceptionHandler",
+		KeyDeliveryTimeout: "1000", KeyProducerDeliveryTimeout: "5000"})
+	if err != nil || c.Runtime.OnProductionError != LogAndContinue || c.Runtime.Delivery() != 5*time.Second {
+		t.Fatalf("%+v, %v", c.Runtime, err)
+	}
+	d := Default("a").Runtime
+	if d.OnProductionError != RetryOrFail || d.Delivery() != 2*time.Minute {
+		t.Fatalf("defaults %+v", d)
 	}
 }

@@ -769,10 +769,6 @@ func (a *App) Stats() membership.Stats {
 	return a.mgr.Stats()
 }
 
-// deliveryTimeout is Kafka's delivery.timeout.ms: how long a record may wait to be written before
-// it fails (a *ProduceError), counted from the send.
-const deliveryTimeout = 2 * time.Minute
-
 // deliveryContext returns the context writes go out with: its deadline is between half of
 // deliveryTimeout and all of it from now, so every write gets at least half. One context serves
 // every write for a minute (no timer per record); the one before the previous is released at each
@@ -780,6 +776,7 @@ const deliveryTimeout = 2 * time.Minute
 func (a *App) deliveryContext() context.Context {
 	a.deliverMu.Lock()
 	defer a.deliverMu.Unlock()
+	deliveryTimeout := a.cfg.Runtime.Delivery()
 	if now := time.Now(); a.deliverCtx == nil || a.deliverBy.Sub(now) < deliveryTimeout/2 {
 		if old := a.deliverCancels[0]; old != nil {
 			old()

@@ -66,6 +66,14 @@ func (a *App) revokedOffsets(ctx context.Context, revoked tasks.Set) (commit.Off
 	}
 	a.mu.Unlock()
 	if err := a.flush(ctx); err != nil {
+		var pe *ProduceError
+		if errors.As(err, &pe) && a.retriesProduction(pe) {
+			// The revoked tasks' records since their last commit may not all be written: nothing
+			// more of theirs is committed (their next owner starts from the last commit), and the
+			// tasks kept go back to theirs.
+			a.retryAfterProduceError(pe)
+			return commit.Offsets{}, nil
+		}
 		a.mu.Lock()
 		undo()
 		a.mu.Unlock()

@@ -58,7 +58,10 @@ func (c errClass) String() string {
 // fatalBrokerErrors are broker errors no retry can help, whatever kerr says of them.
 var fatalBrokerErrors = []error{kerr.TransactionalIDAuthorizationFailed, kerr.ClusterAuthorizationFailed,
 	kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed, kerr.UnsupportedForMessageFormat,
-	kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.InvalidTimestamp}
+	kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.InvalidTimestamp,
+	// A produce result of UNKNOWN_TOPIC_OR_PARTITION comes after kgo's own retries
+	// (kgo.UnknownTopicRetries): the topic is missing, not being created.
+	kerr.UnknownTopicOrPartition}
 
 // retriableBrokerErrors are broker errors that pass with time although kerr (as Kafka's Java
 // classes) does not mark them retriable: a transaction the coordinator is still completing.

@@ -10,6 +10,7 @@ import (
 // input's and may be old), one context at a time, renewed when less than half is left, and the one
 // before the previous released.
 func TestDeliveryContextBoundsEveryWrite(t *testing.T) {
+	const deliveryTimeout = 2 * time.Minute // Kafka's default
 	a, _ := newTestApp(t, testConfig(), testProcs())
 	before := time.Now()
 	ctx := a.deliveryContext()
@@ -35,4 +36,17 @@ func TestDeliveryContextBoundsEveryWrite(t *testing.T) {
 	if second.Err() == nil || third.Err() == nil {
 		t.Fatal("contexts left when Run returned")
 	}
+}
+
+// delivery.timeout.ms sets the bound.
+func TestDeliveryTimeoutIsConfigured(t *testing.T) {
+	cfg := testConfig()
+	cfg.Runtime.DeliveryTimeout = 7 * time.Second
+	a, _ := newTestApp(t, cfg, testProcs())
+	before := time.Now()
+	dl, ok := a.deliveryContext().Deadline()
+	if !ok || dl.Before(before.Add(7*time.Second)) || dl.After(time.Now().Add(7*time.Second)) {
+		t.Fatalf("deadline %v, want delivery.timeout.ms=7000 from now", dl)
+	}
+	a.releaseDelivery()
 }

@@ -561,6 +561,10 @@ func (a *App) between() {
 		var pe *ProduceError
 		var te *TxnError
 		var se *store.Error
+		if errors.As(err, &pe) && a.retriesProduction(pe) {
+			a.retryAfterProduceError(pe)
+			return
+		}
 		// A store that cannot record its checkpoint for want of space does not recover by itself:
 		// under at-least-once too, going on would process without ever committing again.
 		if errors.As(err, &te) || errors.As(err, &se) && (a.eos() || errors.Is(err, syscall.ENOSPC)) || errors.As(err, &pe) && !a.eos() {
@@ -599,7 +603,11 @@ func (a *App) commit(ctx context.Context) error {
 		}
 	}
 	a.mu.Unlock()
-	return a.cons.CommitProcessed(ctx)
+	if err := a.cons.CommitProcessed(ctx); err != nil {
+		return err
+	}
+	a.ptimes.markCommitted()
+	return nil
 }
 
 func (a *App) checkpoint(t *task) error {
@@ -661,17 +669,55 @@ func (a *App) recordProduceErr(r *kgo.Record, err error, gen int64) {
 	if a.eos() && gen != a.txnGen.Load() {
 		return
 	}
+	if !a.eos() && a.cfg.Runtime.OnProductionError == config.LogAndContinue && classify(err) != classLost {
+		// production.exception.handler=LogAndContinueProductionExceptionHandler: the record is
+		// dropped, by the application's choice, and the work goes on.
+		a.metrics.dropped.Add(1)
+		a.log.Warn("dropping a record the brokers did not take (production.exception.handler=LogAndContinueProductionExceptionHandler)",
+			"topic", r.Topic, "partition", r.Partition, "err", err)
+		return
+	}
 	pe := &ProduceError{Topic: r.Topic, Partition: r.Partition, Err: err}
 	if !a.produceErr.CompareAndSwap(nil, pe) {
 		return
 	}
 	// Under exactly-once a failed write of the open transaction is not the end when the producer
-	// can go on: the next commit aborts and the work is done again. Any other failed write stops
-	// the application (Kafka Streams' default production exception handler).
-	if a.eos() && a.abortable(err) {
+	// can go on: the next commit aborts and the work is done again. Under at-least-once a retriable
+	// failure makes the tasks go back to their last commit at the next commit (Kafka Streams'
+	// DefaultProductionExceptionHandler answers RETRY). Any other failed write stops the
+	// application (it answers FAIL).
+	if a.eos() && a.abortable(err) || a.retriesProduction(pe) {
 		return
 	}
 	a.fail(pe)
+}
+
+// retriesProduction says whether a write that failed so is retried, under at-least-once, by taking
+// the tasks back to their last commit (retryAfterProduceError).
+func (a *App) retriesProduction(pe *ProduceError) bool {
+	return !a.eos() && a.cfg.Runtime.OnProductionError == config.RetryOrFail && classify(pe.Err) == classRetriable
+}
+
+// retryAfterProduceError takes the active tasks back to their last commit after a write failed
+// with a retriable error under at-least-once (the brokers unreachable past delivery.timeout.ms, a
+// leader moving), as Kafka Streams' TaskCorruptedException revives them: the inputs from the last
+// committed offsets, the partition times with them, Init again; the records since are processed
+// again (their output written again, and their store updates applied again: at-least-once).
+// Called between batches, or in a callback.
+func (a *App) retryAfterProduceError(pe *ProduceError) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.log.Warn("a write failed with a retriable error (production.exception.handler=DefaultProductionExceptionHandler answers RETRY): "+
+		"the tasks go back to their last commit and process the records since again", "topic", pe.Topic, "partition", pe.Partition, "err", pe.Err)
+	a.metrics.productionRetries.Add(1)
+	for _, t := range a.tasks {
+		if t.active {
+			t.initialized, t.punctuations = false, nil
+		}
+	}
+	a.ptimes.rewind()
+	a.cons.Rewind()
+	a.produceErr.CompareAndSwap(pe, nil)
 }
 
 // abortable says whether a failed write under exactly-once only aborts the transaction (the work

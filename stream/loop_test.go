@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -169,8 +171,17 @@ func TestBetweenCommitsEveryInterval(t *testing.T) {
 	a.commitBackoff = 0
 	act.stores["counts"].eng.(*countingEngine).err = nil
 
-	// A failed write is.
-	a.produceErr.Store(&ProduceError{Topic: "out", Err: errBoom})
+	// A write that failed with a retriable error goes back to the last commit (RETRY), not fatal.
+	a.produceErr.Store(&ProduceError{Topic: "out", Err: kerr.NotEnoughReplicas})
+	clk.t = clk.t.Add(10 * time.Second)
+	a.between()
+	if a.fatalErr() != nil || a.produceErr.Load() != nil || a.Metrics().ProductionRetries != 1 || act.initialized {
+		t.Fatalf("a retriable failed write: fatal %v, pending %v, retries %d, task initialized %v; want the tasks back at their last commit",
+			a.fatalErr(), a.produceErr.Load(), a.Metrics().ProductionRetries, act.initialized)
+	}
+
+	// Any other failed write is fatal.
+	a.produceErr.Store(&ProduceError{Topic: "out", Err: kerr.MessageTooLarge})
 	clk.t = clk.t.Add(10 * time.Second)
 	a.between()
 	var pe *ProduceError
@@ -287,12 +298,22 @@ func TestRevokedOffsetsStopsAndCheckpoints(t *testing.T) {
 	if _, err := a.revokedOffsets(context.Background(), tasks.NewSet(tid("1", 0))); !errors.Is(err, errBoom) {
 		t.Errorf("a failed checkpoint: %v", err)
 	}
-	a.produceErr.Store(&ProduceError{Err: errBoom})
-	if _, err := a.revokedOffsets(context.Background(), tasks.NewSet(tid("1", 1))); !errors.Is(err, errBoom) {
+	a.produceErr.Store(&ProduceError{Err: kerr.MessageTooLarge})
+	if _, err := a.revokedOffsets(context.Background(), tasks.NewSet(tid("1", 1))); !errors.Is(err, kerr.MessageTooLarge) {
 		t.Errorf("after a failed write: %v", err)
 	}
 	if kept.stores["counts"].checkpointed != -1 {
 		t.Error("checkpointed after a failed write")
+	}
+	// A write that failed with a retriable error (production.exception.handler's RETRY): nothing
+	// more of the revoked task is committed, no error, and the kept tasks go back to their last
+	// commit (Init again).
+	a.produceErr.Store(&ProduceError{Err: context.DeadlineExceeded})
+	if offs, err := a.revokedOffsets(context.Background(), tasks.NewSet(tid("1", 1))); err != nil || len(offs) != 0 {
+		t.Errorf("after a retriable failed write: offsets %v, err %v; want nothing committed and no error", offs, err)
+	}
+	if a.produceErr.Load() != nil || a.Metrics().ProductionRetries != 1 {
+		t.Errorf("after the retry: the failed write is still pending (%v), or not counted (%d)", a.produceErr.Load(), a.Metrics().ProductionRetries)
 	}
 }
 
@@ -335,5 +356,39 @@ func TestACommitUnderWayOutlivesTheSignal(t *testing.T) {
 	a.between()
 	if m := a.Metrics(); m.FailedCommits != 1 {
 		t.Fatalf("failed commits %d: a fatal error during the commit did not end it", m.FailedCommits)
+	}
+}
+
+// production.exception.handler under at-least-once: DefaultProductionExceptionHandler (the default)
+// retries a write that failed with a retriable error (the tasks go back at the next commit) and
+// fails on any other; LogAndContinueProductionExceptionHandler drops the record and goes on.
+// Exactly-once keeps its own way (an abortable write aborts the transaction), whatever it says.
+func TestProductionExceptionHandler(t *testing.T) {
+	rec := &kgo.Record{Topic: "out", Partition: 1}
+	for _, c := range []struct {
+		policy           config.ErrorPolicy
+		err              error
+		pending, isFatal bool
+	}{
+		{config.RetryOrFail, context.DeadlineExceeded, true, false}, // delivery.timeout.ms passed
+		{config.RetryOrFail, kerr.NotLeaderForPartition, true, false},
+		{config.RetryOrFail, kerr.MessageTooLarge, true, true},
+		{config.RetryOrFail, kerr.TopicAuthorizationFailed, true, true},
+		{config.LogAndContinue, kerr.MessageTooLarge, false, false},
+		{config.LogAndContinue, context.DeadlineExceeded, false, false},
+	} {
+		cfg := testConfig()
+		cfg.Runtime.OnProductionError = c.policy
+		a, _ := newTestApp(t, cfg, testProcs())
+		a.recordProduceErr(rec, c.err, 0)
+		if got := a.produceErr.Load() != nil; got != c.pending {
+			t.Errorf("%v, %v: a failed write pending %v, want %v", c.policy, c.err, got, c.pending)
+		}
+		if got := a.fatalErr() != nil; got != c.isFatal {
+			t.Errorf("%v, %v: fatal %v, want %v", c.policy, c.err, a.fatalErr(), c.isFatal)
+		}
+		if c.policy == config.LogAndContinue && a.Metrics().Dropped != 1 {
+			t.Errorf("%v, %v: dropped %d, want 1", c.policy, c.err, a.Metrics().Dropped)
+		}
 	}
 }

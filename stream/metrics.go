@@ -21,7 +21,8 @@ type Metrics struct {
 	Processed   uint64
 	ProcessTime time.Duration
 	// Dropped is dropped-records-total: records skipped by a LogAndContinue handler
-	// (processing.exception.handler or deserialization.exception.handler).
+	// (processing.exception.handler, deserialization.exception.handler or
+	// production.exception.handler) or by default.timestamp.extractor.
 	Dropped uint64
 	// Restored is the changelog records applied to stores: active tasks restoring and standby or
 	// warm-up tasks keeping up (Kafka Streams' restore-total and update-total together).
@@ -37,12 +38,16 @@ type Metrics struct {
 	Commits       uint64
 	CommitTime    time.Duration
 	FailedCommits uint64
+	// ProductionRetries counts the times a write failed with a retriable error under at-least-once
+	// and the tasks went back to their last commit (production.exception.handler's RETRY; Kafka
+	// Streams counts these as task-corrupted revivals).
+	ProductionRetries uint64
 }
 
 // loopMetrics are the App's counters, written by the loop and read by Metrics at any time.
 type loopMetrics struct {
-	polls, processed, dropped, restored, punctuations, commits, failedCommits atomic.Uint64
-	pollTime, processTime, punctuateTime, commitTime                          atomic.Int64 // ns
+	polls, processed, dropped, restored, punctuations, commits, failedCommits, productionRetries atomic.Uint64
+	pollTime, processTime, punctuateTime, commitTime                                             atomic.Int64 // ns
 }
 
 // Metrics returns the processing loop's counts so far; the zero value before Run.
@@ -54,6 +59,7 @@ func (a *App) Metrics() Metrics {
 		Dropped: m.dropped.Load(), Restored: m.restored.Load(),
 		Punctuations: m.punctuations.Load(), PunctuateTime: time.Duration(m.punctuateTime.Load()),
 		Commits: m.commits.Load(), CommitTime: time.Duration(m.commitTime.Load()), FailedCommits: m.failedCommits.Load(),
+		ProductionRetries: m.productionRetries.Load(),
 	}
 }
 

@@ -65,6 +65,7 @@ var runtimeValues = []struct {
 	{"stream_commits_total", "Commits of the processing loop that succeeded.", func(m stream.Metrics) float64 { return float64(m.Commits) }},
 	{"stream_commits_failed_total", "Commits of the processing loop that failed.", func(m stream.Metrics) float64 { return float64(m.FailedCommits) }},
 	{"stream_commit_seconds_total", "Time the processing loop spent committing, failed commits included.", func(m stream.Metrics) float64 { return m.CommitTime.Seconds() }},
+	{"stream_production_retries_total", "Writes that failed with a retriable error and took the tasks back to their last commit.", func(m stream.Metrics) float64 { return float64(m.ProductionRetries) }},
 }
 
 // NewRuntimeMetrics returns the collector of rt's processing metrics, named namespace_….
