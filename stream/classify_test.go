@@ -53,7 +53,7 @@ func TestClassify(t *testing.T) {
 		{kerr.InvalidRecord, classFatal},
 		{kerr.InvalidTimestamp, classFatal},
 		{kerr.UnsupportedForMessageFormat, classFatal},
-		{kerr.InvalidRequest, classFatal}, // not retriable: the same request fails again
+		{kerr.InvalidRequest, classFatal},          // not retriable: the same request fails again
 		{kerr.UnknownTopicOrPartition, classFatal}, // after kgo's own retries: a missing topic
 		{&ProduceError{Topic: "out", Err: kerr.MessageTooLarge}, classFatal},
 		{&ProduceError{Topic: "out", Err: kerr.NotEnoughReplicas}, classRetriable},
