@@ -442,7 +442,7 @@ func (c *eosChild) exitLine() string {
 func (c *eosChild) log() string { return c.stderr.String() }
 
 // proxyDialer is a client option that sends every connection to the broker through p.
-func proxyDialer(t *testing.T, b *Broker, p *resetProxy) kgo.Opt {
+func proxyDialer(t *testing.T, b *Broker, p interface{ Addr() string }) kgo.Opt {
 	t.Helper()
 	_, brokerPort, err := net.SplitHostPort(b.Bootstrap)
 	if err != nil {
