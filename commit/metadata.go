@@ -20,26 +20,41 @@ const UnknownPartitionTime int64 = -1
 const partitionTimeMagic = 2
 
 // EncodePartitionTime is the offset commit metadata of a partition whose time is ms (unix
-// milliseconds), in Kafka Streams' format.
-func EncodePartitionTime(ms int64) string {
-	var b [9]byte
+// milliseconds), in Kafka Streams' format, without processor metadata.
+func EncodePartitionTime(ms int64) string { return EncodeMetadata(ms, nil) }
+
+// EncodeMetadata is the offset commit metadata of a partition whose time is ms, followed by
+// processor metadata as Kafka Streams' ProcessorMetadata serialized it (kept as read from the last
+// commit: windowed operators of a Java member record their last emitted times there).
+func EncodeMetadata(ms int64, processor []byte) string {
+	b := make([]byte, 9, 9+len(processor))
 	b[0] = partitionTimeMagic
 	binary.BigEndian.PutUint64(b[1:], uint64(ms))
-	return base64.StdEncoding.EncodeToString(b[:])
+	return base64.StdEncoding.EncodeToString(append(b, processor...))
 }
 
 // DecodePartitionTime reads the partition time from offset commit metadata written by Kafka Streams
 // or EncodePartitionTime: UnknownPartitionTime when there is none or the metadata is not Kafka
 // Streams' (any string is accepted, never an error: the group may hold metadata of other clients).
 func DecodePartitionTime(metadata string) int64 {
+	ms, _ := DecodeMetadata(metadata)
+	return ms
+}
+
+// DecodeMetadata is DecodePartitionTime with the processor metadata that follows the time (magic 2
+// only; nil when there is none).
+func DecodeMetadata(metadata string) (ms int64, processor []byte) {
 	if metadata == "" {
-		return UnknownPartitionTime
+		return UnknownPartitionTime, nil
 	}
 	b, err := base64.StdEncoding.DecodeString(metadata)
 	if err != nil || len(b) < 9 || (b[0] != 1 && b[0] != partitionTimeMagic) {
-		return UnknownPartitionTime
+		return UnknownPartitionTime, nil
 	}
-	return int64(binary.BigEndian.Uint64(b[1:9]))
+	if b[0] == partitionTimeMagic && len(b) > 9 {
+		processor = b[9:]
+	}
+	return int64(binary.BigEndian.Uint64(b[1:9])), processor
 }
 
 // Metadata is what a Committer commits beside each offset, and where it hands the metadata an

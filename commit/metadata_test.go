@@ -49,9 +49,12 @@ func FuzzDecodePartitionTime(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ms := DecodePartitionTime(s) // never panics, whatever the group holds
-		if ms != UnknownPartitionTime && DecodePartitionTime(EncodePartitionTime(ms)) != ms {
-			t.Fatalf("%q decodes to %d, which does not survive its own encoding", s, ms)
+		ms, processor := DecodeMetadata(s) // never panics, whatever the group holds
+		if ms == UnknownPartitionTime {
+			return
+		}
+		if again, p := DecodeMetadata(EncodeMetadata(ms, processor)); again != ms || string(p) != string(processor) {
+			t.Fatalf("%q decodes to %d %x, which does not survive its own encoding (%d %x)", s, ms, processor, again, p)
 		}
 	})
 }

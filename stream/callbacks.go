@@ -166,6 +166,9 @@ func (c *callbacks) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) erro
 			a.log.Warn("aborting the transaction of lost tasks failed; the broker aborts it after transaction.timeout.ms", "err", err)
 		}
 	}
+	// The partition times of the work since the last commit go with it: the tasks start again
+	// from their committed metadata when they come back.
+	a.ptimes.rewind()
 	for _, t := range a.tasks {
 		a.closeTask(t, false)
 	}

@@ -18,25 +18,45 @@ type partitionTimes struct {
 	mu sync.Mutex
 	// now is as processed; committed as of the last commit, what an abort goes back to.
 	now, committed map[tasks.TopicPartition]int64
+	// processor is the processor metadata read with each partition's committed offset, committed
+	// again as it is (a Java member's windowed operators keep their last emitted times there).
+	processor map[tasks.TopicPartition][]byte
 }
 
 func newPartitionTimes() *partitionTimes {
-	return &partitionTimes{now: map[tasks.TopicPartition]int64{}, committed: map[tasks.TopicPartition]int64{}}
+	return &partitionTimes{now: map[tasks.TopicPartition]int64{}, committed: map[tasks.TopicPartition]int64{},
+		processor: map[tasks.TopicPartition][]byte{}}
 }
 
-// CommitMetadata implements commit.Metadata: tp's time in Kafka Streams' format (unknown: -1).
+// CommitMetadata implements commit.Metadata: tp's time in Kafka Streams' format (unknown: -1), with
+// the processor metadata its last commit had.
 func (p *partitionTimes) CommitMetadata(tp tasks.TopicPartition) string {
-	return commit.EncodePartitionTime(p.get(tp))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ms, ok := p.now[tp]
+	if !ok {
+		ms = commit.UnknownPartitionTime
+	}
+	return commit.EncodeMetadata(ms, p.processor[tp])
 }
 
 // Fetched implements commit.Metadata: the time committed with tp's offset, by this member or any
-// other, Go or Java. Times only move forward.
+// other, Go or Java, is where the partition stands now: a task that arrives starts from its
+// committed time, whatever this process held of it before.
 func (p *partitionTimes) Fetched(tp tasks.TopicPartition, metadata string) {
-	if ms := commit.DecodePartitionTime(metadata); ms != commit.UnknownPartitionTime {
-		p.mu.Lock()
-		p.now[tp] = max(p.now[tp], ms)
-		p.committed[tp] = max(p.committed[tp], ms)
-		p.mu.Unlock()
+	ms, processor := commit.DecodeMetadata(metadata)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ms == commit.UnknownPartitionTime {
+		delete(p.now, tp)
+		delete(p.committed, tp)
+	} else {
+		p.now[tp], p.committed[tp] = ms, ms
+	}
+	if processor != nil {
+		p.processor[tp] = processor
+	} else {
+		delete(p.processor, tp)
 	}
 }
 

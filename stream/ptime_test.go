@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"testing"
 
 	"github.com/streamsgroup/streamsgroup/consume"
@@ -31,13 +32,22 @@ func TestPartitionTimes(t *testing.T) {
 	if p.get(a) != 500 {
 		t.Errorf("after a rewind: %d, want the committed 500", p.get(a))
 	}
-	// A fetched time (another member's commit) moves a time forward, never back; metadata that is
-	// not Kafka Streams' changes nothing.
+	// A fetched time (the partition's committed metadata, of any member) is where the partition
+	// stands: a task that arrives starts there, whatever this process held of it before, and
+	// metadata that is not Kafka Streams' makes the time unknown.
 	p.Fetched(a, "AgAAAAAAAAPo") // 1000
-	p.Fetched(b, "AgAAAAAAAABk") // 100 < 450
+	p.Fetched(b, "AgAAAAAAAABk") // 100, behind what this process had processed (450)
+	p.advance(in(2), 77)
 	p.Fetched(in(2), "something else")
-	if p.get(a) != 1000 || p.get(b) != 450 || p.get(in(2)) != -1 {
-		t.Fatalf("after fetches: %d %d %d; want 1000, 450 and unknown", p.get(a), p.get(b), p.get(in(2)))
+	if p.get(a) != 1000 || p.get(b) != 100 || p.get(in(2)) != -1 {
+		t.Fatalf("after fetches: %d %d %d; want 1000, 100 and unknown", p.get(a), p.get(b), p.get(in(2)))
+	}
+	// Processor metadata (a Java member's windowed operators) after the time is kept and committed
+	// again; the time in front of it is this process's.
+	p.Fetched(b, "AgAAAAAAAABjAAAAAQAAAAFrAAAAAAAAAAc=") // 99, then {"k": 7}
+	p.advance(b, 200)
+	if got := p.CommitMetadata(b); got != "AgAAAAAAAADIAAAAAQAAAAFrAAAAAAAAAAc=" { // 200, then {"k": 7}
+		t.Errorf("the processor metadata is not committed again: %q", got)
 	}
 	p.advance(a, 1200)
 	p.rewind()
@@ -87,5 +97,18 @@ func TestDiscardPendingRewindsTimesAndRestartsTasks(t *testing.T) {
 	}
 	if !sb.initialized {
 		t.Error("a standby was touched")
+	}
+}
+
+// Lost tasks take the partition times of their uncommitted work with them: when they come back,
+// stream time starts from the committed metadata, as in Kafka Streams.
+func TestLostTasksRewindThePartitionTimes(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	a.ptimes.advance(in(0), 100)
+	a.ptimes.markCommitted()
+	a.ptimes.advance(in(0), 900)
+	mustNotErr(t, (*callbacks)(a).OnAllTasksLost(context.Background(), tasks.Assignment{}))
+	if got := a.ptimes.get(in(0)); got != 100 {
+		t.Fatalf("partition time after the tasks were lost: %d, want the committed 100", got)
 	}
 }
