@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/commit"
@@ -72,6 +73,11 @@ func (a *App) revokedOffsets(ctx context.Context, revoked tasks.Set) (commit.Off
 			// more of theirs is committed (their next owner starts from the last commit), and the
 			// tasks kept go back to theirs.
 			a.retryAfterProduceError(pe)
+			a.mu.Lock()
+			for _, t := range stopped {
+				t.initialized, t.punctuations = false, nil
+			}
+			a.mu.Unlock()
 			return commit.Offsets{}, nil
 		}
 		a.mu.Lock()
@@ -235,7 +241,8 @@ func (a *App) openEngine(kind store.Kind, loc store.Location) (store.Engine, err
 	if !errors.As(err, &se) {
 		se = &store.Error{Op: "open", Loc: loc, Err: err}
 	}
-	if a.o.onStore == nil || a.o.onStore(se) != WipeAndRestore {
+	// A full disk is not the store's damage: wiping would not make room (and would lose the data).
+	if a.o.onStore == nil || errors.Is(err, syscall.ENOSPC) || a.o.onStore(se) != WipeAndRestore {
 		return nil, se
 	}
 	a.log.Warn("wiping a store that cannot be opened; it restores from its changelog", "store", loc.String(), "err", err)

@@ -3,8 +3,10 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -460,5 +462,20 @@ func TestChangelogStartWhileTheLoopClosesTasks(t *testing.T) {
 		if p, ok := a.changelogStart(id, tasks.TopicPartition{Topic: countsLog, Partition: id.Partition}); !ok || p != 7 {
 			t.Fatalf("changelogStart of the assigned task %s: %d %v", id, p, ok)
 		}
+	}
+}
+
+// A store that cannot open for want of space is not wiped, whatever the store error handler says:
+// wiping would not make room, and would lose the data.
+func TestOpenEngineDoesNotWipeOnAFullDisk(t *testing.T) {
+	k := &fakeKind{persistent: true, openErrs: []error{fmt.Errorf("no room: %w", syscall.ENOSPC)}}
+	asked := 0
+	a, _ := newTestApp(t, testConfig(), testProcs(), WithStores(k), WithStoreErrorHandler(func(*store.Error) StoreAction {
+		asked++
+		return WipeAndRestore
+	}))
+	_, err := a.openEngine(k, store.Location{ApplicationID: testApp, Task: tid("1", 0), Store: "counts", Dir: t.TempDir()})
+	if !errors.Is(err, syscall.ENOSPC) || asked != 0 || len(k.destroyed) != 0 {
+		t.Fatalf("open on a full disk: %v, handler asked %d times, %d stores destroyed; want the error, nothing asked or wiped", err, asked, len(k.destroyed))
 	}
 }

@@ -67,9 +67,10 @@ var fatalBrokerErrors = []error{kerr.TransactionalIDAuthorizationFailed, kerr.Cl
 // classes) does not mark them retriable: a transaction the coordinator is still completing.
 var retriableBrokerErrors = []error{kerr.ConcurrentTransactions}
 
-// renewErrors say the producer's epoch went to a newer one.
+// renewErrors say the producer's epoch went to a newer one, or its state at the broker is gone
+// (Kafka Streams replaces its producer after each: a TaskMigratedException).
 var renewErrors = []error{errProducerUnusable, kerr.ProducerFenced, kerr.InvalidProducerEpoch,
-	kerr.InvalidProducerIDMapping, kerr.InvalidTxnState}
+	kerr.InvalidProducerIDMapping, kerr.InvalidTxnState, kerr.OutOfOrderSequenceNumber, kerr.UnknownProducerID}
 
 // classify is the class of err (which must not be nil).
 func classify(err error) errClass {
@@ -124,4 +125,18 @@ func clusterUnreachable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// fatalWhateverTheHandler reports whether a failed write stops the application whatever
+// production.exception.handler says, as Kafka Streams' RecordCollectorImpl.isFatalException:
+// authorization, an invalid topic, an unknown server error, a closed client.
+func fatalWhateverTheHandler(err error) bool {
+	for _, f := range []error{kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed,
+		kerr.GroupAuthorizationFailed, kerr.SaslAuthenticationFailed, kerr.SecurityDisabled, kerr.InvalidTopicException,
+		kerr.UnknownServerError, kgo.ErrClientClosed} {
+		if errors.Is(err, f) {
+			return true
+		}
+	}
+	return classify(err) == classLost
 }

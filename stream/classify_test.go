@@ -40,6 +40,8 @@ func TestClassify(t *testing.T) {
 		{kerr.InvalidProducerEpoch, classRenewProducer},
 		{kerr.InvalidProducerIDMapping, classRenewProducer},
 		{kerr.InvalidTxnState, classRenewProducer},
+		{kerr.OutOfOrderSequenceNumber, classRenewProducer}, // the producer's state at the broker is gone
+		{kerr.UnknownProducerID, classRenewProducer},
 		{fmt.Errorf("%w: %w", errProducerUnusable, io.EOF), classRenewProducer},
 		{lost, classLost},
 		{&TxnError{Err: io.EOF}, classFatal}, // decided already

@@ -220,7 +220,7 @@ func (a *App) commitDue() bool {
 // partition paused, and paused true. Called with a.mu held.
 func (a *App) processUntil(recs []consume.Records) (stops map[tasks.TopicPartition]int64, paused bool) {
 	for i, r := range recs {
-		if i > 0 && a.cur != nil && a.commitDue() {
+		if i > 0 && a.cur != nil && (a.commitDue() || a.retryPending()) {
 			return stopAll(recs[i:]), true
 		}
 		t := a.tasks[r.Task]
@@ -288,7 +288,10 @@ func (a *App) processRecords(t *task, proc Processor, krs []*kgo.Record) (n int,
 		if err := a.punctuate(t, StreamTime, t.streamTime); err != nil {
 			return i + 1, kr.Offset + 1, err
 		}
-		if i%pauseEvery == pauseEvery-1 && i < len(krs)-1 && a.cur != nil && a.commitDue() {
+		// Every 64 records: pause for a commit that fell due, or for a write that failed and is to
+		// be retried (production.exception.handler's RETRY), as Kafka Streams stops at the next
+		// record after a TaskCorruptedException.
+		if i%pauseEvery == pauseEvery-1 && i < len(krs)-1 && a.cur != nil && (a.commitDue() || a.retryPending()) {
 			return i + 1, kr.Offset + 1, errPause
 		}
 	}
@@ -403,15 +406,20 @@ func (a *App) deadLetter(t *task, kr *kgo.Record, err error) {
 	for e := cause; e != nil; e = errors.Unwrap(e) {
 		chain = append(chain, fmt.Sprintf("%T: %v", e, e))
 	}
-	r := &kgo.Record{Topic: topic, Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp, Headers: []kgo.RecordHeader{
+	ts := kr.Timestamp
+	if t.ctx.rec != nil && t.ctx.rec.Offset == kr.Offset {
+		ts = t.ctx.ts // the timestamp it was processed with (default.timestamp.extractor)
+	}
+	// The record's own headers, then the error's, as Kafka Streams builds a dead letter.
+	headers := append(slices.Clone(kr.Headers), []kgo.RecordHeader{
 		{Key: dlqHeaderException, Value: []byte(errorType(cause))},
 		{Key: dlqHeaderMessage, Value: []byte(cause.Error())},
 		{Key: dlqHeaderStacktrace, Value: []byte(strings.Join(chain, "\n"))},
 		{Key: dlqHeaderTopic, Value: []byte(kr.Topic)},
 		{Key: dlqHeaderPartition, Value: []byte(strconv.Itoa(int(kr.Partition)))},
 		{Key: dlqHeaderOffset, Value: []byte(strconv.FormatInt(kr.Offset, 10))},
-	}}
-	a.produce(t.id, r)
+	}...)
+	a.produce(t.id, &kgo.Record{Topic: topic, Key: kr.Key, Value: kr.Value, Timestamp: ts, Headers: headers})
 }
 
 // errorType names err as Kafka Streams names an exception by its class: the Go type of the first
@@ -508,9 +516,19 @@ func (a *App) punctuate(t *task, typ PunctuationType, now int64) error {
 	return first
 }
 
-// between does the work due between batches: starting restored tasks, wall-clock punctuations,
-// the periodic commit, store cleanup, the App's state.
+// retryPending reports whether a write failed with an error production.exception.handler retries
+// (under at-least-once): the tasks go back to their last commit before they process more.
+func (a *App) retryPending() bool {
+	pe := a.produceErr.Load()
+	return pe != nil && a.retriesProduction(pe)
+}
+
+// between does the work due between batches: taking the tasks back after a write to retry,
+// starting restored tasks, punctuations, the periodic commit, store cleanup, the App's state.
 func (a *App) between() {
+	if pe := a.produceErr.Load(); pe != nil && a.retriesProduction(pe) {
+		a.retryAfterProduceError(pe)
+	}
 	restoring := a.cons.Restoring()
 	now := a.now()
 	a.mu.Lock()
@@ -526,6 +544,13 @@ func (a *App) between() {
 			}
 		}
 		if err := a.punctuate(t, WallClock, now.UnixMilli()); err != nil {
+			a.mu.Unlock()
+			a.fail(err)
+			return
+		}
+		// A stream-time punctuation due already (a task that starts with the stream time of its
+		// committed metadata) fires without waiting for a record, as Kafka Streams' punctuate does.
+		if err := a.punctuate(t, StreamTime, t.streamTime); err != nil {
 			a.mu.Unlock()
 			a.fail(err)
 			return
@@ -669,7 +694,7 @@ func (a *App) recordProduceErr(r *kgo.Record, err error, gen int64) {
 	if a.eos() && gen != a.txnGen.Load() {
 		return
 	}
-	if !a.eos() && a.cfg.Runtime.OnProductionError == config.LogAndContinue && classify(err) != classLost {
+	if !a.eos() && a.cfg.Runtime.OnProductionError == config.LogAndContinue && !fatalWhateverTheHandler(err) {
 		// production.exception.handler=LogAndContinueProductionExceptionHandler: the record is
 		// dropped, by the application's choice, and the work goes on.
 		a.metrics.dropped.Add(1)

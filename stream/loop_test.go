@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/consume"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
@@ -175,9 +177,9 @@ func TestBetweenCommitsEveryInterval(t *testing.T) {
 	a.produceErr.Store(&ProduceError{Topic: "out", Err: kerr.NotEnoughReplicas})
 	clk.t = clk.t.Add(10 * time.Second)
 	a.between()
-	if a.fatalErr() != nil || a.produceErr.Load() != nil || a.Metrics().ProductionRetries != 1 || act.initialized {
-		t.Fatalf("a retriable failed write: fatal %v, pending %v, retries %d, task initialized %v; want the tasks back at their last commit",
-			a.fatalErr(), a.produceErr.Load(), a.Metrics().ProductionRetries, act.initialized)
+	if a.fatalErr() != nil || a.produceErr.Load() != nil || a.Metrics().ProductionRetries != 1 {
+		t.Fatalf("a retriable failed write: fatal %v, pending %v, retries %d; want the tasks back at their last commit",
+			a.fatalErr(), a.produceErr.Load(), a.Metrics().ProductionRetries)
 	}
 
 	// Any other failed write is fatal.
@@ -376,6 +378,10 @@ func TestProductionExceptionHandler(t *testing.T) {
 		{config.RetryOrFail, kerr.TopicAuthorizationFailed, true, true},
 		{config.LogAndContinue, kerr.MessageTooLarge, false, false},
 		{config.LogAndContinue, context.DeadlineExceeded, false, false},
+		// Fatal whatever the handler says (Kafka Streams' RecordCollectorImpl.isFatalException).
+		{config.LogAndContinue, kerr.TopicAuthorizationFailed, true, true},
+		{config.LogAndContinue, kerr.UnknownServerError, true, true},
+		{config.LogAndContinue, kerr.InvalidTopicException, true, true},
 	} {
 		cfg := testConfig()
 		cfg.Runtime.OnProductionError = c.policy
@@ -387,8 +393,42 @@ func TestProductionExceptionHandler(t *testing.T) {
 		if got := a.fatalErr() != nil; got != c.isFatal {
 			t.Errorf("%v, %v: fatal %v, want %v", c.policy, c.err, a.fatalErr(), c.isFatal)
 		}
-		if c.policy == config.LogAndContinue && a.Metrics().Dropped != 1 {
+		if c.policy == config.LogAndContinue && !c.isFatal && a.Metrics().Dropped != 1 {
 			t.Errorf("%v, %v: dropped %d, want 1", c.policy, c.err, a.Metrics().Dropped)
 		}
+	}
+}
+
+// A write to retry is acted on before the tasks process more: between batches, and within a batch
+// at the next look at the clock (every 64 records), as Kafka Streams stops at the next record.
+func TestARetryIsNotLeftForTheNextCommit(t *testing.T) {
+	p := &recorder{}
+	a := processingApp(t, p, nil)
+	a.cur = &consume.Batch{}
+	a.produceErr.Store(&ProduceError{Topic: "out", Err: kerr.NotEnoughReplicas})
+	got, paused := a.processUntil([]consume.Records{recs(tid("0", 0), "in", 0, make([]int64, 100)...)})
+	if !paused || !maps.Equal(got, map[tasks.TopicPartition]int64{in(0): 64}) {
+		t.Fatalf("paused %v at %v; want a pause after 64 records for the retry", paused, got)
+	}
+}
+
+// A task that starts with the stream time of its committed metadata fires a stream-time
+// punctuation that is due without waiting for a record, as Kafka Streams' punctuate does.
+func TestBetweenFiresADueStreamTimePunctuation(t *testing.T) {
+	var fired []int64
+	p := &recorder{onInit: func(c *Context) error {
+		_, err := c.Schedule(time.Second, StreamTime, func(_ *Context, at time.Time) error {
+			fired = append(fired, at.UnixMilli())
+			return nil
+		})
+		return err
+	}}
+	a, _ := builtApp(t, Processors{"0": p, "1": nopProc})
+	tk := activeTask(t, a, tid("0", 0))
+	tk.initialized = false
+	a.ptimes.Fetched(in(0), "AgAAAAAAAAPo") // 1000, committed by the previous owner
+	a.between()
+	if len(fired) != 1 || fired[0] != 1000 {
+		t.Fatalf("stream-time punctuations %v; want one at the restored stream time 1000", fired)
 	}
 }

@@ -567,11 +567,13 @@ func TestDeadLetterQueue(t *testing.T) {
 			"__streams.errors.exception": "*errors.errorString", "__streams.errors.message": "boom",
 			"__streams.errors.stacktrace": "*errors.errorString: boom",
 			"__streams.errors.topic":      "in", "__streams.errors.partition": "0", "__streams.errors.offset": "21",
+			"h": "21", // the record's own header comes along
 		}, {
 			"__streams.errors.exception": "*serde.DecodeError", "__streams.errors.message": "value: serde: 1 bytes are not a valid int64: boom",
 			"__streams.errors.stacktrace": "*fmt.wrapError: value: serde: 1 bytes are not a valid int64: boom\n" +
 				"*serde.DecodeError: serde: 1 bytes are not a valid int64: boom\n*errors.errorString: boom",
 			"__streams.errors.topic": "in", "__streams.errors.partition": "0", "__streams.errors.offset": "22",
+			"h": "22",
 		}}
 		if policy == config.LogAndFail {
 			want = want[:1] // it stops at the first failure

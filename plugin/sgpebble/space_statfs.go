@@ -1,4 +1,4 @@
-//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+//go:build linux || darwin
 
 package sgpebble
 
@@ -10,5 +10,5 @@ func diskFree(dir string) (uint64, error) {
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return 0, err
 	}
-	return uint64(st.Bavail) * uint64(st.Bsize), nil //nolint:unconvert // the field types differ by system
+	return uint64(st.Bavail) * uint64(st.Bsize), nil //nolint:unconvert // the field types differ by system (linux, darwin)
 }
