@@ -15,15 +15,13 @@ import (
 // answer: the broker ends the transaction, and the client cannot know how (kgo reports the
 // outcome as unconfirmed).
 type endTxnCutProxy struct {
-	ln     net.Listener
+	tcpProxy
 	target string
 	armed  atomic.Bool
 	cuts   atomic.Int64 // EndTxn requests cut off
 	// answered counts the answers dropped after a cut (the EndTxn's among them).
 	answered atomic.Int64
-	wg       sync.WaitGroup
 	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
 	// awayFor, when set before arming, refuses every new connection for that long after the cut:
 	// the broker seems gone, so kgo's own retries of the EndTxn fail too.
 	awayFor   time.Duration
@@ -42,47 +40,12 @@ const apiKeyEndTxn = 26
 
 func newEndTxnCutProxy(t *testing.T, target string) *endTxnCutProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &endTxnCutProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.serve()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.mu.Lock()
-		for c := range p.conns {
-			_ = c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
+	p := &endTxnCutProxy{target: target}
+	p.listen(t, p.pipe)
 	return p
 }
 
-func (p *endTxnCutProxy) Addr() string { return p.ln.Addr().String() }
-
-func (p *endTxnCutProxy) track(c net.Conn) {
-	p.mu.Lock()
-	p.conns[c] = struct{}{}
-	p.mu.Unlock()
-}
-
-func (p *endTxnCutProxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.wg.Add(1)
-		go p.pipe(c)
-	}
-}
-
 func (p *endTxnCutProxy) pipe(client net.Conn) {
-	defer p.wg.Done()
 	defer client.Close()
 	if p.away() {
 		p.refused.Add(1)

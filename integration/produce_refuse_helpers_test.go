@@ -19,65 +19,28 @@ import (
 // may have been written: a retry is de-duplicated by the idempotent producer, or counts twice, as
 // at-least-once allows). Everything else passes as it is.
 type produceRefusingProxy struct {
-	ln       net.Listener
+	tcpProxy
 	target   string
 	topic    string
 	topicID  [16]byte // Produce v13+ names topics by ID
 	refusing atomic.Bool
 	refused  atomic.Int64 // partition answers rewritten
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
 }
 
 func newProduceRefusingProxy(t *testing.T, b *Broker, topic string) *produceRefusingProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	td, err := b.Admin(t).ListTopics(ctx, topic)
 	if err != nil || td[topic].Err != nil {
 		t.Fatalf("the ID of topic %s: %v %v", topic, err, td[topic].Err)
 	}
-	p := &produceRefusingProxy{ln: ln, target: b.Bootstrap, topic: topic, topicID: td[topic].ID, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Add(1)
-			go p.pipe(c)
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.mu.Lock()
-		for c := range p.conns {
-			_ = c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
+	p := &produceRefusingProxy{target: b.Bootstrap, topic: topic, topicID: td[topic].ID}
+	p.listen(t, p.pipe)
 	return p
 }
 
-// Addr is where clients connect.
-func (p *produceRefusingProxy) Addr() string { return p.ln.Addr().String() }
-
-func (p *produceRefusingProxy) track(c net.Conn) {
-	p.mu.Lock()
-	p.conns[c] = struct{}{}
-	p.mu.Unlock()
-}
-
 func (p *produceRefusingProxy) pipe(client net.Conn) {
-	defer p.wg.Done()
 	defer client.Close()
 	broker, err := net.DialTimeout("tcp", p.target, 5*time.Second)
 	if err != nil {
