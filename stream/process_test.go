@@ -636,3 +636,52 @@ func TestProcessPausesWhenTheCommitIsDue(t *testing.T) {
 		t.Fatalf("paused %v at %v after %d records; want all 200", paused, got, len(p.seen))
 	}
 }
+
+// A pause comes only where records are left to hand out again: a batch whose 64th record is its
+// last is processed whole even when the commit is due; a partition time of exactly 0 is a time.
+func TestPauseAndPartitionTimeEdges(t *testing.T) {
+	p := &recorder{}
+	a := processingApp(t, p, func(c *config.Config) { c.Runtime.CommitInterval = time.Second })
+	clk := &fakeClock{t: time.UnixMilli(1_000_000)}
+	a.now = clk.now
+	a.lastCommit = clk.t.Add(-time.Hour) // due
+	a.cur = &consume.Batch{}
+	if got, paused := a.processUntil([]consume.Records{recs(tid("0", 0), "in", 0, make([]int64, 64)...)}); paused || got != nil || len(p.seen) != 64 {
+		t.Fatalf("64 records with the commit due: paused %v at %v after %d; want the whole batch, no pause", paused, got, len(p.seen))
+	}
+
+	q := &tsRecorder{}
+	cfg := testConfig()
+	cfg.Runtime.Timestamps = config.UsePartitionTimeOnInvalidTimestamp
+	b, _ := newTestApp(t, cfg, Processors{"0": q, "1": nopProc})
+	activeTask(t, b, tid("0", 0))
+	b.ptimes.Fetched(in(0), "AgAAAAAAAAAA") // partition time 0
+	stopMap(t, b.process([]consume.Records{recs(tid("0", 0), "in", 5, -1)}), nil)
+	if fmt.Sprint(q.ts) != "[0]" || b.fatalErr() != nil {
+		t.Fatalf("a record without a time in a partition at time 0: %v, fatal %v; want it at 0", q.ts, b.fatalErr())
+	}
+}
+
+// A dead letter carries the timestamp its record was processed with (here the wall clock's).
+func TestDeadLetterTimestampIsTheProcessedOne(t *testing.T) {
+	p := &recorder{failAt: map[int64]error{20: errBoom}}
+	a := processingApp(t, p, func(c *config.Config) {
+		c.Runtime.DeadLetterQueueTopic = "dlq"
+		c.Runtime.OnProcessingError = config.LogAndContinue
+		c.Runtime.Timestamps = config.WallclockTimestamp
+	})
+	clk := &fakeClock{t: time.UnixMilli(5_000_000)}
+	a.now = clk.now
+	prod := fakeBroker(t, a)
+	a.process([]consume.Records{recs(tid("0", 0), "in", 20, 100)})
+	flush(t, a)
+	var dlq []producedRecord
+	for _, r := range prod.all() {
+		if r.rec.Topic == "dlq" {
+			dlq = append(dlq, r)
+		}
+	}
+	if len(dlq) != 1 || dlq[0].rec.Timestamp.UnixMilli() != 5_000_000 {
+		t.Fatalf("dead letters %d; want one at the processed time 5000000", len(dlq))
+	}
+}
