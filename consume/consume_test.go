@@ -778,16 +778,23 @@ func TestCaughtUpWarmupBecomesActiveWithoutRestoring(t *testing.T) {
 	}
 }
 
-// TestDoneBeforeStopsThePositionAtTheFirstUnprocessedRecord: a batch whose processing failed
-// part-way moves each partition only past what was processed, so nothing past an unprocessed
-// record is committed (the runtime's R1).
-func TestDoneBeforeStopsThePositionAtTheFirstUnprocessedRecord(t *testing.T) {
+// twoPartitionBatch is an env running tasks 1_0 and 1_1 (other[0] committed at 5, other[1] at 0)
+// and the batch of other[0] 5, 6, 7 and other[1] 0, 1 it handed out.
+func twoPartitionBatch(t *testing.T) (*env, *Batch) {
+	t.Helper()
 	e := newEnv(t)
 	e.commits.committed = commit.Offsets{tp("other", 0): 5, tp("other", 1): 0}
 	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
 	e.cl.takeOps()
 	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {5, 6, 7}, tp("other", 1): {0, 1}})
-	b := e.poll()
+	return e, e.poll()
+}
+
+// TestDoneBeforeStopsThePositionAtTheFirstUnprocessedRecord: a batch whose processing failed
+// part-way moves each partition only past what was processed, so nothing past an unprocessed
+// record is committed (the runtime's R1).
+func TestDoneBeforeStopsThePositionAtTheFirstUnprocessedRecord(t *testing.T) {
+	e, b := twoPartitionBatch(t)
 	// other[0] failed at 6; other[1] was never reached (stop at its first record); a partition that
 	// is not in the batch is ignored.
 	b.DoneBefore(map[tasks.TopicPartition]int64{tp("other", 0): 6, tp("other", 1): 0, tp("absent", 0): 3})
@@ -888,12 +895,7 @@ func TestCommitUncommittedRetriesWithoutNotOwnedPartitions(t *testing.T) {
 // TestYieldHandsTheRestOutAgain: a batch whose processing paused part-way (for a commit) moves each
 // partition past what was processed, and the rest is fetched from there and handed out again.
 func TestYieldHandsTheRestOutAgain(t *testing.T) {
-	e := newEnv(t)
-	e.commits.committed = commit.Offsets{tp("other", 0): 5, tp("other", 1): 0}
-	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
-	e.cl.takeOps()
-	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {5, 6, 7}, tp("other", 1): {0, 1}})
-	b := e.poll()
+	e, b := twoPartitionBatch(t)
 	// other[0] paused before 7; other[1] was not reached; a stop past a partition's records is none.
 	b.Yield(map[tasks.TopicPartition]int64{tp("other", 0): 7, tp("other", 1): 0, tp("absent", 0): 3})
 	b.Yield(nil) // once only
