@@ -22,6 +22,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/consume"
 	"github.com/streamsgroup/streamsgroup/heartbeat"
+	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/taskoffsets"
@@ -253,16 +254,15 @@ type App struct {
 	txnEpoch txnEpoch
 	// pcl is the client every record is produced with: cl itself under at-least-once; under
 	// exactly-once a transactional client of its own, replaced when the transaction coordinator
-	// fences it (renewProducer) with one built from popts. fences are the times of the last
-	// renewals (a.mu).
-	pcl    atomic.Pointer[kgo.Client]
-	popts  []kgo.Opt
-	fences []time.Time
+	// fences it (renewProducer) with one built from popts.
+	pcl   atomic.Pointer[kgo.Client]
+	popts []kgo.Opt
+	// mach decides the commit step (a.mu): when to commit, in what order, what errors mean.
+	mach *sm.Machine
 
 	state      atomic.Int32
 	produceErr atomic.Pointer[ProduceError]
 	fatal      atomic.Pointer[error]
-	lastCommit time.Time
 	// cur is the batch being processed (the loop's goroutine only): only a batch can pause for a
 	// commit (processUntil).
 	cur *consume.Batch
@@ -270,10 +270,6 @@ type App struct {
 	initBound time.Duration
 	// backoff paces retries (retry.backoff.ms, retry.backoff.max.ms, jittered): the member's.
 	backoff heartbeat.Backoff
-	// commitBackoff delays the next commit after commitFailures failed ones in a row (0 after a
-	// success).
-	commitBackoff  time.Duration
-	commitFailures int
 
 	// deliver is the context every write goes out with: it bounds how long a record may wait to be
 	// written (Kafka's delivery.timeout.ms). See deliveryContext.
@@ -314,6 +310,7 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 		storesOf: map[string]map[string]string{}, changelogs: map[string]bool{},
 		tasks: map[tasks.ID]*task{}, cleanups: map[tasks.ID]time.Time{}, initBound: taskTimeout, ptimes: newPartitionTimes()}
 	a.failCtx, a.cancelFail = context.WithCancelCause(context.Background())
+	a.mach = sm.New(a.machineConfig())
 	if err := a.checkProcessors(); err != nil {
 		return nil, err
 	}
@@ -463,8 +460,8 @@ func (a *App) fatalErr() error {
 
 // build makes the client and the pieces, in the one order that works: the client; the committer
 // (it needs the member, bound last); the task-offsets tracker; the consumer (the member's listener,
-// calling the runtime's inside each callback, with the revoked tasks' offsets committed in
-// between); the member; then the binding.
+// calling the runtime's inside each callback: a revocation commits through the commit step); the
+// member; then the binding.
 func (a *App) build() error {
 	opts, err := a.cfg.ClientOptions()
 	if err != nil {
@@ -534,8 +531,7 @@ func (a *App) build() error {
 	if a.cfg.Runtime.ResetLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	listener := commit.OnRevoke(a.commits, a.revokedOffsets, (*callbacks)(a))
-	if a.cons, err = consume.New(a.cl, a.topo, a.commits, consume.WithListener(listener),
+	if a.cons, err = consume.New(a.cl, a.topo, a.commits, consume.WithListener((*callbacks)(a)),
 		consume.WithResetOffset(reset), consume.WithChangelogStart(a.changelogStart), consume.WithLogger(a.log)); err != nil {
 		return err
 	}
@@ -647,7 +643,9 @@ func (a *App) Run(ctx context.Context) (err error) {
 		defer close(eventsDone)
 		a.watch(events)
 	}()
-	a.lastCommit = a.now()
+	a.mu.Lock()
+	a.mach.Step(a.now(), sm.Started{})
+	a.mu.Unlock()
 	a.loop(runCtx)
 
 	if a.fatalErr() != nil {
@@ -661,7 +659,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 	<-eventsDone
 	a.mu.Lock()
 	if a.txnOpen { // the last commit failed (or Close gave up): nothing of it may become visible
-		if err := a.abortTxn(closeCtx); err != nil {
+		if err := a.abortOpen(closeCtx); err != nil {
 			a.log.Warn("aborting the open transaction at close failed; the broker aborts it after transaction.timeout.ms", "err", err)
 		}
 	}

@@ -4,12 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/streamsgroup/streamsgroup/commit"
+	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
@@ -19,11 +20,18 @@ import (
 // processing; the loop may be between batches, so every callback takes a.mu.
 type callbacks App
 
-// revokedOffsets runs inside OnTasksRevoked before the commit (commit.OnRevoke): the revoked tasks
-// stop (no punctuation writes for them any more), everything produced is made durable and checked
-// (R1), their stores are checkpointed, and their final positions are returned to be committed (R2).
-func (a *App) revokedOffsets(ctx context.Context, revoked tasks.Set) (commit.Offsets, error) {
+// OnTasksRevoked runs after the consumer stopped the revoked tasks' records: the tasks stop (no
+// punctuation writes for them any more) and the commit step commits their final positions (R2):
+// under at-least-once everything produced made durable and checked (R1), their stores
+// checkpointed, their offsets committed; under exactly-once the open transaction, which holds every
+// task's work, committed with them. After a fatal error the open transaction is aborted instead
+// (R7). A failed revocation is retried by the member (the tasks process again meanwhile). The tasks
+// stay open until the next assignment says whether this process keeps them (as standby tasks their
+// stores go on).
+func (c *callbacks) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error {
+	a := (*App)(c)
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	var stopped []*task
 	for id := range revoked.All() {
 		if t := a.tasks[id]; t != nil && t.active {
@@ -31,78 +39,26 @@ func (a *App) revokedOffsets(ctx context.Context, revoked tasks.Set) (commit.Off
 			stopped = append(stopped, t)
 		}
 	}
-	// A failed revocation is retried by the member, and the consumer feeds the tasks again: they
-	// must process again too.
-	undo := func() {
+	dirty := a.closingDirty()
+	d := a.drive(ctx, sm.Commit{Reason: sm.Revocation, Revoked: revoked, Dirty: dirty})
+	if d.Err != nil && dirty && a.eos() {
+		a.log.Warn("aborting the open transaction after a fatal error failed; the broker aborts it after transaction.timeout.ms", "err", d.Err)
+		d.Err = nil
+	}
+	if d.Err != nil {
+		if d.Fatal {
+			a.fail(d.Err)
+		}
 		for _, t := range stopped {
 			t.active = true
 		}
+		return fmt.Errorf("stream: committing the revoked tasks %v: %w", revoked, d.Err)
 	}
-	if a.eos() && a.closingDirty() {
-		// R7: the open transaction may hold part of a failed record's effects: it is aborted and
-		// nothing is committed, as Kafka Streams closes its tasks dirty after a fatal error. The
-		// task's next owner starts from the last commit.
-		if err := a.abortTxn(ctx); err != nil {
-			a.log.Warn("aborting the open transaction after a fatal error failed; the broker aborts it after transaction.timeout.ms", "err", err)
-		}
-		for _, t := range stopped {
-			t.initialized, t.punctuations = false, nil
-		}
-		a.mu.Unlock()
-		return commit.Offsets{}, nil
-	}
-	if a.eos() {
-		// One transaction holds every task's work: commit it all, the revoked tasks' final
-		// positions with it; nothing is left for commit.OnRevoke.
-		err := a.commitEOS(ctx, a.cons.Processed(revoked))
-		if err != nil {
-			undo()
-		} else {
-			for _, t := range stopped {
-				t.initialized, t.punctuations = false, nil
-			}
-		}
-		a.mu.Unlock()
-		return commit.Offsets{}, err
-	}
-	a.mu.Unlock()
-	if err := a.flush(ctx); err != nil {
-		var pe *ProduceError
-		if errors.As(err, &pe) && a.retriesProduction(pe) {
-			// The revoked tasks' records since their last commit may not all be written: nothing
-			// more of theirs is committed (their next owner starts from the last commit), and the
-			// tasks kept go back to theirs.
-			a.retryAfterProduceError(pe)
-			a.mu.Lock()
-			for _, t := range stopped {
-				t.initialized, t.punctuations = false, nil
-			}
-			a.mu.Unlock()
-			return commit.Offsets{}, nil
-		}
-		a.mu.Lock()
-		undo()
-		a.mu.Unlock()
-		return nil, err
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	for _, t := range stopped {
 		t.initialized, t.punctuations = false, nil
 	}
-	for id := range revoked.All() {
-		if t := a.tasks[id]; t != nil {
-			if err := a.checkpoint(t); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return a.cons.Processed(revoked), nil
+	return nil
 }
-
-// OnTasksRevoked: the revoked tasks were committed (revokedOffsets); they stay open until the next
-// assignment says whether this process keeps them (as standby tasks their stores go on).
-func (c *callbacks) OnTasksRevoked(context.Context, tasks.Set) error { return nil }
 
 // OnTasksAssigned opens the stores of new tasks, switches roles, and closes the tasks no longer
 // assigned. It runs before the consumer reads where each store stands (changelogStart).
@@ -168,7 +124,7 @@ func (c *callbacks) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) erro
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.txnOpen { // R4: a member that lost its tasks never commits their work
-		if err := a.abortTxn(ctx); err != nil {
+		if err := a.abortOpen(ctx); err != nil {
 			a.log.Warn("aborting the transaction of lost tasks failed; the broker aborts it after transaction.timeout.ms", "err", err)
 		}
 	}

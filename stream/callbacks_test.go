@@ -20,7 +20,7 @@ func assign(active, standby []tasks.ID) tasks.Assignment {
 
 func TestOnTasksAssignedOpensSwitchesAndCloses(t *testing.T) {
 	k := &fakeKind{persistent: true}
-	a, clk := newTestApp(t, testConfig(), testProcs(), WithStores(k))
+	a, clk := builtApp(t, testProcs(), WithStores(k))
 	a.stateDir = t.TempDir()
 	a.cfg.Runtime.StateCleanupDelay = time.Minute
 	cb := (*callbacks)(a)

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -269,4 +270,37 @@ func (l *logRecorder) warnings() []string {
 func recordLogs() (*logRecorder, Option) {
 	l := &logRecorder{}
 	return l, WithLogger(slog.New(l))
+}
+
+// startClock starts the commit step's clock at at, as Run does: the first periodic commit is due
+// one commit.interval.ms later.
+func startClock(a *App, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.mach.Step(at, sm.Started{})
+}
+
+// flushErr carries out the commit step's Flush: every record produced so far waited for; the first
+// failed write is its error.
+func flushErr(a *App, ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.execute(ctx, sm.Flush{}).(sm.Flushed).Err
+}
+
+// revoke revokes ids as the member does (the consumer stopped them already).
+func revoke(a *App, ids tasks.Set) error {
+	return (*callbacks)(a).OnTasksRevoked(context.Background(), ids)
+}
+
+// commitAttempts is how many periodic commits ran, successful or not.
+func commitAttempts(a *App) uint64 {
+	m := a.Metrics()
+	return m.Commits + m.FailedCommits
+}
+
+// remachine gives the App a new commit step made from its config as it is now (a test changed it).
+func remachine(a *App) {
+	a.mach = sm.New(a.machineConfig())
+	startClock(a, a.now())
 }

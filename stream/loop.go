@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/consume"
+	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -210,9 +210,7 @@ var errPause = errors.New("stream: the commit is due")
 const pauseEvery = 64
 
 // commitDue reports whether the periodic commit is due.
-func (a *App) commitDue() bool {
-	return a.now().Sub(a.lastCommit) >= a.cfg.Runtime.CommitInterval+a.commitBackoff
-}
+func (a *App) commitDue() bool { return a.mach.CommitDue(a.now()) }
 
 // processUntil is process, which also pauses when the periodic commit falls due in the middle of
 // the batch, as Kafka Streams commits between its iterations: a slow processor over a large fetch
@@ -527,7 +525,9 @@ func (a *App) retryPending() bool {
 // starting restored tasks, punctuations, the periodic commit, store cleanup, the App's state.
 func (a *App) between() {
 	if pe := a.produceErr.Load(); pe != nil && a.retriesProduction(pe) {
+		a.mu.Lock()
 		a.retryAfterProduceError(pe)
+		a.mu.Unlock()
 	}
 	restoring := a.cons.Restoring()
 	now := a.now()
@@ -569,70 +569,32 @@ func (a *App) between() {
 			a.setState(Running)
 		}
 	}
-	if now.Sub(a.lastCommit) >= a.cfg.Runtime.CommitInterval+a.commitBackoff {
-		// Not runCtx: a signal that arrives during the commit must not abort it (a clean stop
-		// commits what it processed); a fatal error does end it, and closeBound bounds it.
-		cctx, cancel := context.WithTimeout(a.failCtx, closeBound)
-		err := a.commit(cctx)
-		cancel()
-		a.metrics.commitTime.Add(a.since(now))
-		a.lastCommit = now
-		if err == nil {
-			a.metrics.commits.Add(1)
-			a.commitBackoff, a.commitFailures = 0, 0
-			return
-		}
-		a.metrics.failedCommits.Add(1)
-		var pe *ProduceError
-		var te *TxnError
-		var se *store.Error
-		if errors.As(err, &pe) && a.retriesProduction(pe) {
-			a.retryAfterProduceError(pe)
-			return
-		}
-		// A store that cannot record its checkpoint for want of space does not recover by itself:
-		// under at-least-once too, going on would process without ever committing again.
-		if errors.As(err, &te) || errors.As(err, &se) && (a.eos() || errors.Is(err, syscall.ENOSPC)) || errors.As(err, &pe) && !a.eos() {
-			a.fail(err)
-			return
-		}
-		// Failed commits back off (the member's backoff: retry.backoff.ms doubling up to
-		// retry.backoff.max.ms, jittered) on top of the interval, so a cluster in trouble is not
-		// asked again every 100 ms.
-		a.commitBackoff = a.backoff.Delay(a.commitFailures)
-		a.commitFailures++
-		if a.runCtx.Err() == nil {
-			a.log.Warn("commit failed; retrying", "in", a.cfg.Runtime.CommitInterval+a.commitBackoff, "err", err)
-		}
-	}
-}
-
-// commit makes every record produced so far durable and checks each one's result (R1), checkpoints
-// the persistent stores of active tasks, and commits the processed input offsets.
-func (a *App) commit(ctx context.Context) error {
-	if a.eos() {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return a.commitEOS(ctx, nil)
-	}
-	if err := a.flush(ctx); err != nil {
-		return err
-	}
 	a.mu.Lock()
-	for _, t := range a.tasks {
-		if t.active {
-			if err := a.checkpoint(t); err != nil {
-				a.mu.Unlock()
-				return err
-			}
+	due := a.mach.CommitDue(now)
+	a.mu.Unlock()
+	if !due {
+		return
+	}
+	// Not runCtx: a signal that arrives during the commit must not abort it (a clean stop commits
+	// what it processed); a fatal error does end it, and closeBound bounds it.
+	cctx, cancel := context.WithTimeout(a.failCtx, closeBound)
+	a.mu.Lock()
+	d := a.drive(cctx, sm.Commit{Reason: sm.Periodic})
+	a.mu.Unlock()
+	cancel()
+	a.metrics.commitTime.Add(a.since(now))
+	switch {
+	case d.Err == nil:
+		a.metrics.commits.Add(1)
+	case d.Fatal:
+		a.metrics.failedCommits.Add(1)
+		a.fail(d.Err)
+	default:
+		a.metrics.failedCommits.Add(1)
+		if d.RetryIn > 0 && a.runCtx.Err() == nil {
+			a.log.Warn("commit failed; retrying", "in", d.RetryIn, "err", d.Err)
 		}
 	}
-	a.mu.Unlock()
-	if err := a.cons.CommitProcessed(ctx); err != nil {
-		return err
-	}
-	a.ptimes.markCommitted()
-	return nil
 }
 
 func (a *App) checkpoint(t *task) error {
@@ -642,17 +604,6 @@ func (a *App) checkpoint(t *task) error {
 				return err
 			}
 		}
-	}
-	return nil
-}
-
-// flush waits for every record produced so far; any that failed is the ProduceError.
-func (a *App) flush(ctx context.Context) error {
-	if err := a.producer().Flush(ctx); err != nil {
-		return fmt.Errorf("stream: waiting for the records produced: %w", err)
-	}
-	if pe := a.produceErr.Load(); pe != nil {
-		return pe
 	}
 	return nil
 }
@@ -720,7 +671,13 @@ func (a *App) recordProduceErr(r *kgo.Record, err error, gen int64) {
 // retriesProduction says whether a write that failed so is retried, under at-least-once, by taking
 // the tasks back to their last commit (retryAfterProduceError).
 func (a *App) retriesProduction(pe *ProduceError) bool {
-	return !a.eos() && a.cfg.Runtime.OnProductionError == config.RetryOrFail && classify(pe.Err) == classRetriable
+	return a.retriesProductionErrors() && classify(pe.Err) == classRetriable
+}
+
+// retriesProductionErrors says whether production.exception.handler answers RETRY to writes that
+// failed with a retriable error: Kafka Streams' default handler, under at-least-once.
+func (a *App) retriesProductionErrors() bool {
+	return !a.eos() && a.cfg.Runtime.OnProductionError == config.RetryOrFail
 }
 
 // retryAfterProduceError takes the active tasks back to their last commit after a write failed
@@ -728,10 +685,8 @@ func (a *App) retriesProduction(pe *ProduceError) bool {
 // leader moving), as Kafka Streams' TaskCorruptedException revives them: the inputs from the last
 // committed offsets, the partition times with them, Init again; the records since are processed
 // again (their output written again, and their store updates applied again: at-least-once).
-// Called between batches, or in a callback.
+// Called with a.mu held, between batches or in a callback.
 func (a *App) retryAfterProduceError(pe *ProduceError) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.log.Warn("a write failed with a retriable error (production.exception.handler=DefaultProductionExceptionHandler answers RETRY): "+
 		"the tasks go back to their last commit and process the records since again", "topic", pe.Topic, "partition", pe.Partition, "err", pe.Err)
 	a.metrics.productionRetries.Add(1)

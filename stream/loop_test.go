@@ -41,7 +41,7 @@ func builtAppWith(t *testing.T, cfg config.Config, procs Processors, opts ...Opt
 		a.cl.Close()
 	})
 	a.runCtx = context.Background()
-	a.lastCommit = clk.t
+	startClock(a, clk.t)
 	return a, clk
 }
 
@@ -110,6 +110,7 @@ func TestBetweenCommitsEveryInterval(t *testing.T) {
 	logs, opt := recordLogs()
 	a, clk := builtApp(t, testProcs(), WithStores(k, "counts"), opt)
 	a.cfg.Runtime.CommitInterval = 10 * time.Second
+	remachine(a)
 	a.stateDir = t.TempDir()
 	act := activeTask(t, a, tid("1", 0))
 	act2 := activeTask(t, a, tid("1", 2))
@@ -122,13 +123,13 @@ func TestBetweenCommitsEveryInterval(t *testing.T) {
 
 	clk.t = start.Add(10*time.Second - time.Millisecond)
 	a.between()
-	if act.stores["counts"].checkpointed != -1 || !a.lastCommit.Equal(start) {
+	if act.stores["counts"].checkpointed != -1 || commitAttempts(a) != 0 {
 		t.Fatal("committed before the interval")
 	}
 	clk.t = start.Add(10 * time.Second)
 	a.between()
-	if act.stores["counts"].checkpointed != 5 || !a.lastCommit.Equal(clk.t) {
-		t.Fatalf("at the interval: checkpointed %d, last commit %v", act.stores["counts"].checkpointed, a.lastCommit)
+	if act.stores["counts"].checkpointed != 5 || a.Metrics().Commits != 1 {
+		t.Fatalf("at the interval: checkpointed %d, %d commits", act.stores["counts"].checkpointed, a.Metrics().Commits)
 	}
 	if act2.stores["counts"].checkpointed != 5 {
 		t.Error("a commit checkpoints every active task")
@@ -142,8 +143,8 @@ func TestBetweenCommitsEveryInterval(t *testing.T) {
 	act.stores["counts"].eng.(*countingEngine).err = errBoom
 	clk.t = clk.t.Add(10 * time.Second)
 	a.between()
-	if a.fatalErr() != nil || !a.lastCommit.Equal(clk.t) {
-		t.Fatalf("fatal %v last commit %v", a.fatalErr(), a.lastCommit)
+	if a.fatalErr() != nil || a.Metrics().FailedCommits != 1 {
+		t.Fatalf("fatal %v, %d failed commits", a.fatalErr(), a.Metrics().FailedCommits)
 	}
 	if w := logs.warnings(); len(w) != 1 || w[0] != "WARN commit failed; retrying" {
 		t.Errorf("warnings %v", w)
@@ -170,7 +171,7 @@ func TestBetweenCommitsEveryInterval(t *testing.T) {
 	}
 	a.fatal.Store(nil) // as if it had not happened, for the next case
 	a.failCtx, a.cancelFail = context.WithCancelCause(context.Background())
-	a.commitBackoff = 0
+	clk.t = clk.t.Add(time.Minute) // past any backoff
 	act.stores["counts"].eng.(*countingEngine).err = nil
 
 	// A write that failed with a retriable error goes back to the last commit (RETRY), not fatal.
@@ -208,24 +209,27 @@ func TestFailedCommitsBackOffWithTheConfiguredBackoff(t *testing.T) {
 	a.backoff.Min, a.backoff.Max = time.Second, 3*time.Second
 	draws := 0
 	a.backoff.Rand = func() float64 { draws++; return 0 }
+	remachine(a)
 	a.stateDir = t.TempDir()
 	act := activeTask(t, a, tid("1", 0))
 	act.stores["counts"].ackedAt(4)
 	eng := act.stores["counts"].eng.(*countingEngine)
 	eng.err = errBoom
+	last := clk.t
 	commitAfter := func(wait time.Duration) {
 		t.Helper()
-		last := a.lastCommit
+		n := commitAttempts(a)
 		clk.t = last.Add(wait - time.Millisecond)
 		a.between()
-		if !a.lastCommit.Equal(last) {
+		if commitAttempts(a) != n {
 			t.Fatalf("committed %v after the last one; want not before %v", wait-time.Millisecond, wait)
 		}
 		clk.t = last.Add(wait)
 		a.between()
-		if !a.lastCommit.Equal(clk.t) || a.fatalErr() != nil {
+		if commitAttempts(a) != n+1 || a.fatalErr() != nil {
 			t.Fatalf("no commit %v after the last one (fatal %v)", wait, a.fatalErr())
 		}
+		last = clk.t
 	}
 	commitAfter(10 * time.Second) // fails
 	for i, d := range []time.Duration{800 * time.Millisecond, 1600 * time.Millisecond, 2400 * time.Millisecond, 2400 * time.Millisecond} {
@@ -236,8 +240,8 @@ func TestFailedCommitsBackOffWithTheConfiguredBackoff(t *testing.T) {
 	}
 	eng.err = nil
 	commitAfter(10*time.Second + 2400*time.Millisecond) // succeeds
-	if a.commitBackoff != 0 {
-		t.Fatalf("backoff %v after a successful commit", a.commitBackoff)
+	if a.Metrics().Commits != 1 {
+		t.Fatalf("%d successful commits", a.Metrics().Commits)
 	}
 	eng.err = errBoom
 	act.stores["counts"].ackedAt(9)
@@ -281,9 +285,9 @@ func TestRevokedOffsetsStopsAndCheckpoints(t *testing.T) {
 	for _, tk := range []*task{rev, kept} {
 		tk.stores["counts"].ackedAt(2)
 	}
-	offs, err := a.revokedOffsets(context.Background(), tasks.NewSet(tid("1", 0), tid("1", 7)))
-	if err != nil || len(offs) != 0 {
-		t.Fatalf("offsets %v err %v", offs, err)
+	err := revoke(a, tasks.NewSet(tid("1", 0), tid("1", 7)))
+	if err != nil {
+		t.Fatalf("err %v", err)
 	}
 	if rev.active || rev.initialized || rev.punctuations != nil || a.tasks[tid("1", 0)] != rev {
 		t.Errorf("revoked task %+v: stops, stays open", rev)
@@ -297,11 +301,11 @@ func TestRevokedOffsetsStopsAndCheckpoints(t *testing.T) {
 
 	rev.stores["counts"].ackedAt(5)
 	rev.stores["counts"].eng.(*countingEngine).err = errBoom
-	if _, err := a.revokedOffsets(context.Background(), tasks.NewSet(tid("1", 0))); !errors.Is(err, errBoom) {
+	if err := revoke(a, tasks.NewSet(tid("1", 0))); !errors.Is(err, errBoom) {
 		t.Errorf("a failed checkpoint: %v", err)
 	}
 	a.produceErr.Store(&ProduceError{Err: kerr.MessageTooLarge})
-	if _, err := a.revokedOffsets(context.Background(), tasks.NewSet(tid("1", 1))); !errors.Is(err, kerr.MessageTooLarge) {
+	if err := revoke(a, tasks.NewSet(tid("1", 1))); !errors.Is(err, kerr.MessageTooLarge) {
 		t.Errorf("after a failed write: %v", err)
 	}
 	if kept.stores["counts"].checkpointed != -1 {
@@ -311,8 +315,8 @@ func TestRevokedOffsetsStopsAndCheckpoints(t *testing.T) {
 	// more of the revoked task is committed, no error, and the kept tasks go back to their last
 	// commit (Init again).
 	a.produceErr.Store(&ProduceError{Err: context.DeadlineExceeded})
-	if offs, err := a.revokedOffsets(context.Background(), tasks.NewSet(tid("1", 1))); err != nil || len(offs) != 0 {
-		t.Errorf("after a retriable failed write: offsets %v, err %v; want nothing committed and no error", offs, err)
+	if err := revoke(a, tasks.NewSet(tid("1", 1))); err != nil {
+		t.Errorf("after a retriable failed write: err %v; want nothing committed and no error", err)
 	}
 	if a.produceErr.Load() != nil || a.Metrics().ProductionRetries != 1 {
 		t.Errorf("after the retry: the failed write is still pending (%v), or not counted (%d)", a.produceErr.Load(), a.Metrics().ProductionRetries)
@@ -321,11 +325,11 @@ func TestRevokedOffsetsStopsAndCheckpoints(t *testing.T) {
 
 func TestFlushAndCommitAfterAFailedWrite(t *testing.T) {
 	a, _ := builtApp(t, testProcs())
-	mustNotErr(t, a.flush(context.Background())) // nothing buffered
+	mustNotErr(t, flushErr(a, context.Background())) // nothing buffered
 	mustNotErr(t, a.commit(context.Background()))
 	pe := &ProduceError{Err: errBoom}
 	a.produceErr.Store(pe)
-	if err := a.flush(context.Background()); err != error(pe) {
+	if err := flushErr(a, context.Background()); err != error(pe) {
 		t.Errorf("flush: %v", err)
 	}
 	if err := a.commit(context.Background()); err != error(pe) {
@@ -353,6 +357,7 @@ func TestACommitUnderWayOutlivesTheSignal(t *testing.T) {
 	}
 
 	a.cfg.Runtime.CommitInterval = 0
+	remachine(a)
 	act.stores["counts"].ackedAt(9)
 	act.stores["counts"].eng.(*countingEngine).onApply = func() { a.fail(errBoom) }
 	a.between()

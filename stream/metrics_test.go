@@ -73,6 +73,7 @@ func TestMetricsCountRestoresAndCommits(t *testing.T) {
 	k := &fakeKind{persistent: true}
 	a, clk := builtApp(t, testProcs(), WithStores(k, "counts"), quiet())
 	a.cfg.Runtime.CommitInterval = 10 * time.Second
+	remachine(a)
 	a.stateDir = t.TempDir()
 	act := activeTask(t, a, tid("1", 0))
 	cl := tasks.TopicPartition{Topic: countsLog, Partition: 0}

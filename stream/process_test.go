@@ -614,7 +614,7 @@ func TestProcessPausesWhenTheCommitIsDue(t *testing.T) {
 	a := processingApp(t, p, func(c *config.Config) { c.Runtime.CommitInterval = time.Second })
 	clk := &fakeClock{t: time.UnixMilli(1_000_000)}
 	a.now = clk.now
-	a.lastCommit = clk.t
+	startClock(a, clk.t)
 	p.onProcess = func() { clk.t = clk.t.Add(100 * time.Millisecond) }
 	ts := make([]int64, 200)
 	a.cur = &consume.Batch{}
@@ -624,14 +624,14 @@ func TestProcessPausesWhenTheCommitIsDue(t *testing.T) {
 	}
 	// Between partitions too.
 	p.seen = nil
-	a.lastCommit = clk.t
+	startClock(a, clk.t)
 	got, paused = a.processUntil([]consume.Records{recs(tid("0", 0), "in", 64, make([]int64, 20)...), recs(tid("0", 1), "in", 0, 1)})
 	if !paused || !maps.Equal(got, map[tasks.TopicPartition]int64{in(1): 0}) || len(p.seen) != 20 {
 		t.Fatalf("paused %v at %v after %d records; want a pause before the second partition", paused, got, len(p.seen))
 	}
 	// Not due: the whole batch.
 	p.seen, p.onProcess = nil, nil
-	a.lastCommit = clk.t
+	startClock(a, clk.t)
 	if got, paused = a.processUntil([]consume.Records{recs(tid("0", 0), "in", 84, ts...)}); paused || got != nil || len(p.seen) != 200 {
 		t.Fatalf("paused %v at %v after %d records; want all 200", paused, got, len(p.seen))
 	}
@@ -644,7 +644,7 @@ func TestPauseAndPartitionTimeEdges(t *testing.T) {
 	a := processingApp(t, p, func(c *config.Config) { c.Runtime.CommitInterval = time.Second })
 	clk := &fakeClock{t: time.UnixMilli(1_000_000)}
 	a.now = clk.now
-	a.lastCommit = clk.t.Add(-time.Hour) // due
+	startClock(a, clk.t.Add(-time.Hour)) // due
 	a.cur = &consume.Batch{}
 	if got, paused := a.processUntil([]consume.Records{recs(tid("0", 0), "in", 0, make([]int64, 64)...)}); paused || got != nil || len(p.seen) != 64 {
 		t.Fatalf("64 records with the commit due: paused %v at %v after %d; want the whole batch, no pause", paused, got, len(p.seen))

@@ -18,7 +18,7 @@ func flush(t *testing.T, a *App) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mustNotErr(t, a.flush(ctx))
+	mustNotErr(t, flushErr(a, ctx))
 }
 
 func TestKVStoreWritesThroughToTheChangelog(t *testing.T) {
@@ -146,7 +146,7 @@ func TestAFailedChangelogWriteIsFatal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var pe *ProduceError
-	if err := a.flush(ctx); !errors.As(err, &pe) || pe.Topic != "missing" {
+	if err := flushErr(a, ctx); !errors.As(err, &pe) || pe.Topic != "missing" {
 		t.Fatalf("flush: %v", err)
 	}
 	if !errors.As(a.fatalErr(), &pe) || s.acked != -1 {
@@ -472,7 +472,7 @@ func TestAFailedSendIsFatal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var pe *ProduceError
-	if err := a.flush(ctx); !errors.As(err, &pe) || pe.Topic != "missing" {
+	if err := flushErr(a, ctx); !errors.As(err, &pe) || pe.Topic != "missing" {
 		t.Fatalf("flush: %v", err)
 	}
 	if a.fatalErr() != error(pe) {

@@ -1,0 +1,602 @@
+package streammachine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// The commit step's tests script the machine's inputs and read its actions, with no broker: every
+// path of both strategies and every error class. The expected orders and outcomes are Kafka
+// Streams' (TaskManager.commit, StreamsProducer, TaskExecutor): at-least-once flushes, checkpoints,
+// then commits the offsets; exactly-once commits the offsets in the transaction and ends it, aborts
+// on anything the producer can go on from, replaces a fenced producer, and stops on the rest.
+
+var (
+	t0       = time.UnixMilli(1_000_000)
+	tp0      = tasks.TopicPartition{Topic: "in", Partition: 0}
+	tp1      = tasks.TopicPartition{Topic: "in", Partition: 1}
+	offs     = commit.Offsets{tp0: 10, tp1: 20}
+	task0    = tasks.ID{Subtopology: "0", Partition: 0}
+	errWrite = errors.New("write failed")
+)
+
+// backoff is the fixed (jitter-free) backoff of the tests: 100 ms doubling to 400 ms.
+var backoff = heartbeat.Backoff{Min: 100 * time.Millisecond, Max: 400 * time.Millisecond, Rand: func() float64 { return 0.5 }}
+
+type script struct {
+	t   *testing.T
+	m   *Machine
+	now time.Time
+	// done is the last Done seen.
+	done *Done
+}
+
+func newScript(t *testing.T, g Guarantee, retry bool) *script {
+	m := New(Config{Guarantee: g, CommitInterval: 10 * time.Second, Backoff: backoff, RetryProduction: retry})
+	m.Step(t0, Started{})
+	return &script{t: t, m: m, now: t0.Add(10 * time.Second)}
+}
+
+// step feeds in and checks the actions' descriptions.
+func (s *script) step(in Input, want ...string) []Action {
+	s.t.Helper()
+	acts := s.m.Step(s.now, in)
+	got := make([]string, len(acts))
+	for i, a := range acts {
+		got[i] = describe(a)
+		if d, ok := a.(Done); ok {
+			s.done = &d
+			if i != len(acts)-1 {
+				s.t.Errorf("Done is not the last action: %v", got)
+			}
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		s.t.Fatalf("after %T: actions %v, want %v", in, got, want)
+	}
+	return acts
+}
+
+// describe renders an action for comparison.
+func describe(a Action) string {
+	switch a := a.(type) {
+	case Checkpoint:
+		if a.AllActive {
+			return "Checkpoint(active)"
+		}
+		return fmt.Sprintf("Checkpoint(%v)", a.Only)
+	case CollectOffsets:
+		if a.OnlyRevoked {
+			return fmt.Sprintf("Collect(only %v)", a.Revoked)
+		}
+		return fmt.Sprintf("Collect(%v)", a.Revoked)
+	case CommitOffsets:
+		if a.Producer != nil {
+			return fmt.Sprintf("CommitOffsets(txn %d/%d %d)", a.Producer.ID, a.Producer.Epoch, len(a.Offsets))
+		}
+		return fmt.Sprintf("CommitOffsets(%d)", len(a.Offsets))
+	case EndTxn:
+		if a.Commit {
+			return "EndTxn(commit)"
+		}
+		return "EndTxn(abort)"
+	case Apply:
+		if a.Stores {
+			return fmt.Sprintf("Apply(%d stores)", len(a.Offsets))
+		}
+		return fmt.Sprintf("Apply(%d)", len(a.Offsets))
+	case Wait:
+		if a.Abort {
+			return fmt.Sprintf("Wait(%v abort)", a.D)
+		}
+		return fmt.Sprintf("Wait(%v)", a.D)
+	case Log:
+		return "Log(" + a.Level.String() + ")"
+	case RetryFromLastCommit:
+		return "RetryFromLastCommit"
+	case Done:
+		switch {
+		case a.Err == nil:
+			return "Done"
+		case a.Fatal:
+			return "Done(fatal)"
+		case a.RetryIn > 0:
+			return fmt.Sprintf("Done(err, retry in %v)", a.RetryIn)
+		}
+		return "Done(err)"
+	}
+	return strings.TrimPrefix(fmt.Sprintf("%T", a), "streammachine.")
+}
+
+func TestAtLeastOncePeriodicCommit(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	if s.m.CommitDue(s.now.Add(-time.Millisecond)) || !s.m.CommitDue(s.now) {
+		t.Fatal("the periodic commit is due exactly commit.interval.ms after the start")
+	}
+	s.step(Commit{Reason: Periodic}, "Flush")
+	if !s.m.Busy() {
+		t.Error("not busy during a commit")
+	}
+	s.step(Flushed{}, "Checkpoint(active)")
+	s.step(Checkpointed{}, "Collect([])")
+	acts := s.step(OffsetsCollected{Offsets: offs}, "CommitOffsets(2)")
+	if c := acts[0].(CommitOffsets); c.Offsets[tp0] != 10 || c.Offsets[tp1] != 20 {
+		t.Errorf("commits %v", c.Offsets)
+	}
+	acts = s.step(OffsetsCommitted{}, "Apply(2)")
+	if a := acts[0].(Apply); a.Offsets[tp1] != 20 {
+		t.Errorf("applies %v", a.Offsets)
+	}
+	s.step(Applied{}, "Done")
+	if s.m.Busy() || s.m.CommitDue(s.now.Add(10*time.Second-time.Millisecond)) || !s.m.CommitDue(s.now.Add(10*time.Second)) {
+		t.Error("the next commit is due one interval after this one started")
+	}
+}
+
+func TestAtLeastOnceRevocationCommitsTheRevokedTasksOnly(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	rev := tasks.NewSet(task0)
+	s.step(Commit{Reason: Revocation, Revoked: rev}, "Flush")
+	s.step(Flushed{}, "Checkpoint([0_0])")
+	s.step(Checkpointed{}, "Collect(only [0_0])")
+	s.step(OffsetsCollected{Offsets: commit.Offsets{tp0: 3}}, "CommitOffsets(1)")
+	s.step(OffsetsCommitted{}, "Apply(1)")
+	s.step(Applied{}, "Done")
+	if !s.m.CommitDue(s.now) {
+		t.Error("a revocation moved the periodic commit")
+	}
+	// A failed revocation is the member's to retry: no backoff on the periodic commit.
+	s.step(Commit{Reason: Revocation, Revoked: rev}, "Flush")
+	s.step(Flushed{}, "Checkpoint([0_0])")
+	s.step(Checkpointed{Err: errWrite}, "Done(err)")
+	if !s.m.CommitDue(s.now) {
+		t.Error("a failed revocation delayed the periodic commit")
+	}
+}
+
+// Partitions the member does not own at the moment of the commit are left out, once.
+func TestAtLeastOnceLeavesOutPartitionsNotOwned(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Checkpoint(active)")
+	s.step(Checkpointed{}, "Collect([])")
+	s.step(OffsetsCollected{Offsets: offs}, "CommitOffsets(2)")
+	notOwned := &commit.NotOwnedError{Partitions: []tasks.TopicPartition{tp1}}
+	acts := s.step(OffsetsCommitted{Err: notOwned}, "CommitOffsets(1)")
+	if c := acts[0].(CommitOffsets); c.Offsets[tp0] != 10 || len(c.Offsets) != 1 {
+		t.Errorf("retried with %v", c.Offsets)
+	}
+	if len(offs) != 2 {
+		t.Error("the collected offsets were changed in place")
+	}
+	s.step(OffsetsCommitted{Err: notOwned}, "Done(err, retry in 10.1s)")
+
+	// All of them not owned: nothing left, the commit is done.
+	s.now = s.now.Add(time.Minute)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Checkpoint(active)")
+	s.step(Checkpointed{}, "Collect([])")
+	s.step(OffsetsCollected{Offsets: commit.Offsets{tp1: 1}}, "CommitOffsets(1)")
+	s.step(OffsetsCommitted{Err: notOwned}, "Apply(0)")
+	s.step(Applied{}, "Done")
+}
+
+// production.exception.handler under at-least-once: a retriable failed write goes back to the last
+// commit (RETRY, the default); any other, or any with the handler off, stops the application. A
+// flush that did not finish (the cluster away) is a failed commit, retried.
+func TestAtLeastOnceFailedWrites(t *testing.T) {
+	retriable := fmt.Errorf("out[0]: %w", kerr.NotEnoughReplicas)
+	for _, c := range []struct {
+		name   string
+		retry  bool
+		reason Reason
+		in     Flushed
+		want   []string
+	}{
+		{"retriable, RETRY", true, Periodic, Flushed{Err: retriable, Write: true}, []string{"RetryFromLastCommit", "Done(err)"}},
+		{"retriable, RETRY, revocation", true, Revocation, Flushed{Err: retriable, Write: true}, []string{"RetryFromLastCommit", "Done"}},
+		{"retriable, no RETRY", false, Periodic, Flushed{Err: retriable, Write: true}, []string{"Done(fatal)"}},
+		{"too large", true, Periodic, Flushed{Err: kerr.MessageTooLarge, Write: true}, []string{"Done(fatal)"}},
+		{"flush cut short", true, Periodic, Flushed{Err: io.EOF}, []string{"Done(err, retry in 10.1s)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newScript(t, AtLeastOnce, c.retry)
+			s.step(Commit{Reason: c.reason}, "Flush")
+			acts := s.step(c.in, c.want...)
+			if r, ok := acts[0].(RetryFromLastCommit); ok && r.Err != c.in.Err {
+				t.Errorf("retries %v", r.Err)
+			}
+			if s.done.Err != nil && !errors.Is(s.done.Err, c.in.Err) {
+				t.Errorf("ends with %v", s.done.Err)
+			}
+			if c.want[len(c.want)-1] == "Done(err)" && !s.m.CommitDue(s.now.Add(10*time.Second)) {
+				t.Error("a retried write backs off")
+			}
+		})
+	}
+}
+
+// Store errors: a checkpoint that failed is retried at the next interval, except on a full disk
+// (it does not recover by itself); under exactly-once a store that cannot apply a committed
+// transaction stops the application.
+func TestStoreErrors(t *testing.T) {
+	damaged := &store.Error{Op: "checkpoint", Err: errWrite}
+	full := &store.Error{Op: "checkpoint", Err: fmt.Errorf("no room: %w", syscall.ENOSPC)}
+	s := newScript(t, AtLeastOnce, true)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Checkpoint(active)")
+	s.step(Checkpointed{Err: damaged}, "Done(err, retry in 10.1s)")
+	s.now = s.now.Add(time.Minute)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Checkpoint(active)")
+	s.step(Checkpointed{Err: full}, "Done(fatal)")
+
+	e := newScript(t, ExactlyOnce, false)
+	e.step(Commit{}, "Flush")
+	e.step(Flushed{}, "Collect([])")
+	e.step(OffsetsCollected{Offsets: offs, Moved: offs}, "CommitOffsets(2)")
+	e.step(OffsetsCommitted{}, "ForgetTxn", "Apply(2 stores)")
+	e.step(Applied{Err: damaged}, "Done(fatal)")
+	if !errors.Is(e.done.Err, errWrite) {
+		t.Errorf("ends with %v", e.done.Err)
+	}
+}
+
+// Failed periodic commits back off on top of the interval (retry.backoff.ms doubling to
+// retry.backoff.max.ms; here 0.5 of the jitter range: 100, 200, 400, 400 ms); a success starts
+// again from the minimum.
+func TestFailedCommitsBackOff(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	fail := func(want time.Duration) {
+		t.Helper()
+		s.step(Commit{}, "Flush")
+		s.step(Flushed{Err: io.EOF}, fmt.Sprintf("Done(err, retry in %v)", 10*time.Second+want))
+		if s.m.CommitDue(s.now.Add(10*time.Second+want-time.Millisecond)) || !s.m.CommitDue(s.now.Add(10*time.Second+want)) {
+			t.Fatalf("the next commit is not due %v after this one", 10*time.Second+want)
+		}
+		s.now = s.now.Add(10*time.Second + want)
+	}
+	for _, d := range []time.Duration{100, 200, 400, 400} {
+		fail(d * time.Millisecond)
+	}
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Checkpoint(active)")
+	s.step(Checkpointed{}, "Collect([])")
+	s.step(OffsetsCollected{}, "CommitOffsets(0)")
+	s.step(OffsetsCommitted{}, "Apply(0)")
+	s.step(Applied{}, "Done")
+	if !s.m.CommitDue(s.now.Add(10 * time.Second)) {
+		t.Error("the backoff outlived a successful commit")
+	}
+	s.now = s.now.Add(10 * time.Second)
+	fail(100 * time.Millisecond)
+}
+
+func TestExactlyOnceCommit(t *testing.T) {
+	s := newScript(t, ExactlyOnce, false)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Collect([])")
+	s.step(OffsetsCollected{Offsets: offs, Moved: offs, TxnOpen: true, TxnRecords: 7}, "LoadProducer")
+	acts := s.step(ProducerLoaded{Producer: commit.Producer{TransactionalID: "app-p-1", ID: 5, Epoch: 2}}, "CommitOffsets(txn 5/2 2)")
+	if p := acts[0].(CommitOffsets).Producer; p.TransactionalID != "app-p-1" {
+		t.Errorf("producer %+v", p)
+	}
+	s.step(OffsetsCommitted{}, "EndTxn(commit)")
+	s.step(TxnEnded{}, "ForgetTxn", "Apply(2 stores)")
+	s.step(Applied{}, "Done")
+
+	// A revocation's final positions go into the one transaction: CollectOffsets gets them all.
+	s.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0)}, "Flush")
+	s.step(Flushed{}, "Collect([0_0])")
+	// No transaction open: a plain commit of the offsets.
+	s.step(OffsetsCollected{Offsets: offs}, "CommitOffsets(2)")
+	s.step(OffsetsCommitted{}, "ForgetTxn", "Apply(2 stores)")
+	s.step(Applied{}, "Done")
+
+	// A transaction nothing was produced into ends without a request, then the offsets go plain.
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Collect([])")
+	s.step(OffsetsCollected{Offsets: offs, TxnOpen: true}, "EndTxn(commit)")
+	s.step(TxnEnded{}, "CommitOffsets(2)")
+	s.step(OffsetsCommitted{}, "ForgetTxn", "Apply(2 stores)")
+	s.step(Applied{}, "Done")
+}
+
+// Every error the producer can go on from aborts the transaction: the work since the last commit
+// is dropped and done again, and the commit counts as failed (backoff).
+func TestExactlyOnceAbortsAndRedoes(t *testing.T) {
+	lost := errors.New("task 0_0 was lost while its transaction was open")
+	for _, c := range []struct {
+		name string
+		to   []Input // the inputs up to the failure
+		err  error
+	}{
+		{"flush", []Input{Flushed{Err: io.EOF, Write: true}}, io.EOF},
+		{"task lost", []Input{Flushed{}, OffsetsCollected{Offsets: offs, TxnOpen: true, TxnRecords: 1, Lost: lost}}, lost},
+		{"epoch moved", []Input{Flushed{}, OffsetsCollected{Offsets: offs, TxnOpen: true, TxnRecords: 1}, ProducerLoaded{Err: errWrite}}, errWrite},
+		{"TxnOffsetCommit", []Input{Flushed{}, OffsetsCollected{Offsets: offs, TxnOpen: true, TxnRecords: 1},
+			ProducerLoaded{}, OffsetsCommitted{Err: kerr.TransactionAbortable}}, kerr.TransactionAbortable},
+		{"EndTxn refused", []Input{Flushed{}, OffsetsCollected{Offsets: offs, TxnOpen: true, TxnRecords: 1},
+			ProducerLoaded{}, OffsetsCommitted{}, TxnEnded{Err: kerr.ConcurrentTransactions}}, kerr.ConcurrentTransactions},
+		{"empty EndTxn", []Input{Flushed{}, OffsetsCollected{Offsets: offs, TxnOpen: true}, TxnEnded{Err: io.ErrUnexpectedEOF}}, io.ErrUnexpectedEOF},
+		{"plain commit", []Input{Flushed{}, OffsetsCollected{Offsets: offs}, OffsetsCommitted{Err: kerr.CoordinatorNotAvailable}}, kerr.CoordinatorNotAvailable},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newScript(t, ExactlyOnce, false)
+			s.m.Step(s.now, Commit{})
+			for _, in := range c.to[:len(c.to)-1] {
+				s.m.Step(s.now, in)
+			}
+			s.step(c.to[len(c.to)-1], "Log(WARN)", "StartAbort")
+			s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+			s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done(err, retry in 10.1s)")
+			if !errors.Is(s.done.Err, c.err) {
+				t.Errorf("ends with %v, want %v", s.done.Err, c.err)
+			}
+		})
+	}
+}
+
+// An abort that fails for a reason the producer can go on from is retried with the backoff within
+// AbortRetryBound (a broker restart); the application stops only past it, or when the producer is
+// done for.
+func TestExactlyOnceAbortRetries(t *testing.T) {
+	s := newScript(t, ExactlyOnce, false)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{Err: io.EOF}, "Log(WARN)", "StartAbort")
+	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(TxnEnded{Err: io.EOF}, "Log(WARN)", "Wait(100ms abort)")
+	s.step(Waited{}, "EndTxn(abort)")
+	s.step(TxnEnded{Err: io.EOF}, "Log(WARN)", "Wait(200ms abort)")
+	s.step(Waited{}, "EndTxn(abort)")
+	s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done(err, retry in 10.1s)")
+
+	// Past the bound: a fatal failure that says the abort failed.
+	s.now = s.now.Add(time.Hour)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{Err: io.EOF}, "Log(WARN)", "StartAbort")
+	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.now = s.now.Add(AbortRetryBound - 399*time.Millisecond)
+	s.step(TxnEnded{Err: io.EOF}, "Log(WARN)", "Wait(100ms abort)")
+	s.step(Waited{}, "EndTxn(abort)")
+	s.step(TxnEnded{Err: io.EOF}, "Log(WARN)", "Wait(200ms abort)")
+	s.step(Waited{}, "EndTxn(abort)")
+	s.step(TxnEnded{Err: io.EOF}, "ForgetTxn", "DropPending", "Done(fatal)")
+	var f *TxnFailure
+	if !errors.As(s.done.Err, &f) || !errors.Is(f, ErrAbortFailed) || !errors.Is(f, io.EOF) {
+		t.Errorf("ends with %v", s.done.Err)
+	}
+
+	// The application stops during the wait: the abort ends with the last error.
+	s.now = s.now.Add(time.Hour)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{Err: io.EOF}, "Log(WARN)", "StartAbort")
+	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(TxnEnded{Err: kerr.CoordinatorLoadInProgress}, "Log(WARN)", "Wait(100ms abort)")
+	s.step(Waited{Err: errors.New("stopped")}, "ForgetTxn", "DropPending", "Done(fatal)")
+	if !errors.Is(s.done.Err, kerr.CoordinatorLoadInProgress) {
+		t.Errorf("ends with %v", s.done.Err)
+	}
+
+	// The buffered records could not be failed: no EndTxn, a fatal failure.
+	s.now = s.now.Add(time.Hour)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{Err: io.EOF}, "Log(WARN)", "StartAbort")
+	s.step(AbortStarted{Open: true, Err: errWrite}, "ForgetTxn", "DropPending", "Done(fatal)")
+
+	// A fenced producer during the abort is replaced instead.
+	s.now = s.now.Add(time.Hour)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{Err: io.EOF}, "Log(WARN)", "StartAbort")
+	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(TxnEnded{Err: kerr.ProducerFenced}, "ForgetTxn", "DropPending", "Log(WARN)", "RenewProducer")
+	s.step(ProducerRenewed{}, "ForgetTxn", "DropPending", "Done(err, retry in 10.2s)") // the second failure in a row
+}
+
+// An error no retry can help aborts what is open and stops the application with it.
+func TestExactlyOnceFatalErrorAbortsAndStops(t *testing.T) {
+	s := newScript(t, ExactlyOnce, false)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{Err: kerr.TransactionalIDAuthorizationFailed, Write: true}, "StartAbort")
+	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(TxnEnded{Err: kerr.TransactionalIDAuthorizationFailed}, "ForgetTxn", "DropPending", "Done(fatal)")
+	var f *TxnFailure
+	if !errors.As(s.done.Err, &f) || !errors.Is(f, kerr.TransactionalIDAuthorizationFailed) {
+		t.Errorf("ends with %v", s.done.Err)
+	}
+	s.now = s.now.Add(time.Hour)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{Err: kerr.MessageTooLarge, Write: true}, "StartAbort")
+	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done(fatal)")
+	if !errors.As(s.done.Err, &f) || !errors.Is(f, kerr.MessageTooLarge) {
+		t.Errorf("ends with %v", s.done.Err)
+	}
+}
+
+// A fenced producer is replaced and the work redone; a process fenced more than MaxFences times
+// within FenceWindow shares its transactional.id with another and stops.
+func TestExactlyOnceRenewsAFencedProducer(t *testing.T) {
+	s := newScript(t, ExactlyOnce, false)
+	fenced := func(want ...string) {
+		t.Helper()
+		s.step(Commit{}, "Flush")
+		s.step(Flushed{}, "Collect([])")
+		s.step(OffsetsCollected{Offsets: offs, TxnOpen: true, TxnRecords: 1}, "LoadProducer")
+		s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
+		s.step(OffsetsCommitted{Err: kerr.ProducerFenced}, want...)
+	}
+	for i := range MaxFences {
+		fenced("Log(WARN)", "RenewProducer")
+		s.step(ProducerRenewed{}, "ForgetTxn", "DropPending", fmt.Sprintf("Done(err, retry in %v)", 10*time.Second+backoff.Delay(i)))
+		if !errors.Is(s.done.Err, kerr.ProducerFenced) {
+			t.Fatalf("ends with %v", s.done.Err)
+		}
+		s.now = s.now.Add(time.Second)
+	}
+	fenced("ForgetTxn", "DropPending", "Done(fatal)")
+	if !strings.Contains(s.done.Err.Error(), fmt.Sprintf("fenced %d times within %v", MaxFences+1, FenceWindow)) {
+		t.Errorf("ends with %v", s.done.Err)
+	}
+	// Fences older than the window are forgotten.
+	s.now = s.now.Add(FenceWindow)
+	fenced("Log(WARN)", "RenewProducer")
+	// A new producer that cannot be initialized stops the application with the shell's error.
+	initErr := errors.New("stream: exactly-once with transactional.id …")
+	s.step(ProducerRenewed{Err: initErr}, "ForgetTxn", "DropPending", "Done(fatal)")
+	if s.done.Err != initErr {
+		t.Errorf("ends with %v", s.done.Err)
+	}
+}
+
+// An EndTxn commit whose outcome is unknown (the broker went away) is told from the committed
+// offsets after an abort: all committed, none, or some (a restart must sort it out).
+func TestExactlyOnceUnknownOutcome(t *testing.T) {
+	moved := commit.Offsets{tp0: 10}
+	upTo := func(s *script, cause error) {
+		t.Helper()
+		s.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0)}, "Flush")
+		s.step(Flushed{}, "Collect([0_0])")
+		s.step(OffsetsCollected{Offsets: offs, Moved: moved, TxnOpen: true, TxnRecords: 3}, "LoadProducer")
+		s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
+		s.step(OffsetsCommitted{}, "EndTxn(commit)")
+		s.step(TxnEnded{Err: cause}, "StartAbort")
+		s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+		s.step(TxnEnded{}, "ForgetTxn", "ReadCommitted")
+	}
+	s := newScript(t, ExactlyOnce, false)
+	upTo(s, io.EOF)
+	s.step(CommittedRead{Offsets: commit.Offsets{tp0: 10}}, "Log(INFO)", "ForgetTxn", "Apply(2 stores)")
+	s.step(Applied{}, "Done")
+
+	upTo(s, kerr.UnknownServerError)
+	s.step(CommittedRead{Err: io.EOF}, "Log(WARN)", "Wait(100ms)")
+	s.step(Waited{}, "ReadCommitted")
+	s.step(CommittedRead{Offsets: commit.Offsets{tp0: 4}}, "Log(WARN)", "DropPending", "Done(err)")
+	if !errors.Is(s.done.Err, kerr.UnknownServerError) {
+		t.Errorf("ends with %v", s.done.Err)
+	}
+
+	// Two partitions moved, one committed: unknown, fatal.
+	s.now = s.now.Add(time.Hour)
+	moved = offs
+	upTo(s, io.EOF)
+	s.step(CommittedRead{Offsets: commit.Offsets{tp0: 10, tp1: 19}}, "DropPending", "Done(fatal)")
+	if !errors.Is(s.done.Err, ErrOutcomeUnknown) || !strings.Contains(s.done.Err.Error(), "some of its offsets are committed and others not") {
+		t.Errorf("ends with %v", s.done.Err)
+	}
+	// The tasks were lost meanwhile: they go, nothing fatal.
+	upTo(s, io.EOF)
+	lost := &commit.LostError{Tasks: tasks.NewSet(task0), Err: kerr.FencedMemberEpoch}
+	s.step(CommittedRead{Err: lost}, "DropPending", "Done(err)")
+	// The broker stays away past the bound: unknown, fatal.
+	upTo(s, io.EOF)
+	s.now = s.now.Add(AbortRetryBound)
+	s.step(CommittedRead{Err: io.EOF}, "DropPending", "Done(fatal)")
+	// The application stops while waiting: unknown, fatal.
+	upTo(s, io.EOF)
+	s.step(CommittedRead{Err: io.EOF}, "Log(WARN)", "Wait(100ms)")
+	s.step(Waited{Err: errors.New("stopped")}, "DropPending", "Done(fatal)")
+	// The abort fails: fatal.
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Collect([])")
+	s.step(OffsetsCollected{Offsets: offs, Moved: offs, TxnOpen: true, TxnRecords: 3}, "LoadProducer")
+	s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
+	s.step(OffsetsCommitted{}, "EndTxn(commit)")
+	s.step(TxnEnded{Err: io.EOF}, "StartAbort")
+	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(TxnEnded{Err: kerr.TransactionalIDAuthorizationFailed}, "ForgetTxn", "DropPending", "Done(fatal)")
+}
+
+// With nothing moved, an unknown outcome cannot be told.
+func TestExactlyOnceUnknownOutcomeWithoutOffsets(t *testing.T) {
+	s := newScript(t, ExactlyOnce, false)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Collect([])")
+	s.step(OffsetsCollected{TxnOpen: true, TxnRecords: 3}, "LoadProducer")
+	s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 0)")
+	s.step(OffsetsCommitted{}, "EndTxn(commit)")
+	s.step(TxnEnded{Err: io.EOF}, "StartAbort")
+	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done(fatal)")
+	if !errors.Is(s.done.Err, ErrOutcomeUnknown) || !errors.Is(s.done.Err, io.EOF) {
+		t.Errorf("ends with %v", s.done.Err)
+	}
+	// An EndTxn error the broker did answer is not unknown: INVALID_TXN_STATE replaces the producer.
+	s.now = s.now.Add(time.Hour)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Collect([])")
+	s.step(OffsetsCollected{Offsets: offs, TxnOpen: true, TxnRecords: 3}, "LoadProducer")
+	s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
+	s.step(OffsetsCommitted{}, "EndTxn(commit)")
+	s.step(TxnEnded{Err: kerr.InvalidTxnState}, "Log(WARN)", "RenewProducer")
+}
+
+// R7: after a fatal error a revocation under exactly-once aborts and commits nothing; under
+// at-least-once the records processed before the failure are committed as usual.
+func TestDirtyRevocation(t *testing.T) {
+	s := newScript(t, ExactlyOnce, false)
+	s.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0), Dirty: true}, "StartAbort")
+	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done")
+	s.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0), Dirty: true}, "StartAbort")
+	s.step(AbortStarted{}, "ForgetTxn", "DropPending", "Done")
+	s.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0), Dirty: true}, "StartAbort")
+	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(TxnEnded{Err: kerr.TransactionalIDAuthorizationFailed}, "ForgetTxn", "DropPending", "Done(err)")
+
+	a := newScript(t, AtLeastOnce, true)
+	a.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0), Dirty: true}, "Flush")
+}
+
+func TestAbortOpen(t *testing.T) {
+	a := newScript(t, AtLeastOnce, true)
+	a.step(AbortOpen{}, "Done")
+	if a.m.Busy() {
+		t.Error("busy after an abort under at-least-once")
+	}
+	s := newScript(t, ExactlyOnce, false)
+	s.step(AbortOpen{}, "StartAbort")
+	s.step(AbortStarted{}, "Done") // nothing open, nothing dropped
+	s.step(AbortOpen{}, "StartAbort")
+	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done")
+	s.step(AbortOpen{}, "StartAbort")
+	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(TxnEnded{Err: kerr.TransactionalIDAuthorizationFailed}, "ForgetTxn", "DropPending", "Done(err)")
+	if !s.m.CommitDue(s.now) || s.m.CommitDue(s.now.Add(-time.Millisecond)) {
+		t.Error("an abort moved the periodic commit")
+	}
+}
+
+// Inputs out of turn are the shell's bug: a fatal, typed end, never a panic.
+func TestInputsOutOfTurn(t *testing.T) {
+	s := newScript(t, ExactlyOnce, false)
+	s.step(Flushed{}, "Done(fatal)")
+	s.step(Commit{}, "Flush")
+	s.step(Commit{}, "Done(fatal)")
+	s.step(Applied{}, "Done(fatal)")
+	if s.m.Busy() {
+		t.Error("busy after a fatal end")
+	}
+	for _, in := range []Input{Checkpointed{}, OffsetsCollected{}, ProducerLoaded{}, OffsetsCommitted{}, TxnEnded{},
+		AbortStarted{}, CommittedRead{}, ProducerRenewed{}, Waited{}} {
+		s.m.Step(s.now, Commit{})
+		s.step(in, "Done(fatal)")
+		if !strings.Contains(s.done.Err.Error(), "out of turn") {
+			t.Errorf("%T: %v", in, s.done.Err)
+		}
+	}
+}
