@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/semaphore"
 
@@ -157,7 +158,9 @@ type part struct {
 }
 
 // New returns a Consumer over the user's client cl, which must be built for direct consumption
-// (ErrGroupClient otherwise), for the topology topo, reading committed offsets through committer
+// (ErrGroupClient otherwise) and should be built with kgo.ConsumeResetOffset(kgo.NoResetOffset()),
+// so that a position out of range is the Consumer's to move (an input to WithResetOffset, a
+// changelog to its first offset) rather than the client's, for the topology topo, reading committed offsets through committer
 // (a *commit.Committer bound to the member). A topology with a topic of two subtopologies is a
 // *tasks.SharedTopicError.
 func New(cl *kgo.Client, topo *topology.Topology, committer OffsetCommitter, opts ...Option) (*Consumer, error) {
@@ -323,14 +326,21 @@ func (b *Batch) empty() bool { return len(b.Restore)+len(b.Process)+len(b.Errors
 // route sorts fetched records by task, dropping those of partitions no longer wanted.
 func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 	b := &Batch{}
+	var outOfRange []tasks.TopicPartition
 	fetches.EachError(func(topic string, p int32, err error) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
+			return
+		}
+		if errors.Is(err, kerr.OffsetOutOfRange) {
+			outOfRange = append(outOfRange, tasks.TopicPartition{Topic: topic, Partition: p})
 			return
 		}
 		b.Errors = append(b.Errors, kgo.FetchError{Topic: topic, Partition: p, Err: err})
 	})
 	rewind := make(map[string]map[int32]kgo.EpochOffset)
+	var ops clientOps
 	c.mu.Lock()
+	c.resetOutOfRange(outOfRange, &ops)
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		tp := tasks.TopicPartition{Topic: fp.Topic, Partition: fp.Partition}
 		p := c.byTP[tp]
@@ -373,10 +383,35 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 		p.handed = next
 	})
 	c.mu.Unlock()
+	ops.run(c.cl)
 	if len(rewind) > 0 {
 		c.cl.SetOffsets(rewind)
 	}
 	return b
+}
+
+// resetOutOfRange moves the partitions whose position is out of range (the records there were
+// deleted: retention, or DeleteRecords) to where Kafka Streams moves them: an input to
+// auto.offset.reset (the reset offset), a changelog to its first offset (its task restores what the
+// changelog still holds). The client is built to report such a position rather than to reset it
+// itself (kgo.ConsumeResetOffset(kgo.NoResetOffset())), since it cannot tell inputs from
+// changelogs. Called with c.mu held.
+func (c *Consumer) resetOutOfRange(tps []tasks.TopicPartition, ops *clientOps) {
+	for _, tp := range tps {
+		p := c.byTP[tp]
+		if p == nil {
+			continue // not consumed any more
+		}
+		to, what := c.o.reset, "auto.offset.reset"
+		if p.kind == tasks.Changelog {
+			to, what = kgo.NewOffset().AtStart(), "the changelog's first offset"
+		}
+		c.log.Warn("a position is out of range (its records were deleted); going on from "+what,
+			"task", p.task.String(), "topic", tp.Topic, "partition", tp.Partition, "position", p.handed)
+		p.handed = -1 // the reset offset, resolved by the client
+		ops.remove = append(ops.remove, tp)
+		ops.addAt(tp, to)
+	}
 }
 
 // dropControl returns recs without transaction markers, in place when there are none.

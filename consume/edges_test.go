@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/commit"
@@ -277,4 +278,40 @@ func TestActiveIsOnlyForActiveTasks(t *testing.T) {
 			t.Errorf("Active(%s) = %v, want %v", id, got, want)
 		}
 	}
+}
+
+// A position out of range (its records deleted by retention or DeleteRecords) moves as Kafka
+// Streams moves it: an input to auto.offset.reset (here latest), a changelog to its first offset;
+// the fetch error is handled, not passed on, and the refetched records are handed out.
+func TestPositionsOutOfRangeMoveAsKafkaStreamsMovesThem(t *testing.T) {
+	e := newEnv(t, WithResetOffset(kgo.NewOffset().AtEnd()))
+	e.commits.committed[tp("other", 0)] = 5
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1"), Standby: set("0_1")})
+	e.cl.takeOps()
+	oor := func(p int32) kgo.FetchPartition { return kgo.FetchPartition{Partition: p, Err: kerr.OffsetOutOfRange} }
+	e.cl.fetches <- kgo.Fetches{{Topics: []kgo.FetchTopic{
+		{Topic: "other", Partitions: []kgo.FetchPartition{oor(0),
+			{Partition: 1, HighWatermark: 9, Records: []*kgo.Record{{Topic: "other", Partition: 1, Offset: 0}}}}},
+		{Topic: cl0, Partitions: []kgo.FetchPartition{oor(1)}},
+	}}}
+	b := e.poll()
+	if len(b.Errors) != 0 {
+		t.Errorf("fetch errors %v: an out-of-range position is handled, not passed on", b.Errors)
+	}
+	eq(t, "records", offsetsOf(b.Process), []string{"1_1 active other[1]:0"})
+	eq(t, "client", e.cl.takeOps(), []string{"remove app-st-changelog[1],other[0]", "add app-st-changelog[1]@start,other[0]@end"})
+	b.Done()
+	// The refetched records are handed out, whatever position came before.
+	e.cl.fetches <- fetch(40, map[tasks.TopicPartition][]int64{tp("other", 0): {30, 31}})
+	b = e.poll()
+	eq(t, "after the reset", offsetsOf(b.Process), []string{"1_0 active other[0]:30,31"})
+	b.Done()
+	// A partition no longer consumed is left alone.
+	e.cl.fetches <- kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "gone", Partitions: []kgo.FetchPartition{oor(0)}},
+		{Topic: "other", Partitions: []kgo.FetchPartition{{Partition: 1, HighWatermark: 9, Records: []*kgo.Record{{Topic: "other", Partition: 1, Offset: 1}}}}}}}}
+	b = e.poll()
+	if ops := e.cl.takeOps(); len(ops) != 0 {
+		t.Errorf("client ops %v for a partition not consumed", ops)
+	}
+	b.Done()
 }

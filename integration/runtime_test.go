@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
@@ -647,4 +649,67 @@ func keyPartitions(t *testing.T, s *rtSetup) map[string]int32 {
 		}
 	}
 	return out
+}
+
+// TestRuntimeOutOfRangeInputFollowsAutoOffsetReset: an input whose committed position was deleted
+// (retention, or DeleteRecords as here) resumes where auto.offset.reset says, as Kafka Streams
+// resumes it, not where the client's own reset would put it. App a commits 20 records; 20 more are
+// written and those before offset 30 deleted; app b (auto.offset.reset=latest) must process none
+// of 30…39 (the client's default reset, the log start, would process them) and every record
+// written after it started.
+func TestRuntimeOutOfRangeInputFollowsAutoOffsetReset(t *testing.T) {
+	s := newRTSetup(t, 1)
+	a := s.start(t, "a", rtOpts{})
+	a.runningWith(t, s.all)
+	produceValues(t, s.b, s.input, keyed(20, 4, 0, nil)...)
+	s.waitCaughtUp(t)
+	a.stopClean(t)
+
+	produceValues(t, s.b, s.input, keyed(20, 4, 20, nil)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	del := make(kadm.Offsets)
+	del.Add(kadm.Offset{Topic: s.input, Partition: 0, At: 30})
+	resp, err := s.b.Admin(t).DeleteRecords(ctx, del)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("deleting the records before offset 30: %v", err)
+	}
+
+	var mu sync.Mutex
+	var seen []int64
+	proc := stream.ProcessorFunc(func(_ *stream.Context, r *stream.Record) error {
+		mu.Lock()
+		seen = append(seen, r.Offset)
+		mu.Unlock()
+		return nil
+	})
+	b := s.start(t, "b", rtOpts{proc: proc, cfg: func(c *config.Config) { c.Runtime.ResetLatest = true }})
+	b.runningWith(t, s.all)
+	// b goes to the end when it finds its position out of range, at a moment the test cannot see:
+	// records are written one at a time until b processes one.
+	next := 40
+	Eventually(t, settle, func() (bool, string) {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n == 0 {
+			produceValues(t, s.b, s.input, keyed(1, 4, next, nil)...)
+			next++
+		}
+		return n > 0, fmt.Sprintf("%d records written after b started, none processed", next-40)
+	})
+	b.stopClean(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if seen[0] < 40 {
+		t.Fatalf("processed offsets %v: b went on from %d, before the end (40) where auto.offset.reset=latest puts it", seen, seen[0])
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] != seen[i-1]+1 {
+			t.Fatalf("processed offsets %v: not one after the other", seen)
+		}
+	}
 }

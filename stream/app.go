@@ -498,6 +498,10 @@ func (a *App) build() error {
 		// Transaction markers come back with the records, so positions move past them (consume
 		// hands out everything else): a changelog ending with a marker finishes restoring.
 		kgo.KeepControlRecords(),
+		// A position out of range (its records deleted) is reported, not reset by the client: the
+		// consumer moves an input to auto.offset.reset and a changelog to its first offset, as Kafka
+		// Streams does; kgo's own reset would move both the same way.
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 	)
 	if a.eos() {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
