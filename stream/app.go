@@ -243,10 +243,6 @@ type App struct {
 	// for changelogStart (the member's callback goroutine only).
 	starts map[tasks.TopicPartition]int64
 
-	// txnOpen and txnRecords: the open transaction under exactly-once (a.mu).
-	txnOpen    bool
-	txnRecords int
-	txnTasks   map[tasks.ID]bool // the tasks with records in the open transaction
 	// txnGen counts the aborted transactions, so that a late failure of an aborted transaction's
 	// record is not taken for one of the next transaction's.
 	txnGen atomic.Int64
@@ -662,7 +658,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 	cerr := a.mgr.Close(closeCtx) // revokes every active task: their offsets are committed (when nothing failed)
 	<-eventsDone
 	a.mu.Lock()
-	if a.txnOpen { // the last commit failed (or Close gave up): nothing of it may become visible
+	if a.mach.TxnOpen() { // the last commit failed (or Close gave up): nothing of it may become visible
 		if err := a.abortOpen(closeCtx); err != nil {
 			a.log.Warn("aborting the open transaction at close failed; the broker aborts it after transaction.timeout.ms", "err", err)
 		}

@@ -123,7 +123,7 @@ func (c *callbacks) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) erro
 	a := (*App)(c)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.txnOpen { // R4: a member that lost its tasks never commits their work
+	if a.mach.TxnOpen() { // R4: a member that lost its tasks never commits their work
 		if err := a.abortOpen(ctx); err != nil {
 			a.log.Warn("aborting the transaction of lost tasks failed; the broker aborts it after transaction.timeout.ms", "err", err)
 		}

@@ -93,16 +93,11 @@ func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 		defer cancel()
 		return sm.TxnEnded{Err: a.producer().EndTransaction(actx, kgo.TryAbort)}
 	case sm.StartAbort:
-		if !a.txnOpen {
-			return sm.AbortStarted{}
-		}
 		a.txnGen.Add(1) // from here on, the open transaction's records fail as part of the abort
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.RequestTimeout)
 		defer cancel()
-		return sm.AbortStarted{Open: true, Err: a.producer().AbortBufferedRecords(bctx)}
+		return sm.AbortStarted{Err: a.producer().AbortBufferedRecords(bctx)}
 	case sm.ForgetTxn:
-		a.txnOpen, a.txnRecords = false, 0
-		clear(a.txnTasks)
 		a.produceErr.Store(nil) // the failed records were part of the ended transaction
 	case sm.DropPending:
 		a.discardPending()
@@ -171,8 +166,7 @@ func (a *App) collectOffsets(act sm.CollectOffsets) sm.OffsetsCollected {
 			out.Offsets[tp] = o
 		}
 	}
-	out.TxnOpen, out.TxnRecords = a.txnOpen, a.txnRecords
-	for id := range a.txnTasks {
+	for id := range act.TxnTasks.All() {
 		if !a.cons.Active(id) {
 			out.Lost = fmt.Errorf("stream: task %s was lost while its transaction was open", id)
 			break

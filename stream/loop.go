@@ -620,7 +620,9 @@ func (a *App) send(task tasks.ID, r *kgo.Record, acked func(offset int64)) {
 	if !a.ensureTxn(r.Topic) {
 		return
 	}
-	a.inTxn(task)
+	if a.eos() {
+		a.mach.Produced(task)
+	}
 	gen := a.txnGen.Load()
 	// Not runCtx: a clean stop flushes what is buffered.
 	a.producer().Produce(a.deliveryContext(), r, func(r *kgo.Record, err error) {

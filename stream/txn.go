@@ -11,7 +11,6 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
-	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
 // Exactly-once (processing.guarantee=exactly_once_v2), as Kafka Streams' EOS v2: one transactional
@@ -105,7 +104,7 @@ const taskTimeout = 5 * time.Minute
 // kept as the record's (the next commit aborts and replaces the producer, between batches, where
 // the inputs can be rewound). Called with a.mu held.
 func (a *App) ensureTxn(topic string) bool {
-	if !a.eos() || a.txnOpen {
+	if !a.eos() || a.mach.TxnOpen() {
 		return true
 	}
 	if err := a.producer().BeginTransaction(); err != nil {
@@ -119,7 +118,7 @@ func (a *App) ensureTxn(topic string) bool {
 		a.fail(&TxnError{TransactionalID: a.transactionalID(), Err: err})
 		return false
 	}
-	a.txnOpen, a.txnRecords = true, 0
+	a.mach.Begun()
 	a.txnEpoch.begin(a.txnGen.Load())
 	return true
 }
@@ -160,13 +159,4 @@ func (a *App) producer() *kgo.Client {
 		return p
 	}
 	return a.cl
-}
-
-// inTxn records that task has records in the open transaction. Called with a.mu held.
-func (a *App) inTxn(task tasks.ID) {
-	a.txnRecords++
-	if a.txnTasks == nil {
-		a.txnTasks = make(map[tasks.ID]bool)
-	}
-	a.txnTasks[task] = true
 }

@@ -51,16 +51,12 @@ type Flushed struct {
 type Checkpointed struct{ Err error }
 
 // OffsetsCollected is CollectOffsets' result. Offsets are the positions to commit; Moved those of
-// them that moved since their last commit (without the revoked tasks' final positions). TxnOpen and
-// TxnRecords say whether a transaction is open and how many records went into it; Lost is set when
-// a task with records in it is no longer active (the member lost it while the transaction was
-// open).
+// them that moved since their last commit (without the revoked tasks' final positions). Lost is set
+// when one of the TxnTasks is no longer active (the member lost it while the transaction was open).
 type OffsetsCollected struct {
-	Offsets    commit.Offsets
-	Moved      commit.Offsets
-	TxnOpen    bool
-	TxnRecords int
-	Lost       error
+	Offsets commit.Offsets
+	Moved   commit.Offsets
+	Lost    error
 }
 
 // ProducerLoaded is LoadProducer's result: the transactional producer's ID and epoch, or why they
@@ -76,12 +72,8 @@ type OffsetsCommitted struct{ Err error }
 // TxnEnded is EndTxn's result.
 type TxnEnded struct{ Err error }
 
-// AbortStarted is StartAbort's result: Open is false when no transaction was open (nothing to end);
-// Err is set when the buffered records could not be aborted.
-type AbortStarted struct {
-	Open bool
-	Err  error
-}
+// AbortStarted is StartAbort's result: Err is set when the buffered records could not be aborted.
+type AbortStarted struct{ Err error }
 
 // CommittedRead is ReadCommitted's result.
 type CommittedRead struct {
@@ -131,10 +123,12 @@ type Checkpoint struct {
 
 // CollectOffsets reads the positions to commit (→ OffsetsCollected): the final ones of the
 // Revoked tasks, with, unless OnlyRevoked, every active task's position that moved since its last
-// commit.
+// commit; and whether each of TxnTasks (those with records in the open transaction) is still
+// active.
 type CollectOffsets struct {
 	Revoked     tasks.Set
 	OnlyRevoked bool
+	TxnTasks    tasks.Set
 }
 
 // LoadProducer reads the transactional producer's ID and epoch and checks that the open
@@ -156,7 +150,7 @@ type EndTxn struct{ Commit bool }
 // the abort, and the records still buffered are failed (→ AbortStarted).
 type StartAbort struct{}
 
-// ForgetTxn records that no transaction is open any more (and forgets its failed writes).
+// ForgetTxn says no transaction is open any more: the shell forgets its failed writes.
 type ForgetTxn struct{}
 
 // DropPending drops the stores' pending writes and takes the active tasks back to their last

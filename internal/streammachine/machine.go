@@ -79,6 +79,47 @@ type Machine struct {
 	// fences are the times of the last producer renewals.
 	fences []time.Time
 	run    *run
+
+	// The open transaction (exactly-once): whether one is open, how many records went into it, and
+	// the tasks that wrote them.
+	txnOpen    bool
+	txnRecords int
+	txnTasks   map[tasks.ID]bool
+}
+
+// The transaction's bookkeeping is fed by methods rather than Step, since it moves with every
+// record written (an Input value per record would cost an allocation each).
+
+// TxnOpen reports whether a transaction is open (exactly-once): a record written now goes into it;
+// when none is, one is begun first (Begun).
+func (m *Machine) TxnOpen() bool { return m.txnOpen }
+
+// Begun records that the shell began a transaction.
+func (m *Machine) Begun() { m.txnOpen, m.txnRecords = true, 0 }
+
+// Produced records that task wrote a record into the open transaction.
+func (m *Machine) Produced(task tasks.ID) {
+	m.txnRecords++
+	if m.txnTasks == nil {
+		m.txnTasks = make(map[tasks.ID]bool)
+	}
+	m.txnTasks[task] = true
+}
+
+// forget records that no transaction is open any more, and tells the shell.
+func (m *Machine) forget() Action {
+	m.txnOpen, m.txnRecords = false, 0
+	clear(m.txnTasks)
+	return ForgetTxn{}
+}
+
+// txnTaskSet is the tasks with records in the open transaction.
+func (m *Machine) txnTaskSet() tasks.Set {
+	ids := make([]tasks.ID, 0, len(m.txnTasks))
+	for id := range m.txnTasks {
+		ids = append(ids, id)
+	}
+	return tasks.NewSet(ids...)
 }
 
 // New returns a machine for cfg.
@@ -160,11 +201,11 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 	case Commit:
 		return m.start(now, in)
 	case AbortOpen:
-		if !m.eos() {
+		if !m.eos() || !m.txnOpen || m.run != nil {
 			return []Action{Done{}}
 		}
 		m.run = &run{abortOnly: true, then: afterDirty}
-		return m.startAbort()
+		return m.startAbort(now)
 	}
 	r := m.run
 	if r == nil {
@@ -214,10 +255,7 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 		}
 	case AbortStarted:
 		if r.phase == phStartAbort {
-			switch {
-			case !in.Open && r.abortOnly:
-				return m.finish(now, nil, false) // nothing was open, nothing to drop
-			case !in.Open, in.Err != nil:
+			if in.Err != nil {
 				return m.aborted(now, in.Err)
 			}
 			r.phase, r.attempts, r.deadline = phEndAbort, 0, now.Add(AbortRetryBound)
@@ -248,7 +286,7 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 		}
 	case ProducerRenewed:
 		if r.phase == phRenew {
-			acts := []Action{ForgetTxn{}, DropPending{}}
+			acts := []Action{m.forget(), DropPending{}}
 			if in.Err != nil {
 				return append(acts, m.finish(now, in.Err, true)...)
 			}
@@ -271,7 +309,7 @@ func (m *Machine) start(now time.Time, c Commit) []Action {
 		// R7: the open transaction may hold part of a failed record's effects: it is aborted and
 		// nothing is committed, as Kafka Streams closes its tasks dirty after a fatal error.
 		m.run.then = afterDirty
-		return m.startAbort()
+		return m.startAbort(now)
 	}
 	return []Action{Flush{}}
 }
@@ -309,7 +347,11 @@ func (m *Machine) flushed(now time.Time, in Flushed) []Action {
 func (m *Machine) collect() []Action {
 	r := m.run
 	r.phase = phCollect
-	return []Action{CollectOffsets{Revoked: r.revoked, OnlyRevoked: !m.eos() && r.reason == Revocation}}
+	c := CollectOffsets{Revoked: r.revoked, OnlyRevoked: !m.eos() && r.reason == Revocation}
+	if m.eos() {
+		c.TxnTasks = m.txnTaskSet()
+	}
+	return []Action{c}
 }
 
 func (m *Machine) collected(now time.Time, in OffsetsCollected) []Action {
@@ -324,10 +366,10 @@ func (m *Machine) collected(now time.Time, in OffsetsCollected) []Action {
 		// Every task with records in the transaction must have its offsets in it; a task lost
 		// meanwhile has none, and its records must not become visible (R4).
 		return m.abortFor(now, in.Lost)
-	case in.TxnOpen && in.TxnRecords > 0:
+	case m.txnOpen && m.txnRecords > 0:
 		r.phase = phLoadProducer
 		return []Action{LoadProducer{}}
-	case in.TxnOpen:
+	case m.txnOpen:
 		// Nothing produced: kgo ends such a transaction without a request.
 		r.phase = phEndEmpty
 		return []Action{EndTxn{Commit: true}}
@@ -375,7 +417,7 @@ func (m *Machine) offsetsCommitted(now time.Time, in OffsetsCommitted) []Action 
 func (m *Machine) apply() []Action {
 	m.run.phase = phApply
 	if m.eos() {
-		return []Action{ForgetTxn{}, Apply{Offsets: m.run.offsets, Stores: true}}
+		return []Action{m.forget(), Apply{Offsets: m.run.offsets, Stores: true}}
 	}
 	return []Action{Apply{Offsets: m.run.offsets}}
 }
@@ -398,7 +440,7 @@ func (m *Machine) commitEnded(now time.Time, err error) []Action {
 		// completes, anything else aborts) ends the transaction; the committed offsets then tell
 		// the outcome, since a transaction commits all its offsets or none.
 		r.cause, r.then = err, afterResolve
-		return m.startAbort()
+		return m.startAbort(now)
 	}
 	return m.abortFor(now, err)
 }
@@ -413,14 +455,17 @@ func (m *Machine) abortFor(now time.Time, err error) []Action {
 		return m.renew(now, err)
 	case ClassFatal:
 		r.then = afterFatal
-		return m.startAbort()
+		return m.startAbort(now)
 	}
 	r.then = afterCause
 	return append([]Action{Log{Level: slog.LevelWarn, Msg: "aborting the transaction; the records since the last commit are processed again", Err: err}},
-		m.startAbort()...)
+		m.startAbort(now)...)
 }
 
-func (m *Machine) startAbort() []Action {
+func (m *Machine) startAbort(now time.Time) []Action {
+	if !m.txnOpen {
+		return m.aborted(now, nil) // nothing to end; what is pending is still dropped
+	}
 	m.run.phase = phStartAbort
 	return []Action{StartAbort{}}
 }
@@ -449,7 +494,7 @@ func (m *Machine) abortEnded(now time.Time, err error) []Action {
 // aborted goes on after the abort ended (err: how it failed).
 func (m *Machine) aborted(now time.Time, err error) []Action {
 	r := m.run
-	acts := []Action{ForgetTxn{}}
+	acts := []Action{m.forget()}
 	switch r.then {
 	case afterResolve:
 		if err != nil {
@@ -535,7 +580,7 @@ func (m *Machine) renew(now time.Time, cause error) []Action {
 	m.fences = append(kept, now)
 	if len(m.fences) > MaxFences {
 		err := &TxnFailure{Err: fmt.Errorf("fenced %d times within %v: %w", len(m.fences), FenceWindow, cause)}
-		return append([]Action{ForgetTxn{}, DropPending{}}, m.finish(now, err, true)...)
+		return append([]Action{m.forget(), DropPending{}}, m.finish(now, err, true)...)
 	}
 	r.phase = phRenew
 	return []Action{Log{Level: slog.LevelWarn, Msg: "the transactional producer was fenced (the transaction coordinator aborted its transaction, " +

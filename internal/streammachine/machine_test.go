@@ -49,10 +49,41 @@ func newScript(t *testing.T, g Guarantee, retry bool) *script {
 	return &script{t: t, m: m, now: t0.Add(10 * time.Second)}
 }
 
+// txnInput is an input fed after records went into an open transaction (the shell's Begun and
+// Produced, which happen while records are written, before the commit).
+type txnInput struct {
+	records int
+	in      Input
+}
+
+func (txnInput) isInput() {}
+
+// txnThen is in, after a transaction with records records was opened.
+func txnThen(records int, in Input) Input { return txnInput{records, in} }
+
+// open opens a transaction with records records of task0.
+func (s *script) open(records int) {
+	if !s.m.TxnOpen() {
+		s.m.Begun()
+	}
+	for range records {
+		s.m.Produced(task0)
+	}
+}
+
+// feed steps the machine with in.
+func (s *script) feed(in Input) []Action {
+	if ti, ok := in.(txnInput); ok {
+		s.open(ti.records)
+		in = ti.in
+	}
+	return s.m.Step(s.now, in)
+}
+
 // step feeds in and checks the actions' descriptions.
 func (s *script) step(in Input, want ...string) []Action {
 	s.t.Helper()
-	acts := s.m.Step(s.now, in)
+	acts := s.feed(in)
 	got := make([]string, len(acts))
 	for i, a := range acts {
 		got[i] = describe(a)
@@ -286,10 +317,36 @@ func TestFailedCommitsBackOff(t *testing.T) {
 
 func TestExactlyOnceCommit(t *testing.T) {
 	s := newScript(t, ExactlyOnce, false)
+	s.open(4)
+	if !s.m.TxnOpen() {
+		t.Fatal("no transaction open after Begun")
+	}
+	s.step(Commit{}, "Flush")
+	acts := s.step(Flushed{}, "Collect([])")
+	// The tasks that wrote into the transaction are checked: one lost meanwhile aborts it (R4).
+	if c := acts[0].(CollectOffsets); !c.TxnTasks.Equal(tasks.NewSet(task0)) {
+		t.Errorf("the tasks with records in the transaction: %v", c.TxnTasks)
+	}
+	s.step(OffsetsCollected{Offsets: offs, Moved: offs}, "LoadProducer")
+	s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
+	s.step(OffsetsCommitted{}, "EndTxn(commit)")
+	s.step(TxnEnded{}, "ForgetTxn", "Apply(2 stores)")
+	s.step(Applied{}, "Done")
+	if s.m.TxnOpen() {
+		t.Error("a transaction is open after its commit")
+	}
+	s.step(Commit{}, "Flush")
+	if acts = s.step(Flushed{}, "Collect([])"); !acts[0].(CollectOffsets).TxnTasks.IsEmpty() {
+		t.Errorf("the committed transaction's tasks are still counted: %v", acts[0].(CollectOffsets).TxnTasks)
+	}
+	s.step(OffsetsCollected{}, "CommitOffsets(0)")
+	s.step(OffsetsCommitted{}, "ForgetTxn", "Apply(0 stores)")
+	s.step(Applied{}, "Done")
+
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{}, "Collect([])")
-	s.step(OffsetsCollected{Offsets: offs, Moved: offs, TxnOpen: true, TxnRecords: 7}, "LoadProducer")
-	acts := s.step(ProducerLoaded{Producer: commit.Producer{TransactionalID: "app-p-1", ID: 5, Epoch: 2}}, "CommitOffsets(txn 5/2 2)")
+	s.step(txnThen(7, OffsetsCollected{Offsets: offs, Moved: offs}), "LoadProducer")
+	acts = s.step(ProducerLoaded{Producer: commit.Producer{TransactionalID: "app-p-1", ID: 5, Epoch: 2}}, "CommitOffsets(txn 5/2 2)")
 	if p := acts[0].(CommitOffsets).Producer; p.TransactionalID != "app-p-1" {
 		t.Errorf("producer %+v", p)
 	}
@@ -308,7 +365,7 @@ func TestExactlyOnceCommit(t *testing.T) {
 	// A transaction nothing was produced into ends without a request, then the offsets go plain.
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{}, "Collect([])")
-	s.step(OffsetsCollected{Offsets: offs, TxnOpen: true}, "EndTxn(commit)")
+	s.step(txnThen(0, OffsetsCollected{Offsets: offs}), "EndTxn(commit)")
 	s.step(TxnEnded{}, "CommitOffsets(2)")
 	s.step(OffsetsCommitted{}, "ForgetTxn", "Apply(2 stores)")
 	s.step(Applied{}, "Done")
@@ -320,28 +377,36 @@ func TestExactlyOnceAbortsAndRedoes(t *testing.T) {
 	lost := errors.New("task 0_0 was lost while its transaction was open")
 	for _, c := range []struct {
 		name string
+		open int     // records in the transaction open at the start; -1: none open
 		to   []Input // the inputs up to the failure
 		err  error
 	}{
-		{"flush", []Input{Flushed{Err: io.EOF, Write: true}}, io.EOF},
-		{"task lost", []Input{Flushed{}, OffsetsCollected{Offsets: offs, TxnOpen: true, TxnRecords: 1, Lost: lost}}, lost},
-		{"epoch moved", []Input{Flushed{}, OffsetsCollected{Offsets: offs, TxnOpen: true, TxnRecords: 1}, ProducerLoaded{Err: errWrite}}, errWrite},
-		{"TxnOffsetCommit", []Input{Flushed{}, OffsetsCollected{Offsets: offs, TxnOpen: true, TxnRecords: 1},
+		{"flush", 1, []Input{Flushed{Err: io.EOF, Write: true}}, io.EOF},
+		{"task lost", 1, []Input{Flushed{}, OffsetsCollected{Offsets: offs, Lost: lost}}, lost},
+		{"epoch moved", 1, []Input{Flushed{}, OffsetsCollected{Offsets: offs}, ProducerLoaded{Err: errWrite}}, errWrite},
+		{"TxnOffsetCommit", 1, []Input{Flushed{}, OffsetsCollected{Offsets: offs},
 			ProducerLoaded{}, OffsetsCommitted{Err: kerr.TransactionAbortable}}, kerr.TransactionAbortable},
-		{"EndTxn refused", []Input{Flushed{}, OffsetsCollected{Offsets: offs, TxnOpen: true, TxnRecords: 1},
+		{"EndTxn refused", 1, []Input{Flushed{}, OffsetsCollected{Offsets: offs},
 			ProducerLoaded{}, OffsetsCommitted{}, TxnEnded{Err: kerr.ConcurrentTransactions}}, kerr.ConcurrentTransactions},
-		{"empty EndTxn", []Input{Flushed{}, OffsetsCollected{Offsets: offs, TxnOpen: true}, TxnEnded{Err: io.ErrUnexpectedEOF}}, io.ErrUnexpectedEOF},
-		{"plain commit", []Input{Flushed{}, OffsetsCollected{Offsets: offs}, OffsetsCommitted{Err: kerr.CoordinatorNotAvailable}}, kerr.CoordinatorNotAvailable},
+		{"empty EndTxn", 0, []Input{Flushed{}, OffsetsCollected{Offsets: offs}, TxnEnded{Err: io.ErrUnexpectedEOF}}, io.ErrUnexpectedEOF},
+		{"plain commit", -1, []Input{Flushed{}, OffsetsCollected{Offsets: offs}, OffsetsCommitted{Err: kerr.CoordinatorNotAvailable}}, kerr.CoordinatorNotAvailable},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newScript(t, ExactlyOnce, false)
-			s.m.Step(s.now, Commit{})
-			for _, in := range c.to[:len(c.to)-1] {
-				s.m.Step(s.now, in)
+			if c.open >= 0 {
+				s.open(c.open)
 			}
-			s.step(c.to[len(c.to)-1], "Log(WARN)", "StartAbort")
-			s.step(AbortStarted{Open: true}, "EndTxn(abort)")
-			s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done(err, retry in 10.1s)")
+			s.feed(Commit{})
+			for _, in := range c.to[:len(c.to)-1] {
+				s.feed(in)
+			}
+			if c.open < 0 { // nothing to end: what is pending is dropped
+				s.step(c.to[len(c.to)-1], "Log(WARN)", "ForgetTxn", "DropPending", "Done(err, retry in 10.1s)")
+			} else {
+				s.step(c.to[len(c.to)-1], "Log(WARN)", "StartAbort")
+				s.step(AbortStarted{}, "EndTxn(abort)")
+				s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done(err, retry in 10.1s)")
+			}
 			if !errors.Is(s.done.Err, c.err) {
 				t.Errorf("ends with %v, want %v", s.done.Err, c.err)
 			}
@@ -354,9 +419,10 @@ func TestExactlyOnceAbortsAndRedoes(t *testing.T) {
 // done for.
 func TestExactlyOnceAbortRetries(t *testing.T) {
 	s := newScript(t, ExactlyOnce, false)
+	s.open(1)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{Err: io.EOF}, "Log(WARN)", "StartAbort")
-	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(AbortStarted{}, "EndTxn(abort)")
 	s.step(TxnEnded{Err: io.EOF}, "Log(WARN)", "Wait(100ms abort)")
 	s.step(Waited{}, "EndTxn(abort)")
 	s.step(TxnEnded{Err: io.EOF}, "Log(WARN)", "Wait(200ms abort)")
@@ -365,9 +431,10 @@ func TestExactlyOnceAbortRetries(t *testing.T) {
 
 	// Past the bound: a fatal failure that says the abort failed.
 	s.now = s.now.Add(time.Hour)
+	s.open(1)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{Err: io.EOF}, "Log(WARN)", "StartAbort")
-	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(AbortStarted{}, "EndTxn(abort)")
 	s.now = s.now.Add(AbortRetryBound - 399*time.Millisecond)
 	s.step(TxnEnded{Err: io.EOF}, "Log(WARN)", "Wait(100ms abort)")
 	s.step(Waited{}, "EndTxn(abort)")
@@ -381,9 +448,10 @@ func TestExactlyOnceAbortRetries(t *testing.T) {
 
 	// The application stops during the wait: the abort ends with the last error.
 	s.now = s.now.Add(time.Hour)
+	s.open(1)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{Err: io.EOF}, "Log(WARN)", "StartAbort")
-	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(AbortStarted{}, "EndTxn(abort)")
 	s.step(TxnEnded{Err: kerr.CoordinatorLoadInProgress}, "Log(WARN)", "Wait(100ms abort)")
 	s.step(Waited{Err: errors.New("stopped")}, "ForgetTxn", "DropPending", "Done(fatal)")
 	if !errors.Is(s.done.Err, kerr.CoordinatorLoadInProgress) {
@@ -392,15 +460,17 @@ func TestExactlyOnceAbortRetries(t *testing.T) {
 
 	// The buffered records could not be failed: no EndTxn, a fatal failure.
 	s.now = s.now.Add(time.Hour)
+	s.open(1)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{Err: io.EOF}, "Log(WARN)", "StartAbort")
-	s.step(AbortStarted{Open: true, Err: errWrite}, "ForgetTxn", "DropPending", "Done(fatal)")
+	s.step(AbortStarted{Err: errWrite}, "ForgetTxn", "DropPending", "Done(fatal)")
 
 	// A fenced producer during the abort is replaced instead.
 	s.now = s.now.Add(time.Hour)
+	s.open(1)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{Err: io.EOF}, "Log(WARN)", "StartAbort")
-	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(AbortStarted{}, "EndTxn(abort)")
 	s.step(TxnEnded{Err: kerr.ProducerFenced}, "ForgetTxn", "DropPending", "Log(WARN)", "RenewProducer")
 	s.step(ProducerRenewed{}, "ForgetTxn", "DropPending", "Done(err, retry in 10.2s)") // the second failure in a row
 }
@@ -408,18 +478,20 @@ func TestExactlyOnceAbortRetries(t *testing.T) {
 // An error no retry can help aborts what is open and stops the application with it.
 func TestExactlyOnceFatalErrorAbortsAndStops(t *testing.T) {
 	s := newScript(t, ExactlyOnce, false)
+	s.open(1)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{Err: kerr.TransactionalIDAuthorizationFailed, Write: true}, "StartAbort")
-	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(AbortStarted{}, "EndTxn(abort)")
 	s.step(TxnEnded{Err: kerr.TransactionalIDAuthorizationFailed}, "ForgetTxn", "DropPending", "Done(fatal)")
 	var f *TxnFailure
 	if !errors.As(s.done.Err, &f) || !errors.Is(f, kerr.TransactionalIDAuthorizationFailed) {
 		t.Errorf("ends with %v", s.done.Err)
 	}
 	s.now = s.now.Add(time.Hour)
+	s.open(1)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{Err: kerr.MessageTooLarge, Write: true}, "StartAbort")
-	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(AbortStarted{}, "EndTxn(abort)")
 	s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done(fatal)")
 	if !errors.As(s.done.Err, &f) || !errors.Is(f, kerr.MessageTooLarge) {
 		t.Errorf("ends with %v", s.done.Err)
@@ -434,7 +506,7 @@ func TestExactlyOnceRenewsAFencedProducer(t *testing.T) {
 		t.Helper()
 		s.step(Commit{}, "Flush")
 		s.step(Flushed{}, "Collect([])")
-		s.step(OffsetsCollected{Offsets: offs, TxnOpen: true, TxnRecords: 1}, "LoadProducer")
+		s.step(txnThen(1, OffsetsCollected{Offsets: offs}), "LoadProducer")
 		s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
 		s.step(OffsetsCommitted{Err: kerr.ProducerFenced}, want...)
 	}
@@ -469,11 +541,11 @@ func TestExactlyOnceUnknownOutcome(t *testing.T) {
 		t.Helper()
 		s.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0)}, "Flush")
 		s.step(Flushed{}, "Collect([0_0])")
-		s.step(OffsetsCollected{Offsets: offs, Moved: moved, TxnOpen: true, TxnRecords: 3}, "LoadProducer")
+		s.step(txnThen(3, OffsetsCollected{Offsets: offs, Moved: moved}), "LoadProducer")
 		s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
 		s.step(OffsetsCommitted{}, "EndTxn(commit)")
 		s.step(TxnEnded{Err: cause}, "StartAbort")
-		s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+		s.step(AbortStarted{}, "EndTxn(abort)")
 		s.step(TxnEnded{}, "ForgetTxn", "ReadCommitted")
 	}
 	s := newScript(t, ExactlyOnce, false)
@@ -512,11 +584,11 @@ func TestExactlyOnceUnknownOutcome(t *testing.T) {
 	// The abort fails: fatal.
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{}, "Collect([])")
-	s.step(OffsetsCollected{Offsets: offs, Moved: offs, TxnOpen: true, TxnRecords: 3}, "LoadProducer")
+	s.step(txnThen(3, OffsetsCollected{Offsets: offs, Moved: offs}), "LoadProducer")
 	s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
 	s.step(OffsetsCommitted{}, "EndTxn(commit)")
 	s.step(TxnEnded{Err: io.EOF}, "StartAbort")
-	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(AbortStarted{}, "EndTxn(abort)")
 	s.step(TxnEnded{Err: kerr.TransactionalIDAuthorizationFailed}, "ForgetTxn", "DropPending", "Done(fatal)")
 }
 
@@ -525,11 +597,11 @@ func TestExactlyOnceUnknownOutcomeWithoutOffsets(t *testing.T) {
 	s := newScript(t, ExactlyOnce, false)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{}, "Collect([])")
-	s.step(OffsetsCollected{TxnOpen: true, TxnRecords: 3}, "LoadProducer")
+	s.step(txnThen(3, OffsetsCollected{}), "LoadProducer")
 	s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 0)")
 	s.step(OffsetsCommitted{}, "EndTxn(commit)")
 	s.step(TxnEnded{Err: io.EOF}, "StartAbort")
-	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(AbortStarted{}, "EndTxn(abort)")
 	s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done(fatal)")
 	if !errors.Is(s.done.Err, ErrOutcomeUnknown) || !errors.Is(s.done.Err, io.EOF) {
 		t.Errorf("ends with %v", s.done.Err)
@@ -538,7 +610,7 @@ func TestExactlyOnceUnknownOutcomeWithoutOffsets(t *testing.T) {
 	s.now = s.now.Add(time.Hour)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{}, "Collect([])")
-	s.step(OffsetsCollected{Offsets: offs, TxnOpen: true, TxnRecords: 3}, "LoadProducer")
+	s.step(txnThen(3, OffsetsCollected{Offsets: offs}), "LoadProducer")
 	s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
 	s.step(OffsetsCommitted{}, "EndTxn(commit)")
 	s.step(TxnEnded{Err: kerr.InvalidTxnState}, "Log(WARN)", "RenewProducer")
@@ -548,13 +620,18 @@ func TestExactlyOnceUnknownOutcomeWithoutOffsets(t *testing.T) {
 // at-least-once the records processed before the failure are committed as usual.
 func TestDirtyRevocation(t *testing.T) {
 	s := newScript(t, ExactlyOnce, false)
+	s.open(2)
 	s.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0), Dirty: true}, "StartAbort")
-	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(AbortStarted{}, "EndTxn(abort)")
 	s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done")
+	if s.m.TxnOpen() {
+		t.Error("a transaction is open after the abort")
+	}
+	// Nothing open: nothing to end, what is pending is still dropped.
+	s.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0), Dirty: true}, "ForgetTxn", "DropPending", "Done")
+	s.open(0)
 	s.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0), Dirty: true}, "StartAbort")
-	s.step(AbortStarted{}, "ForgetTxn", "DropPending", "Done")
-	s.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0), Dirty: true}, "StartAbort")
-	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(AbortStarted{}, "EndTxn(abort)")
 	s.step(TxnEnded{Err: kerr.TransactionalIDAuthorizationFailed}, "ForgetTxn", "DropPending", "Done(err)")
 
 	a := newScript(t, AtLeastOnce, true)
@@ -568,13 +645,14 @@ func TestAbortOpen(t *testing.T) {
 		t.Error("busy after an abort under at-least-once")
 	}
 	s := newScript(t, ExactlyOnce, false)
+	s.step(AbortOpen{}, "Done") // nothing open, nothing dropped
+	s.open(1)
 	s.step(AbortOpen{}, "StartAbort")
-	s.step(AbortStarted{}, "Done") // nothing open, nothing dropped
-	s.step(AbortOpen{}, "StartAbort")
-	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(AbortStarted{}, "EndTxn(abort)")
 	s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done")
+	s.open(1)
 	s.step(AbortOpen{}, "StartAbort")
-	s.step(AbortStarted{Open: true}, "EndTxn(abort)")
+	s.step(AbortStarted{}, "EndTxn(abort)")
 	s.step(TxnEnded{Err: kerr.TransactionalIDAuthorizationFailed}, "ForgetTxn", "DropPending", "Done(err)")
 	if !s.m.CommitDue(s.now) || s.m.CommitDue(s.now.Add(-time.Millisecond)) {
 		t.Error("an abort moved the periodic commit")
