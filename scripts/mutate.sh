@@ -2,7 +2,7 @@
 # mutate.sh [PKG…] — mutation testing with gremlins (github.com/go-gremlins/gremlins v0.6.0), one
 # package at a time, and a table of the results.
 #
-# For each package (default: ./membership ./internal/machine ./heartbeat ./tasks ./topology ./config ./stream) it runs
+# For each package (default: ./membership ./internal/machine ./internal/streammachine ./heartbeat ./tasks ./topology ./config ./stream) it runs
 #
 #	GOFLAGS=-count=1 gremlins unleash --workers 1 --timeout-coefficient $GREMLINS_TIMEOUT_COEFFICIENT -o … PKG
 #
@@ -54,7 +54,7 @@ uncovered=${MUTATE_UNCOVERED:-1}
 equivalents="$root/scripts/mutate-equivalent.txt"
 
 if [ $# -eq 0 ]; then
-	set -- ./membership ./internal/machine ./heartbeat ./tasks ./topology ./config ./stream
+	set -- ./membership ./internal/machine ./internal/streammachine ./heartbeat ./tasks ./topology ./config ./stream
 fi
 
 gremlins=${GREMLINS:-}

@@ -89,3 +89,27 @@ func TestClusterUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// The writes production.exception.handler cannot continue past, as Kafka Streams'
+// RecordCollectorImpl.isFatalException: authorization, an invalid topic, an unknown server error, a
+// closed client, lost tasks; a record too large is the handler's to decide.
+func TestFatalWhateverTheHandler(t *testing.T) {
+	lost := &commit.LostError{Tasks: tasks.NewSet(tasks.ID{Subtopology: "0"}), Err: kerr.FencedMemberEpoch}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{kerr.TopicAuthorizationFailed, true},
+		{kerr.InvalidTopicException, true},
+		{kerr.UnknownServerError, true},
+		{kgo.ErrClientClosed, true},
+		{lost, true},
+		{kerr.MessageTooLarge, false},
+		{kerr.NotEnoughReplicas, false},
+		{io.EOF, false},
+	} {
+		if got := FatalWhateverTheHandler(c.err); got != c.want {
+			t.Errorf("FatalWhateverTheHandler(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

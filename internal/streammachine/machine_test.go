@@ -100,6 +100,12 @@ func (s *script) step(in Input, want ...string) []Action {
 	return acts
 }
 
+// doneDesc is how the next failed periodic commit's Done reads: its backoff grows with every
+// failure in a row.
+func (s *script) doneDesc() string {
+	return fmt.Sprintf("Done(err, retry in %v)", 10*time.Second+s.m.cfg.Backoff.Delay(s.m.failures))
+}
+
 // describe renders an action for comparison.
 func describe(a Action) string {
 	switch a := a.(type) {
@@ -522,8 +528,22 @@ func TestExactlyOnceRenewsAFencedProducer(t *testing.T) {
 	if !strings.Contains(s.done.Err.Error(), fmt.Sprintf("fenced %d times within %v", MaxFences+1, FenceWindow)) {
 		t.Errorf("ends with %v", s.done.Err)
 	}
-	// Fences older than the window are forgotten.
-	s.now = s.now.Add(FenceWindow)
+	// Fences FenceWindow old are forgotten: three renewals, then, when the first is exactly
+	// FenceWindow old, a fourth is the third within the window; a fifth half a second later is the
+	// fourth.
+	s.now = s.now.Add(time.Hour)
+	first := s.now
+	for range MaxFences {
+		fenced("Log(WARN)", "RenewProducer")
+		s.step(ProducerRenewed{}, "ForgetTxn", "DropPending", s.doneDesc())
+		s.now = s.now.Add(time.Second)
+	}
+	s.now = first.Add(FenceWindow)
+	fenced("Log(WARN)", "RenewProducer")
+	s.step(ProducerRenewed{}, "ForgetTxn", "DropPending", s.doneDesc())
+	s.now = s.now.Add(500 * time.Millisecond)
+	fenced("ForgetTxn", "DropPending", "Done(fatal)")
+	s.now = s.now.Add(time.Hour)
 	fenced("Log(WARN)", "RenewProducer")
 	// A new producer that cannot be initialized stops the application with the shell's error.
 	initErr := errors.New("stream: exactly-once with transactional.id …")
@@ -555,6 +575,8 @@ func TestExactlyOnceUnknownOutcome(t *testing.T) {
 
 	upTo(s, kerr.UnknownServerError)
 	s.step(CommittedRead{Err: io.EOF}, "Log(WARN)", "Wait(100ms)")
+	s.step(Waited{}, "ReadCommitted")
+	s.step(CommittedRead{Err: io.EOF}, "Log(WARN)", "Wait(200ms)")
 	s.step(Waited{}, "ReadCommitted")
 	s.step(CommittedRead{Offsets: commit.Offsets{tp0: 4}}, "Log(WARN)", "DropPending", "Done(err)")
 	if !errors.Is(s.done.Err, kerr.UnknownServerError) {
