@@ -103,7 +103,7 @@ func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 		a.discardPending()
 	case sm.Apply:
 		a.cons.MarkCommitted(act.Offsets)
-		a.ptimes.markCommitted()
+		a.ptimes.markCommitted(act.Offsets)
 		if act.Stores {
 			for _, t := range a.tasks {
 				for _, s := range t.stores {

@@ -79,11 +79,19 @@ func (p *partitionTimes) advance(tp tasks.TopicPartition, ms int64) {
 	p.mu.Unlock()
 }
 
-// markCommitted records that everything processed so far is committed.
-func (p *partitionTimes) markCommitted() {
+// markCommitted records that the partitions of offs were committed, each with its time now (the
+// metadata of the commit: nothing is processed while a commit runs). The others keep the time of
+// their last commit: an at-least-once revocation commits only the revoked tasks' offsets, and a
+// partition the member did not own at the moment of a commit is left for the next one, so a rewind
+// must not take their times past what was committed.
+func (p *partitionTimes) markCommitted(offs commit.Offsets) {
 	p.mu.Lock()
-	p.committed = maps.Clone(p.now)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	for tp := range offs {
+		if ms, ok := p.now[tp]; ok {
+			p.committed[tp] = ms
+		}
+	}
 }
 
 // rewind goes back to the times of the last commit (an aborted transaction's records are processed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/consume"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
@@ -26,11 +27,24 @@ func TestPartitionTimes(t *testing.T) {
 	if got := p.CommitMetadata(a); got != "AgAAAAAAAAH0" { // 02 | 500 big-endian
 		t.Errorf("metadata of 500: %q", got)
 	}
-	p.markCommitted()
+	p.markCommitted(commit.Offsets{a: 7}) // b's offset was not in the commit
 	p.advance(a, 900)
+	p.advance(b, 460)
 	p.rewind()
 	if p.get(a) != 500 {
 		t.Errorf("after a rewind: %d, want the committed 500", p.get(a))
+	}
+	// A partition whose offset was not committed goes back to its last committed time: none yet.
+	if got := p.get(b); got != commit.UnknownPartitionTime {
+		t.Errorf("after a rewind, a partition never committed: %d, want unknown", got)
+	}
+	p.advance(b, 450)
+	p.markCommitted(commit.Offsets{b: 3})
+	p.advance(b, 470)
+	p.markCommitted(commit.Offsets{in(9): 1}) // a partition without a time: nothing of b moves
+	p.rewind()
+	if p.get(b) != 450 {
+		t.Errorf("after a rewind: %d, want b's committed 450", p.get(b))
 	}
 	// A fetched time (the partition's committed metadata, of any member) is where the partition
 	// stands: a task that arrives starts there, whatever this process held of it before, and
@@ -86,7 +100,7 @@ func TestDiscardPendingRewindsTimesAndRestartsTasks(t *testing.T) {
 	sb := activeTask(t, a, tid("1", 1))
 	sb.active = false
 	a.ptimes.advance(in(0), 100)
-	a.ptimes.markCommitted()
+	a.ptimes.markCommitted(commit.Offsets{in(0): 5})
 	a.ptimes.advance(in(0), 900)
 	a.discardPending()
 	if a.ptimes.get(in(0)) != 100 {
@@ -105,7 +119,7 @@ func TestDiscardPendingRewindsTimesAndRestartsTasks(t *testing.T) {
 func TestLostTasksRewindThePartitionTimes(t *testing.T) {
 	a, _ := newTestApp(t, testConfig(), testProcs())
 	a.ptimes.advance(in(0), 100)
-	a.ptimes.markCommitted()
+	a.ptimes.markCommitted(commit.Offsets{in(0): 5})
 	a.ptimes.advance(in(0), 900)
 	mustNotErr(t, (*callbacks)(a).OnAllTasksLost(context.Background(), tasks.Assignment{}))
 	if got := a.ptimes.get(in(0)); got != 100 {
