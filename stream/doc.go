@@ -20,7 +20,10 @@
 //   - punctuation (wall-clock and stream-time), error policies, the state.dir lock, interactive
 //     queries of the local stores and of which member holds a key, and the lifecycle (State);
 //   - at_least_once (the default) or exactly_once_v2 (processing.guarantee): one transactional
-//     producer per member, the processed offsets committed inside each transaction.
+//     producer per member, the processed offsets committed inside each transaction. Every commit
+//     (periodic, on revocation, the abort of an open transaction) is decided by a deterministic
+//     machine (internal/streammachine): the App only carries out its actions and feeds back their
+//     results.
 //
 // # Invariants
 //

@@ -13,5 +13,18 @@
 // failed write from the last commit (production.exception.handler). Tasks, input positions,
 // stream time and the punctuation schedule are still the shell's; they move here next.
 //
+// The runtime's invariants it holds (numbered as in docs/runtime.md), each pinned by its tests:
+//
+//   - R1: offsets are committed only after every write is acknowledged (Flush first; a failed
+//     write commits nothing past it) and, under at-least-once, after the stores' checkpoints.
+//   - R2: a revocation commits the revoked tasks' final positions before it returns; under
+//     exactly-once they go into the one transaction with every other task's work.
+//   - R4: under exactly-once nothing of an aborted transaction is applied to the stores (they apply
+//     pending writes only after EndTxn committed, DropPending otherwise); a task lost while its
+//     transaction was open aborts it; a fenced producer is replaced and the work redone, never
+//     committed with the old epoch.
+//   - R7: a commit started Dirty (after a fatal error) aborts the open transaction and commits
+//     nothing.
+//
 // It is internal because applications never drive it: stream.App runs it.
 package streammachine
