@@ -347,17 +347,18 @@ func TestEOSPausedPastSessionZombieFenced(t *testing.T) {
 // are exact.
 func TestEOSNetworkCutPastSession(t *testing.T) {
 	s := newEOSSetup(t, 4)
-	groupSession(t, s.b, s.group, 4000)
+	session := groupSession(t, s.b, s.group, 4000)
 	p := newResetProxy(t, s.b.Bootstrap)
 	a := s.start(t, "a", rtOpts{cfg: eosCfg(t.TempDir()), opts: []stream.Option{stream.WithClientOptions(proxyDialer(t, s.b, p))}})
 	b := s.startEOS(t, "b")
 	s.waitSplit(t, a, b)
-	f := feed(t, s.b.Client(t), s.input, 16, 20000)
+	f := feed(t, s.b.Client(t), s.input, 16, 100000) // the cut may last a 45 s session (4.2)
 	f.waitMore(t, 200)
 	p.SetDown(true)
-	// b gets every task once the broker expired a. (a's own view may lag: its OnAllTasksLost waits
-	// for the loop, which may be waiting for its records to be delivered.)
-	Eventually(t, settle, func() (bool, string) {
+	// b gets every task once the broker expired a (within the session: 45 s on a broker that
+	// refuses the 4 s one). (a's own view may lag: its OnAllTasksLost waits for the loop, which may
+	// be waiting for its records to be delivered.)
+	Eventually(t, session+settle, func() (bool, string) {
 		return b.active().Equal(s.all) && b.app.State() == stream.Running, fmt.Sprintf("%v %v", a, b)
 	})
 	t.Logf("b runs every task; a: %v", a)
@@ -604,18 +605,22 @@ func TestEOSCommitOutcomeUnknownBrokerAway(t *testing.T) {
 // inputs. Exactly-once needs that transaction aborted.
 func TestEOSTasksLostDuringCommit(t *testing.T) {
 	s := newEOSSetup(t, 4)
-	groupSession(t, s.b, s.group, 4000)
+	session := groupSession(t, s.b, s.group, 4000)
 	p := newResetProxy(t, s.b.Bootstrap)
 	a := s.start(t, "a", rtOpts{cfg: eosCfg(t.TempDir()), opts: []stream.Option{stream.WithClientOptions(proxyDialer(t, s.b, p))}})
 	b := s.startEOS(t, "b")
 	s.waitSplit(t, a, b)
-	f := feed(t, s.b.Client(t), s.input, 16, 20000)
+	// The cut lasts until the session guard fires: about 35 s on a broker that refuses the 4 s
+	// session (4.2), in which the feeder (at most 800 records/s) would write past a 20,000 bound
+	// and then never write the 200 more the test waits for after the cut.
+	f := feed(t, s.b.Client(t), s.input, 16, 100000)
 	f.waitMore(t, 200)
 	p.SetDown(true)
 	cut := time.Now()
 	// The session guard fires (the member is FENCED and runs OnAllTasksLost, which may wait for the
-	// loop's commit to finish: a.active() changes only after it).
-	Eventually(t, settle, func() (bool, string) {
+	// loop's commit to finish: a.active() changes only after it), within the session: 45 s on a
+	// broker that refuses the 4 s one (4.2).
+	Eventually(t, session+settle, func() (bool, string) {
 		st := a.app.Stats().State
 		return st == membership.Fenced || a.active().IsEmpty(), fmt.Sprintf("%v member state %s", a, st)
 	})

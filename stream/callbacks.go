@@ -66,41 +66,11 @@ func (c *callbacks) OnTasksAssigned(_ context.Context, as tasks.Assignment, _ bo
 	a := (*App)(c)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	all := as.All()
-	now := a.now()
-	for id, t := range a.tasks {
-		if all.Contains(id) {
-			continue
-		}
-		// A task that leaves is kept a while, stopped, before its stores close: a broker may take a
-		// standby away in one assignment and hand it back as active in the next (Kafka 4.2 and 4.3
-		// promote standbys that way), and a kept store restores only what it missed.
-		if t.suspendedAt.IsZero() {
-			t.active, t.initialized, t.punctuations = false, false, nil
-			t.suspendedAt = now
-			continue
-		}
-		if now.Sub(t.suspendedAt) >= keepSuspended {
-			a.closeTask(t, false)
-		}
-	}
-	for id := range all.All() {
-		t := a.tasks[id]
-		if t == nil {
-			var err error
-			if t, err = a.openTask(id); err != nil {
-				a.fail(err)
-				return err
-			}
-			a.tasks[id] = t
-			delete(a.cleanups, id)
-		}
-		t.suspendedAt = time.Time{}
-		active := as.Active.Contains(id)
-		if t.active && !active {
-			t.initialized, t.punctuations = false, nil
-		}
-		t.active = active
+	// The machine decides what opens, suspends, closes and changes role (streammachine's task
+	// lifecycle); this carries it out.
+	if d := a.drive(context.Background(), sm.Assigned{Assignment: as}); d.Err != nil {
+		a.fail(d.Err)
+		return d.Err
 	}
 	// Where each store stands, for changelogStart, which the consumer calls next on this goroutine
 	// while holding its own lock (so it cannot take a.mu, which the loop holds around calls into the
@@ -131,23 +101,8 @@ func (c *callbacks) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) erro
 	// The partition times of the work since the last commit go with it: the tasks start again
 	// from their committed metadata when they come back.
 	a.ptimes.rewind()
-	for _, t := range a.tasks {
-		a.closeTask(t, false)
-	}
+	a.drive(ctx, sm.AllLost{})
 	return nil
-}
-
-// keepSuspended is how long the stores of a task that left this process's assignment stay open in
-// case it comes back (see OnTasksAssigned); closeSuspended closes them after that.
-const keepSuspended = 30 * time.Second
-
-// closeSuspended closes the tasks kept past keepSuspended. Called with a.mu held.
-func (a *App) closeSuspended(now time.Time) {
-	for _, t := range a.tasks {
-		if !t.suspendedAt.IsZero() && now.Sub(t.suspendedAt) >= keepSuspended {
-			a.closeTask(t, false)
-		}
-	}
 }
 
 // changelogStart tells the consumer where a store stands in its changelog: the positions

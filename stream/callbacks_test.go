@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
@@ -68,13 +69,13 @@ func TestOnTasksAssignedOpensSwitchesAndCloses(t *testing.T) {
 	// active); an assignment after that closes them, and their directories are scheduled for
 	// deletion.
 	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1)}, nil), false))
-	if kept := a.tasks[tid("1", 0)]; kept != t10 || kept.active || kept.suspendedAt.IsZero() || len(a.tasks) != 3 {
+	if kept := a.tasks[tid("1", 0)]; kept != t10 || kept.active || taskState(a, tid("1", 0)) != sm.TaskSuspended || len(a.tasks) != 3 {
 		t.Fatalf("a task that leaves is kept a while: tasks %v", a.tasks)
 	}
 	if t10.stores["counts"].eng.(*countingEngine).closes != 0 {
 		t.Fatal("a kept task's stores were closed")
 	}
-	clk.t = clk.t.Add(keepSuspended)
+	clk.t = clk.t.Add(sm.KeepSuspended)
 	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1)}, nil), false))
 	if a.tasks[tid("1", 0)] != nil || a.tasks[tid("0", 0)] != nil || len(a.tasks) != 1 {
 		t.Fatalf("tasks %v", a.tasks)
@@ -447,8 +448,13 @@ func TestChangelogStartWhileTheLoopClosesTasks(t *testing.T) {
 				return
 			default:
 			}
+			// The loop's CloseExpired, at a time every suspended task is due.
 			a.mu.Lock()
-			a.closeSuspended(time.Now().Add(time.Hour))
+			for _, act := range a.mach.Step(time.Now().Add(time.Hour), sm.CloseExpired{}) {
+				if _, ok := act.(sm.Done); !ok {
+					a.execute(context.Background(), act)
+				}
+			}
 			a.mu.Unlock()
 		}
 	}()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -12,9 +13,10 @@ import (
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
-// The shell of the commit step: internal/streammachine decides (when to commit, in what order,
-// what each error means, how an abort is retried, when a producer is replaced); drive carries out
-// its actions one by one and feeds each result back, until the machine says Done.
+// The shell of the runtime's machine: internal/streammachine decides (when to commit, in what
+// order, what each error means, how an abort is retried, when a producer is replaced; which tasks
+// open, change role, are suspended and close); drive carries out its actions one by one and feeds
+// each result back, until the machine says Done.
 
 // machineConfig is what the machine decides with, from the App's config.
 func (a *App) machineConfig() sm.Config {
@@ -28,8 +30,11 @@ func (a *App) machineConfig() sm.Config {
 
 // drive runs one request (a commit, an abort) through the machine and returns how it ended, with
 // an exactly-once failure as a *TxnError. Called with a.mu held.
-func (a *App) drive(ctx context.Context, in sm.Input) sm.Done {
-	queue := a.mach.Step(a.now(), in)
+func (a *App) drive(ctx context.Context, in sm.Input) sm.Done { return a.driveAt(ctx, a.now(), in) }
+
+// driveAt is drive with the request taken at now (the loop's time for this round).
+func (a *App) driveAt(ctx context.Context, now time.Time, in sm.Input) sm.Done {
+	queue := a.mach.Step(now, in)
 	for len(queue) > 0 {
 		act := queue[0]
 		queue = queue[1:]
@@ -137,6 +142,28 @@ func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 			wctx = context.WithoutCancel(ctx) // the abort's deadline bounds it
 		}
 		return sm.Waited{Err: sleepCtx(wctx, act.D)}
+	case sm.OpenTask:
+		t, err := a.openTask(act.ID)
+		if err == nil {
+			a.tasks[act.ID] = t
+			delete(a.cleanups, act.ID)
+		}
+		return sm.TaskOpened{ID: act.ID, Err: err}
+	case sm.SetRole:
+		if t := a.tasks[act.ID]; t != nil {
+			if act.Demoted {
+				t.initialized, t.punctuations = false, nil
+			}
+			t.active = act.Active
+		}
+	case sm.SuspendTask:
+		if t := a.tasks[act.ID]; t != nil {
+			t.active, t.initialized, t.punctuations = false, false, nil
+		}
+	case sm.CloseTask:
+		if t := a.tasks[act.ID]; t != nil {
+			a.closeTask(t, false) // a failure is logged; the next start restores the store
+		}
 	case sm.Log:
 		args := act.Attrs
 		if act.Err != nil {

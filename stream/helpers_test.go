@@ -304,3 +304,9 @@ func remachine(a *App) {
 	a.mach = sm.New(a.machineConfig())
 	startClock(a, a.now())
 }
+
+// taskState is the machine's state of task id (0 when the member does not hold it).
+func taskState(a *App, id tasks.ID) sm.TaskState {
+	st, _ := a.mach.Task(id)
+	return st
+}

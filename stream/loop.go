@@ -556,7 +556,7 @@ func (a *App) between() {
 			return
 		}
 	}
-	a.closeSuspended(now)
+	a.driveAt(a.runCtx, now, sm.CloseExpired{})
 	a.cleanupDue(now)
 	a.mu.Unlock()
 	if a.running() {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -22,11 +21,8 @@ type task struct {
 	stores      map[string]*kvStore
 	byChangelog map[string]*kvStore
 	// processing: an active task whose restoration finished and whose processor's Init ran.
-	initialized bool
-	streamTime  int64 // unix ms; -1 before the first record
-	// suspendedAt is when the task left the assignment (zero while assigned): its stores are kept
-	// for a while in case it comes back.
-	suspendedAt  time.Time
+	initialized  bool
+	streamTime   int64 // unix ms; -1 before the first record
 	punctuations []*punctuation
 	ctx          Context
 }

@@ -85,6 +85,10 @@ type Machine struct {
 	txnOpen    bool
 	txnRecords int
 	txnTasks   map[tasks.ID]bool
+
+	// held are the tasks this member holds (tasks.go); assigning is an assignment being carried out.
+	held      map[tasks.ID]*heldTask
+	assigning *assigning
 }
 
 // The transaction's bookkeeping is fed by methods rather than Step, since it moves with every
@@ -123,7 +127,7 @@ func (m *Machine) txnTaskSet() tasks.Set {
 }
 
 // New returns a machine for cfg.
-func New(cfg Config) *Machine { return &Machine{cfg: cfg} }
+func New(cfg Config) *Machine { return &Machine{cfg: cfg, held: map[tasks.ID]*heldTask{}} }
 
 // phase is where a run is: which result it waits for.
 type phase int
@@ -200,6 +204,14 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 		return nil
 	case Commit:
 		return m.start(now, in)
+	case Assigned:
+		return m.assigned(now, in.Assignment)
+	case TaskOpened:
+		return m.opened(in)
+	case CloseExpired:
+		return m.closeExpired(now)
+	case AllLost:
+		return m.allLost()
 	case AbortOpen:
 		if !m.eos() || !m.txnOpen || m.run != nil {
 			return []Action{Done{}}

@@ -143,6 +143,21 @@ func describe(a Action) string {
 		return "Log(" + a.Level.String() + ")"
 	case RetryFromLastCommit:
 		return "RetryFromLastCommit"
+	case OpenTask:
+		return "Open(" + a.ID.String() + ")"
+	case SetRole:
+		role := "standby"
+		if a.Active {
+			role = "active"
+		}
+		if a.Demoted {
+			role += " demoted"
+		}
+		return "Role(" + a.ID.String() + " " + role + ")"
+	case SuspendTask:
+		return "Suspend(" + a.ID.String() + ")"
+	case CloseTask:
+		return "Close(" + a.ID.String() + ")"
 	case Done:
 		switch {
 		case a.Err == nil:

@@ -1,0 +1,222 @@
+package streammachine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// The task lifecycle: which tasks this member holds and in what role, decided from the member's
+// assignments. A task is opened (its stores) when first assigned; it is active or standby (a
+// warm-up is a standby) as each assignment says; when it leaves the assignment it is suspended,
+// stopped but with its stores kept open for KeepSuspended, since a broker may take a standby away
+// in one assignment and hand it back as active in the next (Kafka 4.2 and 4.3 promote standbys that
+// way) and a kept store restores only what it missed; past that it is closed. Whether an active task
+// is restoring or processing is the consumer's and the shell's (restore, then Init).
+
+// KeepSuspended is how long a task that left the assignment keeps its stores open.
+const KeepSuspended = 30 * time.Second
+
+// TaskState is where a held task is, as Kafka Streams' Task.State with the standby role apart (a
+// closed task is not held).
+type TaskState int
+
+const (
+	// TaskActive: assigned as active (restoring, or processing once its Init ran).
+	TaskActive TaskState = iota + 1
+	// TaskStandby: assigned as standby or warm-up: its stores follow the changelog.
+	TaskStandby
+	// TaskSuspended: no longer assigned; stopped, its stores kept open until KeepSuspended passed.
+	TaskSuspended
+)
+
+// String names the state.
+func (s TaskState) String() string {
+	switch s {
+	case TaskActive:
+		return "active"
+	case TaskStandby:
+		return "standby"
+	case TaskSuspended:
+		return "suspended"
+	}
+	return fmt.Sprintf("TaskState(%d)", int(s))
+}
+
+// heldTask is one task this member holds.
+type heldTask struct {
+	state TaskState
+	// since is when the task was suspended.
+	since time.Time
+}
+
+// assigning is an assignment being carried out: the tasks still to open, then the roles to set.
+type assigning struct {
+	as     tasks.Assignment
+	toOpen []tasks.ID
+}
+
+// Assigned is the member's new assignment (OnTasksAssigned): the tasks in it are opened when new
+// and take their roles; the tasks not in it are suspended, or closed once suspended past
+// KeepSuspended.
+type Assigned struct{ Assignment tasks.Assignment }
+
+// AllLost says the member lost every task (OnAllTasksLost): they are closed.
+type AllLost struct{}
+
+// CloseExpired closes the tasks suspended past KeepSuspended (the loop asks between batches).
+type CloseExpired struct{}
+
+// TaskOpened is OpenTask's result.
+type TaskOpened struct {
+	ID  tasks.ID
+	Err error
+}
+
+func (Assigned) isInput()     {}
+func (AllLost) isInput()      {}
+func (CloseExpired) isInput() {}
+func (TaskOpened) isInput()   {}
+
+// OpenTask opens task ID's stores (→ TaskOpened).
+type OpenTask struct{ ID tasks.ID }
+
+// SetRole makes task ID active or standby. Demoted says it was active and processing must stop
+// (its Init runs again if it is active again).
+type SetRole struct {
+	ID      tasks.ID
+	Active  bool
+	Demoted bool
+}
+
+// SuspendTask stops task ID (no processing, no punctuation) and keeps its stores open.
+type SuspendTask struct{ ID tasks.ID }
+
+// CloseTask closes task ID's stores without a checkpoint (what was written since the last one is
+// restored from the changelog) and schedules the deletion of its persistent state.
+type CloseTask struct{ ID tasks.ID }
+
+func (OpenTask) isAction()    {}
+func (SetRole) isAction()     {}
+func (SuspendTask) isAction() {}
+func (CloseTask) isAction()   {}
+
+// Task returns the state of task id, and false when this member does not hold it.
+func (m *Machine) Task(id tasks.ID) (TaskState, bool) {
+	if t := m.held[id]; t != nil {
+		return t.state, true
+	}
+	return 0, false
+}
+
+// Held returns the tasks this member holds, in order.
+func (m *Machine) Held() []tasks.ID {
+	ids := make([]tasks.ID, 0, len(m.held))
+	for id := range m.held {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, tasks.ID.Compare)
+	return ids
+}
+
+// assigned starts carrying out an assignment: suspensions and closes of the tasks that left it,
+// then the new tasks opened one at a time (a failure stops there), then every role set.
+func (m *Machine) assigned(now time.Time, as tasks.Assignment) []Action {
+	if m.assigning != nil {
+		return []Action{Done{Err: fmt.Errorf("streammachine: an assignment arrived while another is carried out"), Fatal: true}}
+	}
+	var acts []Action
+	all := as.All()
+	for _, id := range m.Held() {
+		if all.Contains(id) {
+			continue
+		}
+		acts = append(acts, m.leave(now, id)...)
+	}
+	a := &assigning{as: as}
+	for id := range all.All() {
+		if m.held[id] == nil {
+			a.toOpen = append(a.toOpen, id)
+		}
+	}
+	m.assigning = a
+	return append(acts, m.openNext()...)
+}
+
+// leave is what becomes of a held task that is not assigned: suspended, or closed once it was
+// suspended past KeepSuspended.
+func (m *Machine) leave(now time.Time, id tasks.ID) []Action {
+	t := m.held[id]
+	if t.state != TaskSuspended {
+		t.state, t.since = TaskSuspended, now
+		return []Action{SuspendTask{ID: id}}
+	}
+	if now.Sub(t.since) >= KeepSuspended {
+		delete(m.held, id)
+		return []Action{CloseTask{ID: id}}
+	}
+	return nil
+}
+
+// openNext opens the next new task of the assignment, or, once all are open, sets the roles.
+func (m *Machine) openNext() []Action {
+	a := m.assigning
+	if len(a.toOpen) > 0 {
+		return []Action{OpenTask{ID: a.toOpen[0]}}
+	}
+	m.assigning = nil
+	var acts []Action
+	for id := range a.as.All().All() {
+		t := m.held[id]
+		active := a.as.Active.Contains(id)
+		demoted := t.state == TaskActive && !active
+		if active {
+			t.state = TaskActive
+		} else {
+			t.state = TaskStandby
+		}
+		t.since = time.Time{}
+		acts = append(acts, SetRole{ID: id, Active: active, Demoted: demoted})
+	}
+	return append(acts, Done{})
+}
+
+func (m *Machine) opened(in TaskOpened) []Action {
+	a := m.assigning
+	if a == nil || len(a.toOpen) == 0 || a.toOpen[0] != in.ID {
+		return []Action{Done{Err: fmt.Errorf("streammachine: TaskOpened %s out of turn", in.ID), Fatal: true}}
+	}
+	if in.Err != nil {
+		m.assigning = nil
+		return []Action{Done{Err: in.Err, Fatal: true}}
+	}
+	a.toOpen = a.toOpen[1:]
+	// Opened, its role not yet set: standby until then (nothing processes before the roles).
+	m.held[in.ID] = &heldTask{state: TaskStandby}
+	return m.openNext()
+}
+
+// closeExpired closes the tasks suspended past KeepSuspended.
+func (m *Machine) closeExpired(now time.Time) []Action {
+	var acts []Action
+	for _, id := range m.Held() {
+		if t := m.held[id]; t.state == TaskSuspended && now.Sub(t.since) >= KeepSuspended {
+			delete(m.held, id)
+			acts = append(acts, CloseTask{ID: id})
+		}
+	}
+	return append(acts, Done{})
+}
+
+// allLost closes every task.
+func (m *Machine) allLost() []Action {
+	var acts []Action
+	for _, id := range m.Held() {
+		acts = append(acts, CloseTask{ID: id})
+	}
+	clear(m.held)
+	m.assigning = nil
+	return append(acts, Done{})
+}

@@ -1,0 +1,135 @@
+package streammachine
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// The task lifecycle as Kafka Streams keeps it on a member (TaskManager.handleAssignment): new
+// tasks are created, tasks that change role are recycled without closing their stores, tasks that
+// leave are suspended, and closed once they stayed away past KeepSuspended (Kafka Streams closes
+// them at once; keeping them a while spares a restore when a 4.2 or 4.3 broker takes a standby away
+// and hands it back as active in the next assignment).
+
+func ids(s ...string) tasks.Set {
+	out := make([]tasks.ID, len(s))
+	for i, x := range s {
+		id, err := tasks.ParseID(x)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = id
+	}
+	return tasks.NewSet(out...)
+}
+
+func id(s string) tasks.ID {
+	x, err := tasks.ParseID(s)
+	if err != nil {
+		panic(err)
+	}
+	return x
+}
+
+func held(m *Machine) string {
+	var out []string
+	for _, x := range m.Held() {
+		st, _ := m.Task(x)
+		out = append(out, x.String()+":"+st.String())
+	}
+	return strings.Join(out, " ")
+}
+
+func TestTaskLifecycle(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("1_0", "0_0"), Standby: ids("1_1")}}, "Open(0_0)")
+	s.step(TaskOpened{ID: id("0_0")}, "Open(1_0)")
+	s.step(TaskOpened{ID: id("1_0")}, "Open(1_1)")
+	s.step(TaskOpened{ID: id("1_1")}, "Role(0_0 active)", "Role(1_0 active)", "Role(1_1 standby)", "Done")
+	if got := held(s.m); got != "0_0:active 1_0:active 1_1:standby" {
+		t.Fatalf("held %s", got)
+	}
+
+	// Roles change without reopening: the active task that becomes a standby stops processing.
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("1_1", "0_0"), Warmup: ids("1_0")}},
+		"Role(0_0 active)", "Role(1_0 standby demoted)", "Role(1_1 active)", "Done")
+
+	// 1_0 and 0_0 leave: suspended at once, kept until KeepSuspended passed, then closed.
+	left := s.now
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("1_1")}}, "Suspend(0_0)", "Suspend(1_0)", "Role(1_1 active)", "Done")
+	if got := held(s.m); got != "0_0:suspended 1_0:suspended 1_1:active" {
+		t.Fatalf("held %s", got)
+	}
+	s.now = left.Add(KeepSuspended - time.Millisecond)
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("1_1")}}, "Role(1_1 active)", "Done")
+	s.step(CloseExpired{}, "Done")
+	// 1_0 comes back before its time: its stores were kept, no reopening.
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("1_1", "1_0")}}, "Role(1_0 active)", "Role(1_1 active)", "Done")
+	s.now = left.Add(KeepSuspended)
+	s.step(CloseExpired{}, "Close(0_0)", "Done")
+	if got := held(s.m); got != "1_0:active 1_1:active" {
+		t.Fatalf("held %s", got)
+	}
+	// 1_0 leaves again: its suspension starts anew (KeepSuspended from now), and an assignment past
+	// it closes it.
+	again := s.now
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("1_1")}}, "Suspend(1_0)", "Role(1_1 active)", "Done")
+	s.now = again.Add(KeepSuspended - time.Millisecond)
+	s.step(CloseExpired{}, "Done")
+	s.now = again.Add(KeepSuspended)
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("1_1")}}, "Close(1_0)", "Role(1_1 active)", "Done")
+	if _, ok := s.m.Task(id("1_0")); ok {
+		t.Error("a closed task is still held")
+	}
+
+	// Losing every task closes them all.
+	s.step(AllLost{}, "Close(1_1)", "Done")
+	if len(s.m.Held()) != 0 {
+		t.Errorf("held after losing all: %s", held(s.m))
+	}
+}
+
+// A task whose stores cannot be opened stops the application at that task: the tasks after it are
+// not opened and no role is set; what was opened is held (its stores close with the rest).
+func TestTaskThatCannotOpen(t *testing.T) {
+	s := newScript(t, ExactlyOnce, false)
+	boom := errors.New("damaged")
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("0_0", "0_1", "0_2")}}, "Open(0_0)")
+	s.step(TaskOpened{ID: id("0_0")}, "Open(0_1)")
+	s.step(TaskOpened{ID: id("0_1"), Err: boom}, "Done(fatal)")
+	if s.done.Err != boom {
+		t.Errorf("ends with %v", s.done.Err)
+	}
+	if got := held(s.m); got != "0_0:standby" {
+		t.Errorf("held %s; want the opened task, with no role (nothing processes)", got)
+	}
+	// The next assignment opens what is missing.
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("0_0", "0_1")}}, "Open(0_1)")
+	s.step(TaskOpened{ID: id("0_1")}, "Role(0_0 active)", "Role(0_1 active)", "Done")
+}
+
+// Results out of turn are the shell's bug: a fatal, typed end, never a panic.
+func TestTaskInputsOutOfTurn(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	s.step(TaskOpened{ID: id("0_0")}, "Done(fatal)")
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("0_0", "0_1")}}, "Open(0_0)")
+	s.step(TaskOpened{ID: id("0_1")}, "Done(fatal)")
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("0_0")}}, "Done(fatal)")
+	if !strings.Contains(s.done.Err.Error(), "while another") {
+		t.Errorf("ends with %v", s.done.Err)
+	}
+	// Losing everything ends the assignment under way.
+	s.step(AllLost{}, "Done")
+	s.step(Assigned{Assignment: tasks.Assignment{Standby: ids("0_1")}}, "Open(0_1)")
+	s.step(TaskOpened{ID: id("0_1")}, "Role(0_1 standby)", "Done")
+	for _, st := range []TaskState{TaskActive, TaskStandby, TaskSuspended, 0} {
+		if st.String() == "" || slices.Contains([]string{"active", "standby", "suspended"}, st.String()) != (st != 0) {
+			t.Errorf("state %d named %q", int(st), st.String())
+		}
+	}
+}
