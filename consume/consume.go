@@ -316,12 +316,18 @@ type Batch struct {
 	Process []Records
 	// Errors holds fetch errors (the client retries what can be retried; see kgo.FetchError).
 	Errors []kgo.FetchError
+	// Corrupted holds changelog partitions whose position was out of range (records deleted under
+	// it): the store they feed lacks what was deleted, so it must be wiped before the changelog's
+	// records come again from its first offset (Kafka Streams' task corruption). Records is empty.
+	Corrupted []Records
 
 	c    *Consumer
 	done atomic.Bool
 }
 
-func (b *Batch) empty() bool { return len(b.Restore)+len(b.Process)+len(b.Errors) == 0 }
+func (b *Batch) empty() bool {
+	return len(b.Restore)+len(b.Process)+len(b.Errors)+len(b.Corrupted) == 0
+}
 
 // route sorts fetched records by task, dropping those of partitions no longer wanted.
 func (c *Consumer) route(fetches kgo.Fetches) *Batch {
@@ -340,7 +346,7 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 	rewind := make(map[string]map[int32]kgo.EpochOffset)
 	var ops clientOps
 	c.mu.Lock()
-	c.resetOutOfRange(outOfRange, &ops)
+	b.Corrupted = c.resetOutOfRange(outOfRange, &ops)
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		tp := tasks.TopicPartition{Topic: fp.Topic, Partition: fp.Partition}
 		p := c.byTP[tp]
@@ -392,11 +398,11 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 
 // resetOutOfRange moves the partitions whose position is out of range (the records there were
 // deleted: retention, or DeleteRecords) to where Kafka Streams moves them: an input to
-// auto.offset.reset (the reset offset), a changelog to its first offset (its task restores what the
-// changelog still holds). The client is built to report such a position rather than to reset it
-// itself (kgo.ConsumeResetOffset(kgo.NoResetOffset())), since it cannot tell inputs from
-// changelogs. Called with c.mu held.
-func (c *Consumer) resetOutOfRange(tps []tasks.TopicPartition, ops *clientOps) {
+// auto.offset.reset (the reset offset), a changelog to its first offset, returned as corrupted (its
+// store must be wiped, then it restores what the changelog still holds). The client is built to
+// report such a position rather than to reset it itself (kgo.ConsumeResetOffset(kgo.NoResetOffset())),
+// since it cannot tell inputs from changelogs. Called with c.mu held.
+func (c *Consumer) resetOutOfRange(tps []tasks.TopicPartition, ops *clientOps) (corrupted []Records) {
 	for _, tp := range tps {
 		p := c.byTP[tp]
 		if p == nil {
@@ -411,7 +417,12 @@ func (c *Consumer) resetOutOfRange(tps []tasks.TopicPartition, ops *clientOps) {
 		p.handed = -1 // the reset offset, resolved by the client
 		ops.remove = append(ops.remove, tp)
 		ops.addAt(tp, to)
+		if p.kind == tasks.Changelog {
+			t := c.tasks[p.task]
+			corrupted = append(corrupted, Records{Task: t.id, Role: t.role, Partition: tp})
+		}
 	}
+	return corrupted
 }
 
 // dropControl returns recs without transaction markers, in place when there are none.

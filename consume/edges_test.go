@@ -300,12 +300,24 @@ func TestPositionsOutOfRangeMoveAsKafkaStreamsMovesThem(t *testing.T) {
 	}
 	eq(t, "records", offsetsOf(b.Process), []string{"1_1 active other[1]:0"})
 	eq(t, "client", e.cl.takeOps(), []string{"remove app-st-changelog[1],other[0]", "add app-st-changelog[1]@start,other[0]@end"})
+	// The changelog's store must be wiped before its records come again.
+	if len(b.Corrupted) != 1 || b.Corrupted[0].Task != tid("0_1") || b.Corrupted[0].Role != Standby || b.Corrupted[0].Partition != tp(cl0, 1) {
+		t.Errorf("corrupted %+v; want the standby 0_1's changelog", b.Corrupted)
+	}
 	b.Done()
 	// The refetched records are handed out, whatever position came before.
 	e.cl.fetches <- fetch(40, map[tasks.TopicPartition][]int64{tp("other", 0): {30, 31}})
 	b = e.poll()
 	eq(t, "after the reset", offsetsOf(b.Process), []string{"1_0 active other[0]:30,31"})
 	b.Done()
+	// A batch holding only a corrupted changelog is handed out too.
+	e.cl.fetches <- kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: cl0, Partitions: []kgo.FetchPartition{oor(1)}}}}}
+	b = e.poll()
+	if len(b.Corrupted) != 1 || len(b.Process)+len(b.Restore) != 0 {
+		t.Errorf("batch %+v", b)
+	}
+	b.Done()
+	e.cl.takeOps()
 	// A partition no longer consumed is left alone.
 	e.cl.fetches <- kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "gone", Partitions: []kgo.FetchPartition{oor(0)}},
 		{Topic: "other", Partitions: []kgo.FetchPartition{{Partition: 1, HighWatermark: 9, Records: []*kgo.Record{{Topic: "other", Partition: 1, Offset: 1}}}}}}}}

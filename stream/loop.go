@@ -149,6 +149,14 @@ func (a *App) handle(b *consume.Batch) {
 	for _, fe := range b.Errors {
 		a.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
 	}
+	for _, c := range b.Corrupted {
+		if err := a.wipe(c.Task, c.Partition); err != nil {
+			a.mu.Unlock()
+			b.DoneBefore(stopAll(b.Process))
+			a.fail(err)
+			return
+		}
+	}
 	for _, r := range b.Restore {
 		t := a.tasks[r.Task]
 		if t == nil {

@@ -685,3 +685,50 @@ func TestDeadLetterTimestampIsTheProcessedOne(t *testing.T) {
 		t.Fatalf("dead letters %d; want one at the processed time 5000000", len(dlq))
 	}
 }
+
+// A changelog position out of range (records deleted under it) wipes the store it feeds before the
+// changelog's records come again from its first offset, as Kafka Streams wipes a corrupted task's
+// stores: what the store held is gone, the records restored after it are all it holds.
+func TestHandleWipesAStoreWhoseChangelogWasOutOfRange(t *testing.T) {
+	k := &fakeKind{persistent: true}
+	a, _ := newTestApp(t, testConfig(), testProcs(), WithStores(k, "counts"))
+	a.stateDir = t.TempDir()
+	t1 := activeTask(t, a, tid("1", 1))
+	t1.active = false // a standby
+	s := t1.stores["counts"]
+	cl := tasks.TopicPartition{Topic: countsLog, Partition: 1}
+	a.handle(&consume.Batch{Restore: []consume.Records{{Task: tid("1", 1), Role: consume.Standby, Partition: cl, Next: 8,
+		Records: []*kgo.Record{{Key: []byte("old"), Value: []byte("1"), Offset: 7}}}}})
+	if s.checkpointed != 8 {
+		t.Fatalf("checkpointed %d after the first restore", s.checkpointed)
+	}
+	old := s.eng
+	a.handle(&consume.Batch{
+		Corrupted: []consume.Records{{Task: tid("1", 1), Role: consume.Standby, Partition: cl}},
+		Restore: []consume.Records{{Task: tid("1", 1), Role: consume.Standby, Partition: cl, First: 20, Next: 21,
+			Records: []*kgo.Record{{Key: []byte("new"), Value: []byte("2"), Offset: 20}}}},
+	})
+	if a.fatalErr() != nil {
+		t.Fatal(a.fatalErr())
+	}
+	if len(k.destroyed) != 1 || k.destroyed[0] != s.loc || s.eng == old {
+		t.Fatalf("destroyed %v; want the store wiped and opened anew", k.destroyed)
+	}
+	if _, ok, _ := s.Get([]byte("old")); ok {
+		t.Error("the wiped store still holds what it had")
+	}
+	if v, ok, _ := s.Get([]byte("new")); !ok || string(v) != "2" || s.checkpointed != 21 {
+		t.Errorf("after the wipe: new = %q %v, checkpointed %d; want the restored record and its position", v, ok, s.checkpointed)
+	}
+	// A store that cannot be wiped stops the application; a task or changelog not held is skipped.
+	k.destroyErr = errBoom
+	a.handle(&consume.Batch{Corrupted: []consume.Records{{Task: tid("1", 9), Partition: cl}, {Task: tid("1", 1), Partition: tasks.TopicPartition{Topic: "nope"}}}})
+	if a.fatalErr() != nil {
+		t.Fatalf("a task or changelog not held: %v", a.fatalErr())
+	}
+	a.handle(&consume.Batch{Corrupted: []consume.Records{{Task: tid("1", 1), Role: consume.Standby, Partition: cl}}})
+	var se *store.Error
+	if !errors.As(a.fatalErr(), &se) || se.Op != "wipe" || !errors.Is(se, errBoom) {
+		t.Fatalf("fatal %v; want the wipe's store error", a.fatalErr())
+	}
+}

@@ -236,6 +236,40 @@ func (s *kvStore) restore(recs []*kgo.Record, next int64) error {
 	return nil
 }
 
+// wipe empties the store that changelog feeds in task id, whose position in it was out of range
+// (records deleted under it): the store lacks what was deleted, so it starts over from the
+// changelog's first offset, as Kafka Streams wipes a corrupted task's stores. Called with a.mu held.
+func (a *App) wipe(id tasks.ID, changelog tasks.TopicPartition) error {
+	t := a.tasks[id]
+	if t == nil {
+		return nil
+	}
+	s := t.byChangelog[changelog.Topic]
+	if s == nil {
+		return nil
+	}
+	a.log.Warn("the changelog position of a store is out of range (its records were deleted): wiping the store, which restores "+
+		"from the changelog's first offset", "store", s.loc.String(), "changelog", changelog.String())
+	if err := s.eng.Close(); err != nil {
+		a.log.Warn("closing a store to wipe it failed", "store", s.loc.String(), "err", err)
+	}
+	if err := s.kind.Destroy(s.loc); err != nil {
+		return &store.Error{Op: "wipe", Loc: s.loc, Err: err}
+	}
+	eng, err := s.kind.Open(s.loc)
+	if err != nil {
+		return &store.Error{Op: "open", Loc: s.loc, Err: err}
+	}
+	s.eng, s.checkpointed = eng, -1
+	if s.pend != nil {
+		s.pend.clear()
+	}
+	s.mu.Lock()
+	s.acked = -1
+	s.mu.Unlock()
+	return nil
+}
+
 // unknownStore is what Context.Store returns for a name the task has no store of, or one its
 // processor was not connected to (connected, when it was connected to others).
 type unknownStore struct {
