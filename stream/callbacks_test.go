@@ -75,6 +75,9 @@ func TestOnTasksAssignedOpensSwitchesAndCloses(t *testing.T) {
 	if t10.stores["counts"].eng.(*countingEngine).closes != 0 {
 		t.Fatal("a kept task's stores were closed")
 	}
+	if t00 := a.tasks[tid("0", 0)]; t00.active || t00.initialized || taskState(a, tid("0", 0)) != sm.TaskSuspended {
+		t.Errorf("an active task that leaves stops: %+v", t00)
+	}
 	clk.t = clk.t.Add(sm.KeepSuspended)
 	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1)}, nil), false))
 	if a.tasks[tid("1", 0)] != nil || a.tasks[tid("0", 0)] != nil || len(a.tasks) != 1 {

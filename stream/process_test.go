@@ -732,3 +732,12 @@ func TestHandleWipesAStoreWhoseChangelogWasOutOfRange(t *testing.T) {
 		t.Fatalf("fatal %v; want the wipe's store error", a.fatalErr())
 	}
 }
+
+// A record of timestamp 0 moves its partition's time to 0: a time, not the absence of one.
+func TestPartitionTimeOfARecordAtZero(t *testing.T) {
+	a := processingApp(t, &recorder{}, nil)
+	stopMap(t, a.process([]consume.Records{recs(tid("0", 0), "in", 0, 0)}), nil)
+	if got := a.ptimes.get(in(0)); got != 0 {
+		t.Fatalf("partition time after a record at 0: %d, want 0", got)
+	}
+}
