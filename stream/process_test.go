@@ -506,6 +506,10 @@ func TestTimestampExtractors(t *testing.T) {
 	if !strings.Contains(te.Error(), "LogAndSkipOnInvalidTimestamp") {
 		t.Errorf("the message names no way on: %q", te)
 	}
+	// The record with the invalid timestamp counts as processed, as a failed record does.
+	if n := a.Metrics().Processed; n != 2 {
+		t.Errorf("processed %d records; want 2 (the valid one and the invalid one)", n)
+	}
 
 	p, a, got = run(config.LogAndSkipOnInvalidTimestamp, 100, -1, 300)
 	stopMap(t, got, nil)
@@ -621,6 +625,9 @@ func TestProcessPausesWhenTheCommitIsDue(t *testing.T) {
 	got, paused := a.processUntil([]consume.Records{recs(tid("0", 0), "in", 0, ts...), recs(tid("0", 1), "in", 0, 1)})
 	if !paused || !maps.Equal(got, map[tasks.TopicPartition]int64{in(0): 64, in(1): 0}) || len(p.seen) != 64 {
 		t.Fatalf("paused %v at %v after %d records; want a pause after the first 64 (the commit was due)", paused, got, len(p.seen))
+	}
+	if n := a.Metrics().Processed; n != 64 {
+		t.Errorf("processed %d records before the pause; want 64", n)
 	}
 	// Between partitions too.
 	p.seen = nil

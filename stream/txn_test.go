@@ -15,6 +15,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
+	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
@@ -192,5 +193,39 @@ func TestInitProducerGivesUp(t *testing.T) {
 	stop()
 	if err := <-done; !errors.As(err, &te) {
 		t.Fatalf("after the context ended: %v", err)
+	}
+}
+
+// Under exactly-once a task reads its own transaction's writes: Get and Range see the pending
+// writes over the committed state (a deletion hides a committed key), and queries (committedRange)
+// see only what was committed.
+func TestEOSStoreReadsSeeTheOpenTransaction(t *testing.T) {
+	a := eosApp(t, testProcs())
+	tk := activeTask(t, a, tid("1", 0))
+	s := tk.stores["counts"]
+	var b store.Batch
+	b.Put([]byte("a"), []byte("1"))
+	b.Put([]byte("b"), []byte("2"))
+	mustNotErr(t, s.eng.Apply(&b, -1))
+	s.pend.put([]byte("b"), nil, true)
+	s.pend.put([]byte("c"), []byte("3"), false)
+	keys := func(it store.Iterator, err error) string {
+		t.Helper()
+		mustNotErr(t, err)
+		defer it.Close()
+		var out []string
+		for it.Next() {
+			out = append(out, string(it.Key())+"="+string(it.Value()))
+		}
+		return strings.Join(out, ",")
+	}
+	if got := keys(s.Range(nil, nil)); got != "a=1,c=3" {
+		t.Errorf("Range in the transaction: %s; want a=1,c=3", got)
+	}
+	if got := keys(s.committedRange(nil, nil)); got != "a=1,b=2" {
+		t.Errorf("committed range: %s; want a=1,b=2", got)
+	}
+	if _, ok, _ := s.Get([]byte("b")); ok {
+		t.Error("a key deleted in the transaction is still read")
 	}
 }
