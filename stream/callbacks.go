@@ -55,7 +55,7 @@ func (c *callbacks) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error
 		return fmt.Errorf("stream: committing the revoked tasks %v: %w", revoked, d.Err)
 	}
 	for _, t := range stopped {
-		t.initialized, t.punctuations = false, nil
+		a.stopTask(t)
 	}
 	return nil
 }
@@ -190,6 +190,7 @@ func (a *App) closeTask(t *task, clean bool) error {
 		}
 	}
 	delete(a.tasks, t.id)
+	a.mach.Unschedule(t.id)
 	return first
 }
 

@@ -49,10 +49,10 @@ func TestOnTasksAssignedOpensSwitchesAndCloses(t *testing.T) {
 
 	// 1_0 becomes a standby, 1_1 active: the former active task stops processing.
 	t10.initialized = true
-	t10.punctuations = []*punctuation{{}}
+	schedule(a, t10)
 	t11 := a.tasks[tid("1", 1)]
 	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1), tid("0", 0)}, []tasks.ID{tid("1", 0)}), false))
-	if a.tasks[tid("1", 0)] != t10 || t10.active || t10.initialized || t10.punctuations != nil {
+	if a.tasks[tid("1", 0)] != t10 || t10.active || t10.initialized || scheduled(a, t10) != 0 {
 		t.Errorf("active → standby: %+v", t10)
 	}
 	if a.tasks[tid("1", 1)] != t11 || !t11.active || len(k.opened) != 4 {

@@ -152,13 +152,14 @@ func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 	case sm.SetRole:
 		if t := a.tasks[act.ID]; t != nil {
 			if act.Demoted {
-				t.initialized, t.punctuations = false, nil
+				a.stopTask(t)
 			}
 			t.active = act.Active
 		}
 	case sm.SuspendTask:
 		if t := a.tasks[act.ID]; t != nil {
-			t.active, t.initialized, t.punctuations = false, false, nil
+			t.active = false
+			a.stopTask(t)
 		}
 	case sm.CloseTask:
 		if t := a.tasks[act.ID]; t != nil {

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -309,4 +310,28 @@ func remachine(a *App) {
 func taskState(a *App, id tasks.ID) sm.TaskState {
 	st, _ := a.mach.Task(id)
 	return st
+}
+
+// schedule gives tk a wall-clock punctuation (which does nothing), as its Init would.
+func schedule(a *App, tk *task) {
+	id := a.mach.Schedule(tk.id, false, time.Second, 0)
+	if tk.punctuators == nil {
+		tk.punctuators = map[uint64]Punctuator{}
+	}
+	tk.punctuators[id] = func(*Context, time.Time) error { return nil }
+}
+
+// scheduled is how many punctuations tk has that are not cancelled (the machine's schedule, and
+// the task's functions, which must agree).
+func scheduled(a *App, tk *task) int {
+	n := 0
+	for _, p := range a.mach.Schedules(tk.id) {
+		if !p.Cancelled {
+			n++
+		}
+	}
+	if n != len(tk.punctuators) {
+		panic(fmt.Sprintf("task %s: %d punctuations scheduled, %d functions", tk.id, n, len(tk.punctuators)))
+	}
+	return n
 }

@@ -489,37 +489,31 @@ func (a *App) softFail(t *task, err error) error {
 	return &ProcessingError{Task: t.id, Err: err}
 }
 
-// punctuate fires t's due punctuations of type typ at time now (unix ms).
+// punctuate fires t's punctuations of type typ due at time now (unix ms): the machine says which
+// (and moves them to their next time); a punctuator may schedule or cancel punctuations meanwhile,
+// and one cancelled during the round does not fire.
 func (a *App) punctuate(t *task, typ PunctuationType, now int64) error {
-	if !t.active || !t.initialized || len(t.punctuations) == 0 || now < 0 {
+	if !t.active || !t.initialized || len(t.punctuators) == 0 || now < 0 {
 		return nil
 	}
-	// A punctuator may schedule or cancel punctuations: walk a copy, and drop the cancelled ones
-	// from the list as it is afterwards.
-	var first error
-	for _, p := range slices.Clone(t.punctuations) {
-		if p.cancelled || p.typ != typ || first != nil {
+	at := time.UnixMilli(now) // the wall-clock time, or the stream time, as Kafka Streams passes it
+	for _, id := range a.mach.Due(t.id, typ == StreamTime, now) {
+		fn := t.punctuators[id]
+		if fn == nil || a.mach.Cancelled(t.id, id) {
 			continue
 		}
-		if now < p.next {
-			continue
-		}
-		at := time.UnixMilli(now) // the wall-clock time, or the stream time, as Kafka Streams passes it
-		// Missed intervals are skipped, as Kafka Streams does: one call, then the next due time on
-		// the schedule's grid after now.
-		every := p.every.Milliseconds()
-		p.next += ((now-p.next)/every + 1) * every
 		t.ctx = Context{app: a, task: t, ts: at}
 		start := a.now()
-		err := p.fn(&t.ctx, at)
+		err := fn(&t.ctx, at)
 		a.metrics.punctuations.Add(1)
 		a.metrics.punctuateTime.Add(a.since(start))
 		if err != nil {
-			first = a.softFail(t, err)
+			if err = a.softFail(t, err); err != nil {
+				return err
+			}
 		}
 	}
-	t.punctuations = slices.DeleteFunc(t.punctuations, func(p *punctuation) bool { return p.cancelled })
-	return first
+	return nil
 }
 
 // retryPending reports whether a write failed with an error production.exception.handler retries
@@ -702,7 +696,7 @@ func (a *App) retryAfterProduceError(pe *ProduceError) {
 	a.metrics.productionRetries.Add(1)
 	for _, t := range a.tasks {
 		if t.active {
-			t.initialized, t.punctuations = false, nil
+			a.stopTask(t)
 		}
 	}
 	a.ptimes.rewind()

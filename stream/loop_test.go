@@ -280,7 +280,7 @@ func TestRevokedOffsetsStopsAndCheckpoints(t *testing.T) {
 	a, _ := builtApp(t, testProcs(), WithStores(k))
 	a.stateDir = t.TempDir()
 	rev := activeTask(t, a, tid("1", 0))
-	rev.punctuations = []*punctuation{{}}
+	schedule(a, rev)
 	kept := activeTask(t, a, tid("1", 1))
 	for _, tk := range []*task{rev, kept} {
 		tk.stores["counts"].ackedAt(2)
@@ -289,7 +289,7 @@ func TestRevokedOffsetsStopsAndCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatalf("err %v", err)
 	}
-	if rev.active || rev.initialized || rev.punctuations != nil || a.tasks[tid("1", 0)] != rev {
+	if rev.active || rev.initialized || scheduled(a, rev) != 0 || a.tasks[tid("1", 0)] != rev {
 		t.Errorf("revoked task %+v: stops, stays open", rev)
 	}
 	if !kept.active || !kept.initialized {

@@ -119,7 +119,7 @@ func TestInitContext(t *testing.T) {
 	if !stream.IsZero() || !ts.Equal(a.now()) {
 		t.Errorf("Init's stream time %v (want zero) and timestamp %v (want now)", stream, ts)
 	}
-	if next := a.tasks[tid("0", 0)].punctuations[0].next; next != 6 {
+	if next := a.mach.Schedules(tid("0", 0))[0].Next; next != 6 {
 		t.Errorf("a stream-time punctuation scheduled in Init starts at the first record: next %d, want 6", next)
 	}
 }
@@ -143,7 +143,7 @@ func TestProcessFiresStreamTimePunctuations(t *testing.T) {
 	if fmt.Sprint(at) != "[100 110 131]" {
 		t.Errorf("stream-time punctuations at %v, want [100 110 131]", at)
 	}
-	if next := a.tasks[tid("0", 0)].punctuations[0].next; next != 140 {
+	if next := a.mach.Schedules(tid("0", 0))[0].Next; next != 140 {
 		t.Errorf("next %d, want 140", next)
 	}
 }

@@ -166,28 +166,23 @@ func (c *Context) Schedule(interval time.Duration, typ PunctuationType, fn Punct
 	if fn == nil {
 		return nil, errors.New("stream: Schedule needs a function")
 	}
-	// As Kafka Streams schedules them: wall-clock one interval from now; stream-time on the grid of
-	// the interval from time 0, so it fires at the task's next record and then at every multiple of
-	// the interval the stream time reaches.
-	p := &punctuation{typ: typ, every: interval, fn: fn}
-	if typ == WallClock {
-		p.next = c.app.now().Add(interval).UnixMilli()
+	// The machine keeps the schedule (as Kafka Streams schedules them: wall-clock one interval from
+	// now; stream-time on the grid of the interval from time 0); the task keeps the function.
+	a, t := c.app, c.task
+	id := a.mach.Schedule(t.id, typ == StreamTime, interval, a.now().UnixMilli())
+	if t.punctuators == nil {
+		t.punctuators = map[uint64]Punctuator{}
 	}
-	c.task.punctuations = append(c.task.punctuations, p)
-	return func() { p.cancelled = true }, nil
+	t.punctuators[id] = fn
+	return func() {
+		a.mach.Cancel(t.id, id)
+		delete(t.punctuators, id)
+	}, nil
 }
 
 // Context returns a context.Context that ends when the application stops, for calls a processor
 // makes (a lookup in another system).
 func (c *Context) Context() context.Context { return c.app.runCtx }
-
-type punctuation struct {
-	typ       PunctuationType
-	every     time.Duration
-	fn        Punctuator
-	next      int64 // unix ms (or stream time) when it fires next
-	cancelled bool
-}
 
 // Topic is a typed output: the topic's name with the serdes of its keys and values.
 type Topic[K, V any] struct {

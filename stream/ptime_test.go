@@ -96,7 +96,7 @@ func TestStreamTimeFromThePartitionTimes(t *testing.T) {
 func TestDiscardPendingRewindsTimesAndRestartsTasks(t *testing.T) {
 	a := eosApp(t, testProcs())
 	act := activeTask(t, a, tid("1", 0))
-	act.punctuations = []*punctuation{{}}
+	schedule(a, act)
 	sb := activeTask(t, a, tid("1", 1))
 	sb.active = false
 	a.ptimes.advance(in(0), 100)
@@ -106,7 +106,7 @@ func TestDiscardPendingRewindsTimesAndRestartsTasks(t *testing.T) {
 	if a.ptimes.get(in(0)) != 100 {
 		t.Errorf("partition time after the abort: %d, want the committed 100", a.ptimes.get(in(0)))
 	}
-	if act.initialized || act.punctuations != nil {
+	if act.initialized || scheduled(a, act) != 0 {
 		t.Error("the active task goes on with its old Init and punctuations")
 	}
 	if !sb.initialized {

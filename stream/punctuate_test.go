@@ -87,8 +87,8 @@ func TestStreamTimePunctuation(t *testing.T) {
 	mustNotErr(t, a.punctuate(tk, StreamTime, 600))
 	f.want(t, "at the next multiple", 500, 600)
 	mustNotErr(t, a.punctuate(tk, StreamTime, 950))
-	if len(f.at) != 3 || tk.punctuations[0].next != 1000 {
-		t.Fatalf("after missed intervals: fired %v, next %d; want one more call and next 1000", f.at, tk.punctuations[0].next)
+	if len(f.at) != 3 || a.mach.Schedules(tk.id)[0].Next != 1000 {
+		t.Fatalf("after missed intervals: fired %v, next %d; want one more call and next 1000", f.at, a.mach.Schedules(tk.id)[0].Next)
 	}
 	mustNotErr(t, a.punctuate(tk, StreamTime, 999))
 	f.want(t, "next after now", 500, 600, 950)
@@ -104,8 +104,8 @@ func TestStreamTimePunctuationStartsAtStreamTimeZero(t *testing.T) {
 	mustNotErr(t, err)
 	mustNotErr(t, a.punctuate(tk, StreamTime, 0)) // a first record at the epoch
 	f.want(t, "a record with timestamp 0 is a stream time", 0)
-	if tk.punctuations[0].next != 100 {
-		t.Fatalf("next %d, want 100", tk.punctuations[0].next)
+	if a.mach.Schedules(tk.id)[0].Next != 100 {
+		t.Fatalf("next %d, want 100", a.mach.Schedules(tk.id)[0].Next)
 	}
 }
 
@@ -120,8 +120,8 @@ func TestStreamTimePunctuationScheduledAfterRecords(t *testing.T) {
 	mustNotErr(t, err)
 	mustNotErr(t, a.punctuate(tk, StreamTime, 260))
 	f.want(t, "the next record", 260)
-	if tk.punctuations[0].next != 300 {
-		t.Fatalf("next %d, want 300 (the grid of 100 ms from 0)", tk.punctuations[0].next)
+	if a.mach.Schedules(tk.id)[0].Next != 300 {
+		t.Fatalf("next %d, want 300 (the grid of 100 ms from 0)", a.mach.Schedules(tk.id)[0].Next)
 	}
 }
 
@@ -155,8 +155,8 @@ func TestPunctuationCancel(t *testing.T) {
 	mustNotErr(t, a.punctuate(tk, WallClock, now))
 	f.want(t, "cancelled")
 	g.want(t, "the other one", now)
-	if len(tk.punctuations) != 1 {
-		t.Errorf("%d punctuations left, want the cancelled one dropped", len(tk.punctuations))
+	if scheduled(a, tk) != 1 {
+		t.Errorf("%d punctuations left, want the cancelled one dropped", scheduled(a, tk))
 	}
 }
 
@@ -175,7 +175,7 @@ func TestPunctuationErrors(t *testing.T) {
 		t.Fatalf("LogAndFail: %v", err)
 	}
 	g.want(t, "after a failed punctuation, the others of the round wait")
-	if len(tk.punctuations) != 2 {
+	if scheduled(a, tk) != 2 {
 		t.Fatal("a failed round keeps its punctuations")
 	}
 
@@ -201,11 +201,11 @@ func TestScheduleValidation(t *testing.T) {
 	if _, err := c.Schedule(time.Second, WallClock, nil); err == nil || err.Error() != "stream: Schedule needs a function" {
 		t.Errorf("nil fn: %v", err)
 	}
-	if len(tk.punctuations) != 0 {
+	if scheduled(a, tk) != 0 {
 		t.Fatal("a refused Schedule scheduled something")
 	}
 	cancel, err := c.Schedule(time.Millisecond, StreamTime, f.fn)
-	if err != nil || cancel == nil || len(tk.punctuations) != 1 {
+	if err != nil || cancel == nil || scheduled(a, tk) != 1 {
 		t.Fatalf("1 ms: %v", err)
 	}
 }
@@ -216,12 +216,12 @@ func TestScheduleFromAPunctuationIsKept(t *testing.T) {
 	a, clk := newTestApp(t, testConfig(), testProcs())
 	tk, c := punctTask(a)
 	var inner fired
-	scheduled := false
+	did := false
 	_, err := c.Schedule(10*time.Millisecond, WallClock, func(pc *Context, _ time.Time) error {
-		if scheduled {
+		if did {
 			return nil
 		}
-		scheduled = true
+		did = true
 		_, err := pc.Schedule(10*time.Millisecond, WallClock, inner.fn)
 		return err
 	})
@@ -229,10 +229,9 @@ func TestScheduleFromAPunctuationIsKept(t *testing.T) {
 	start := clk.t.UnixMilli()
 	clk.t = clk.t.Add(10 * time.Millisecond)
 	mustNotErr(t, a.punctuate(tk, WallClock, start+10))
-	if len(tk.punctuations) != 2 {
+	if scheduled(a, tk) != 2 {
 		t.Fatalf("BUG (stream/loop.go punctuate): a punctuation scheduled from a punctuator is accepted, then dropped: "+
-			"punctuate filters t.punctuations in place (live := t.punctuations[:0]) while the punctuator appends to it, and "+
-			"ends with t.punctuations = live; %d punctuations left, want 2", len(tk.punctuations))
+			"%d punctuations left, want 2", scheduled(a, tk))
 	}
 	mustNotErr(t, a.punctuate(tk, WallClock, start+20))
 	inner.want(t, "the inner punctuation", start+20)

@@ -21,10 +21,12 @@ type task struct {
 	stores      map[string]*kvStore
 	byChangelog map[string]*kvStore
 	// processing: an active task whose restoration finished and whose processor's Init ran.
-	initialized  bool
-	streamTime   int64 // unix ms; -1 before the first record
-	punctuations []*punctuation
-	ctx          Context
+	initialized bool
+	streamTime  int64 // unix ms; -1 before the first record
+	// punctuators are the functions of the task's punctuations, by the machine's ID (the machine
+	// keeps the schedule).
+	punctuators map[uint64]Punctuator
+	ctx         Context
 }
 
 // kvStore is one store of one task: an Engine written through, with every write of the processor
@@ -268,6 +270,14 @@ func (a *App) wipe(id tasks.ID, changelog tasks.TopicPartition) error {
 	s.acked = -1
 	s.mu.Unlock()
 	return nil
+}
+
+// stopTask stops t processing: its Init runs again (scheduling its punctuations anew) before it
+// processes again, as Kafka Streams revives or suspends a task. Called with a.mu held.
+func (a *App) stopTask(t *task) {
+	t.initialized = false
+	a.mach.Unschedule(t.id)
+	clear(t.punctuators)
 }
 
 // unknownStore is what Context.Store returns for a name the task has no store of, or one its

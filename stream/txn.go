@@ -134,7 +134,7 @@ func (a *App) discardPending() {
 			s.dropPending()
 		}
 		if t.active {
-			t.initialized, t.punctuations = false, nil
+			a.stopTask(t)
 		}
 	}
 	a.ptimes.rewind()

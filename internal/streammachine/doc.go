@@ -10,8 +10,12 @@
 // on the way means (Classify: retry, abort and redo, replace the producer, tasks lost, stop); the
 // abort and its retries; replacing a fenced producer and the bound on how often; resolving a
 // transaction commit whose outcome the broker did not confirm; and at-least-once's retry of a
-// failed write from the last commit (production.exception.handler). Tasks, input positions,
-// stream time and the punctuation schedule are still the shell's; they move here next.
+// failed write from the last commit (production.exception.handler).
+//
+// It also holds the open transaction (whether one is open, its records, the tasks that wrote), the
+// task lifecycle (which tasks this member holds and in what role: opened, suspended, closed; see
+// tasks.go) and the punctuation schedule (punctuate.go). Input positions and stream time are still
+// the shell's; they move here next.
 //
 // The runtime's invariants it holds (numbered as in docs/runtime.md), each pinned by its tests:
 //

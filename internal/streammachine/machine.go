@@ -89,6 +89,10 @@ type Machine struct {
 	// held are the tasks this member holds (tasks.go); assigning is an assignment being carried out.
 	held      map[tasks.ID]*heldTask
 	assigning *assigning
+
+	// schedules are the tasks' punctuations (punctuate.go); lastPunctuation the last ID given.
+	schedules       map[tasks.ID][]*Punctuation
+	lastPunctuation uint64
 }
 
 // The transaction's bookkeeping is fed by methods rather than Step, since it moves with every
