@@ -39,12 +39,7 @@ func (c *callbacks) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error
 			stopped = append(stopped, t)
 		}
 	}
-	dirty := a.closingDirty()
-	d := a.drive(ctx, sm.Commit{Reason: sm.Revocation, Revoked: revoked, Dirty: dirty})
-	if d.Err != nil && dirty && a.eos() {
-		a.log.Warn("aborting the open transaction after a fatal error failed; the broker aborts it after transaction.timeout.ms", "err", d.Err)
-		d.Err = nil
-	}
+	d := a.drive(ctx, sm.Commit{Reason: sm.Revocation, Revoked: revoked, Dirty: a.closingDirty()})
 	if d.Err != nil {
 		if d.Fatal {
 			a.fail(d.Err)

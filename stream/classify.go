@@ -25,10 +25,3 @@ func classify(err error) errClass {
 	}
 	return sm.Classify(err)
 }
-
-// clusterUnreachable reports whether err says no broker could be reached at all.
-func clusterUnreachable(err error) bool { return sm.ClusterUnreachable(err) }
-
-// fatalWhateverTheHandler reports whether a failed write stops the application whatever
-// production.exception.handler says.
-func fatalWhateverTheHandler(err error) bool { return sm.FatalWhateverTheHandler(err) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -185,14 +186,9 @@ func (a *App) collectOffsets(act sm.CollectOffsets) sm.OffsetsCollected {
 		return out
 	}
 	out.Moved = a.cons.Uncommitted() // every one differs from its last committed offset
-	out.Offsets = make(commit.Offsets, len(out.Moved))
-	for tp, o := range out.Moved {
-		out.Offsets[tp] = o
-	}
+	out.Offsets = maps.Clone(out.Moved)
 	if !act.Revoked.IsEmpty() {
-		for tp, o := range a.cons.Processed(act.Revoked) {
-			out.Offsets[tp] = o
-		}
+		maps.Copy(out.Offsets, a.cons.Processed(act.Revoked))
 	}
 	for id := range act.TxnTasks.All() {
 		if !a.cons.Active(id) {

@@ -649,7 +649,7 @@ func (a *App) recordProduceErr(r *kgo.Record, err error, gen int64) {
 	if a.eos() && gen != a.txnGen.Load() {
 		return
 	}
-	if !a.eos() && a.cfg.Runtime.OnProductionError == config.LogAndContinue && !fatalWhateverTheHandler(err) {
+	if !a.eos() && a.cfg.Runtime.OnProductionError == config.LogAndContinue && !sm.FatalWhateverTheHandler(err) {
 		// production.exception.handler=LogAndContinueProductionExceptionHandler: the record is
 		// dropped, by the application's choice, and the work goes on.
 		a.metrics.dropped.Add(1)

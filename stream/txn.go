@@ -83,7 +83,7 @@ func (a *App) initProducer(ctx context.Context) error {
 		// Only a cluster that cannot be reached is waited for; one that answers but has no
 		// transaction coordinator within the bound of one attempt (transactions not possible:
 		// too few brokers for transaction.state.log.replication.factor) is the error now.
-		if ctx.Err() != nil || classify(err) != classRetriable || !clusterUnreachable(err) || time.Now().Add(backoff).After(deadline) {
+		if ctx.Err() != nil || classify(err) != classRetriable || !sm.ClusterUnreachable(err) || time.Now().Add(backoff).After(deadline) {
 			return &TxnError{TransactionalID: a.transactionalID(), Err: err}
 		}
 		if attempt == 0 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"syscall"
 	"time"
 
@@ -406,10 +407,7 @@ func (m *Machine) offsetsCommitted(now time.Time, in OffsetsCommitted) []Action 
 		var no *commit.NotOwnedError
 		if errors.As(in.Err, &no) && !r.notOwnedRetried {
 			r.notOwnedRetried = true
-			offs := make(commit.Offsets, len(r.offsets))
-			for tp, o := range r.offsets {
-				offs[tp] = o
-			}
+			offs := maps.Clone(r.offsets) // the collected offsets are the shell's
 			for _, tp := range no.Partitions {
 				delete(offs, tp)
 			}
@@ -523,6 +521,13 @@ func (m *Machine) aborted(now time.Time, err error) []Action {
 		return append(acts, ReadCommitted{Moved: r.moved})
 	case afterDirty:
 		acts = append(acts, DropPending{})
+		if err != nil && !r.abortOnly {
+			// A dirty close commits nothing either way: a failed abort does not fail it (the
+			// coordinator aborts after transaction.timeout.ms). AbortOpen's callers say so themselves.
+			acts = append(acts, Log{Level: slog.LevelWarn, Msg: "aborting the open transaction after a fatal error failed; " +
+				"the broker aborts it after transaction.timeout.ms", Err: err})
+			err = nil
+		}
 		return append(acts, m.finish(now, err, false)...)
 	}
 	acts = append(acts, DropPending{})

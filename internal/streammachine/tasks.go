@@ -199,13 +199,19 @@ func (m *Machine) opened(in TaskOpened) []Action {
 }
 
 // closeExpired closes the tasks suspended past KeepSuspended.
+// The loop asks between batches, so nothing is allocated or sorted unless a task is due.
 func (m *Machine) closeExpired(now time.Time) []Action {
-	var acts []Action
-	for _, id := range m.Held() {
-		if t := m.held[id]; t.state == TaskSuspended && now.Sub(t.since) >= KeepSuspended {
-			delete(m.held, id)
-			acts = append(acts, CloseTask{ID: id})
+	var due []tasks.ID
+	for id, t := range m.held {
+		if t.state == TaskSuspended && now.Sub(t.since) >= KeepSuspended {
+			due = append(due, id)
 		}
+	}
+	slices.SortFunc(due, tasks.ID.Compare)
+	acts := make([]Action, 0, len(due)+1)
+	for _, id := range due {
+		delete(m.held, id)
+		acts = append(acts, CloseTask{ID: id})
 	}
 	return append(acts, Done{})
 }
