@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -140,5 +141,36 @@ func TestReadPrintsAFailedSubtestsLines(t *testing.T) {
 	}
 	if r.failed != 1 || len(r.failures) != 1 || r.failures[0] != "TestF" {
 		t.Fatalf("failed %d, failures %v; want 1, [TestF]", r.failed, r.failures)
+	}
+}
+
+// The report lists a line's slowest top-level tests, slowest first, with the sum of all; skipped
+// tests and subtests take no place in it.
+func TestRenderListsTheSlowestTests(t *testing.T) {
+	var events strings.Builder
+	for i := 1; i <= slowest+2; i++ {
+		fmt.Fprintf(&events, "{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"T%02d\",\"Elapsed\":%d}\n", i, i)
+	}
+	events.WriteString(`{"Action":"pass","Package":"p","Test":"T99/sub","Elapsed":500}
+{"Action":"skip","Package":"p","Test":"TSkip","Elapsed":400}
+{"Action":"fail","Package":"p","Test":"TFail","Elapsed":20}
+`)
+	out := render([]*result{runOf(t, "4.4.0", events.String())})
+	i := strings.Index(out, "slowest on 4.4.0 (of 1m15s in 11 tests):")
+	if i < 0 {
+		t.Fatalf("no slowest list with the sum of 1..10 and 20 seconds in 11 tests:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(out[i:]), "\n")[1:]
+	want := []string{"20s  TFail", "10s  T10", "9s  T09", "8s  T08", "7s  T07", "6s  T06", "5s  T05", "4s  T04"}
+	if len(lines) < len(want) {
+		t.Fatalf("listed %q, want %q", lines, want)
+	}
+	for k, w := range want {
+		if strings.TrimSpace(lines[k]) != w {
+			t.Errorf("line %d is %q, want %q", k, lines[k], w)
+		}
+	}
+	if len(lines) > len(want) && strings.Contains(lines[len(want)], "T0") {
+		t.Errorf("more than %d tests listed: %q", slowest, lines)
 	}
 }

@@ -16,6 +16,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -46,8 +48,19 @@ type result struct {
 	breaches                []string          // what the run did that the expectations file does not allow
 	failures                []string          // failed tests, and packages that failed outside any test
 	wall                    time.Duration
-	runErr                  error // the run did not finish normally (beyond failed tests)
+	times                   []testTime // top-level tests that passed or failed, with their wall times
+	runErr                  error      // the run did not finish normally (beyond failed tests)
 }
+
+// testTime is one top-level test's wall time, as go test reported it.
+type testTime struct {
+	test    string
+	elapsed time.Duration
+}
+
+// slowest is how many of a line's slowest tests the table lists: where the suite's time goes, so a
+// run that grows is explained by its report.
+const slowest = 8
 
 func main() {
 	versions := flag.String("versions", "4.2.2,4.3.1,4.4.0", "comma-separated Apache Kafka versions")
@@ -167,6 +180,9 @@ func read(out io.Reader, r *result) {
 				continue
 			}
 			top := !strings.Contains(e.Test, "/")
+			if top && e.Action != "skip" {
+				r.times = append(r.times, testTime{e.Test, time.Duration(e.Elapsed * float64(time.Second))})
+			}
 			switch e.Action {
 			case "pass":
 				if top {
@@ -235,6 +251,21 @@ func render(results []*result) string {
 			for _, s := range r.breaches {
 				fmt.Fprintf(&b, "  %s\n", s)
 			}
+		}
+	}
+	for _, r := range results {
+		if len(r.times) == 0 {
+			continue
+		}
+		times := slices.Clone(r.times)
+		slices.SortStableFunc(times, func(a, b testTime) int { return cmp.Compare(b.elapsed, a.elapsed) })
+		var sum time.Duration
+		for _, t := range r.times {
+			sum += t.elapsed
+		}
+		fmt.Fprintf(&b, "\nslowest on %s (of %s in %d tests):\n", r.version, sum.Round(time.Second), len(r.times))
+		for _, t := range times[:min(slowest, len(times))] {
+			fmt.Fprintf(&b, "  %6s  %s\n", t.elapsed.Round(100*time.Millisecond), t.test)
 		}
 	}
 	for _, r := range results {
