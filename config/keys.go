@@ -49,7 +49,7 @@ var runtimeKeys = map[string]bool{
 	"default.key.serde":  true, "default.value.serde": true,
 	"cache.max.bytes.buffering": true, "statestore.cache.max.bytes": true,
 	"topology.optimization": true, "upgrade.from": true, "probing.rebalance.interval.ms": true,
-	"task.timeout.ms": true, "max.task.idle.ms": true, "buffered.records.per.partition": true,
+	"task.timeout.ms":       true,
 	"rocksdb.config.setter": true, "num.stream.threads.max": true,
 	"metrics.recording.level": true, "metrics.num.samples": true, "metrics.sample.window.ms": true,
 	"metric.reporters": true, "windowstore.changelog.additional.retention.ms": true,

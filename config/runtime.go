@@ -43,7 +43,19 @@ const (
 	// producer. prefix, which wins): how long a record may wait to be written.
 	KeyDeliveryTimeout         = "delivery.timeout.ms"
 	KeyProducerDeliveryTimeout = "producer.delivery.timeout.ms"
+	// KeyMaxTaskIdle is Kafka Streams' max.task.idle.ms: how long a task with several input
+	// partitions waits for records of an empty one before it processes the others' (-1: never).
+	KeyMaxTaskIdle = "max.task.idle.ms"
+	// KeyBufferedRecordsPerPartition is Kafka Streams' buffered.records.per.partition: how many
+	// fetched records of one input partition a task holds before fetching it pauses.
+	KeyBufferedRecordsPerPartition = "buffered.records.per.partition"
 )
+
+// MaxTaskIdleDisabled is max.task.idle.ms=-1: a task never waits for an empty input partition.
+const MaxTaskIdleDisabled = -time.Millisecond
+
+// DefaultBufferedRecordsPerPartition is Kafka Streams' buffered.records.per.partition.
+const DefaultBufferedRecordsPerPartition = 1000
 
 // DefaultDeliveryTimeout is Kafka's delivery.timeout.ms.
 const DefaultDeliveryTimeout = 2 * time.Minute
@@ -181,6 +193,24 @@ type Runtime struct {
 	// processor or its serdes failed on is written, with Kafka Streams' error headers, whatever the
 	// handler then does. "" (the default): nowhere.
 	DeadLetterQueueTopic string
+	// MaxTaskIdle (max.task.idle.ms) is how long a task with several input partitions waits, when
+	// one of them has no record fetched and none known to be on the brokers, before it processes
+	// the others' records without it (it always waits for records known to be there, and then
+	// processes in timestamp order across its partitions). Default 0; MaxTaskIdleDisabled (-1)
+	// never waits.
+	MaxTaskIdle time.Duration
+	// BufferedRecordsPerPartition (buffered.records.per.partition) is how many fetched records of
+	// one input partition such a task holds before fetching that partition pauses. Zero means
+	// DefaultBufferedRecordsPerPartition.
+	BufferedRecordsPerPartition int
+}
+
+// Buffered is BufferedRecordsPerPartition, or its default when zero.
+func (r Runtime) Buffered() int {
+	if r.BufferedRecordsPerPartition == 0 {
+		return DefaultBufferedRecordsPerPartition
+	}
+	return r.BufferedRecordsPerPartition
 }
 
 // TxnTimeout is TransactionTimeout, or its default when zero.
@@ -211,7 +241,8 @@ func isRuntimeKey(key string) bool {
 	case KeyCommitInterval, KeyProcessingGuarantee, KeyStateCleanupDelay, KeyProcessingExceptionHandler,
 		KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler, KeyAutoOffsetReset,
 		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyTimestampExtractor, KeyDeadLetterQueueTopic,
-		KeyProductionExceptionHandler, KeyDefaultProductionExceptionHandler, KeyDeliveryTimeout, KeyProducerDeliveryTimeout:
+		KeyProductionExceptionHandler, KeyDefaultProductionExceptionHandler, KeyDeliveryTimeout, KeyProducerDeliveryTimeout,
+		KeyMaxTaskIdle, KeyBufferedRecordsPerPartition:
 		return true
 	}
 	return false
@@ -254,6 +285,25 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 			r.PollInterval = d
 		default:
 			r.StateCleanupDelay = d
+		}
+	case KeyMaxTaskIdle:
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			p.add(key, raw, "%s", numberReason(err, "LONG", math.MaxInt64))
+			return
+		}
+		r.MaxTaskIdle = time.Duration(min(max(n, -maxMillis), maxMillis)) * time.Millisecond
+	case KeyBufferedRecordsPerPartition:
+		n, err := strconv.ParseInt(val, 10, 32)
+		if err != nil {
+			p.add(key, raw, "%s", numberReason(err, "INT", math.MaxInt32))
+			return
+		}
+		r.BufferedRecordsPerPartition = int(n)
+		if n == 0 {
+			// Kafka accepts 0 (fetching pauses once a record is held); zero is the default here,
+			// so the smallest bound is kept as 1, which behaves the same.
+			r.BufferedRecordsPerPartition = 1
 		}
 	case KeyDeadLetterQueueTopic:
 		r.DeadLetterQueueTopic = val
@@ -367,6 +417,12 @@ func (c *Config) validateRuntime(p *problems) {
 	}
 	if r.PollInterval < 0 {
 		p.add(KeyPollInterval, ms(r.PollInterval), "must be >= 0")
+	}
+	if r.MaxTaskIdle < MaxTaskIdleDisabled {
+		p.add(KeyMaxTaskIdle, ms(r.MaxTaskIdle), "must be >= -1 (-1: a task never waits for an empty input partition)")
+	}
+	if r.BufferedRecordsPerPartition < 0 {
+		p.add(KeyBufferedRecordsPerPartition, strconv.Itoa(r.BufferedRecordsPerPartition), "must be >= 0")
 	}
 	if r.TransactionTimeout < 0 || r.TransactionTimeout > math.MaxInt32*time.Millisecond {
 		p.add(KeyTransactionTimeout, ms(r.TransactionTimeout), "must be between 1 and %d ms (an INT in Kafka)", math.MaxInt32)

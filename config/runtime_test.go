@@ -53,6 +53,10 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyProductionExceptionHandler, "LogAndFailExceptionHandler", "DefaultProductionExceptionHandler or LogAndContinueProductionExceptionHandler"},
 		{KeyDeliveryTimeout, "-5", "between 1 and"},
 		{KeyDeadLetterQueueTopic, "..", "is not a topic name"},
+		{KeyMaxTaskIdle, "-2", "must be >= -1"},
+		{KeyMaxTaskIdle, "1s", "LONG"},
+		{KeyBufferedRecordsPerPartition, "-1", "must be >= 0"},
+		{KeyBufferedRecordsPerPartition, "2147483648", "INT"},
 	} {
 		_, err := FromMap(map[string]string{KeyApplicationID: "a", tc.key: tc.val})
 		var ce *Error
@@ -66,6 +70,30 @@ func TestRuntimeRefusals(t *testing.T) {
 	var ce *Error
 	if err := c.Validate(); !errors.As(err, &ce) || len(ce.Keys) != 2 {
 		t.Fatalf("Validate of exactly_once and a negative commit interval: %v", err)
+	}
+}
+
+// TestTaskIdleAndBufferKeys: max.task.idle.ms (default 0, -1 never waits) and
+// buffered.records.per.partition (default 1000) are read with Kafka's names; 0 records is the
+// smallest bound, kept as 1.
+func TestTaskIdleAndBufferKeys(t *testing.T) {
+	c, err := FromMap(map[string]string{KeyApplicationID: "a"})
+	if err != nil || c.Runtime.MaxTaskIdle != 0 || c.Runtime.Buffered() != 1000 {
+		t.Fatalf("defaults: idle %v, buffered %d, %v; want 0 and 1000", c.Runtime.MaxTaskIdle, c.Runtime.Buffered(), err)
+	}
+	for _, tc := range []struct {
+		idle, buffered string
+		wantIdle       time.Duration
+		wantBuffered   int
+	}{
+		{"-1", "10", MaxTaskIdleDisabled, 10},
+		{"250", "0", 250 * time.Millisecond, 1},
+		{" 0 ", "1", 0, 1},
+	} {
+		c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyMaxTaskIdle: tc.idle, KeyBufferedRecordsPerPartition: tc.buffered})
+		if err != nil || c.Runtime.MaxTaskIdle != tc.wantIdle || c.Runtime.Buffered() != tc.wantBuffered {
+			t.Errorf("%s, %s: idle %v, buffered %d, %v; want %v, %d", tc.idle, tc.buffered, c.Runtime.MaxTaskIdle, c.Runtime.Buffered(), err, tc.wantIdle, tc.wantBuffered)
+		}
 	}
 }
 

@@ -39,6 +39,8 @@ type Config struct {
 	// retriable error (Kafka Streams' DefaultProductionExceptionHandler): the tasks go back to their
 	// last commit (at-least-once).
 	RetryProduction bool
+	// MaxTaskIdle is max.task.idle.ms (negative: -1, never wait); see NextInput.
+	MaxTaskIdle time.Duration
 }
 
 // Limits of the machine's retries.
@@ -94,6 +96,10 @@ type Machine struct {
 	// schedules are the tasks' punctuations (punctuate.go); lastPunctuation the last ID given.
 	schedules       map[tasks.ID][]*Punctuation
 	lastPunctuation uint64
+
+	// idle are the idle waits of tasks' empty input partitions (order.go): since when each was
+	// found empty with nothing known on the brokers, by the partition's index.
+	idle map[tasks.ID]map[int]time.Time
 }
 
 // The transaction's bookkeeping is fed by methods rather than Step, since it moves with every
