@@ -215,8 +215,9 @@ func (c *Consumer) unconsume(t *task, ops *clientOps) {
 		}
 		delete(c.byTP, tp)
 		ops.remove = append(ops.remove, tp)
-		if p.kind == tasks.Input && t.restoring {
+		if p.kind == tasks.Input && (t.restoring || p.held) {
 			ops.resume = append(ops.resume, tp) // clear the pause, or it would outlive the task
+			p.held = false
 		}
 	}
 }

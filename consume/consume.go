@@ -155,6 +155,7 @@ type part struct {
 	committed int64 // inputs: last committed position, -1 unknown
 	end       int64 // changelogs: the largest high watermark seen in fetches, -1 none
 	origin    int64 // inputs: where consumption started (the committed or the reset offset), -1 unknown
+	held      bool  // inputs: fetching paused because the application holds enough of its records (Hold)
 }
 
 // New returns a Consumer over the user's client cl, which must be built for direct consumption
@@ -243,20 +244,8 @@ func (c *Consumer) unlockCallback() { c.sem.Release(maxReaders) }
 // callbacks wait. Do not call Poll or CommitProcessed while holding a Batch, nor from a callback.
 func (c *Consumer) Poll(ctx context.Context) (*Batch, error) {
 	for {
-		if err := c.sem.Acquire(ctx, 1); err != nil {
+		if err := c.acquire(ctx); err != nil {
 			return nil, err
-		}
-		c.pollMu.Lock()
-		if c.writers > 0 { // a callback is waiting for the lock: let it go first
-			idle := c.idle
-			c.pollMu.Unlock()
-			c.sem.Release(1)
-			select {
-			case <-idle:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			continue
 		}
 		pctx, cancel := context.WithCancel(ctx)
 		key := new(int)
@@ -284,6 +273,39 @@ func (c *Consumer) Poll(ctx context.Context) (*Batch, error) {
 	}
 }
 
+// acquire takes the batch's hold on the callbacks, letting a callback that waits go first; on
+// success c.pollMu is held.
+func (c *Consumer) acquire(ctx context.Context) error {
+	for {
+		if err := c.sem.Acquire(ctx, 1); err != nil {
+			return err
+		}
+		c.pollMu.Lock()
+		if c.writers == 0 {
+			return nil
+		}
+		// A callback is waiting for the lock: let it go first.
+		idle := c.idle
+		c.pollMu.Unlock()
+		c.sem.Release(1)
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Turn returns a Batch without records: the application's turn to process records it kept
+// (Batch.Keep) while no callback runs, as if a poll had brought some. Call Done on it.
+func (c *Consumer) Turn(ctx context.Context) (*Batch, error) {
+	if err := c.acquire(ctx); err != nil {
+		return nil, err
+	}
+	c.pollMu.Unlock()
+	return &Batch{c: c}, nil
+}
+
 // ---- batches ----
 
 // Records are records of one partition of one task, in offset order.
@@ -295,8 +317,9 @@ type Records struct {
 	Role Role
 	// Partition is the input or changelog partition the records come from.
 	Partition tasks.TopicPartition
-	// HighWatermark is the partition's high watermark in the fetch answer.
-	HighWatermark int64
+	// HighWatermark is the partition's high watermark in the fetch answer, LastStable its last
+	// stable offset (where a read_committed reader's records end).
+	HighWatermark, LastStable int64
 	// Records are the records, in offset order. Transaction markers (control records, which a
 	// client built with kgo.KeepControlRecords returns) are left out, so Records may be empty when a
 	// fetch held only markers.
@@ -323,6 +346,19 @@ type Batch struct {
 
 	c    *Consumer
 	done atomic.Bool
+	// kept are the input partitions whose records the application keeps (Keep).
+	kept map[tasks.TopicPartition]bool
+}
+
+// Keep says the application keeps the batch's records of input partition tp beyond the batch (a
+// task with several inputs holds them to process in timestamp order): Done, DoneBefore and Yield
+// leave tp's position alone, and the application moves it with Advance as it processes them. They
+// are not handed out again.
+func (b *Batch) Keep(tp tasks.TopicPartition) {
+	if b.kept == nil {
+		b.kept = make(map[tasks.TopicPartition]bool)
+	}
+	b.kept[tp] = true
 }
 
 func (b *Batch) empty() bool {
@@ -373,7 +409,7 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 		data := dropControl(recs)
 		switch {
 		case p.kind == tasks.Input && !replica && !t.stopped:
-			b.Process = append(b.Process, Records{Task: t.id, Role: Active, Partition: tp, HighWatermark: fp.HighWatermark, Records: data, First: first, Next: next})
+			b.Process = append(b.Process, Records{Task: t.id, Role: Active, Partition: tp, HighWatermark: fp.HighWatermark, LastStable: fp.LastStableOffset, Records: data, First: first, Next: next})
 		case p.kind == tasks.Changelog && replica && !t.stopped:
 			b.Restore = append(b.Restore, Records{Task: t.id, Role: t.role, Partition: tp, HighWatermark: fp.HighWatermark, Records: data, First: first, Next: next})
 		case p.kind == tasks.Input:
@@ -461,7 +497,7 @@ func (b *Batch) DoneBefore(unprocessed map[tasks.TopicPartition]int64) {
 	c.mu.Lock()
 	for _, r := range b.Process {
 		p := c.byTP[r.Partition]
-		if p == nil || p.task != r.Task {
+		if p == nil || p.task != r.Task || b.kept[r.Partition] {
 			continue
 		}
 		next := r.Next
@@ -502,7 +538,7 @@ func (b *Batch) Yield(unprocessed map[tasks.TopicPartition]int64) {
 	for _, r := range b.Process {
 		p := c.byTP[r.Partition]
 		stop, ok := unprocessed[r.Partition]
-		if p == nil || p.task != r.Task || !ok || stop >= r.Next {
+		if p == nil || p.task != r.Task || !ok || stop >= r.Next || b.kept[r.Partition] {
 			continue
 		}
 		stop = max(stop, r.First)
@@ -522,6 +558,61 @@ func (b *Batch) Yield(unprocessed map[tasks.TopicPartition]int64) {
 }
 
 // ---- positions ----
+
+// Advance moves the positions of input partitions whose records the application kept (Batch.Keep):
+// positions[tp] is the offset after the last record of tp processed. A position never moves back,
+// and partitions of tasks no longer active here are left alone.
+func (c *Consumer) Advance(positions map[tasks.TopicPartition]int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for tp, next := range positions {
+		if p := c.activeInput(tp); p != nil {
+			p.done = max(p.done, next)
+		}
+	}
+}
+
+// Position is the offset of the next record of input partition tp to be fetched (-1: the reset
+// offset, not resolved yet, or not an active input here).
+func (c *Consumer) Position(tp tasks.TopicPartition) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.activeInput(tp); p != nil {
+		return p.handed
+	}
+	return -1
+}
+
+// Hold pauses (hold) or resumes fetching input partition tp: the application holds as many of its
+// records as it may (buffered.records.per.partition) and fetches more once it processed some.
+func (c *Consumer) Hold(tp tasks.TopicPartition, hold bool) {
+	c.mu.Lock()
+	p := c.activeInput(tp)
+	if p == nil || p.held == hold {
+		c.mu.Unlock()
+		return
+	}
+	p.held = hold
+	c.mu.Unlock()
+	if hold {
+		c.cl.PauseFetchPartitions(tasks.Group([]tasks.TopicPartition{tp}))
+	} else {
+		c.cl.ResumeFetchPartitions(tasks.Group([]tasks.TopicPartition{tp}))
+	}
+}
+
+// activeInput is tp's part when it is an input of an active task consumed now. Called with c.mu
+// held.
+func (c *Consumer) activeInput(tp tasks.TopicPartition) *part {
+	p := c.byTP[tp]
+	if p == nil || p.kind != tasks.Input {
+		return nil
+	}
+	if t := c.tasks[p.task]; t == nil || t.role != Active || t.stopped {
+		return nil
+	}
+	return p
+}
 
 // Processed returns the positions of the input partitions of the active tasks in s: for each, the
 // offset after the last record processed (Batch.Done), or where consumption started when nothing

@@ -915,3 +915,68 @@ func TestYieldHandsTheRestOutAgain(t *testing.T) {
 		t.Fatalf("Processed = %v, want other[0]=9 other[1]=2", got)
 	}
 }
+
+// TestKeptRecordsMoveOnlyByAdvance: records the application keeps beyond their batch (a task with
+// several inputs orders them by timestamp) are not handed out again, and their partition's
+// position moves only as the application says it processed them, never back.
+func TestKeptRecordsMoveOnlyByAdvance(t *testing.T) {
+	e, b := twoPartitionBatch(t)
+	b.Keep(tp("other", 0))
+	b.Done()
+	if got := e.c.Processed(set("1_0", "1_1")); got[tp("other", 0)] != 5 || got[tp("other", 1)] != 2 {
+		t.Fatalf("Processed after Done = %v, want other[0]=5 (kept) other[1]=2", got)
+	}
+	if ops := e.cl.takeOps(); len(ops) != 0 {
+		t.Fatalf("kept records refetched: %q", ops)
+	}
+	e.c.Advance(map[tasks.TopicPartition]int64{tp("other", 0): 7, tp("absent", 0): 3})
+	e.c.Advance(map[tasks.TopicPartition]int64{tp("other", 0): 6})
+	if got := e.c.Processed(set("1_0")); got[tp("other", 0)] != 7 || len(got) != 1 {
+		t.Fatalf("Processed after Advance to 7 then 6 = %v, want other[0]=7", got)
+	}
+	if p := e.c.Position(tp("other", 0)); p != 8 {
+		t.Fatalf("Position(other[0]) = %d, want 8 (after the last handed out)", p)
+	}
+	if p := e.c.Position(tp("absent", 0)); p != -1 {
+		t.Fatalf("Position(absent[0]) = %d, want -1", p)
+	}
+
+	// The next fetch goes on after what was handed out; a paused batch does not refetch a kept
+	// partition, while it does the others.
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {8, 9}, tp("other", 1): {2, 3}})
+	b = e.poll()
+	if got := offsetsOf(b.Process); !slices.Equal(got, []string{"1_0 active other[0]:8,9", "1_1 active other[1]:2,3"}) {
+		t.Fatalf("handed out %v", got)
+	}
+	b.Keep(tp("other", 0))
+	b.Yield(map[tasks.TopicPartition]int64{tp("other", 0): 8, tp("other", 1): 3})
+	eq(t, "client calls", e.cl.takeOps(), []string{"set other[1]@3"})
+	if got := e.c.Processed(set("1_0", "1_1")); got[tp("other", 0)] != 7 || got[tp("other", 1)] != 3 {
+		t.Fatalf("Processed after Yield = %v, want other[0]=7 (kept) other[1]=3", got)
+	}
+}
+
+// TestHoldPausesAnInputUntilReleasedOrGone: an input whose records the application holds enough of
+// is paused until it says so, and a held partition that leaves (revoked) is not left paused.
+func TestHoldPausesAnInputUntilReleasedOrGone(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	e.cl.takeOps()
+	e.c.Hold(tp("other", 0), true)
+	e.c.Hold(tp("other", 0), true) // once
+	e.c.Hold(tp("absent", 0), true)
+	e.c.Hold(tp("other", 1), false) // not held: nothing
+	eq(t, "client calls", e.cl.takeOps(), []string{"pause other[0]"})
+	e.c.Hold(tp("other", 0), false)
+	eq(t, "client calls", e.cl.takeOps(), []string{"resume other[0]"})
+
+	e.c.Hold(tp("other", 1), true)
+	e.cl.takeOps()
+	if err := e.c.OnTasksRevoked(context.Background(), set("1_1")); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "client calls", e.cl.takeOps(), []string{"remove other[1]", "resume other[1]"})
+	if _, paused := e.cl.state(); len(paused) != 0 {
+		t.Fatalf("paused after the revocation: %v", paused)
+	}
+}
