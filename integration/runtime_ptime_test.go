@@ -81,11 +81,17 @@ func (p *initProbe) Init(c *stream.Context) error {
 // produceAt writes recs to the setup's input, partition 0, with their own timestamps.
 func produceAt(t *testing.T, s *rtSetup, recs ...*kgo.Record) {
 	t.Helper()
-	cl := s.b.Client(t, kgo.DefaultProduceTopic(s.input), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceRecords(t, s.b, s.input, recs...)
+}
+
+// produceRecords writes recs to partition 0 of topic, in order.
+func produceRecords(t *testing.T, b *Broker, topic string, recs ...*kgo.Record) {
+	t.Helper()
+	cl := b.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("producing to %s: %v", s.input, err)
+		t.Fatalf("producing to %s: %v", topic, err)
 	}
 }
 

@@ -239,6 +239,8 @@ type App struct {
 	tasks map[tasks.ID]*task
 	// cleanups are persistent task directories to delete once their time comes (state.cleanup.delay.ms).
 	cleanups map[tasks.ID]time.Time
+	// lagsListedAt is when the ends of inputs with queued records were last listed (order.go).
+	lagsListedAt time.Time
 	// starts are the changelog positions of the assigned tasks' stores, recorded by OnTasksAssigned
 	// for changelogStart (the member's callback goroutine only).
 	starts map[tasks.TopicPartition]int64

@@ -46,6 +46,8 @@ func (c *callbacks) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error
 		}
 		for _, t := range stopped {
 			t.active = true
+			// The consumer fetches them again from their positions: the records they held go.
+			a.dropQueued(t)
 		}
 		return fmt.Errorf("stream: committing the revoked tasks %v: %w", revoked, d.Err)
 	}
@@ -185,7 +187,7 @@ func (a *App) closeTask(t *task, clean bool) error {
 		}
 	}
 	delete(a.tasks, t.id)
-	a.mach.Unschedule(t.id)
+	a.stopTask(t)
 	return first
 }
 

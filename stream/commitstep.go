@@ -26,7 +26,7 @@ func (a *App) machineConfig() sm.Config {
 		g = sm.ExactlyOnce
 	}
 	return sm.Config{Guarantee: g, CommitInterval: a.cfg.Runtime.CommitInterval, Backoff: a.backoff,
-		RetryProduction: a.retriesProductionErrors()}
+		RetryProduction: a.retriesProductionErrors(), MaxTaskIdle: a.cfg.Runtime.MaxTaskIdle}
 }
 
 // drive runs one request (a commit, an abort) through the machine and returns how it ended, with

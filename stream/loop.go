@@ -125,6 +125,18 @@ func (a *App) loop(runCtx context.Context) {
 			}
 			return
 		case errors.Is(err, context.DeadlineExceeded):
+			// No records: queued ones may go now (an idle wait ended), while no callback runs.
+			a.mu.RLock()
+			queued := a.hasQueued()
+			a.mu.RUnlock()
+			if queued {
+				if b, err := a.cons.Turn(runCtx); err == nil {
+					a.handle(b)
+				}
+				if runCtx.Err() != nil {
+					return
+				}
+			}
 		case errors.Is(err, consume.ErrClosed):
 			a.fail(err)
 			return
@@ -182,6 +194,9 @@ func (a *App) handle(b *consume.Batch) {
 		}
 	}
 	unprocessed, paused := a.processUntil(b.Process)
+	if unprocessed == nil && !paused {
+		paused = !a.processQueued()
+	}
 	a.mu.Unlock()
 	switch {
 	case paused:
@@ -225,6 +240,20 @@ func (a *App) commitDue() bool { return a.mach.CommitDue(a.now()) }
 // would otherwise hold a transaction open past transaction.timeout.ms. It then returns where each
 // partition paused, and paused true. Called with a.mu held.
 func (a *App) processUntil(recs []consume.Records) (stops map[tasks.TopicPartition]int64, paused bool) {
+	// The records of tasks with several inputs go to their queues first (processQueued orders
+	// them); the rest are processed here, a partition's records at a time.
+	plain, kept := recs, false
+	for i, r := range recs {
+		switch t := a.tasks[r.Task]; {
+		case t != nil && t.active && a.keep(t, r):
+			if !kept {
+				plain, kept = slices.Clone(recs[:i]), true
+			}
+		case kept:
+			plain = append(plain, r)
+		}
+	}
+	recs = plain
 	for i, r := range recs {
 		if i > 0 && a.cur != nil && (a.commitDue() || a.retryPending()) {
 			return stopAll(recs[i:]), true
@@ -526,6 +555,7 @@ func (a *App) retryPending() bool {
 // between does the work due between batches: taking the tasks back after a write to retry,
 // starting restored tasks, punctuations, the periodic commit, store cleanup, the App's state.
 func (a *App) between() {
+	a.listUnknownLags(a.runCtx)
 	if pe := a.produceErr.Load(); pe != nil && a.retriesProduction(pe) {
 		a.mu.Lock()
 		a.retryAfterProduceError(pe)

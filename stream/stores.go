@@ -27,6 +27,10 @@ type task struct {
 	// keeps the schedule).
 	punctuators map[uint64]Punctuator
 	ctx         Context
+	// order holds the queued records of a task with several input partitions (order.go); single
+	// says the task has one (nothing to order).
+	order  *ordered
+	single bool
 }
 
 // kvStore is one store of one task: an Engine written through, with every write of the processor
@@ -278,6 +282,7 @@ func (a *App) stopTask(t *task) {
 	t.initialized = false
 	a.mach.Unschedule(t.id)
 	clear(t.punctuators)
+	a.dropQueued(t)
 }
 
 // unknownStore is what Context.Store returns for a name the task has no store of, or one its

@@ -1,0 +1,263 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/consume"
+	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
+	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
+)
+
+// A task with two input partitions (left and right, as a join reads them) processes its records in
+// timestamp order across them, waits for records known to be on the brokers, and for
+// max.task.idle.ms on a partition known to be empty, as Kafka Streams documents max.task.idle.ms.
+
+// seenOrder records "topic@offset" of every record it processes, and fails where told.
+type seenOrder struct {
+	seen   []string
+	failAt string
+}
+
+func (p *seenOrder) Process(_ *Context, r *Record) error {
+	at := fmt.Sprintf("%s@%d", r.Topic, r.Offset)
+	if at == p.failAt {
+		return errBoom
+	}
+	p.seen = append(p.seen, at)
+	return nil
+}
+
+// joinApp is an App running task 0_0 of a subtopology that reads left and right.
+func joinApp(t *testing.T, p Processor, mod func(*config.Config)) (*App, *fakeClock, *task) {
+	t.Helper()
+	cfg := testConfig()
+	if mod != nil {
+		mod(&cfg)
+	}
+	topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"left", "right"},
+		CopartitionGroups: [][]string{{"left", "right"}}})
+	a, err := New(cfg, topo, Processors{"0": p}, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &fakeClock{t: time.UnixMilli(1_000_000)}
+	a.now = clk.now
+	a.mach.Step(clk.t, sm.Started{}) // the commit interval runs from the start
+	return a, clk, activeTask(t, a, tid("0", 0))
+}
+
+// side is records of left[0] or right[0] from offset from with timestamps ts; end is where the
+// partition ends on the brokers (its high watermark).
+func side(topic string, from int64, end int64, ts ...int64) consume.Records {
+	r := consume.Records{Task: tid("0", 0), Role: consume.Active, Partition: tasks.TopicPartition{Topic: topic}, HighWatermark: end, LastStable: end}
+	for i, ms := range ts {
+		r.Records = append(r.Records, &kgo.Record{Topic: topic, Offset: from + int64(i), Timestamp: time.UnixMilli(ms)})
+	}
+	r.First, r.Next = from, from+int64(len(ts))
+	return r
+}
+
+// runQueued is one batch of the loop: its records (of the join task: all queued), then the queued
+// records in order.
+func runQueued(t *testing.T, a *App, recs ...consume.Records) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if got, paused := a.processUntil(recs); got != nil || paused {
+		t.Fatalf("the batch stopped at %v (paused %v)", got, paused)
+	}
+	a.processQueued()
+}
+
+func positions(tk *task) string {
+	var out []string
+	for _, q := range tk.order.qs {
+		out = append(out, fmt.Sprintf("%s=%d", q.tp, q.position()))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestTwoInputsAreProcessedInTimestampOrder(t *testing.T) {
+	p := &seenOrder{}
+	a, _, tk := joinApp(t, p, nil)
+	// Both partitions end where their records end (nothing more on the brokers): everything goes,
+	// the smaller timestamp first; a tie goes to the partition listed first (left).
+	runQueued(t, a, side("left", 0, 5, 1, 4, 6, 9, 10), side("right", 0, 3, 2, 3, 10))
+	want := "[left@0 right@0 right@1 left@1 left@2 left@3 left@4 right@2]"
+	if fmt.Sprint(p.seen) != want {
+		t.Fatalf("processed %v, want %v", p.seen, want)
+	}
+	if got := positions(tk); got != "left[0]=5 right[0]=3" {
+		t.Fatalf("positions %s", got)
+	}
+	if tk.streamTime != 10 {
+		t.Fatalf("stream time %d, want 10", tk.streamTime)
+	}
+}
+
+func TestATaskWaitsForRecordsKnownOnTheBrokers(t *testing.T) {
+	p := &seenOrder{}
+	a, _, tk := joinApp(t, p, nil)
+	// left has two more records on the brokers than were fetched: once it runs dry, right's
+	// record at 10 waits for them.
+	runQueued(t, a, side("left", 0, 4, 1, 5), side("right", 0, 1, 10))
+	if fmt.Sprint(p.seen) != "[left@0 left@1]" {
+		t.Fatalf("processed %v, want left's two, then a wait", p.seen)
+	}
+	if got := positions(tk); got != "left[0]=2 right[0]=0" {
+		t.Fatalf("positions %s", got)
+	}
+	// They come, older than right's: they go first.
+	runQueued(t, a, side("left", 2, 4, 7, 12))
+	if want := "[left@0 left@1 left@2 right@0 left@3]"; fmt.Sprint(p.seen) != want {
+		t.Fatalf("processed %v, want %v", p.seen, want)
+	}
+}
+
+// A partition never fetched has an unknown lag: the task waits until a listing tells it (an empty
+// input is never in a fetch answer).
+func TestATaskWaitsUntilAnUnknownLagIsListed(t *testing.T) {
+	p := &seenOrder{}
+	a, _, tk := joinApp(t, p, nil)
+	runQueued(t, a, side("left", 0, 2, 1, 5))
+	if len(p.seen) != 0 {
+		t.Fatalf("processed %v before right's end was known", p.seen)
+	}
+	a.mu.Lock()
+	a.setListedLag(tasks.TopicPartition{Topic: "right"}, -1, 4, 4) // empty: start = end
+	a.mu.Unlock()
+	if q := tk.order.qs[1]; q.lag != 0 {
+		t.Fatalf("right's lag %d after an empty listing, want 0", q.lag)
+	}
+	runQueued(t, a)
+	if fmt.Sprint(p.seen) != "[left@0 left@1]" {
+		t.Fatalf("processed %v once right was known empty", p.seen)
+	}
+}
+
+func TestSetListedLag(t *testing.T) {
+	for _, tc := range []struct {
+		pos, start, end int64
+		latest          bool
+		want            int64
+	}{
+		{pos: 3, start: 0, end: 7, want: 4},
+		{pos: 9, start: 0, end: 7, want: 0},
+		{pos: -1, start: 2, end: 7, want: 5},               // earliest: from the start
+		{pos: -1, start: 2, end: 7, latest: true, want: 0}, // latest: the reset lands at the end
+	} {
+		a, _, tk := joinApp(t, &seenOrder{}, func(c *config.Config) { c.Runtime.ResetLatest = tc.latest })
+		a.orderOf(tk)
+		a.setListedLag(tasks.TopicPartition{Topic: "right"}, tc.pos, tc.start, tc.end)
+		if got := tk.order.qs[1].lag; got != tc.want {
+			t.Errorf("%+v: lag %d, want %d", tc, got, tc.want)
+		}
+	}
+	// A queue a fetch filled meanwhile keeps what the fetch told.
+	a, _, tk := joinApp(t, &seenOrder{}, nil)
+	a.mu.Lock()
+	a.keep(tk, side("right", 0, 6, 1))
+	a.setListedLag(tasks.TopicPartition{Topic: "right"}, -1, 0, 100)
+	a.setListedLag(tasks.TopicPartition{Topic: "nope"}, -1, 0, 100)
+	a.mu.Unlock()
+	if got := tk.order.qs[1].lag; got != 5 {
+		t.Fatalf("lag %d after a fetch to 1 of 6 and a listing, want the fetch's 5", got)
+	}
+}
+
+func TestMaxTaskIdleWaitsForAnEmptyPartition(t *testing.T) {
+	p := &seenOrder{}
+	a, clk, _ := joinApp(t, p, func(c *config.Config) { c.Runtime.MaxTaskIdle = 100 * time.Millisecond })
+	runQueued(t, a, side("left", 0, 2, 1, 5), side("right", 0, 0)) // right: known empty
+	if len(p.seen) != 0 {
+		t.Fatalf("processed %v at once, want a wait of max.task.idle.ms", p.seen)
+	}
+	clk.t = clk.t.Add(99 * time.Millisecond)
+	runQueued(t, a)
+	if len(p.seen) != 0 {
+		t.Fatalf("processed %v after 99 ms", p.seen)
+	}
+	clk.t = clk.t.Add(time.Millisecond)
+	runQueued(t, a)
+	if fmt.Sprint(p.seen) != "[left@0 left@1]" {
+		t.Fatalf("processed %v after 100 ms", p.seen)
+	}
+}
+
+func TestMaxTaskIdleDisabledNeverWaits(t *testing.T) {
+	p := &seenOrder{}
+	a, _, _ := joinApp(t, p, func(c *config.Config) { c.Runtime.MaxTaskIdle = config.MaxTaskIdleDisabled })
+	runQueued(t, a, side("left", 0, 50, 1, 5))
+	if fmt.Sprint(p.seen) != "[left@0 left@1]" {
+		t.Fatalf("processed %v, want everything at once", p.seen)
+	}
+}
+
+// A processor failing on a queued record stops the application there: the partition's position is
+// the failed record, the other's its first unprocessed record.
+func TestAFailureInTheOrderStopsAtTheRecord(t *testing.T) {
+	p := &seenOrder{failAt: "right@1"}
+	a, _, tk := joinApp(t, p, nil)
+	runQueued(t, a, side("left", 0, 3, 1, 4, 6), side("right", 0, 2, 2, 3))
+	if fmt.Sprint(p.seen) != "[left@0 right@0]" {
+		t.Fatalf("processed %v", p.seen)
+	}
+	if got := positions(tk); got != "left[0]=1 right[0]=1" {
+		t.Fatalf("positions %s", got)
+	}
+	var pe *ProcessingError
+	if err := a.fatalErr(); !errors.As(err, &pe) || pe.Topic != "right" || pe.Offset != 1 {
+		t.Fatalf("fatal %v", err)
+	}
+}
+
+// A commit that falls due while the queues are processed pauses them after the run of records it
+// fell due in: the rest stays queued.
+func TestACommitDuePausesTheQueues(t *testing.T) {
+	var slow func()
+	a, clk, tk := joinApp(t, ProcessorFunc(func(_ *Context, r *Record) error {
+		if r.Topic == "right" && r.Offset == 0 {
+			slow()
+		}
+		return nil
+	}), nil)
+	slow = func() { clk.t = clk.t.Add(a.cfg.Runtime.CommitInterval) }
+	a.mu.Lock()
+	a.processUntil([]consume.Records{side("left", 0, 2, 1, 4), side("right", 0, 2, 2, 3)})
+	ok := a.processQueued()
+	a.mu.Unlock()
+	if ok {
+		t.Fatal("processQueued went on past a commit that fell due")
+	}
+	if got := positions(tk); got != "left[0]=1 right[0]=2" {
+		t.Fatalf("positions %s, want right's run done and left's last record queued", got)
+	}
+}
+
+// A task that stops (a rewind, a revocation) drops its queues; they come again from its position,
+// with nothing known of the lags.
+func TestAStoppedTaskDropsItsQueues(t *testing.T) {
+	p := &seenOrder{}
+	a, _, tk := joinApp(t, p, nil)
+	runQueued(t, a, side("left", 0, 2, 1, 5))
+	if tk.order == nil || !a.hasQueued() {
+		t.Fatal("nothing queued")
+	}
+	a.stopTask(tk)
+	if tk.order != nil || a.hasQueued() {
+		t.Fatal("queues kept past the stop")
+	}
+	tk.initialized = true
+	runQueued(t, a, side("right", 0, 1, 3))
+	if q := tk.order.qs[0]; q.lag != sm.LagUnknown || len(p.seen) != 0 {
+		t.Fatalf("left's lag %d after the stop (want unknown), processed %v", q.lag, p.seen)
+	}
+}
