@@ -197,18 +197,23 @@ type Runtime struct {
 	// one of them has no record fetched and none known to be on the brokers, before it processes
 	// the others' records without it (it always waits for records known to be there, and then
 	// processes in timestamp order across its partitions). Default 0; MaxTaskIdleDisabled (-1)
-	// never waits.
+	// never waits; other negative values wait as 0 does (as in Kafka Streams).
 	MaxTaskIdle time.Duration
 	// BufferedRecordsPerPartition (buffered.records.per.partition) is how many fetched records of
-	// one input partition such a task holds before fetching that partition pauses. Zero means
-	// DefaultBufferedRecordsPerPartition.
+	// one input partition such a task holds before fetching that partition pauses (it pauses with
+	// more than that held). Zero means DefaultBufferedRecordsPerPartition; a negative value pauses
+	// as soon as one record is held.
 	BufferedRecordsPerPartition int
 }
 
-// Buffered is BufferedRecordsPerPartition, or its default when zero.
+// Buffered is how many records of one input partition a task with several may hold before
+// fetching pauses: BufferedRecordsPerPartition, its default when zero, 0 when negative.
 func (r Runtime) Buffered() int {
-	if r.BufferedRecordsPerPartition == 0 {
+	switch {
+	case r.BufferedRecordsPerPartition == 0:
 		return DefaultBufferedRecordsPerPartition
+	case r.BufferedRecordsPerPartition < 0:
+		return 0
 	}
 	return r.BufferedRecordsPerPartition
 }
@@ -300,10 +305,10 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 			return
 		}
 		r.BufferedRecordsPerPartition = int(n)
-		if n == 0 {
-			// Kafka accepts 0 (fetching pauses once a record is held); zero is the default here,
-			// so the smallest bound is kept as 1, which behaves the same.
-			r.BufferedRecordsPerPartition = 1
+		if n <= 0 {
+			// Kafka accepts any INT: 0 or less pauses fetching as soon as a record is held. Zero is
+			// the default here, so such a value is kept as -1, which behaves the same.
+			r.BufferedRecordsPerPartition = -1
 		}
 	case KeyDeadLetterQueueTopic:
 		r.DeadLetterQueueTopic = val
@@ -418,12 +423,7 @@ func (c *Config) validateRuntime(p *problems) {
 	if r.PollInterval < 0 {
 		p.add(KeyPollInterval, ms(r.PollInterval), "must be >= 0")
 	}
-	if r.MaxTaskIdle < MaxTaskIdleDisabled {
-		p.add(KeyMaxTaskIdle, ms(r.MaxTaskIdle), "must be >= -1 (-1: a task never waits for an empty input partition)")
-	}
-	if r.BufferedRecordsPerPartition < 0 {
-		p.add(KeyBufferedRecordsPerPartition, strconv.Itoa(r.BufferedRecordsPerPartition), "must be >= 0")
-	}
+
 	if r.TransactionTimeout < 0 || r.TransactionTimeout > math.MaxInt32*time.Millisecond {
 		p.add(KeyTransactionTimeout, ms(r.TransactionTimeout), "must be between 1 and %d ms (an INT in Kafka)", math.MaxInt32)
 	} else if r.Guarantee == ExactlyOnceV2 && r.CommitInterval > r.TxnTimeout() {

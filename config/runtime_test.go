@@ -53,9 +53,7 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyProductionExceptionHandler, "LogAndFailExceptionHandler", "DefaultProductionExceptionHandler or LogAndContinueProductionExceptionHandler"},
 		{KeyDeliveryTimeout, "-5", "between 1 and"},
 		{KeyDeadLetterQueueTopic, "..", "is not a topic name"},
-		{KeyMaxTaskIdle, "-2", "must be >= -1"},
 		{KeyMaxTaskIdle, "1s", "LONG"},
-		{KeyBufferedRecordsPerPartition, "-1", "must be >= 0"},
 		{KeyBufferedRecordsPerPartition, "2147483648", "INT"},
 	} {
 		_, err := FromMap(map[string]string{KeyApplicationID: "a", tc.key: tc.val})
@@ -73,9 +71,9 @@ func TestRuntimeRefusals(t *testing.T) {
 	}
 }
 
-// TestTaskIdleAndBufferKeys: max.task.idle.ms (default 0, -1 never waits) and
-// buffered.records.per.partition (default 1000) are read with Kafka's names; 0 records is the
-// smallest bound, kept as 1.
+// TestTaskIdleAndBufferKeys: max.task.idle.ms (default 0, -1 never waits; Kafka takes any LONG)
+// and buffered.records.per.partition (default 1000; Kafka takes any INT, 0 or less pausing as soon
+// as a record is held) are read with Kafka's names.
 func TestTaskIdleAndBufferKeys(t *testing.T) {
 	c, err := FromMap(map[string]string{KeyApplicationID: "a"})
 	if err != nil || c.Runtime.MaxTaskIdle != 0 || c.Runtime.Buffered() != 1000 {
@@ -87,8 +85,9 @@ func TestTaskIdleAndBufferKeys(t *testing.T) {
 		wantBuffered   int
 	}{
 		{"-1", "10", MaxTaskIdleDisabled, 10},
-		{"250", "0", 250 * time.Millisecond, 1},
+		{"250", "0", 250 * time.Millisecond, 0},
 		{" 0 ", "1", 0, 1},
+		{"-7", "-3", -7 * time.Millisecond, 0},
 	} {
 		c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyMaxTaskIdle: tc.idle, KeyBufferedRecordsPerPartition: tc.buffered})
 		if err != nil || c.Runtime.MaxTaskIdle != tc.wantIdle || c.Runtime.Buffered() != tc.wantBuffered {

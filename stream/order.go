@@ -1,12 +1,15 @@
 package stream
 
 import (
+	"cmp"
 	"context"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/consume"
 	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -34,6 +37,10 @@ type inputQueue struct {
 	paused bool
 	// reported is the position last given to the consumer (Advance).
 	reported int64
+	// headSince is when (unix ms) the head became the head: its time under
+	// default.timestamp.extractor=WallclockTimestampExtractor, as Kafka Streams stamps a record with
+	// the wall clock when it reaches the head of its queue.
+	headSince int64
 }
 
 func (q *inputQueue) held() int { return len(q.recs) - q.head }
@@ -49,19 +56,28 @@ func (q *inputQueue) position() int64 {
 
 // add appends a batch's records of the partition; end is where the brokers' records end (the high
 // watermark, or the last stable offset for a read_committed reader).
-func (q *inputQueue) add(r consume.Records, end int64) {
-	if q.head == len(q.recs) {
+func (q *inputQueue) add(r consume.Records, end int64, nowMs int64) {
+	switch {
+	case q.head == len(q.recs):
 		q.recs, q.head = q.recs[:0], 0 // reuse the array once it was drained
+		q.headSince = nowMs
+	case q.head > len(q.recs)/2:
+		// More taken than held: move the held records down, so that a queue that never quite
+		// drains does not grow with every record it ever held.
+		n := copy(q.recs, q.recs[q.head:])
+		clear(q.recs[n:])
+		q.recs, q.head = q.recs[:n], 0
 	}
 	q.recs = append(q.recs, r.Records...)
 	q.next = r.Next
 	q.lag = max(end-r.Next, 0)
 }
 
-// take drops the queue's first n records (processed).
-func (q *inputQueue) take(n int) {
+// take drops the queue's first n records (processed); the next became the head at nowMs.
+func (q *inputQueue) take(n int, nowMs int64) {
 	clear(q.recs[q.head : q.head+n]) // let them be collected
 	q.head += n
+	q.headSince = nowMs
 }
 
 // ordered are the input queues of a task with several input partitions, in the task's partition
@@ -101,15 +117,30 @@ func (o *ordered) queue(tp tasks.TopicPartition) *inputQueue {
 }
 
 // fill sets the heads the machine chooses from.
-func (o *ordered) fill() []sm.Head {
+func (a *App) fill(o *ordered) []sm.Head {
 	for i, q := range o.qs {
 		if q.head < len(q.recs) {
-			o.heads[i] = sm.Head{Buffered: true, Timestamp: q.recs[q.head].Timestamp.UnixMilli()}
+			o.heads[i] = sm.Head{Buffered: true, Timestamp: a.orderTime(q, q.head)}
 		} else {
 			o.heads[i] = sm.Head{Lag: q.lag}
 		}
 	}
 	return o.heads
+}
+
+// orderTime is the time record k of q is ordered by, as Kafka Streams orders a queue's head by the
+// timestamp default.timestamp.extractor gives it: its own; under WallclockTimestampExtractor the
+// moment it became the head; an invalid
+// (negative) one its partition's time, or -1 before the partition has one (it goes first, and is
+// then skipped or fails as the extractor says).
+func (a *App) orderTime(q *inputQueue, k int) int64 {
+	if a.cfg.Runtime.Timestamps == config.WallclockTimestamp {
+		return q.headSince // asked of heads only: see processOrdered
+	}
+	if ms := q.recs[k].Timestamp.UnixMilli(); ms >= 0 {
+		return ms
+	}
+	return max(a.ptimes.get(q.tp), -1)
 }
 
 // keep moves r, records of a task with several inputs, into its queue: the batch leaves its
@@ -127,7 +158,7 @@ func (a *App) keep(t *task, r consume.Records) bool {
 	if a.eos() {
 		end = r.LastStable // a read_committed reader's records end there
 	}
-	q.add(r, end)
+	q.add(r, end, a.now().UnixMilli())
 	if a.cur != nil {
 		a.cur.Keep(r.Partition)
 	}
@@ -158,7 +189,7 @@ func (a *App) processOrdered(t *task) bool {
 	o := t.order
 	now := a.now()
 	for {
-		heads := o.fill()
+		heads := a.fill(o)
 		i, ok := a.mach.NextInput(t.id, heads, now)
 		if !ok {
 			return true
@@ -170,24 +201,27 @@ func (a *App) processOrdered(t *task) bool {
 			}
 		}
 		q := o.qs[i]
-		n := sm.RunLength(heads, i, func(k int) int64 { return q.recs[q.head+k].Timestamp.UnixMilli() }, q.held())
+		n := 1 // under the wall clock, the record behind the head becomes the head after it: later than the others
+		if a.cfg.Runtime.Timestamps != config.WallclockTimestamp {
+			n = sm.RunLength(heads, i, func(k int) int64 { return a.orderTime(q, q.head+k) }, q.held())
+		}
 		start, punctuating := a.now(), a.metrics.punctuateTime.Load()
 		done, stop, err := a.processRecords(t, a.procs[t.id.Subtopology], q.recs[q.head:q.head+n])
 		a.metrics.processed.Add(uint64(done))
 		a.metrics.processTime.Add(max(a.since(start)-(a.metrics.punctuateTime.Load()-punctuating), 0))
 		switch {
 		case err == errPause:
-			q.take(done)
+			q.take(done, now.UnixMilli())
 			return false
 		case err != nil:
 			// The partition stops at stop: the failed record, or after it when its punctuation failed.
 			for q.head < len(q.recs) && q.recs[q.head].Offset < stop {
-				q.take(1)
+				q.take(1, now.UnixMilli())
 			}
 			a.fail(err)
 			return false
 		}
-		q.take(n)
+		q.take(n, a.now().UnixMilli())
 		if a.commitDue() || a.retryPending() {
 			return false
 		}
@@ -209,7 +243,7 @@ func (a *App) reportQueued(t *task) {
 			}
 			moved[q.tp], q.reported = pos, pos
 		}
-		if full := q.held() >= limit; full != q.paused {
+		if full := q.held() > limit; full != q.paused { // Kafka Streams pauses above the limit
 			q.paused = full
 			a.cons.Hold(q.tp, full)
 		}
@@ -253,14 +287,46 @@ func (a *App) hasQueued() bool {
 // lagListing paces the listings of input ends for queues whose lag is unknown.
 const lagListing = time.Second
 
-// listUnknownLags asks the brokers where the inputs end for the empty queues of tasks waiting on
-// them whose lag no fetch has told (an input with no records at all is never in a fetch), at most
-// once per lagListing: Kafka Streams' consumer learns that from every fetch answer. Called without
-// a.mu.
+// listedEnd is one input's first and end offsets from a listing.
+type listedEnd struct {
+	tp         tasks.TopicPartition
+	start, end int64
+}
+
+// lagLister lists, off the loop, where inputs end for the empty queues whose lag no fetch has told
+// (an input with no records at all is never in a fetch answer; Kafka Streams' consumer learns its
+// end from every fetch). At most one listing is in flight; its answer is applied at the loop's
+// next round.
+type lagLister struct {
+	inFlight bool
+	last     time.Time
+	answers  chan []listedEnd // buffered 1: the listing never waits for the loop
+	wg       sync.WaitGroup
+}
+
+// listUnknownLags applies the answer of the last listing, and starts one, at most once per
+// lagListing, for the empty queues of active tasks whose lag is unknown. Nothing to do for a
+// topology without tasks of several inputs, or under max.task.idle.ms=-1 (a lag is never waited
+// for). Called by the loop without a.mu.
 func (a *App) listUnknownLags(ctx context.Context) {
+	if !a.ordering || a.cfg.Runtime.MaxTaskIdle == config.MaxTaskIdleDisabled {
+		return
+	}
 	a.mu.Lock()
-	var unknown []tasks.TopicPartition
+	defer a.mu.Unlock()
+	select {
+	case ends := <-a.lags.answers:
+		a.lags.inFlight = false
+		for _, e := range ends {
+			a.setListedLag(e.tp, a.cons.Position(e.tp), e.start, e.end)
+		}
+	default:
+	}
+	if a.lags.inFlight || a.now().Sub(a.lags.last) < lagListing {
+		return
+	}
 	topics := map[string]bool{}
+	var unknown []tasks.TopicPartition
 	for _, t := range a.tasks {
 		if t.order == nil || !t.active {
 			continue
@@ -272,51 +338,72 @@ func (a *App) listUnknownLags(ctx context.Context) {
 			}
 		}
 	}
-	if len(unknown) == 0 || a.now().Sub(a.lagsListedAt) < lagListing {
-		a.mu.Unlock()
+	if len(unknown) == 0 {
 		return
 	}
-	a.lagsListedAt = a.now()
-	a.mu.Unlock()
-
+	a.lags.inFlight, a.lags.last = true, a.now()
 	names := make([]string, 0, len(topics))
 	for topic := range topics {
 		names = append(names, topic)
 	}
+	a.lags.wg.Add(1)
+	go func() {
+		defer a.lags.wg.Done()
+		a.lags.answers <- a.listEnds(ctx, names, unknown)
+	}()
+}
+
+// listEnds lists the first and end offsets (the last stable offsets under exactly-once) of
+// partitions tps of topics; a failed listing answers nothing (the next round asks again).
+func (a *App) listEnds(ctx context.Context, topics []string, tps []tasks.TopicPartition) []listedEnd {
 	lctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 	defer cancel()
 	adm := kadm.NewClient(a.cl)
 	var ends kadm.ListedOffsets
 	var err error
 	if a.eos() {
-		ends, err = adm.ListCommittedOffsets(lctx, names...) // the last stable offsets
+		ends, err = adm.ListCommittedOffsets(lctx, topics...) // the last stable offsets
 	} else {
-		ends, err = adm.ListEndOffsets(lctx, names...)
+		ends, err = adm.ListEndOffsets(lctx, topics...)
 	}
 	if err == nil {
 		err = ends.Error()
 	}
-	if err != nil {
+	starts, serr := adm.ListStartOffsets(lctx, topics...)
+	if serr == nil {
+		serr = starts.Error()
+	}
+	if err = cmp.Or(err, serr); err != nil {
 		a.log.Debug("listing the ends of inputs to order by failed; retrying", "err", err)
-		return
+		return nil
 	}
-	starts, err := adm.ListStartOffsets(lctx, names...)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		a.log.Debug("listing the starts of inputs to order by failed; retrying", "err", err)
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, tp := range unknown {
+	var out []listedEnd
+	for _, tp := range tps {
 		end, ok := ends.Lookup(tp.Topic, tp.Partition)
 		start, ok2 := starts.Lookup(tp.Topic, tp.Partition)
-		if !ok || !ok2 {
+		if ok && ok2 {
+			out = append(out, listedEnd{tp, start.Offset, end.Offset})
+		}
+	}
+	return out
+}
+
+// tickIdle lets the machine see the heads of every active task with several inputs at each round
+// of the loop, records or not, as Kafka Streams asks each task whether it can process at every
+// iteration: an empty partition's idle wait (max.task.idle.ms above 0) starts when it is found
+// empty, not when the other partitions' records come. Called with a.mu held.
+func (a *App) tickIdle() {
+	if !a.ordering || a.cfg.Runtime.MaxTaskIdle <= 0 {
+		return
+	}
+	now := a.now()
+	for _, t := range a.tasks {
+		if !t.active {
 			continue
 		}
-		a.setListedLag(tp, a.cons.Position(tp), start.Offset, end.Offset)
+		if o := a.orderOf(t); o != nil {
+			a.mach.NextInput(t.id, a.fill(o), now)
+		}
 	}
 }
 

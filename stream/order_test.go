@@ -261,3 +261,96 @@ func TestAStoppedTaskDropsItsQueues(t *testing.T) {
 		t.Fatalf("left's lag %d after the stop (want unknown), processed %v", q.lag, p.seen)
 	}
 }
+
+// A queue that never quite drains does not grow with every record it held: what was taken is
+// dropped from its array when more was taken than is held.
+func TestAQueueDoesNotGrowWithWhatItTook(t *testing.T) {
+	q := &inputQueue{next: -1, lag: sm.LagUnknown}
+	for i := range 1000 {
+		r := side("left", int64(i*10), 0, make([]int64, 10)...)
+		q.add(r, r.Next, 0)
+		q.take(9, 0)
+	}
+	if q.held() != 1000 || cap(q.recs) > 4*1000 {
+		t.Fatalf("held %d in an array of %d; want 1000 held in at most 4000", q.held(), cap(q.recs))
+	}
+	if got := q.position(); got != 9000 {
+		t.Fatalf("position %d, want 9000 (the first record held)", got)
+	}
+}
+
+// Under WallclockTimestampExtractor a record is ordered by when it became its queue's head, as
+// Kafka Streams stamps it then: two partitions take turns rather than one going first until it
+// is dry. An invalid (negative) timestamp orders at its partition's time.
+func TestOrderTimeFollowsTheExtractor(t *testing.T) {
+	p := &seenOrder{}
+	var clk *fakeClock
+	a, clk, _ := joinApp(t, ProcessorFunc(func(c *Context, r *Record) error {
+		clk.t = clk.t.Add(time.Millisecond) // the wall clock moves as records are processed
+		return p.Process(c, r)
+	}), func(c *config.Config) { c.Runtime.Timestamps = config.WallclockTimestamp })
+	a.mu.Lock()
+	a.keep(a.tasks[tid("0", 0)], side("left", 0, 3, 900, 901, 902))
+	clk.t = clk.t.Add(time.Millisecond)
+	a.keep(a.tasks[tid("0", 0)], side("right", 0, 3, 1, 2, 3))
+	a.mu.Unlock()
+	clk.t = clk.t.Add(time.Millisecond)
+	runQueued(t, a)
+	if want := "[left@0 right@0 left@1 right@1 left@2 right@2]"; fmt.Sprint(p.seen) != want {
+		t.Fatalf("processed %v, want %v (turns, by when each became the head)", p.seen, want)
+	}
+
+	a2, _, tk := joinApp(t, &seenOrder{}, nil)
+	a2.ptimes.advance(tasks.TopicPartition{Topic: "right"}, 40)
+	o := a2.orderOf(tk)
+	a2.keep(tk, side("right", 0, 1, -1))
+	a2.keep(tk, side("left", 0, 1, -1))
+	if h := a2.fill(o); h[0].Timestamp != -1 || h[1].Timestamp != 40 {
+		t.Fatalf("heads %+v; want left (no time yet) at -1, right at its partition time 40", h)
+	}
+}
+
+// max.task.idle.ms above 0: the idle wait of an empty partition starts when the loop first finds
+// it empty, records or not, as Kafka Streams checks every task at every iteration.
+func TestIdleWaitStartsWhenThePartitionIsFoundEmpty(t *testing.T) {
+	p := &seenOrder{}
+	a, clk, tk := joinApp(t, p, func(c *config.Config) { c.Runtime.MaxTaskIdle = 100 * time.Millisecond })
+	a.mu.Lock()
+	a.orderOf(tk)
+	tk.order.qs[0].lag, tk.order.qs[1].lag = 0, 0 // both known empty
+	// Two rounds of the loop without records: as Kafka Streams, the machine looks at the
+	// partitions in turn and stops at the first still waiting, so right's wait starts at the second.
+	a.tickIdle()
+	clk.t = clk.t.Add(100 * time.Millisecond)
+	a.tickIdle()
+	a.mu.Unlock()
+	clk.t = clk.t.Add(150 * time.Millisecond)
+	runQueued(t, a, side("left", 0, 1, 5))
+	if fmt.Sprint(p.seen) != "[left@0]" {
+		t.Fatalf("processed %v; want left's record at once (right found empty 150 ms ago)", p.seen)
+	}
+}
+
+// A batch that pauses for a commit before its end does not keep queued records waiting for ever:
+// every other batch processes them first.
+func TestQueuedAndBatchRecordsTakeTurns(t *testing.T) {
+	p := &seenOrder{}
+	a, _, tk := joinApp(t, p, nil)
+	a.mu.Lock()
+	a.orderOf(tk)
+	a.keep(tk, side("left", 0, 1, 5))
+	tk.order.qs[1].lag = 0
+	a.mu.Unlock()
+	if a.queuedFirst {
+		t.Fatal("queued first before any batch")
+	}
+	b := &consume.Batch{}
+	a.handle(b)
+	if !a.queuedFirst || fmt.Sprint(p.seen) != "[left@0]" {
+		t.Fatalf("queued first %v, processed %v; want the queued record processed by the first batch", a.queuedFirst, p.seen)
+	}
+	a.handle(&consume.Batch{})
+	if a.queuedFirst {
+		t.Fatal("the next batch processed queued records first again")
+	}
+}

@@ -39,7 +39,8 @@ type Config struct {
 	// retriable error (Kafka Streams' DefaultProductionExceptionHandler): the tasks go back to their
 	// last commit (at-least-once).
 	RetryProduction bool
-	// MaxTaskIdle is max.task.idle.ms (negative: -1, never wait); see NextInput.
+	// MaxTaskIdle is max.task.idle.ms (NeverIdle: never wait; other negative values as 0); see
+	// NextInput.
 	MaxTaskIdle time.Duration
 }
 

@@ -32,6 +32,9 @@ type Head struct {
 // LagUnknown is a Head's Lag before a fetch or a listing told the partition's end.
 const LagUnknown = -1
 
+// NeverIdle is max.task.idle.ms=-1 (Config.MaxTaskIdle): a task never waits for an empty partition.
+const NeverIdle = -time.Millisecond
+
 // NextInput says which of task's input partitions (an index into heads, in the task's partition
 // order) the next record comes from: the one whose first buffered record has the smallest
 // timestamp (a tie goes to the partition listed first). ok is false when the task waits: nothing
@@ -41,6 +44,8 @@ const LagUnknown = -1
 func (m *Machine) NextInput(task tasks.ID, heads []Head, now time.Time) (i int, ok bool) {
 	best := -1
 	idle := m.cfg.MaxTaskIdle
+	disabled := idle == NeverIdle
+	idle = max(idle, 0) // other negative values wait as 0 does, as in Kafka Streams
 	for k, h := range heads {
 		if h.Buffered {
 			m.clearIdle(task, k)
@@ -49,7 +54,7 @@ func (m *Machine) NextInput(task tasks.ID, heads []Head, now time.Time) (i int, 
 			}
 			continue
 		}
-		if idle < 0 {
+		if disabled {
 			continue // max.task.idle.ms=-1: an empty partition is never waited for
 		}
 		if h.Lag != 0 {

@@ -104,7 +104,7 @@ func TestNextInputIdlesForMaxTaskIdle(t *testing.T) {
 
 // max.task.idle.ms=-1: a task processes what it has, whatever is known of its empty partitions.
 func TestNextInputNeverWaitsWhenDisabled(t *testing.T) {
-	m := orderMachine(-time.Millisecond)
+	m := orderMachine(NeverIdle)
 	now := time.Unix(100, 0)
 	for _, heads := range [][]Head{
 		{buffered(50), empty(3)},
@@ -141,5 +141,18 @@ func TestRunLength(t *testing.T) {
 		if got := RunLength(tc.heads, tc.chosen, ts, n); got != tc.want {
 			t.Errorf("%s: run %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A negative max.task.idle.ms other than -1 waits as 0 does: for records known on the brokers, not
+// for a partition known to be empty.
+func TestNextInputOtherNegativeIdleIsZero(t *testing.T) {
+	m := orderMachine(-5 * time.Millisecond)
+	now := time.Unix(100, 0)
+	if _, ok := m.NextInput(id("0_0"), []Head{buffered(50), empty(3)}, now); ok {
+		t.Error("records known on the brokers: ready, want a wait")
+	}
+	if i, ok := m.NextInput(id("0_0"), []Head{buffered(50), empty(0)}, now); !ok || i != 0 {
+		t.Errorf("partition known empty: chose %d (ok %v), want 0 at once", i, ok)
 	}
 }
