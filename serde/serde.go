@@ -20,6 +20,14 @@ type Serde[T any] interface {
 	Decode(b []byte) (T, error)
 }
 
+// Appender is implemented by a Serde that can also encode into a buffer its caller owns: the
+// stream runtime encodes the keys and values it does not keep (a store's, which the store copies)
+// without an allocation each. AppendEncode appends the bytes of v to dst and returns the result,
+// never nil (an empty encoding is an empty, non-nil slice), as Encode's bytes would be.
+type Appender[T any] interface {
+	AppendEncode(dst []byte, v T) ([]byte, error)
+}
+
 // DecodeError says bytes are not a value of the serde's type.
 type DecodeError struct {
 	// Serde names the serde ("int64", "string", "json").
@@ -62,6 +70,9 @@ func (bytesSerde) Decode(b []byte) ([]byte, error) { return b, nil }
 type stringSerde struct{}
 
 func (stringSerde) Encode(v string) ([]byte, error) { return []byte(v), nil }
+func (stringSerde) AppendEncode(dst []byte, v string) ([]byte, error) {
+	return append(nonNil(dst), v...), nil
+}
 func (stringSerde) Decode(b []byte) (string, error) {
 	if !utf8.Valid(b) {
 		return "", &DecodeError{Serde: "string", Len: len(b), Err: fmt.Errorf("not valid UTF-8")}
@@ -73,6 +84,9 @@ type int64Serde struct{}
 
 func (int64Serde) Encode(v int64) ([]byte, error) {
 	return binary.BigEndian.AppendUint64(nil, uint64(v)), nil
+}
+func (int64Serde) AppendEncode(dst []byte, v int64) ([]byte, error) {
+	return binary.BigEndian.AppendUint64(dst, uint64(v)), nil
 }
 func (int64Serde) Decode(b []byte) (int64, error) {
 	if len(b) != 8 {
@@ -86,11 +100,22 @@ type int32Serde struct{}
 func (int32Serde) Encode(v int32) ([]byte, error) {
 	return binary.BigEndian.AppendUint32(nil, uint32(v)), nil
 }
+func (int32Serde) AppendEncode(dst []byte, v int32) ([]byte, error) {
+	return binary.BigEndian.AppendUint32(dst, uint32(v)), nil
+}
 func (int32Serde) Decode(b []byte) (int32, error) {
 	if len(b) != 4 {
 		return 0, &DecodeError{Serde: "int32", Len: len(b), Err: fmt.Errorf("want 4 bytes")}
 	}
 	return int32(binary.BigEndian.Uint32(b)), nil
+}
+
+// nonNil is dst, or an empty slice when dst is nil: an empty string is an empty key, not a null one.
+func nonNil(dst []byte) []byte {
+	if dst == nil {
+		return []byte{}
+	}
+	return dst
 }
 
 type jsonSerde[T any] struct{}

@@ -289,3 +289,32 @@ func FuzzJSON(f *testing.F) {
 		}
 	})
 }
+
+// AppendEncode appends exactly Encode's bytes (Kafka's encodings, written out by hand here) after
+// what dst holds, and an empty string is an empty, non-nil key even into a nil buffer.
+func TestAppendEncode(t *testing.T) {
+	prefix := []byte("ab")
+	for _, tc := range []struct {
+		name string
+		got  func(dst []byte) ([]byte, error)
+		want []byte
+	}{
+		{"string", func(d []byte) ([]byte, error) { return serde.String.(serde.Appender[string]).AppendEncode(d, "héllo") }, []byte("héllo")},
+		{"int64", func(d []byte) ([]byte, error) { return serde.Int64.(serde.Appender[int64]).AppendEncode(d, -2) },
+			[]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe}},
+		{"int32", func(d []byte) ([]byte, error) { return serde.Int32.(serde.Appender[int32]).AppendEncode(d, 258) }, []byte{0, 0, 1, 2}},
+	} {
+		b, err := tc.got(bytes.Clone(prefix))
+		if err != nil || !bytes.Equal(b, append(bytes.Clone(prefix), tc.want...)) {
+			t.Errorf("%s: %x, %v; want %x after the prefix", tc.name, b, err, tc.want)
+		}
+	}
+	b, err := serde.String.(serde.Appender[string]).AppendEncode(nil, "")
+	if err != nil || b == nil || len(b) != 0 {
+		t.Fatalf("the empty string into nil: %#v, %v; want an empty, non-nil slice", b, err)
+	}
+	// Bytes has no Appender: a nil value stays nil (a deletion in a store), which appending cannot say.
+	if _, ok := serde.Bytes.(serde.Appender[[]byte]); ok {
+		t.Fatal("Bytes is an Appender")
+	}
+}
