@@ -239,8 +239,17 @@ type App struct {
 	tasks map[tasks.ID]*task
 	// cleanups are persistent task directories to delete once their time comes (state.cleanup.delay.ms).
 	cleanups map[tasks.ID]time.Time
-	// lagsListedAt is when the ends of inputs with queued records were last listed (order.go).
-	lagsListedAt time.Time
+	// ordering: some subtopology reads several input topics, so its tasks order their records by
+	// timestamp (order.go); lags lists the ends of their inputs; queuedFirst alternates which of
+	// queued and batch records a batch processes first, so that neither waits for ever.
+	ordering    bool
+	lags        lagLister
+	queuedFirst bool
+	// outPromise is the callback of output and repartition writes (send).
+	outPromise promiser
+	// keyBuf and valueBuf are the loop's scratch for the keys and values typed stores encode and
+	// their stores copy (KeyValueStore).
+	keyBuf, valueBuf []byte
 	// starts are the changelog positions of the assigned tasks' stores, recorded by OnTasksAssigned
 	// for changelogStart (the member's callback goroutine only).
 	starts map[tasks.TopicPartition]int64
@@ -309,6 +318,10 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 		tasks: map[tasks.ID]*task{}, cleanups: map[tasks.ID]time.Time{}, initBound: taskTimeout, ptimes: newPartitionTimes()}
 	a.failCtx, a.cancelFail = context.WithCancelCause(context.Background())
 	a.mach = sm.New(a.machineConfig())
+	a.lags.answers = make(chan []listedEnd, 1)
+	for _, st := range topo.Subtopologies() {
+		a.ordering = a.ordering || len(st.SourceTopics)+len(st.RepartitionSourceTopics) > 1
+	}
 	if err := a.checkProcessors(); err != nil {
 		return nil, err
 	}
@@ -649,6 +662,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 	a.mach.Step(a.now(), sm.Started{})
 	a.mu.Unlock()
 	a.loop(runCtx)
+	a.lags.wg.Wait() // a listing of input ends in flight ends with runCtx
 
 	if a.fatalErr() != nil {
 		a.setState(PendingError)

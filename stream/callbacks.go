@@ -126,7 +126,8 @@ func (a *App) openTask(id tasks.ID) (*task, error) {
 			return nil, err
 		}
 		s := &kvStore{app: a, task: t, name: name, changelog: tasks.TopicPartition{Topic: topic, Partition: id.Partition},
-			kind: kind, loc: loc, eng: eng, acked: -1, checkpointed: -1}
+			kind: kind, loc: loc, eng: eng, checkpointed: -1}
+		s.acked.Store(-1) // none since the store was opened
 		if a.eos() {
 			s.pend = newOverlay()
 		}

@@ -37,7 +37,7 @@ func TestOnTasksAssignedOpensSwitchesAndCloses(t *testing.T) {
 	}
 	s := t10.stores["counts"]
 	if s.changelog != (tasks.TopicPartition{Topic: countsLog, Partition: 0}) || s.loc.Dir != filepath.Join(a.stateDir, "1_0", "counts") ||
-		s.loc.ApplicationID != testApp || s.loc.Task != tid("1", 0) || s.loc.Store != "counts" || s.acked != -1 || s.checkpointed != -1 {
+		s.loc.ApplicationID != testApp || s.loc.Task != tid("1", 0) || s.loc.Store != "counts" || s.acked.Load() != -1 || s.checkpointed != -1 {
 		t.Errorf("store %+v", s)
 	}
 	if len(a.tasks[tid("1", 1)].stores) != 2 || len(a.tasks[tid("0", 0)].stores) != 0 || len(k.opened) != 4 {

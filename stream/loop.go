@@ -126,9 +126,12 @@ func (a *App) loop(runCtx context.Context) {
 			return
 		case errors.Is(err, context.DeadlineExceeded):
 			// No records: queued ones may go now (an idle wait ended), while no callback runs.
-			a.mu.RLock()
-			queued := a.hasQueued()
-			a.mu.RUnlock()
+			queued := false
+			if a.ordering {
+				a.mu.RLock()
+				queued = a.hasQueued()
+				a.mu.RUnlock()
+			}
 			if queued {
 				if b, err := a.cons.Turn(runCtx); err == nil {
 					a.handle(b)
@@ -193,9 +196,23 @@ func (a *App) handle(b *consume.Batch) {
 			}
 		}
 	}
-	unprocessed, paused := a.processUntil(b.Process)
-	if unprocessed == nil && !paused {
-		paused = !a.processQueued()
+	var unprocessed map[tasks.TopicPartition]int64
+	var paused bool
+	if !a.ordering {
+		unprocessed, paused = a.processUntil(b.Process)
+	} else {
+		// Queued records first in every other batch: a batch that pauses for a commit before its end
+		// must not keep the other kind waiting for ever.
+		a.queuedFirst = !a.queuedFirst
+		if a.queuedFirst {
+			paused = !a.processQueued()
+		}
+		if !paused {
+			unprocessed, paused = a.processUntil(b.Process)
+		}
+		if !a.queuedFirst && unprocessed == nil && !paused {
+			paused = !a.processQueued()
+		}
 	}
 	a.mu.Unlock()
 	switch {
@@ -245,7 +262,7 @@ func (a *App) processUntil(recs []consume.Records) (stops map[tasks.TopicPartiti
 	plain, kept := recs, false
 	for i, r := range recs {
 		switch t := a.tasks[r.Task]; {
-		case t != nil && t.active && a.keep(t, r):
+		case a.ordering && t != nil && t.active && a.keep(t, r):
 			if !kept {
 				plain, kept = slices.Clone(recs[:i]), true
 			}
@@ -588,6 +605,7 @@ func (a *App) between() {
 			return
 		}
 	}
+	a.tickIdle()
 	a.driveAt(a.runCtx, now, sm.CloseExpired{})
 	a.cleanupDue(now)
 	a.mu.Unlock()
@@ -641,11 +659,23 @@ func (a *App) checkpoint(t *task) error {
 }
 
 // produce sends an output or repartition record.
-func (a *App) produce(task tasks.ID, r *kgo.Record) { a.send(task, r, nil) }
+func (a *App) produce(task tasks.ID, r *kgo.Record) { a.send(task, r, &a.outPromise, nil) }
 
-// send writes r for task inside the open transaction (under exactly-once); acked, when not nil, is
-// told the offset of a record the brokers acknowledged.
-func (a *App) send(task tasks.ID, r *kgo.Record, acked func(offset int64)) {
+// acker is told the offsets of acknowledged writes (a store, of its changelog's).
+type acker interface{ ackedAt(offset int64) }
+
+// promiser makes the callback of the records produced in one transaction generation (the
+// generation a failure or an acknowledgement is told against), once per generation rather than a
+// closure per record. The loop's goroutine only.
+type promiser struct {
+	gen int64
+	fn  func(*kgo.Record, error)
+}
+
+// send writes r for task inside the open transaction (under exactly-once), with p's callback;
+// acked, when not nil, is told the offset of a record the brokers acknowledged (the same at every
+// call with the same p).
+func (a *App) send(task tasks.ID, r *kgo.Record, p *promiser, acked acker) {
 	if a.produceErr.Load() != nil {
 		return // nothing more is committed anyway; the loop is stopping (or the transaction aborts)
 	}
@@ -655,20 +685,22 @@ func (a *App) send(task tasks.ID, r *kgo.Record, acked func(offset int64)) {
 	if a.eos() {
 		a.mach.Produced(task)
 	}
-	gen := a.txnGen.Load()
+	if gen := a.txnGen.Load(); p.fn == nil || p.gen != gen {
+		p.gen, p.fn = gen, func(r *kgo.Record, err error) {
+			if err != nil {
+				a.recordProduceErr(r, err, gen)
+				return
+			}
+			if a.eos() {
+				a.txnEpoch.ack(gen, r.ProducerID, r.ProducerEpoch)
+			}
+			if acked != nil {
+				acked.ackedAt(r.Offset)
+			}
+		}
+	}
 	// Not runCtx: a clean stop flushes what is buffered.
-	a.producer().Produce(a.deliveryContext(), r, func(r *kgo.Record, err error) {
-		if err != nil {
-			a.recordProduceErr(r, err, gen)
-			return
-		}
-		if a.eos() {
-			a.txnEpoch.ack(gen, r.ProducerID, r.ProducerEpoch)
-		}
-		if acked != nil {
-			acked(r.Offset)
-		}
-	})
+	a.producer().Produce(a.deliveryContext(), r, p.fn)
 }
 
 // recordProduceErr keeps the first failed write. gen is the transaction generation the record was
@@ -746,4 +778,4 @@ func (a *App) abortable(err error) bool {
 }
 
 // produceChangelog sends a store's changelog record; its acknowledgement moves the store's position.
-func (a *App) produceChangelog(r *kgo.Record, s *kvStore) { a.send(s.task.id, r, s.ackedAt) }
+func (a *App) produceChangelog(r *kgo.Record, s *kvStore) { a.send(s.task.id, r, &s.promise, s) }

@@ -3,7 +3,7 @@ package stream
 import (
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -46,8 +46,7 @@ type kvStore struct {
 
 	// acked is the next changelog offset after the last acknowledged write of this member (-1:
 	// none since the store was opened); written by produce callbacks, read at commits.
-	mu    sync.Mutex
-	acked int64
+	acked atomic.Int64
 	// checkpointed is the position last recorded with the data.
 	checkpointed int64
 
@@ -55,6 +54,8 @@ type kvStore struct {
 	// pend holds the writes of the open transaction under exactly-once (nil under at-least-once,
 	// where writes go through to the engine at once).
 	pend *overlay
+	// promise is the callback of the store's changelog writes (send).
+	promise promiser
 }
 
 func (s *kvStore) fail(op string, err error) error {
@@ -148,11 +149,17 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 			return s.fail("write", err)
 		}
 	}
-	// The record keeps its own copies (the caller may reuse its buffers), an empty key as an empty
-	// key: a nil one would be a null key, which the compacted changelog refuses.
-	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition, Key: append(make([]byte, 0, len(key)), key...)}
-	if !del {
-		r.Value = append([]byte{}, value...)
+	// The record keeps its own copies (the caller may reuse its buffers), in one allocation, an
+	// empty key as an empty key: a nil one would be a null key, which the compacted changelog
+	// refuses.
+	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition}
+	if del {
+		r.Key = append(make([]byte, 0, len(key)), key...)
+	} else {
+		buf := make([]byte, len(key)+len(value))
+		n := copy(buf, key)
+		copy(buf[n:], value)
+		r.Key, r.Value = buf[:n:n], buf[n:]
 	}
 	r.Timestamp = s.task.ctx.ts
 	s.app.produceChangelog(r, s)
@@ -160,10 +167,17 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 }
 
 // ackedAt records an acknowledged changelog write.
-func (s *kvStore) ackedAt(offset int64) {
-	s.mu.Lock()
-	s.acked = max(s.acked, offset+1)
-	s.mu.Unlock()
+func (s *kvStore) ackedAt(offset int64) { s.ackedTo(offset + 1) }
+
+// ackedTo moves acked to pos unless it is there or further already (writes are acknowledged out of
+// order only across partitions, but a restore and a produce callback may race).
+func (s *kvStore) ackedTo(pos int64) {
+	for {
+		cur := s.acked.Load()
+		if cur >= pos || s.acked.CompareAndSwap(cur, pos) {
+			return
+		}
+	}
 }
 
 // checkpoint records, atomically with the data, the changelog position that this member's
@@ -173,9 +187,7 @@ func (s *kvStore) checkpoint() error {
 	if s.pend != nil {
 		return nil // exactly-once: positions are recorded with each committed transaction's writes
 	}
-	s.mu.Lock()
-	pos := s.acked
-	s.mu.Unlock()
+	pos := s.acked.Load()
 	if pos < 0 || pos == s.checkpointed {
 		return nil
 	}
@@ -190,9 +202,7 @@ func (s *kvStore) checkpoint() error {
 // commitPending applies the committed transaction's writes to the engine, atomically with the
 // changelog position they reach (exactly-once; R4, R5).
 func (s *kvStore) commitPending() error {
-	s.mu.Lock()
-	pos := s.acked
-	s.mu.Unlock()
+	pos := s.acked.Load()
 	if s.pend.empty() && (pos < 0 || pos == s.checkpointed) {
 		return nil
 	}
@@ -212,9 +222,7 @@ func (s *kvStore) dropPending() {
 	if s.pend != nil {
 		s.pend.clear()
 	}
-	s.mu.Lock()
-	s.acked = s.checkpointed
-	s.mu.Unlock()
+	s.acked.Store(s.checkpointed)
 }
 
 // restore applies changelog records (a restoring active task, or a standby), recording how far the
@@ -236,9 +244,7 @@ func (s *kvStore) restore(recs []*kgo.Record, next int64) error {
 		return s.fail("restore", err)
 	}
 	s.checkpointed = pos
-	s.mu.Lock()
-	s.acked = max(s.acked, pos)
-	s.mu.Unlock()
+	s.ackedTo(pos)
 	return nil
 }
 
@@ -270,9 +276,7 @@ func (a *App) wipe(id tasks.ID, changelog tasks.TopicPartition) error {
 	if s.pend != nil {
 		s.pend.clear()
 	}
-	s.mu.Lock()
-	s.acked = -1
-	s.mu.Unlock()
+	s.acked.Store(-1)
 	return nil
 }
 
@@ -326,11 +330,26 @@ func (s KeyValueStore[K, V]) Name() string { return s.name }
 
 // Get returns the value of key in c's task, ok false when absent.
 func (s KeyValueStore[K, V]) Get(c *Context, key K) (value V, ok bool, err error) {
-	return s.get(c.Store(s.name), key)
+	return s.getWith(c.Store(s.name), key, &c.app.keyBuf)
 }
 
 func (s KeyValueStore[K, V]) get(st store.ReadOnly, key K) (value V, ok bool, err error) {
-	k, err := s.ks.Encode(key)
+	return s.getWith(st, key, nil)
+}
+
+// encode encodes v with sd, into *buf when sd can (serde.Appender) and buf is not nil: the loop's
+// scratch for bytes a store copies (its engine and its changelog record keep their own).
+func encode[T any](sd serde.Serde[T], v T, buf *[]byte) ([]byte, error) {
+	if a, ok := sd.(serde.Appender[T]); ok && buf != nil {
+		b, err := a.AppendEncode((*buf)[:0], v)
+		*buf = b
+		return b, err
+	}
+	return sd.Encode(v)
+}
+
+func (s KeyValueStore[K, V]) getWith(st store.ReadOnly, key K, buf *[]byte) (value V, ok bool, err error) {
+	k, err := encode(s.ks, key, buf)
 	if err != nil {
 		return value, false, fmt.Errorf("stream: encoding a key of store %s: %w", s.name, err)
 	}
@@ -346,11 +365,11 @@ func (s KeyValueStore[K, V]) get(st store.ReadOnly, key K) (value V, ok bool, er
 
 // Put sets key to value in c's task's store (and its changelog).
 func (s KeyValueStore[K, V]) Put(c *Context, key K, value V) error {
-	k, err := s.ks.Encode(key)
+	k, err := encode(s.ks, key, &c.app.keyBuf)
 	if err != nil {
 		return fmt.Errorf("stream: encoding a key of store %s: %w", s.name, err)
 	}
-	v, err := s.vs.Encode(value)
+	v, err := encode(s.vs, value, &c.app.valueBuf)
 	if err != nil {
 		return fmt.Errorf("stream: encoding a value of store %s: %w", s.name, err)
 	}

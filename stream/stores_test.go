@@ -86,8 +86,8 @@ func TestKVStoreWritesThroughToTheChangelog(t *testing.T) {
 		t.Errorf("an empty value is written as a value, not a tombstone")
 	}
 
-	if s.acked != 5 {
-		t.Errorf("acked %d, want the offset after the last acknowledged write (5)", s.acked)
+	if s.acked.Load() != 5 {
+		t.Errorf("acked %d, want the offset after the last acknowledged write (5)", s.acked.Load())
 	}
 	mustNotErr(t, s.checkpoint())
 	if pos, ok := s.eng.Position(); !ok || pos != 5 || s.checkpointed != 5 {
@@ -149,21 +149,22 @@ func TestAFailedChangelogWriteIsFatal(t *testing.T) {
 	if err := flushErr(a, ctx); !errors.As(err, &pe) || pe.Topic != "missing" {
 		t.Fatalf("flush: %v", err)
 	}
-	if !errors.As(a.fatalErr(), &pe) || s.acked != -1 {
-		t.Errorf("fatal %v acked %d", a.fatalErr(), s.acked)
+	if !errors.As(a.fatalErr(), &pe) || s.acked.Load() != -1 {
+		t.Errorf("fatal %v acked %d", a.fatalErr(), s.acked.Load())
 	}
 }
 
 func TestAckedAtKeepsTheMax(t *testing.T) {
-	s := &kvStore{acked: -1}
+	s := &kvStore{}
+	s.acked.Store(-1)
 	s.ackedAt(5)
 	s.ackedAt(3)
-	if s.acked != 6 {
-		t.Errorf("acked %d, want 6", s.acked)
+	if s.acked.Load() != 6 {
+		t.Errorf("acked %d, want 6", s.acked.Load())
 	}
 	s.ackedAt(6)
-	if s.acked != 7 {
-		t.Errorf("acked %d, want 7", s.acked)
+	if s.acked.Load() != 7 {
+		t.Errorf("acked %d, want 7", s.acked.Load())
 	}
 }
 
@@ -225,13 +226,13 @@ func TestRestoreAppliesTheChangelog(t *testing.T) {
 	if _, ok, _ := s.Get([]byte("e")); !ok {
 		t.Error("an empty value is a value, not a tombstone")
 	}
-	if pos, ok := s.eng.Position(); !ok || pos != 15 || s.checkpointed != 15 || s.acked != 15 || fmt.Sprint(eng.positions) != "[15]" {
-		t.Fatalf("position %d %v checkpointed %d acked %d applies %v", pos, ok, s.checkpointed, s.acked, eng.positions)
+	if pos, ok := s.eng.Position(); !ok || pos != 15 || s.checkpointed != 15 || s.acked.Load() != 15 || fmt.Sprint(eng.positions) != "[15]" {
+		t.Fatalf("position %d %v checkpointed %d acked %d applies %v", pos, ok, s.checkpointed, s.acked.Load(), eng.positions)
 	}
 	s.ackedAt(99)
 	mustNotErr(t, s.restore([]*kgo.Record{{Key: []byte("c"), Value: []byte("3"), Offset: 15}}, 16))
-	if s.acked != 100 || s.checkpointed != 16 {
-		t.Errorf("acked %d checkpointed %d", s.acked, s.checkpointed)
+	if s.acked.Load() != 100 || s.checkpointed != 16 {
+		t.Errorf("acked %d checkpointed %d", s.acked.Load(), s.checkpointed)
 	}
 	eng.err = errBoom
 	err := s.restore([]*kgo.Record{{Key: []byte("c"), Offset: 16}}, 17)

@@ -1,0 +1,55 @@
+package stream
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/consume"
+	"github.com/streamsgroup/streamsgroup/serde"
+)
+
+// BenchmarkCountRecord is the runtime's path of one record of a count (a store read, a store write
+// with its changelog record, an output record) under at-least-once, against an in-process fake
+// broker: its allocations per record are what the runtime adds to the work (go test -bench Count
+// -benchmem ./stream).
+func BenchmarkCountRecord(b *testing.B) {
+	counts := KeyValue("counts", serde.String, serde.Int64)
+	out := Output("out", serde.String, serde.Int64)
+	proc := Typed(serde.String, serde.Bytes, func(c *Context, k string, _ []byte) error {
+		n, _, err := counts.Get(c, k)
+		if err == nil {
+			err = counts.Put(c, k, n+1)
+		}
+		if err == nil {
+			err = out.Send(c, k, n+1)
+		}
+		return err
+	})
+	a, _ := newTestApp(&testing.T{}, testConfig(), Processors{"0": nopProc, "1": proc})
+	fakeBroker(&testing.T{}, a)
+	tk, err := a.openTask(tid("1", 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tk.active, tk.initialized = true, true
+	a.tasks[tk.id] = tk
+	const n = 256
+	r := consume.Records{Task: tk.id, Role: consume.Active, Partition: tk.stores["counts"].changelog}
+	r.Partition.Topic = repartTopc
+	for i := range n {
+		r.Records = append(r.Records, &kgo.Record{Topic: repartTopc, Key: []byte(fmt.Sprint("k", i%100)), Value: []byte("v"),
+			Offset: int64(i), Timestamp: time.UnixMilli(int64(i))})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += n {
+		a.mu.Lock()
+		if stop := a.process([]consume.Records{r}); stop != nil {
+			b.Fatal(a.fatalErr())
+		}
+		a.mu.Unlock()
+	}
+}
