@@ -117,13 +117,29 @@ func (c *Consumer) replica(id tasks.ID, role Role, start map[tasks.TopicPartitio
 // feedChangelog starts consuming a changelog partition of t from where its store stands. Called with
 // c.mu held.
 func (c *Consumer) feedChangelog(t *task, tp tasks.TopicPartition, start map[tasks.TopicPartition]int64, ops *clientOps) {
-	pos := max(start[tp], 0)
+	first := max(start[tp], 0)
+	pos, corrupt := first, false
 	if c.o.start != nil {
 		if next, ok := c.o.start(t.id, tp); ok {
 			pos = max(next, pos)
+			if next < first {
+				// The store stands before the changelog's first offset: the records in between were
+				// deleted (retention, DeleteRecords), so replaying the rest over the store would keep
+				// what they overwrote. It is wiped and restored from the first offset, as Kafka
+				// Streams wipes a corrupted task's stores.
+				c.log.Warn("a store stands before its changelog's first offset (records deleted); it is wiped and restored from there",
+					"task", t.id.String(), "topic", tp.Topic, "partition", tp.Partition, "store_position", next, "first_offset", first)
+				c.corrupt = append(c.corrupt, Records{Task: t.id, Role: t.role, Partition: tp})
+				corrupt = true
+			}
 		}
 	}
 	p := &part{tp: tp, task: t.id, kind: tasks.Changelog, handed: pos, done: pos, committed: -1, origin: pos, end: -1}
+	if corrupt {
+		// Not restored, even when the changelog has nothing from its first offset on, until the
+		// batch that reports it (and so the store's wipe) is done.
+		p.done = -1
+	}
 	t.parts[tp] = p
 	c.byTP[tp] = p
 	ops.addAt(tp, kgo.NewOffset().At(pos))

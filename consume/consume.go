@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -133,6 +134,9 @@ type Consumer struct {
 	mu    sync.Mutex
 	tasks map[tasks.ID]*task
 	byTP  map[tasks.TopicPartition]*part // the partitions the client consumes now
+	// corrupt are changelog partitions found, at an assignment, to lie past their store's position:
+	// the next batch reports them (Batch.Corrupted).
+	corrupt []Records
 }
 
 // task is what the Consumer knows of one owned task.
@@ -154,6 +158,9 @@ type part struct {
 	done      int64 // next offset after the records applied or processed; -1 unknown
 	committed int64 // inputs: last committed position, -1 unknown
 	end       int64 // changelogs: the largest high watermark seen in fetches, -1 none
+	// resetting: a changelog moved to its first offset (out of range), where it stands not known
+	// until a record comes or a listing tells (resolveResets).
+	resetting bool
 	origin    int64 // inputs: where consumption started (the committed or the reset offset), -1 unknown
 	held      bool  // inputs: fetching paused because the application holds enough of its records (Hold)
 }
@@ -244,6 +251,7 @@ func (c *Consumer) unlockCallback() { c.sem.Release(maxReaders) }
 // callbacks wait. Do not call Poll or CommitProcessed while holding a Batch, nor from a callback.
 func (c *Consumer) Poll(ctx context.Context) (*Batch, error) {
 	for {
+		c.resolveResets(ctx)
 		if err := c.acquire(ctx); err != nil {
 			return nil, err
 		}
@@ -382,7 +390,15 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 	rewind := make(map[string]map[int32]kgo.EpochOffset)
 	var ops clientOps
 	c.mu.Lock()
-	b.Corrupted = c.resetOutOfRange(outOfRange, &ops)
+	for _, r := range c.corrupt {
+		// Still held here (its changelog may be read to its end already): its store is wiped before
+		// any more of its records come.
+		if c.tasks[r.Task] != nil {
+			b.Corrupted = append(b.Corrupted, r)
+		}
+	}
+	c.corrupt = nil
+	b.Corrupted = append(b.Corrupted, c.resetOutOfRange(outOfRange, &ops)...)
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		tp := tasks.TopicPartition{Topic: fp.Topic, Partition: fp.Partition}
 		p := c.byTP[tp]
@@ -403,6 +419,7 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 			return
 		}
 		first, next := recs[0].Offset, recs[len(recs)-1].Offset+1
+		p.resetting = false
 		if p.origin < 0 {
 			p.origin = first // the reset offset, resolved
 		}
@@ -432,6 +449,46 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 	return b
 }
 
+// resolveResets lists the first offsets of changelogs moved there after their position was out of
+// range, and moves each that got no record since to it: a changelog whose records were all deleted
+// has none to hand out, and its task would otherwise restore for ever. A failed listing is retried
+// at the next Poll. Called by Poll; what it changes it changes under c.mu, re-checking that each
+// partition is still consumed.
+func (c *Consumer) resolveResets(ctx context.Context) {
+	c.mu.Lock()
+	var topics []string
+	for _, p := range c.byTP {
+		if p.resetting {
+			topics = append(topics, p.tp.Topic)
+		}
+	}
+	c.mu.Unlock()
+	if len(topics) == 0 {
+		return
+	}
+	slices.Sort(topics)
+	start, _, err := c.list.Bounds(ctx, slices.Compact(topics))
+	if err != nil {
+		c.log.Warn("listing the first offsets of reset changelogs failed; retrying", "err", err)
+		return
+	}
+	ops := &clientOps{}
+	c.mu.Lock()
+	for tp, p := range c.byTP {
+		first, ok := start[tp]
+		if !p.resetting || !ok || p.handed >= 0 {
+			continue
+		}
+		p.resetting = false
+		p.handed, p.done = first, first
+		if t := c.tasks[p.task]; t != nil && t.role == Active && t.restoring && t.caughtUp() {
+			c.finishRestore(t, ops)
+		}
+	}
+	c.mu.Unlock()
+	ops.run(c.cl)
+}
+
 // resetOutOfRange moves the partitions whose position is out of range (the records there were
 // deleted: retention, or DeleteRecords) to where Kafka Streams moves them: an input to
 // auto.offset.reset (the reset offset), a changelog to its first offset, returned as corrupted (its
@@ -451,6 +508,7 @@ func (c *Consumer) resetOutOfRange(tps []tasks.TopicPartition, ops *clientOps) (
 		c.log.Warn("a position is out of range (its records were deleted); going on from "+what,
 			"task", p.task.String(), "topic", tp.Topic, "partition", tp.Partition, "position", p.handed)
 		p.handed = -1 // the reset offset, resolved by the client
+		p.resetting = p.kind == tasks.Changelog
 		ops.remove = append(ops.remove, tp)
 		ops.addAt(tp, to)
 		if p.kind == tasks.Changelog {
@@ -507,6 +565,13 @@ func (b *Batch) DoneBefore(unprocessed map[tasks.TopicPartition]int64) {
 		p.done = max(p.done, next)
 	}
 	touched := make(map[tasks.ID]bool)
+	for _, r := range b.Corrupted {
+		// Wiped: a changelog found corrupted at its assignment restores from its first offset.
+		if p := c.byTP[r.Partition]; p != nil && p.task == r.Task && p.done < 0 && p.handed >= 0 {
+			p.done = p.handed
+			touched[r.Task] = true
+		}
+	}
 	for _, r := range b.Restore {
 		if p := c.byTP[r.Partition]; p != nil && p.task == r.Task {
 			p.done = r.Next

@@ -515,6 +515,11 @@ func TestChangelogStartHook(t *testing.T) {
 	e.cl.fetches <- fetch(20, map[tasks.TopicPartition][]int64{tp(cl0, 4): {6}})
 	b := e.poll()
 	eq(t, "warm-up", offsetsOf(b.Restore), []string{"0_4 warmup app-st-changelog[4]:6"})
+	// The warm-up's store stood at 2, before the first offset 6: the records in between were
+	// deleted, so the store is reported corrupted (to wipe) in the same batch, before its records.
+	if len(b.Corrupted) != 1 || b.Corrupted[0].Task != tid("0_4") || b.Corrupted[0].Partition != tp(cl0, 4) {
+		t.Fatalf("corrupted %+v; want the warm-up 0_4's changelog", b.Corrupted)
+	}
 	b.Done()
 	// A standby that is no longer assigned is dropped.
 	e.assign(tasks.Assignment{Warmup: set("0_4")})

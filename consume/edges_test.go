@@ -327,3 +327,49 @@ func TestPositionsOutOfRangeMoveAsKafkaStreamsMovesThem(t *testing.T) {
 	}
 	b.Done()
 }
+
+// A store whose changelog's records up to its end were all deleted while it was away is wiped at
+// the assignment and restored from the first offset, which is the end: the task processes at once.
+// A changelog moved to its first offset while consumed (out of range) whose records were all
+// deleted gets no record to say where it stands: a listing tells, and its task stops restoring.
+func TestDeletedChangelogsDoNotHoldTheRestore(t *testing.T) {
+	e := newEnv(t, WithChangelogStart(func(tasks.ID, tasks.TopicPartition) (int64, bool) { return 3, true }))
+	e.list.start[tp(cl0, 0)], e.list.end[tp(cl0, 0)] = 9, 9
+	e.list.start[tp(cl0, 1)], e.list.end[tp(cl0, 1)] = 0, 9
+	e.assign(tasks.Assignment{Active: set("0_0", "0_1")})
+	if r := e.c.Restoring(); !r.Contains(tid("0_0")) || !r.Contains(tid("0_1")) {
+		t.Fatalf("restoring %v; want both (0_0 until its store's wipe is done)", r)
+	}
+	e.cl.takeOps()
+	e.cl.fetches <- kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: cl0, Partitions: []kgo.FetchPartition{
+		{Partition: 1, Err: kerr.OffsetOutOfRange}}}}}}
+	b := e.poll()
+	if len(b.Corrupted) != 2 || b.Corrupted[0].Partition != tp(cl0, 0) || b.Corrupted[1].Partition != tp(cl0, 1) {
+		t.Fatalf("corrupted %+v; want changelog[0] (assignment) then changelog[1] (out of range)", b.Corrupted)
+	}
+	b.Done()
+	// 0_0's store is wiped, and its changelog starts and ends at 9: it is restored.
+	if r := e.c.Restoring(); r.Contains(tid("0_0")) || !r.Contains(tid("0_1")) {
+		t.Fatalf("restoring %v after the wipe; want 0_1 only", r)
+	}
+	e.cl.takeOps()
+	// Every record of changelog[1] is gone: its first offset is its end. The next Poll lists it.
+	e.list.start[tp(cl0, 1)] = 9
+	e.list.calls = nil
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("in", 1): {0}})
+	b = e.poll()
+	if len(e.list.calls) != 1 || !slices.Equal(e.list.calls[0], []string{cl0}) {
+		t.Fatalf("listings %v; want one of %s", e.list.calls, cl0)
+	}
+	if r := e.c.Restoring(); !r.IsEmpty() {
+		t.Fatalf("restoring %v after the listing; want none", r)
+	}
+	eq(t, "client", e.cl.takeOps(), []string{"remove app-st-changelog[1]", "resume in[1]"})
+	b.Done()
+	// Nothing left to list.
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("in", 1): {1}})
+	e.poll().Done()
+	if len(e.list.calls) != 1 {
+		t.Fatalf("listings %v; want no more", e.list.calls)
+	}
+}

@@ -346,44 +346,7 @@ func TestRestartRestoresOnlyAfterTheCheckpoint(t *testing.T) {
 	}
 	run := func(name string, restored *int) {
 		t.Helper()
-		cfg, err := config.FromMap(map[string]string{"bootstrap.servers": bootstrap, "application.id": group,
-			"commit.interval.ms": "200", "state.dir": filepath.Join(dir, name)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		totals := stream.KeyValue("totals", serde.String, serde.Int64)
-		out := stream.Output("order-totals", serde.String, serde.Int64)
-		topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"orders"},
-			StateChangelogTopics: []topology.TopicInfo{topology.Names{AppID: group}.KeyValueChangelog("totals")}})
-		proc := stream.Typed(serde.String, serde.Int64, func(c *stream.Context, k string, v int64) error {
-			n, _, err := totals.Get(c, k)
-			if err == nil {
-				err = totals.Put(c, k, n+v)
-			}
-			if err == nil {
-				err = out.Send(c, k, n+v)
-			}
-			return err
-		})
-		app, err := stream.New(cfg, topo, stream.Processors{"0": proc}, stream.WithStores(sgpebble.New()),
-			stream.WithRestoreListener(func(b stream.RestoreBatch) { *restored += b.Records }))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- app.Run(ctx) }()
-		// Running: joined, every task assigned here restored and processing; then everything committed.
-		eventually(t, 2*time.Minute, func() (bool, string) {
-			if s := app.State(); s != stream.Running {
-				return false, "state " + s.String()
-			}
-			return caughtUp(adm, group)
-		})
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("%s: Run: %v", name, err)
-		}
+		runTotals(t, adm, group, filepath.Join(dir, name), restored)
 	}
 	var restoredA, restoredB, restoredA2 int
 	add(orders(t, cl, 0, 300))
@@ -399,6 +362,113 @@ func TestRestartRestoresOnlyAfterTheCheckpoint(t *testing.T) {
 	for c, total := range want {
 		if u := got[c]; len(u) == 0 || u[len(u)-1] != total {
 			t.Fatalf("%s: totals %v, want the last to be %d", c, u, total)
+		}
+	}
+}
+
+// runTotals runs the totals app in-process (group, stateDir) until it is Running and everything is
+// committed, then stops it cleanly; restored counts the changelog records it restored.
+func runTotals(t *testing.T, adm *kadm.Client, group, stateDir string, restored *int) {
+	t.Helper()
+	cfg, err := config.FromMap(map[string]string{"bootstrap.servers": bootstrap, "application.id": group,
+		"commit.interval.ms": "200", "state.dir": stateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	totals := stream.KeyValue("totals", serde.String, serde.Int64)
+	out := stream.Output("order-totals", serde.String, serde.Int64)
+	topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"orders"},
+		StateChangelogTopics: []topology.TopicInfo{topology.Names{AppID: group}.KeyValueChangelog("totals")}})
+	proc := stream.Typed(serde.String, serde.Int64, func(c *stream.Context, k string, v int64) error {
+		n, _, err := totals.Get(c, k)
+		if err == nil {
+			err = totals.Put(c, k, n+v)
+		}
+		if err == nil {
+			err = out.Send(c, k, n+v)
+		}
+		return err
+	})
+	app, err := stream.New(cfg, topo, stream.Processors{"0": proc}, stream.WithStores(sgpebble.New()),
+		stream.WithRestoreListener(func(b stream.RestoreBatch) { *restored += b.Records }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx) }()
+	// Running: joined, every task assigned here restored and processing; then everything committed.
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		if s := app.State(); s != stream.Running {
+			return false, "state " + s.String()
+		}
+		return caughtUp(adm, group)
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("%s: Run: %v", stateDir, err)
+	}
+}
+
+// TestStoreBehindItsDeletedChangelogIsWiped: a store whose changelog lost records past the store's
+// checkpoint (deleted while the store was away: retention, DeleteRecords) cannot be brought up to
+// date by replaying the rest over it, since it would keep what the deleted records overwrote: it
+// is wiped and restored from the changelog's first offset, as Kafka Streams wipes a corrupted
+// task's stores. Member A totals 300 orders and stops; member B (another state.dir) totals 200
+// more and stops; every changelog record is deleted (the changelog is created compact,delete so
+// that DeleteRecords is allowed); 100 more orders come and A restarts: its store is wiped, it
+// restores nothing, and its totals are those of the last 100 orders alone. Without the wipe they
+// would be A's 300-order totals plus the last 100 (B's 200 lost in between).
+func TestStoreBehindItsDeletedChangelogIsWiped(t *testing.T) {
+	group := fmt.Sprintf("totals-wipe-%d", time.Now().UnixNano())
+	cl := client(t)
+	adm := kadm.NewClient(cl)
+	changelog := topology.Names{AppID: group}.ChangelogTopic("totals")
+	freshTopics(t, adm, changelog)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	policy := "compact,delete"
+	resp, err := adm.CreateTopic(ctx, 4, 1, map[string]*string{"cleanup.policy": &policy, "retention.ms": kadm.StringPtr("-1")}, changelog)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating the changelog %s: %v", changelog, err)
+	}
+	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.Background(), changelog) })
+	dir := t.TempDir()
+	var restoredA, restoredB, restoredA2 int
+	orders(t, cl, 0, 300)
+	runTotals(t, adm, group, filepath.Join(dir, "a"), &restoredA)
+	orders(t, cl, 300, 200)
+	runTotals(t, adm, group, filepath.Join(dir, "b"), &restoredB)
+
+	ends, err := adm.ListEndOffsets(ctx, changelog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del := kadm.Offsets{}
+	ends.Each(func(o kadm.ListedOffset) {
+		del.Add(kadm.Offset{Topic: changelog, Partition: o.Partition, At: o.Offset})
+	})
+	dresp, err := adm.DeleteRecords(ctx, del)
+	if err == nil {
+		err = dresp.Error()
+	}
+	if err != nil {
+		t.Fatalf("deleting every record of %s: %v", changelog, err)
+	}
+
+	want, _ := orders(t, cl, 500, 100)
+	runTotals(t, adm, group, filepath.Join(dir, "a"), &restoredA2)
+	if restoredA != 0 || restoredB != 300 || restoredA2 != 0 {
+		t.Fatalf("changelog records restored: A %d (want 0), B %d (want 300), A again %d (want 0: everything was deleted)",
+			restoredA, restoredB, restoredA2)
+	}
+	got := outputTotals(t, adm)
+	for c, total := range want {
+		if u := got[c]; len(u) == 0 || u[len(u)-1] != total {
+			t.Fatalf("%s: totals %v, want the last to be %d (the last 100 orders' alone: the store was wiped)", c, u, total)
 		}
 	}
 }
