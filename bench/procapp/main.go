@@ -9,6 +9,9 @@
 //	               LongSerializer) → every new count to output
 //	-mode consume  no group: a kgo client reads every partition of input from the start to the end
 //	               offsets it found at start
+//	-mode handwritten  count, written by hand on the runtime's pieces (membership, consume, commit)
+//	               with a map per task as its store (baselines.go)
+//	-mode pipe     a bare kgo consume→produce pipe in a classic consumer group (baselines.go)
 //
 // -store memory|pebble picks the store of count (store.Memory or plugin/sgpebble), -guarantee
 // at_least_once|exactly_once_v2 the processing guarantee. Stdout carries only these lines, times in
@@ -38,6 +41,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -65,11 +69,17 @@ func emit(format string, args ...any) {
 
 func main() {
 	emit("MAIN %d", micros())
+	if path := os.Getenv("PROCAPP_CPUPROFILE"); path != "" {
+		// A CPU profile of the whole run, for finding where the runtime's time goes:
+		// PROCAPP_CPUPROFILE=/tmp/prof make bench-compare … writes /tmp/prof.<pid>.
+		stopProfile := profile(fmt.Sprintf("%s.%d", path, os.Getpid()))
+		defer stopProfile()
+	}
 	bootstrap := flag.String("bootstrap", os.Getenv("STREAMSGROUP_BOOTSTRAP"), "Kafka bootstrap address")
 	appID := flag.String("app", "", "application.id (the group)")
 	input := flag.String("input", "", "input topic")
 	output := flag.String("output", "", "output topic (map, count)")
-	mode := flag.String("mode", "count", "map, count or consume")
+	mode := flag.String("mode", "count", "map, count, consume, handwritten or pipe")
 	kind := flag.String("store", "memory", "store of count: memory or pebble")
 	guarantee := flag.String("guarantee", "at_least_once", "processing.guarantee: at_least_once or exactly_once_v2")
 	commitMS := flag.Int("commit-ms", 0, "commit.interval.ms (0: the runtime's default for the guarantee)")
@@ -78,7 +88,7 @@ func main() {
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if *mode == "consume" {
-		if err := consume(*bootstrap, *input); err != nil {
+		if err := consumeAll(*bootstrap, *input); err != nil {
 			fail(err)
 		}
 		// Stay until SIGTERM, so that the driver reads the process's CPU and peak RSS after DONE.
@@ -89,6 +99,18 @@ func main() {
 	}
 	if *appID == "" || *input == "" || *output == "" {
 		fail(fmt.Errorf("-app, -input and -output are needed"))
+	}
+	if *mode == "handwritten" || *mode == "pipe" {
+		ctx, stop := stream.SignalContext(context.Background())
+		defer stop()
+		run := handwritten
+		if *mode == "pipe" {
+			run = pipe
+		}
+		if err := run(ctx, *bootstrap, *appID, *input, *output); err != nil {
+			fail(err)
+		}
+		return
 	}
 	keys := map[string]string{"application.id": *appID, "bootstrap.servers": *bootstrap,
 		"processing.guarantee": *guarantee, "auto.offset.reset": "earliest"}
@@ -227,9 +249,9 @@ func (m marked) Init(c *stream.Context) error {
 	return nil
 }
 
-// consume reads every partition of topic from its start to the end offsets found at the start: what
+// consumeAll reads every partition of topic from its start to the end offsets found at the start: what
 // the broker can hand one plain client on this machine, with no processing, commits or group.
-func consume(bootstrap, topic string) error {
+func consumeAll(bootstrap, topic string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -269,6 +291,21 @@ func consume(bootstrap, topic string) error {
 	}
 	emit("DONE %d %d", micros(), n)
 	return nil
+}
+
+// profile starts a CPU profile written to path and returns what stops it.
+func profile(path string) func() {
+	f, err := os.Create(path)
+	if err != nil {
+		fail(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fail(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }
 
 // fail stops the program on an error.

@@ -24,7 +24,7 @@ func processingMarkdown(res *Results, imgDir string) string {
 		w("Load average (1 min) during this phase: %s, on %d CPUs.\n\n", l, res.Machine.NProc)
 	}
 	w("| app | Go records/s | Go records per CPU-s | Go peak RSS MiB | Kafka Streams records/s | KS records per CPU-s | KS peak RSS MiB | Go/KS per CPU | Go/KS RSS |\n|---|---|---|---|---|---|---|---|---|\n")
-	for _, id := range []string{"map", "count-memory", "count-persistent", "count-memory-eos", "restore-memory", "restore-persistent"} {
+	for _, id := range []string{"map", "count-memory", "handwritten", "pipe", "count-persistent", "count-memory-eos", "restore-memory", "restore-persistent"} {
 		g, j := pr.run(id, Go), pr.run(id, Java)
 		if g == nil && j == nil {
 			continue
