@@ -37,8 +37,9 @@ const NeverIdle = -time.Millisecond
 
 // NextInput says which of task's input partitions (an index into heads, in the task's partition
 // order) the next record comes from: the one whose first buffered record has the smallest
-// timestamp (a tie goes to the partition listed first). ok is false when the task waits: nothing
-// is buffered, or a partition without records may still get some that would come first. now is
+// timestamp (a tie goes to the partition listed first). ok is false (and i -1) when the task
+// waits: nothing is buffered, or a partition without records may still get some that would come
+// first. now is
 // the wall clock (the idle deadlines). RunLength says how many records may follow from the same
 // partition before the choice is made again.
 func (m *Machine) NextInput(task tasks.ID, heads []Head, now time.Time) (i int, ok bool) {

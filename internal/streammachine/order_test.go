@@ -58,7 +58,7 @@ func TestNextInputWaitsForRecordsOnTheBrokers(t *testing.T) {
 		{[]Head{buffered(50), empty(0), empty(1)}, -1},
 	} {
 		i, ok := m.NextInput(id("0_0"), tc.heads, now)
-		if tc.want < 0 && ok || tc.want >= 0 && (!ok || i != tc.want) {
+		if tc.want < 0 && (ok || i != -1) || tc.want >= 0 && (!ok || i != tc.want) {
 			t.Errorf("%+v: chose %d (ok %v), want %d", tc.heads, i, ok, tc.want)
 		}
 	}
@@ -72,8 +72,8 @@ func TestNextInputIdlesForMaxTaskIdle(t *testing.T) {
 	lagging := []Head{buffered(50), empty(0)}
 	step := func(when time.Time, heads []Head, want bool) {
 		t.Helper()
-		if _, ok := m.NextInput(task, heads, when); ok != want {
-			t.Fatalf("at +%v with %+v: ready %v, want %v", when.Sub(t0), heads, ok, want)
+		if i, ok := m.NextInput(task, heads, when); ok != want || !ok && i != -1 {
+			t.Fatalf("at +%v with %+v: chose %d, ready %v; want ready %v (-1 when waiting)", when.Sub(t0), heads, i, ok, want)
 		}
 	}
 	step(at(0), lagging, false) // found empty: the wait starts
@@ -154,5 +154,17 @@ func TestNextInputOtherNegativeIdleIsZero(t *testing.T) {
 	}
 	if i, ok := m.NextInput(id("0_0"), []Head{buffered(50), empty(0)}, now); !ok || i != 0 {
 		t.Errorf("partition known empty: chose %d (ok %v), want 0 at once", i, ok)
+	}
+}
+
+// The values the shell passes through unchanged are Kafka Streams': max.task.idle.ms=-1 disables
+// the wait (config.MaxTaskIdleDisabled, read from the key as is), and an unknown lag is -1 (its
+// fetchedLags), which the shell tells from a known count of records to list the partition's end.
+func TestKafkaValues(t *testing.T) {
+	if NeverIdle != -time.Millisecond {
+		t.Errorf("NeverIdle is %v, want -1 ms (max.task.idle.ms=-1)", NeverIdle)
+	}
+	if LagUnknown != -1 {
+		t.Errorf("LagUnknown is %d, want -1", LagUnknown)
 	}
 }

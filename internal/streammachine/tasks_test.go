@@ -65,6 +65,9 @@ func TestTaskLifecycle(t *testing.T) {
 	if got := held(s.m); got != "0_0:suspended 1_0:suspended 1_1:active" {
 		t.Fatalf("held %s", got)
 	}
+	if KeepSuspended != 30*time.Second {
+		t.Fatalf("KeepSuspended is %v; the docs say a suspended task is kept 30 s", KeepSuspended)
+	}
 	s.now = left.Add(KeepSuspended - time.Millisecond)
 	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("1_1")}}, "Role(1_1 active)", "Done")
 	s.step(CloseExpired{}, "Done")
