@@ -358,12 +358,7 @@ func TestRestartRestoresOnlyAfterTheCheckpoint(t *testing.T) {
 		t.Fatalf("changelog records restored: A %d (want 0), B %d (want 300: the whole changelog), A again %d (want 200: only what B wrote after A's checkpoint)",
 			restoredA, restoredB, restoredA2)
 	}
-	got := outputTotals(t, adm)
-	for c, total := range want {
-		if u := got[c]; len(u) == 0 || u[len(u)-1] != total {
-			t.Fatalf("%s: totals %v, want the last to be %d", c, u, total)
-		}
-	}
+	lastTotalsAre(t, adm, want, "")
 }
 
 // runTotals runs the totals app in-process (group, stateDir) until it is Running and everything is
@@ -465,10 +460,17 @@ func TestStoreBehindItsDeletedChangelogIsWiped(t *testing.T) {
 		t.Fatalf("changelog records restored: A %d (want 0), B %d (want 300), A again %d (want 0: everything was deleted)",
 			restoredA, restoredB, restoredA2)
 	}
+	lastTotalsAre(t, adm, want, " (the last 100 orders' alone: the store was wiped)")
+}
+
+// lastTotalsAre checks that the last total order-totals holds for each customer is want's; why is
+// added to the failure.
+func lastTotalsAre(t *testing.T, adm *kadm.Client, want map[string]int64, why string) {
+	t.Helper()
 	got := outputTotals(t, adm)
 	for c, total := range want {
 		if u := got[c]; len(u) == 0 || u[len(u)-1] != total {
-			t.Fatalf("%s: totals %v, want the last to be %d (the last 100 orders' alone: the store was wiped)", c, u, total)
+			t.Fatalf("%s: totals %v, want the last to be %d%s", c, u, total, why)
 		}
 	}
 }
