@@ -14,8 +14,9 @@
 //
 // It also holds the open transaction (whether one is open, its records, the tasks that wrote), the
 // task lifecycle (which tasks this member holds and in what role: opened, suspended, closed; see
-// tasks.go) and the punctuation schedule (punctuate.go). Input positions and stream time are still
-// the shell's; they move here next.
+// tasks.go), the punctuation schedule (punctuate.go), and the choice of the next record of a task
+// with several inputs with the idle waits it keeps (order.go). Input positions and stream time are
+// still the shell's; they move here next.
 //
 // The runtime's invariants it holds (numbered as in docs/runtime.md), each pinned by its tests:
 //
