@@ -985,3 +985,45 @@ func TestHoldPausesAnInputUntilReleasedOrGone(t *testing.T) {
 		t.Fatalf("paused after the revocation: %v", paused)
 	}
 }
+
+// Turn hands out a Batch without records that holds callbacks off like any batch, and waits for a
+// callback already waiting, as Poll does.
+func TestTurnIsABatchWithoutRecords(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1")})
+	b, err := e.c.Turn(context.Background())
+	if err != nil || len(b.Process)+len(b.Restore)+len(b.Corrupted)+len(b.Errors) != 0 {
+		t.Fatalf("Turn: %+v, %v; want an empty batch", b, err)
+	}
+	var doneFirst atomic.Bool
+	e.app.onRevoke = func(tasks.Set) {
+		if !doneFirst.Load() {
+			t.Error("OnTasksRevoked ran while the turn's batch was out")
+		}
+	}
+	revoked := make(chan error, 1)
+	go func() { revoked <- e.c.OnTasksRevoked(context.Background(), set("1_0")) }()
+	waitForCallback(t, e.c)
+	// A turn asked for while the callback waits comes after it.
+	turned := make(chan error, 1)
+	go func() {
+		b2, err := e.c.Turn(context.Background())
+		if err == nil {
+			b2.Done()
+		}
+		turned <- err
+	}()
+	doneFirst.Store(true)
+	b.Done()
+	if err := <-revoked; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-turned; err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.c.Turn(ctx); err == nil {
+		t.Fatal("Turn with an ended context: no error")
+	}
+}

@@ -353,6 +353,14 @@ func TestDeletedChangelogsDoNotHoldTheRestore(t *testing.T) {
 		t.Fatalf("restoring %v after the wipe; want 0_1 only", r)
 	}
 	e.cl.takeOps()
+	// A failed listing changes nothing, and is tried again at the next Poll.
+	e.list.err, e.list.calls = errors.New("no broker"), nil
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("in", 0): {0}})
+	e.poll().Done()
+	if len(e.list.calls) != 1 || !e.c.Restoring().Contains(tid("0_1")) {
+		t.Fatalf("after a failed listing: listings %v, restoring %v; want one, 0_1 still restoring", e.list.calls, e.c.Restoring())
+	}
+	e.list.err = nil
 	// Every record of changelog[1] is gone: its first offset is its end. The next Poll lists it.
 	e.list.start[tp(cl0, 1)] = 9
 	e.list.calls = nil
