@@ -476,7 +476,7 @@ func (c *Consumer) resolveResets(ctx context.Context) {
 	c.mu.Lock()
 	for tp, p := range c.byTP {
 		first, ok := start[tp]
-		if !p.resetting || !ok || p.handed >= 0 {
+		if !p.resetting || !ok { // a record since would have cleared resetting
 			continue
 		}
 		p.resetting = false
@@ -567,7 +567,7 @@ func (b *Batch) DoneBefore(unprocessed map[tasks.TopicPartition]int64) {
 	touched := make(map[tasks.ID]bool)
 	for _, r := range b.Corrupted {
 		// Wiped: a changelog found corrupted at its assignment restores from its first offset.
-		if p := c.byTP[r.Partition]; p != nil && p.task == r.Task && p.done < 0 && p.handed >= 0 {
+		if p := c.byTP[r.Partition]; p != nil && p.task == r.Task && p.done < 0 {
 			p.done = p.handed
 			touched[r.Task] = true
 		}

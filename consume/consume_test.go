@@ -508,7 +508,7 @@ func TestChangelogStartHook(t *testing.T) {
 		}
 		return 2, true // before the log start: starts there
 	}))
-	e.list.start[tp(cl0, 3)], e.list.end[tp(cl0, 3)] = 0, 20
+	e.list.start[tp(cl0, 3)], e.list.end[tp(cl0, 3)] = 12, 20 // the store at the first offset: nothing deleted under it
 	e.list.start[tp(cl0, 4)], e.list.end[tp(cl0, 4)] = 6, 20
 	e.assign(tasks.Assignment{Standby: set("0_3"), Warmup: set("0_4")})
 	eq(t, "client calls", e.cl.takeOps(), []string{"add app-st-changelog[3]@12,app-st-changelog[4]@6"})
@@ -958,6 +958,18 @@ func TestKeptRecordsMoveOnlyByAdvance(t *testing.T) {
 	eq(t, "client calls", e.cl.takeOps(), []string{"set other[1]@3"})
 	if got := e.c.Processed(set("1_0", "1_1")); got[tp("other", 0)] != 7 || got[tp("other", 1)] != 3 {
 		t.Fatalf("Processed after Yield = %v, want other[0]=7 (kept) other[1]=3", got)
+	}
+	// A pause with nothing to fetch again (a kept partition, one paused at its batch's end) sets no
+	// offset at all.
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {10}, tp("other", 1): {3}})
+	b = e.poll()
+	b.Keep(tp("other", 0))
+	b.Yield(map[tasks.TopicPartition]int64{tp("other", 0): 10, tp("other", 1): 4})
+	if ops := e.cl.takeOps(); len(ops) != 0 {
+		t.Fatalf("client calls %q; want none", ops)
+	}
+	if got := e.c.Processed(set("1_1")); got[tp("other", 1)] != 4 {
+		t.Fatalf("Processed after a pause at the batch's end = %v, want other[1]=4", got)
 	}
 }
 

@@ -381,3 +381,33 @@ func TestDeletedChangelogsDoNotHoldTheRestore(t *testing.T) {
 		t.Fatalf("listings %v; want no more", e.list.calls)
 	}
 }
+
+// Transaction markers are left out of a batch's records, whatever their place; a fetch of markers
+// only hands out no record but still moves the position past them.
+func TestDropControlLeavesTheMarkersOut(t *testing.T) {
+	marker := func(o int64) *kgo.Record {
+		return &kgo.Record{Offset: o, Attrs: kgo.NewRecordAttrs(kgo.RecordAttrsOpts{Control: true})}
+	}
+	data := func(o int64) *kgo.Record { return &kgo.Record{Offset: o} }
+	offsets := func(rs []*kgo.Record) []int64 {
+		var out []int64
+		for _, r := range rs {
+			out = append(out, r.Offset)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		in   []*kgo.Record
+		want []int64
+	}{
+		{[]*kgo.Record{data(0), marker(1), data(2), data(3)}, []int64{0, 2, 3}},
+		{[]*kgo.Record{marker(0), data(1)}, []int64{1}},
+		{[]*kgo.Record{data(0), data(1), marker(2)}, []int64{0, 1}},
+		{[]*kgo.Record{marker(0), marker(1)}, nil},
+		{[]*kgo.Record{data(5)}, []int64{5}},
+	} {
+		if got := offsets(dropControl(tc.in)); !slices.Equal(got, tc.want) {
+			t.Errorf("%v: kept %v, want %v", offsets(tc.in), got, tc.want)
+		}
+	}
+}
