@@ -285,12 +285,7 @@ func (a *App) processUntil(recs []consume.Records) (stops map[tasks.TopicPartiti
 				return a.stopAt(recs, i, r.First, err), false
 			}
 		}
-		start, punctuating := a.now(), a.metrics.punctuateTime.Load()
-		n, stop, err := a.processRecords(t, a.procs[r.Task.Subtopology], r.Records)
-		// Timed per partition's records, not per record (two clock reads a record would cost more
-		// than many processors); the stream-time punctuations they fired are punctuation time.
-		a.metrics.processed.Add(uint64(n))
-		a.metrics.processTime.Add(max(a.since(start)-(a.metrics.punctuateTime.Load()-punctuating), 0))
+		_, stop, err := a.processRun(t, r.Records)
 		if err == errPause {
 			m := stopAll(recs[i+1:])
 			m[r.Partition] = stop
@@ -301,6 +296,17 @@ func (a *App) processUntil(recs []consume.Records) (stops map[tasks.TopicPartiti
 		}
 	}
 	return nil, false
+}
+
+// processRun is processRecords with t's processor, counted and timed in the metrics: per run of
+// records, not per record (two clock reads a record would cost more than many processors); the
+// stream-time punctuations they fired are punctuation time, not processing time.
+func (a *App) processRun(t *task, krs []*kgo.Record) (n int, stop int64, err error) {
+	start, punctuating := a.now(), a.metrics.punctuateTime.Load()
+	n, stop, err = a.processRecords(t, a.procs[t.id.Subtopology], krs)
+	a.metrics.processed.Add(uint64(n))
+	a.metrics.processTime.Add(max(a.since(start)-(a.metrics.punctuateTime.Load()-punctuating), 0))
+	return n, stop, err
 }
 
 // processRecords runs proc over the records of one input partition of t. It returns how many

@@ -205,10 +205,7 @@ func (a *App) processOrdered(t *task) bool {
 		if a.cfg.Runtime.Timestamps != config.WallclockTimestamp {
 			n = sm.RunLength(heads, i, func(k int) int64 { return a.orderTime(q, q.head+k) }, q.held())
 		}
-		start, punctuating := a.now(), a.metrics.punctuateTime.Load()
-		done, stop, err := a.processRecords(t, a.procs[t.id.Subtopology], q.recs[q.head:q.head+n])
-		a.metrics.processed.Add(uint64(done))
-		a.metrics.processTime.Add(max(a.since(start)-(a.metrics.punctuateTime.Load()-punctuating), 0))
+		done, stop, err := a.processRun(t, q.recs[q.head:q.head+n])
 		switch {
 		case err == errPause:
 			q.take(done, now.UnixMilli())

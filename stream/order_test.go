@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -101,6 +102,9 @@ func TestTwoInputsAreProcessedInTimestampOrder(t *testing.T) {
 	if tk.streamTime != 10 {
 		t.Fatalf("stream time %d, want 10", tk.streamTime)
 	}
+	if a.hasQueued() {
+		t.Fatal("records queued after everything was processed")
+	}
 }
 
 func TestATaskWaitsForRecordsKnownOnTheBrokers(t *testing.T) {
@@ -130,6 +134,9 @@ func TestATaskWaitsUntilAnUnknownLagIsListed(t *testing.T) {
 	runQueued(t, a, side("left", 0, 2, 1, 5))
 	if len(p.seen) != 0 {
 		t.Fatalf("processed %v before right's end was known", p.seen)
+	}
+	if got := positions(tk); got != "left[0]=0 right[0]=-1" {
+		t.Fatalf("positions %s; want right without one (nothing fetched: nothing to commit)", got)
 	}
 	a.mu.Lock()
 	a.setListedLag(tasks.TopicPartition{Topic: "right"}, -1, 4, 4) // empty: start = end
@@ -240,6 +247,9 @@ func TestACommitDuePausesTheQueues(t *testing.T) {
 	if got := positions(tk); got != "left[0]=1 right[0]=2" {
 		t.Fatalf("positions %s, want right's run done and left's last record queued", got)
 	}
+	if m := a.Metrics(); m.Processed != 3 || m.ProcessTime != a.cfg.Runtime.CommitInterval {
+		t.Fatalf("processed %d in %v; want 3 in the slow record's %v", m.Processed, m.ProcessTime, a.cfg.Runtime.CommitInterval)
+	}
 }
 
 // A task that stops (a rewind, a revocation) drops its queues; they come again from its position,
@@ -308,6 +318,13 @@ func TestOrderTimeFollowsTheExtractor(t *testing.T) {
 	if h := a2.fill(o); h[0].Timestamp != -1 || h[1].Timestamp != 40 {
 		t.Fatalf("heads %+v; want left (no time yet) at -1, right at its partition time 40", h)
 	}
+	// A timestamp of 0 is valid: it orders at 0, not at the partition's time.
+	a3, _, tk3 := joinApp(t, &seenOrder{}, nil)
+	a3.ptimes.advance(tasks.TopicPartition{Topic: "left"}, 40)
+	a3.keep(tk3, side("left", 0, 1, 0))
+	if h := a3.fill(tk3.order); h[0].Timestamp != 0 {
+		t.Fatalf("heads %+v; want left's record at 0", h)
+	}
 }
 
 // max.task.idle.ms above 0: the idle wait of an empty partition starts when the loop first finds
@@ -352,5 +369,46 @@ func TestQueuedAndBatchRecordsTakeTurns(t *testing.T) {
 	a.handle(&consume.Batch{})
 	if a.queuedFirst {
 		t.Fatal("the next batch processed queued records first again")
+	}
+}
+
+// A punctuation that fails after the last queued record of a partition stops the partition after
+// that record (it was processed), with nothing left queued.
+func TestAPunctuationFailureAfterTheLastQueuedRecord(t *testing.T) {
+	a, _, tk := joinApp(t, ProcessorFunc(func(c *Context, r *Record) error {
+		if r.Topic == "right" {
+			_, err := c.Schedule(time.Millisecond, StreamTime, func(*Context, time.Time) error { return errBoom })
+			return err
+		}
+		return nil
+	}), nil)
+	runQueued(t, a, side("left", 0, 1, 1), side("right", 0, 1, 2))
+	if got := positions(tk); got != "left[0]=1 right[0]=1" {
+		t.Fatalf("positions %s; want both past their one record", got)
+	}
+	var pe *ProcessingError
+	if err := a.fatalErr(); !errors.As(err, &pe) || pe.Topic != "" {
+		t.Fatalf("fatal %v; want the punctuation's ProcessingError", err)
+	}
+}
+
+// max.task.idle.ms=-1 never waits for a lag, so nothing is listed; otherwise an empty queue of
+// unknown lag is listed, once at a time.
+func TestUnknownLagsAreListedOnlyWhenWaitedFor(t *testing.T) {
+	for _, idle := range []time.Duration{config.MaxTaskIdleDisabled, 0} {
+		a, _, tk := joinApp(t, &seenOrder{}, func(c *config.Config) { c.Runtime.MaxTaskIdle = idle })
+		fakeBroker(t, a)
+		a.mu.Lock()
+		a.keep(tk, side("left", 0, 1, 1))
+		a.mu.Unlock()
+		a.listUnknownLags(context.Background())
+		a.mu.Lock()
+		started := a.lags.inFlight
+		a.mu.Unlock()
+		if started != (idle == 0) {
+			t.Errorf("max.task.idle.ms %v: listing started %v", idle, started)
+		}
+		a.listUnknownLags(context.Background()) // one at a time: nothing more starts
+		a.lags.wg.Wait()
 	}
 }
