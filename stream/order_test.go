@@ -366,9 +366,12 @@ func TestQueuedAndBatchRecordsTakeTurns(t *testing.T) {
 	if !a.queuedFirst || fmt.Sprint(p.seen) != "[left@0]" {
 		t.Fatalf("queued first %v, processed %v; want the queued record processed by the first batch", a.queuedFirst, p.seen)
 	}
+	a.mu.Lock()
+	a.keep(tk, side("left", 1, 2, 6))
+	a.mu.Unlock()
 	a.handle(&consume.Batch{})
-	if a.queuedFirst {
-		t.Fatal("the next batch processed queued records first again")
+	if a.queuedFirst || fmt.Sprint(p.seen) != "[left@0 left@1]" {
+		t.Fatalf("queued first %v, processed %v; want the next batch to process the queued record after its own", a.queuedFirst, p.seen)
 	}
 }
 
@@ -389,6 +392,44 @@ func TestAPunctuationFailureAfterTheLastQueuedRecord(t *testing.T) {
 	var pe *ProcessingError
 	if err := a.fatalErr(); !errors.As(err, &pe) || pe.Topic != "" {
 		t.Fatalf("fatal %v; want the punctuation's ProcessingError", err)
+	}
+	if m := a.Metrics(); m.Processed != 2 {
+		t.Fatalf("processed %d; want 2 (the record before the failed punctuation counts)", m.Processed)
+	}
+}
+
+// Only a subtopology reading more than one topic (source or repartition) orders its records.
+func TestOrderingIsForSubtopologiesOfSeveralInputs(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs()) // one source topic, one repartition topic, apart
+	if a.ordering {
+		t.Fatal("ordering on for subtopologies of one input each")
+	}
+	topo := topology.MustNew(
+		topology.Subtopology{ID: "0", SourceTopics: []string{"in"}, RepartitionSinkTopics: []string{repartTopc}},
+		topology.Subtopology{ID: "1", SourceTopics: []string{"other"}, RepartitionSourceTopics: []topology.TopicInfo{names.Repartition("r", 2)},
+			CopartitionGroups: [][]string{{"other", repartTopc}}})
+	b, err := New(testConfig(), topo, Processors{"0": nopProc, "1": nopProc}, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.ordering {
+		t.Fatal("ordering off for a subtopology reading a source and a repartition topic")
+	}
+}
+
+// A record's callback is made once per transaction generation, and anew when the generation moves
+// (an abort): a late failure is told against the generation its record was produced in.
+func TestPromisesFollowTheGeneration(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	fakeBroker(t, a)
+	a.produce(tid("0", 0), &kgo.Record{Topic: "out", Value: []byte("a")})
+	if a.outPromise.gen != 0 || a.outPromise.fn == nil {
+		t.Fatalf("callback %+v after a write in generation 0", a.outPromise)
+	}
+	a.txnGen.Add(1)
+	a.produce(tid("0", 0), &kgo.Record{Topic: "out", Value: []byte("c")})
+	if a.outPromise.gen != 1 {
+		t.Fatalf("callback of generation %d after the generation moved to 1", a.outPromise.gen)
 	}
 }
 
