@@ -727,6 +727,12 @@ func TestHandleWipesAStoreWhoseChangelogWasOutOfRange(t *testing.T) {
 	if v, ok, _ := s.Get([]byte("new")); !ok || string(v) != "2" || s.checkpointed != 21 {
 		t.Errorf("after the wipe: new = %q %v, checkpointed %d; want the restored record and its position", v, ok, s.checkpointed)
 	}
+	// A wiped store claims no position until a restore gives it one: none checkpointed, none
+	// acknowledged, none in the engine.
+	a.handle(&consume.Batch{Corrupted: []consume.Records{{Task: tid("1", 1), Role: consume.Standby, Partition: cl}}})
+	if _, has := s.eng.Position(); has || s.checkpointed != -1 || s.acked.Load() != -1 {
+		t.Fatalf("after a wipe without a restore: engine position %v, checkpointed %d, acked %d; want none", has, s.checkpointed, s.acked.Load())
+	}
 	// A store that cannot be wiped stops the application; a task or changelog not held is skipped.
 	k.destroyErr = errBoom
 	a.handle(&consume.Batch{Corrupted: []consume.Records{{Task: tid("1", 9), Partition: cl}, {Task: tid("1", 1), Partition: tasks.TopicPartition{Topic: "nope"}}}})
