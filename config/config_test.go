@@ -106,7 +106,8 @@ func TestFromMapListsEveryBadKey(t *testing.T) {
 		"bootstrap.servers":    "a:0",
 		"group.instance.id":    "",
 		"client.tag.":          "x",
-		"num.stream.threads":   "2",
+		"num.stream.threads":   "0",
+		"default.key.serde":    "x",
 	})
 	var ce *Error
 	if !errors.As(err, &ce) {
@@ -114,7 +115,7 @@ func TestFromMapListsEveryBadKey(t *testing.T) {
 	}
 	for _, key := range []string{"application.id", "topology.epoch", "max.poll.interval.ms", "retry.backoff.max.ms",
 		"request.timeout.ms", "process.id", "application.server", "bootstrap.servers", "group.instance.id",
-		"client.tag.", "num.stream.threads"} {
+		"client.tag.", "num.stream.threads", "default.key.serde"} {
 		if !ce.Has(key) {
 			t.Errorf("error does not name %s: %v", key, err)
 		}

@@ -45,8 +45,7 @@ var brokerSide = map[string]string{
 // runtimeKeys are Kafka Streams settings of its own runtime (threads, serdes, commits, caches,
 // exception handlers): the application does that work here, so this package does not read them.
 var runtimeKeys = map[string]bool{
-	"num.stream.threads": true,
-	"default.key.serde":  true, "default.value.serde": true,
+	"default.key.serde": true, "default.value.serde": true,
 	"cache.max.bytes.buffering": true, "statestore.cache.max.bytes": true,
 	"topology.optimization": true, "upgrade.from": true, "probing.rebalance.interval.ms": true,
 	"task.timeout.ms":       true,

@@ -218,6 +218,9 @@ func propertiesOf(c Config) map[string]string {
 	if c.Runtime.BufferedRecordsPerPartition != 0 {
 		put(KeyBufferedRecordsPerPartition, strconv.Itoa(c.Runtime.BufferedRecordsPerPartition))
 	}
+	if c.Runtime.NumStreamThreads != 0 {
+		put(KeyNumStreamThreads, strconv.Itoa(c.Runtime.NumStreamThreads))
+	}
 	for k, v := range c.User {
 		m[k] = v
 	}
@@ -274,6 +277,7 @@ func genConfig(t *rapid.T) Config {
 		DeadLetterQueueTopic:        rapid.OneOf(rapid.Just(""), rapid.StringMatching(`[a-z][a-z0-9._-]{0,20}`)).Draw(t, "errors.dead.letter.queue.topic.name"),
 		MaxTaskIdle:                 ms("max.task.idle.ms", -1, 1<<40),
 		BufferedRecordsPerPartition: rapid.IntRange(0, math.MaxInt32).Draw(t, "buffered.records.per.partition"),
+		NumStreamThreads:            rapid.IntRange(0, 64).Draw(t, "num.stream.threads"),
 		Timestamps:                  rapid.SampledFrom([]TimestampPolicy{FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp, WallclockTimestamp}).Draw(t, "default.timestamp.extractor"),
 	}
 	c.RetryBackoffMax = c.RetryBackoff + ms("retry.backoff.max.ms above retry.backoff.ms", 0, 1<<30)

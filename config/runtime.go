@@ -49,6 +49,9 @@ const (
 	// KeyBufferedRecordsPerPartition is Kafka Streams' buffered.records.per.partition: how many
 	// fetched records of one input partition a task holds before fetching it pauses.
 	KeyBufferedRecordsPerPartition = "buffered.records.per.partition"
+	// KeyNumStreamThreads is Kafka Streams' num.stream.threads: how many stream threads (each a
+	// member of the group with its own tasks) one process runs.
+	KeyNumStreamThreads = "num.stream.threads"
 )
 
 // MaxTaskIdleDisabled is max.task.idle.ms=-1: a task never waits for an empty input partition.
@@ -204,7 +207,15 @@ type Runtime struct {
 	// more than that held). Zero means DefaultBufferedRecordsPerPartition; a negative value pauses
 	// as soon as one record is held.
 	BufferedRecordsPerPartition int
+	// NumStreamThreads (num.stream.threads) is how many stream threads the process runs: each is a
+	// member of the group with its own tasks, consumer positions and (under exactly_once_v2)
+	// transactional producer, all sharing the process ID and state.dir. Zero means 1 (the
+	// default).
+	NumStreamThreads int
 }
+
+// Threads is NumStreamThreads, or 1 when zero.
+func (r Runtime) Threads() int { return max(r.NumStreamThreads, 1) }
 
 // Buffered is how many records of one input partition a task with several may hold before
 // fetching pauses: BufferedRecordsPerPartition, its default when zero, 0 when negative.
@@ -247,7 +258,7 @@ func isRuntimeKey(key string) bool {
 		KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler, KeyAutoOffsetReset,
 		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyTimestampExtractor, KeyDeadLetterQueueTopic,
 		KeyProductionExceptionHandler, KeyDefaultProductionExceptionHandler, KeyDeliveryTimeout, KeyProducerDeliveryTimeout,
-		KeyMaxTaskIdle, KeyBufferedRecordsPerPartition:
+		KeyMaxTaskIdle, KeyBufferedRecordsPerPartition, KeyNumStreamThreads:
 		return true
 	}
 	return false
@@ -310,6 +321,19 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 			// the default here, so such a value is kept as -1, which behaves the same.
 			r.BufferedRecordsPerPartition = -1
 		}
+	case KeyNumStreamThreads:
+		n, err := strconv.ParseInt(val, 10, 32)
+		if err != nil {
+			p.add(key, raw, "%s", numberReason(err, "INT", math.MaxInt32))
+			return
+		}
+		if n < 1 {
+			// Kafka Streams starts a client without threads and lets the application add them
+			// (addStreamThread); here the process is its threads, so it needs one at least.
+			p.add(key, raw, "must be at least 1 (the application adds no threads later)")
+			return
+		}
+		r.NumStreamThreads = int(n)
 	case KeyDeadLetterQueueTopic:
 		r.DeadLetterQueueTopic = val
 	case KeyTimestampExtractor:
@@ -419,6 +443,9 @@ func (c *Config) validateRuntime(p *problems) {
 	}
 	if r.DeliveryTimeout < 0 || r.DeliveryTimeout > math.MaxInt32*time.Millisecond {
 		p.add(KeyDeliveryTimeout, ms(r.DeliveryTimeout), "must be between 1 and %d ms (an INT in Kafka)", math.MaxInt32)
+	}
+	if r.NumStreamThreads < 0 {
+		p.add(KeyNumStreamThreads, strconv.Itoa(r.NumStreamThreads), "must be at least 1")
 	}
 	if r.PollInterval < 0 {
 		p.add(KeyPollInterval, ms(r.PollInterval), "must be >= 0")

@@ -55,6 +55,9 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyDeadLetterQueueTopic, "..", "is not a topic name"},
 		{KeyMaxTaskIdle, "1s", "LONG"},
 		{KeyBufferedRecordsPerPartition, "2147483648", "INT"},
+		{KeyNumStreamThreads, "0", "at least 1"},
+		{KeyNumStreamThreads, "-2", "at least 1"},
+		{KeyNumStreamThreads, "two", "INT"},
 	} {
 		_, err := FromMap(map[string]string{KeyApplicationID: "a", tc.key: tc.val})
 		var ce *Error
@@ -93,6 +96,24 @@ func TestTaskIdleAndBufferKeys(t *testing.T) {
 		if err != nil || c.Runtime.MaxTaskIdle != tc.wantIdle || c.Runtime.Buffered() != tc.wantBuffered {
 			t.Errorf("%s, %s: idle %v, buffered %d, %v; want %v, %d", tc.idle, tc.buffered, c.Runtime.MaxTaskIdle, c.Runtime.Buffered(), err, tc.wantIdle, tc.wantBuffered)
 		}
+	}
+}
+
+// TestNumStreamThreads: num.stream.threads is read with Kafka's name and default (1).
+func TestNumStreamThreads(t *testing.T) {
+	c, err := FromMap(map[string]string{KeyApplicationID: "a"})
+	if err != nil || c.Runtime.Threads() != 1 {
+		t.Fatalf("default: %d threads, %v; want 1", c.Runtime.Threads(), err)
+	}
+	c, err = FromMap(map[string]string{KeyApplicationID: "a", KeyNumStreamThreads: " 3 "})
+	if err != nil || c.Runtime.Threads() != 3 {
+		t.Fatalf("num.stream.threads=3: %d threads, %v", c.Runtime.Threads(), err)
+	}
+	c = Default("a")
+	c.Runtime.NumStreamThreads = -1
+	var ce *Error
+	if err := c.Validate(); !errors.As(err, &ce) || !ce.Has(KeyNumStreamThreads) {
+		t.Fatalf("Validate of -1 threads: %v; want a problem on num.stream.threads", err)
 	}
 }
 

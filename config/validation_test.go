@@ -333,7 +333,7 @@ func TestBrokerSideKeys(t *testing.T) {
 		"streams.num.standby.replicas":        "is a group config set on the broker",
 		"group.streams.session.timeout.ms":    "is a group config set on the broker",
 		"streams.session.timeout.ms":          "is a group config set on the broker",
-		"num.stream.threads":                  "Kafka Streams runtime setting",
+		"default.key.serde":                   "Kafka Streams runtime setting",
 		"ssl.cipher.suites":                   "configure it on the *kgo.Client",
 		"sasl.login.class":                    "configure it on the *kgo.Client",
 		"security.protocol":                   "must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",

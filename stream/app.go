@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,7 +100,8 @@ type options struct {
 }
 
 // WithWarningListener calls fn with each warning the runtime finds (typed: *OrphanedStateWarning),
-// besides logging it; on Run's goroutine, keep it short.
+// besides logging it; on a stream thread's goroutine (several at once with num.stream.threads
+// above 1), keep it short.
 func WithWarningListener(fn func(error)) Option {
 	return func(o *options) { o.onWarning = append(o.onWarning, fn) }
 }
@@ -136,8 +139,8 @@ type RestoreBatch struct {
 }
 
 // WithRestoreListener calls fn after each batch of changelog records a store applied (Kafka
-// Streams' StateRestoreListener and StandbyUpdateListener in one), on Run's goroutine: keep it
-// short.
+// Streams' StateRestoreListener and StandbyUpdateListener in one), on a stream thread's goroutine
+// (several at once with num.stream.threads above 1): keep it short.
 func WithRestoreListener(fn func(RestoreBatch)) Option {
 	return func(o *options) { o.onRestore = append(o.onRestore, fn) }
 }
@@ -237,8 +240,10 @@ type App struct {
 	// loop's work with them (the callbacks take it too).
 	mu    sync.RWMutex
 	tasks map[tasks.ID]*task
-	// cleanups are persistent task directories to delete once their time comes (state.cleanup.delay.ms).
-	cleanups map[tasks.ID]time.Time
+	// proc is what the process's stream threads share; index is this thread's (1 for the App New
+	// returned).
+	proc  *process
+	index int
 	// ordering: some subtopology reads several input topics, so its tasks order their records by
 	// timestamp (order.go); lags lists the ends of their inputs; queuedFirst alternates which of
 	// queued and batch records a batch processes first, so that neither waits for ever.
@@ -312,13 +317,10 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 	for _, opt := range opts {
 		opt(&o)
 	}
-	a := &App{cfg: cfg.Clone(), topo: topo, procs: procs, o: o, log: o.logger, router: router, now: time.Now,
-		backoff:  heartbeat.Backoff{Min: cfg.RetryBackoff, Max: cfg.RetryBackoffMax, Rand: rand.Float64},
-		storesOf: map[string]map[string]string{}, changelogs: map[string]bool{},
-		tasks: map[tasks.ID]*task{}, cleanups: map[tasks.ID]time.Time{}, initBound: taskTimeout, ptimes: newPartitionTimes()}
-	a.failCtx, a.cancelFail = context.WithCancelCause(context.Background())
-	a.mach = sm.New(a.machineConfig())
-	a.lags.answers = make(chan []listedEnd, 1)
+	p := newProcess()
+	p.clientID, p.instanceID = cmp.Or(cfg.ClientID, cfg.ApplicationID), cfg.GroupInstanceID
+	a := newThread(cfg.Clone(), topo, procs, o, router, p, 1)
+	a.storesOf, a.changelogs = map[string]map[string]string{}, map[string]bool{}
 	for _, st := range topo.Subtopologies() {
 		a.ordering = a.ordering || len(st.SourceTopics)+len(st.RepartitionSourceTopics) > 1
 	}
@@ -332,6 +334,40 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 		return nil, err
 	}
 	return a, nil
+}
+
+// newThread makes stream thread index of process p (thread 1 is the App New returns).
+func newThread(cfg config.Config, topo *topology.Topology, procs Processors, o options, router *tasks.Router, p *process, index int) *App {
+	a := &App{cfg: cfg, topo: topo, procs: procs, o: o, log: o.logger, router: router, now: time.Now,
+		backoff: heartbeat.Backoff{Min: cfg.RetryBackoff, Max: cfg.RetryBackoffMax, Rand: rand.Float64},
+		tasks:   map[tasks.ID]*task{}, initBound: taskTimeout, ptimes: newPartitionTimes(), proc: p, index: index}
+	p.threads = append(p.threads, a)
+	a.failCtx, a.cancelFail = context.WithCancelCause(context.Background())
+	a.mach = sm.New(a.machineConfig())
+	a.lags.answers = make(chan []listedEnd, 1)
+	return a
+}
+
+// sibling makes thread index beside a (thread 1, after New checked everything): what New derived
+// from the topology is shared, read only. Each thread names its clients after its index, as Kafka
+// Streams' threads do (client.id, or application.id, then -StreamThread-<index>), and a static
+// member's threads get group.instance.id-<index>.
+func (a *App) sibling(index int) *App {
+	t := newThread(a.cfg.Clone(), a.topo, a.procs, a.o, a.router, a.proc, index)
+	t.storesOf, t.connected, t.changelogs, t.ordering = a.storesOf, a.connected, a.changelogs, a.ordering
+	t.stateDir = a.stateDir
+	t.nameThread()
+	return t
+}
+
+// nameThread gives a thread of a process with several its client ID, static member ID and logger.
+// The names derive from the application's config, whichever thread's config was named already.
+func (a *App) nameThread() {
+	a.cfg.ClientID = a.proc.clientID + "-StreamThread-" + strconv.Itoa(a.index)
+	if a.proc.instanceID != "" {
+		a.cfg.GroupInstanceID = a.proc.instanceID + "-" + strconv.Itoa(a.index)
+	}
+	a.log = a.o.logger.With("thread", a.index)
 }
 
 // checkConnections checks that every store a processor was connected to (Connect) is a store of its
@@ -430,21 +466,20 @@ func (a *App) persistent() bool {
 	return false
 }
 
-// State is the App's state now.
-func (a *App) State() State { return State(a.state.Load()) }
+// State is the App's state now: with several stream threads, the least advanced thread's
+// (Rebalancing while any thread rebalances, Running when all run).
+func (a *App) State() State { return State(a.proc.state.Load()) }
 
+// setState moves this thread to state to, and the App with it.
 func (a *App) setState(to State) {
-	from := State(a.state.Swap(int32(to)))
-	if from == to {
+	if State(a.state.Swap(int32(to))) == to {
 		return
 	}
-	a.log.Info("state changed", "from", from.String(), "to", to.String())
-	for _, fn := range a.o.listeners {
-		fn(from, to)
-	}
+	a.proc.refresh(a.log, a.o.listeners)
 }
 
-// fail records the first fatal error and stops the loop.
+// fail records this thread's first fatal error and stops its loop, and the process's other
+// threads (cleanly: their work is committed).
 func (a *App) fail(err error) {
 	if a.fatal.CompareAndSwap(nil, &err) {
 		a.log.Error("stopping on a fatal error", "err", err)
@@ -453,6 +488,7 @@ func (a *App) fail(err error) {
 		a.cancelRun(err)
 	}
 	a.cancelFail(err)
+	a.proc.fail(err)
 }
 
 // closingDirty reports whether the App stops on a fatal error after which its open work must not
@@ -590,19 +626,26 @@ func (a *App) openStateDir() error {
 	return nil
 }
 
+// stateOf is this thread's own state (the App's is State).
+func (a *App) stateOf() State { return State(a.state.Load()) }
+
 // Run runs the application until ctx ends (a clean stop: the tasks are committed, the member
 // leaves, Run returns nil) or a fatal error (returned: a processor's error under LogAndFail, a write
-// that failed, a store that failed, the member's fatal error, ErrShutdownRequested). Run may be
-// called once.
+// that failed, a store that failed, the member's fatal error, ErrShutdownRequested). With
+// num.stream.threads above 1 it runs that many stream threads, each a member of the group; a fatal
+// error in one stops the others cleanly, and Run returns it. Run may be called once.
 func (a *App) Run(ctx context.Context) (err error) {
 	if !a.ran.CompareAndSwap(false, true) {
 		return errors.New("stream: Run was already called")
 	}
+	p := a.proc
 	defer func() {
+		p.stateMu.Lock()
+		defer p.stateMu.Unlock()
 		if err != nil {
-			a.setState(Error)
+			p.set(a.log, a.o.listeners, Error)
 		} else {
-			a.setState(NotRunning)
+			p.set(a.log, a.o.listeners, NotRunning)
 		}
 	}()
 	if err := a.openStateDir(); err != nil {
@@ -614,6 +657,47 @@ func (a *App) Run(ctx context.Context) (err error) {
 		return err
 	}
 	a.cfg.ProcessID = pid
+	runCtx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	stop := context.AfterFunc(ctx, func() { cancel(context.Canceled) })
+	defer stop()
+	if n := a.cfg.Runtime.Threads(); n > 1 {
+		a.nameThread()
+		p.mu.Lock()
+		for i := 2; i <= n; i++ {
+			a.sibling(i)
+		}
+		p.mu.Unlock()
+	}
+	p.cancel = cancel
+	for _, t := range p.threads {
+		t.runCtx, t.cancelRun = context.WithCancelCause(runCtx)
+	}
+	defer a.stopped.Store(true) // queries say ErrNotRunning from now on
+	errs := make([]error, len(p.threads))
+	var wg sync.WaitGroup
+	for i, t := range p.threads[1:] {
+		wg.Go(func() { errs[i+1] = t.runThread() })
+	}
+	errs[0] = a.runThread()
+	wg.Wait()
+	if ferr := p.firstErr(); ferr != nil {
+		return ferr
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	a.log.Info("stopped cleanly")
+	return nil
+}
+
+// runThread runs one stream thread until its run context ends: it builds the thread's clients and
+// member, processes, and at the end revokes its tasks (committing them unless it failed), leaves
+// the group and closes its stores.
+func (a *App) runThread() error {
+	defer a.cancelRun(nil)
 	if err := a.build(); err != nil {
 		if p := a.pcl.Load(); p != nil && p != a.cl {
 			p.Close()
@@ -621,6 +705,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 		if a.cl != nil {
 			a.cl.Close()
 		}
+		a.fail(err)
 		return err
 	}
 	defer a.cl.Close()
@@ -630,25 +715,21 @@ func (a *App) Run(ctx context.Context) (err error) {
 		}
 	}()
 	defer a.offsets.Close()
-	defer a.stopped.Store(true) // queries say ErrNotRunning from now on
 	defer a.releaseDelivery()
-	var runCtx context.Context
-	runCtx, a.cancelRun = context.WithCancelCause(context.Background())
-	a.runCtx = runCtx
-	defer a.cancelRun(nil)
-	stop := context.AfterFunc(ctx, func() { a.cancelRun(context.Canceled) })
-	defer stop()
+	runCtx := a.runCtx
 
 	if a.eos() {
 		if err := a.initProducer(runCtx); err != nil {
 			if runCtx.Err() != nil && a.fatalErr() == nil {
 				return nil // stopped while waiting for the cluster: nothing was started
 			}
+			a.fail(err)
 			return err
 		}
 	}
 	events := a.mgr.Events()
 	if err := a.mgr.Start(runCtx); err != nil {
+		a.fail(err)
 		return err
 	}
 	a.setState(Rebalancing)
@@ -693,7 +774,6 @@ func (a *App) Run(ctx context.Context) (err error) {
 	if serr != nil {
 		return fmt.Errorf("stream: the application stopped, but a store failed to close (its next start restores it from the changelog): %w", serr)
 	}
-	a.log.Info("stopped cleanly")
 	return nil
 }
 
@@ -765,9 +845,9 @@ func statusErr(ev membership.Event) error {
 	return nil
 }
 
-// running reports whether the App is in one of Run's working states.
+// running reports whether this thread is in one of Run's working states.
 func (a *App) running() bool {
-	switch a.State() {
+	switch a.stateOf() {
 	case Rebalancing, Restoring, Running:
 		return true
 	}
@@ -775,7 +855,7 @@ func (a *App) running() bool {
 }
 
 // Stats are the member's statistics (heartbeats, rebalances, callbacks, tasks), for metrics; the
-// zero value before Run built the member.
+// zero value before Run built the member. With several stream threads, they are thread 1's member's.
 func (a *App) Stats() membership.Stats {
 	if a.mgr == nil {
 		return membership.Stats{}
@@ -815,7 +895,7 @@ func (a *App) releaseDelivery() {
 }
 
 // Member returns the member's ID and epoch, as membership.Manager.Member does ("" and 0 before Run
-// built the member). Call it from a hook (WithHooks) or after Run started the member: a tool that
+// built the member; thread 1's member with several stream threads). Call it from a hook (WithHooks) or after Run started the member: a tool that
 // relates the App to the broker's description of the group (the chaos suite) needs the ID.
 func (a *App) Member() (memberID string, epoch int32) {
 	if a.mgr == nil {

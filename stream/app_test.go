@@ -181,7 +181,7 @@ func TestSetStateCallsListenersOnChangeOnly(t *testing.T) {
 func TestRunningStates(t *testing.T) {
 	a, _ := newTestApp(t, testConfig(), testProcs())
 	for s := Created; s <= Error; s++ {
-		a.state.Store(int32(s))
+		a.setState(s)
 		want := s == Rebalancing || s == Restoring || s == Running
 		if a.running() != want {
 			t.Errorf("running() in %v = %v", s, a.running())
@@ -241,8 +241,8 @@ func TestOpenStateDirLocksAndScans(t *testing.T) {
 	if a.stateDir != filepath.Join(cfg.StateDir, testApp) || a.lock == nil {
 		t.Fatalf("state dir %q lock %v", a.stateDir, a.lock)
 	}
-	if _, ok := a.cleanups[tid("1", 3)]; !ok || len(a.cleanups) != 1 {
-		t.Errorf("cleanups %v: the old task directory is scheduled", a.cleanups)
+	if _, ok := a.proc.cleanups[tid("1", 3)]; !ok || len(a.proc.cleanups) != 1 {
+		t.Errorf("cleanups %v: the old task directory is scheduled", a.proc.cleanups)
 	}
 	b, _ := newTestApp(t, cfg, testProcs())
 	var le *LockError

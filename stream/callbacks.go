@@ -109,9 +109,16 @@ func (a *App) changelogStart(_ tasks.ID, cl tasks.TopicPartition) (int64, bool) 
 	return pos, ok
 }
 
-// openTask opens the stores of task id.
+// openTask opens the stores of task id. A task with persistent stores first claims their directory
+// from the process's other stream threads (the one that had the task closes it in its next
+// callback).
 func (a *App) openTask(id tasks.ID) (*task, error) {
 	t := &task{id: id, stores: map[string]*kvStore{}, byChangelog: map[string]*kvStore{}, streamTime: -1}
+	if a.hasPersistent(id) {
+		if err := a.proc.claim(a.failCtx, id, a); err != nil {
+			return nil, err
+		}
+	}
 	for name, topic := range a.storesOf[id.Subtopology] {
 		kind := a.kindOf(name)
 		loc := store.Location{ApplicationID: a.cfg.ApplicationID, Task: id, Store: name}
@@ -123,6 +130,7 @@ func (a *App) openTask(id tasks.ID) (*task, error) {
 			for _, s := range t.stores {
 				s.eng.Close()
 			}
+			a.proc.release(id, a, a.now().Add(a.cfg.Runtime.StateCleanupDelay))
 			return nil, err
 		}
 		s := &kvStore{app: a, task: t, name: name, changelog: tasks.TopicPartition{Topic: topic, Partition: id.Partition},
@@ -138,6 +146,16 @@ func (a *App) openTask(id tasks.ID) (*task, error) {
 		t.byChangelog[topic] = s
 	}
 	return t, nil
+}
+
+// hasPersistent reports whether task id has a persistent store.
+func (a *App) hasPersistent(id tasks.ID) bool {
+	for name := range a.storesOf[id.Subtopology] {
+		if a.kindOf(name).Persistent() {
+			return true
+		}
+	}
+	return false
 }
 
 // openEngine opens a store, asking the store error handler what to do when it cannot.
@@ -183,10 +201,10 @@ func (a *App) closeTask(t *task, clean bool) error {
 				first = cmp.Or(first, s.fail("close", err))
 			}
 		}
-		if s.kind.Persistent() {
-			a.cleanups[t.id] = a.now().Add(a.cfg.Runtime.StateCleanupDelay)
-		}
 	}
+	// Its directory is free for another thread, and deleted after state.cleanup.delay.ms unless the
+	// task comes back to this process.
+	a.proc.release(t.id, a, a.now().Add(a.cfg.Runtime.StateCleanupDelay))
 	delete(a.tasks, t.id)
 	a.stopTask(t)
 	return first
@@ -218,21 +236,28 @@ func (a *App) scanOldTasks() {
 		return
 	}
 	due := a.now().Add(a.cfg.Runtime.StateCleanupDelay)
+	a.proc.mu.Lock()
+	defer a.proc.mu.Unlock()
 	for _, e := range entries {
 		if id, err := tasks.ParseID(e.Name()); err == nil && e.IsDir() {
-			a.cleanups[id] = due
+			a.proc.cleanups[id] = due
 		}
 	}
 }
 
 // cleanupDue deletes the directories of tasks whose cleanup time passed and that this process does
-// not hold. Called with a.mu held.
+// not hold (no thread holds their persistent stores; this one holds none of their stores). Called
+// with a.mu held; the process's lock is held meanwhile, so that no thread opens a task being
+// deleted.
 func (a *App) cleanupDue(now time.Time) {
-	for id, at := range a.cleanups {
-		if now.Before(at) || a.tasks[id] != nil {
+	p := a.proc
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, at := range p.cleanups {
+		if now.Before(at) || a.tasks[id] != nil || p.held[id] != nil {
 			continue
 		}
-		delete(a.cleanups, id)
+		delete(p.cleanups, id)
 		dir := filepath.Join(a.stateDir, store.TaskDir(id))
 		for name := range a.storesOf[id.Subtopology] {
 			kind := a.kindOf(name)

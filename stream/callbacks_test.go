@@ -88,19 +88,19 @@ func TestOnTasksAssignedOpensSwitchesAndCloses(t *testing.T) {
 			t.Errorf("engine closed %d times", e.closes)
 		}
 	}
-	if at, ok := a.cleanups[tid("1", 0)]; !ok || !at.Equal(clk.t.Add(time.Minute)) || len(a.cleanups) != 1 {
-		t.Errorf("cleanups %v", a.cleanups)
+	if at, ok := a.proc.cleanups[tid("1", 0)]; !ok || !at.Equal(clk.t.Add(time.Minute)) || len(a.proc.cleanups) != 1 {
+		t.Errorf("cleanups %v", a.proc.cleanups)
 	}
 	// Assigned again before its cleanup: the cleanup is dropped.
 	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1)}, []tasks.ID{tid("1", 0)}), false))
-	if _, ok := a.cleanups[tid("1", 0)]; ok || a.tasks[tid("1", 0)] == nil {
-		t.Errorf("cleanups %v", a.cleanups)
+	if _, ok := a.proc.cleanups[tid("1", 0)]; ok || a.tasks[tid("1", 0)] == nil {
+		t.Errorf("cleanups %v", a.proc.cleanups)
 	}
 
 	mustNotErr(t, cb.OnTasksRevoked(ctx, tasks.NewSet(tid("1", 1))))
 	mustNotErr(t, cb.OnAllTasksLost(ctx, tasks.Assignment{}))
-	if len(a.tasks) != 0 || len(a.cleanups) != 2 {
-		t.Errorf("after losing all: tasks %v cleanups %v", a.tasks, a.cleanups)
+	if len(a.tasks) != 0 || len(a.proc.cleanups) != 2 {
+		t.Errorf("after losing all: tasks %v cleanups %v", a.tasks, a.proc.cleanups)
 	}
 	for i, e := range k.engines {
 		if e.closes != 1 {
@@ -117,8 +117,8 @@ func TestClosingMemoryTasksSchedulesNoCleanup(t *testing.T) {
 	cb := (*callbacks)(a)
 	mustNotErr(t, cb.OnTasksAssigned(context.Background(), assign([]tasks.ID{tid("1", 0)}, nil), false))
 	mustNotErr(t, cb.OnAllTasksLost(context.Background(), tasks.Assignment{}))
-	if len(a.cleanups) != 0 || len(a.tasks) != 0 {
-		t.Errorf("cleanups %v tasks %v", a.cleanups, a.tasks)
+	if len(a.proc.cleanups) != 0 || len(a.tasks) != 0 {
+		t.Errorf("cleanups %v tasks %v", a.proc.cleanups, a.tasks)
 	}
 }
 
@@ -219,10 +219,10 @@ func TestCleanupDue(t *testing.T) {
 		mustNotErr(t, os.MkdirAll(filepath.Join(a.stateDir, d, "counts"), 0o755))
 	}
 	now := clk.t
-	a.cleanups[tid("1", 0)] = now.Add(-time.Second) // due
-	a.cleanups[tid("1", 1)] = now                   // due now
-	a.cleanups[tid("1", 2)] = now.Add(time.Millisecond)
-	a.cleanups[tid("1", 3)] = now.Add(-time.Second) // due, but held again
+	a.proc.cleanups[tid("1", 0)] = now.Add(-time.Second) // due
+	a.proc.cleanups[tid("1", 1)] = now                   // due now
+	a.proc.cleanups[tid("1", 2)] = now.Add(time.Millisecond)
+	a.proc.cleanups[tid("1", 3)] = now.Add(-time.Second) // due, but held again
 	a.tasks[tid("1", 3)] = &task{id: tid("1", 3)}
 	a.cleanupDue(now)
 	for d, want := range map[string]bool{"1_0": false, "1_1": false, "1_2": true, "1_3": true} {
@@ -230,8 +230,8 @@ func TestCleanupDue(t *testing.T) {
 			t.Errorf("%s exists: %v, want %v", d, err == nil, want)
 		}
 	}
-	if len(a.cleanups) != 2 {
-		t.Errorf("cleanups left %v", a.cleanups)
+	if len(a.proc.cleanups) != 2 {
+		t.Errorf("cleanups left %v", a.proc.cleanups)
 	}
 	// Only the persistent store is destroyed, at its own directory.
 	if len(k.destroyed) != 2 {
@@ -244,8 +244,8 @@ func TestCleanupDue(t *testing.T) {
 	}
 	k.destroyErr = errBoom
 	a.cleanupDue(now.Add(time.Hour)) // a failed Destroy still removes the directory
-	if _, err := os.Stat(filepath.Join(a.stateDir, "1_2")); err == nil || len(a.cleanups) != 1 {
-		t.Errorf("1_2 kept after a failed Destroy; cleanups %v", a.cleanups)
+	if _, err := os.Stat(filepath.Join(a.stateDir, "1_2")); err == nil || len(a.proc.cleanups) != 1 {
+		t.Errorf("1_2 kept after a failed Destroy; cleanups %v", a.proc.cleanups)
 	}
 }
 
@@ -263,13 +263,13 @@ func TestScanOldTasks(t *testing.T) {
 	mustNotErr(t, os.Chtimes(filepath.Join(a.stateDir, "0_7"), newer, newer))
 	a.scanOldTasks()
 	due := a.now().Add(time.Hour)
-	if len(a.cleanups) != 2 || !a.cleanups[tid("1", 0)].Equal(due) || !a.cleanups[tid("0", 7)].Equal(due) {
-		t.Errorf("cleanups %v; want 1_0 and 0_7 (not the file 1_1 or junk) due one delay after the start, %v", a.cleanups, due)
+	if len(a.proc.cleanups) != 2 || !a.proc.cleanups[tid("1", 0)].Equal(due) || !a.proc.cleanups[tid("0", 7)].Equal(due) {
+		t.Errorf("cleanups %v; want 1_0 and 0_7 (not the file 1_1 or junk) due one delay after the start, %v", a.proc.cleanups, due)
 	}
 	b, _ := newTestApp(t, testConfig(), testProcs())
 	b.stateDir = filepath.Join(t.TempDir(), "missing")
 	b.scanOldTasks()
-	if len(b.cleanups) != 0 {
+	if len(b.proc.cleanups) != 0 {
 		t.Error("a missing directory has no tasks")
 	}
 }
@@ -411,14 +411,14 @@ func TestCloseAndCleanupWarnOnlyOnFailures(t *testing.T) {
 
 	// Cleanup: a clean deletion is an INFO, a failed Destroy or RemoveAll a WARN.
 	mustNotErr(t, os.MkdirAll(filepath.Join(a.stateDir, "1_0"), 0o755))
-	a.cleanups = map[tasks.ID]time.Time{tid("1", 0): clk.t}
+	a.proc.cleanups = map[tasks.ID]time.Time{tid("1", 0): clk.t}
 	logs.take()
 	a.cleanupDue(clk.t)
 	if m := logs.take(); len(m) != 1 || m[0] != "INFO deleted the state of a task this process no longer owns" {
 		t.Errorf("clean deletion logged %v", m)
 	}
 	k.destroyErr = errBoom
-	a.cleanups = map[tasks.ID]time.Time{tid("1", 0): clk.t}
+	a.proc.cleanups = map[tasks.ID]time.Time{tid("1", 0): clk.t}
 	a.cleanupDue(clk.t)
 	if m := logs.take(); len(m) != 2 || m[0] != "WARN deleting the store of a task no longer owned failed" {
 		t.Errorf("failed Destroy logged %v", m)
@@ -427,7 +427,7 @@ func TestCloseAndCleanupWarnOnlyOnFailures(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	mustNotErr(t, os.WriteFile(file, nil, 0o644))
 	a.stateDir = file // RemoveAll(file/1_0) fails: not a directory
-	a.cleanups = map[tasks.ID]time.Time{tid("1", 0): clk.t}
+	a.proc.cleanups = map[tasks.ID]time.Time{tid("1", 0): clk.t}
 	a.cleanupDue(clk.t)
 	if m := logs.take(); len(m) != 1 || m[0] != "WARN deleting the directory of a task no longer owned failed" {
 		t.Errorf("failed RemoveAll logged %v", m)

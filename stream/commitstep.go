@@ -26,7 +26,8 @@ func (a *App) machineConfig() sm.Config {
 		g = sm.ExactlyOnce
 	}
 	return sm.Config{Guarantee: g, CommitInterval: a.cfg.Runtime.CommitInterval, Backoff: a.backoff,
-		RetryProduction: a.retriesProductionErrors(), MaxTaskIdle: a.cfg.Runtime.MaxTaskIdle}
+		RetryProduction: a.retriesProductionErrors(), MaxTaskIdle: a.cfg.Runtime.MaxTaskIdle,
+		CloseLeaving: a.cfg.Runtime.Threads() > 1}
 }
 
 // drive runs one request (a commit, an abort) through the machine and returns how it ended, with
@@ -147,7 +148,7 @@ func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 		t, err := a.openTask(act.ID)
 		if err == nil {
 			a.tasks[act.ID] = t
-			delete(a.cleanups, act.ID)
+			a.proc.keep(act.ID)
 		}
 		return sm.TaskOpened{ID: act.ID, Err: err}
 	case sm.SetRole:

@@ -55,6 +55,10 @@
 //
 // # Threads
 //
-// Processors, punctuators and store access from them run on Run's goroutine, one record at a time;
-// they need no locks. Interactive queries (Query, Store.Query) may run on any goroutine.
+// Processors, punctuators and store access from them run on a stream thread's goroutine, one record
+// at a time per thread. With one thread (num.stream.threads=1, the default) they need no locks.
+// With several, each thread is a member of the group with its own tasks, and a subtopology's
+// Processor is called by all of them at once, each for its own tasks (Kafka Streams makes a
+// processor per task instead): keep per-task state in the task's stores, or guard what the
+// processor shares. Interactive queries (Query, Store.Query) may run on any goroutine.
 package stream

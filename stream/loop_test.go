@@ -268,10 +268,10 @@ func TestBetweenCleansUp(t *testing.T) {
 	a.stateDir = t.TempDir()
 	dir := filepath.Join(a.stateDir, "1_0")
 	mustNotErr(t, os.Mkdir(dir, 0o755))
-	a.cleanups[tid("1", 0)] = clk.t
+	a.proc.cleanups[tid("1", 0)] = clk.t
 	a.between()
-	if _, err := os.Stat(dir); err == nil || len(a.cleanups) != 0 {
-		t.Errorf("the due task directory is kept: %v", a.cleanups)
+	if _, err := os.Stat(dir); err == nil || len(a.proc.cleanups) != 0 {
+		t.Errorf("the due task directory is kept: %v", a.proc.cleanups)
 	}
 }
 

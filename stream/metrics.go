@@ -50,17 +50,26 @@ type loopMetrics struct {
 	pollTime, processTime, punctuateTime, commitTime                                             atomic.Int64 // ns
 }
 
-// Metrics returns the processing loop's counts so far; the zero value before Run.
+// Metrics returns the processing loop's counts so far, summed over the stream threads; the zero
+// value before Run.
 func (a *App) Metrics() Metrics {
-	m := &a.metrics
-	return Metrics{
-		Polls: m.polls.Load(), PollTime: time.Duration(m.pollTime.Load()),
-		Processed: m.processed.Load(), ProcessTime: time.Duration(m.processTime.Load()),
-		Dropped: m.dropped.Load(), Restored: m.restored.Load(),
-		Punctuations: m.punctuations.Load(), PunctuateTime: time.Duration(m.punctuateTime.Load()),
-		Commits: m.commits.Load(), CommitTime: time.Duration(m.commitTime.Load()), FailedCommits: m.failedCommits.Load(),
-		ProductionRetries: m.productionRetries.Load(),
+	var out Metrics
+	for _, t := range a.proc.all() {
+		m := &t.metrics
+		out.Polls += m.polls.Load()
+		out.PollTime += time.Duration(m.pollTime.Load())
+		out.Processed += m.processed.Load()
+		out.ProcessTime += time.Duration(m.processTime.Load())
+		out.Dropped += m.dropped.Load()
+		out.Restored += m.restored.Load()
+		out.Punctuations += m.punctuations.Load()
+		out.PunctuateTime += time.Duration(m.punctuateTime.Load())
+		out.Commits += m.commits.Load()
+		out.CommitTime += time.Duration(m.commitTime.Load())
+		out.FailedCommits += m.failedCommits.Load()
+		out.ProductionRetries += m.productionRetries.Load()
 	}
+	return out
 }
 
 // since is the time from start to now on the App's clock (never negative).

@@ -19,8 +19,8 @@ import (
 // ErrNotRunning is returned by queries before Run built the member, or after it returned.
 var ErrNotRunning = errors.New("stream: the application is not running")
 
-// Store returns read-only access to the store name across the active tasks this process holds now
-// (Kafka Streams' interactive queries over local stores): a Get looks in each task's store, a
+// Store returns read-only access to the store name across the active tasks this process holds now,
+// in all its stream threads (Kafka Streams' interactive queries over local stores): a Get looks in each task's store, a
 // Range merges them in key order. Keys live in the task of their partition, so a key another
 // member holds is absent here (see KeyMetadata). Safe on any goroutine.
 func (a *App) Store(name string) (store.ReadOnly, error) {
@@ -55,13 +55,15 @@ type localStore struct {
 }
 
 func (l localStore) stores() []*kvStore {
-	l.a.mu.RLock()
-	defer l.a.mu.RUnlock()
 	var out []*kvStore
-	for _, t := range l.a.tasks {
-		if s := t.stores[l.name]; s != nil && t.active {
-			out = append(out, s)
+	for _, th := range l.a.proc.all() {
+		th.mu.RLock()
+		for _, t := range th.tasks {
+			if s := t.stores[l.name]; s != nil && t.active {
+				out = append(out, s)
+			}
 		}
+		th.mu.RUnlock()
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].task.id.Partition < out[j].task.id.Partition })
 	return out

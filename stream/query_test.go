@@ -267,7 +267,7 @@ func TestWatchFollowsTheMember(t *testing.T) {
 	a, _ := newTestApp(t, testConfig(), testProcs())
 	eps := map[heartbeat.Endpoint]heartbeat.EndpointPartitions{{Host: "h", Port: 1}: {}}
 	events := make(chan membership.Event, 10)
-	a.state.Store(int32(Running))
+	a.setState(Running)
 	events <- membership.Event{Kind: membership.EventStateChanged, State: membership.Stable}
 	events <- membership.Event{Kind: membership.EventEndpointsChanged, Endpoints: eps}
 	close(events)
@@ -283,7 +283,7 @@ func TestWatchFollowsTheMember(t *testing.T) {
 	if a.State() != Rebalancing {
 		t.Fatalf("state %v, want REBALANCING when the member is not stable", a.State())
 	}
-	a.state.Store(int32(PendingShutdown))
+	a.setState(PendingShutdown)
 	events = make(chan membership.Event, 10)
 	events <- membership.Event{Kind: membership.EventStateChanged, State: membership.Reconciling}
 	events <- membership.Event{Kind: membership.EventShutdownRequested}
@@ -311,7 +311,7 @@ func TestKeyMetadataAfterRunReturned(t *testing.T) {
 	a, _ := builtApp(t, testProcs())
 	// What Run leaves behind: its client closed, the state NOT_RUNNING.
 	a.cl.Close()
-	a.state.Store(int32(NotRunning))
+	a.setState(NotRunning)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, _, err := a.KeyMetadata(ctx, "counts", []byte("k")); !errors.Is(err, ErrNotRunning) {

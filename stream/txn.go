@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -55,10 +56,10 @@ func (e *TxnError) Unwrap() error { return e.Err }
 func (a *App) eos() bool { return a.cfg.Runtime.Guarantee == config.ExactlyOnceV2 }
 
 // transactionalID is Kafka Streams' EOS v2 transactional.id of the member: application ID, process
-// ID, and the index of the member in its process (always 1: one member per App). The process ID is
+// ID, and the index of the stream thread in its process (1 to num.stream.threads). The process ID is
 // kept in state.dir, so a restarted process fences its previous incarnation's producer.
 func (a *App) transactionalID() string {
-	return a.cfg.ApplicationID + "-" + a.cfg.ProcessID + "-1"
+	return a.cfg.ApplicationID + "-" + a.cfg.ProcessID + "-" + strconv.Itoa(a.index)
 }
 
 // initProducer loads the producer ID at start, so a cluster that cannot run transactions is a clear

@@ -42,6 +42,11 @@ type Config struct {
 	// MaxTaskIdle is max.task.idle.ms (NeverIdle: never wait; other negative values as 0); see
 	// NextInput.
 	MaxTaskIdle time.Duration
+	// CloseLeaving closes a task as soon as it leaves the assignment instead of keeping it
+	// suspended for KeepSuspended: with several stream threads in one process, the next thread
+	// handed the task must be able to open its stores (a store directory is open in one thread at
+	// a time).
+	CloseLeaving bool
 }
 
 // Limits of the machine's retries.

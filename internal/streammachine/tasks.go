@@ -146,9 +146,13 @@ func (m *Machine) assigned(now time.Time, as tasks.Assignment) []Action {
 }
 
 // leave is what becomes of a held task that is not assigned: suspended, or closed once it was
-// suspended past KeepSuspended.
+// suspended past KeepSuspended (at once under CloseLeaving).
 func (m *Machine) leave(now time.Time, id tasks.ID) []Action {
 	t := m.held[id]
+	if m.cfg.CloseLeaving {
+		delete(m.held, id)
+		return []Action{CloseTask{ID: id}}
+	}
 	if t.state != TaskSuspended {
 		t.state, t.since = TaskSuspended, now
 		return []Action{SuspendTask{ID: id}}

@@ -97,6 +97,26 @@ func TestTaskLifecycle(t *testing.T) {
 	}
 }
 
+// With several stream threads in the process (CloseLeaving), a task that leaves the assignment is
+// closed at once, before any new task opens: the thread handed it next opens its store directory,
+// which is open in one thread at a time. Roles still change without reopening.
+func TestTaskLifecycleClosingLeavers(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	s.m = New(Config{Guarantee: AtLeastOnce, CommitInterval: 10 * time.Second, Backoff: backoff, CloseLeaving: true})
+	s.m.Step(t0, Started{})
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("0_0"), Standby: ids("1_1")}}, "Open(0_0)")
+	s.step(TaskOpened{ID: id("0_0")}, "Open(1_1)")
+	s.step(TaskOpened{ID: id("1_1")}, "Role(0_0 active)", "Role(1_1 standby)", "Done")
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("1_1"), Standby: ids("0_0")}},
+		"Role(0_0 standby demoted)", "Role(1_1 active)", "Done")
+	s.step(Assigned{Assignment: tasks.Assignment{Active: ids("0_1")}}, "Close(0_0)", "Close(1_1)", "Open(0_1)")
+	s.step(TaskOpened{ID: id("0_1")}, "Role(0_1 active)", "Done")
+	if got := held(s.m); got != "0_1:active" {
+		t.Fatalf("held %s", got)
+	}
+	s.step(CloseExpired{}, "Done")
+}
+
 // A task whose stores cannot be opened stops the application at that task: the tasks after it are
 // not opened and no role is set; what was opened is held (its stores close with the rest).
 func TestTaskThatCannotOpen(t *testing.T) {

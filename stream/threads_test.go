@@ -1,0 +1,209 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// threadsConfig is the test config with n stream threads.
+func threadsConfig(n int) config.Config {
+	c := testConfig()
+	c.Runtime.NumStreamThreads = n
+	return c
+}
+
+// twoThreads builds thread 1 and thread 2 of one process, as Run does, on a state directory of the
+// test's, with persistent stores (k).
+func twoThreads(t *testing.T, k *fakeKind, opts ...Option) (a, b *App) {
+	t.Helper()
+	a, clk := newTestApp(t, threadsConfig(2), testProcs(), append([]Option{WithStores(k)}, opts...)...)
+	a.stateDir = t.TempDir()
+	a.cfg.ProcessID = "p"
+	a.nameThread()
+	b = a.sibling(2)
+	b.now = clk.now
+	return a, b
+}
+
+// Each stream thread is a member of its own, named as Kafka Streams names its threads' clients; the
+// threads share what New derived, the state directory and the process ID.
+func TestThreadsOfAProcess(t *testing.T) {
+	cfg := threadsConfig(3)
+	cfg.GroupInstanceID = "web-7"
+	cfg.ProcessID = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
+	a, _ := newTestApp(t, cfg, testProcs())
+	a.stateDir = "/state/app"
+	a.nameThread()
+	b, c := a.sibling(2), a.sibling(3)
+	if got := a.proc.all(); len(got) != 3 || got[0] != a || got[1] != b || got[2] != c {
+		t.Fatalf("threads %v", got)
+	}
+	for i, th := range []*App{a, b, c} {
+		n := string(rune('1' + i))
+		if th.index != i+1 || th.cfg.ClientID != testApp+"-StreamThread-"+n || th.cfg.GroupInstanceID != "web-7-"+n ||
+			th.transactionalID() != testApp+"-6ba7b810-9dad-11d1-80b4-00c04fd430c8-"+n || th.cfg.ProcessID != cfg.ProcessID || th.stateDir != "/state/app" || th.proc != a.proc {
+			t.Errorf("thread %d: index %d client %q instance %q transactional.id %q process %q dir %q", i+1, th.index,
+				th.cfg.ClientID, th.cfg.GroupInstanceID, th.transactionalID(), th.cfg.ProcessID, th.stateDir)
+		}
+		if !th.machineConfig().CloseLeaving {
+			t.Errorf("thread %d keeps tasks that left it: another thread could not open their stores", i+1)
+		}
+	}
+	if b.storesOf["1"]["counts"] != countsLog || b.mach == a.mach || b.cons != nil {
+		t.Errorf("thread 2: stores %v, its own machine %v", b.storesOf, b.mach != a.mach)
+	}
+	// A client ID of the application's own is the base of the threads'.
+	cfg.ClientID = "mine"
+	cfg.GroupInstanceID = ""
+	cfg.ProcessID = ""
+	d, _ := newTestApp(t, cfg, testProcs())
+	d.nameThread()
+	if d.cfg.ClientID != "mine-StreamThread-1" || d.cfg.GroupInstanceID != "" {
+		t.Errorf("client %q instance %q", d.cfg.ClientID, d.cfg.GroupInstanceID)
+	}
+	// One thread (the default) keeps a task that left a while, and its client named as before.
+	one, _ := newTestApp(t, testConfig(), testProcs())
+	if one.machineConfig().CloseLeaving || one.cfg.ClientID != "" || one.transactionalID() != testApp+"--1" {
+		t.Errorf("one thread: close leaving %v, client %q, transactional.id %q", one.machineConfig().CloseLeaving, one.cfg.ClientID, one.transactionalID())
+	}
+}
+
+// The App's state is its least advanced thread's: Rebalancing while any rebalances, Running only
+// when all run; a failing thread shows at once.
+func TestAppStateFollowsItsThreads(t *testing.T) {
+	var changes []string
+	a, b := twoThreads(t, &fakeKind{}, WithStateListener(func(from, to State) { changes = append(changes, to.String()) }))
+	a.setState(Rebalancing)
+	b.setState(Rebalancing)
+	a.setState(Running)
+	if a.State() != Rebalancing {
+		t.Errorf("state %v with thread 2 rebalancing", a.State())
+	}
+	b.setState(Restoring)
+	b.setState(Running)
+	a.setState(Rebalancing)
+	a.setState(Running)
+	b.setState(PendingError)
+	a.setState(PendingShutdown)
+	want := "REBALANCING RESTORING RUNNING REBALANCING RUNNING PENDING_ERROR"
+	if got := strings.Join(changes, " "); got != want {
+		t.Errorf("changes %s, want %s", got, want)
+	}
+	if a.State() != PendingError || b.State() != PendingError {
+		t.Errorf("state %v", a.State())
+	}
+}
+
+// A task moved from one thread of the process to another: the second waits for the first to close
+// it (a store directory is open in one thread at a time), then opens it; the first's next
+// assignment closes it at once.
+func TestTaskMovesBetweenThreads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := &fakeKind{persistent: true}
+		a, b := twoThreads(t, k)
+		ctx := context.Background()
+		x := tid("1", 0)
+		mustNotErr(t, (*callbacks)(a).OnTasksAssigned(ctx, assign([]tasks.ID{x}, nil), false))
+
+		done := make(chan error, 1)
+		go func() { done <- (*callbacks)(b).OnTasksAssigned(ctx, assign([]tasks.ID{x}, nil), false) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("thread 2 opened %s while thread 1 held its stores: %v", x, err)
+		default:
+		}
+		// Thread 1's next assignment lacks the task: it is closed at once, and thread 2 goes on.
+		mustNotErr(t, (*callbacks)(a).OnTasksAssigned(ctx, assign(nil, nil), false))
+		synctest.Wait()
+		mustNotErr(t, <-done)
+		if a.tasks[x] != nil || b.tasks[x] == nil || !b.tasks[x].active {
+			t.Fatalf("thread 1 holds %v, thread 2 %v", a.tasks, b.tasks)
+		}
+		if len(k.opened) != 4 || k.engines[0].closes != 1 || k.engines[1].closes != 1 || k.engines[2].closes != 0 {
+			t.Errorf("%d opens; closes %d %d %d", len(k.opened), k.engines[0].closes, k.engines[1].closes, k.engines[2].closes)
+		}
+		if a.proc.held[x] != b || len(a.proc.cleanups) != 0 {
+			t.Errorf("held %v cleanups %v", a.proc.held, a.proc.cleanups)
+		}
+		// The directory is not deleted while thread 2 holds it, whatever thread 1's cleaner says.
+		a.proc.cleanups[x] = a.now().Add(-time.Hour)
+		mustNotErr(t, os.MkdirAll(filepath.Join(a.stateDir, x.String(), "counts"), 0o755))
+		a.mu.Lock()
+		a.cleanupDue(a.now())
+		a.mu.Unlock()
+		if _, err := os.Stat(filepath.Join(a.stateDir, x.String())); err != nil || k.destroyed != nil {
+			t.Errorf("thread 1's cleaner deleted a task thread 2 holds: %v", err)
+		}
+	})
+}
+
+// A thread that holds a task's stores and never gives them up: the thread handed the task waits a
+// bounded time, then stops with an error that says so.
+func TestTaskNeverHandedOverStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := twoThreads(t, &fakeKind{persistent: true})
+		ctx := context.Background()
+		x := tid("1", 1)
+		mustNotErr(t, (*callbacks)(a).OnTasksAssigned(ctx, assign(nil, []tasks.ID{x}), false))
+		start := time.Now()
+		err := (*callbacks)(b).OnTasksAssigned(ctx, assign([]tasks.ID{x}, nil), false)
+		if err == nil || !strings.Contains(err.Error(), "another stream thread of this process held its stores") {
+			t.Fatalf("got %v", err)
+		}
+		if waited := time.Since(start); waited != handOverBound {
+			t.Errorf("waited %v, want %v", waited, handOverBound)
+		}
+		if !errors.Is(b.fatalErr(), err) && b.fatalErr() == nil {
+			t.Error("the thread did not fail")
+		}
+	})
+}
+
+// A fatal error in one thread stops the others cleanly (their own error stays nil: they commit),
+// and is the process's error.
+func TestFailingThreadStopsTheOthers(t *testing.T) {
+	a, b := twoThreads(t, &fakeKind{})
+	root, cancel := context.WithCancelCause(context.Background())
+	a.proc.cancel = cancel
+	for _, th := range []*App{a, b} {
+		th.runCtx, th.cancelRun = context.WithCancelCause(root)
+	}
+	b.fail(errBoom)
+	if a.runCtx.Err() == nil || context.Cause(a.runCtx) != errBoom {
+		t.Errorf("thread 1 goes on: %v", context.Cause(a.runCtx))
+	}
+	if a.fatalErr() != nil || a.closingDirty() || b.fatalErr() != errBoom || !b.closingDirty() || a.proc.firstErr() != errBoom {
+		t.Errorf("thread 1 %v, thread 2 %v, process %v", a.fatalErr(), b.fatalErr(), a.proc.firstErr())
+	}
+	a.fail(errors.New("later"))
+	if a.proc.firstErr() != errBoom {
+		t.Errorf("process error %v, want the first", a.proc.firstErr())
+	}
+}
+
+// Queries and metrics see every thread's tasks and counts.
+func TestQueriesAndMetricsSpanTheThreads(t *testing.T) {
+	a, b := twoThreads(t, &fakeKind{})
+	activeTask(t, a, tid("1", 0))
+	activeTask(t, b, tid("1", 1))
+	if got := (localStore{a: a, name: "counts"}).stores(); len(got) != 2 || got[0].task.id != tid("1", 0) || got[1].task.id != tid("1", 1) {
+		t.Errorf("stores %v", got)
+	}
+	a.metrics.processed.Add(3)
+	b.metrics.processed.Add(4)
+	b.metrics.commits.Add(2)
+	b.metrics.pollTime.Add(int64(time.Second))
+	if m := a.Metrics(); m.Processed != 7 || m.Commits != 2 || m.PollTime != time.Second {
+		t.Errorf("metrics %+v", m)
+	}
+}
