@@ -1,5 +1,5 @@
 // Command procapp is the Go side of the processing phase of `make bench-compare`
-// (bench/cmd/benchcompare): one stream.App (the runtime, one member) running one of the apps that
+// (bench/cmd/benchcompare): one stream.App (the runtime, one member per stream thread) running one of the apps that
 // bench/javaapp's ProcApp runs on Kafka Streams, on the same topics with the same serdes, or a bare
 // kgo consumer reading the input (the broker's own limit on this machine).
 //
@@ -43,6 +43,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,8 +62,8 @@ import (
 
 func micros() int64 { return time.Now().UnixMicro() }
 
-// emit writes one protocol line; stdout is written from Run's goroutine and the listeners only, and
-// each line is one write, so lines never interleave.
+// emit writes one protocol line; each line is one write, so lines never interleave (os.Stdout's
+// writes are safe from several goroutines).
 func emit(format string, args ...any) {
 	_, _ = fmt.Fprintf(os.Stdout, format+"\n", args...)
 }
@@ -85,6 +86,7 @@ func main() {
 	commitMS := flag.Int("commit-ms", 0, "commit.interval.ms (0: the runtime's default for the guarantee)")
 	stateDir := flag.String("state-dir", "", "state.dir")
 	expect := flag.Int64("expect-restore", 0, "print RESTORED once the active restores applied this many records")
+	threads := flag.Int("threads", 1, "num.stream.threads (map, count)")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if *mode == "consume" {
@@ -120,16 +122,24 @@ func main() {
 	if *stateDir != "" {
 		keys["state.dir"] = *stateDir
 	}
+	if *threads > 1 {
+		keys["num.stream.threads"] = strconv.Itoa(*threads)
+	}
 	cfg, err := config.FromMap(keys)
 	if err != nil {
 		fail(err)
 	}
 
 	// first marks each task's first record since it last started processing here (Init), so that a
-	// task that leaves and comes back is marked again (Run's goroutine only: no lock).
+	// task that leaves and comes back is marked again. With several stream threads the processor
+	// runs on all of them: the marks are guarded.
+	var firstMu sync.Mutex
 	first := map[int32]bool{}
 	mark := func(c *stream.Context) {
-		if p := c.Task().Partition; !first[p] {
+		p := c.Task().Partition
+		firstMu.Lock()
+		defer firstMu.Unlock()
+		if !first[p] {
 			first[p] = true
 			emit("FIRST %d %d", micros(), p)
 		}
@@ -137,7 +147,7 @@ func main() {
 	var topo *topology.Topology
 	var proc stream.Processor
 	var opts []stream.Option
-	var restored int64 // the active restores' records (Run's goroutine only)
+	var restored atomic.Int64 // the active restores' records (every stream thread's)
 	switch *mode {
 	case "map":
 		topo = topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{*input}})
@@ -189,10 +199,9 @@ func main() {
 				if b.Standby {
 					return
 				}
-				before := restored
-				restored += int64(b.Records)
-				if *expect > 0 && before < *expect && restored >= *expect {
-					emit("RESTORED %d %d", micros(), restored)
+				after := restored.Add(int64(b.Records))
+				if before := after - int64(b.Records); *expect > 0 && before < *expect && after >= *expect {
+					emit("RESTORED %d %d", micros(), after)
 				}
 			}))
 	default:
@@ -200,8 +209,10 @@ func main() {
 	}
 	proc = marked{Processor: proc, init: func(c *stream.Context) {
 		p := c.Task().Partition
+		firstMu.Lock()
 		delete(first, p)
-		emit("READY %d %d %d", micros(), p, restored)
+		firstMu.Unlock()
+		emit("READY %d %d %d", micros(), p, restored.Load())
 	}}
 	app, err := stream.New(cfg, topo, stream.Processors{"0": proc}, opts...)
 	if err != nil {
@@ -216,24 +227,30 @@ func main() {
 
 // assigned is a membership hook that calls fn whenever the member holds active tasks after a
 // change of its assignment, with the time the OnTasksAssigned that handed them over began (zero
-// when unknown). The member tells OnCallbackDone and then OnAssignmentChanged in one step of its
-// loop goroutine, so start needs no lock.
+// when unknown). A member tells OnCallbackDone and then OnAssignmentChanged in one step of its loop
+// goroutine; with several stream threads, several members share the hook, hence the lock.
 type assigned struct {
 	fn    func(callbackStart time.Time)
+	mu    sync.Mutex
 	start time.Time
 }
 
 // OnCallbackDone implements membership.HookCallbackDone.
 func (a *assigned) OnCallbackDone(kind membership.CallbackKind, took time.Duration, err error) {
 	if kind == membership.CallbackAssigned && err == nil {
+		a.mu.Lock()
 		a.start = time.Now().Add(-took)
+		a.mu.Unlock()
 	}
 }
 
 // OnAssignmentChanged implements membership.HookAssignmentChanged.
 func (a *assigned) OnAssignmentChanged(owned tasks.Assignment) {
 	if owned.Active.Len() > 0 {
-		a.fn(a.start)
+		a.mu.Lock()
+		start := a.start
+		a.mu.Unlock()
+		a.fn(start)
 	}
 }
 

@@ -89,6 +89,7 @@ type procVariant struct {
 	mode      string // map or count
 	store     string // memory, pebble (Go), rocksdb (Java)
 	guarantee string
+	threads   int // num.stream.threads; 0: 1
 }
 
 const (
@@ -193,10 +194,13 @@ func (e *env) processing(fail func(string, error)) *Processing {
 // throughputRuns measures the throughput apps side by side, and the bare consumer.
 func (e *env) throughputRuns(pr *Processing, add func(*Proc, error), fail func(string, error)) {
 	variants := []procVariant{
-		{"map", "stateless map (value upper-cased)", "map", "memory", alos},
-		{"count-memory", "count, in-memory store", "count", "memory", alos},
-		{"count-persistent", "count, persistent store (Go: Pebble, Kafka Streams: RocksDB)", "count", "persistent", alos},
-		{"count-memory-eos", "count, in-memory store, exactly_once_v2", "count", "memory", eos},
+		{"map", "stateless map (value upper-cased)", "map", "memory", alos, 0},
+		{"count-memory", "count, in-memory store", "count", "memory", alos, 0},
+		{"count-persistent", "count, persistent store (Go: Pebble, Kafka Streams: RocksDB)", "count", "persistent", alos, 0},
+		{"count-memory-eos", "count, in-memory store, exactly_once_v2", "count", "memory", eos, 0},
+		// The same count on two stream threads (num.stream.threads=2) on each side: what a second
+		// thread buys on this machine, where the broker shares the CPUs.
+		{"count-memory-2t", "count, in-memory store, num.stream.threads=2", "count", "memory", alos, 2},
 	}
 	for i, v := range variants {
 		// Each pair reads a copy of the input written just before it: the Go runtime stops on input
@@ -241,8 +245,8 @@ func (e *env) throughputRuns(pr *Processing, add func(*Proc, error), fail func(s
 // as its store), and a bare kgo consume→produce pipe in a classic consumer group (every record to
 // output unchanged; no store, no changelog).
 var baselines = []procVariant{
-	{"handwritten", "count, hand-written on the pieces (a map per task; Go only)", "handwritten", "memory", alos},
-	{"pipe", "bare kgo consume → produce pipe (classic group; Go only)", "pipe", "memory", alos},
+	{"handwritten", "count, hand-written on the pieces (a map per task; Go only)", "handwritten", "memory", alos, 0},
+	{"pipe", "bare kgo consume → produce pipe (classic group; Go only)", "pipe", "memory", alos, 0},
 }
 
 // storeFor names the store of a side: "persistent" is Pebble in Go and RocksDB in Kafka Streams.
@@ -426,7 +430,11 @@ func (e *env) throughputRun(side Side, v procVariant, input string) (*Proc, erro
 	if v.guarantee == eos {
 		commit = 0
 	}
-	cmd, err := e.procCmd(side, app, v.mode, input, output, v.store, v.guarantee, commit, nil)
+	var extra map[string]string
+	if v.threads > 1 {
+		extra = map[string]string{"threads": strconv.Itoa(v.threads)}
+	}
+	cmd, err := e.procCmd(side, app, v.mode, input, output, v.store, v.guarantee, commit, extra)
 	if err != nil {
 		return p, err
 	}

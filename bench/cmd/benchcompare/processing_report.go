@@ -18,13 +18,13 @@ func processingMarkdown(res *Results, imgDir string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("## Processing (stream runtime vs Kafka Streams)\n\n")
-	w("One process with one member (Kafka Streams: one stream thread) per app; %d records (keys of %d distinct values, %d-byte values) over %d partitions, so %d tasks, written before the apps start (a fresh copy for each pair of apps, which both sides read). Throughput runs from the app's first record processed until its committed offsets (read with kadm) reach the input's end; CPU is the process's user + system time from /proc/<pid>/stat over that span; peak RSS is VmHWM from /proc/<pid>/status at its end. %s. Both sides write every count to the store's changelog (no cache) and to an output topic. One run per app.\n\n",
+	w("One process with one member (Kafka Streams: one stream thread) per app, two for the num.stream.threads=2 row; %d records (keys of %d distinct values, %d-byte values) over %d partitions, so %d tasks, written before the apps start (a fresh copy for each pair of apps, which both sides read). Throughput runs from the app's first record processed until its committed offsets (read with kadm) reach the input's end; CPU is the process's user + system time from /proc/<pid>/stat over that span; peak RSS is VmHWM from /proc/<pid>/status at its end. %s. Both sides write every count to the store's changelog (no cache) and to an output topic. One run per app.\n\n",
 		pr.Records, pr.Keys, pr.ValueBytes, pr.Partitions, pr.Partitions, pr.Commit)
 	if l := phaseLoad(res, "processing"); l != "" {
 		w("Load average (1 min) during this phase: %s, on %d CPUs.\n\n", l, res.Machine.NProc)
 	}
 	w("| app | Go records/s | Go records per CPU-s | Go peak RSS MiB | Kafka Streams records/s | KS records per CPU-s | KS peak RSS MiB | Go/KS per CPU | Go/KS RSS |\n|---|---|---|---|---|---|---|---|---|\n")
-	for _, id := range []string{"map", "count-memory", "handwritten", "pipe", "count-persistent", "count-memory-eos", "restore-memory", "restore-persistent"} {
+	for _, id := range []string{"map", "count-memory", "count-memory-2t", "handwritten", "pipe", "count-persistent", "count-memory-eos", "restore-memory", "restore-persistent"} {
 		g, j := pr.run(id, Go), pr.run(id, Java)
 		if g == nil && j == nil {
 			continue
@@ -41,6 +41,9 @@ func processingMarkdown(res *Results, imgDir string) string {
 			num(j, func(p *Proc) float64 { return p.RecPerSec }), num(j, func(p *Proc) float64 { return p.RecPerCPU }),
 			num(j, func(p *Proc) float64 { return p.PeakRSSMiB }), quot(g, j, func(p *Proc) float64 { return p.RecPerCPU }),
 			quot(g, j, func(p *Proc) float64 { return p.PeakRSSMiB }))
+	}
+	if line := threadsLine(pr); line != "" {
+		w("\n%s\n", line)
 	}
 	g, j := pr.run("failover", Go), pr.run("failover", Java)
 	if g != nil || j != nil {
@@ -244,4 +247,24 @@ func processingChart(res *Results) string {
 		d.Text(x+20, yy, se.name, svg.Start, 11, "#222", 0)
 	}
 	return d.String()
+}
+
+// threadsLine compares the count on two stream threads with the count on one, per side: what a
+// second thread buys in records/s (and costs per record).
+func threadsLine(pr *Processing) string {
+	var parts []string
+	for _, side := range []Side{Go, Java} {
+		one, two := pr.run("count-memory", side), pr.run("count-memory-2t", side)
+		if one == nil || two == nil || one.RecPerSec <= 0 || one.RecPerCPU <= 0 {
+			continue
+		}
+		name := map[Side]string{Go: "the runtime", Java: "Kafka Streams"}[side]
+		parts = append(parts, fmt.Sprintf("%s %.2f× the records/s of one thread (%.2f× its records per CPU-s)",
+			name, two.RecPerSec/one.RecPerSec, two.RecPerCPU/one.RecPerCPU))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Two stream threads against one (the count, in-memory store; one run each, on this machine's CPUs shared with the broker): " +
+		strings.Join(parts, "; ") + "."
 }

@@ -22,6 +22,8 @@ func sampleProcessing() *Processing {
 	add("count-memory", Java, 2e4, 2e4, 300)
 	add("handwritten", Go, 1e5, 4e5, 60) // 4e5/3e5: the runtime spends 1.33× its CPU per record
 	add("pipe", Go, 3e5, 5e5, 40)        // 3e5/5e5: the runtime does 0.6× its records per CPU-s
+	add("count-memory-2t", Go, 1.5e5, 2.4e5, 95)
+	add("count-memory-2t", Java, 3e4, 1.6e4, 320)
 	add("count-memory-eos", Go, 1e5, 1.5e5, 90)
 	add("count-memory-eos", Java, 2e4, 1e5, 300)
 	add("restore-memory", Go, 5e5, 1e6, 80)
@@ -240,5 +242,20 @@ func TestTasksNamed(t *testing.T) {
 	}
 	if n := tasksNamed(path, wipeMarks[Go]); n != 1 {
 		t.Errorf("Go: %d tasks, want 1", n)
+	}
+}
+
+// Two threads against one, per side: records/s and records per CPU-s as ratios of the one-thread
+// run's.
+func TestThreadsLine(t *testing.T) {
+	got := threadsLine(sampleProcessing())
+	for _, want := range []string{"the runtime 1.50× the records/s of one thread (0.80× its records per CPU-s)",
+		"Kafka Streams 1.50× the records/s of one thread (0.80× its records per CPU-s)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if threadsLine(&Processing{}) != "" {
+		t.Error("a line without runs")
 	}
 }

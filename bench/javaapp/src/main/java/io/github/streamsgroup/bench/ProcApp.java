@@ -34,7 +34,7 @@ import org.apache.kafka.streams.state.Stores;
  * <p>Flags ({@code --name=value}): {@code --bootstrap}, {@code --app}, {@code --input}, {@code
  * --output}, {@code --mode=map|count}, {@code --store=memory|rocksdb} (count), {@code
  * --guarantee=at_least_once|exactly_once_v2}, optional {@code --commit-ms}, {@code --state-dir},
- * {@code --expect-restore}.
+ * {@code --expect-restore}, {@code --threads} (num.stream.threads, default 1).
  *
  * <ul>
  *   <li>map: input (String, String) → value upper-cased → output (String, String);
@@ -129,7 +129,7 @@ public final class ProcApp {
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, flags.get("bootstrap"));
         props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
-        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(flags.getOrDefault("threads", "1")));
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, flags.getOrDefault("guarantee", "at_least_once"));
         if (flags.containsKey("commit-ms")) {
             props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, Long.parseLong(flags.get("commit-ms")));
