@@ -3,13 +3,15 @@ package store
 import (
 	"bytes"
 	"sync"
+	"unsafe"
 
 	"github.com/google/btree"
 )
 
-// Memory is the Kind of in-memory stores: a sorted tree per Engine, gone when the Engine is closed
-// (or the process ends) and so restored from the changelog at every Open. Open never fails, and
-// Destroy has nothing to delete. ApproximateCount is exact.
+// Memory is the Kind of in-memory stores: a hash map per Engine until its first iterator, a sorted
+// tree from then on, gone when the Engine is closed (or the process ends) and so restored from the
+// changelog at every Open. Open never fails, and Destroy has nothing to delete. ApproximateCount is
+// exact.
 var Memory Kind = memoryKind{}
 
 type memoryKind struct{}
@@ -19,7 +21,7 @@ func (memoryKind) Persistent() bool { return false }
 
 // Open returns a new, empty Engine: an in-memory store holds nothing of an earlier Engine at loc.
 func (memoryKind) Open(loc Location) (Engine, error) {
-	return &memEngine{loc: loc, tree: btree.NewG(memDegree, entryLess)}, nil
+	return &memEngine{loc: loc, m: map[string][]byte{}}, nil
 }
 
 // Destroy does nothing: the data of an in-memory store went with its Engine.
@@ -42,13 +44,43 @@ func entryLess(a, b entry) bool { return bytes.Compare(a.key, b.key) < 0 }
 
 // memEngine is an Engine in memory. mu guards everything: readers take it shared, Apply and Close
 // exclusive, so a batch is seen whole or not at all.
+//
+// Its entries live in a hash map until the first Iterate, and in a B-tree from then on: most stores
+// (counts, totals, the latest value per key) are only ever read and written by key, which a map
+// does several times faster than a tree's descent of byte comparisons (a count's Get and Put: 830
+// ns over 10,000 keys in the tree); a store that is iterated needs the order, and the tree's
+// copy-on-write clones give each iterator its snapshot in O(1). The switch is one way: a store
+// iterated once is likely to be iterated again.
 type memEngine struct {
 	loc Location
 
 	mu     sync.RWMutex
-	tree   *btree.BTreeG[entry] // nil once closed
+	m      map[string][]byte    // the entries before the first Iterate; nil after it
+	tree   *btree.BTreeG[entry] // the entries from the first Iterate on
+	closed bool
 	pos    int64
 	hasPos bool
+}
+
+// bytesOf is the bytes of a map key without a copy: the map's keys share the allocation of their
+// entry (see Apply) and are never modified.
+func bytesOf(k string) []byte {
+	if len(k) == 0 {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(k), len(k))
+}
+
+// ordered moves the entries from the map into the tree, once (e.mu held exclusively).
+func (e *memEngine) ordered() {
+	if e.tree != nil {
+		return
+	}
+	e.tree = btree.NewG(memDegree, entryLess)
+	for k, v := range e.m {
+		e.tree.ReplaceOrInsert(entry{key: bytesOf(k), value: v})
+	}
+	e.m = nil
 }
 
 func (e *memEngine) closedErr(op string) error {
@@ -58,8 +90,12 @@ func (e *memEngine) closedErr(op string) error {
 func (e *memEngine) Get(key []byte) ([]byte, bool, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	if e.tree == nil {
+	if e.closed {
 		return nil, false, e.closedErr("get")
+	}
+	if e.tree == nil {
+		v, ok := e.m[string(key)]
+		return v, ok, nil
 	}
 	it, ok := e.tree.Get(entry{key: key})
 	if !ok {
@@ -73,9 +109,10 @@ func (e *memEngine) Iterate(lower, upper []byte) (Iterator, error) {
 	// not overlap: the exclusive lock, held for an O(1) copy, is the simple way to ensure it.
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.tree == nil {
+	if e.closed {
 		return nil, e.closedErr("iterate")
 	}
+	e.ordered()
 	if lower != nil && upper != nil && bytes.Compare(lower, upper) >= 0 {
 		return &memIterator{i: -1, done: true}, nil
 	}
@@ -90,8 +127,11 @@ func (e *memEngine) Iterate(lower, upper []byte) (Iterator, error) {
 func (e *memEngine) ApproximateCount() (int64, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	if e.tree == nil {
+	if e.closed {
 		return 0, e.closedErr("count")
+	}
+	if e.tree == nil {
+		return int64(len(e.m)), nil
 	}
 	return int64(e.tree.Len()), nil
 }
@@ -99,13 +139,17 @@ func (e *memEngine) ApproximateCount() (int64, error) {
 func (e *memEngine) Apply(b *Batch, position int64) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.tree == nil {
+	if e.closed {
 		return e.closedErr("apply")
 	}
 	if b != nil {
 		for _, op := range b.ops {
 			if op.Delete {
-				e.tree.Delete(entry{key: op.Key})
+				if e.tree == nil {
+					delete(e.m, string(op.Key))
+				} else {
+					e.tree.Delete(entry{key: op.Key})
+				}
 				continue
 			}
 			// One allocation holds both copies; the caps keep an append to the key from
@@ -113,7 +157,11 @@ func (e *memEngine) Apply(b *Batch, position int64) error {
 			buf := make([]byte, len(op.Key)+len(op.Value))
 			n := copy(buf, op.Key)
 			copy(buf[n:], op.Value)
-			e.tree.ReplaceOrInsert(entry{key: buf[:n:n], value: buf[n:]})
+			if e.tree == nil {
+				e.m[unsafe.String(unsafe.SliceData(buf), n)] = buf[n:]
+			} else {
+				e.tree.ReplaceOrInsert(entry{key: buf[:n:n], value: buf[n:]})
+			}
 		}
 	}
 	if position >= 0 {
@@ -131,11 +179,11 @@ func (e *memEngine) Position() (int64, bool) {
 func (e *memEngine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.tree == nil {
+	if e.closed {
 		return e.closedErr("close")
 	}
-	// Dropping the tree frees the data (iterators keep their own snapshots) and marks the close.
-	e.tree = nil
+	// Dropping the entries frees them (iterators keep their own snapshots).
+	e.closed, e.m, e.tree = true, nil, nil
 	return nil
 }
 

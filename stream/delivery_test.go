@@ -21,13 +21,20 @@ func TestDeliveryContextBoundsEveryWrite(t *testing.T) {
 	if again := a.deliveryContext(); again != ctx {
 		t.Fatal("a new context for every write")
 	}
-	// Less than half left: a new one; the first stays alive (its writes may be in flight).
+	// Less than half left: a new one at the next look at the clock (every deliveryLook writes);
+	// the first stays alive (its writes may be in flight).
 	a.deliverBy = time.Now().Add(deliveryTimeout/2 - time.Second)
+	for a.deliverWrites < deliveryLook-1 {
+		if a.deliveryContext() != ctx {
+			t.Fatalf("write %d renewed the context between two looks at the clock", a.deliverWrites)
+		}
+	}
 	second := a.deliveryContext()
 	if second == ctx || ctx.Err() != nil {
-		t.Fatalf("renewal: same %v, first ended %v", second == ctx, ctx.Err())
+		t.Fatalf("renewal at write %d: same %v, first ended %v", deliveryLook, second == ctx, ctx.Err())
 	}
 	a.deliverBy = time.Now().Add(time.Second)
+	a.deliverWrites = 2*deliveryLook - 1
 	third := a.deliveryContext()
 	if third == second || ctx.Err() == nil || second.Err() != nil {
 		t.Fatalf("second renewal: the first is released (%v), the second kept (%v)", ctx.Err(), second.Err())
