@@ -197,12 +197,13 @@ func (c *Config) Validate() error {
 }
 
 // Limits taken from Kafka.
+// MaxInstanceIDLength is Kafka's limit on group.instance.id (JoinGroupRequest.validateGroupInstanceId).
+const MaxInstanceIDLength = 249
+
 const (
 	// maxAppIDLength keeps application.id short enough to prefix internal topic names, which Kafka
 	// limits to 249 characters.
 	maxAppIDLength = 200
-	// maxInstanceIDLength is Kafka's limit on group.instance.id (JoinGroupRequest.validateGroupInstanceId).
-	maxInstanceIDLength = 249
 	// Kafka Streams' limits on client tags (StreamsConfig.MAX_RACK_AWARE_ASSIGNMENT_TAG_*).
 	maxClientTags         = 5
 	maxClientTagKeyLength = 20
@@ -302,8 +303,8 @@ func instanceIDReason(id string) string {
 		return "is empty: leave the key out for a dynamic member, or give each static member its own ID"
 	case id == "." || id == "..":
 		return "'.' and '..' are not allowed (Kafka's rule for group instance IDs)"
-	case javaLength(id) > maxInstanceIDLength:
-		return fmt.Sprintf("is %d characters long; Kafka allows at most %d", javaLength(id), maxInstanceIDLength)
+	case javaLength(id) > MaxInstanceIDLength:
+		return fmt.Sprintf("is %d characters long; Kafka allows at most %d", javaLength(id), MaxInstanceIDLength)
 	}
 	if bad := text.FirstIllegal(id, topicChar); bad != "" {
 		return bad + " is not one of [a-zA-Z0-9._-] (Kafka's rule for group instance IDs)"

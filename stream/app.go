@@ -310,6 +310,11 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 	if len(cfg.BootstrapServers) == 0 {
 		return nil, fmt.Errorf("stream: %s is required: the App builds its own client", config.KeyBootstrapServers)
 	}
+	if id := cfg.GroupInstanceID; id != "" && len(id)+1+len(strconv.Itoa(cfg.Runtime.Threads())) > config.MaxInstanceIDLength {
+		return nil, &config.Error{Keys: []config.KeyError{{Key: config.KeyGroupInstanceID, Value: id,
+			Reason: fmt.Sprintf("each stream thread's static member is group.instance.id-<thread>, which must fit Kafka's limit of %d characters: "+
+				"shorten it", config.MaxInstanceIDLength)}}}
+	}
 	router, err := tasks.NewRouter(topo)
 	if err != nil {
 		return nil, fmt.Errorf("stream: %w", err)
@@ -357,18 +362,23 @@ func (a *App) sibling(index int) *App {
 	t := newThread(a.cfg.Clone(), a.topo, a.procs, a.o, a.router, a.proc, index)
 	t.storesOf, t.connected, t.changelogs, t.ordering = a.storesOf, a.connected, a.changelogs, a.ordering
 	t.stateDir = a.stateDir
-	t.nameThread()
+	t.nameThread(true)
 	return t
 }
 
-// nameThread gives a thread of a process with several its client ID, static member ID and logger.
-// The names derive from the application's config, whichever thread's config was named already.
-func (a *App) nameThread() {
-	a.cfg.ClientID = a.proc.clientID + "-StreamThread-" + strconv.Itoa(a.index)
+// nameThread gives a thread its static member ID, as Kafka Streams names its threads' members
+// (group.instance.id-<index>, with one thread too, so that adding threads renames no member); and,
+// in a process of several threads, its client ID (client.id, or application.id, then
+// -StreamThread-<index>) and logger. The names derive from the application's config, whichever
+// thread's config was named already.
+func (a *App) nameThread(several bool) {
 	if a.proc.instanceID != "" {
 		a.cfg.GroupInstanceID = a.proc.instanceID + "-" + strconv.Itoa(a.index)
 	}
-	a.log = a.o.logger.With("thread", a.index)
+	if several {
+		a.cfg.ClientID = a.proc.clientID + "-StreamThread-" + strconv.Itoa(a.index)
+		a.log = a.o.logger.With("thread", a.index)
+	}
 }
 
 // checkConnections checks that every store a processor was connected to (Connect) is a store of its
@@ -662,17 +672,18 @@ func (a *App) Run(ctx context.Context) (err error) {
 	defer cancel(nil)
 	stop := context.AfterFunc(ctx, func() { cancel(context.Canceled) })
 	defer stop()
-	if n := a.cfg.Runtime.Threads(); n > 1 {
-		a.nameThread()
-		p.mu.Lock()
-		for i := 2; i <= n; i++ {
-			a.sibling(i)
-		}
-		p.mu.Unlock()
+	n := a.cfg.Runtime.Threads()
+	a.nameThread(n > 1)
+	for i := 2; i <= n; i++ {
+		a.sibling(i)
 	}
+	p.publish()
 	p.cancel = cancel
 	for _, t := range p.threads {
 		t.runCtx, t.cancelRun = context.WithCancelCause(runCtx)
+		// Rebalancing from the start, as Kafka Streams' start() moves to it at once: a thread still
+		// building its clients does not hold the App back in CREATED.
+		t.setState(Rebalancing)
 	}
 	defer a.stopped.Store(true) // queries say ErrNotRunning from now on
 	errs := make([]error, len(p.threads))
@@ -707,6 +718,7 @@ func (a *App) runThread() error {
 			a.cl.Close()
 		}
 		a.fail(err)
+		a.setState(PendingError)
 		return err
 	}
 	defer a.cl.Close()
@@ -722,15 +734,18 @@ func (a *App) runThread() error {
 	if a.eos() {
 		if err := a.initProducer(runCtx); err != nil {
 			if runCtx.Err() != nil && a.fatalErr() == nil {
+				a.setState(PendingShutdown)
 				return nil // stopped while waiting for the cluster: nothing was started
 			}
 			a.fail(err)
+			a.setState(PendingError)
 			return err
 		}
 	}
 	events := a.mgr.Events()
 	if err := a.mgr.Start(runCtx); err != nil {
 		a.fail(err)
+		a.setState(PendingError)
 		return err
 	}
 	a.setState(Rebalancing)

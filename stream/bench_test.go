@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func BenchmarkCountRecord(b *testing.B) {
 	})
 	a, _ := newTestApp(&testing.T{}, testConfig(), Processors{"0": nopProc, "1": proc})
 	fakeBroker(&testing.T{}, a)
-	tk, err := a.openTask(tid("1", 0))
+	tk, err := a.openTask(context.Background(), tid("1", 0))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -59,13 +59,18 @@ func (c *callbacks) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error
 
 // OnTasksAssigned opens the stores of new tasks, switches roles, and closes the tasks no longer
 // assigned. It runs before the consumer reads where each store stands (changelogStart).
-func (c *callbacks) OnTasksAssigned(_ context.Context, as tasks.Assignment, _ bool) error {
+func (c *callbacks) OnTasksAssigned(ctx context.Context, as tasks.Assignment, _ bool) error {
 	a := (*App)(c)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// The assigned tasks' directories are this process's again: no thread's cleaner deletes one
+	// before its thread opens it.
+	for id := range as.All().All() {
+		a.proc.keep(id)
+	}
 	// The machine decides what opens, suspends, closes and changes role (streammachine's task
-	// lifecycle); this carries it out.
-	if d := a.drive(context.Background(), sm.Assigned{Assignment: as}); d.Err != nil {
+	// lifecycle); this carries it out. ctx bounds only a wait for another thread's hand-over.
+	if d := a.drive(ctx, sm.Assigned{Assignment: as}); d.Err != nil {
 		a.fail(d.Err)
 		return d.Err
 	}
@@ -110,12 +115,12 @@ func (a *App) changelogStart(_ tasks.ID, cl tasks.TopicPartition) (int64, bool) 
 }
 
 // openTask opens the stores of task id. A task with persistent stores first claims their directory
-// from the process's other stream threads (the one that had the task closes it in its next
-// callback).
-func (a *App) openTask(id tasks.ID) (*task, error) {
+// from the process's other stream threads (the broker hands a task over only once the thread that
+// had it released it, which closes it first, so the wait is short if any; ctx bounds it).
+func (a *App) openTask(ctx context.Context, id tasks.ID) (*task, error) {
 	t := &task{id: id, stores: map[string]*kvStore{}, byChangelog: map[string]*kvStore{}, streamTime: -1}
 	if a.hasPersistent(id) {
-		if err := a.proc.claim(a.failCtx, id, a); err != nil {
+		if err := a.proc.claim(ctx, id, a); err != nil {
 			return nil, err
 		}
 	}

@@ -145,7 +145,7 @@ func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 		}
 		return sm.Waited{Err: sleepCtx(wctx, act.D)}
 	case sm.OpenTask:
-		t, err := a.openTask(act.ID)
+		t, err := a.openTask(ctx, act.ID)
 		if err == nil {
 			a.tasks[act.ID] = t
 			a.proc.keep(act.ID)

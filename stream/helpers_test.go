@@ -73,7 +73,7 @@ func tid(sub string, p int32) tasks.ID { return tasks.ID{Subtopology: sub, Parti
 // activeTask opens the stores of id as an active, initialized task in a.tasks.
 func activeTask(t *testing.T, a *App, id tasks.ID) *task {
 	t.Helper()
-	tk, err := a.openTask(id)
+	tk, err := a.openTask(context.Background(), id)
 	if err != nil {
 		t.Fatalf("openTask(%s): %v", id, err)
 	}

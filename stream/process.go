@@ -23,14 +23,16 @@ import (
 
 // handOverBound bounds the wait of a thread for a task's store directory that another thread of
 // the process still holds (Kafka Streams' task.timeout.ms default): the broker hands a task to a
-// thread only after the thread that had it gave it up, and that thread closes it in its next
-// callback, so the wait is one heartbeat in the worst case.
+// thread only after the thread that had it released it, and that thread closes a task leaving it
+// before it acknowledges, so a wait is rare and short.
 const handOverBound = 5 * time.Minute
 
 // process is what an App's stream threads share.
 type process struct {
-	// threads are the process's threads, thread 1 first; fixed once Run started them.
+	// threads are the process's threads, thread 1 first, for Run and the threads; list is the same
+	// once Run built them all, for any goroutine (queries, metrics).
 	threads []*App
+	list    atomic.Pointer[[]*App]
 	// clientID and instanceID are the application's client.id (application.id when unset) and
 	// group.instance.id, which its threads' are named after.
 	clientID, instanceID string
@@ -63,7 +65,7 @@ func newProcess() *process {
 }
 
 // claim registers thread t as the holder of task id's store directory, waiting (up to
-// handOverBound, or until ctx ends) while another thread of the process holds it.
+// handOverBound, or until ctx or t's failure ends) while another thread of the process holds it.
 func (p *process) claim(ctx context.Context, id tasks.ID, t *App) error {
 	timer := time.NewTimer(handOverBound)
 	defer timer.Stop()
@@ -81,6 +83,8 @@ func (p *process) claim(ctx context.Context, id tasks.ID, t *App) error {
 		case <-freed:
 		case <-ctx.Done():
 			return fmt.Errorf("stream: opening task %s: another stream thread of this process still holds its stores: %w", id, context.Cause(ctx))
+		case <-t.failCtx.Done():
+			return fmt.Errorf("stream: opening task %s: %w", id, context.Cause(t.failCtx))
 		case <-timer.C:
 			return fmt.Errorf("stream: opening task %s: another stream thread of this process held its stores for %v after the group "+
 				"moved the task here", id, handOverBound)
@@ -102,11 +106,16 @@ func (p *process) release(id tasks.ID, t *App, due time.Time) {
 	p.freed = make(chan struct{})
 }
 
-// all returns the process's threads (safe on any goroutine: Run adds threads under p.mu).
+// publish makes the threads Run built visible to all (Run, before it starts them).
+func (p *process) publish() { p.list.Store(&p.threads) }
+
+// all returns the process's threads (on any goroutine, without a lock: queries and metrics never
+// wait for the cleaner or a hand-over). Before Run built them, thread 1 alone.
 func (p *process) all() []*App {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.threads
+	if l := p.list.Load(); l != nil {
+		return *l
+	}
+	return p.threads[:1]
 }
 
 // keep cancels the deletion of task id's directory: a thread holds the task again.
@@ -134,7 +143,7 @@ func (p *process) firstErr() error {
 
 // stateRank orders the states of threads for the App's: the App is in the state of its least
 // advanced thread (Rebalancing while any thread rebalances, Running only when all run), and a
-// stopping thread (an error first) shows at once.
+// stopping thread (an error first) shows at once. (Created is taken as Rebalancing; see refresh.)
 func stateRank(s State) int {
 	switch s {
 	case PendingError, Error:
@@ -143,23 +152,35 @@ func stateRank(s State) int {
 		return 1
 	case Rebalancing:
 		return 2
-	case Created:
-		return 3
 	case Restoring:
 		return 4
 	}
 	return 5 // Running
 }
 
-// refresh derives the App's state from its threads' and tells the listeners of a change.
+// refresh derives the App's state from its threads' and tells the listeners of a change. After a
+// fatal error of any thread the App is stopping on it: PendingError.
 func (p *process) refresh(log *slog.Logger, listeners []func(from, to State)) {
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()
-	to := State(p.threads[0].state.Load())
-	for _, t := range p.threads[1:] {
-		if s := State(t.state.Load()); stateRank(s) < stateRank(to) {
+	to, created := State(-1), 0
+	for _, t := range p.threads {
+		s := State(t.state.Load())
+		if s == Created {
+			// A thread not started yet holds the App back as a rebalancing one does (the App is
+			// CREATED only while all are).
+			created++
+			s = Rebalancing
+		}
+		if to < 0 || stateRank(s) < stateRank(to) {
 			to = s
 		}
+	}
+	if created == len(p.threads) {
+		to = Created
+	}
+	if p.firstErr() != nil && stateRank(to) > stateRank(PendingError) {
+		to = PendingError
 	}
 	p.set(log, listeners, to)
 }

@@ -30,7 +30,8 @@ func TestRunFailsWhenTheClientCannotBeBuilt(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "stream: building the client: ") {
 		t.Fatalf("got %v", err)
 	}
-	if a.State() != Error || len(changes) != 1 {
+	// As Kafka Streams: REBALANCING at start, then PENDING_ERROR and ERROR.
+	if a.State() != Error || fmt.Sprint(changes) != "[REBALANCING PENDING_ERROR ERROR]" {
 		t.Errorf("state %v, changes %v", a.State(), changes)
 	}
 	// The state.dir lock was given back.

@@ -28,9 +28,10 @@ func twoThreads(t *testing.T, k *fakeKind, opts ...Option) (a, b *App) {
 	a, clk := newTestApp(t, threadsConfig(2), testProcs(), append([]Option{WithStores(k)}, opts...)...)
 	a.stateDir = t.TempDir()
 	a.cfg.ProcessID = "p"
-	a.nameThread()
+	a.nameThread(true)
 	b = a.sibling(2)
 	b.now = clk.now
+	a.proc.publish()
 	return a, b
 }
 
@@ -42,8 +43,9 @@ func TestThreadsOfAProcess(t *testing.T) {
 	cfg.ProcessID = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
 	a, _ := newTestApp(t, cfg, testProcs())
 	a.stateDir = "/state/app"
-	a.nameThread()
+	a.nameThread(true)
 	b, c := a.sibling(2), a.sibling(3)
+	a.proc.publish()
 	if got := a.proc.all(); len(got) != 3 || got[0] != a || got[1] != b || got[2] != c {
 		t.Fatalf("threads %v", got)
 	}
@@ -66,14 +68,19 @@ func TestThreadsOfAProcess(t *testing.T) {
 	cfg.GroupInstanceID = ""
 	cfg.ProcessID = ""
 	d, _ := newTestApp(t, cfg, testProcs())
-	d.nameThread()
+	d.nameThread(true)
 	if d.cfg.ClientID != "mine-StreamThread-1" || d.cfg.GroupInstanceID != "" {
 		t.Errorf("client %q instance %q", d.cfg.ClientID, d.cfg.GroupInstanceID)
 	}
-	// One thread (the default) keeps a task that left a while, and its client named as before.
-	one, _ := newTestApp(t, testConfig(), testProcs())
-	if one.machineConfig().CloseLeaving || one.cfg.ClientID != "" || one.transactionalID() != testApp+"--1" {
-		t.Errorf("one thread: close leaving %v, client %q, transactional.id %q", one.machineConfig().CloseLeaving, one.cfg.ClientID, one.transactionalID())
+	// One thread (the default) keeps a task that left a while and its client ID; its static member
+	// is <group.instance.id>-1, as Kafka Streams names it, so that adding threads renames none.
+	cfg = testConfig()
+	cfg.GroupInstanceID = "solo"
+	one, _ := newTestApp(t, cfg, testProcs())
+	one.nameThread(false)
+	if one.machineConfig().CloseLeaving || one.cfg.ClientID != "" || one.transactionalID() != testApp+"--1" || one.cfg.GroupInstanceID != "solo-1" {
+		t.Errorf("one thread: close leaving %v, client %q, transactional.id %q, instance %q", one.machineConfig().CloseLeaving,
+			one.cfg.ClientID, one.transactionalID(), one.cfg.GroupInstanceID)
 	}
 }
 
@@ -100,6 +107,22 @@ func TestAppStateFollowsItsThreads(t *testing.T) {
 	}
 	if a.State() != PendingError || b.State() != PendingError {
 		t.Errorf("state %v", a.State())
+	}
+
+	// A thread not started yet is taken as rebalancing: the App never goes back to CREATED.
+	changes = nil
+	c, d := twoThreads(t, &fakeKind{}, WithStateListener(func(from, to State) { changes = append(changes, to.String()) }))
+	c.setState(Rebalancing)
+	c.setState(Running)
+	if c.State() != Rebalancing || strings.Join(changes, " ") != "REBALANCING" {
+		t.Errorf("state %v, changes %v, with thread 2 not started", c.State(), changes)
+	}
+	// A fatal error of any thread: the App is stopping on it, whatever the others' states.
+	d.setState(Running)
+	d.fail(errBoom)
+	c.setState(Rebalancing)
+	if c.State() != PendingError {
+		t.Errorf("state %v after thread 2 failed", c.State())
 	}
 }
 
@@ -205,5 +228,21 @@ func TestQueriesAndMetricsSpanTheThreads(t *testing.T) {
 	b.metrics.pollTime.Add(int64(time.Second))
 	if m := a.Metrics(); m.Processed != 7 || m.Commits != 2 || m.PollTime != time.Second {
 		t.Errorf("metrics %+v", m)
+	}
+}
+
+// Each thread's static member is group.instance.id-<thread>: an ID that would pass Kafka's limit
+// with the suffix is refused at New, naming the key.
+func TestInstanceIDLeavesRoomForTheThread(t *testing.T) {
+	cfg := threadsConfig(12)
+	cfg.GroupInstanceID = strings.Repeat("i", config.MaxInstanceIDLength-2)
+	_, err := New(cfg, testTopo(), testProcs(), quiet())
+	var ce *config.Error
+	if !errors.As(err, &ce) || !ce.Has(config.KeyGroupInstanceID) {
+		t.Fatalf("got %v; want a config error on group.instance.id", err)
+	}
+	cfg.GroupInstanceID = strings.Repeat("i", config.MaxInstanceIDLength-3)
+	if _, err := New(cfg, testTopo(), testProcs(), quiet()); err != nil {
+		t.Fatalf("an ID that fits with -12: %v", err)
 	}
 }
