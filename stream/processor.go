@@ -130,13 +130,18 @@ var ErrUnknownStore = errors.New("stream: unknown store")
 // Store returns the task's store name as bytes (see KeyValue for typed access), or a store whose
 // every call fails with ErrUnknownStore when the task's subtopology has no such store.
 func (c *Context) Store(name string) store.KeyValue {
-	if conn := c.app.connected[c.task.id.Subtopology]; conn != nil && !conn.stores[name] {
-		return unknownStore{name: name, task: c.task.id, connected: conn.names}
+	t := c.task
+	if t.lastStore.kv != nil && t.lastStore.name == name {
+		return t.lastStore.kv
 	}
-	if s := c.task.stores[name]; s != nil {
+	if conn := c.app.connected[t.id.Subtopology]; conn != nil && !conn.stores[name] {
+		return unknownStore{name: name, task: t.id, connected: conn.names}
+	}
+	if s := t.stores[name]; s != nil {
+		t.lastStore.name, t.lastStore.kv = name, s
 		return s
 	}
-	return unknownStore{name: name, task: c.task.id}
+	return unknownStore{name: name, task: t.id}
 }
 
 // Send writes a record to topic: an output (sink) topic or a repartition topic, partitioned by its
@@ -147,8 +152,11 @@ func (c *Context) Send(topic string, key, value []byte, headers ...kgo.RecordHea
 	if topic == "" {
 		return errors.New("stream: Send needs a topic")
 	}
-	if c.app.changelogs[topic] {
-		return fmt.Errorf("stream: %s is a changelog topic: write to the store instead", topic)
+	if topic != c.task.lastSent {
+		if c.app.changelogs[topic] {
+			return fmt.Errorf("stream: %s is a changelog topic: write to the store instead", topic)
+		}
+		c.task.lastSent = topic
 	}
 	c.app.produce(c.task.id, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: c.ts})
 	return nil

@@ -31,6 +31,14 @@ type task struct {
 	// says the task has one (nothing to order).
 	order  *ordered
 	single bool
+	// lastStore and lastSent spare the lookups of a processor's usual calls (a store's Get and Put,
+	// a Send, per record): the last store name Context.Store resolved, and the last topic Send
+	// found not to be a changelog.
+	lastStore struct {
+		name string
+		kv   store.KeyValue
+	}
+	lastSent string
 }
 
 // kvStore is one store of one task: an Engine written through, with every write of the processor

@@ -421,6 +421,15 @@ func TestUnknownStore(t *testing.T) {
 	if c.Store("counts") != c.task.stores["counts"] {
 		t.Error("a known store")
 	}
+	// Alternating names, each resolved to its own store, the unknown one still refused.
+	for range 2 {
+		if c.Store("sums") != c.task.stores["sums"] || c.Store("counts") != c.task.stores["counts"] {
+			t.Fatal("alternating stores")
+		}
+		if _, ok := c.Store("nope").(unknownStore); !ok {
+			t.Fatal("an unknown store after a known one")
+		}
+	}
 }
 
 func TestContextSend(t *testing.T) {
@@ -436,6 +445,12 @@ func TestContextSend(t *testing.T) {
 	}
 	h := kgo.RecordHeader{Key: "h", Value: []byte("1")}
 	mustNotErr(t, c.Send("out", []byte("k"), []byte("v"), h))
+	// A changelog is refused after an output topic too, and again.
+	for range 2 {
+		if err := c.Send(countsLog, nil, nil); err == nil {
+			t.Error("a changelog after an output topic was accepted")
+		}
+	}
 	out := Output("out", serde.String, serde.String)
 	if out.Name() != "out" {
 		t.Fatal(out.Name())
