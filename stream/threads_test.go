@@ -3,15 +3,21 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
 	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // threadsConfig is the test config with n stream threads.
@@ -244,5 +250,95 @@ func TestInstanceIDLeavesRoomForTheThread(t *testing.T) {
 	cfg.GroupInstanceID = strings.Repeat("i", config.MaxInstanceIDLength-3)
 	if _, err := New(cfg, testTopo(), testProcs(), quiet()); err != nil {
 		t.Fatalf("an ID that fits with -12: %v", err)
+	}
+}
+
+// Run starts num.stream.threads members, each with its own static member ID (and, under
+// exactly-once, transactional.id) and all with the process's ID; when the broker refuses them, Run
+// returns the first thread's fatal error after every thread stopped, and the state ends in ERROR.
+func TestRunStartsEveryThread(t *testing.T) {
+	for _, eos := range []bool{false, true} {
+		t.Run(fmt.Sprintf("eos=%v", eos), func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", repartTopc, countsLog, sumsLog))
+			mustNotErr(t, err)
+			defer c.Close()
+			mustNotErr(t, kfakestreams.Advertise(context.Background(), c, 1, 1, 1))
+			var mu sync.Mutex
+			instances, processes, txnIDs := map[string]bool{}, map[string]bool{}, map[string]bool{}
+			c.ControlKey(int16(kmsg.StreamsGroupHeartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				hb := req.(*kmsg.StreamsGroupHeartbeatRequest)
+				mu.Lock()
+				if hb.InstanceID != nil {
+					instances[*hb.InstanceID] = true
+				}
+				if hb.ProcessID != nil {
+					processes[*hb.ProcessID] = true
+				}
+				all := len(instances) == 3
+				mu.Unlock()
+				// Retriable until every thread's member has shown up, then fatal.
+				resp := hb.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+				resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+				if all {
+					resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				}
+				return resp, nil, true
+			})
+			c.ControlKey(int16(kmsg.InitProducerID), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				if id := req.(*kmsg.InitProducerIDRequest).TransactionalID; id != nil {
+					mu.Lock()
+					txnIDs[*id] = true
+					mu.Unlock()
+				}
+				return nil, nil, false
+			})
+			cfg := threadsConfig(3)
+			cfg.BootstrapServers = c.ListenAddrs()
+			cfg.StateDir = t.TempDir()
+			cfg.GroupInstanceID = "web"
+			cfg.ProcessID = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
+			if eos {
+				cfg.Runtime.Guarantee = config.ExactlyOnceV2
+				cfg.Runtime.CommitInterval = config.DefaultCommitIntervalEOS
+			}
+			var states []State
+			a, _ := newTestApp(t, cfg, testProcs(), WithStateListener(func(_, to State) { states = append(states, to) }))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err = a.Run(ctx)
+			if !errors.Is(err, kerr.GroupAuthorizationFailed) || a.proc.firstErr() != err {
+				t.Fatalf("Run: %v", err)
+			}
+			if got := fmt.Sprint(states); got != "[REBALANCING PENDING_ERROR ERROR]" {
+				t.Errorf("states %s", got)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if fmt.Sprint(instances) != "map[web-1:true web-2:true web-3:true]" || fmt.Sprint(processes) != "map["+cfg.ProcessID+":true]" {
+				t.Errorf("members: instances %v, processes %v", instances, processes)
+			}
+			wantTxn := ""
+			if eos {
+				wantTxn = fmt.Sprintf("%[1]s-%[2]s-1:true %[1]s-%[2]s-2:true %[1]s-%[2]s-3:true", testApp, cfg.ProcessID)
+			}
+			if fmt.Sprint(txnIDs) != "map["+wantTxn+"]" {
+				t.Errorf("transactional IDs %v", txnIDs)
+			}
+			// The thread refused first stopped on its error, the others (if not refused yet) cleanly.
+			failed := 0
+			for i, th := range a.proc.all() {
+				if th.index != i+1 || (th.stateOf() != PendingError && th.stateOf() != PendingShutdown) {
+					t.Errorf("thread %d (index %d) ended in %v", i+1, th.index, th.stateOf())
+				}
+				if th.stateOf() == PendingError {
+					failed++
+				}
+			}
+			if failed == 0 || len(a.proc.all()) != 3 {
+				t.Errorf("%d threads, %d failed", len(a.proc.all()), failed)
+			}
+		})
 	}
 }
