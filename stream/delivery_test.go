@@ -21,6 +21,13 @@ func TestDeliveryContextBoundsEveryWrite(t *testing.T) {
 	if again := a.deliveryContext(); again != ctx {
 		t.Fatal("a new context for every write")
 	}
+	// A look at the clock with more than half left keeps it.
+	a.deliverBy = time.Now().Add(deliveryTimeout/2 + time.Minute/4)
+	a.deliverWrites = deliveryLook - 1
+	if a.deliveryContext() != ctx {
+		t.Fatal("renewed with more than half of the timeout left")
+	}
+	a.deliverWrites = 1
 	// Less than half left: a new one at the next look at the clock (every deliveryLook writes);
 	// the first stays alive (its writes may be in flight).
 	a.deliverBy = time.Now().Add(deliveryTimeout/2 - time.Second)

@@ -329,8 +329,12 @@ func TestRunStartsEveryThread(t *testing.T) {
 			// The thread refused first stopped on its error, the others (if not refused yet) cleanly.
 			failed := 0
 			for i, th := range a.proc.all() {
-				if th.index != i+1 || (th.stateOf() != PendingError && th.stateOf() != PendingShutdown) {
-					t.Errorf("thread %d (index %d) ended in %v", i+1, th.index, th.stateOf())
+				want := PendingShutdown
+				if th.fatalErr() != nil {
+					want = PendingError
+				}
+				if th.index != i+1 || th.stateOf() != want {
+					t.Errorf("thread %d (index %d, error %v) ended in %v, want %v", i+1, th.index, th.fatalErr(), th.stateOf(), want)
 				}
 				if th.stateOf() == PendingError {
 					failed++
