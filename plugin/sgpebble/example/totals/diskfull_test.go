@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -23,10 +22,7 @@ import (
 // restores and goes on, and every total is exact under exactly_once_v2 (no order lost under
 // at_least_once). Mounting a tmpfs needs root, as CI runs.
 func TestTotalsOnAFullDisk(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "totals")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building the example: %v\n%s", err, out)
-	}
+	bin := buildTotals(t)
 	for _, guarantee := range []string{"exactly_once_v2", "at_least_once"} {
 		t.Run(guarantee, func(t *testing.T) {
 			group := fmt.Sprintf("totals-full-%s-%d", strings.ReplaceAll(guarantee, "_", ""), time.Now().UnixNano())

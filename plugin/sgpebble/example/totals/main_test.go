@@ -209,6 +209,38 @@ func caughtUp(adm *kadm.Client, group string) (bool, string) {
 	return len(behind) == 0, strings.Join(behind, "; ")
 }
 
+// ledger is what the orders written so far must total: per customer, the total and the number of
+// orders (under exactly-once, each order is one update of its customer's total).
+type ledger struct {
+	mu    sync.Mutex
+	want  map[string]int64
+	count map[string]int
+}
+
+func newLedger() *ledger { return &ledger{want: map[string]int64{}, count: map[string]int{}} }
+
+// produce writes the orders from to from+n-1 and adds them.
+func (l *ledger) produce(t *testing.T, cl *kgo.Client, from, n int) {
+	t.Helper()
+	w, c := orders(t, cl, from, n)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, v := range w {
+		l.want[k] += v
+		l.count[k] += c[k]
+	}
+}
+
+// buildTotals builds the example into the test's temporary directory and returns the binary.
+func buildTotals(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "totals")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building the example: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // member is a running totals process.
 type member struct {
 	cmd  *exec.Cmd
@@ -254,10 +286,7 @@ func (m *member) stop(sig syscall.Signal) error {
 // exact and every update visible once; under at_least_once no order is lost, and the orders counted
 // twice (the records a SIGKILL replays) are counted and reported, as at-least-once allows.
 func TestTotalsSurviveSIGTERMAndSIGKILL(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "totals")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building the example: %v\n%s", err, out)
-	}
+	bin := buildTotals(t)
 	for _, guarantee := range []string{"exactly_once_v2", "at_least_once"} {
 		t.Run(guarantee, func(t *testing.T) {
 			group := fmt.Sprintf("totals-%s-%d", strings.ReplaceAll(guarantee, "_", ""), time.Now().UnixNano())
@@ -273,17 +302,9 @@ func TestTotalsSurviveSIGTERMAndSIGKILL(t *testing.T) {
 			a := start(t, bin, dir, "a", keys("a")...)
 			b := start(t, bin, dir, "b", keys("b")...)
 
-			want, count := map[string]int64{}, map[string]int{}
-			var mu sync.Mutex
-			produce := func(from, n int) {
-				w, c := orders(t, cl, from, n)
-				mu.Lock()
-				defer mu.Unlock()
-				for k, v := range w {
-					want[k] += v
-					count[k] += c[k]
-				}
-			}
+			l := newLedger()
+			want, count := l.want, l.count
+			produce := func(from, n int) { l.produce(t, cl, from, n) }
 			produce(0, 2000)
 			eventually(t, 2*time.Minute, func() (bool, string) { return caughtUp(adm, group) })
 			if err := a.stop(syscall.SIGTERM); err != nil {

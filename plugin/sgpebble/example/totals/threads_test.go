@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -20,10 +19,7 @@ import (
 // store directory is open in one thread at a time, so the thread that had it closes it first); A
 // comes back and takes tasks again. Every total is exact, and every update visible once.
 func TestTotalsOnTwoStreamThreads(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "totals")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building the example: %v\n%s", err, out)
-	}
+	bin := buildTotals(t)
 	group := fmt.Sprintf("totals-threads-%d", time.Now().UnixNano())
 	cl := client(t)
 	adm := kadm.NewClient(cl)
@@ -37,14 +33,9 @@ func TestTotalsOnTwoStreamThreads(t *testing.T) {
 	a := start(t, bin, dir, "a", keys("a")...)
 	b := start(t, bin, dir, "b", keys("b")...)
 
-	want, count := map[string]int64{}, map[string]int{}
-	produce := func(from, n int) {
-		w, c := orders(t, cl, from, n)
-		for k, v := range w {
-			want[k] += v
-			count[k] += c[k]
-		}
-	}
+	l := newLedger()
+	want, count := l.want, l.count
+	produce := func(from, n int) { l.produce(t, cl, from, n) }
 	produce(0, 2000)
 	eventually(t, 2*time.Minute, func() (bool, string) { return caughtUp(adm, group) })
 	if err := a.stop(syscall.SIGTERM); err != nil {
