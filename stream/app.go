@@ -326,6 +326,7 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 	p := newProcess()
 	p.clientID, p.instanceID = cmp.Or(cfg.ClientID, cfg.ApplicationID), cfg.GroupInstanceID
 	a := newThread(cfg.Clone(), topo, procs, o, router, p, 1)
+	p.publish()
 	a.storesOf, a.changelogs = map[string]map[string]string{}, map[string]bool{}
 	for _, st := range topo.Subtopologies() {
 		a.ordering = a.ordering || len(st.SourceTopics)+len(st.RepartitionSourceTopics) > 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,17 +107,16 @@ func (p *process) release(id tasks.ID, t *App, due time.Time) {
 	p.freed = make(chan struct{})
 }
 
-// publish makes the threads Run built visible to all (Run, before it starts them).
-func (p *process) publish() { p.list.Store(&p.threads) }
+// publish makes the threads built so far visible to all (New, with thread 1; Run, before it starts
+// the others): a copy, so that readers never see the slice Run appends to.
+func (p *process) publish() {
+	l := slices.Clone(p.threads)
+	p.list.Store(&l)
+}
 
 // all returns the process's threads (on any goroutine, without a lock: queries and metrics never
-// wait for the cleaner or a hand-over). Before Run built them, thread 1 alone.
-func (p *process) all() []*App {
-	if l := p.list.Load(); l != nil {
-		return *l
-	}
-	return p.threads[:1]
-}
+// wait for the cleaner or a hand-over).
+func (p *process) all() []*App { return *p.list.Load() }
 
 // keep cancels the deletion of task id's directory: a thread holds the task again.
 func (p *process) keep(id tasks.ID) {

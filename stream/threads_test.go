@@ -307,7 +307,26 @@ func TestRunStartsEveryThread(t *testing.T) {
 			a, _ := newTestApp(t, cfg, testProcs(), WithStateListener(func(_, to State) { states = append(states, to) }))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			// Queries and metrics on another goroutine while Run builds and stops the threads
+			// (go test -race tells a data race).
+			queried := make(chan struct{})
+			ran := make(chan struct{})
+			go func() {
+				defer close(queried)
+				st, _ := a.Store("counts")
+				for {
+					_ = a.Metrics()
+					_, _, _ = st.Get([]byte("k"))
+					select {
+					case <-ran:
+						return
+					default:
+					}
+				}
+			}()
 			err = a.Run(ctx)
+			close(ran)
+			<-queried
 			if !errors.Is(err, kerr.GroupAuthorizationFailed) || a.proc.firstErr() != err {
 				t.Fatalf("Run: %v", err)
 			}
