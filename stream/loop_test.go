@@ -17,6 +17,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/consume"
+	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
@@ -435,5 +436,54 @@ func TestBetweenFiresADueStreamTimePunctuation(t *testing.T) {
 	a.between()
 	if len(fired) != 1 || fired[0] != 1000 {
 		t.Fatalf("stream-time punctuations %v; want one at the restored stream time 1000", fired)
+	}
+}
+
+// Under exactly-once a failed write of the open transaction's generation is pending (the next
+// commit aborts); one of a generation aborted since is the abort's own, and is not.
+func TestFailedWriteOfAnAbortedGenerationIsIgnored(t *testing.T) {
+	cfg := testConfig()
+	cfg.Runtime.Guarantee = config.ExactlyOnceV2
+	cfg.Runtime.CommitInterval = config.DefaultCommitIntervalEOS
+	a, _ := newTestApp(t, cfg, testProcs())
+	a.txnGen.Store(3)
+	rec := &kgo.Record{Topic: "out", Partition: 1}
+	a.recordProduceErr(rec, kerr.NotLeaderForPartition, 2)
+	if a.produceErr.Load() != nil {
+		t.Fatal("a failure of an aborted generation is pending")
+	}
+	a.recordProduceErr(rec, kerr.NotLeaderForPartition, 3)
+	if pe := a.produceErr.Load(); pe == nil || pe.Topic != "out" || pe.Partition != 1 || a.fatalErr() != nil {
+		t.Fatalf("the open generation's failure: pending %v, fatal %v; want pending, not fatal", pe, a.fatalErr())
+	}
+}
+
+// A task that starts processing with keys in its stores and no committed input offset gets an
+// *OrphanedStateWarning (the group's offsets were deleted while its changelogs were kept); empty
+// stores, or a task without stores, get none.
+func TestOrphanedStateIsWarned(t *testing.T) {
+	var got []*OrphanedStateWarning
+	a, _ := builtApp(t, testProcs(), WithWarningListener(func(err error) {
+		if w, ok := err.(*OrphanedStateWarning); ok {
+			got = append(got, w)
+		}
+	}))
+	empty := activeTask(t, a, tid("1", 0))
+	full := activeTask(t, a, tid("1", 1))
+	var b store.Batch
+	b.Put([]byte("k1"), []byte("1"))
+	b.Put([]byte("k2"), []byte("2"))
+	mustNotErr(t, full.stores["counts"].eng.Apply(&b, -1))
+	b.Reset()
+	b.Put([]byte("s"), []byte("3"))
+	mustNotErr(t, full.stores["sums"].eng.Apply(&b, -1))
+	none := activeTask(t, a, tid("0", 0))
+	a.mu.Lock()
+	for _, tk := range []*task{empty, full, none} {
+		a.checkOrphanedState(tk)
+	}
+	a.mu.Unlock()
+	if len(got) != 1 || got[0].Task != tid("1", 1) || got[0].Keys != 3 || got[0].Group != testApp {
+		t.Fatalf("warnings %+v; want one for 1_1 with 3 keys", got)
 	}
 }

@@ -182,6 +182,9 @@ func TestRunStopsOnTheMembersFatalError(t *testing.T) {
 	if hook.calls.Load() == 0 {
 		t.Error("the member was not given the hooks")
 	}
+	if a.cfg.ClientID != "" || len(a.proc.all()) != 1 {
+		t.Errorf("one thread: client ID %q (want client.id as set: none), %d threads", a.cfg.ClientID, len(a.proc.all()))
+	}
 	l, err := lockDir(filepath.Join(cfg.StateDir, testApp))
 	mustNotErr(t, err)
 	l.release()
