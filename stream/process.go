@@ -163,21 +163,17 @@ func stateRank(s State) int {
 func (p *process) refresh(log *slog.Logger, listeners []func(from, to State)) {
 	p.stateMu.Lock()
 	defer p.stateMu.Unlock()
-	to, created := State(-1), 0
+	// Called once some thread left Created: a thread not started yet holds the App back as a
+	// rebalancing one does.
+	to := State(-1)
 	for _, t := range p.threads {
 		s := State(t.state.Load())
 		if s == Created {
-			// A thread not started yet holds the App back as a rebalancing one does (the App is
-			// CREATED only while all are).
-			created++
 			s = Rebalancing
 		}
 		if to < 0 || stateRank(s) < stateRank(to) {
 			to = s
 		}
-	}
-	if created == len(p.threads) {
-		to = Created
 	}
 	if p.firstErr() != nil && stateRank(to) > stateRank(PendingError) {
 		to = PendingError

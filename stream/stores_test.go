@@ -421,6 +421,11 @@ func TestUnknownStore(t *testing.T) {
 	if c.Store("counts") != c.task.stores["counts"] {
 		t.Error("a known store")
 	}
+	// An empty name before any store was resolved is unknown too.
+	fresh := activeTask(t, c.app, tid("1", 1))
+	if _, ok := (&Context{app: c.app, task: fresh}).Store("").(unknownStore); !ok {
+		t.Fatal("the empty store name")
+	}
 	// Alternating names, each resolved to its own store, the unknown one still refused.
 	for range 2 {
 		if c.Store("sums") != c.task.stores["sums"] || c.Store("counts") != c.task.stores["counts"] {
