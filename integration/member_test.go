@@ -117,9 +117,21 @@ func TestSteadyStateIsQuiet(t *testing.T) {
 		a, ready := mgr.Assignment()
 		return mgr.State() == membership.Stable && ready && a.Active.Len() == 2, mgr.State().String()
 	})
-	mu.Lock()
-	before := len(events)
-	mu.Unlock()
+	// Events arrive on their own goroutine: the steady state counts from the event that says the
+	// member became stable at its current epoch, once it was read.
+	_, epoch := mgr.Member()
+	var before int
+	Eventually(t, settle, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for i, e := range events {
+			if e.Kind == membership.EventStateChanged && e.State == membership.Stable && e.Epoch == epoch {
+				before = i + 1
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events read, none yet says stable at epoch %d", len(events), epoch)
+	})
 	start := hb.n.Load()
 	Eventually(t, settle, func() (bool, string) {
 		return hb.n.Load() >= start+6, fmt.Sprintf("%d heartbeats so far", hb.n.Load()-start)
