@@ -147,8 +147,7 @@ func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 	case sm.OpenTask:
 		t, err := a.openTask(ctx, act.ID)
 		if err == nil {
-			a.tasks[act.ID] = t
-			a.proc.keep(act.ID)
+			a.tasks[act.ID] = t // its directory's cleanup was cancelled when it was assigned (OnTasksAssigned)
 		}
 		return sm.TaskOpened{ID: act.ID, Err: err}
 	case sm.SetRole:

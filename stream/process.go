@@ -74,6 +74,8 @@ func (p *process) claim(ctx context.Context, id tasks.ID, t *App) error {
 		p.mu.Lock()
 		if h := p.held[id]; h == nil || h == t {
 			p.held[id] = t
+			// The thread that had it may have scheduled its deletion after this one's assignment
+			// cancelled it: the holder cancels it again.
 			delete(p.cleanups, id)
 			p.mu.Unlock()
 			return nil
