@@ -777,6 +777,24 @@ func (c *Consumer) Uncommitted() commit.Offsets {
 // since the last commit was undone (an aborted transaction) and must be done again. Call it between
 // batches or inside a callback, never while holding a Batch.
 func (c *Consumer) Rewind() {
+	c.mu.Lock()
+	to := commit.Offsets{}
+	for _, t := range c.tasks {
+		for tp, p := range t.parts {
+			if p.kind == tasks.Input && p.committed >= 0 {
+				to[tp] = p.committed
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.RewindTo(to)
+}
+
+// RewindTo is Rewind for an application that keeps its own committed positions (the stream
+// runtime's machine): every active task's input partition goes back to to[tp], or, when to has no
+// offset for it (never committed), to where its consumption started, and is fetched again from
+// there. What the Consumer reports as processed goes back with it.
+func (c *Consumer) RewindTo(to commit.Offsets) {
 	set := make(map[string]map[int32]kgo.EpochOffset)
 	c.mu.Lock()
 	for _, t := range c.tasks {
@@ -787,19 +805,19 @@ func (c *Consumer) Rewind() {
 			if p.kind != tasks.Input {
 				continue
 			}
-			to := p.committed
-			if to < 0 {
-				to = p.origin
+			back, ok := to[tp]
+			if !ok {
+				back = p.origin
 			}
-			if to < 0 || p.done == to && p.handed == to {
+			if back < 0 || p.done == back && p.handed == back {
 				continue
 			}
-			p.handed, p.done = to, to
+			p.handed, p.done = back, back
 			if c.byTP[tp] == p {
 				if set[tp.Topic] == nil {
 					set[tp.Topic] = make(map[int32]kgo.EpochOffset)
 				}
-				set[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: to}
+				set[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: back}
 			}
 		}
 	}

@@ -872,6 +872,27 @@ func TestRewindWithoutACommitGoesBackToTheFirstRecord(t *testing.T) {
 	eq(t, "client calls", e.cl.takeOps(), []string{"set other[0]@2"})
 }
 
+// TestRewindToGoesWhereTheApplicationSays: an application that keeps its own committed positions
+// (the stream runtime) names them; a partition it leaves out goes back to where consumption started,
+// and one already there is not touched.
+func TestRewindToGoesWhereTheApplicationSays(t *testing.T) {
+	e := newEnv(t)
+	e.commits.committed = commit.Offsets{tp("other", 0): 5}
+	e.assign(tasks.Assignment{Active: set("1_0", "1_1"), Standby: set("0_0")})
+	e.cl.takeOps()
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {5, 6, 7}, tp("other", 1): {3, 4}})
+	e.poll().Done()
+	e.c.RewindTo(commit.Offsets{tp("other", 0): 6}) // other[1] was never committed: back to 3
+	eq(t, "client calls", e.cl.takeOps(), []string{"set other[0]@6,other[1]@3"})
+	if got := e.c.Processed(set("1_0", "1_1")); got[tp("other", 0)] != 6 || got[tp("other", 1)] != 3 {
+		t.Fatalf("Processed after RewindTo = %v, want 6 and 3", got)
+	}
+	e.c.RewindTo(commit.Offsets{tp("other", 0): 6})
+	if ops := e.cl.takeOps(); len(ops) != 0 {
+		t.Fatalf("RewindTo where the inputs stand: %q", ops)
+	}
+}
+
 // TestCommitUncommittedRetriesWithoutNotOwnedPartitions: partitions refused as not owned are left
 // out, the rest committed, and only what was committed counts as committed.
 func TestCommitUncommittedRetriesWithoutNotOwnedPartitions(t *testing.T) {

@@ -218,8 +218,10 @@ type App struct {
 	lock       *dirLock
 
 	metrics loopMetrics
-	// ptimes are the input partitions' times (partition time in the offset commit metadata).
-	ptimes *partitionTimes
+	// starting is what the consumer read of the committed offsets of the tasks it starts (their
+	// offsets and metadata), kept until OnTasksAssigned hands it to the machine (positions.go).
+	startMu  sync.Mutex
+	starting sm.CommittedInputs
 
 	cl      *kgo.Client
 	mgr     *membership.Manager
@@ -347,7 +349,7 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 func newThread(cfg config.Config, topo *topology.Topology, procs Processors, o options, router *tasks.Router, p *process, index int) *App {
 	a := &App{cfg: cfg, topo: topo, procs: procs, o: o, log: o.logger, router: router, now: time.Now,
 		backoff: heartbeat.Backoff{Min: cfg.RetryBackoff, Max: cfg.RetryBackoffMax, Rand: rand.Float64},
-		tasks:   map[tasks.ID]*task{}, initBound: taskTimeout, ptimes: newPartitionTimes(), proc: p, index: index}
+		tasks:   map[tasks.ID]*task{}, initBound: taskTimeout, proc: p, index: index}
 	p.threads = append(p.threads, a)
 	a.failCtx, a.cancelFail = context.WithCancelCause(context.Background())
 	a.mach = sm.New(a.machineConfig())
@@ -587,14 +589,14 @@ func (a *App) build() error {
 		}
 		a.pcl.Store(pcl)
 	}
-	if a.commits, err = commit.New(a.cl, a.cfg, a.topo, commit.WithMetadata(a.ptimes)); err != nil {
+	if a.commits, err = commit.New(a.cl, a.cfg, a.topo, commit.WithMetadata((*inputMeta)(a))); err != nil {
 		return err
 	}
 	reset := kgo.NewOffset().AtStart()
 	if a.cfg.Runtime.ResetLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	if a.cons, err = consume.New(a.cl, a.topo, a.commits, consume.WithListener((*callbacks)(a)),
+	if a.cons, err = consume.New(a.cl, a.topo, (*committedReader)(a), consume.WithListener((*callbacks)(a)),
 		consume.WithResetOffset(reset), consume.WithChangelogStart(a.changelogStart), consume.WithLogger(a.log)); err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func (c *callbacks) OnTasksAssigned(ctx context.Context, as tasks.Assignment, _ 
 	}
 	// The machine decides what opens, suspends, closes and changes role (streammachine's task
 	// lifecycle); this carries it out. ctx bounds only a wait for another thread's hand-over.
-	if d := a.drive(ctx, sm.Assigned{Assignment: as}); d.Err != nil {
+	if d := a.drive(ctx, sm.Assigned{Assignment: as, Committed: a.takeStarting()}); d.Err != nil {
 		a.fail(d.Err)
 		return d.Err
 	}
@@ -100,9 +100,8 @@ func (c *callbacks) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) erro
 			a.log.Warn("aborting the transaction of lost tasks failed; the broker aborts it after transaction.timeout.ms", "err", err)
 		}
 	}
-	// The partition times of the work since the last commit go with it: the tasks start again
-	// from their committed metadata when they come back.
-	a.ptimes.rewind()
+	// Their positions and partition times go with them: they start again from their committed
+	// offsets and metadata when they come back.
 	a.drive(ctx, sm.AllLost{})
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -27,7 +26,7 @@ func (a *App) machineConfig() sm.Config {
 	}
 	return sm.Config{Guarantee: g, CommitInterval: a.cfg.Runtime.CommitInterval, Backoff: a.backoff,
 		RetryProduction: a.retriesProductionErrors(), MaxTaskIdle: a.cfg.Runtime.MaxTaskIdle,
-		CloseLeaving: a.cfg.Runtime.Threads() > 1}
+		CloseLeaving: a.cfg.Runtime.Threads() > 1, Inputs: a.inputsOf}
 }
 
 // drive runs one request (a commit, an abort) through the machine and returns how it ended, with
@@ -74,8 +73,6 @@ func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 			}
 		}
 		return sm.Checkpointed{}
-	case sm.CollectOffsets:
-		return a.collectOffsets(act)
 	case sm.LoadProducer:
 		// ProducerID reloads a failed producer ID, and the reload aborts what the records were
 		// written in: the epoch tells (txnEpoch).
@@ -107,18 +104,14 @@ func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 	case sm.ForgetTxn:
 		a.produceErr.Store(nil) // the failed records were part of the ended transaction
 	case sm.DropPending:
-		a.discardPending()
+		a.discardPending(act.To)
 	case sm.Apply:
-		a.cons.MarkCommitted(act.Offsets)
-		a.ptimes.markCommitted(act.Offsets)
-		if act.Stores {
-			for _, t := range a.tasks {
-				for _, s := range t.stores {
-					if err := s.commitPending(); err != nil {
-						// The transaction is committed, the store lacks its writes: the application
-						// stops, and its restart restores them from the changelog.
-						return sm.Applied{Err: err}
-					}
+		for _, t := range a.tasks {
+			for _, s := range t.stores {
+				if err := s.commitPending(); err != nil {
+					// The transaction is committed, the store lacks its writes: the application
+					// stops, and its restart restores them from the changelog.
+					return sm.Applied{Err: err}
 				}
 			}
 		}
@@ -136,7 +129,7 @@ func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 		return sm.ProducerRenewed{Err: a.renewProducer(ctx)}
 	case sm.RetryFromLastCommit:
 		if pe, ok := act.Err.(*ProduceError); ok {
-			a.retryAfterProduceError(pe)
+			a.retryAfterProduceError(pe, act.To)
 		}
 	case sm.Wait:
 		wctx := ctx
@@ -178,25 +171,10 @@ func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 	return nil
 }
 
-// collectOffsets reads the positions CollectOffsets asks for, and the open transaction's state.
-func (a *App) collectOffsets(act sm.CollectOffsets) sm.OffsetsCollected {
-	var out sm.OffsetsCollected
-	if act.OnlyRevoked {
-		out.Offsets = a.cons.Processed(act.Revoked)
-		return out
-	}
-	out.Moved = a.cons.Uncommitted() // every one differs from its last committed offset
-	out.Offsets = maps.Clone(out.Moved)
-	if !act.Revoked.IsEmpty() {
-		maps.Copy(out.Offsets, a.cons.Processed(act.Revoked))
-	}
-	for id := range act.TxnTasks.All() {
-		if !a.cons.Active(id) {
-			out.Lost = fmt.Errorf("stream: task %s was lost while its transaction was open", id)
-			break
-		}
-	}
-	return out
+// inputsOf is the topology's input partitions of task id (the machine's Config.Inputs).
+func (a *App) inputsOf(id tasks.ID) []tasks.TopicPartition {
+	in, _ := a.router.Inputs(id) // a task of no subtopology has none: the member refuses it first
+	return in
 }
 
 // renewProducer replaces the fenced transactional producer with a new one built from popts and

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/config"
 	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/store"
@@ -70,7 +71,8 @@ func (c *fakeClock) now() time.Time { return c.t }
 
 func tid(sub string, p int32) tasks.ID { return tasks.ID{Subtopology: sub, Partition: p} }
 
-// activeTask opens the stores of id as an active, initialized task in a.tasks.
+// activeTask opens the stores of id as an active, initialized task in a.tasks, and makes it active
+// in the machine (its positions start with nothing committed).
 func activeTask(t *testing.T, a *App, id tasks.ID) *task {
 	t.Helper()
 	tk, err := a.openTask(context.Background(), id)
@@ -79,7 +81,41 @@ func activeTask(t *testing.T, a *App, id tasks.ID) *task {
 	}
 	tk.active, tk.initialized = true, true
 	a.tasks[id] = tk
+	startFrom(t, a, id, nil)
 	return tk
+}
+
+// startFrom makes id active in the machine, every other task it holds keeping its role, its inputs
+// starting from committed: for each partition, the metadata committed with its offset (0). Only the
+// machine changes (the test set a.tasks up itself).
+func startFrom(t *testing.T, a *App, id tasks.ID, committed map[tasks.TopicPartition]string) {
+	t.Helper()
+	active, standby := []tasks.ID{id}, []tasks.ID{}
+	for _, h := range a.mach.Held() {
+		switch st, _ := a.mach.Task(h); {
+		case h == id:
+		case st == sm.TaskActive:
+			active = append(active, h)
+		case st == sm.TaskStandby:
+			standby = append(standby, h)
+		}
+	}
+	c := sm.CommittedInputs{Tasks: tasks.NewSet(id), Offsets: commit.Offsets{}, Metadata: committed}
+	for tp := range committed {
+		c.Offsets[tp] = 0
+	}
+	queue := a.mach.Step(a.now(), sm.Assigned{Assignment: tasks.Assignment{Active: tasks.NewSet(active...), Standby: tasks.NewSet(standby...)}, Committed: c})
+	for len(queue) > 0 {
+		switch act := queue[0].(type) {
+		case sm.OpenTask:
+			queue = append(queue, a.mach.Step(a.now(), sm.TaskOpened{ID: act.ID})...)
+		case sm.Done:
+			if act.Err != nil {
+				t.Fatalf("the machine refused task %s: %v", id, act.Err)
+			}
+		}
+		queue = queue[1:]
+	}
 }
 
 // fakeBroker gives a a client on a one-broker kfake cluster holding the test's topics (two

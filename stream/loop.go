@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/consume"
 	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
@@ -287,6 +288,7 @@ func (a *App) processUntil(recs []consume.Records) (stops map[tasks.TopicPartiti
 		}
 		_, stop, err := a.processRun(t, r.Records)
 		if err == errPause {
+			a.mach.Processed(r.Partition, stop, -1)
 			m := stopAll(recs[i+1:])
 			m[r.Partition] = stop
 			return m, true
@@ -294,6 +296,9 @@ func (a *App) processUntil(recs []consume.Records) (stops map[tasks.TopicPartiti
 		if err != nil {
 			return a.stopAt(recs, i, stop, err), false
 		}
+		// Past the last record: the fetch may end with transaction markers, which the position
+		// moves past too.
+		a.mach.Processed(r.Partition, r.Next, -1)
 	}
 	return nil, false
 }
@@ -315,12 +320,11 @@ func (a *App) processRecords(t *task, proc Processor, krs []*kgo.Record) (n int,
 	if len(krs) == 0 {
 		return 0, 0, nil
 	}
-	// The partition's time moves once per batch, to the largest timestamp handed to the processor
-	// (a lock per record would cost more than many processors).
+	// The partition's time moves once per run, to the largest timestamp handed to the processor.
 	ptime := int64(-1)
 	defer func() {
 		if ptime >= 0 {
-			a.ptimes.advance(tasks.TopicPartition{Topic: krs[0].Topic, Partition: krs[0].Partition}, ptime)
+			a.mach.Processed(tasks.TopicPartition{Topic: krs[0].Topic, Partition: krs[0].Partition}, -1, ptime)
 		}
 	}()
 	for i, kr := range krs {
@@ -393,7 +397,7 @@ func (a *App) timestampOf(t *task, kr *kgo.Record, ptime int64) (int64, error) {
 			"task", t.id.String(), "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "timestamp", ms)
 		return -1, nil
 	case config.UsePartitionTimeOnInvalidTimestamp:
-		if pt := max(ptime, a.ptimes.get(tasks.TopicPartition{Topic: kr.Topic, Partition: kr.Partition})); pt >= 0 {
+		if pt := max(ptime, a.mach.PartitionTime(tasks.TopicPartition{Topic: kr.Topic, Partition: kr.Partition})); pt >= 0 {
 			return pt, nil
 		}
 	}
@@ -403,6 +407,7 @@ func (a *App) timestampOf(t *task, kr *kgo.Record, ptime int64) (int64, error) {
 // stopAt fails the application at record offset of recs[i]: that partition stops there, and the
 // partitions after it in the batch were not reached.
 func (a *App) stopAt(recs []consume.Records, i int, offset int64, err error) map[tasks.TopicPartition]int64 {
+	a.mach.Processed(recs[i].Partition, offset, -1)
 	m := stopAll(recs[i+1:])
 	m[recs[i].Partition] = offset
 	a.fail(err)
@@ -495,9 +500,7 @@ func errorType(err error) string {
 // of its inputs' partition times (from the committed offsets' metadata, when it has just arrived).
 func (a *App) initTask(t *task) error {
 	t.initialized = true
-	if in, err := a.router.Inputs(t.id); err == nil {
-		t.streamTime = a.ptimes.streamTime(in)
-	}
+	t.streamTime = a.mach.StreamTime(t.id)
 	a.checkOrphanedState(t)
 	in, ok := a.procs[t.id.Subtopology].(Initializer)
 	if !ok {
@@ -513,7 +516,7 @@ func (a *App) initTask(t *task) error {
 // checkOrphanedState warns when t starts with data in its stores and no committed input offset
 // (see OrphanedStateWarning). Called with a.mu held.
 func (a *App) checkOrphanedState(t *task) {
-	if len(t.stores) == 0 || a.cons.HasCommitted(t.id) {
+	if len(t.stores) == 0 || a.mach.HasCommitted(t.id) {
 		return
 	}
 	var keys int64
@@ -581,7 +584,7 @@ func (a *App) between() {
 	a.listUnknownLags(a.runCtx)
 	if pe := a.produceErr.Load(); pe != nil && a.retriesProduction(pe) {
 		a.mu.Lock()
-		a.retryAfterProduceError(pe)
+		a.retryAfterProduceError(pe, a.mach.Rewind())
 		a.mu.Unlock()
 	}
 	restoring := a.cons.Restoring()
@@ -756,9 +759,10 @@ func (a *App) retriesProductionErrors() bool {
 // with a retriable error under at-least-once (the brokers unreachable past delivery.timeout.ms, a
 // leader moving), as Kafka Streams' TaskCorruptedException revives them: the inputs from the last
 // committed offsets, the partition times with them, Init again; the records since are processed
-// again (their output written again, and their store updates applied again: at-least-once).
-// Called with a.mu held, between batches or in a callback.
-func (a *App) retryAfterProduceError(pe *ProduceError) {
+// again (their output written again, and their store updates applied again: at-least-once). The
+// machine took the positions back already; to is where the inputs are fetched again from. Called
+// with a.mu held, between batches or in a callback.
+func (a *App) retryAfterProduceError(pe *ProduceError, to commit.Offsets) {
 	a.log.Warn("a write failed with a retriable error (production.exception.handler=DefaultProductionExceptionHandler answers RETRY): "+
 		"the tasks go back to their last commit and process the records since again", "topic", pe.Topic, "partition", pe.Partition, "err", pe.Err)
 	a.metrics.productionRetries.Add(1)
@@ -767,8 +771,7 @@ func (a *App) retryAfterProduceError(pe *ProduceError) {
 			a.stopTask(t)
 		}
 	}
-	a.ptimes.rewind()
-	a.cons.Rewind()
+	a.cons.RewindTo(to)
 	a.produceErr.CompareAndSwap(pe, nil)
 }
 

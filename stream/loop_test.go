@@ -432,7 +432,7 @@ func TestBetweenFiresADueStreamTimePunctuation(t *testing.T) {
 	a, _ := builtApp(t, Processors{"0": p, "1": nopProc})
 	tk := activeTask(t, a, tid("0", 0))
 	tk.initialized = false
-	a.ptimes.Fetched(in(0), "AgAAAAAAAAPo") // 1000, committed by the previous owner
+	startFrom(t, a, tid("0", 0), map[tasks.TopicPartition]string{in(0): "AgAAAAAAAAPo"}) // 1000, committed by the previous owner
 	a.between()
 	if len(fired) != 1 || fired[0] != 1000 {
 		t.Fatalf("stream-time punctuations %v; want one at the restored stream time 1000", fired)

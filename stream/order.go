@@ -140,7 +140,7 @@ func (a *App) orderTime(q *inputQueue, k int) int64 {
 	if ms := q.recs[k].Timestamp.UnixMilli(); ms >= 0 {
 		return ms
 	}
-	return max(a.ptimes.get(q.tp), -1)
+	return max(a.mach.PartitionTime(q.tp), -1)
 }
 
 // keep moves r, records of a task with several inputs, into its queue: the batch leaves its
@@ -228,24 +228,26 @@ func (a *App) processOrdered(t *task) bool {
 // reportQueued tells the consumer where t's queued partitions stand, and pauses or resumes fetching
 // each as its queue is full (buffered.records.per.partition) or not.
 func (a *App) reportQueued(t *task) {
-	if a.cons == nil {
-		return // unit tests of processing without a consumer
-	}
 	var moved map[tasks.TopicPartition]int64
 	limit := a.cfg.Runtime.Buffered()
 	for _, q := range t.order.qs {
 		if pos := q.position(); pos >= 0 && pos != q.reported {
+			a.mach.Processed(q.tp, pos, -1)
 			if moved == nil {
 				moved = map[tasks.TopicPartition]int64{}
 			}
 			moved[q.tp], q.reported = pos, pos
+		}
+		if a.cons == nil {
+			continue // unit tests of processing without a consumer
 		}
 		if full := q.held() > limit; full != q.paused { // Kafka Streams pauses above the limit
 			q.paused = full
 			a.cons.Hold(q.tp, full)
 		}
 	}
-	if moved != nil {
+	if moved != nil && a.cons != nil {
+		// The consumer fetches a task's partitions again from there if a revocation fails.
 		a.cons.Advance(moved)
 	}
 }

@@ -662,7 +662,7 @@ func TestPauseAndPartitionTimeEdges(t *testing.T) {
 	cfg.Runtime.Timestamps = config.UsePartitionTimeOnInvalidTimestamp
 	b, _ := newTestApp(t, cfg, Processors{"0": q, "1": nopProc})
 	activeTask(t, b, tid("0", 0))
-	b.ptimes.Fetched(in(0), "AgAAAAAAAAAA") // partition time 0
+	startFrom(t, b, tid("0", 0), map[tasks.TopicPartition]string{in(0): "AgAAAAAAAAAA"}) // partition time 0
 	stopMap(t, b.process([]consume.Records{recs(tid("0", 0), "in", 5, -1)}), nil)
 	if fmt.Sprint(q.ts) != "[0]" || b.fatalErr() != nil {
 		t.Fatalf("a record without a time in a partition at time 0: %v, fatal %v; want it at 0", q.ts, b.fatalErr())
@@ -750,7 +750,7 @@ func TestHandleWipesAStoreWhoseChangelogWasOutOfRange(t *testing.T) {
 func TestPartitionTimeOfARecordAtZero(t *testing.T) {
 	a := processingApp(t, &recorder{}, nil)
 	stopMap(t, a.process([]consume.Records{recs(tid("0", 0), "in", 0, 0)}), nil)
-	if got := a.ptimes.get(in(0)); got != 0 {
+	if got := a.mach.PartitionTime(in(0)); got != 0 {
 		t.Fatalf("partition time after a record at 0: %d, want 0", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/config"
 	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 )
@@ -124,12 +125,12 @@ func (a *App) ensureTxn(topic string) bool {
 	return true
 }
 
-// discardPending drops every store's pending writes and rewinds the inputs to the last committed
-// offsets, and their partition times with them: the work since the last commit is done again. The
-// active tasks start again as Kafka Streams revives the tasks of an aborted transaction: their Init
-// runs again (its punctuations scheduled anew) and their stream time is the committed one. Called
-// with a.mu held.
-func (a *App) discardPending() {
+// discardPending drops every store's pending writes and fetches the inputs again from to, the last
+// committed offsets (the machine took the positions and partition times back already): the work
+// since the last commit is done again. The active tasks start again as Kafka Streams revives the
+// tasks of an aborted transaction: their Init runs again (its punctuations scheduled anew) and their
+// stream time is the committed one. Called with a.mu held.
+func (a *App) discardPending(to commit.Offsets) {
 	for _, t := range a.tasks {
 		for _, s := range t.stores {
 			s.dropPending()
@@ -138,8 +139,7 @@ func (a *App) discardPending() {
 			a.stopTask(t)
 		}
 	}
-	a.ptimes.rewind()
-	a.cons.Rewind()
+	a.cons.RewindTo(to)
 }
 
 // sleepCtx waits d or until ctx ends (its error then).

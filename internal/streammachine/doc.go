@@ -14,9 +14,11 @@
 //
 // It also holds the open transaction (whether one is open, its records, the tasks that wrote), the
 // task lifecycle (which tasks this member holds and in what role: opened, suspended, closed; see
-// tasks.go), the punctuation schedule (punctuate.go), and the choice of the next record of a task
-// with several inputs with the idle waits it keeps (order.go). Input positions and stream time are
-// still the shell's; they move here next.
+// tasks.go), the input positions and partition times of the active tasks (what a commit commits,
+// with which metadata, and where an abort goes back to; positions.go), the punctuation schedule
+// (punctuate.go), and the choice of the next record of a task with several inputs with the idle
+// waits it keeps (order.go). The consumer keeps only its fetch positions, and the changelog
+// positions of the stores it feeds.
 //
 // The runtime's invariants it holds (numbered as in docs/runtime.md), each pinned by its tests:
 //

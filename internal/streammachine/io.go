@@ -50,15 +50,6 @@ type Flushed struct {
 // Checkpointed is Checkpoint's result.
 type Checkpointed struct{ Err error }
 
-// OffsetsCollected is CollectOffsets' result. Offsets are the positions to commit; Moved those of
-// them that moved since their last commit (without the revoked tasks' final positions). Lost is set
-// when one of the TxnTasks is no longer active (the member lost it while the transaction was open).
-type OffsetsCollected struct {
-	Offsets commit.Offsets
-	Moved   commit.Offsets
-	Lost    error
-}
-
 // ProducerLoaded is LoadProducer's result: the transactional producer's ID and epoch, or why they
 // cannot commit this transaction (the epoch moved under its records, say).
 type ProducerLoaded struct {
@@ -96,7 +87,6 @@ func (Commit) isInput()           {}
 func (AbortOpen) isInput()        {}
 func (Flushed) isInput()          {}
 func (Checkpointed) isInput()     {}
-func (OffsetsCollected) isInput() {}
 func (ProducerLoaded) isInput()   {}
 func (OffsetsCommitted) isInput() {}
 func (TxnEnded) isInput()         {}
@@ -119,16 +109,6 @@ type Flush struct{}
 type Checkpoint struct {
 	Only      tasks.Set
 	AllActive bool
-}
-
-// CollectOffsets reads the positions to commit (→ OffsetsCollected): the final ones of the
-// Revoked tasks, with, unless OnlyRevoked, every active task's position that moved since its last
-// commit; and whether each of TxnTasks (those with records in the open transaction) is still
-// active.
-type CollectOffsets struct {
-	Revoked     tasks.Set
-	OnlyRevoked bool
-	TxnTasks    tasks.Set
 }
 
 // LoadProducer reads the transactional producer's ID and epoch and checks that the open
@@ -154,16 +134,14 @@ type StartAbort struct{}
 type ForgetTxn struct{}
 
 // DropPending drops the stores' pending writes and takes the active tasks back to their last
-// commit: inputs rewound to the committed positions, partition times with them, Init again. The
-// work since the last commit is done again.
-type DropPending struct{}
+// commit: the inputs fetched again from To (an input absent from it was never committed: from
+// where its consumption started), Init again. The machine's positions and partition times went
+// back with them. The work since the last commit is done again.
+type DropPending struct{ To commit.Offsets }
 
-// Apply records that Offsets were committed (inputs and partition times); with Stores, the stores
-// apply the committed transaction's pending writes with their checkpoints (→ Applied).
-type Apply struct {
-	Offsets commit.Offsets
-	Stores  bool
-}
+// Apply makes the stores apply the committed transaction's pending writes with their checkpoints
+// (exactly-once; → Applied).
+type Apply struct{}
 
 // ReadCommitted reads the group's committed offsets of the tasks of Moved's partitions (→
 // CommittedRead).
@@ -174,8 +152,12 @@ type ReadCommitted struct{ Moved commit.Offsets }
 type RenewProducer struct{}
 
 // RetryFromLastCommit takes the active tasks back to their last commit after a write failed with
-// an error production.exception.handler retries (Err, the shell's error value for it).
-type RetryFromLastCommit struct{ Err error }
+// an error production.exception.handler retries (Err, the shell's error value for it): the inputs
+// fetched again from To, as DropPending's.
+type RetryFromLastCommit struct {
+	Err error
+	To  commit.Offsets
+}
 
 // Wait waits D (→ Waited). Abort says the wait is part of an abort: the application stopping does
 // not cut it short (the abort's deadline bounds it).
@@ -204,7 +186,6 @@ type Done struct {
 
 func (Flush) isAction()               {}
 func (Checkpoint) isAction()          {}
-func (CollectOffsets) isAction()      {}
 func (LoadProducer) isAction()        {}
 func (CommitOffsets) isAction()       {}
 func (EndTxn) isAction()              {}

@@ -47,6 +47,9 @@ type Config struct {
 	// handed the task must be able to open its stores (a store directory is open in one thread at
 	// a time).
 	CloseLeaving bool
+	// Inputs are the input partitions of a task (the topology's): the positions a task that
+	// becomes active keeps.
+	Inputs func(tasks.ID) []tasks.TopicPartition
 }
 
 // Limits of the machine's retries.
@@ -106,6 +109,11 @@ type Machine struct {
 	// idle are the idle waits of tasks' empty input partitions (order.go): since when each was
 	// found empty with nothing known on the brokers, by the partition's index.
 	idle map[tasks.ID]map[int]time.Time
+
+	// positions are the active tasks' input positions and partition times (positions.go), by
+	// partition; inputsOf the partitions of each active task.
+	positions map[tasks.TopicPartition]*position
+	inputsOf  map[tasks.ID][]tasks.TopicPartition
 }
 
 // The transaction's bookkeeping is fed by methods rather than Step, since it moves with every
@@ -144,7 +152,10 @@ func (m *Machine) txnTaskSet() tasks.Set {
 }
 
 // New returns a machine for cfg.
-func New(cfg Config) *Machine { return &Machine{cfg: cfg, held: map[tasks.ID]*heldTask{}} }
+func New(cfg Config) *Machine {
+	return &Machine{cfg: cfg, held: map[tasks.ID]*heldTask{}, positions: map[tasks.TopicPartition]*position{},
+		inputsOf: map[tasks.ID][]tasks.TopicPartition{}}
+}
 
 // phase is where a run is: which result it waits for.
 type phase int
@@ -152,7 +163,6 @@ type phase int
 const (
 	phFlush phase = iota
 	phCheckpoint
-	phCollect
 	phLoadProducer
 	phTxnOffsets   // TxnOffsetCommit in the transaction
 	phPlainOffsets // a plain OffsetCommit
@@ -222,7 +232,7 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 	case Commit:
 		return m.start(now, in)
 	case Assigned:
-		return m.assigned(now, in.Assignment)
+		return m.assigned(now, in.Assignment, in.Committed)
 	case TaskOpened:
 		return m.opened(in)
 	case CloseExpired:
@@ -250,11 +260,7 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 			if in.Err != nil {
 				return m.finish(now, in.Err, false)
 			}
-			return m.collect()
-		}
-	case OffsetsCollected:
-		if r.phase == phCollect {
-			return m.collected(now, in)
+			return m.collect(now)
 		}
 	case ProducerLoaded:
 		if r.phase == phLoadProducer {
@@ -315,7 +321,7 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 		}
 	case ProducerRenewed:
 		if r.phase == phRenew {
-			acts := []Action{m.forget(), DropPending{}}
+			acts := []Action{m.forget(), m.dropPending()}
 			if in.Err != nil {
 				return append(acts, m.finish(now, in.Err, true)...)
 			}
@@ -349,7 +355,7 @@ func (m *Machine) flushed(now time.Time, in Flushed) []Action {
 		if in.Err != nil {
 			return m.abortFor(now, in.Err)
 		}
-		return m.collect()
+		return m.collect(now)
 	}
 	if in.Err != nil {
 		if in.Write && m.cfg.RetryProduction && Classify(in.Err) == ClassRetriable {
@@ -357,7 +363,7 @@ func (m *Machine) flushed(now time.Time, in Flushed) []Action {
 			// their last commit. A revocation then commits nothing more of the revoked tasks (their
 			// records since the last commit may not all be written): their next owner starts there.
 			r.retried = true
-			acts := []Action{RetryFromLastCommit{Err: in.Err}}
+			acts := []Action{RetryFromLastCommit{Err: in.Err, To: m.Rewind()}}
 			if r.reason == Revocation {
 				return append(acts, m.finish(now, nil, false)...)
 			}
@@ -373,28 +379,21 @@ func (m *Machine) flushed(now time.Time, in Flushed) []Action {
 	return []Action{Checkpoint{AllActive: true}}
 }
 
-func (m *Machine) collect() []Action {
+// collect takes the positions to commit (positions.go) and goes on with the commit: under
+// exactly-once in the open transaction, if one is open.
+func (m *Machine) collect(now time.Time) []Action {
 	r := m.run
-	r.phase = phCollect
-	c := CollectOffsets{Revoked: r.revoked, OnlyRevoked: !m.eos() && r.reason == Revocation}
-	if m.eos() {
-		c.TxnTasks = m.txnTaskSet()
-	}
-	return []Action{c}
-}
-
-func (m *Machine) collected(now time.Time, in OffsetsCollected) []Action {
-	r := m.run
-	r.offsets, r.moved = in.Offsets, in.Moved
+	r.offsets, r.moved = m.collectOffsets(r.revoked, !m.eos() && r.reason == Revocation)
 	if !m.eos() {
 		r.phase = phPlainOffsets
 		return []Action{CommitOffsets{Offsets: r.offsets}}
 	}
+	lost := m.lostTxnTask()
 	switch {
-	case in.Lost != nil:
+	case lost != nil:
 		// Every task with records in the transaction must have its offsets in it; a task lost
 		// meanwhile has none, and its records must not become visible (R4).
-		return m.abortFor(now, in.Lost)
+		return m.abortFor(now, lost)
 	case m.txnOpen && m.txnRecords > 0:
 		r.phase = phLoadProducer
 		return []Action{LoadProducer{}}
@@ -427,7 +426,7 @@ func (m *Machine) offsetsCommitted(now time.Time, in OffsetsCommitted) []Action 
 			if len(offs) > 0 {
 				return []Action{CommitOffsets{Offsets: offs}}
 			}
-			return m.apply()
+			return m.apply(now)
 		}
 		return m.finish(now, in.Err, false)
 	}
@@ -435,17 +434,32 @@ func (m *Machine) offsetsCommitted(now time.Time, in OffsetsCommitted) []Action 
 		r.phase = phEndCommit
 		return []Action{EndTxn{Commit: true}}
 	}
-	return m.apply()
+	return m.apply(now)
 }
 
-// apply records a successful commit: under exactly-once, the transaction is over and the stores
-// apply its writes.
-func (m *Machine) apply() []Action {
-	m.run.phase = phApply
+// apply records a successful commit: the positions committed; under exactly-once, the transaction
+// is over and the stores apply its writes.
+func (m *Machine) apply(now time.Time) []Action {
+	m.markCommitted(m.run.offsets)
 	if m.eos() {
-		return []Action{m.forget(), Apply{Offsets: m.run.offsets, Stores: true}}
+		m.run.phase = phApply
+		return []Action{m.forget(), Apply{}}
 	}
-	return []Action{Apply{Offsets: m.run.offsets}}
+	return m.finish(now, nil, false)
+}
+
+// dropPending is DropPending with the positions taken back to the last commit.
+func (m *Machine) dropPending() Action { return DropPending{To: m.Rewind()} }
+
+// lostTxnTask is an error naming a task with records in the open transaction that is no longer
+// active here (lost, or suspended, while the transaction was open), nil when there is none.
+func (m *Machine) lostTxnTask() error {
+	for id := range m.txnTaskSet().All() {
+		if t := m.held[id]; t == nil || t.state != TaskActive {
+			return fmt.Errorf("stream: task %s was lost while its transaction was open", id)
+		}
+	}
+	return nil
 }
 
 // Unconfirmed reports whether an EndTxn commit's outcome is unknown: a transport error, or the
@@ -459,7 +473,7 @@ func (m *Machine) commitEnded(now time.Time, err error) []Action {
 	r := m.run
 	switch {
 	case err == nil:
-		return m.apply()
+		return m.apply(now)
 	case Unconfirmed(err):
 		// The broker went away during EndTxn. The abort (kgo's way: it reloads the producer ID,
 		// and the new epoch makes the coordinator finish whatever it holds: a commit it received
@@ -524,7 +538,7 @@ func (m *Machine) aborted(now time.Time, err error) []Action {
 	switch r.then {
 	case afterResolve:
 		if err != nil {
-			return append(acts, append([]Action{DropPending{}}, m.finish(now, &TxnFailure{Err: fmt.Errorf("%w: %w", ErrAbortFailed, err)}, true)...)...)
+			return append(acts, append([]Action{m.dropPending()}, m.finish(now, &TxnFailure{Err: fmt.Errorf("%w: %w", ErrAbortFailed, err)}, true)...)...)
 		}
 		if len(r.moved) == 0 {
 			return append(acts, m.outcomeUnknown(now, "")...) // no offsets to tell the outcome by
@@ -532,7 +546,7 @@ func (m *Machine) aborted(now time.Time, err error) []Action {
 		r.phase, r.attempts, r.deadline = phRead, 0, now.Add(AbortRetryBound)
 		return append(acts, ReadCommitted{Moved: r.moved})
 	case afterDirty:
-		acts = append(acts, DropPending{})
+		acts = append(acts, m.dropPending())
 		if err != nil && !r.abortOnly {
 			// A dirty close commits nothing either way: a failed abort does not fail it (the
 			// coordinator aborts after transaction.timeout.ms). AbortOpen's callers say so themselves.
@@ -542,7 +556,7 @@ func (m *Machine) aborted(now time.Time, err error) []Action {
 		}
 		return append(acts, m.finish(now, err, false)...)
 	}
-	acts = append(acts, DropPending{})
+	acts = append(acts, m.dropPending())
 	if err != nil {
 		if Classify(err) == ClassRenewProducer {
 			return append(acts, m.renew(now, err)...)
@@ -564,7 +578,7 @@ func (m *Machine) read(now time.Time, in CommittedRead) []Action {
 	if in.Err != nil {
 		if Classify(in.Err) == ClassLost {
 			// The tasks go (OnAllTasksLost); their next owner reads the broker's state.
-			return append([]Action{DropPending{}}, m.finish(now, in.Err, false)...)
+			return append([]Action{m.dropPending()}, m.finish(now, in.Err, false)...)
 		}
 		backoff := m.cfg.Backoff.Delay(r.attempts)
 		if now.Add(backoff).After(r.deadline) {
@@ -584,16 +598,16 @@ func (m *Machine) read(now time.Time, in CommittedRead) []Action {
 	switch same {
 	case 0:
 		return append([]Action{Log{Level: slog.LevelWarn, Msg: "a transaction commit whose outcome was unknown aborted; its records are processed again", Err: r.cause},
-			DropPending{}}, m.finish(now, r.cause, false)...)
+			m.dropPending()}, m.finish(now, r.cause, false)...)
 	case len(r.moved):
-		return append([]Action{Log{Level: slog.LevelInfo, Msg: "a transaction commit whose outcome was unknown committed", Err: r.cause}}, m.apply()...)
+		return append([]Action{Log{Level: slog.LevelInfo, Msg: "a transaction commit whose outcome was unknown committed", Err: r.cause}}, m.apply(now)...)
 	}
 	return m.outcomeUnknown(now, ": some of its offsets are committed and others not")
 }
 
 func (m *Machine) outcomeUnknown(now time.Time, detail string) []Action {
 	err := &TxnFailure{Err: fmt.Errorf("%w (%w)%s", ErrOutcomeUnknown, m.run.cause, detail)}
-	return append([]Action{DropPending{}}, m.finish(now, err, true)...)
+	return append([]Action{m.dropPending()}, m.finish(now, err, true)...)
 }
 
 // renew replaces a fenced producer, as Kafka Streams replaces its thread producer (a
@@ -613,7 +627,7 @@ func (m *Machine) renew(now time.Time, cause error) []Action {
 	m.fences = append(kept, now)
 	if len(m.fences) > MaxFences {
 		err := &TxnFailure{Err: fmt.Errorf("fenced %d times within %v: %w", len(m.fences), FenceWindow, cause)}
-		return append([]Action{m.forget(), DropPending{}}, m.finish(now, err, true)...)
+		return append([]Action{m.forget(), m.dropPending()}, m.finish(now, err, true)...)
 	}
 	r.phase = phRenew
 	return []Action{Log{Level: slog.LevelWarn, Msg: "the transactional producer was fenced (the transaction coordinator aborted its transaction, " +

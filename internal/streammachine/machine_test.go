@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,7 +29,9 @@ var (
 	tp0      = tasks.TopicPartition{Topic: "in", Partition: 0}
 	tp1      = tasks.TopicPartition{Topic: "in", Partition: 1}
 	offs     = commit.Offsets{tp0: 10, tp1: 20}
+	tp2      = tasks.TopicPartition{Topic: "in", Partition: 2}
 	task0    = tasks.ID{Subtopology: "0", Partition: 0}
+	task1    = tasks.ID{Subtopology: "0", Partition: 1}
 	errWrite = errors.New("write failed")
 )
 
@@ -44,9 +47,42 @@ type script struct {
 }
 
 func newScript(t *testing.T, g Guarantee, retry bool) *script {
-	m := New(Config{Guarantee: g, CommitInterval: 10 * time.Second, Backoff: backoff, RetryProduction: retry})
+	m := New(Config{Guarantee: g, CommitInterval: 10 * time.Second, Backoff: backoff, RetryProduction: retry, Inputs: testInputs})
 	m.Step(t0, Started{})
 	return &script{t: t, m: m, now: t0.Add(10 * time.Second)}
+}
+
+// testInputs are the test topology's input partitions of a task: task s_p reads partitions 2p and
+// 2p+1 of topic "in" (task0: tp0 and tp1).
+func testInputs(id tasks.ID) []tasks.TopicPartition {
+	return []tasks.TopicPartition{{Topic: "in", Partition: 2 * id.Partition}, {Topic: "in", Partition: 2*id.Partition + 1}}
+}
+
+// activate assigns task0 as the only active task, starting from committed.
+func (s *script) activate(committed CommittedInputs) {
+	s.t.Helper()
+	if _, ok := s.m.Task(task0); ok {
+		s.step(Assigned{Assignment: tasks.Assignment{Active: tasks.NewSet(task0)}, Committed: committed}, "Role(0_0 active)", "Done")
+		return
+	}
+	s.step(Assigned{Assignment: tasks.Assignment{Active: tasks.NewSet(task0)}, Committed: committed}, "Open(0_0)")
+	s.step(TaskOpened{ID: task0}, "Role(0_0 active)", "Done")
+}
+
+// process says the records of each partition of o before its offset were processed.
+func (s *script) process(o commit.Offsets) {
+	for tp, next := range o {
+		s.m.Processed(tp, next, -1)
+	}
+}
+
+// newCommitScript is a script whose task0 is active and processed up to offs (tp0 10, tp1 20),
+// with nothing committed before.
+func newCommitScript(t *testing.T, g Guarantee, retry bool) *script {
+	s := newScript(t, g, retry)
+	s.activate(CommittedInputs{})
+	s.process(offs)
+	return s
 }
 
 // txnInput is an input fed after records went into an open transaction (the shell's Begun and
@@ -114,11 +150,6 @@ func describe(a Action) string {
 			return "Checkpoint(active)"
 		}
 		return fmt.Sprintf("Checkpoint(%v)", a.Only)
-	case CollectOffsets:
-		if a.OnlyRevoked {
-			return fmt.Sprintf("Collect(only %v)", a.Revoked)
-		}
-		return fmt.Sprintf("Collect(%v)", a.Revoked)
 	case CommitOffsets:
 		if a.Producer != nil {
 			return fmt.Sprintf("CommitOffsets(txn %d/%d %d)", a.Producer.ID, a.Producer.Epoch, len(a.Offsets))
@@ -129,11 +160,6 @@ func describe(a Action) string {
 			return "EndTxn(commit)"
 		}
 		return "EndTxn(abort)"
-	case Apply:
-		if a.Stores {
-			return fmt.Sprintf("Apply(%d stores)", len(a.Offsets))
-		}
-		return fmt.Sprintf("Apply(%d)", len(a.Offsets))
 	case Wait:
 		if a.Abort {
 			return fmt.Sprintf("Wait(%v abort)", a.D)
@@ -173,7 +199,7 @@ func describe(a Action) string {
 }
 
 func TestAtLeastOncePeriodicCommit(t *testing.T) {
-	s := newScript(t, AtLeastOnce, true)
+	s := newCommitScript(t, AtLeastOnce, true)
 	if s.m.CommitDue(s.now.Add(-time.Millisecond)) || !s.m.CommitDue(s.now) {
 		t.Fatal("the periodic commit is due exactly commit.interval.ms after the start")
 	}
@@ -182,30 +208,39 @@ func TestAtLeastOncePeriodicCommit(t *testing.T) {
 		t.Error("not busy during a commit")
 	}
 	s.step(Flushed{}, "Checkpoint(active)")
-	s.step(Checkpointed{}, "Collect([])")
-	acts := s.step(OffsetsCollected{Offsets: offs}, "CommitOffsets(2)")
+	acts := s.step(Checkpointed{}, "CommitOffsets(2)")
 	if c := acts[0].(CommitOffsets); c.Offsets[tp0] != 10 || c.Offsets[tp1] != 20 {
 		t.Errorf("commits %v", c.Offsets)
 	}
-	acts = s.step(OffsetsCommitted{}, "Apply(2)")
-	if a := acts[0].(Apply); a.Offsets[tp1] != 20 {
-		t.Errorf("applies %v", a.Offsets)
-	}
-	s.step(Applied{}, "Done")
+	s.step(OffsetsCommitted{}, "Done")
 	if s.m.Busy() || s.m.CommitDue(s.now.Add(10*time.Second-time.Millisecond)) || !s.m.CommitDue(s.now.Add(10*time.Second)) {
 		t.Error("the next commit is due one interval after this one started")
 	}
+	// Only what moved since is committed next time.
+	s.now = s.now.Add(10 * time.Second)
+	s.m.Processed(tp1, 25, -1)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Checkpoint(active)")
+	if acts = s.step(Checkpointed{}, "CommitOffsets(1)"); acts[0].(CommitOffsets).Offsets[tp1] != 25 {
+		t.Errorf("commits %v", acts[0].(CommitOffsets).Offsets)
+	}
+	s.step(OffsetsCommitted{}, "Done")
 }
 
 func TestAtLeastOnceRevocationCommitsTheRevokedTasksOnly(t *testing.T) {
 	s := newScript(t, AtLeastOnce, true)
+	s.step(Assigned{Assignment: tasks.Assignment{Active: tasks.NewSet(task0, task1)}}, "Open(0_0)")
+	s.step(TaskOpened{ID: task0}, "Open(0_1)")
+	s.step(TaskOpened{ID: task1}, "Role(0_0 active)", "Role(0_1 active)", "Done")
+	s.process(commit.Offsets{tp0: 3, tp2: 7}) // tp1 (task0's) has nothing: left out
 	rev := tasks.NewSet(task0)
 	s.step(Commit{Reason: Revocation, Revoked: rev}, "Flush")
 	s.step(Flushed{}, "Checkpoint([0_0])")
-	s.step(Checkpointed{}, "Collect(only [0_0])")
-	s.step(OffsetsCollected{Offsets: commit.Offsets{tp0: 3}}, "CommitOffsets(1)")
-	s.step(OffsetsCommitted{}, "Apply(1)")
-	s.step(Applied{}, "Done")
+	acts := s.step(Checkpointed{}, "CommitOffsets(1)")
+	if c := acts[0].(CommitOffsets); c.Offsets[tp0] != 3 {
+		t.Errorf("commits %v; want task0's tp0 alone", c.Offsets)
+	}
+	s.step(OffsetsCommitted{}, "Done")
 	if !s.m.CommitDue(s.now) {
 		t.Error("a revocation moved the periodic commit")
 	}
@@ -220,29 +255,35 @@ func TestAtLeastOnceRevocationCommitsTheRevokedTasksOnly(t *testing.T) {
 
 // Partitions the member does not own at the moment of the commit are left out, once.
 func TestAtLeastOnceLeavesOutPartitionsNotOwned(t *testing.T) {
-	s := newScript(t, AtLeastOnce, true)
+	s := newCommitScript(t, AtLeastOnce, true)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{}, "Checkpoint(active)")
-	s.step(Checkpointed{}, "Collect([])")
-	s.step(OffsetsCollected{Offsets: offs}, "CommitOffsets(2)")
+	first := s.step(Checkpointed{}, "CommitOffsets(2)")[0].(CommitOffsets).Offsets
 	notOwned := &commit.NotOwnedError{Partitions: []tasks.TopicPartition{tp1}}
 	acts := s.step(OffsetsCommitted{Err: notOwned}, "CommitOffsets(1)")
 	if c := acts[0].(CommitOffsets); c.Offsets[tp0] != 10 || len(c.Offsets) != 1 {
 		t.Errorf("retried with %v", c.Offsets)
 	}
-	if len(offs) != 2 {
-		t.Error("the collected offsets were changed in place")
+	if len(first) != 2 {
+		t.Error("the offsets of the first request were changed in place")
 	}
 	s.step(OffsetsCommitted{Err: notOwned}, "Done(err, retry in 10.1s)")
 
-	// All of them not owned: nothing left, the commit is done.
+	// tp0 was committed and tp1 not: only tp1 is left; all of it not owned, nothing is left and
+	// the commit is done.
 	s.now = s.now.Add(time.Minute)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{}, "Checkpoint(active)")
-	s.step(Checkpointed{}, "Collect([])")
-	s.step(OffsetsCollected{Offsets: commit.Offsets{tp1: 1}}, "CommitOffsets(1)")
-	s.step(OffsetsCommitted{Err: notOwned}, "Apply(0)")
-	s.step(Applied{}, "Done")
+	s.step(Checkpointed{}, "CommitOffsets(2)") // the failed commit marked nothing committed
+	s.step(OffsetsCommitted{Err: notOwned}, "CommitOffsets(1)")
+	s.step(OffsetsCommitted{}, "Done")
+	s.now = s.now.Add(time.Minute)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Checkpoint(active)")
+	if acts = s.step(Checkpointed{}, "CommitOffsets(1)"); acts[0].(CommitOffsets).Offsets[tp1] != 20 {
+		t.Errorf("commits %v; want tp1's 20, left out before", acts[0].(CommitOffsets).Offsets)
+	}
+	s.step(OffsetsCommitted{Err: notOwned}, "Done")
 }
 
 // production.exception.handler under at-least-once: a retriable failed write goes back to the last
@@ -295,11 +336,10 @@ func TestStoreErrors(t *testing.T) {
 	s.step(Flushed{}, "Checkpoint(active)")
 	s.step(Checkpointed{Err: full}, "Done(fatal)")
 
-	e := newScript(t, ExactlyOnce, false)
+	e := newCommitScript(t, ExactlyOnce, false)
 	e.step(Commit{}, "Flush")
-	e.step(Flushed{}, "Collect([])")
-	e.step(OffsetsCollected{Offsets: offs, Moved: offs}, "CommitOffsets(2)")
-	e.step(OffsetsCommitted{}, "ForgetTxn", "Apply(2 stores)")
+	e.step(Flushed{}, "CommitOffsets(2)")
+	e.step(OffsetsCommitted{}, "ForgetTxn", "Apply")
 	e.step(Applied{Err: damaged}, "Done(fatal)")
 	if !errors.Is(e.done.Err, errWrite) {
 		t.Errorf("ends with %v", e.done.Err)
@@ -325,10 +365,8 @@ func TestFailedCommitsBackOff(t *testing.T) {
 	}
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{}, "Checkpoint(active)")
-	s.step(Checkpointed{}, "Collect([])")
-	s.step(OffsetsCollected{}, "CommitOffsets(0)")
-	s.step(OffsetsCommitted{}, "Apply(0)")
-	s.step(Applied{}, "Done")
+	s.step(Checkpointed{}, "CommitOffsets(0)")
+	s.step(OffsetsCommitted{}, "Done")
 	if !s.m.CommitDue(s.now.Add(10 * time.Second)) {
 		t.Error("the backoff outlived a successful commit")
 	}
@@ -337,65 +375,62 @@ func TestFailedCommitsBackOff(t *testing.T) {
 }
 
 func TestExactlyOnceCommit(t *testing.T) {
-	s := newScript(t, ExactlyOnce, false)
+	s := newCommitScript(t, ExactlyOnce, false)
 	s.open(4)
 	if !s.m.TxnOpen() {
 		t.Fatal("no transaction open after Begun")
 	}
 	s.step(Commit{}, "Flush")
-	acts := s.step(Flushed{}, "Collect([])")
-	// The tasks that wrote into the transaction are checked: one lost meanwhile aborts it (R4).
-	if c := acts[0].(CollectOffsets); !c.TxnTasks.Equal(tasks.NewSet(task0)) {
-		t.Errorf("the tasks with records in the transaction: %v", c.TxnTasks)
-	}
-	s.step(OffsetsCollected{Offsets: offs, Moved: offs}, "LoadProducer")
+	s.step(Flushed{}, "LoadProducer")
 	s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
 	s.step(OffsetsCommitted{}, "EndTxn(commit)")
-	s.step(TxnEnded{}, "ForgetTxn", "Apply(2 stores)")
+	s.step(TxnEnded{}, "ForgetTxn", "Apply")
 	s.step(Applied{}, "Done")
 	if s.m.TxnOpen() {
 		t.Error("a transaction is open after its commit")
 	}
+	// Nothing moved, nothing written: an empty plain commit.
 	s.step(Commit{}, "Flush")
-	if acts = s.step(Flushed{}, "Collect([])"); !acts[0].(CollectOffsets).TxnTasks.IsEmpty() {
-		t.Errorf("the committed transaction's tasks are still counted: %v", acts[0].(CollectOffsets).TxnTasks)
-	}
-	s.step(OffsetsCollected{}, "CommitOffsets(0)")
-	s.step(OffsetsCommitted{}, "ForgetTxn", "Apply(0 stores)")
+	s.step(Flushed{}, "CommitOffsets(0)")
+	s.step(OffsetsCommitted{}, "ForgetTxn", "Apply")
 	s.step(Applied{}, "Done")
 
+	s.process(commit.Offsets{tp0: 11, tp1: 21})
 	s.step(Commit{}, "Flush")
-	s.step(Flushed{}, "Collect([])")
-	s.step(txnThen(7, OffsetsCollected{Offsets: offs, Moved: offs}), "LoadProducer")
-	acts = s.step(ProducerLoaded{Producer: commit.Producer{TransactionalID: "app-p-1", ID: 5, Epoch: 2}}, "CommitOffsets(txn 5/2 2)")
+	s.step(txnThen(7, Flushed{}), "LoadProducer")
+	acts := s.step(ProducerLoaded{Producer: commit.Producer{TransactionalID: "app-p-1", ID: 5, Epoch: 2}}, "CommitOffsets(txn 5/2 2)")
 	if p := acts[0].(CommitOffsets).Producer; p.TransactionalID != "app-p-1" {
 		t.Errorf("producer %+v", p)
 	}
+	if o := acts[0].(CommitOffsets).Offsets; o[tp0] != 11 || o[tp1] != 21 {
+		t.Errorf("commits %v", o)
+	}
 	s.step(OffsetsCommitted{}, "EndTxn(commit)")
-	s.step(TxnEnded{}, "ForgetTxn", "Apply(2 stores)")
+	s.step(TxnEnded{}, "ForgetTxn", "Apply")
 	s.step(Applied{}, "Done")
 
-	// A revocation's final positions go into the one transaction: CollectOffsets gets them all.
+	// A revocation's final positions go into the one transaction, moved or not.
 	s.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0)}, "Flush")
-	s.step(Flushed{}, "Collect([0_0])")
 	// No transaction open: a plain commit of the offsets.
-	s.step(OffsetsCollected{Offsets: offs}, "CommitOffsets(2)")
-	s.step(OffsetsCommitted{}, "ForgetTxn", "Apply(2 stores)")
+	acts = s.step(Flushed{}, "CommitOffsets(2)")
+	if o := acts[0].(CommitOffsets).Offsets; o[tp0] != 11 || o[tp1] != 21 {
+		t.Errorf("a revocation commits %v", o)
+	}
+	s.step(OffsetsCommitted{}, "ForgetTxn", "Apply")
 	s.step(Applied{}, "Done")
 
 	// A transaction nothing was produced into ends without a request, then the offsets go plain.
+	s.process(commit.Offsets{tp0: 12})
 	s.step(Commit{}, "Flush")
-	s.step(Flushed{}, "Collect([])")
-	s.step(txnThen(0, OffsetsCollected{Offsets: offs}), "EndTxn(commit)")
-	s.step(TxnEnded{}, "CommitOffsets(2)")
-	s.step(OffsetsCommitted{}, "ForgetTxn", "Apply(2 stores)")
+	s.step(txnThen(0, Flushed{}), "EndTxn(commit)")
+	s.step(TxnEnded{}, "CommitOffsets(1)")
+	s.step(OffsetsCommitted{}, "ForgetTxn", "Apply")
 	s.step(Applied{}, "Done")
 }
 
 // Every error the producer can go on from aborts the transaction: the work since the last commit
 // is dropped and done again, and the commit counts as failed (backoff).
 func TestExactlyOnceAbortsAndRedoes(t *testing.T) {
-	lost := errors.New("task 0_0 was lost while its transaction was open")
 	for _, c := range []struct {
 		name string
 		open int     // records in the transaction open at the start; -1: none open
@@ -403,17 +438,14 @@ func TestExactlyOnceAbortsAndRedoes(t *testing.T) {
 		err  error
 	}{
 		{"flush", 1, []Input{Flushed{Err: io.EOF, Write: true}}, io.EOF},
-		{"task lost", 1, []Input{Flushed{}, OffsetsCollected{Offsets: offs, Lost: lost}}, lost},
-		{"epoch moved", 1, []Input{Flushed{}, OffsetsCollected{Offsets: offs}, ProducerLoaded{Err: errWrite}}, errWrite},
-		{"TxnOffsetCommit", 1, []Input{Flushed{}, OffsetsCollected{Offsets: offs},
-			ProducerLoaded{}, OffsetsCommitted{Err: kerr.TransactionAbortable}}, kerr.TransactionAbortable},
-		{"EndTxn refused", 1, []Input{Flushed{}, OffsetsCollected{Offsets: offs},
-			ProducerLoaded{}, OffsetsCommitted{}, TxnEnded{Err: kerr.ConcurrentTransactions}}, kerr.ConcurrentTransactions},
-		{"empty EndTxn", 0, []Input{Flushed{}, OffsetsCollected{Offsets: offs}, TxnEnded{Err: io.ErrUnexpectedEOF}}, io.ErrUnexpectedEOF},
-		{"plain commit", -1, []Input{Flushed{}, OffsetsCollected{Offsets: offs}, OffsetsCommitted{Err: kerr.CoordinatorNotAvailable}}, kerr.CoordinatorNotAvailable},
+		{"epoch moved", 1, []Input{Flushed{}, ProducerLoaded{Err: errWrite}}, errWrite},
+		{"TxnOffsetCommit", 1, []Input{Flushed{}, ProducerLoaded{}, OffsetsCommitted{Err: kerr.TransactionAbortable}}, kerr.TransactionAbortable},
+		{"EndTxn refused", 1, []Input{Flushed{}, ProducerLoaded{}, OffsetsCommitted{}, TxnEnded{Err: kerr.ConcurrentTransactions}}, kerr.ConcurrentTransactions},
+		{"empty EndTxn", 0, []Input{Flushed{}, TxnEnded{Err: io.ErrUnexpectedEOF}}, io.ErrUnexpectedEOF},
+		{"plain commit", -1, []Input{Flushed{}, OffsetsCommitted{Err: kerr.CoordinatorNotAvailable}}, kerr.CoordinatorNotAvailable},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := newScript(t, ExactlyOnce, false)
+			s := newCommitScript(t, ExactlyOnce, false)
 			if c.open >= 0 {
 				s.open(c.open)
 			}
@@ -431,7 +463,32 @@ func TestExactlyOnceAbortsAndRedoes(t *testing.T) {
 			if !errors.Is(s.done.Err, c.err) {
 				t.Errorf("ends with %v, want %v", s.done.Err, c.err)
 			}
+			// Nothing was committed before: the work is done again from where consumption started.
+			if s.m.HasCommitted(task0) || s.m.collectOffsetsLen() != 0 {
+				t.Errorf("after the abort: committed %v, %d positions to commit; want none", s.m.HasCommitted(task0), s.m.collectOffsetsLen())
+			}
 		})
+	}
+}
+
+// collectOffsetsLen is how many positions a periodic commit would commit now.
+func (m *Machine) collectOffsetsLen() int {
+	o, _ := m.collectOffsets(tasks.Set{}, false)
+	return len(o)
+}
+
+// A task that leaves this member while its records are in the open transaction (lost, or
+// suspended) aborts it: its offsets cannot be committed with them (R4).
+func TestExactlyOnceTaskLostMidTransaction(t *testing.T) {
+	s := newCommitScript(t, ExactlyOnce, false)
+	s.open(2)
+	s.step(Assigned{}, "Suspend(0_0)", "Done")
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Log(WARN)", "StartAbort")
+	s.step(AbortStarted{}, "EndTxn(abort)")
+	s.step(TxnEnded{}, "ForgetTxn", "DropPending", "Done(err, retry in 10.1s)")
+	if s.done.Err == nil || !strings.Contains(s.done.Err.Error(), "task 0_0 was lost while its transaction was open") {
+		t.Errorf("ends with %v", s.done.Err)
 	}
 }
 
@@ -522,12 +579,12 @@ func TestExactlyOnceFatalErrorAbortsAndStops(t *testing.T) {
 // A fenced producer is replaced and the work redone; a process fenced more than MaxFences times
 // within FenceWindow shares its transactional.id with another and stops.
 func TestExactlyOnceRenewsAFencedProducer(t *testing.T) {
-	s := newScript(t, ExactlyOnce, false)
+	s := newCommitScript(t, ExactlyOnce, false)
 	fenced := func(want ...string) {
 		t.Helper()
+		s.process(offs) // again after each drop
 		s.step(Commit{}, "Flush")
-		s.step(Flushed{}, "Collect([])")
-		s.step(txnThen(1, OffsetsCollected{Offsets: offs}), "LoadProducer")
+		s.step(txnThen(1, Flushed{}), "LoadProducer")
 		s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
 		s.step(OffsetsCommitted{Err: kerr.ProducerFenced}, want...)
 	}
@@ -571,58 +628,67 @@ func TestExactlyOnceRenewsAFencedProducer(t *testing.T) {
 // An EndTxn commit whose outcome is unknown (the broker went away) is told from the committed
 // offsets after an abort: all committed, none, or some (a restart must sort it out).
 func TestExactlyOnceUnknownOutcome(t *testing.T) {
-	moved := commit.Offsets{tp0: 10}
-	upTo := func(s *script, cause error) {
+	// upTo processes up to to, then revokes task0 and fails its transaction commit with cause; the
+	// abort that follows ends, and the committed offsets of the partitions that moved (moved) are
+	// read.
+	upTo := func(s *script, cause error, to, moved commit.Offsets) {
 		t.Helper()
+		s.process(to)
 		s.step(Commit{Reason: Revocation, Revoked: tasks.NewSet(task0)}, "Flush")
-		s.step(Flushed{}, "Collect([0_0])")
-		s.step(txnThen(3, OffsetsCollected{Offsets: offs, Moved: moved}), "LoadProducer")
-		s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
+		s.step(txnThen(3, Flushed{}), "LoadProducer")
+		s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)") // the revoked task's final positions, moved or not
 		s.step(OffsetsCommitted{}, "EndTxn(commit)")
 		s.step(TxnEnded{Err: cause}, "StartAbort")
 		s.step(AbortStarted{}, "EndTxn(abort)")
-		s.step(TxnEnded{}, "ForgetTxn", "ReadCommitted")
+		acts := s.step(TxnEnded{}, "ForgetTxn", "ReadCommitted")
+		if got := acts[1].(ReadCommitted).Moved; !maps.Equal(got, moved) {
+			t.Fatalf("reads %v; want %v", got, moved)
+		}
 	}
 	s := newScript(t, ExactlyOnce, false)
-	upTo(s, io.EOF)
-	s.step(CommittedRead{Offsets: commit.Offsets{tp0: 10}}, "Log(INFO)", "ForgetTxn", "Apply(2 stores)")
+	s.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp0: 5, tp1: 20}})
+	upTo(s, io.EOF, commit.Offsets{tp0: 10}, commit.Offsets{tp0: 10})
+	s.step(CommittedRead{Offsets: commit.Offsets{tp0: 10}}, "Log(INFO)", "ForgetTxn", "Apply")
 	s.step(Applied{}, "Done")
 
-	upTo(s, kerr.UnknownServerError)
+	upTo(s, kerr.UnknownServerError, commit.Offsets{tp0: 11}, commit.Offsets{tp0: 11})
 	s.step(CommittedRead{Err: io.EOF}, "Log(WARN)", "Wait(100ms)")
 	s.step(Waited{}, "ReadCommitted")
 	s.step(CommittedRead{Err: io.EOF}, "Log(WARN)", "Wait(200ms)")
 	s.step(Waited{}, "ReadCommitted")
-	s.step(CommittedRead{Offsets: commit.Offsets{tp0: 4}}, "Log(WARN)", "DropPending", "Done(err)")
+	acts := s.step(CommittedRead{Offsets: commit.Offsets{tp0: 10}}, "Log(WARN)", "DropPending", "Done(err)")
 	if !errors.Is(s.done.Err, kerr.UnknownServerError) {
 		t.Errorf("ends with %v", s.done.Err)
+	}
+	// The commit aborted: the inputs go back to the last one that committed, the resolved one.
+	if to := acts[1].(DropPending).To; !maps.Equal(to, commit.Offsets{tp0: 10, tp1: 20}) {
+		t.Errorf("rewinds to %v", to)
 	}
 
 	// Two partitions moved, one committed: unknown, fatal.
 	s.now = s.now.Add(time.Hour)
-	moved = offs
-	upTo(s, io.EOF)
-	s.step(CommittedRead{Offsets: commit.Offsets{tp0: 10, tp1: 19}}, "DropPending", "Done(fatal)")
+	upTo(s, io.EOF, commit.Offsets{tp0: 12, tp1: 22}, commit.Offsets{tp0: 12, tp1: 22})
+	s.step(CommittedRead{Offsets: commit.Offsets{tp0: 12, tp1: 20}}, "DropPending", "Done(fatal)")
 	if !errors.Is(s.done.Err, ErrOutcomeUnknown) || !strings.Contains(s.done.Err.Error(), "some of its offsets are committed and others not") {
 		t.Errorf("ends with %v", s.done.Err)
 	}
 	// The tasks were lost meanwhile: they go, nothing fatal.
-	upTo(s, io.EOF)
+	upTo(s, io.EOF, commit.Offsets{tp0: 12}, commit.Offsets{tp0: 12})
 	lost := &commit.LostError{Tasks: tasks.NewSet(task0), Err: kerr.FencedMemberEpoch}
 	s.step(CommittedRead{Err: lost}, "DropPending", "Done(err)")
 	// The broker stays away past the bound: unknown, fatal.
-	upTo(s, io.EOF)
+	upTo(s, io.EOF, commit.Offsets{tp0: 12}, commit.Offsets{tp0: 12})
 	s.now = s.now.Add(AbortRetryBound)
 	s.step(CommittedRead{Err: io.EOF}, "DropPending", "Done(fatal)")
 	// The application stops while waiting: unknown, fatal.
-	upTo(s, io.EOF)
+	upTo(s, io.EOF, commit.Offsets{tp0: 12}, commit.Offsets{tp0: 12})
 	s.step(CommittedRead{Err: io.EOF}, "Log(WARN)", "Wait(100ms)")
 	s.step(Waited{Err: errors.New("stopped")}, "DropPending", "Done(fatal)")
 	// The abort fails: fatal.
+	s.process(commit.Offsets{tp0: 12})
 	s.step(Commit{}, "Flush")
-	s.step(Flushed{}, "Collect([])")
-	s.step(txnThen(3, OffsetsCollected{Offsets: offs, Moved: offs}), "LoadProducer")
-	s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
+	s.step(txnThen(3, Flushed{}), "LoadProducer")
+	s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 1)")
 	s.step(OffsetsCommitted{}, "EndTxn(commit)")
 	s.step(TxnEnded{Err: io.EOF}, "StartAbort")
 	s.step(AbortStarted{}, "EndTxn(abort)")
@@ -632,9 +698,9 @@ func TestExactlyOnceUnknownOutcome(t *testing.T) {
 // With nothing moved, an unknown outcome cannot be told.
 func TestExactlyOnceUnknownOutcomeWithoutOffsets(t *testing.T) {
 	s := newScript(t, ExactlyOnce, false)
+	s.activate(CommittedInputs{})
 	s.step(Commit{}, "Flush")
-	s.step(Flushed{}, "Collect([])")
-	s.step(txnThen(3, OffsetsCollected{}), "LoadProducer")
+	s.step(txnThen(3, Flushed{}), "LoadProducer")
 	s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 0)")
 	s.step(OffsetsCommitted{}, "EndTxn(commit)")
 	s.step(TxnEnded{Err: io.EOF}, "StartAbort")
@@ -645,9 +711,9 @@ func TestExactlyOnceUnknownOutcomeWithoutOffsets(t *testing.T) {
 	}
 	// An EndTxn error the broker did answer is not unknown: INVALID_TXN_STATE replaces the producer.
 	s.now = s.now.Add(time.Hour)
+	s.process(offs)
 	s.step(Commit{}, "Flush")
-	s.step(Flushed{}, "Collect([])")
-	s.step(txnThen(3, OffsetsCollected{Offsets: offs}), "LoadProducer")
+	s.step(txnThen(3, Flushed{}), "LoadProducer")
 	s.step(ProducerLoaded{}, "CommitOffsets(txn 0/0 2)")
 	s.step(OffsetsCommitted{}, "EndTxn(commit)")
 	s.step(TxnEnded{Err: kerr.InvalidTxnState}, "Log(WARN)", "RenewProducer")
@@ -707,7 +773,7 @@ func TestInputsOutOfTurn(t *testing.T) {
 	if s.m.Busy() {
 		t.Error("busy after a fatal end")
 	}
-	for _, in := range []Input{Checkpointed{}, OffsetsCollected{}, ProducerLoaded{}, OffsetsCommitted{}, TxnEnded{},
+	for _, in := range []Input{Checkpointed{}, ProducerLoaded{}, OffsetsCommitted{}, TxnEnded{},
 		AbortStarted{}, CommittedRead{}, ProducerRenewed{}, Waited{}} {
 		s.m.Step(s.now, Commit{})
 		s.step(in, "Done(fatal)")

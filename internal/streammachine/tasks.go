@@ -54,14 +54,19 @@ type heldTask struct {
 
 // assigning is an assignment being carried out: the tasks still to open, then the roles to set.
 type assigning struct {
-	as     tasks.Assignment
-	toOpen []tasks.ID
+	as        tasks.Assignment
+	committed CommittedInputs
+	toOpen    []tasks.ID
 }
 
 // Assigned is the member's new assignment (OnTasksAssigned): the tasks in it are opened when new
 // and take their roles; the tasks not in it are suspended, or closed once suspended past
-// KeepSuspended.
-type Assigned struct{ Assignment tasks.Assignment }
+// KeepSuspended. Committed is what the group's committed offsets held for the inputs of the tasks
+// that start processing: an active task starts its positions and partition times there.
+type Assigned struct {
+	Assignment tasks.Assignment
+	Committed  CommittedInputs
+}
 
 // AllLost says the member lost every task (OnAllTasksLost): they are closed.
 type AllLost struct{}
@@ -123,7 +128,7 @@ func (m *Machine) Held() []tasks.ID {
 
 // assigned starts carrying out an assignment: suspensions and closes of the tasks that left it,
 // then the new tasks opened one at a time (a failure stops there), then every role set.
-func (m *Machine) assigned(now time.Time, as tasks.Assignment) []Action {
+func (m *Machine) assigned(now time.Time, as tasks.Assignment, committed CommittedInputs) []Action {
 	if m.assigning != nil {
 		return []Action{Done{Err: fmt.Errorf("streammachine: an assignment arrived while another is carried out"), Fatal: true}}
 	}
@@ -135,7 +140,7 @@ func (m *Machine) assigned(now time.Time, as tasks.Assignment) []Action {
 		}
 		acts = append(acts, m.leave(now, id)...)
 	}
-	a := &assigning{as: as}
+	a := &assigning{as: as, committed: committed}
 	for id := range all.All() {
 		if m.held[id] == nil {
 			a.toOpen = append(a.toOpen, id)
@@ -149,6 +154,7 @@ func (m *Machine) assigned(now time.Time, as tasks.Assignment) []Action {
 // suspended past KeepSuspended (at once under CloseLeaving).
 func (m *Machine) leave(now time.Time, id tasks.ID) []Action {
 	t := m.held[id]
+	m.dropInputs(id)
 	if m.cfg.CloseLeaving {
 		delete(m.held, id)
 		return []Action{CloseTask{ID: id}}
@@ -176,6 +182,12 @@ func (m *Machine) openNext() []Action {
 		t := m.held[id]
 		active := a.as.Active.Contains(id)
 		demoted := t.state == TaskActive && !active
+		switch {
+		case active && (t.state != TaskActive || a.committed.Tasks.Contains(id)):
+			m.startInputs(id, a.committed)
+		case !active:
+			m.dropInputs(id)
+		}
 		if active {
 			t.state = TaskActive
 		} else {
@@ -227,6 +239,8 @@ func (m *Machine) allLost() []Action {
 		acts = append(acts, CloseTask{ID: id})
 	}
 	clear(m.held)
+	clear(m.positions)
+	clear(m.inputsOf)
 	m.assigning = nil
 	return append(acts, Done{})
 }

@@ -1,0 +1,179 @@
+package streammachine
+
+import (
+	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// The input positions and partition times: for every input partition of an active task, where
+// processing stands (the offset after the last record processed), where its last commit stands,
+// and the partition's time (the largest timestamp processed from it, Kafka Streams' partition time)
+// as processed and as committed. A commit takes its offsets and their metadata from here, marks
+// them committed once it succeeded, and an abort or a retry of a failed write takes them back to
+// the committed ones; a task that becomes active starts from what its offsets' last commit holds
+// (CommittedInputs), written by this member or any other, Go or Java.
+//
+// Positions and times move with every run of records the shell processes, so they are fed by
+// methods (Processed), as the open transaction is, rather than by an Input value per run.
+
+// position is one input partition of an active task.
+type position struct {
+	task tasks.ID
+	// done is the offset after the last record processed, or the committed offset when none was
+	// processed since; -1 when neither is known (consumption starts at auto.offset.reset).
+	done int64
+	// committed is the last committed offset, -1 when none is known.
+	committed int64
+	// time and committedTime are the partition time as processed and as of the last commit;
+	// commit.UnknownPartitionTime when none is known.
+	time, committedTime int64
+	// processor is the processor metadata read with the committed offset (a Java member's windowed
+	// operators keep their last emitted times there), committed again as it is.
+	processor []byte
+}
+
+// CommittedInputs is what the group's committed offsets held for the input partitions of tasks
+// that start processing here (the member reads them as it assigns the tasks): each partition's
+// offset, and the metadata committed with it. Tasks are the tasks they were read for: those start
+// from them even when they were active here already (the consumer starts them again from their
+// committed offsets); a partition of them missing from Offsets has no committed offset.
+type CommittedInputs struct {
+	Tasks    tasks.Set
+	Offsets  commit.Offsets
+	Metadata map[tasks.TopicPartition]string
+}
+
+// startInputs starts the positions of task id's inputs from what was committed.
+func (m *Machine) startInputs(id tasks.ID, c CommittedInputs) {
+	m.dropInputs(id)
+	if m.cfg.Inputs == nil {
+		return
+	}
+	tps := m.cfg.Inputs(id)
+	for _, tp := range tps {
+		p := &position{task: id, done: -1, committed: -1, time: commit.UnknownPartitionTime, committedTime: commit.UnknownPartitionTime}
+		if o, ok := c.Offsets[tp]; ok && o >= 0 {
+			p.done, p.committed = o, o
+			if md, ok := c.Metadata[tp]; ok {
+				// The committed time is where the partition stands now, whatever this member held of
+				// it before; metadata that is not Kafka Streams' leaves it unknown.
+				p.time, p.processor = commit.DecodeMetadata(md)
+				p.committedTime = p.time
+			}
+		}
+		m.positions[tp] = p
+	}
+	m.inputsOf[id] = tps
+}
+
+// dropInputs forgets the positions of task id's inputs (it is no longer active here).
+func (m *Machine) dropInputs(id tasks.ID) {
+	for _, tp := range m.inputsOf[id] {
+		delete(m.positions, tp)
+	}
+	delete(m.inputsOf, id)
+}
+
+// Processed records that the records of input partition tp before offset next were processed
+// (next < 0: none more), the largest timestamp among them ms (ms < 0: none). A position never
+// moves back here (only a rewind takes it back), nor does a partition time; a partition that is
+// not an input of an active task is left alone.
+func (m *Machine) Processed(tp tasks.TopicPartition, next, ms int64) {
+	p := m.positions[tp]
+	if p == nil {
+		return
+	}
+	p.done = max(p.done, next)
+	p.time = max(p.time, ms)
+}
+
+// PartitionTime is input partition tp's time (unix ms), commit.UnknownPartitionTime when none is
+// known.
+func (m *Machine) PartitionTime(tp tasks.TopicPartition) int64 {
+	if p := m.positions[tp]; p != nil {
+		return p.time
+	}
+	return commit.UnknownPartitionTime
+}
+
+// StreamTime is active task id's stream time as its inputs' partition times say: the largest of
+// them (commit.UnknownPartitionTime when none is known), as Kafka Streams' PartitionGroup starts it.
+func (m *Machine) StreamTime(id tasks.ID) int64 {
+	st := int64(commit.UnknownPartitionTime)
+	for _, tp := range m.inputsOf[id] {
+		st = max(st, m.positions[tp].time)
+	}
+	return st
+}
+
+// HasCommitted reports whether active task id has a committed offset for any of its inputs (read
+// when it was assigned, or committed since).
+func (m *Machine) HasCommitted(id tasks.ID) bool {
+	for _, tp := range m.inputsOf[id] {
+		if m.positions[tp].committed >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// CommitMetadata is the metadata committed with input partition tp's offset: its partition time in
+// Kafka Streams' format (unknown: -1), with the processor metadata its last commit had. The shell's
+// committer asks while it builds a commit the machine asked for.
+func (m *Machine) CommitMetadata(tp tasks.TopicPartition) string {
+	if p := m.positions[tp]; p != nil {
+		return commit.EncodeMetadata(p.time, p.processor)
+	}
+	return commit.EncodeMetadata(commit.UnknownPartitionTime, nil)
+}
+
+// collectOffsets is what a commit commits: the final positions of the revoked tasks' inputs, with,
+// unless onlyRevoked, every active input's position that moved since its last commit (moved: those
+// alone).
+func (m *Machine) collectOffsets(revoked tasks.Set, onlyRevoked bool) (offsets, moved commit.Offsets) {
+	offsets = commit.Offsets{}
+	if !onlyRevoked {
+		moved = commit.Offsets{}
+		for tp, p := range m.positions {
+			if p.done >= 0 && p.done != p.committed {
+				moved[tp], offsets[tp] = p.done, p.done
+			}
+		}
+	}
+	for id := range revoked.All() {
+		for _, tp := range m.inputsOf[id] {
+			if p := m.positions[tp]; p.done >= 0 {
+				offsets[tp] = p.done
+			}
+		}
+	}
+	return offsets, moved
+}
+
+// markCommitted records that offs were committed, each partition with its time now as its
+// metadata (nothing is processed while a commit runs). The others keep their last commit: an
+// at-least-once revocation commits only the revoked tasks' offsets, and a partition the member did
+// not own at the moment of a commit is left for the next one, so a rewind must not take them past
+// what was committed.
+func (m *Machine) markCommitted(offs commit.Offsets) {
+	for tp, o := range offs {
+		if p := m.positions[tp]; p != nil {
+			p.committed, p.committedTime = o, p.time
+		}
+	}
+}
+
+// rewind takes every active input back to its last commit, its partition time with it, and
+// returns where each restarts: its committed offset, or, for a partition never committed (absent),
+// where its consumption started (auto.offset.reset). DropPending and RetryFromLastCommit carry it;
+// the shell calls it itself when it retries a failed write between batches.
+func (m *Machine) Rewind() commit.Offsets {
+	to := make(commit.Offsets, len(m.positions))
+	for tp, p := range m.positions {
+		p.done, p.time = p.committed, p.committedTime
+		if p.committed >= 0 {
+			to[tp] = p.committed
+		}
+	}
+	return to
+}

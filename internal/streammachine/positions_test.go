@@ -1,0 +1,160 @@
+package streammachine
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// Input positions and partition times as Kafka Streams keeps them: a task starts from its offsets'
+// committed metadata (StreamTask initializes its partition times from it), a partition's time is the
+// largest timestamp processed from it, the metadata committed is that time in Kafka Streams' format
+// (a version byte 2 and the time, big-endian, base64) with the processor metadata read before, and a
+// rewind goes back to the last commit.
+
+var errRetriable = kerr.NotEnoughReplicas
+
+func TestPositionsStartFromTheCommittedMetadata(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	s.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp0: 7, tp1: 9},
+		Metadata: map[tasks.TopicPartition]string{
+			tp0: "AgAAAAAAAABjAAAAAQAAAAFrAAAAAAAAAAc=", // 99, then the processor metadata {"k": 7}
+			tp1: "something else",                       // not Kafka Streams': the time is unknown
+		}})
+	if got := s.m.PartitionTime(tp0); got != 99 {
+		t.Errorf("tp0's time %d; want the committed 99", got)
+	}
+	if got := s.m.PartitionTime(tp1); got != -1 {
+		t.Errorf("tp1's time %d; want unknown", got)
+	}
+	if got := s.m.StreamTime(task0); got != 99 {
+		t.Errorf("stream time %d; want the largest partition time, 99", got)
+	}
+	if !s.m.HasCommitted(task0) {
+		t.Error("a task with committed offsets has none")
+	}
+	// The processor metadata is committed again, behind this member's time.
+	s.m.Processed(tp0, 8, 200)
+	if got := s.m.CommitMetadata(tp0); got != "AgAAAAAAAADIAAAAAQAAAAFrAAAAAAAAAAc=" { // 200, then {"k": 7}
+		t.Errorf("tp0's metadata %q", got)
+	}
+	if got := s.m.CommitMetadata(tp1); got != "Av//////////" {
+		t.Errorf("an unknown time is committed as %q; want Kafka Streams' -1 (Av//////////)", got)
+	}
+	if got := s.m.CommitMetadata(tasks.TopicPartition{Topic: "other"}); got != "Av//////////" {
+		t.Errorf("a partition of no active task: %q", got)
+	}
+	s.m.Processed(tp1, 12, 500)
+	if got := s.m.CommitMetadata(tp1); got != "AgAAAAAAAAH0" { // 500
+		t.Errorf("tp1's metadata %q", got)
+	}
+	if got := s.m.StreamTime(task0); got != 500 {
+		t.Errorf("stream time %d; want 500", got)
+	}
+	// A task without a committed offset has none, and no time.
+	f := newScript(t, AtLeastOnce, true)
+	f.activate(CommittedInputs{})
+	if f.m.HasCommitted(task0) || f.m.StreamTime(task0) != -1 || f.m.PartitionTime(tp0) != -1 {
+		t.Errorf("a fresh task: committed %v, stream time %d", f.m.HasCommitted(task0), f.m.StreamTime(task0))
+	}
+	if f.m.HasCommitted(task1) || f.m.StreamTime(task1) != -1 {
+		t.Error("a task not held has a position")
+	}
+}
+
+func TestPositionsMoveForwardOnly(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	s.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp0: 7}})
+	s.m.Processed(tp0, 12, 500)
+	s.m.Processed(tp0, 10, 400) // an earlier run reported late: neither moves back
+	s.m.Processed(tp0, -1, 450)
+	if got := s.m.PartitionTime(tp0); got != 500 {
+		t.Errorf("time %d; want 500", got)
+	}
+	s.m.Processed(tasks.TopicPartition{Topic: "other"}, 5, 5) // not an input of an active task
+	if o := s.m.collectOffsetsOf(); !maps.Equal(o, commit.Offsets{tp0: 12}) {
+		t.Errorf("to commit %v; want tp0 at 12 (tp1 processed nothing)", o)
+	}
+}
+
+// collectOffsetsOf is what a periodic commit would commit now.
+func (m *Machine) collectOffsetsOf() commit.Offsets {
+	o, _ := m.collectOffsets(tasks.Set{}, false)
+	return o
+}
+
+// A rewind goes back to the last commit: a partition committed to its committed offset and time, one
+// never committed to where its consumption started (left out of To) with an unknown time; a
+// partition a commit left out (not owned then) keeps its earlier commit.
+func TestPositionsRewindToTheLastCommit(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	s.activate(CommittedInputs{})
+	s.m.Processed(tp0, 10, 500)
+	s.m.Processed(tp1, 20, 450)
+	s.step(Commit{}, "Flush")
+	s.step(Flushed{}, "Checkpoint(active)")
+	s.step(Checkpointed{}, "CommitOffsets(2)")
+	s.step(OffsetsCommitted{Err: &commit.NotOwnedError{Partitions: []tasks.TopicPartition{tp1}}}, "CommitOffsets(1)")
+	s.step(OffsetsCommitted{}, "Done")
+	s.m.Processed(tp0, 15, 900)
+	s.m.Processed(tp1, 25, 460)
+	if to := s.m.Rewind(); !maps.Equal(to, commit.Offsets{tp0: 10}) {
+		t.Errorf("rewinds to %v; want tp0's committed 10 alone", to)
+	}
+	if s.m.PartitionTime(tp0) != 500 || s.m.PartitionTime(tp1) != -1 {
+		t.Errorf("times after the rewind %d, %d; want the committed 500 and unknown", s.m.PartitionTime(tp0), s.m.PartitionTime(tp1))
+	}
+	if o := s.m.collectOffsetsOf(); len(o) != 0 {
+		t.Errorf("to commit after the rewind %v; want nothing", o)
+	}
+	// RETRY of a failed write rewinds as well, and says where to.
+	s.m.Processed(tp0, 16, 950)
+	s.step(Commit{}, "Flush")
+	acts := s.step(Flushed{Err: errRetriable, Write: true}, "RetryFromLastCommit", "Done(err)")
+	if to := acts[0].(RetryFromLastCommit).To; !maps.Equal(to, commit.Offsets{tp0: 10}) {
+		t.Errorf("retries from %v", to)
+	}
+	if s.m.PartitionTime(tp0) != 500 {
+		t.Errorf("time after the retry %d; want 500", s.m.PartitionTime(tp0))
+	}
+}
+
+// A task's positions live while it is active here: a standby, a suspended or a lost task has none;
+// one active again starts from its committed offsets, as does one the consumer started again from
+// them (Committed.Tasks), while one that stays active keeps its own.
+func TestPositionsFollowTheTaskLifecycle(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	s.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp0: 7}})
+	s.m.Processed(tp0, 12, 500)
+	s.activate(CommittedInputs{Tasks: tasks.NewSet(task1), Offsets: commit.Offsets{tp0: 3}})
+	if o := s.m.collectOffsetsOf(); !maps.Equal(o, commit.Offsets{tp0: 12}) {
+		t.Errorf("a task that stays active: %v; want its own position", o)
+	}
+	s.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp0: 9}})
+	if o := s.m.collectOffsetsOf(); len(o) != 0 || s.m.PartitionTime(tp0) != -1 || !s.m.HasCommitted(task0) {
+		t.Errorf("a task started again from its commit: to commit %v, time %d; want nothing (it stands at its commit) and unknown", o, s.m.PartitionTime(tp0))
+	}
+	s.step(Assigned{Assignment: tasks.Assignment{Standby: tasks.NewSet(task0)}}, "Role(0_0 standby demoted)", "Done")
+	if s.m.HasCommitted(task0) || len(s.m.collectOffsetsOf()) != 0 {
+		t.Error("a standby has positions")
+	}
+	s.activate(CommittedInputs{})
+	if s.m.HasCommitted(task0) || s.m.PartitionTime(tp0) != -1 {
+		t.Error("a task active again kept its old positions")
+	}
+	s.m.Processed(tp0, 4, 40)
+	s.step(Assigned{}, "Suspend(0_0)", "Done")
+	if len(s.m.collectOffsetsOf()) != 0 || s.m.PartitionTime(tp0) != -1 {
+		t.Error("a suspended task has positions")
+	}
+	s.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp1: 2}})
+	s.m.Processed(tp0, 4, 40)
+	s.step(AllLost{}, "Close(0_0)", "Done")
+	if len(s.m.collectOffsetsOf()) != 0 || s.m.HasCommitted(task0) || s.m.PartitionTime(tp0) != -1 {
+		t.Error("lost tasks have positions")
+	}
+}
