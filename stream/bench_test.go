@@ -35,8 +35,10 @@ func BenchmarkCountRecord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tk.active, tk.initialized = true, true
+	tk.active = true
 	a.tasks[tk.id] = tk
+	startFrom(&testing.T{}, a, tk.id, nil)
+	startRunning(&testing.T{}, a, tk.id)
 	const n = 256
 	r := consume.Records{Task: tk.id, Role: consume.Active, Partition: tk.stores["counts"].changelog}
 	r.Partition.Topic = repartTopc

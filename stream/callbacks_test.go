@@ -48,20 +48,20 @@ func TestOnTasksAssignedOpensSwitchesAndCloses(t *testing.T) {
 	}
 
 	// 1_0 becomes a standby, 1_1 active: the former active task stops processing.
-	t10.initialized = true
+	startRunning(t, a, t10.id)
 	schedule(a, t10)
 	t11 := a.tasks[tid("1", 1)]
 	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1), tid("0", 0)}, []tasks.ID{tid("1", 0)}), false))
-	if a.tasks[tid("1", 0)] != t10 || t10.active || t10.initialized || scheduled(a, t10) != 0 {
+	if a.tasks[tid("1", 0)] != t10 || t10.active || running(a, t10) || scheduled(a, t10) != 0 {
 		t.Errorf("active → standby: %+v", t10)
 	}
 	if a.tasks[tid("1", 1)] != t11 || !t11.active || len(k.opened) != 4 {
 		t.Errorf("standby → active keeps its stores: %+v, %d opens", t11, len(k.opened))
 	}
 	// Staying active keeps its state.
-	t11.initialized = true
+	startRunning(t, a, t11.id)
 	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 1), tid("0", 0)}, []tasks.ID{tid("1", 0)}), false))
-	if !t11.initialized {
+	if !running(a, t11) {
 		t.Error("an active task that stays active keeps processing")
 	}
 
@@ -75,7 +75,7 @@ func TestOnTasksAssignedOpensSwitchesAndCloses(t *testing.T) {
 	if t10.stores["counts"].eng.(*countingEngine).closes != 0 {
 		t.Fatal("a kept task's stores were closed")
 	}
-	if t00 := a.tasks[tid("0", 0)]; t00.active || t00.initialized || taskState(a, tid("0", 0)) != sm.TaskSuspended {
+	if t00 := a.tasks[tid("0", 0)]; t00.active || running(a, t00) || taskState(a, tid("0", 0)) != sm.TaskSuspended {
 		t.Errorf("an active task that leaves stops: %+v", t00)
 	}
 	clk.t = clk.t.Add(sm.KeepSuspended)

@@ -145,11 +145,16 @@ func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 		return sm.TaskOpened{ID: act.ID, Err: err}
 	case sm.SetRole:
 		if t := a.tasks[act.ID]; t != nil {
-			if act.Demoted {
+			if act.Stop {
 				a.stopTask(t)
 			}
 			t.active = act.Active
 		}
+	case sm.InitTask:
+		if t := a.tasks[act.ID]; t != nil {
+			return sm.TaskInitialized{ID: act.ID, Err: a.initTask(t)}
+		}
+		return sm.TaskInitialized{ID: act.ID, Err: fmt.Errorf("stream: internal error: starting task %s, which is not open", act.ID)}
 	case sm.SuspendTask:
 		if t := a.tasks[act.ID]; t != nil {
 			t.active = false

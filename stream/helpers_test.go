@@ -71,19 +71,45 @@ func (c *fakeClock) now() time.Time { return c.t }
 
 func tid(sub string, p int32) tasks.ID { return tasks.ID{Subtopology: sub, Partition: p} }
 
-// activeTask opens the stores of id as an active, initialized task in a.tasks, and makes it active
-// in the machine (its positions start with nothing committed).
+// activeTask opens the stores of id as an active task in a.tasks, and makes it active and running in
+// the machine (its positions start with nothing committed; its Init is taken as run).
 func activeTask(t *testing.T, a *App, id tasks.ID) *task {
+	t.Helper()
+	tk := restoringTask(t, a, id)
+	startRunning(t, a, id)
+	return tk
+}
+
+// restoringTask is activeTask for a task the machine has not started: its Init runs before it
+// processes.
+func restoringTask(t *testing.T, a *App, id tasks.ID) *task {
 	t.Helper()
 	tk, err := a.openTask(context.Background(), id)
 	if err != nil {
 		t.Fatalf("openTask(%s): %v", id, err)
 	}
-	tk.active, tk.initialized = true, true
+	tk.active = true
 	a.tasks[id] = tk
 	startFrom(t, a, id, nil)
 	return tk
 }
+
+// startRunning has the machine start active task id as if its Init ran (the processor's is not
+// called).
+func startRunning(t *testing.T, a *App, id tasks.ID) {
+	t.Helper()
+	for _, act := range a.mach.Step(a.now(), sm.Ready{Tasks: tasks.NewSet(id)}) {
+		if init, ok := act.(sm.InitTask); ok {
+			a.mach.Step(a.now(), sm.TaskInitialized{ID: init.ID})
+		}
+	}
+	if !a.mach.Running(id) {
+		t.Fatalf("the machine did not start task %s", id)
+	}
+}
+
+// running reports whether the machine runs tk (restored, its Init ran).
+func running(a *App, tk *task) bool { return a.mach.Running(tk.id) }
 
 // startFrom makes id active in the machine, every other task it holds keeping its role, its inputs
 // starting from committed: for each partition, the metadata committed with its offset (0). Only the
@@ -94,7 +120,7 @@ func startFrom(t *testing.T, a *App, id tasks.ID, committed map[tasks.TopicParti
 	for _, h := range a.mach.Held() {
 		switch st, _ := a.mach.Task(h); {
 		case h == id:
-		case st == sm.TaskActive:
+		case st.Active():
 			active = append(active, h)
 		case st == sm.TaskStandby:
 			standby = append(standby, h)

@@ -281,10 +281,8 @@ func (a *App) processUntil(recs []consume.Records) (stops map[tasks.TopicPartiti
 			// The consumer hands out only active tasks' records; skipping them would lose them.
 			return a.stopAt(recs, i, r.First, fmt.Errorf("stream: internal error: records of task %s, which this process does not run as active", r.Task)), false
 		}
-		if !t.initialized {
-			if err := a.initTask(t); err != nil {
-				return a.stopAt(recs, i, r.First, err), false
-			}
+		if err := a.start(t); err != nil {
+			return a.stopAt(recs, i, r.First, err), false
 		}
 		_, stop, err := a.processRun(t, r.Records)
 		if err == errPause {
@@ -496,10 +494,19 @@ func errorType(err error) string {
 	return fmt.Sprintf("%T", err)
 }
 
+// start starts t processing if it is not yet: the machine has its Init run (InitTask). Its records
+// came, so its stores are restored. Called with a.mu held.
+func (a *App) start(t *task) error {
+	if a.mach.Running(t.id) {
+		return nil
+	}
+	// Init takes no context; the machine asks for nothing else here.
+	return a.drive(context.Background(), sm.Ready{Tasks: tasks.NewSet(t.id)}).Err
+}
+
 // initTask runs the processor's Init for a task that starts processing, its stream time the largest
 // of its inputs' partition times (from the committed offsets' metadata, when it has just arrived).
 func (a *App) initTask(t *task) error {
-	t.initialized = true
 	t.streamTime = a.mach.StreamTime(t.id)
 	a.checkOrphanedState(t)
 	in, ok := a.procs[t.id.Subtopology].(Initializer)
@@ -548,7 +555,7 @@ func (a *App) softFail(t *task, err error) error {
 // (and moves them to their next time); a punctuator may schedule or cancel punctuations meanwhile,
 // and one cancelled during the round does not fire.
 func (a *App) punctuate(t *task, typ PunctuationType, now int64) error {
-	if !t.active || !t.initialized || len(t.punctuators) == 0 || now < 0 {
+	if len(t.punctuators) == 0 || now < 0 || !t.active || !a.mach.Running(t.id) {
 		return nil
 	}
 	at := time.UnixMilli(now) // the wall-clock time, or the stream time, as Kafka Streams passes it
@@ -582,24 +589,30 @@ func (a *App) retryPending() bool {
 // starting restored tasks, punctuations, the periodic commit, store cleanup, the App's state.
 func (a *App) between() {
 	a.listUnknownLags(a.runCtx)
+	now := a.now()
 	if pe := a.produceErr.Load(); pe != nil && a.retriesProduction(pe) {
 		a.mu.Lock()
-		a.retryAfterProduceError(pe, a.mach.Rewind())
+		a.driveAt(a.runCtx, now, sm.RetryWrite{Err: pe})
 		a.mu.Unlock()
 	}
 	restoring := a.cons.Restoring()
-	now := a.now()
 	a.mu.Lock()
+	var ready []tasks.ID
 	for _, t := range a.tasks {
-		if !t.active || restoring.Contains(t.id) {
-			continue
+		if t.active && !restoring.Contains(t.id) && !a.mach.Running(t.id) {
+			ready = append(ready, t.id)
 		}
-		if !t.initialized {
-			if err := a.initTask(t); err != nil {
-				a.mu.Unlock()
-				a.fail(err)
-				return
-			}
+	}
+	if len(ready) > 0 {
+		if d := a.driveAt(a.runCtx, now, sm.Ready{Tasks: tasks.NewSet(ready...)}); d.Err != nil {
+			a.mu.Unlock()
+			a.fail(d.Err)
+			return
+		}
+	}
+	for _, t := range a.tasks {
+		if !t.active || !a.mach.Running(t.id) {
+			continue
 		}
 		if err := a.punctuate(t, WallClock, now.UnixMilli()); err != nil {
 			a.mu.Unlock()

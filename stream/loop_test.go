@@ -56,13 +56,12 @@ func TestBetweenStartsTasksAndFiresWallClockPunctuations(t *testing.T) {
 		return err
 	}}
 	a, clk := builtApp(t, Processors{"0": p, "1": nopProc})
-	t0 := activeTask(t, a, tid("0", 0))
-	t0.initialized = false
-	sb := activeTask(t, a, tid("0", 1))
-	sb.active, sb.initialized = false, false
+	t0 := restoringTask(t, a, tid("0", 0))
+	sb := restoringTask(t, a, tid("0", 1))
+	sb.active = false
 
 	a.between()
-	if len(p.inits) != 1 || p.inits[0] != tid("0", 0) || !t0.initialized || sb.initialized {
+	if len(p.inits) != 1 || p.inits[0] != tid("0", 0) || !running(a, t0) || running(a, sb) {
 		t.Fatalf("inits %v", p.inits)
 	}
 	clk.t = clk.t.Add(999 * time.Millisecond)
@@ -82,7 +81,7 @@ func TestBetweenStartsTasksAndFiresWallClockPunctuations(t *testing.T) {
 
 func TestBetweenFailsOnInitAndPunctuationErrors(t *testing.T) {
 	a, _ := builtApp(t, Processors{"0": &recorder{initErr: errBoom}, "1": nopProc})
-	activeTask(t, a, tid("0", 0)).initialized = false
+	restoringTask(t, a, tid("0", 0))
 	a.between()
 	var pe *ProcessingError
 	if !errors.As(a.fatalErr(), &pe) {
@@ -94,7 +93,7 @@ func TestBetweenFailsOnInitAndPunctuationErrors(t *testing.T) {
 		return err
 	}}
 	b, clk := builtApp(t, Processors{"0": p, "1": nopProc})
-	activeTask(t, b, tid("0", 0)).initialized = false
+	restoringTask(t, b, tid("0", 0))
 	b.between()
 	if b.fatalErr() != nil {
 		t.Fatal(b.fatalErr())
@@ -290,10 +289,10 @@ func TestRevokedOffsetsStopsAndCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatalf("err %v", err)
 	}
-	if rev.active || rev.initialized || scheduled(a, rev) != 0 || a.tasks[tid("1", 0)] != rev {
+	if rev.active || running(a, rev) || scheduled(a, rev) != 0 || a.tasks[tid("1", 0)] != rev {
 		t.Errorf("revoked task %+v: stops, stays open", rev)
 	}
-	if !kept.active || !kept.initialized {
+	if !kept.active || !running(a, kept) {
 		t.Error("a task not revoked goes on")
 	}
 	if rev.stores["counts"].checkpointed != 3 || kept.stores["counts"].checkpointed != -1 {
@@ -430,8 +429,7 @@ func TestBetweenFiresADueStreamTimePunctuation(t *testing.T) {
 		return err
 	}}
 	a, _ := builtApp(t, Processors{"0": p, "1": nopProc})
-	tk := activeTask(t, a, tid("0", 0))
-	tk.initialized = false
+	restoringTask(t, a, tid("0", 0))
 	startFrom(t, a, tid("0", 0), map[tasks.TopicPartition]string{in(0): "AgAAAAAAAAPo"}) // 1000, committed by the previous owner
 	a.between()
 	if len(fired) != 1 || fired[0] != 1000 {

@@ -41,8 +41,7 @@ func TestMetricsCountProcessingAndPunctuations(t *testing.T) {
 	p := &timedProc{per: 3 * time.Millisecond, punct: 7 * time.Millisecond, failAt: map[int64]bool{2: true}}
 	a, clk := newTestApp(t, cfg, Processors{"0": p, "1": nopProc})
 	p.clk = clk
-	tk := activeTask(t, a, tid("0", 0))
-	tk.initialized = false
+	restoringTask(t, a, tid("0", 0))
 	if a.Metrics() != (Metrics{}) {
 		t.Fatalf("before anything ran: %+v", a.Metrics())
 	}

@@ -194,11 +194,9 @@ func (a *App) processOrdered(t *task) bool {
 		if !ok {
 			return true
 		}
-		if !t.initialized {
-			if err := a.initTask(t); err != nil {
-				a.fail(err)
-				return false
-			}
+		if err := a.start(t); err != nil {
+			a.fail(err)
+			return false
 		}
 		q := o.qs[i]
 		n := 1 // under the wall clock, the record behind the head becomes the head after it: later than the others

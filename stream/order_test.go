@@ -265,7 +265,6 @@ func TestAStoppedTaskDropsItsQueues(t *testing.T) {
 	if tk.order != nil || a.hasQueued() {
 		t.Fatal("queues kept past the stop")
 	}
-	tk.initialized = true
 	runQueued(t, a, side("right", 0, 1, 3))
 	if q := tk.order.qs[0]; q.lag != sm.LagUnknown || len(p.seen) != 0 {
 		t.Fatalf("left's lag %d after the stop (want unknown), processed %v", q.lag, p.seen)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/streamsgroup/streamsgroup/consume"
+	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
@@ -37,18 +38,26 @@ func TestDiscardPendingRewindsTimesAndRestartsTasks(t *testing.T) {
 	rp := tasks.TopicPartition{Topic: repartTopc, Partition: 0}
 	startFrom(t, a, tid("1", 0), map[tasks.TopicPartition]string{rp: "AgAAAAAAAABk"}) // 100
 	schedule(a, act)
-	sb := activeTask(t, a, tid("1", 1))
+	sb := restoringTask(t, a, tid("1", 1))
 	sb.active = false
 	a.mach.Processed(rp, 5, 900)
-	a.discardPending(a.mach.Rewind())
+	// The machine aborts the open transaction; the shell carries out its DropPending.
+	a.mach.Begun()
+	a.mach.Step(a.now(), sm.AbortOpen{})
+	a.mach.Step(a.now(), sm.AbortStarted{})
+	for _, act := range a.mach.Step(a.now(), sm.TxnEnded{}) {
+		if _, ok := act.(sm.DropPending); ok {
+			a.execute(context.Background(), act)
+		}
+	}
 	if got := a.mach.PartitionTime(rp); got != 100 {
 		t.Errorf("partition time after the abort: %d, want the committed 100", got)
 	}
-	if act.initialized || scheduled(a, act) != 0 {
+	if running(a, act) || scheduled(a, act) != 0 {
 		t.Error("the active task goes on with its old Init and punctuations")
 	}
-	if !sb.initialized {
-		t.Error("a standby was touched")
+	if len(sb.punctuators) != 0 || running(a, sb) {
+		t.Error("a standby was started")
 	}
 }
 

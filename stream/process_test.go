@@ -70,8 +70,7 @@ func processingApp(t *testing.T, p *recorder, mod func(*config.Config), opts ...
 	}
 	a, _ := newTestApp(t, cfg, Processors{"0": p, "1": nopProc}, opts...)
 	for part := range int32(3) {
-		tk := activeTask(t, a, tid("0", part))
-		tk.initialized = false
+		restoringTask(t, a, tid("0", part))
 	}
 	return a
 }
@@ -95,8 +94,8 @@ func TestProcessInitsOnceBeforeTheFirstRecord(t *testing.T) {
 	if st := a.tasks[tid("0", 0)].streamTime; st != 5 {
 		t.Errorf("stream time %d, want the largest timestamp 5", st)
 	}
-	if st := a.tasks[tid("0", 2)].streamTime; st != -1 || a.tasks[tid("0", 2)].initialized {
-		t.Errorf("a task without records: stream time %d initialized %v", st, a.tasks[tid("0", 2)].initialized)
+	if st := a.tasks[tid("0", 2)].streamTime; st != -1 || running(a, a.tasks[tid("0", 2)]) {
+		t.Errorf("a task without records: stream time %d running %v", st, running(a, a.tasks[tid("0", 2)]))
 	}
 }
 
@@ -293,7 +292,7 @@ func TestInitErrorStopsTheTaskBeforeItsFirstRecord(t *testing.T) {
 	p = &recorder{initErr: errBoom}
 	a = processingApp(t, p, func(c *config.Config) { c.Runtime.OnProcessingError = config.LogAndContinue })
 	stopMap(t, a.process([]consume.Records{recs(tid("0", 0), "in", 10, 1)}), nil)
-	if len(p.seen) != 1 || !a.tasks[tid("0", 0)].initialized {
+	if len(p.seen) != 1 || !running(a, a.tasks[tid("0", 0)]) {
 		t.Errorf("seen %v", p.seen)
 	}
 }
@@ -457,11 +456,10 @@ func TestHandleStopsOnAProcessingError(t *testing.T) {
 func TestProcessorWithoutInit(t *testing.T) {
 	var seen int
 	a, _ := newTestApp(t, testConfig(), Processors{"0": ProcessorFunc(func(*Context, *Record) error { seen++; return nil }), "1": nopProc})
-	tk := activeTask(t, a, tid("0", 0))
-	tk.initialized = false
+	tk := restoringTask(t, a, tid("0", 0))
 	stopMap(t, a.process([]consume.Records{recs(tid("0", 0), "in", 0, 1, 2)}), nil)
-	if seen != 2 || !tk.initialized {
-		t.Errorf("seen %d initialized %v", seen, tk.initialized)
+	if seen != 2 || !running(a, tk) {
+		t.Errorf("seen %d running %v", seen, running(a, tk))
 	}
 }
 

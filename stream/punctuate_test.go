@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
-// punctTask is an active, initialized task of subtopology 0 with no stores, and its Context.
+// punctTask is an active, running task of subtopology 0 with no stores, and its Context.
 func punctTask(a *App) (*task, *Context) {
-	t := &task{id: tid("0", 0), active: true, initialized: true, streamTime: -1}
+	t := &task{id: tid("0", 0), active: true, streamTime: -1}
+	startFrom(&testing.T{}, a, t.id, nil)
+	startRunning(&testing.T{}, a, t.id)
 	return t, &Context{app: a, task: t}
 }
 
@@ -134,10 +137,17 @@ func TestPunctuationsOnlyForProcessingTasks(t *testing.T) {
 	later := clk.t.UnixMilli() + 10
 	tk.active = false
 	mustNotErr(t, a.punctuate(tk, WallClock, later))
-	tk.active, tk.initialized = true, false
+	tk.active = true
+	startFrom(t, a, tk.id, map[tasks.TopicPartition]string{}) // started again from its commit: restoring
 	mustNotErr(t, a.punctuate(tk, WallClock, later))
-	f.want(t, "standby or not initialized")
-	tk.initialized = true
+	f.want(t, "standby or not running")
+	if len(a.mach.Schedules(tk.id)) != 0 {
+		t.Fatal("a stopped task keeps its punctuations")
+	}
+	startRunning(t, a, tk.id)
+	clear(tk.punctuators) // as the shell's stopTask does
+	_, err = c.Schedule(time.Millisecond, WallClock, f.fn)
+	mustNotErr(t, err)
 	mustNotErr(t, a.punctuate(tk, WallClock, later))
 	f.want(t, "processing", later)
 }

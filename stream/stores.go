@@ -20,9 +20,7 @@ type task struct {
 	// stores by name, and by changelog topic (restore records name the topic).
 	stores      map[string]*kvStore
 	byChangelog map[string]*kvStore
-	// processing: an active task whose restoration finished and whose processor's Init ran.
-	initialized bool
-	streamTime  int64 // unix ms; -1 before the first record
+	streamTime int64 // unix ms; -1 before the first record
 	// punctuators are the functions of the task's punctuations, by the machine's ID (the machine
 	// keeps the schedule).
 	punctuators map[uint64]Punctuator
@@ -288,11 +286,10 @@ func (a *App) wipe(id tasks.ID, changelog tasks.TopicPartition) error {
 	return nil
 }
 
-// stopTask stops t processing: its Init runs again (scheduling its punctuations anew) before it
-// processes again, as Kafka Streams revives or suspends a task. Called with a.mu held.
+// stopTask forgets what t kept while it processed, once the machine stopped it (its Init runs again,
+// scheduling its punctuations anew, before it processes again, as Kafka Streams revives or suspends
+// a task): its punctuation functions and its queued records. Called with a.mu held.
 func (a *App) stopTask(t *task) {
-	t.initialized = false
-	a.mach.Unschedule(t.id)
 	clear(t.punctuators)
 	a.dropQueued(t)
 }

@@ -84,8 +84,8 @@ func TestRevokedOffsetsAfterAFatalErrorCommitNothingUnderEOS(t *testing.T) {
 	if _, ok, _ := s.Get([]byte("k")); ok {
 		t.Error("the failed transaction's write is visible in the store")
 	}
-	if tk.active || tk.initialized {
-		t.Errorf("the revoked task goes on: active %v initialized %v", tk.active, tk.initialized)
+	if tk.active || running(a, tk) {
+		t.Errorf("the revoked task goes on: active %v running %v", tk.active, running(a, tk))
 	}
 }
 

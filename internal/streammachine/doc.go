@@ -13,8 +13,8 @@
 // failed write from the last commit (production.exception.handler).
 //
 // It also holds the open transaction (whether one is open, its records, the tasks that wrote), the
-// task lifecycle (which tasks this member holds and in what role: opened, suspended, closed; see
-// tasks.go), the input positions and partition times of the active tasks (what a commit commits,
+// task lifecycle (which tasks this member holds and where each is: opened, restoring, running once
+// restored and its Init ran, standby, suspended, closed, and what stops a running task; see tasks.go), the input positions and partition times of the active tasks (what a commit commits,
 // with which metadata, and where an abort goes back to; positions.go), the punctuation schedule
 // (punctuate.go), and the choice of the next record of a task with several inputs with the idle
 // waits it keeps (order.go). The consumer keeps only its fetch positions, and the changelog

@@ -79,6 +79,13 @@ type Applied struct{ Err error }
 // could not be initialized.
 type ProducerRenewed struct{ Err error }
 
+// RetryWrite says a write failed with Err, an error production.exception.handler retries, while no
+// commit runs (the loop found it between batches): the tasks go back to their last commit (→
+// RetryFromLastCommit).
+type RetryWrite struct{ Err error }
+
+func (RetryWrite) isInput() {}
+
 // Waited is Wait's result: Err is set when the wait was cut short (the application stops).
 type Waited struct{ Err error }
 

@@ -101,6 +101,8 @@ type Machine struct {
 	// held are the tasks this member holds (tasks.go); assigning is an assignment being carried out.
 	held      map[tasks.ID]*heldTask
 	assigning *assigning
+	// starting are the tasks of a Ready whose Init is still to run, in order.
+	starting []tasks.ID
 
 	// schedules are the tasks' punctuations (punctuate.go); lastPunctuation the last ID given.
 	schedules       map[tasks.ID][]*Punctuation
@@ -235,6 +237,15 @@ func (m *Machine) Step(now time.Time, in Input) []Action {
 		return m.assigned(now, in.Assignment, in.Committed)
 	case TaskOpened:
 		return m.opened(in)
+	case Ready:
+		return m.ready(in)
+	case TaskInitialized:
+		return m.initialized(in)
+	case RetryWrite:
+		if m.run != nil {
+			return []Action{Done{Err: errors.New("streammachine: a write was retried during a commit"), Fatal: true}}
+		}
+		return []Action{m.retryFromLastCommit(in.Err), Done{}}
 	case CloseExpired:
 		return m.closeExpired(now)
 	case AllLost:
@@ -363,7 +374,7 @@ func (m *Machine) flushed(now time.Time, in Flushed) []Action {
 			// their last commit. A revocation then commits nothing more of the revoked tasks (their
 			// records since the last commit may not all be written): their next owner starts there.
 			r.retried = true
-			acts := []Action{RetryFromLastCommit{Err: in.Err, To: m.Rewind()}}
+			acts := []Action{m.retryFromLastCommit(in.Err)}
 			if r.reason == Revocation {
 				return append(acts, m.finish(now, nil, false)...)
 			}
@@ -448,14 +459,25 @@ func (m *Machine) apply(now time.Time) []Action {
 	return m.finish(now, nil, false)
 }
 
-// dropPending is DropPending with the positions taken back to the last commit.
-func (m *Machine) dropPending() Action { return DropPending{To: m.Rewind()} }
+// dropPending is DropPending, with the positions taken back to the last commit and the running
+// tasks stopped.
+func (m *Machine) dropPending() Action {
+	m.stopAll()
+	return DropPending{To: m.rewind()}
+}
+
+// retryFromLastCommit is RetryFromLastCommit after a write failed with err, with the positions
+// taken back to the last commit and the running tasks stopped.
+func (m *Machine) retryFromLastCommit(err error) Action {
+	m.stopAll()
+	return RetryFromLastCommit{Err: err, To: m.rewind()}
+}
 
 // lostTxnTask is an error naming a task with records in the open transaction that is no longer
 // active here (lost, or suspended, while the transaction was open), nil when there is none.
 func (m *Machine) lostTxnTask() error {
 	for id := range m.txnTaskSet().All() {
-		if t := m.held[id]; t == nil || t.state != TaskActive {
+		if t := m.held[id]; t == nil || !t.state.Active() {
 			return fmt.Errorf("stream: task %s was lost while its transaction was open", id)
 		}
 	}
@@ -642,6 +664,9 @@ func (m *Machine) finish(now time.Time, err error, fatal bool) []Action {
 	if err == nil {
 		if r.reason == Periodic && !r.abortOnly {
 			m.delay, m.failures = 0, 0
+		}
+		if r.reason == Revocation {
+			m.stopRevoked(r.revoked)
 		}
 		return []Action{Done{}}
 	}

@@ -61,8 +61,12 @@ func testInputs(id tasks.ID) []tasks.TopicPartition {
 // activate assigns task0 as the only active task, starting from committed.
 func (s *script) activate(committed CommittedInputs) {
 	s.t.Helper()
-	if _, ok := s.m.Task(task0); ok {
-		s.step(Assigned{Assignment: tasks.Assignment{Active: tasks.NewSet(task0)}, Committed: committed}, "Role(0_0 active)", "Done")
+	if st, ok := s.m.Task(task0); ok {
+		role := "Role(0_0 active)"
+		if st.Active() && committed.Tasks.Contains(task0) { // started again from its commit
+			role = "Role(0_0 active stop)"
+		}
+		s.step(Assigned{Assignment: tasks.Assignment{Active: tasks.NewSet(task0)}, Committed: committed}, role, "Done")
 		return
 	}
 	s.step(Assigned{Assignment: tasks.Assignment{Active: tasks.NewSet(task0)}, Committed: committed}, "Open(0_0)")
@@ -169,6 +173,8 @@ func describe(a Action) string {
 		return "Log(" + a.Level.String() + ")"
 	case RetryFromLastCommit:
 		return "RetryFromLastCommit"
+	case InitTask:
+		return "Init(" + a.ID.String() + ")"
 	case OpenTask:
 		return "Open(" + a.ID.String() + ")"
 	case SetRole:
@@ -176,8 +182,8 @@ func describe(a Action) string {
 		if a.Active {
 			role = "active"
 		}
-		if a.Demoted {
-			role += " demoted"
+		if a.Stop {
+			role += " stop"
 		}
 		return "Role(" + a.ID.String() + " " + role + ")"
 	case SuspendTask:

@@ -165,9 +165,8 @@ func (m *Machine) markCommitted(offs commit.Offsets) {
 
 // rewind takes every active input back to its last commit, its partition time with it, and
 // returns where each restarts: its committed offset, or, for a partition never committed (absent),
-// where its consumption started (auto.offset.reset). DropPending and RetryFromLastCommit carry it;
-// the shell calls it itself when it retries a failed write between batches.
-func (m *Machine) Rewind() commit.Offsets {
+// where its consumption started (auto.offset.reset), as DropPending and RetryFromLastCommit carry it.
+func (m *Machine) rewind() commit.Offsets {
 	to := make(commit.Offsets, len(m.positions))
 	for tp, p := range m.positions {
 		p.done, p.time = p.committed, p.committedTime

@@ -102,7 +102,7 @@ func TestPositionsRewindToTheLastCommit(t *testing.T) {
 	s.step(OffsetsCommitted{}, "Done")
 	s.m.Processed(tp0, 15, 900)
 	s.m.Processed(tp1, 25, 460)
-	if to := s.m.Rewind(); !maps.Equal(to, commit.Offsets{tp0: 10}) {
+	if to := s.m.rewind(); !maps.Equal(to, commit.Offsets{tp0: 10}) {
 		t.Errorf("rewinds to %v; want tp0's committed 10 alone", to)
 	}
 	if s.m.PartitionTime(tp0) != 500 || s.m.PartitionTime(tp1) != -1 {
@@ -138,7 +138,7 @@ func TestPositionsFollowTheTaskLifecycle(t *testing.T) {
 	if o := s.m.collectOffsetsOf(); len(o) != 0 || s.m.PartitionTime(tp0) != -1 || !s.m.HasCommitted(task0) {
 		t.Errorf("a task started again from its commit: to commit %v, time %d; want nothing (it stands at its commit) and unknown", o, s.m.PartitionTime(tp0))
 	}
-	s.step(Assigned{Assignment: tasks.Assignment{Standby: tasks.NewSet(task0)}}, "Role(0_0 standby demoted)", "Done")
+	s.step(Assigned{Assignment: tasks.Assignment{Standby: tasks.NewSet(task0)}}, "Role(0_0 standby stop)", "Done")
 	if s.m.HasCommitted(task0) || len(s.m.collectOffsetsOf()) != 0 {
 		t.Error("a standby has positions")
 	}

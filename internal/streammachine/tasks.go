@@ -13,8 +13,11 @@ import (
 // warm-up is a standby) as each assignment says; when it leaves the assignment it is suspended,
 // stopped but with its stores kept open for KeepSuspended, since a broker may take a standby away
 // in one assignment and hand it back as active in the next (Kafka 4.2 and 4.3 promote standbys that
-// way) and a kept store restores only what it missed; past that it is closed. Whether an active task
-// is restoring or processing is the consumer's and the shell's (restore, then Init).
+// way) and a kept store restores only what it missed; past that it is closed. An active task restores
+// first (the consumer says when its stores caught up: Ready), then its processor's Init runs and it
+// processes (running); whatever stops it (an abort, a retry of a failed write, a revocation, a
+// demotion) takes it back to restoring, so that its Init runs again before it processes, as Kafka
+// Streams revives a task.
 
 // KeepSuspended is how long a task that left the assignment keeps its stores open.
 const KeepSuspended = 30 * time.Second
@@ -24,8 +27,11 @@ const KeepSuspended = 30 * time.Second
 type TaskState int
 
 const (
-	// TaskActive: assigned as active (restoring, or processing once its Init ran).
-	TaskActive TaskState = iota + 1
+	// TaskRestoring: assigned as active, not processing: its stores restoring, or restored and its
+	// processor's Init not run yet (again, after it was stopped).
+	TaskRestoring TaskState = iota + 1
+	// TaskRunning: active and processing: restored, its Init ran.
+	TaskRunning
 	// TaskStandby: assigned as standby or warm-up: its stores follow the changelog.
 	TaskStandby
 	// TaskSuspended: no longer assigned; stopped, its stores kept open until KeepSuspended passed.
@@ -35,8 +41,10 @@ const (
 // String names the state.
 func (s TaskState) String() string {
 	switch s {
-	case TaskActive:
-		return "active"
+	case TaskRestoring:
+		return "restoring"
+	case TaskRunning:
+		return "running"
 	case TaskStandby:
 		return "standby"
 	case TaskSuspended:
@@ -44,6 +52,9 @@ func (s TaskState) String() string {
 	}
 	return fmt.Sprintf("TaskState(%d)", int(s))
 }
+
+// Active reports whether the state is an active task's (restoring or running).
+func (s TaskState) Active() bool { return s == TaskRestoring || s == TaskRunning }
 
 // heldTask is one task this member holds.
 type heldTask struct {
@@ -88,12 +99,13 @@ func (TaskOpened) isInput()   {}
 // OpenTask opens task ID's stores (→ TaskOpened).
 type OpenTask struct{ ID tasks.ID }
 
-// SetRole makes task ID active or standby. Demoted says it was active and processing must stop
-// (its Init runs again if it is active again).
+// SetRole makes task ID active or standby. Stop says it was active and stops processing (a
+// demotion, or a task the consumer starts again from its committed offsets): its Init runs again
+// before it processes again.
 type SetRole struct {
-	ID      tasks.ID
-	Active  bool
-	Demoted bool
+	ID     tasks.ID
+	Active bool
+	Stop   bool
 }
 
 // SuspendTask stops task ID (no processing, no punctuation) and keeps its stores open.
@@ -156,10 +168,12 @@ func (m *Machine) leave(now time.Time, id tasks.ID) []Action {
 	t := m.held[id]
 	m.dropInputs(id)
 	if m.cfg.CloseLeaving {
+		m.Unschedule(id)
 		delete(m.held, id)
 		return []Action{CloseTask{ID: id}}
 	}
 	if t.state != TaskSuspended {
+		m.Unschedule(id)
 		t.state, t.since = TaskSuspended, now
 		return []Action{SuspendTask{ID: id}}
 	}
@@ -181,20 +195,21 @@ func (m *Machine) openNext() []Action {
 	for id := range a.as.All().All() {
 		t := m.held[id]
 		active := a.as.Active.Contains(id)
-		demoted := t.state == TaskActive && !active
+		restart := active && (!t.state.Active() || a.committed.Tasks.Contains(id))
+		stop := t.state.Active() && (!active || restart)
 		switch {
-		case active && (t.state != TaskActive || a.committed.Tasks.Contains(id)):
+		case restart:
 			m.startInputs(id, a.committed)
+			t.state = TaskRestoring
 		case !active:
 			m.dropInputs(id)
-		}
-		if active {
-			t.state = TaskActive
-		} else {
 			t.state = TaskStandby
 		}
+		if stop {
+			m.Unschedule(id)
+		}
 		t.since = time.Time{}
-		acts = append(acts, SetRole{ID: id, Active: active, Demoted: demoted})
+		acts = append(acts, SetRole{ID: id, Active: active, Stop: stop})
 	}
 	return append(acts, Done{})
 }
@@ -239,8 +254,96 @@ func (m *Machine) allLost() []Action {
 		acts = append(acts, CloseTask{ID: id})
 	}
 	clear(m.held)
+	clear(m.schedules)
 	clear(m.positions)
 	clear(m.inputsOf)
 	m.assigning = nil
 	return append(acts, Done{})
+}
+
+// Ready says the active tasks Tasks may process: their stores are restored (the consumer hands out
+// their records). Those not running have their processor's Init run first, one at a time (→
+// InitTask); the others and any that is not active are left as they are.
+type Ready struct{ Tasks tasks.Set }
+
+// TaskInitialized is InitTask's result: Err, the shell's error for a failed Init, stops the
+// application (the tasks after it in Ready are not started).
+type TaskInitialized struct {
+	ID  tasks.ID
+	Err error
+}
+
+func (Ready) isInput()           {}
+func (TaskInitialized) isInput() {}
+
+// InitTask runs task ID's processor Init, which starts it processing (→ TaskInitialized).
+type InitTask struct{ ID tasks.ID }
+
+func (InitTask) isAction() {}
+
+// Running reports whether task id is active and processing here (restored, its Init ran).
+func (m *Machine) Running(id tasks.ID) bool {
+	t := m.held[id]
+	return t != nil && t.state == TaskRunning
+}
+
+// ready starts the tasks of in that are restoring.
+func (m *Machine) ready(in Ready) []Action {
+	if m.starting != nil {
+		return []Action{Done{Err: fmt.Errorf("streammachine: Ready while tasks are being started"), Fatal: true}}
+	}
+	var ids []tasks.ID
+	for id := range in.Tasks.All() {
+		if t := m.held[id]; t != nil && t.state == TaskRestoring {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return []Action{Done{}}
+	}
+	m.starting = ids
+	return []Action{InitTask{ID: ids[0]}}
+}
+
+func (m *Machine) initialized(in TaskInitialized) []Action {
+	if len(m.starting) == 0 || m.starting[0] != in.ID {
+		return []Action{Done{Err: fmt.Errorf("streammachine: TaskInitialized %s out of turn", in.ID), Fatal: true}}
+	}
+	if in.Err != nil {
+		m.starting = nil
+		return []Action{Done{Err: in.Err, Fatal: true}}
+	}
+	if t := m.held[in.ID]; t != nil && t.state == TaskRestoring {
+		t.state = TaskRunning
+	}
+	m.starting = m.starting[1:]
+	if len(m.starting) == 0 {
+		m.starting = nil
+		return []Action{Done{}}
+	}
+	return []Action{InitTask{ID: m.starting[0]}}
+}
+
+// stopAll stops every active task (the work since the last commit is done again: their Init runs
+// again, their punctuations are scheduled anew).
+func (m *Machine) stopAll() {
+	for id := range m.held {
+		m.stop(id)
+	}
+}
+
+// stopRevoked stops the revoked tasks once their revocation committed: they process no more until
+// an assignment says what becomes of them.
+func (m *Machine) stopRevoked(revoked tasks.Set) {
+	for id := range revoked.All() {
+		m.stop(id)
+	}
+}
+
+// stop takes active task id back to restoring, without its punctuations. Others are left alone.
+func (m *Machine) stop(id tasks.ID) {
+	if t := m.held[id]; t != nil && t.state.Active() {
+		t.state = TaskRestoring
+		m.Unschedule(id)
+	}
 }
