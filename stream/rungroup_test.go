@@ -1,0 +1,489 @@
+package stream
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
+)
+
+// fakeGroup is a streams group a kfake cluster answers for one member: it assigns every task of
+// subtopology "0" (two partitions) as active at the join, keeps the offsets the member commits (and
+// their metadata), and takes its leave. Nothing else of the protocol is played: this is Run's whole
+// cycle (build, join, restore, process, commit, revoke on close, close the stores) without a broker.
+type fakeGroup struct {
+	c *kfake.Cluster
+
+	mu        sync.Mutex
+	committed map[tasks.TopicPartition]int64
+	metadata  map[tasks.TopicPartition]string
+	left      bool
+	commits   int
+	// names are the topics' names by ID.
+	names map[[16]byte]string
+}
+
+// topic is the name of a topic a request names by name or by ID.
+func (g *fakeGroup) topic(name string, id [16]byte) string {
+	if name != "" {
+		return name
+	}
+	return g.names[id]
+}
+
+func newFakeGroup(t *testing.T, topics ...string) *fakeGroup {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, topics...))
+	mustNotErr(t, err)
+	t.Cleanup(c.Close)
+	mustNotErr(t, kfakestreams.Advertise(context.Background(), c, 1, 1, 1))
+	g := &fakeGroup{c: c, committed: map[tasks.TopicPartition]int64{}, metadata: map[tasks.TopicPartition]string{}, names: map[[16]byte]string{}}
+	// Offset requests may name topics by ID (OffsetCommit and OffsetFetch v10).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	mustNotErr(t, err)
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(context.Background(), cl)
+	cl.Close()
+	mustNotErr(t, err)
+	for _, mt := range meta.Topics {
+		g.names[mt.TopicID] = *mt.Topic
+	}
+	c.ControlKey(int16(kmsg.StreamsGroupHeartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		hb := req.(*kmsg.StreamsGroupHeartbeatRequest)
+		resp := hb.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+		resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis, resp.AcceptableRecoveryLag = hb.MemberID, 1, 100, -1
+		resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
+		switch {
+		case hb.MemberEpoch < 0:
+			resp.MemberEpoch = hb.MemberEpoch
+			g.mu.Lock()
+			g.left = true
+			g.mu.Unlock()
+		case hb.MemberEpoch == 0:
+			resp.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0, 1}}}
+			resp.StandbyTasks, resp.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		}
+		return resp, nil, true
+	})
+	c.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		oc := req.(*kmsg.OffsetCommitRequest)
+		resp := oc.ResponseKind().(*kmsg.OffsetCommitResponse)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.commits++
+		for _, tp := range oc.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+			for _, p := range tp.Partitions {
+				key := tasks.TopicPartition{Topic: g.topic(tp.Topic, tp.TopicID), Partition: p.Partition}
+				g.committed[key] = p.Offset
+				if p.Metadata != nil {
+					g.metadata[key] = *p.Metadata
+				}
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition = p.Partition
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	// Transactional offsets count once their transaction commits (kfake ends the transaction).
+	pending := map[string]map[tasks.TopicPartition]kmsg.TxnOffsetCommitRequestTopicPartition{}
+	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		tc := req.(*kmsg.TxnOffsetCommitRequest)
+		resp := tc.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if pending[tc.TransactionalID] == nil {
+			pending[tc.TransactionalID] = map[tasks.TopicPartition]kmsg.TxnOffsetCommitRequestTopicPartition{}
+		}
+		for _, tp := range tc.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+			for _, p := range tp.Partitions {
+				pending[tc.TransactionalID][tasks.TopicPartition{Topic: g.topic(tp.Topic, tp.TopicID), Partition: p.Partition}] = p
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition = p.Partition
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		et := req.(*kmsg.EndTxnRequest)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if et.Commit {
+			g.commits++
+			for key, p := range pending[et.TransactionalID] {
+				g.committed[key] = p.Offset
+				if p.Metadata != nil {
+					g.metadata[key] = *p.Metadata
+				}
+			}
+		}
+		delete(pending, et.TransactionalID)
+		return nil, nil, false
+	})
+	c.ControlKey(int16(kmsg.OffsetFetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		of := req.(*kmsg.OffsetFetchRequest)
+		resp := of.ResponseKind().(*kmsg.OffsetFetchResponse)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, rg := range of.Groups {
+			g2 := kmsg.NewOffsetFetchResponseGroup()
+			g2.Group = rg.Group
+			for _, tp := range rg.Topics {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+				for _, p := range tp.Partitions {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset = p, -1
+					key := tasks.TopicPartition{Topic: g.topic(tp.Topic, tp.TopicID), Partition: p}
+					if o, ok := g.committed[key]; ok {
+						rp.Offset = o
+						md := g.metadata[key]
+						rp.Metadata = &md
+					}
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				g2.Topics = append(g2.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, g2)
+		}
+		return resp, nil, true
+	})
+	return g
+}
+
+// offsets returns the committed offsets and whether the member left.
+func (g *fakeGroup) offsets() (map[tasks.TopicPartition]int64, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[tasks.TopicPartition]int64, len(g.committed))
+	for k, v := range g.committed {
+		out[k] = v
+	}
+	return out, g.left
+}
+
+// produceInput writes n records per partition of "in", key k<i%3>, timestamp 1000+i.
+func (g *fakeGroup) produceInput(t *testing.T, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	mustNotErr(t, err)
+	defer cl.Close()
+	for p := range int32(2) {
+		for i := range n {
+			r := &kgo.Record{Topic: "in", Partition: p, Key: []byte(fmt.Sprint("k", i%3)), Value: []byte("v"), Timestamp: time.UnixMilli(int64(1000 + i))}
+			mustNotErr(t, cl.ProduceSync(context.Background(), r).FirstErr())
+		}
+	}
+}
+
+// countApp counts the records of "in" per key in the store "counts" and sends each new count to
+// "out", on the fake group's cluster.
+func countApp(t *testing.T, g *fakeGroup, mod func(*config.Config), opts ...Option) *App {
+	return countAppInit(t, g, mod, nil, opts...)
+}
+
+// withInit is a Processor with an Init that calls init.
+type withInit struct {
+	Processor
+	init func(*Context)
+}
+
+func (w withInit) Init(c *Context) error {
+	w.init(c)
+	return nil
+}
+
+// countAppInit is countApp whose processor's Init calls onInit (when not nil).
+func countAppInit(t *testing.T, g *fakeGroup, mod func(*config.Config), onInit func(*Context), opts ...Option) *App {
+	return countAppFailing(t, g, mod, onInit, -1, opts...)
+}
+
+// countAppFailing is countAppInit whose processor fails, after its writes, on the record of "in"[1]
+// at offset failAt (-1: never).
+func countAppFailing(t *testing.T, g *fakeGroup, mod func(*config.Config), onInit func(*Context), failAt int64, opts ...Option) *App {
+	t.Helper()
+	counts := KeyValue("counts", serde.String, serde.Int64)
+	out := Output("out", serde.String, serde.Int64)
+	proc := Typed(serde.String, serde.Bytes, func(c *Context, k string, _ []byte) error {
+		n, _, err := counts.Get(c, k)
+		if err == nil {
+			err = counts.Put(c, k, n+1)
+		}
+		if err == nil {
+			err = out.Send(c, k, n+1)
+		}
+		if r := c.rec; err == nil && r.Partition == 1 && r.Offset == failAt {
+			err = errBoom
+		}
+		return err
+	})
+	cfg := testConfig()
+	cfg.BootstrapServers = g.c.ListenAddrs()
+	cfg.StateDir = t.TempDir()
+	cfg.Runtime.CommitInterval = 50 * time.Millisecond
+	if mod != nil {
+		mod(&cfg)
+	}
+	topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"in"},
+		StateChangelogTopics: []topology.TopicInfo{names.KeyValueChangelog("counts")}})
+	var p Processor = proc
+	if onInit != nil {
+		p = withInit{proc, onInit}
+	}
+	a, err := New(cfg, topo, Processors{"0": p}, append([]Option{quiet()}, opts...)...)
+	mustNotErr(t, err)
+	return a
+}
+
+// readAll reads every record of topic on g's cluster.
+func readAll(t *testing.T, g *fakeGroup, topic string) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.c.ListenAddrs()...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	mustNotErr(t, err)
+	defer cl.Close()
+	var out []*kgo.Record
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	for ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	}
+	return out
+}
+
+// checkCounts checks the counts in "out": each key's values are 1..n once per task (two tasks, each
+// with every key), in whatever order the tasks' records interleave.
+func checkCounts(t *testing.T, g *fakeGroup, n int) {
+	t.Helper()
+	seen := map[string][]uint64{}
+	outs := readAll(t, g, "out")
+	for _, r := range outs {
+		seen[string(r.Key)] = append(seen[string(r.Key)], binary.BigEndian.Uint64(r.Value))
+	}
+	if len(outs) != 2*3*n || len(seen) != 3 {
+		t.Fatalf("%d output records over %d keys; want %d over 3", len(outs), len(seen), 2*3*n)
+	}
+	for k, vs := range seen {
+		slices.Sort(vs)
+		for i, v := range vs {
+			if v != uint64(i/2+1) {
+				t.Fatalf("the counts of %s are %v; want 1..%d twice (once per task)", k, vs, n)
+			}
+		}
+	}
+}
+
+// Run's whole cycle against a fake streams group: the member joins and gets both tasks, processes
+// every input record, commits the positions periodically with Kafka Streams' partition-time
+// metadata, and on a clean stop revokes (committing the final positions), leaves, and returns nil
+// in NOT_RUNNING; the output holds one count per input record.
+func TestRunProcessesCommitsAndStops(t *testing.T) {
+	g := newFakeGroup(t, "in", "out", countsLog)
+	g.produceInput(t, 30)
+	var states []State
+	a := countApp(t, g, nil, WithStateListener(func(_, to State) { states = append(states, to) }))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	want := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 30, {Topic: "in", Partition: 1}: 30}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		offs, _ := g.offsets()
+		if fmt.Sprint(offs) == fmt.Sprint(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("committed %v, want %v (Run: %v)", offs, want, a.fatalErr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run after a clean stop: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return after its context ended")
+	}
+	if _, left := g.offsets(); !left {
+		t.Error("the member did not leave")
+	}
+	if a.State() != NotRunning || fmt.Sprint(states[len(states)-2:]) != "[PENDING_SHUTDOWN NOT_RUNNING]" {
+		t.Errorf("state %v, changes %v", a.State(), states)
+	}
+	g.mu.Lock()
+	md := g.metadata[tasks.TopicPartition{Topic: "in", Partition: 1}]
+	g.mu.Unlock()
+	if md != "AgAAAAAAAAQF" { // partition time 1029, the largest timestamp processed from in[1]
+		t.Errorf("in[1]'s commit metadata %q; want Kafka Streams' partition time 1029 (AgAAAAAAAAQF)", md)
+	}
+	// 30 records per partition over 3 keys: each key's count reaches 10 in each task.
+	checkCounts(t, g, 10)
+}
+
+// A clean stop whose persistent store fails to close is not a clean stop: Run returns the store's
+// error, in ERROR, so that nobody takes it for one.
+func TestRunReturnsAStoreThatFailedToClose(t *testing.T) {
+	g := newFakeGroup(t, "in", "out", countsLog)
+	g.produceInput(t, 3)
+	k := &closeFailingKind{fakeKind: fakeKind{persistent: true}}
+	a := countApp(t, g, nil, WithStores(k))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if offs, _ := g.offsets(); offs[tasks.TopicPartition{Topic: "in", Partition: 1}] == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("nothing committed (Run: %v)", a.fatalErr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	err := <-done
+	if !errors.Is(err, errBoom) || a.State() != Error {
+		t.Fatalf("Run: %v, state %v; want the store's close error, in ERROR", err, a.State())
+	}
+	if want := "stream: the application stopped, but a store failed to close (its next start restores it from the changelog): "; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("message %q", err.Error())
+	}
+}
+
+// closeFailingKind is a fakeKind whose engines fail to close.
+type closeFailingKind struct{ fakeKind }
+
+func (k *closeFailingKind) Open(loc store.Location) (store.Engine, error) {
+	eng, err := k.fakeKind.Open(loc)
+	if err != nil {
+		return nil, err
+	}
+	return closeFailing{eng}, nil
+}
+
+type closeFailing struct{ store.Engine }
+
+func (closeFailing) Close() error { return errBoom }
+
+// runUntil runs a until g holds want as the committed offsets of "in", then stops it cleanly and
+// returns Run's result.
+func runUntil(t *testing.T, g *fakeGroup, a *App, want map[tasks.TopicPartition]int64) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		offs, _ := g.offsets()
+		if fmt.Sprint(offs) == fmt.Sprint(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("committed %v, want %v (Run: %v)", offs, want, a.fatalErr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	return <-done
+}
+
+// A second run of the application goes on where the first stopped: its in-memory store restored
+// from the changelog, its inputs from the committed offsets, its stream time from their metadata
+// (Init sees the first run's 1029), as Kafka Streams' next owner of a task does.
+func TestRunGoesOnFromTheLastRun(t *testing.T) {
+	for _, eos := range []bool{false, true} {
+		t.Run(fmt.Sprintf("eos=%v", eos), func(t *testing.T) {
+			g := newFakeGroup(t, "in", "out", countsLog)
+			mod := func(c *config.Config) {
+				if eos {
+					c.Runtime.Guarantee = config.ExactlyOnceV2
+				}
+			}
+			g.produceInput(t, 30)
+			first := countApp(t, g, mod)
+			want := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 30, {Topic: "in", Partition: 1}: 30}
+			mustNotErr(t, runUntil(t, g, first, want))
+
+			g.produceInput(t, 30) // offsets 30..59, timestamps 1000..1029 again
+			var inits []int64
+			var mu sync.Mutex
+			second := countAppInit(t, g, func(c *config.Config) {
+				mod(c)
+				c.StateDir = first.cfg.StateDir
+			}, func(c *Context) {
+				mu.Lock()
+				inits = append(inits, c.StreamTime().UnixMilli())
+				mu.Unlock()
+			})
+			want = map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 60, {Topic: "in", Partition: 1}: 60}
+			mustNotErr(t, runUntil(t, g, second, want))
+			mu.Lock()
+			defer mu.Unlock()
+			if fmt.Sprint(inits) != "[1029 1029]" {
+				t.Errorf("stream time at Init %v; want the committed partition time 1029 for both tasks", inits)
+			}
+			checkCounts(t, g, 20) // 10 of each run
+		})
+	}
+}
+
+// Finding 1 of the runtime's review: under exactly-once a processor that fails after its writes
+// (LogAndFail) stops the application with nothing of the failed record committed: the open
+// transaction is aborted (Kafka Streams closes its tasks dirty), so after a restart every count is
+// exact, read_committed.
+func TestRunExactlyOnceProcessorFailingAfterItsWrites(t *testing.T) {
+	g := newFakeGroup(t, "in", "out", countsLog)
+	g.produceInput(t, 30)
+	eos := func(c *config.Config) { c.Runtime.Guarantee = config.ExactlyOnceV2 }
+	first := countAppFailing(t, g, eos, nil, 17)
+	err := first.Run(context.Background())
+	var pe *ProcessingError
+	if !errors.As(err, &pe) || pe.Partition != 1 || pe.Offset != 17 || first.State() != Error {
+		t.Fatalf("Run: %v, state %v; want the processing error at in[1]@17, in ERROR", err, first.State())
+	}
+	if offs, _ := g.offsets(); offs[tasks.TopicPartition{Topic: "in", Partition: 1}] > 17 {
+		t.Fatalf("committed %v: past the failed record", offs)
+	}
+	second := countApp(t, g, func(c *config.Config) {
+		eos(c)
+		c.StateDir = first.cfg.StateDir
+	})
+	want := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 30, {Topic: "in", Partition: 1}: 30}
+	mustNotErr(t, runUntil(t, g, second, want))
+	checkCounts(t, g, 10)
+}
