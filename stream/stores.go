@@ -20,7 +20,7 @@ type task struct {
 	// stores by name, and by changelog topic (restore records name the topic).
 	stores      map[string]*kvStore
 	byChangelog map[string]*kvStore
-	streamTime int64 // unix ms; -1 before the first record
+	streamTime  int64 // unix ms; -1 before the first record
 	// punctuators are the functions of the task's punctuations, by the machine's ID (the machine
 	// keeps the schedule).
 	punctuators map[uint64]Punctuator
