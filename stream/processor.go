@@ -209,6 +209,23 @@ func (t Topic[K, V]) Name() string { return t.name }
 
 // Send encodes key and value and sends them to the topic (see Context.Send).
 func (t Topic[K, V]) Send(c *Context, key K, value V, headers ...kgo.RecordHeader) error {
+	ka, kok := t.ks.(serde.Appender[K])
+	va, vok := t.vs.(serde.Appender[V])
+	if kok && vok {
+		// Both into the loop's scratch, then into one allocation the record keeps (it is written
+		// after Send returns).
+		buf, err := ka.AppendEncode(c.app.keyBuf[:0], key)
+		if err != nil {
+			return fmt.Errorf("stream: encoding a key for %s: %w", t.name, err)
+		}
+		n := len(buf)
+		if buf, err = va.AppendEncode(buf, value); err != nil {
+			return fmt.Errorf("stream: encoding a value for %s: %w", t.name, err)
+		}
+		c.app.keyBuf = buf
+		kv := append(make([]byte, 0, len(buf)), buf...)
+		return c.Send(t.name, kv[:n:n], kv[n:], headers...)
+	}
 	k, err := t.ks.Encode(key)
 	if err != nil {
 		return fmt.Errorf("stream: encoding a key for %s: %w", t.name, err)

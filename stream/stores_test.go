@@ -461,8 +461,15 @@ func TestContextSend(t *testing.T) {
 		t.Fatal(out.Name())
 	}
 	mustNotErr(t, out.Send(c, "k2", "v2"))
+	mustNotErr(t, out.Send(c, "", "v3")) // an empty key is a key, not a null one
 	flush(t, a)
 	recs := prod.all()
+	// Each record keeps its own bytes: a later Send does not write over them.
+	if len(recs) != 3 || string(recs[1].rec.Key) != "k2" || string(recs[1].rec.Value) != "v2" || recs[2].rec.Key == nil ||
+		len(recs[2].rec.Key) != 0 || string(recs[2].rec.Value) != "v3" {
+		t.Fatalf("typed sends %+v", recs[1:])
+	}
+	recs = recs[:2]
 	if len(recs) != 2 || recs[0].rec.Topic != "out" || string(recs[0].key) != "k" || string(recs[0].value) != "v" ||
 		recs[0].rec.Timestamp.UnixMilli() != 1234 || len(recs[0].rec.Headers) != 1 || recs[0].rec.Headers[0].Key != "h" ||
 		string(recs[1].key) != "k2" || string(recs[1].value) != "v2" {
@@ -476,7 +483,7 @@ func TestContextSend(t *testing.T) {
 	}
 	a.produceErr.Store(&ProduceError{Err: errBoom})
 	mustNotErr(t, c.Send("out", nil, nil))
-	if len(prod.all()) != 2 {
+	if len(prod.all()) != 3 {
 		t.Error("sent after a failed write")
 	}
 	a.runCtx = context.WithValue(context.Background(), tasks.ID{}, 1)
