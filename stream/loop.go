@@ -337,12 +337,14 @@ func (a *App) processRecords(t *task, proc Processor, krs []*kgo.Record) (n int,
 		if ms != ts.UnixMilli() {
 			ts = time.UnixMilli(ms)
 		}
-		rec := Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Key: kr.Key, Value: kr.Value,
+		// The task's one Record, reused: a Record per record would be an allocation each.
+		rec := &t.rec
+		*rec = Record{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Key: kr.Key, Value: kr.Value,
 			Timestamp: ts, Headers: kr.Headers}
-		t.ctx = Context{app: a, task: t, rec: &rec, ts: ts}
+		t.ctx = Context{app: a, task: t, rec: rec, ts: ts}
 		ptime = max(ptime, ms)
 		t.streamTime = max(t.streamTime, ms)
-		if err := a.policy(proc.Process(&t.ctx, &rec), t, kr); err != nil {
+		if err := a.policy(proc.Process(&t.ctx, rec), t, kr); err != nil {
 			return i + 1, kr.Offset, err
 		}
 		if err := a.punctuate(t, StreamTime, t.streamTime); err != nil {

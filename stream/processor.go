@@ -13,8 +13,9 @@ import (
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
-// Record is one input record handed to a Processor. Its slices belong to the runtime: copy what
-// must outlive the call (stores copy what they are given).
+// Record is one input record handed to a Processor. It and its slices belong to the runtime, which
+// reuses them for the task's next record: copy what must outlive the call (stores copy what they
+// are given).
 type Record struct {
 	Topic     string
 	Partition int32

@@ -21,6 +21,8 @@ type task struct {
 	stores      map[string]*kvStore
 	byChangelog map[string]*kvStore
 	streamTime  int64 // unix ms; -1 before the first record
+	// rec is the record being processed (processRecords reuses it).
+	rec Record
 	// punctuators are the functions of the task's punctuations, by the machine's ID (the machine
 	// keeps the schedule).
 	punctuators map[uint64]Punctuator
