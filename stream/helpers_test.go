@@ -164,8 +164,7 @@ func fakeBroker(t *testing.T, a *App) *produced {
 	return p
 }
 
-// produced records every record given to the client, with copies of it and of its key and value
-// taken then (the runtime reuses a record once it was written).
+// produced records every record given to the client, with copies of its key and value taken then.
 type produced struct {
 	mu   sync.Mutex
 	recs []producedRecord
@@ -180,8 +179,7 @@ type producedRecord struct {
 func (p *produced) OnProduceRecordBuffered(r *kgo.Record) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	cp := *r
-	p.recs = append(p.recs, producedRecord{rec: &cp, key: append([]byte(nil), r.Key...), value: append([]byte(nil), r.Value...), nilValue: r.Value == nil})
+	p.recs = append(p.recs, producedRecord{rec: r, key: append([]byte(nil), r.Key...), value: append([]byte(nil), r.Value...), nilValue: r.Value == nil})
 }
 
 func (p *produced) all() []producedRecord {

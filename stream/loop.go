@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -683,21 +682,6 @@ func (a *App) checkpoint(t *task) error {
 	return nil
 }
 
-// records are the runtime's kgo.Records, reused once the client is done with them (their
-// promise was called): two records per counted record would otherwise be two allocations of a
-// large struct each.
-var records = sync.Pool{New: func() any { return new(kgo.Record) }}
-
-// newRecord returns an empty record to produce (send frees it once its promise ran).
-func newRecord() *kgo.Record { return records.Get().(*kgo.Record) }
-
-// freeRecord gives r back once the client is done with it: nothing of the runtime keeps it (a
-// failed write keeps copies of its topic and partition).
-func freeRecord(r *kgo.Record) {
-	*r = kgo.Record{}
-	records.Put(r)
-}
-
 // produce sends an output or repartition record.
 func (a *App) produce(task tasks.ID, r *kgo.Record) { a.send(task, r, &a.outPromise, nil) }
 
@@ -717,11 +701,9 @@ type promiser struct {
 // call with the same p).
 func (a *App) send(task tasks.ID, r *kgo.Record, p *promiser, acked acker) {
 	if a.produceErr.Load() != nil {
-		freeRecord(r)
 		return // nothing more is committed anyway; the loop is stopping (or the transaction aborts)
 	}
 	if !a.ensureTxn(r.Topic) {
-		freeRecord(r)
 		return
 	}
 	if a.eos() {
@@ -729,7 +711,6 @@ func (a *App) send(task tasks.ID, r *kgo.Record, p *promiser, acked acker) {
 	}
 	if gen := a.txnGen.Load(); p.fn == nil || p.gen != gen {
 		p.gen, p.fn = gen, func(r *kgo.Record, err error) {
-			defer freeRecord(r)
 			if err != nil {
 				a.recordProduceErr(r, err, gen)
 				return

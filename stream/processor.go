@@ -159,9 +159,7 @@ func (c *Context) Send(topic string, key, value []byte, headers ...kgo.RecordHea
 		}
 		c.task.lastSent = topic
 	}
-	r := newRecord()
-	r.Topic, r.Key, r.Value, r.Headers, r.Timestamp = topic, key, value, headers, c.ts
-	c.app.produce(c.task.id, r)
+	c.app.produce(c.task.id, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: c.ts})
 	return nil
 }
 

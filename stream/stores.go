@@ -160,8 +160,7 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 	// The record keeps its own copies (the caller may reuse its buffers), in one allocation, an
 	// empty key as an empty key: a nil one would be a null key, which the compacted changelog
 	// refuses.
-	r := newRecord()
-	r.Topic, r.Partition = s.changelog.Topic, s.changelog.Partition
+	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition}
 	if del {
 		r.Key = append(make([]byte, 0, len(key)), key...)
 	} else {
