@@ -138,14 +138,24 @@ type Batch struct {
 	ops []Op
 }
 
-// Op is one write of a Batch: a put, or a delete when Delete is true (Value is then nil).
+// Op is one write of a Batch: a put, or a delete when Delete is true (Value is then nil). Owned
+// says the Engine may keep Key and Value as they are, without a copy (Batch.PutOwned); an Engine
+// that copies what it keeps may ignore it.
 type Op struct {
 	Key, Value []byte
 	Delete     bool
+	Owned      bool
 }
 
 // Put adds a write of value at key.
 func (b *Batch) Put(key, value []byte) { b.ops = append(b.ops, Op{Key: key, Value: value}) }
+
+// PutOwned adds a write of value at key whose slices the caller gives up: nobody changes them
+// again, so the Engine may keep them as they are (the stream runtime gives a store the bytes it
+// also writes to the changelog, which spares an engine in memory a copy per write).
+func (b *Batch) PutOwned(key, value []byte) {
+	b.ops = append(b.ops, Op{Key: key, Value: value, Owned: true})
+}
 
 // Delete adds a delete of key.
 func (b *Batch) Delete(key []byte) { b.ops = append(b.ops, Op{Key: key, Delete: true}) }

@@ -152,15 +152,19 @@ func (e *memEngine) Apply(b *Batch, position int64) error {
 				}
 				continue
 			}
-			// One allocation holds both copies; the caps keep an append to the key from
-			// running into the value.
-			buf := make([]byte, len(op.Key)+len(op.Value))
-			n := copy(buf, op.Key)
-			copy(buf[n:], op.Value)
+			key, value := op.Key, op.Value
+			if !op.Owned {
+				// One allocation holds both copies; the caps keep an append to the key from
+				// running into the value.
+				buf := make([]byte, len(op.Key)+len(op.Value))
+				n := copy(buf, op.Key)
+				copy(buf[n:], op.Value)
+				key, value = buf[:n:n], buf[n:]
+			}
 			if e.tree == nil {
-				e.m[unsafe.String(unsafe.SliceData(buf), n)] = buf[n:]
+				e.m[unsafe.String(unsafe.SliceData(key), len(key))] = value
 			} else {
-				e.tree.ReplaceOrInsert(entry{key: buf[:n:n], value: buf[n:]})
+				e.tree.ReplaceOrInsert(entry{key: key, value: value})
 			}
 		}
 	}

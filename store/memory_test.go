@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/store/storetest"
@@ -101,5 +102,36 @@ func TestMemoryFirstIteratorKeepsEverything(t *testing.T) {
 	}
 	if n, _ := e.ApproximateCount(); n != 3 {
 		t.Errorf("count %d after the first iterator, want 3", n)
+	}
+}
+
+// A put whose slices the caller gave up (PutOwned) is kept as it is, in both of the store's forms
+// (by hash before the first iterator, in order after it); a plain put is copied, so the caller may
+// reuse its buffer.
+func TestMemoryKeepsOwnedWrites(t *testing.T) {
+	e, _ := store.Memory.Open(store.Location{ApplicationID: "app", Store: "s"})
+	defer e.Close()
+	for _, ordered := range []bool{false, true} {
+		if ordered {
+			it, err := e.Iterate(nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it.Close()
+		}
+		owned, plain := []byte("owned-value"), []byte("plain-value")
+		var b store.Batch
+		b.PutOwned([]byte("o"), owned)
+		b.Put([]byte("p"), plain)
+		if err := e.Apply(&b, 1); err != nil {
+			t.Fatal(err)
+		}
+		plain[0] = 'X'
+		if v, ok, _ := e.Get([]byte("o")); !ok || unsafe.SliceData(v) != unsafe.SliceData(owned) {
+			t.Errorf("ordered %v: an owned value was copied (or lost): %q %v", ordered, v, ok)
+		}
+		if v, _, _ := e.Get([]byte("p")); string(v) != "plain-value" {
+			t.Errorf("ordered %v: a plain value shares the caller's buffer: %q", ordered, v)
+		}
 	}
 }

@@ -26,8 +26,10 @@ func pendingLess(a, b pending) bool { return bytes.Compare(a.key, b.key) < 0 }
 
 func newOverlay() *overlay { return &overlay{tree: btree.NewG(16, pendingLess)} }
 
+// put records a pending write. The overlay keeps key and value as they are (the store gives it the
+// bytes its changelog record holds, which nobody changes), and hands them to the engine as owned.
 func (o *overlay) put(key, value []byte, del bool) {
-	o.tree.ReplaceOrInsert(pending{key: bytes.Clone(key), value: bytes.Clone(value), del: del})
+	o.tree.ReplaceOrInsert(pending{key: key, value: value, del: del})
 }
 
 // get returns the pending write of key, if any.
@@ -42,7 +44,7 @@ func (o *overlay) batch() *store.Batch {
 		if p.del {
 			b.Delete(p.key)
 		} else {
-			b.Put(p.key, p.value)
+			b.PutOwned(p.key, p.value)
 		}
 		return true
 	})

@@ -144,22 +144,9 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 	if key == nil {
 		return fmt.Errorf("%w: store %s of task %s", ErrNullKey, s.name, s.task.id)
 	}
-	if s.pend != nil {
-		s.pend.put(key, value, del)
-	} else {
-		s.batch.Reset()
-		if del {
-			s.batch.Delete(key)
-		} else {
-			s.batch.Put(key, value)
-		}
-		if err := s.eng.Apply(&s.batch, -1); err != nil {
-			return s.fail("write", err)
-		}
-	}
 	// The record keeps its own copies (the caller may reuse its buffers), in one allocation, an
 	// empty key as an empty key: a nil one would be a null key, which the compacted changelog
-	// refuses.
+	// refuses. The store keeps the same bytes (nobody changes them: the client only reads them).
 	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition}
 	if del {
 		r.Key = append(make([]byte, 0, len(key)), key...)
@@ -168,6 +155,19 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 		n := copy(buf, key)
 		copy(buf[n:], value)
 		r.Key, r.Value = buf[:n:n], buf[n:]
+	}
+	if s.pend != nil {
+		s.pend.put(r.Key, r.Value, del)
+	} else {
+		s.batch.Reset()
+		if del {
+			s.batch.Delete(r.Key)
+		} else {
+			s.batch.PutOwned(r.Key, r.Value)
+		}
+		if err := s.eng.Apply(&s.batch, -1); err != nil {
+			return s.fail("write", err)
+		}
 	}
 	r.Timestamp = s.task.ctx.ts
 	s.app.produceChangelog(r, s)
