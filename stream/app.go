@@ -287,7 +287,6 @@ type App struct {
 
 	// deliver is the context every write goes out with: it bounds how long a record may wait to be
 	// written (Kafka's delivery.timeout.ms). See deliveryContext.
-	deliverMu      sync.Mutex
 	deliverCtx     context.Context
 	deliverBy      time.Time
 	deliverWrites  uint64
@@ -891,9 +890,8 @@ const deliveryLook = 64
 // ago), so every write gets about half at least. One context serves every write for a minute (no
 // timer per record); the one before the previous is released at each renewal, when its deadline
 // has passed.
+// Called by send, with a.mu held (every write is the loop's or a callback's): no lock of its own.
 func (a *App) deliveryContext() context.Context {
-	a.deliverMu.Lock()
-	defer a.deliverMu.Unlock()
 	a.deliverWrites++
 	if a.deliverCtx != nil && a.deliverWrites%deliveryLook != 0 {
 		return a.deliverCtx
@@ -913,8 +911,6 @@ func (a *App) deliveryContext() context.Context {
 
 // releaseDelivery releases the delivery contexts when Run returns (every write is done then).
 func (a *App) releaseDelivery() {
-	a.deliverMu.Lock()
-	defer a.deliverMu.Unlock()
 	for _, cancel := range a.deliverCancels {
 		if cancel != nil {
 			cancel()
