@@ -593,6 +593,8 @@ func (a *App) between() {
 	a.listUnknownLags(a.runCtx)
 	now := a.now()
 	if pe := a.produceErr.Load(); pe != nil && a.retriesProduction(pe) {
+		// Its Done is always clean: the machine refuses RetryWrite only while a commit runs, and
+		// none does here (commits run with a.mu held, from start to Done).
 		a.mu.Lock()
 		a.driveAt(a.runCtx, now, sm.RetryWrite{Err: pe})
 		a.mu.Unlock()
