@@ -487,3 +487,68 @@ func TestRunExactlyOnceProcessorFailingAfterItsWrites(t *testing.T) {
 	mustNotErr(t, runUntil(t, g, second, want))
 	checkCounts(t, g, 10)
 }
+
+// produceTimed writes records of timestamps ts to partition 0 of topic, in that order.
+func (g *fakeGroup) produceTimed(t *testing.T, topic string, ts ...int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	mustNotErr(t, err)
+	defer cl.Close()
+	for _, ms := range ts {
+		r := &kgo.Record{Topic: topic, Partition: 0, Key: []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(ms)}
+		mustNotErr(t, cl.ProduceSync(context.Background(), r).FirstErr())
+	}
+}
+
+// A task with two inputs processes their records in timestamp order in the running loop (records
+// fetched from both, queued, and chosen by the machine; an input found empty is listed to learn
+// its end), as Kafka Streams' PartitionGroup does; then the other input's new records go on without
+// waiting for the empty one (max.task.idle.ms 0).
+func TestRunOrdersTwoInputsByTimestamp(t *testing.T) {
+	g := newFakeGroup(t, "left", "right")
+	g.produceTimed(t, "left", 10, 30, 50, 70)
+	g.produceTimed(t, "right", 20, 40, 60)
+	var mu sync.Mutex
+	var seen []string
+	proc := ProcessorFunc(func(c *Context, r *Record) error {
+		if c.Task().Partition == 0 {
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("%s@%d", r.Topic, r.Timestamp.UnixMilli()))
+			mu.Unlock()
+		}
+		return nil
+	})
+	cfg := testConfig()
+	cfg.BootstrapServers = g.c.ListenAddrs()
+	cfg.StateDir = t.TempDir()
+	topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"left", "right"},
+		CopartitionGroups: [][]string{{"left", "right"}}})
+	a, err := New(cfg, topo, Processors{"0": proc}, quiet())
+	mustNotErr(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		mustNotErr(t, <-done)
+	}()
+	waitSeen := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			mu.Lock()
+			got := fmt.Sprint(seen)
+			mu.Unlock()
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) || len(got) > len(want) {
+				t.Fatalf("processed %s, want %s (Run: %v)", got, want, a.fatalErr())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitSeen("[left@10 right@20 left@30 right@40 left@50 right@60 left@70]")
+	g.produceTimed(t, "left", 80, 90)
+	waitSeen("[left@10 right@20 left@30 right@40 left@50 right@60 left@70 left@80 left@90]")
+}
