@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,11 +31,12 @@ import (
 type fakeGroup struct {
 	c *kfake.Cluster
 
-	mu        sync.Mutex
-	committed map[tasks.TopicPartition]int64
-	metadata  map[tasks.TopicPartition]string
-	left      bool
-	commits   int
+	mu         sync.Mutex
+	committed  map[tasks.TopicPartition]int64
+	metadata   map[tasks.TopicPartition]string
+	left       bool
+	commits    int
+	heartbeats int
 	// names are the topics' names by ID.
 	names map[[16]byte]string
 }
@@ -69,6 +71,9 @@ func newFakeGroup(t *testing.T, topics ...string) *fakeGroup {
 		resp := hb.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
 		resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis, resp.AcceptableRecoveryLag = hb.MemberID, 1, 100, -1
 		resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
+		g.mu.Lock()
+		g.heartbeats++
+		g.mu.Unlock()
 		switch {
 		case hb.MemberEpoch < 0:
 			resp.MemberEpoch = hb.MemberEpoch
@@ -551,4 +556,55 @@ func TestRunOrdersTwoInputsByTimestamp(t *testing.T) {
 	waitSeen("[left@10 right@20 left@30 right@40 left@50 right@60 left@70]")
 	g.produceTimed(t, "left", 80, 90)
 	waitSeen("[left@10 right@20 left@30 right@40 left@50 right@60 left@70 left@80 left@90]")
+}
+
+// Under exactly-once Run starts the transactional producer before the member joins: a producer the
+// cluster refuses stops Run with a TxnError naming its transactional.id, in ERROR, and the member
+// never joined; stopped while the cluster cannot be reached, Run returns nil, as a clean stop.
+func TestRunExactlyOnceProducerStart(t *testing.T) {
+	for _, refuse := range []bool{true, false} {
+		t.Run(fmt.Sprintf("refused=%v", refuse), func(t *testing.T) {
+			g := newFakeGroup(t, "in", "out", countsLog)
+			tried := make(chan struct{}, 1)
+			g.c.ControlKey(int16(kmsg.InitProducerID), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				g.c.KeepControl()
+				select {
+				case tried <- struct{}{}:
+				default:
+				}
+				if !refuse {
+					return nil, errors.New("unreachable"), true // kfake drops the connection
+				}
+				resp := req.(*kmsg.InitProducerIDRequest).ResponseKind().(*kmsg.InitProducerIDResponse)
+				resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				return resp, nil, true
+			})
+			var states []State
+			a := countApp(t, g, func(c *config.Config) { c.Runtime.Guarantee = config.ExactlyOnceV2 },
+				WithStateListener(func(_, to State) { states = append(states, to) }))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- a.Run(ctx) }()
+			if !refuse {
+				<-tried
+				cancel()
+			}
+			err := <-done
+			var te *TxnError
+			switch {
+			case refuse && (!errors.As(err, &te) || te.TransactionalID != a.transactionalID() || !errors.Is(err, kerr.TransactionalIDAuthorizationFailed)):
+				t.Fatalf("Run: %v; want the refusal as a TxnError", err)
+			case refuse && fmt.Sprint(states) != "[REBALANCING PENDING_ERROR ERROR]":
+				t.Errorf("states %v", states)
+			case !refuse && (err != nil || fmt.Sprint(states) != "[REBALANCING PENDING_SHUTDOWN NOT_RUNNING]"):
+				t.Fatalf("Run %v, states %v; want a clean stop", err, states)
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if g.heartbeats != 0 || g.commits != 0 {
+				t.Errorf("the member went on without its producer: %d heartbeats, %d commits", g.heartbeats, g.commits)
+			}
+		})
+	}
 }
