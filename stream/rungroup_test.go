@@ -18,6 +18,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
+	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -37,6 +38,10 @@ type fakeGroup struct {
 	left       bool
 	commits    int
 	heartbeats int
+	// epoch and parts are the member's target: the epoch, and the partitions of subtopology "0"
+	// it holds as active tasks (setTarget).
+	epoch int32
+	parts []int32
 	// names are the topics' names by ID.
 	names map[[16]byte]string
 }
@@ -55,7 +60,7 @@ func newFakeGroup(t *testing.T, topics ...string) *fakeGroup {
 	mustNotErr(t, err)
 	t.Cleanup(c.Close)
 	mustNotErr(t, kfakestreams.Advertise(context.Background(), c, 1, 1, 1))
-	g := &fakeGroup{c: c, committed: map[tasks.TopicPartition]int64{}, metadata: map[tasks.TopicPartition]string{}, names: map[[16]byte]string{}}
+	g := &fakeGroup{epoch: 1, parts: []int32{0, 1}, c: c, committed: map[tasks.TopicPartition]int64{}, metadata: map[tasks.TopicPartition]string{}, names: map[[16]byte]string{}}
 	// Offset requests may name topics by ID (OffsetCommit and OffsetFetch v10).
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	mustNotErr(t, err)
@@ -69,19 +74,17 @@ func newFakeGroup(t *testing.T, topics ...string) *fakeGroup {
 		c.KeepControl()
 		hb := req.(*kmsg.StreamsGroupHeartbeatRequest)
 		resp := hb.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
-		resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis, resp.AcceptableRecoveryLag = hb.MemberID, 1, 100, -1
-		resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
 		g.mu.Lock()
+		defer g.mu.Unlock()
+		resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis, resp.AcceptableRecoveryLag = hb.MemberID, g.epoch, 50, -1
+		resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
 		g.heartbeats++
-		g.mu.Unlock()
 		switch {
 		case hb.MemberEpoch < 0:
 			resp.MemberEpoch = hb.MemberEpoch
-			g.mu.Lock()
 			g.left = true
-			g.mu.Unlock()
-		case hb.MemberEpoch == 0:
-			resp.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0, 1}}}
+		case hb.MemberEpoch < g.epoch:
+			resp.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: g.parts}}
 			resp.StandbyTasks, resp.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 		}
 		return resp, nil, true
@@ -181,6 +184,13 @@ func newFakeGroup(t *testing.T, topics ...string) *fakeGroup {
 		return resp, nil, true
 	})
 	return g
+}
+
+// setTarget gives the member a new target: epoch, with the partitions parts of subtopology "0".
+func (g *fakeGroup) setTarget(epoch int32, parts ...int32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.epoch, g.parts = epoch, parts
 }
 
 // offsets returns the committed offsets and whether the member left.
@@ -607,4 +617,65 @@ func TestRunExactlyOnceProducerStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitCommitted waits until g holds want as the committed offsets of "in".
+func waitCommitted(t *testing.T, g *fakeGroup, a *App, want map[tasks.TopicPartition]int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		offs, _ := g.offsets()
+		if fmt.Sprint(offs) == fmt.Sprint(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("committed %v, want %v (Run: %v)", offs, want, a.fatalErr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A task revoked while the application runs commits its final position in the revocation (R2),
+// stops, and when it comes back it goes on from there with its kept store: every count is exact
+// after the hand-over, under both guarantees.
+func TestRunRevokesAndGetsATaskBack(t *testing.T) {
+	for _, eos := range []bool{false, true} {
+		t.Run(fmt.Sprintf("eos=%v", eos), func(t *testing.T) {
+			g := newFakeGroup(t, "in", "out", countsLog)
+			g.produceInput(t, 30)
+			a := countApp(t, g, func(c *config.Config) {
+				if eos {
+					c.Runtime.Guarantee = config.ExactlyOnceV2
+				}
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- a.Run(ctx) }()
+			in0, in1 := tasks.TopicPartition{Topic: "in", Partition: 0}, tasks.TopicPartition{Topic: "in", Partition: 1}
+			waitCommitted(t, g, a, map[tasks.TopicPartition]int64{in0: 30, in1: 30})
+			g.setTarget(2, 0) // 0_1 is revoked
+			deadline := time.Now().Add(30 * time.Second)
+			for !a.heldSuspended(tid("0", 1)) {
+				if time.Now().After(deadline) {
+					t.Fatalf("task 0_1 was not revoked (Run: %v)", a.fatalErr())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			g.produceInput(t, 30)
+			waitCommitted(t, g, a, map[tasks.TopicPartition]int64{in0: 60, in1: 30})
+			g.setTarget(3, 0, 1) // and comes back
+			waitCommitted(t, g, a, map[tasks.TopicPartition]int64{in0: 60, in1: 60})
+			cancel()
+			mustNotErr(t, <-done)
+			checkCounts(t, g, 20)
+		})
+	}
+}
+
+// heldSuspended reports whether the machine holds task id suspended (with the loop's lock).
+func (a *App) heldSuspended(id tasks.ID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, _ := a.mach.Task(id)
+	return st == sm.TaskSuspended
 }
