@@ -42,6 +42,9 @@ type fakeGroup struct {
 	// it holds as active tasks (setTarget).
 	epoch int32
 	parts []int32
+	// fence: the next heartbeat is answered FENCED_MEMBER_EPOCH (the member loses its tasks and
+	// joins again).
+	fence bool
 	// names are the topics' names by ID.
 	names map[[16]byte]string
 }
@@ -80,6 +83,9 @@ func newFakeGroup(t *testing.T, topics ...string) *fakeGroup {
 		resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
 		g.heartbeats++
 		switch {
+		case g.fence && hb.MemberEpoch > 0:
+			g.fence = false
+			resp.ErrorCode = kerr.FencedMemberEpoch.Code
 		case hb.MemberEpoch < 0:
 			resp.MemberEpoch = hb.MemberEpoch
 			g.left = true
@@ -678,4 +684,29 @@ func (a *App) heldSuspended(id tasks.ID) bool {
 	defer a.mu.Unlock()
 	st, _ := a.mach.Task(id)
 	return st == sm.TaskSuspended
+}
+
+// A member fenced while it runs loses every task (nothing of its open work is committed) and joins
+// again; its tasks go on from their last commit: every count is exact under exactly-once.
+func TestRunLosesItsTasksAndJoinsAgain(t *testing.T) {
+	g := newFakeGroup(t, "in", "out", countsLog)
+	g.produceInput(t, 30)
+	a := countApp(t, g, func(c *config.Config) { c.Runtime.Guarantee = config.ExactlyOnceV2 })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	in0, in1 := tasks.TopicPartition{Topic: "in", Partition: 0}, tasks.TopicPartition{Topic: "in", Partition: 1}
+	waitCommitted(t, g, a, map[tasks.TopicPartition]int64{in0: 30, in1: 30})
+	g.mu.Lock()
+	g.fence, g.epoch = true, 2
+	before := a.Stats()
+	g.mu.Unlock()
+	g.produceInput(t, 30)
+	waitCommitted(t, g, a, map[tasks.TopicPartition]int64{in0: 60, in1: 60})
+	cancel()
+	mustNotErr(t, <-done)
+	if after := a.Stats(); after.Fencings <= before.Fencings || after.Lost.Calls <= before.Lost.Calls {
+		t.Errorf("the member was not fenced, or lost no tasks: %+v", after)
+	}
+	checkCounts(t, g, 20)
 }
