@@ -595,7 +595,7 @@ func (a *App) build() error {
 	if a.cfg.Runtime.ResetLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	if a.cons, err = consume.New(a.cl, a.topo, (*committedReader)(a), consume.WithListener((*callbacks)(a)),
+	if a.cons, err = consume.New(a.cl, a.topo, committedReader{a.commits, a}, consume.WithListener((*callbacks)(a)),
 		consume.WithResetOffset(reset), consume.WithChangelogStart(a.changelogStart), consume.WithLogger(a.log)); err != nil {
 		return err
 	}

@@ -16,12 +16,17 @@ import (
 // OnTasksAssigned hands them to the machine.
 
 // committedReader is the consumer's consume.OffsetCommitter: the App's committer, keeping what it
-// read of the committed offsets of the tasks the consumer starts.
-type committedReader App
+// read of the committed offsets of the tasks the consumer starts. (Its Commit, the committer's, is
+// for the consumer's CommitProcessed, which the runtime does not call: its commits are the
+// machine's.)
+type committedReader struct {
+	*commit.Committer
+	a *App
+}
 
 // CommittedOffsets reads the committed offsets of s's inputs, and keeps them for the machine.
-func (r *committedReader) CommittedOffsets(ctx context.Context, s tasks.Set) (commit.Offsets, error) {
-	a := (*App)(r)
+func (r committedReader) CommittedOffsets(ctx context.Context, s tasks.Set) (commit.Offsets, error) {
+	a := r.a
 	a.startMu.Lock()
 	a.starting = sm.CommittedInputs{Metadata: map[tasks.TopicPartition]string{}}
 	a.startMu.Unlock()
@@ -33,12 +38,6 @@ func (r *committedReader) CommittedOffsets(ctx context.Context, s tasks.Set) (co
 	a.starting.Tasks, a.starting.Offsets = s, offs
 	a.startMu.Unlock()
 	return offs, nil
-}
-
-// Commit commits offsets (the consumer's CommitProcessed, which the runtime does not call: its
-// commits are the machine's).
-func (r *committedReader) Commit(ctx context.Context, offsets commit.Offsets) error {
-	return (*App)(r).commits.Commit(ctx, offsets)
 }
 
 // takeStarting returns what was read of the committed offsets of the tasks the consumer starts, and

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
 	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -45,6 +46,10 @@ type fakeGroup struct {
 	// fence: the next heartbeat is answered FENCED_MEMBER_EPOCH (the member loses its tasks and
 	// joins again).
 	fence bool
+	// status is the group's status every heartbeat is answered with.
+	status []kmsg.StreamsGroupHeartbeatResponseStatus
+	// fenceProducer: the next TxnOffsetCommit is answered PRODUCER_FENCED.
+	fenceProducer bool
 	// names are the topics' names by ID.
 	names map[[16]byte]string
 }
@@ -80,7 +85,7 @@ func newFakeGroup(t *testing.T, topics ...string) *fakeGroup {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis, resp.AcceptableRecoveryLag = hb.MemberID, g.epoch, 50, -1
-		resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
+		resp.Status = append([]kmsg.StreamsGroupHeartbeatResponseStatus{}, g.status...)
 		g.heartbeats++
 		switch {
 		case g.fence && hb.MemberEpoch > 0:
@@ -127,6 +132,20 @@ func newFakeGroup(t *testing.T, topics ...string) *fakeGroup {
 		resp := tc.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		g.mu.Lock()
 		defer g.mu.Unlock()
+		if g.fenceProducer {
+			g.fenceProducer = false
+			for _, tp := range tc.Topics {
+				rt := kmsg.NewTxnOffsetCommitResponseTopic()
+				rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+				for _, p := range tp.Partitions {
+					rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, kerr.ProducerFenced.Code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			return resp, nil, true
+		}
 		if pending[tc.TransactionalID] == nil {
 			pending[tc.TransactionalID] = map[tasks.TopicPartition]kmsg.TxnOffsetCommitRequestTopicPartition{}
 		}
@@ -709,4 +728,62 @@ func TestRunLosesItsTasksAndJoinsAgain(t *testing.T) {
 		t.Errorf("the member was not fenced, or lost no tasks: %+v", after)
 	}
 	checkCounts(t, g, 20)
+}
+
+// The group's statuses that stop Kafka Streams stop Run too, with an error that says what to fix:
+// incorrectly partitioned topics at once, source topics missing for two heartbeat intervals, and
+// a request to shut the application down.
+func TestRunStopsOnTheGroupsStatus(t *testing.T) {
+	for _, c := range []struct {
+		code   heartbeat.StatusCode
+		detail string
+		want   string
+	}{
+		{heartbeat.IncorrectlyPartitionedTopics, "Following topics are not copartitioned: [in]", "are partitioned incorrectly"},
+		{heartbeat.MissingSourceTopics, "Source topics in are missing.", "are missing: create them"},
+		{heartbeat.ShutdownApplication, "shut down", ErrShutdownRequested.Error()},
+	} {
+		t.Run(c.detail, func(t *testing.T) {
+			g := newFakeGroup(t, "in", "out", countsLog)
+			st := kmsg.NewStreamsGroupHeartbeatResponseStatus()
+			st.StatusCode, st.StatusDetail = int8(c.code), c.detail
+			g.status = []kmsg.StreamsGroupHeartbeatResponseStatus{st}
+			a := countApp(t, g, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err := a.Run(ctx)
+			if err == nil || !strings.Contains(err.Error(), c.want) || a.State() != Error {
+				t.Fatalf("Run: %v, state %v; want an error saying %q, in ERROR", err, a.State(), c.want)
+			}
+			var se *StatusError
+			if c.code != heartbeat.ShutdownApplication && (!errors.As(err, &se) || se.Kind.String() == "") {
+				t.Errorf("not a *StatusError: %#v", err)
+			}
+		})
+	}
+}
+
+// A transactional producer the coordinator fenced is replaced and the work since the last commit
+// done again with the new one: every count is exact.
+func TestRunReplacesAFencedProducer(t *testing.T) {
+	g := newFakeGroup(t, "in", "out", countsLog)
+	g.produceInput(t, 30)
+	g.fenceProducer = true
+	inits := 0
+	g.c.ControlKey(int16(kmsg.InitProducerID), func(kmsg.Request) (kmsg.Response, error, bool) {
+		g.c.KeepControl()
+		g.mu.Lock()
+		inits++
+		g.mu.Unlock()
+		return nil, nil, false
+	})
+	a := countApp(t, g, func(c *config.Config) { c.Runtime.Guarantee = config.ExactlyOnceV2 })
+	want := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 30, {Topic: "in", Partition: 1}: 30}
+	mustNotErr(t, runUntil(t, g, a, want))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if inits < 2 {
+		t.Errorf("%d InitProducerId requests; want the first producer's and its replacement's", inits)
+	}
+	checkCounts(t, g, 10)
 }
