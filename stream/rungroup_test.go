@@ -545,6 +545,12 @@ func (g *fakeGroup) produceTimed(t *testing.T, topic string, ts ...int64) {
 // its end), as Kafka Streams' PartitionGroup does; then the other input's new records go on without
 // waiting for the empty one (max.task.idle.ms 0).
 func TestRunOrdersTwoInputsByTimestamp(t *testing.T) {
+	for _, eos := range []bool{false, true} {
+		t.Run(fmt.Sprintf("eos=%v", eos), func(t *testing.T) { runOrdersTwoInputs(t, eos) })
+	}
+}
+
+func runOrdersTwoInputs(t *testing.T, eos bool) {
 	g := newFakeGroup(t, "left", "right")
 	g.produceTimed(t, "left", 10, 30, 50, 70)
 	g.produceTimed(t, "right", 20, 40, 60)
@@ -561,6 +567,10 @@ func TestRunOrdersTwoInputsByTimestamp(t *testing.T) {
 	cfg := testConfig()
 	cfg.BootstrapServers = g.c.ListenAddrs()
 	cfg.StateDir = t.TempDir()
+	cfg.Runtime.CommitInterval = 50 * time.Millisecond
+	if eos { // the inputs' ends are their last stable offsets
+		cfg.Runtime.Guarantee = config.ExactlyOnceV2
+	}
 	topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"left", "right"},
 		CopartitionGroups: [][]string{{"left", "right"}}})
 	a, err := New(cfg, topo, Processors{"0": proc}, quiet())
