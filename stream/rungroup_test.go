@@ -797,3 +797,41 @@ func TestRunReplacesAFencedProducer(t *testing.T) {
 	}
 	checkCounts(t, g, 10)
 }
+
+// A write the brokers refuse with INVALID_PRODUCER_EPOCH (the coordinator bumped the producer's
+// epoch) fails the transaction: it is aborted, the producer replaced, and the work redone; every
+// count is exact.
+func TestRunRedoesATransactionWhoseWriteWasFenced(t *testing.T) {
+	g := newFakeGroup(t, "in", "out", countsLog)
+	g.produceInput(t, 30)
+	var once sync.Once
+	g.c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		g.c.KeepControl()
+		pr := req.(*kmsg.ProduceRequest)
+		if pr.TransactionID == nil {
+			return nil, nil, false
+		}
+		var resp *kmsg.ProduceResponse
+		once.Do(func() {
+			resp = pr.ResponseKind().(*kmsg.ProduceResponse)
+			for _, tp := range pr.Topics {
+				rt := kmsg.NewProduceResponseTopic()
+				rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+				for _, p := range tp.Partitions {
+					rp := kmsg.NewProduceResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, kerr.InvalidProducerEpoch.Code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+		})
+		if resp == nil {
+			return nil, nil, false
+		}
+		return resp, nil, true
+	})
+	a := countApp(t, g, func(c *config.Config) { c.Runtime.Guarantee = config.ExactlyOnceV2 })
+	want := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 30, {Topic: "in", Partition: 1}: 30}
+	mustNotErr(t, runUntil(t, g, a, want))
+	checkCounts(t, g, 10)
+}
