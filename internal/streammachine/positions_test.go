@@ -158,3 +158,25 @@ func TestPositionsFollowTheTaskLifecycle(t *testing.T) {
 		t.Error("lost tasks have positions")
 	}
 }
+
+// Offset 0 is an offset: a commit at 0 is a commit (a task started from it has one, a rewind goes
+// back to it), and a position at 0 is committed (a partition whose first record is at 0 and was not
+// processed yet commits 0 in a revocation and when it moved from nothing known).
+func TestPositionsAtOffsetZero(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	s.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp0: 0}})
+	if !s.m.HasCommitted(task0) {
+		t.Fatal("a commit at offset 0 is not a commit")
+	}
+	s.m.Processed(tp0, 3, 10)
+	if to := s.m.rewind(); !maps.Equal(to, commit.Offsets{tp0: 0}) {
+		t.Errorf("rewinds to %v; want tp0's commit at 0", to)
+	}
+	s.m.Processed(tp1, 0, -1) // nothing known before: at 0 now
+	if o := s.m.collectOffsetsOf(); !maps.Equal(o, commit.Offsets{tp1: 0}) {
+		t.Errorf("to commit %v; want tp1 at 0 (tp0 stands at its commit)", o)
+	}
+	if o, _ := s.m.collectOffsets(tasks.NewSet(task0), true); !maps.Equal(o, commit.Offsets{tp0: 0, tp1: 0}) {
+		t.Errorf("a revocation commits %v; want both at 0", o)
+	}
+}
