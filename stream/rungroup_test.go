@@ -15,11 +15,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/goleak"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/consume"
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
 	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
+	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -834,4 +837,60 @@ func TestRunRedoesATransactionWhoseWriteWasFenced(t *testing.T) {
 	want := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 30, {Topic: "in", Partition: 1}: 30}
 	mustNotErr(t, runUntil(t, g, a, want))
 	checkCounts(t, g, 10)
+}
+
+// Run leaves nothing running once it returned: its clients (the transactional producer under
+// exactly-once among them) are closed, whether it ran or could not start.
+func TestRunLeavesNoGoroutines(t *testing.T) {
+	for _, started := range []bool{true, false} {
+		t.Run(fmt.Sprintf("started=%v", started), func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			g := newFakeGroup(t, "in", "out", countsLog)
+			g.produceInput(t, 3)
+			var opts []Option
+			if !started {
+				// The consumer refuses a client of a consumer group: the build fails once both
+				// clients exist.
+				opts = append(opts, WithClientOptions(kgo.ConsumerGroup("not-this")))
+			}
+			a := countApp(t, g, func(c *config.Config) { c.Runtime.Guarantee = config.ExactlyOnceV2 }, opts...)
+			if started {
+				want := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 3, {Topic: "in", Partition: 1}: 3}
+				mustNotErr(t, runUntil(t, g, a, want))
+			} else if err := a.Run(context.Background()); !errors.Is(err, consume.ErrGroupClient) {
+				t.Fatalf("Run: %v; want the consumer's refusal", err)
+			}
+			g.c.Close()
+			goleak.VerifyNone(t, before)
+		})
+	}
+}
+
+// StatusError says what the group reported and the broker's detail, when there is one.
+func TestStatusErrorMessages(t *testing.T) {
+	missing := &StatusError{Kind: membership.EventMissingSourceTopicsTimeout, Topics: []string{"in"}}
+	if got := missing.Error(); got != "stream: source topics [in] are missing: create them (with the partition counts the topology needs), then start the application again" {
+		t.Errorf("without a detail: %q", got)
+	}
+	missing.Err = errors.New("Source topics in are missing.")
+	if got := missing.Error(); !strings.HasSuffix(got, "start the application again (Source topics in are missing.)") || !errors.Is(missing, missing.Err) {
+		t.Errorf("with a detail: %q", got)
+	}
+	other := &StatusError{Kind: membership.EventStaleTopology}
+	if got := other.Error(); got != "stream: the group reported "+membership.EventStaleTopology.String() {
+		t.Errorf("another status: %q", got)
+	}
+	for _, c := range []struct {
+		ev   membership.Event
+		want string
+	}{
+		{membership.Event{}, "<nil>"},
+		{membership.Event{Status: &heartbeat.Status{}}, "<nil>"},
+		{membership.Event{Status: &heartbeat.Status{Detail: "the broker's words"}}, "the broker's words"},
+		{membership.Event{Err: errBoom, Status: &heartbeat.Status{Detail: "the broker's words"}}, "boom"},
+	} {
+		if got := fmt.Sprint(statusErr(c.ev)); got != c.want {
+			t.Errorf("statusErr(%+v) = %s, want %s", c.ev, got, c.want)
+		}
+	}
 }
