@@ -488,3 +488,26 @@ func TestOpenEngineDoesNotWipeOnAFullDisk(t *testing.T) {
 		t.Fatalf("open on a full disk: %v, handler asked %d times, %d stores destroyed; want the error, nothing asked or wiped", err, asked, len(k.destroyed))
 	}
 }
+
+// Lost tasks under exactly-once abort the open transaction (R4), and a successful abort says
+// nothing (only a failed one is worth a warning: the broker aborts it after
+// transaction.timeout.ms).
+func TestLostTasksAbortTheOpenTransaction(t *testing.T) {
+	logs, opt := recordLogs()
+	a := eosApp(t, testProcs(), opt)
+	activeTask(t, a, tid("0", 0))
+	a.mu.Lock()
+	a.ensureTxn("out") // a transaction begun, as a first write does
+	a.mu.Unlock()
+	if !a.mach.TxnOpen() {
+		t.Fatal("no transaction open")
+	}
+	logs.take()
+	mustNotErr(t, (*callbacks)(a).OnAllTasksLost(context.Background(), tasks.Assignment{}))
+	if a.mach.TxnOpen() || len(a.mach.Held()) != 0 {
+		t.Errorf("after the loss: transaction open %v, tasks held %v", a.mach.TxnOpen(), a.mach.Held())
+	}
+	if w := logs.warnings(); len(w) != 0 {
+		t.Errorf("a successful abort warned: %v", w)
+	}
+}
