@@ -58,9 +58,9 @@ var (
 // on one directory exclude each other.
 func lockDir(dir string) (*dirLock, error) {
 	path := filepath.Join(dir, lockFile)
-	key, err := filepath.Abs(path)
-	if err != nil {
-		key = path
+	key := path
+	if abs, err := filepath.Abs(path); err == nil {
+		key = abs
 	}
 	heldMu.Lock()
 	if heldHere[key] {

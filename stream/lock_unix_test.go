@@ -67,10 +67,15 @@ func TestLockExcludesAJavaStyleLockOfAnotherProcess(t *testing.T) {
 	if line != "held\n" {
 		t.Fatalf("the other process could not take the lock of a free directory: %q", line)
 	}
+	// The holder's PID, as a Go holder writes it into the file: the error names it.
+	mustNotErr(t, os.WriteFile(filepath.Join(dir, lockFile), []byte("4242\n"), 0o644))
 	_, err := lockDir(dir)
 	var le *LockError
 	if !errors.As(err, &le) || !errors.Is(err, errLocked) || le.Dir != dir {
 		t.Fatalf("a directory another process locked as Kafka Streams does: %v; want a *LockError", err)
+	}
+	if le.PID != 4242 {
+		t.Errorf("the error names PID %d; want the holder's 4242", le.PID)
 	}
 	stop()
 	l, err := lockDir(dir)

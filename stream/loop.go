@@ -286,7 +286,7 @@ func (a *App) processUntil(recs []consume.Records) (stops map[tasks.TopicPartiti
 		}
 		_, stop, err := a.processRun(t, r.Records)
 		if err == errPause {
-			a.mach.Processed(r.Partition, stop, -1)
+			a.mach.Processed(r.Partition, stop)
 			m := stopAll(recs[i+1:])
 			m[r.Partition] = stop
 			return m, true
@@ -296,7 +296,7 @@ func (a *App) processUntil(recs []consume.Records) (stops map[tasks.TopicPartiti
 		}
 		// Past the last record: the fetch may end with transaction markers, which the position
 		// moves past too.
-		a.mach.Processed(r.Partition, r.Next, -1)
+		a.mach.Processed(r.Partition, r.Next)
 	}
 	return nil, false
 }
@@ -322,7 +322,7 @@ func (a *App) processRecords(t *task, proc Processor, krs []*kgo.Record) (n int,
 	ptime := int64(-1)
 	defer func() {
 		if ptime >= 0 {
-			a.mach.Processed(tasks.TopicPartition{Topic: krs[0].Topic, Partition: krs[0].Partition}, -1, ptime)
+			a.mach.Advanced(tasks.TopicPartition{Topic: krs[0].Topic, Partition: krs[0].Partition}, ptime)
 		}
 	}()
 	for i, kr := range krs {
@@ -407,7 +407,7 @@ func (a *App) timestampOf(t *task, kr *kgo.Record, ptime int64) (int64, error) {
 // stopAt fails the application at record offset of recs[i]: that partition stops there, and the
 // partitions after it in the batch were not reached.
 func (a *App) stopAt(recs []consume.Records, i int, offset int64, err error) map[tasks.TopicPartition]int64 {
-	a.mach.Processed(recs[i].Partition, offset, -1)
+	a.mach.Processed(recs[i].Partition, offset)
 	m := stopAll(recs[i+1:])
 	m[recs[i].Partition] = offset
 	a.fail(err)

@@ -230,7 +230,7 @@ func (a *App) reportQueued(t *task) {
 	limit := a.cfg.Runtime.Buffered()
 	for _, q := range t.order.qs {
 		if pos := q.position(); pos >= 0 && pos != q.reported {
-			a.mach.Processed(q.tp, pos, -1)
+			a.mach.Processed(q.tp, pos)
 			if moved == nil {
 				moved = map[tasks.TopicPartition]int64{}
 			}

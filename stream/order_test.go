@@ -310,7 +310,7 @@ func TestOrderTimeFollowsTheExtractor(t *testing.T) {
 	}
 
 	a2, _, tk := joinApp(t, &seenOrder{}, nil)
-	a2.mach.Processed(tasks.TopicPartition{Topic: "right"}, -1, 40)
+	a2.mach.Advanced(tasks.TopicPartition{Topic: "right"}, 40)
 	o := a2.orderOf(tk)
 	a2.keep(tk, side("right", 0, 1, -1))
 	a2.keep(tk, side("left", 0, 1, -1))
@@ -319,7 +319,7 @@ func TestOrderTimeFollowsTheExtractor(t *testing.T) {
 	}
 	// A timestamp of 0 is valid: it orders at 0, not at the partition's time.
 	a3, _, tk3 := joinApp(t, &seenOrder{}, nil)
-	a3.mach.Processed(tasks.TopicPartition{Topic: "left"}, -1, 40)
+	a3.mach.Advanced(tasks.TopicPartition{Topic: "left"}, 40)
 	a3.keep(tk3, side("left", 0, 1, 0))
 	if h := a3.fill(tk3.order); h[0].Timestamp != 0 {
 		t.Fatalf("heads %+v; want left's record at 0", h)

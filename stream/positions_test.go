@@ -40,7 +40,8 @@ func TestDiscardPendingRewindsTimesAndRestartsTasks(t *testing.T) {
 	schedule(a, act)
 	sb := restoringTask(t, a, tid("1", 1))
 	sb.active = false
-	a.mach.Processed(rp, 5, 900)
+	a.mach.Processed(rp, 5)
+	a.mach.Advanced(rp, 900)
 	// The machine aborts the open transaction; the shell carries out its DropPending.
 	a.mach.Begun()
 	a.mach.Step(a.now(), sm.AbortOpen{})
@@ -67,7 +68,8 @@ func TestLostTasksForgetTheirPartitionTimes(t *testing.T) {
 	a, _ := newTestApp(t, testConfig(), testProcs())
 	activeTask(t, a, tid("0", 0))
 	startFrom(t, a, tid("0", 0), map[tasks.TopicPartition]string{in(0): "AgAAAAAAAABk"}) // 100
-	a.mach.Processed(in(0), 5, 900)
+	a.mach.Processed(in(0), 5)
+	a.mach.Advanced(in(0), 900)
 	mustNotErr(t, (*callbacks)(a).OnAllTasksLost(context.Background(), tasks.Assignment{}))
 	if got := a.mach.PartitionTime(in(0)); got != -1 || a.mach.HasCommitted(tid("0", 0)) {
 		t.Fatalf("partition time after the tasks were lost: %d (committed %v); want none", got, a.mach.HasCommitted(tid("0", 0)))

@@ -229,3 +229,72 @@ func TestEOSStoreReadsSeeTheOpenTransaction(t *testing.T) {
 		t.Error("a key deleted in the transaction is still read")
 	}
 }
+
+// The commit step's LoadProducer hands the machine the producer's ID and epoch and checks the open
+// transaction's records were acknowledged at them: a transaction whose records were acknowledged
+// at another epoch cannot commit (its records were aborted under it).
+func TestLoadProducerChecksTheEpoch(t *testing.T) {
+	a := eosApp(t, testProcs())
+	id, epoch, err := a.producer().ProducerID(context.Background())
+	mustNotErr(t, err)
+	a.txnEpoch.begin(a.txnGen.Load())
+	a.txnEpoch.ack(a.txnGen.Load(), id, epoch)
+	got := a.execute(context.Background(), sm.LoadProducer{}).(sm.ProducerLoaded)
+	if got.Err != nil || got.Producer.ID != id || got.Producer.Epoch != epoch || got.Producer.TransactionalID != a.transactionalID() {
+		t.Fatalf("loaded %+v", got)
+	}
+	a.txnEpoch.begin(a.txnGen.Load())
+	a.txnEpoch.ack(a.txnGen.Load(), id, epoch-1) // acknowledged before the epoch moved
+	if got := a.execute(context.Background(), sm.LoadProducer{}).(sm.ProducerLoaded); !errors.Is(got.Err, errEpochMoved) {
+		t.Fatalf("records of another epoch: %v", got.Err)
+	}
+}
+
+// Apply makes every store of every task apply the committed transaction's writes.
+func TestApplyCommitsEveryStore(t *testing.T) {
+	a := eosApp(t, testProcs())
+	tk := activeTask(t, a, tid("1", 0))
+	tk2 := activeTask(t, a, tid("1", 1))
+	for _, tk := range []*task{tk, tk2} {
+		for _, s := range tk.stores {
+			s.pend.put([]byte("k"), []byte(s.name), false)
+		}
+	}
+	if got := a.execute(context.Background(), sm.Apply{}).(sm.Applied); got.Err != nil {
+		t.Fatal(got.Err)
+	}
+	for _, tk := range []*task{tk, tk2} {
+		for _, s := range tk.stores {
+			if v, ok, _ := s.committedGet([]byte("k")); !ok || string(v) != s.name || !s.pend.empty() {
+				t.Errorf("task %s store %s: %q %v after Apply", tk.id, s.name, v, ok)
+			}
+		}
+	}
+}
+
+// The machine's Log goes to the App's logger at its level, with its error first when it has one.
+func TestExecuteLogs(t *testing.T) {
+	var h attrRecorder
+	a, _ := newTestApp(t, testConfig(), testProcs(), WithLogger(slog.New(&h)))
+	a.execute(context.Background(), sm.Log{Level: slog.LevelWarn, Msg: "with", Err: errBoom, Attrs: []any{"k", 1}})
+	a.execute(context.Background(), sm.Log{Level: slog.LevelInfo, Msg: "without", Attrs: []any{"k", 2}})
+	if got := strings.Join(h.lines, "; "); got != "WARN with err=boom k=1; INFO without k=2" {
+		t.Errorf("logged %q", got)
+	}
+}
+
+// attrRecorder is a slog.Handler that keeps each record as "LEVEL message key=value …".
+type attrRecorder struct{ lines []string }
+
+func (h *attrRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h *attrRecorder) Handle(_ context.Context, r slog.Record) error {
+	line := r.Level.String() + " " + r.Message
+	r.Attrs(func(at slog.Attr) bool {
+		line += " " + at.Key + "=" + at.Value.String()
+		return true
+	})
+	h.lines = append(h.lines, line)
+	return nil
+}
+func (h *attrRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *attrRecorder) WithGroup(string) slog.Handler      { return h }

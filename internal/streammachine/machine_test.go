@@ -76,7 +76,7 @@ func (s *script) activate(committed CommittedInputs) {
 // process says the records of each partition of o before its offset were processed.
 func (s *script) process(o commit.Offsets) {
 	for tp, next := range o {
-		s.m.Processed(tp, next, -1)
+		s.m.Processed(tp, next)
 	}
 }
 
@@ -224,7 +224,7 @@ func TestAtLeastOncePeriodicCommit(t *testing.T) {
 	}
 	// Only what moved since is committed next time.
 	s.now = s.now.Add(10 * time.Second)
-	s.m.Processed(tp1, 25, -1)
+	s.m.Processed(tp1, 25)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{}, "Checkpoint(active)")
 	if acts = s.step(Checkpointed{}, "CommitOffsets(1)"); acts[0].(CommitOffsets).Offsets[tp1] != 25 {

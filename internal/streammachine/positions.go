@@ -14,7 +14,7 @@ import (
 // (CommittedInputs), written by this member or any other, Go or Java.
 //
 // Positions and times move with every run of records the shell processes, so they are fed by
-// methods (Processed), as the open transaction is, rather than by an Input value per run.
+// methods (Processed, Advanced), as the open transaction is, rather than by an Input value per run.
 
 // position is one input partition of an active task.
 type position struct {
@@ -74,17 +74,21 @@ func (m *Machine) dropInputs(id tasks.ID) {
 	delete(m.inputsOf, id)
 }
 
-// Processed records that the records of input partition tp before offset next were processed
-// (next < 0: none more), the largest timestamp among them ms (ms < 0: none). A position never
-// moves back here (only a rewind takes it back), nor does a partition time; a partition that is
-// not an input of an active task is left alone.
-func (m *Machine) Processed(tp tasks.TopicPartition, next, ms int64) {
-	p := m.positions[tp]
-	if p == nil {
-		return
+// Processed records that the records of input partition tp before offset next were processed. A
+// position never moves back here (only a rewind takes it back); a partition that is not an input
+// of an active task is left alone.
+func (m *Machine) Processed(tp tasks.TopicPartition, next int64) {
+	if p := m.positions[tp]; p != nil {
+		p.done = max(p.done, next)
 	}
-	p.done = max(p.done, next)
-	p.time = max(p.time, ms)
+}
+
+// Advanced records that a record of timestamp ms (unix ms) of input partition tp was processed:
+// its partition time is the largest such timestamp, so it never moves back either.
+func (m *Machine) Advanced(tp tasks.TopicPartition, ms int64) {
+	if p := m.positions[tp]; p != nil {
+		p.time = max(p.time, ms)
+	}
 }
 
 // PartitionTime is input partition tp's time (unix ms), commit.UnknownPartitionTime when none is

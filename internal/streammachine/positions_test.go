@@ -38,7 +38,8 @@ func TestPositionsStartFromTheCommittedMetadata(t *testing.T) {
 		t.Error("a task with committed offsets has none")
 	}
 	// The processor metadata is committed again, behind this member's time.
-	s.m.Processed(tp0, 8, 200)
+	s.m.Processed(tp0, 8)
+	s.m.Advanced(tp0, 200)
 	if got := s.m.CommitMetadata(tp0); got != "AgAAAAAAAADIAAAAAQAAAAFrAAAAAAAAAAc=" { // 200, then {"k": 7}
 		t.Errorf("tp0's metadata %q", got)
 	}
@@ -48,7 +49,8 @@ func TestPositionsStartFromTheCommittedMetadata(t *testing.T) {
 	if got := s.m.CommitMetadata(tasks.TopicPartition{Topic: "other"}); got != "Av//////////" {
 		t.Errorf("a partition of no active task: %q", got)
 	}
-	s.m.Processed(tp1, 12, 500)
+	s.m.Processed(tp1, 12)
+	s.m.Advanced(tp1, 500)
 	if got := s.m.CommitMetadata(tp1); got != "AgAAAAAAAAH0" { // 500
 		t.Errorf("tp1's metadata %q", got)
 	}
@@ -69,13 +71,16 @@ func TestPositionsStartFromTheCommittedMetadata(t *testing.T) {
 func TestPositionsMoveForwardOnly(t *testing.T) {
 	s := newScript(t, AtLeastOnce, true)
 	s.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp0: 7}})
-	s.m.Processed(tp0, 12, 500)
-	s.m.Processed(tp0, 10, 400) // an earlier run reported late: neither moves back
-	s.m.Processed(tp0, -1, 450)
+	s.m.Processed(tp0, 12)
+	s.m.Advanced(tp0, 500)
+	s.m.Processed(tp0, 10)
+	s.m.Advanced(tp0, 400) // an earlier run reported late: neither moves back
+	s.m.Advanced(tp0, 450)
 	if got := s.m.PartitionTime(tp0); got != 500 {
 		t.Errorf("time %d; want 500", got)
 	}
-	s.m.Processed(tasks.TopicPartition{Topic: "other"}, 5, 5) // not an input of an active task
+	s.m.Processed(tasks.TopicPartition{Topic: "other"}, 5)
+	s.m.Advanced(tasks.TopicPartition{Topic: "other"}, 5) // not an input of an active task
 	if o := s.m.collectOffsetsOf(); !maps.Equal(o, commit.Offsets{tp0: 12}) {
 		t.Errorf("to commit %v; want tp0 at 12 (tp1 processed nothing)", o)
 	}
@@ -93,15 +98,19 @@ func (m *Machine) collectOffsetsOf() commit.Offsets {
 func TestPositionsRewindToTheLastCommit(t *testing.T) {
 	s := newScript(t, AtLeastOnce, true)
 	s.activate(CommittedInputs{})
-	s.m.Processed(tp0, 10, 500)
-	s.m.Processed(tp1, 20, 450)
+	s.m.Processed(tp0, 10)
+	s.m.Advanced(tp0, 500)
+	s.m.Processed(tp1, 20)
+	s.m.Advanced(tp1, 450)
 	s.step(Commit{}, "Flush")
 	s.step(Flushed{}, "Checkpoint(active)")
 	s.step(Checkpointed{}, "CommitOffsets(2)")
 	s.step(OffsetsCommitted{Err: &commit.NotOwnedError{Partitions: []tasks.TopicPartition{tp1}}}, "CommitOffsets(1)")
 	s.step(OffsetsCommitted{}, "Done")
-	s.m.Processed(tp0, 15, 900)
-	s.m.Processed(tp1, 25, 460)
+	s.m.Processed(tp0, 15)
+	s.m.Advanced(tp0, 900)
+	s.m.Processed(tp1, 25)
+	s.m.Advanced(tp1, 460)
 	if to := s.m.rewind(); !maps.Equal(to, commit.Offsets{tp0: 10}) {
 		t.Errorf("rewinds to %v; want tp0's committed 10 alone", to)
 	}
@@ -112,7 +121,8 @@ func TestPositionsRewindToTheLastCommit(t *testing.T) {
 		t.Errorf("to commit after the rewind %v; want nothing", o)
 	}
 	// RETRY of a failed write rewinds as well, and says where to.
-	s.m.Processed(tp0, 16, 950)
+	s.m.Processed(tp0, 16)
+	s.m.Advanced(tp0, 950)
 	s.step(Commit{}, "Flush")
 	acts := s.step(Flushed{Err: errRetriable, Write: true}, "RetryFromLastCommit", "Done(err)")
 	if to := acts[0].(RetryFromLastCommit).To; !maps.Equal(to, commit.Offsets{tp0: 10}) {
@@ -129,7 +139,8 @@ func TestPositionsRewindToTheLastCommit(t *testing.T) {
 func TestPositionsFollowTheTaskLifecycle(t *testing.T) {
 	s := newScript(t, AtLeastOnce, true)
 	s.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp0: 7}})
-	s.m.Processed(tp0, 12, 500)
+	s.m.Processed(tp0, 12)
+	s.m.Advanced(tp0, 500)
 	s.activate(CommittedInputs{Tasks: tasks.NewSet(task1), Offsets: commit.Offsets{tp0: 3}})
 	if o := s.m.collectOffsetsOf(); !maps.Equal(o, commit.Offsets{tp0: 12}) {
 		t.Errorf("a task that stays active: %v; want its own position", o)
@@ -146,13 +157,15 @@ func TestPositionsFollowTheTaskLifecycle(t *testing.T) {
 	if s.m.HasCommitted(task0) || s.m.PartitionTime(tp0) != -1 {
 		t.Error("a task active again kept its old positions")
 	}
-	s.m.Processed(tp0, 4, 40)
+	s.m.Processed(tp0, 4)
+	s.m.Advanced(tp0, 40)
 	s.step(Assigned{}, "Suspend(0_0)", "Done")
 	if len(s.m.collectOffsetsOf()) != 0 || s.m.PartitionTime(tp0) != -1 {
 		t.Error("a suspended task has positions")
 	}
 	s.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp1: 2}})
-	s.m.Processed(tp0, 4, 40)
+	s.m.Processed(tp0, 4)
+	s.m.Advanced(tp0, 40)
 	s.step(AllLost{}, "Close(0_0)", "Done")
 	if len(s.m.collectOffsetsOf()) != 0 || s.m.HasCommitted(task0) || s.m.PartitionTime(tp0) != -1 {
 		t.Error("lost tasks have positions")
@@ -168,11 +181,12 @@ func TestPositionsAtOffsetZero(t *testing.T) {
 	if !s.m.HasCommitted(task0) {
 		t.Fatal("a commit at offset 0 is not a commit")
 	}
-	s.m.Processed(tp0, 3, 10)
+	s.m.Processed(tp0, 3)
+	s.m.Advanced(tp0, 10)
 	if to := s.m.rewind(); !maps.Equal(to, commit.Offsets{tp0: 0}) {
 		t.Errorf("rewinds to %v; want tp0's commit at 0", to)
 	}
-	s.m.Processed(tp1, 0, -1) // nothing known before: at 0 now
+	s.m.Processed(tp1, 0) // nothing known before: at 0 now
 	if o := s.m.collectOffsetsOf(); !maps.Equal(o, commit.Offsets{tp1: 0}) {
 		t.Errorf("to commit %v; want tp1 at 0 (tp0 stands at its commit)", o)
 	}
