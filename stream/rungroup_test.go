@@ -604,6 +604,63 @@ func runOrdersTwoInputs(t *testing.T, eos bool) {
 	waitSeen("[left@10 right@20 left@30 right@40 left@50 right@60 left@70]")
 	g.produceTimed(t, "left", 80, 90)
 	waitSeen("[left@10 right@20 left@30 right@40 left@50 right@60 left@70 left@80 left@90]")
+	// The queued records' positions are committed as they are processed.
+	want := map[tasks.TopicPartition]int64{{Topic: "left", Partition: 0}: 6, {Topic: "right", Partition: 0}: 3}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		offs, _ := g.offsets()
+		if fmt.Sprint(offs) == fmt.Sprint(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("committed %v, want %v", offs, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An input that never had a record is in no fetch answer: the task learns from a listing of its
+// ends that it is empty (a listing that fails is asked again), and processes the other input; the
+// empty one commits nothing.
+func TestRunTwoInputsOneEmptyDoesNotStall(t *testing.T) {
+	g := newFakeGroup(t, "left", "right")
+	g.produceTimed(t, "left", 5, 6, 7)
+	var listings int
+	g.c.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
+		g.c.KeepControl()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		listings++
+		if listings == 1 {
+			return nil, errors.New("the first listing fails"), true
+		}
+		return nil, nil, false
+	})
+	var mu sync.Mutex
+	var seen []string
+	proc := ProcessorFunc(func(c *Context, r *Record) error {
+		if c.Task().Partition == 0 {
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("%s@%d", r.Topic, r.Timestamp.UnixMilli()))
+			mu.Unlock()
+		}
+		return nil
+	})
+	cfg := testConfig()
+	cfg.BootstrapServers = g.c.ListenAddrs()
+	cfg.StateDir = t.TempDir()
+	cfg.Runtime.CommitInterval = 50 * time.Millisecond
+	topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"left", "right"},
+		CopartitionGroups: [][]string{{"left", "right"}}})
+	a, err := New(cfg, topo, Processors{"0": proc}, quiet())
+	mustNotErr(t, err)
+	want := map[tasks.TopicPartition]int64{{Topic: "left", Partition: 0}: 3}
+	mustNotErr(t, runUntil(t, g, a, want))
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(seen) != "[left@5 left@6 left@7]" {
+		t.Errorf("processed %v", seen)
+	}
 }
 
 // Under exactly-once Run starts the transactional producer before the member joins: a producer the
