@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/consume"
-	"github.com/streamsgroup/streamsgroup/serde"
 )
 
 // BenchmarkCountRecord is the runtime's path of one record of a count (a store read, a store write
@@ -17,18 +16,7 @@ import (
 // broker: its allocations per record are what the runtime adds to the work (go test -bench Count
 // -benchmem ./stream).
 func BenchmarkCountRecord(b *testing.B) {
-	counts := KeyValue("counts", serde.String, serde.Int64)
-	out := Output("out", serde.String, serde.Int64)
-	proc := Typed(serde.String, serde.Bytes, func(c *Context, k string, _ []byte) error {
-		n, _, err := counts.Get(c, k)
-		if err == nil {
-			err = counts.Put(c, k, n+1)
-		}
-		if err == nil {
-			err = out.Send(c, k, n+1)
-		}
-		return err
-	})
+	proc := countProcessor(nil)
 	a, _ := newTestApp(&testing.T{}, testConfig(), Processors{"0": nopProc, "1": proc})
 	fakeBroker(&testing.T{}, a)
 	tk, err := a.openTask(context.Background(), tid("1", 0))

@@ -252,6 +252,26 @@ func countApp(t *testing.T, g *fakeGroup, mod func(*config.Config), opts ...Opti
 	return countAppInit(t, g, mod, nil, opts...)
 }
 
+// countProcessor counts records per key in the store "counts" and sends each new count to "out";
+// after is called once the record's writes are done, and its error is the record's.
+func countProcessor(after func(*Context) error) Processor {
+	counts := KeyValue("counts", serde.String, serde.Int64)
+	out := Output("out", serde.String, serde.Int64)
+	return Typed(serde.String, serde.Bytes, func(c *Context, k string, _ []byte) error {
+		n, _, err := counts.Get(c, k)
+		if err == nil {
+			err = counts.Put(c, k, n+1)
+		}
+		if err == nil {
+			err = out.Send(c, k, n+1)
+		}
+		if err == nil && after != nil {
+			err = after(c)
+		}
+		return err
+	})
+}
+
 // withInit is a Processor with an Init that calls init.
 type withInit struct {
 	Processor
@@ -272,20 +292,11 @@ func countAppInit(t *testing.T, g *fakeGroup, mod func(*config.Config), onInit f
 // at offset failAt (-1: never).
 func countAppFailing(t *testing.T, g *fakeGroup, mod func(*config.Config), onInit func(*Context), failAt int64, opts ...Option) *App {
 	t.Helper()
-	counts := KeyValue("counts", serde.String, serde.Int64)
-	out := Output("out", serde.String, serde.Int64)
-	proc := Typed(serde.String, serde.Bytes, func(c *Context, k string, _ []byte) error {
-		n, _, err := counts.Get(c, k)
-		if err == nil {
-			err = counts.Put(c, k, n+1)
+	proc := countProcessor(func(c *Context) error {
+		if r := c.rec; r.Partition == 1 && r.Offset == failAt {
+			return errBoom
 		}
-		if err == nil {
-			err = out.Send(c, k, n+1)
-		}
-		if r := c.rec; err == nil && r.Partition == 1 && r.Offset == failAt {
-			err = errBoom
-		}
-		return err
+		return nil
 	})
 	cfg := testConfig()
 	cfg.BootstrapServers = g.c.ListenAddrs()
@@ -355,20 +366,9 @@ func TestRunProcessesCommitsAndStops(t *testing.T) {
 	a := countApp(t, g, nil, WithStateListener(func(_, to State) { states = append(states, to) }))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	defer cancel()
 	go func() { done <- a.Run(ctx) }()
-	want := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 30, {Topic: "in", Partition: 1}: 30}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		offs, _ := g.offsets()
-		if fmt.Sprint(offs) == fmt.Sprint(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("committed %v, want %v (Run: %v)", offs, want, a.fatalErr())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitCommitted(t, g, a, map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 30, {Topic: "in", Partition: 1}: 30})
 	cancel()
 	select {
 	case err := <-done:
@@ -403,18 +403,9 @@ func TestRunReturnsAStoreThatFailedToClose(t *testing.T) {
 	a := countApp(t, g, nil, WithStores(k))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	defer cancel()
 	go func() { done <- a.Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if offs, _ := g.offsets(); offs[tasks.TopicPartition{Topic: "in", Partition: 1}] == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("nothing committed (Run: %v)", a.fatalErr())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitCommitted(t, g, a, map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 3, {Topic: "in", Partition: 1}: 3})
 	cancel()
 	err := <-done
 	if !errors.Is(err, errBoom) || a.State() != Error {
@@ -448,19 +439,7 @@ func runUntil(t *testing.T, g *fakeGroup, a *App, want map[tasks.TopicPartition]
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		offs, _ := g.offsets()
-		if fmt.Sprint(offs) == fmt.Sprint(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatalf("committed %v, want %v (Run: %v)", offs, want, a.fatalErr())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitCommitted(t, g, a, want)
 	cancel()
 	return <-done
 }
@@ -531,6 +510,38 @@ func TestRunExactlyOnceProcessorFailingAfterItsWrites(t *testing.T) {
 	checkCounts(t, g, 10)
 }
 
+// orderApp is an App on g's cluster whose subtopology "0" reads "left" and "right", copartitioned,
+// committing every 50 ms; seenSoFar lists the records task 0_0 processed, as topic@timestamp.
+func orderApp(t *testing.T, g *fakeGroup, eos bool) (a *App, seenSoFar func() string) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	proc := ProcessorFunc(func(c *Context, r *Record) error {
+		if c.Task().Partition == 0 {
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("%s@%d", r.Topic, r.Timestamp.UnixMilli()))
+			mu.Unlock()
+		}
+		return nil
+	})
+	cfg := testConfig()
+	cfg.BootstrapServers = g.c.ListenAddrs()
+	cfg.StateDir = t.TempDir()
+	cfg.Runtime.CommitInterval = 50 * time.Millisecond
+	if eos { // the inputs' ends are their last stable offsets
+		cfg.Runtime.Guarantee = config.ExactlyOnceV2
+	}
+	topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"left", "right"},
+		CopartitionGroups: [][]string{{"left", "right"}}})
+	a, err := New(cfg, topo, Processors{"0": proc}, quiet())
+	mustNotErr(t, err)
+	return a, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprint(seen)
+	}
+}
+
 // produceTimed writes records of timestamps ts to partition 0 of topic, in that order.
 func (g *fakeGroup) produceTimed(t *testing.T, topic string, ts ...int64) {
 	t.Helper()
@@ -557,27 +568,7 @@ func runOrdersTwoInputs(t *testing.T, eos bool) {
 	g := newFakeGroup(t, "left", "right")
 	g.produceTimed(t, "left", 10, 30, 50, 70)
 	g.produceTimed(t, "right", 20, 40, 60)
-	var mu sync.Mutex
-	var seen []string
-	proc := ProcessorFunc(func(c *Context, r *Record) error {
-		if c.Task().Partition == 0 {
-			mu.Lock()
-			seen = append(seen, fmt.Sprintf("%s@%d", r.Topic, r.Timestamp.UnixMilli()))
-			mu.Unlock()
-		}
-		return nil
-	})
-	cfg := testConfig()
-	cfg.BootstrapServers = g.c.ListenAddrs()
-	cfg.StateDir = t.TempDir()
-	cfg.Runtime.CommitInterval = 50 * time.Millisecond
-	if eos { // the inputs' ends are their last stable offsets
-		cfg.Runtime.Guarantee = config.ExactlyOnceV2
-	}
-	topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"left", "right"},
-		CopartitionGroups: [][]string{{"left", "right"}}})
-	a, err := New(cfg, topo, Processors{"0": proc}, quiet())
-	mustNotErr(t, err)
+	a, seenSoFar := orderApp(t, g, eos)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -589,9 +580,7 @@ func runOrdersTwoInputs(t *testing.T, eos bool) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			mu.Lock()
-			got := fmt.Sprint(seen)
-			mu.Unlock()
+			got := seenSoFar()
 			if got == want {
 				return
 			}
@@ -605,18 +594,7 @@ func runOrdersTwoInputs(t *testing.T, eos bool) {
 	g.produceTimed(t, "left", 80, 90)
 	waitSeen("[left@10 right@20 left@30 right@40 left@50 right@60 left@70 left@80 left@90]")
 	// The queued records' positions are committed as they are processed.
-	want := map[tasks.TopicPartition]int64{{Topic: "left", Partition: 0}: 6, {Topic: "right", Partition: 0}: 3}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		offs, _ := g.offsets()
-		if fmt.Sprint(offs) == fmt.Sprint(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("committed %v, want %v", offs, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitCommitted(t, g, a, map[tasks.TopicPartition]int64{{Topic: "left", Partition: 0}: 6, {Topic: "right", Partition: 0}: 3})
 }
 
 // An input that never had a record is in no fetch answer: the task learns from a listing of its
@@ -636,30 +614,11 @@ func TestRunTwoInputsOneEmptyDoesNotStall(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	var mu sync.Mutex
-	var seen []string
-	proc := ProcessorFunc(func(c *Context, r *Record) error {
-		if c.Task().Partition == 0 {
-			mu.Lock()
-			seen = append(seen, fmt.Sprintf("%s@%d", r.Topic, r.Timestamp.UnixMilli()))
-			mu.Unlock()
-		}
-		return nil
-	})
-	cfg := testConfig()
-	cfg.BootstrapServers = g.c.ListenAddrs()
-	cfg.StateDir = t.TempDir()
-	cfg.Runtime.CommitInterval = 50 * time.Millisecond
-	topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"left", "right"},
-		CopartitionGroups: [][]string{{"left", "right"}}})
-	a, err := New(cfg, topo, Processors{"0": proc}, quiet())
-	mustNotErr(t, err)
+	a, seenSoFar := orderApp(t, g, false)
 	want := map[tasks.TopicPartition]int64{{Topic: "left", Partition: 0}: 3}
 	mustNotErr(t, runUntil(t, g, a, want))
-	mu.Lock()
-	defer mu.Unlock()
-	if fmt.Sprint(seen) != "[left@5 left@6 left@7]" {
-		t.Errorf("processed %v", seen)
+	if got := seenSoFar(); got != "[left@5 left@6 left@7]" {
+		t.Errorf("processed %s", got)
 	}
 }
 
@@ -714,7 +673,7 @@ func TestRunExactlyOnceProducerStart(t *testing.T) {
 	}
 }
 
-// waitCommitted waits until g holds want as the committed offsets of "in".
+// waitCommitted waits until g holds exactly want as the committed offsets.
 func waitCommitted(t *testing.T, g *fakeGroup, a *App, want map[tasks.TopicPartition]int64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
