@@ -11,26 +11,72 @@ import (
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
-// OnTasksAssigned implements membership.Listener: it reads the committed offsets of the newly active
-// tasks and the changelog bounds of the stores to restore, calls the application's listener, and then
-// consumes what the assignment needs: inputs of new active tasks (paused while their stores restore),
-// changelogs of restoring, standby and warm-up tasks; it stops consuming for tasks no longer
-// assigned. A task of an unknown subtopology is a *tasks.UnknownSubtopologyError.
+// OnTasksAssigned implements membership.Listener: it plans the assignment (Plan), reads the
+// committed offsets of the tasks it starts, calls the application's listener, asks
+// WithChangelogStart where the assigned tasks' stores stand, and then consumes what the assignment
+// needs (Assign). A task of an unknown subtopology is a *tasks.UnknownSubtopologyError. A failure
+// before the application's listener changes nothing.
 func (c *Consumer) OnTasksAssigned(ctx context.Context, a tasks.Assignment, ready bool) error {
+	p, err := c.Plan(ctx, a)
+	if err != nil {
+		return err
+	}
+	from := Start{Committed: commit.Offsets{}}
+	if p.Starting.Len() > 0 {
+		if from.Committed, err = c.commits.CommittedOffsets(ctx, p.Starting); err != nil {
+			return fmt.Errorf("consume: committed offsets of %v: %w", p.Starting, err)
+		}
+	}
+	if c.o.next != nil {
+		if err := c.o.next.OnTasksAssigned(ctx, p.Assignment, ready); err != nil {
+			return err
+		}
+	}
+	if c.o.start != nil {
+		from.Stores = map[tasks.TopicPartition]int64{}
+		for id := range p.Assignment.All().All() {
+			cls, _ := c.router.Changelogs(id)
+			for _, tp := range cls {
+				if next, ok := c.o.start(id, tp); ok {
+					from.Stores[tp] = next
+				}
+			}
+		}
+	}
+	return c.Assign(ctx, p, from)
+}
+
+// Plan is what an assignment needs read before the Consumer starts it (Consumer.Plan).
+type Plan struct {
+	// Assignment is the whole assignment, normalized.
+	Assignment tasks.Assignment
+	// Starting holds the tasks the assignment makes active that are not active now: their inputs
+	// start from their committed offsets (Start.Committed), which the caller reads.
+	Starting tasks.Set
+
+	// start and end are the first and end offsets of the changelogs of the tasks the assignment
+	// starts, as listed.
+	start, end map[tasks.TopicPartition]int64
+}
+
+// Plan reads what assignment a (the whole assignment, as the member hands it over) needs before it
+// is consumed, changing nothing: which tasks become active, and where the changelogs their stores
+// restore from begin and end. A task of an unknown subtopology is a *tasks.UnknownSubtopologyError;
+// a listing that fails is returned.
+func (c *Consumer) Plan(ctx context.Context, a tasks.Assignment) (*Plan, error) {
 	a = a.Normalize()
 	for id := range a.All().All() {
 		if !c.router.Known(id) {
-			return fmt.Errorf("consume: %w", &tasks.UnknownSubtopologyError{Task: id})
+			return nil, fmt.Errorf("consume: %w", &tasks.UnknownSubtopologyError{Task: id})
 		}
 	}
-	// What changes, read without the lock: only callbacks change the set of tasks and their roles,
-	// and callbacks run one at a time.
-	c.mu.Lock()
-	var newActive []tasks.ID
+	p := &Plan{Assignment: a}
+	var starting []tasks.ID
 	var topics []string
+	c.mu.Lock()
 	for id := range a.Active.All() {
 		if t := c.tasks[id]; t == nil || t.role != Active {
-			newActive = append(newActive, id)
+			starting = append(starting, id)
 			if c.router.Stateful(id) {
 				topics = append(topics, c.changelogTopics(id)...)
 			}
@@ -42,32 +88,39 @@ func (c *Consumer) OnTasksAssigned(ctx context.Context, a tasks.Assignment, read
 		}
 	}
 	c.mu.Unlock()
-
-	committed := commit.Offsets{}
-	if len(newActive) > 0 {
-		var err error
-		if committed, err = c.commits.CommittedOffsets(ctx, tasks.NewSet(newActive...)); err != nil {
-			return fmt.Errorf("consume: committed offsets of %v: %w", tasks.NewSet(newActive...), err)
-		}
-	}
-	var start, end map[tasks.TopicPartition]int64
+	p.Starting = tasks.NewSet(starting...)
 	if len(topics) > 0 {
 		slices.Sort(topics)
 		var err error
-		if start, end, err = c.list.Bounds(ctx, slices.Compact(topics)); err != nil {
-			return fmt.Errorf("consume: listing changelog offsets: %w", err)
+		if p.start, p.end, err = c.list.Bounds(ctx, slices.Compact(topics)); err != nil {
+			return nil, fmt.Errorf("consume: listing changelog offsets: %w", err)
 		}
 	}
+	return p, nil
+}
 
+// Start says where the partitions of the tasks an assignment starts are read from.
+type Start struct {
+	// Committed holds the committed offsets of the inputs of the tasks that become active
+	// (Plan.Starting); an input without one starts at the reset offset (WithResetOffset).
+	Committed commit.Offsets
+	// Stores holds where the application's stores stand in their changelogs: the next offset each
+	// applies. A changelog without one is read from its first offset; one whose store stands before
+	// the changelog's first offset (records deleted under it) is reported in Batch.Corrupted and
+	// read from its first offset.
+	Stores map[tasks.TopicPartition]int64
+}
+
+// Assign consumes what the planned assignment needs, once no Batch is out: inputs of the tasks it
+// starts from from.Committed (paused while their stores restore up to the changelogs' end as
+// planned), changelogs of restoring, standby and warm-up tasks from from.Stores; it stops consuming
+// for tasks no longer assigned. p must be the last plan, with no assignment or revocation since.
+func (c *Consumer) Assign(ctx context.Context, p *Plan, from Start) error {
 	if err := c.lockCallback(ctx); err != nil {
 		return err
 	}
 	defer c.unlockCallback()
-	if c.o.next != nil {
-		if err := c.o.next.OnTasksAssigned(ctx, a, ready); err != nil {
-			return err
-		}
-	}
+	a := p.Assignment
 	ops := &clientOps{}
 	c.mu.Lock()
 	all := a.All()
@@ -77,13 +130,13 @@ func (c *Consumer) OnTasksAssigned(ctx context.Context, a tasks.Assignment, read
 		}
 	}
 	for id := range a.Standby.All() {
-		c.replica(id, Standby, start, ops)
+		c.replica(id, Standby, p.start, from.Stores, ops)
 	}
 	for id := range a.Warmup.All() {
-		c.replica(id, Warmup, start, ops)
+		c.replica(id, Warmup, p.start, from.Stores, ops)
 	}
-	for _, id := range newActive {
-		c.activate(id, committed, start, end, ops)
+	for id := range p.Starting.All() {
+		c.activate(id, from.Committed, p.start, p.end, from.Stores, ops)
 	}
 	c.mu.Unlock()
 	ops.run(c.cl)
@@ -100,7 +153,7 @@ func (c *Consumer) changelogTopics(id tasks.ID) []string {
 }
 
 // replica keeps task id as a standby or warm-up task, feeding its changelogs. Called with c.mu held.
-func (c *Consumer) replica(id tasks.ID, role Role, start map[tasks.TopicPartition]int64, ops *clientOps) {
+func (c *Consumer) replica(id tasks.ID, role Role, start, stores map[tasks.TopicPartition]int64, ops *clientOps) {
 	if t := c.tasks[id]; t != nil {
 		t.role = role
 		return
@@ -109,29 +162,27 @@ func (c *Consumer) replica(id tasks.ID, role Role, start map[tasks.TopicPartitio
 	c.tasks[id] = t
 	cls, _ := c.router.Changelogs(id)
 	for _, tp := range cls {
-		c.feedChangelog(t, tp, start, ops)
+		c.feedChangelog(t, tp, start, stores, ops)
 	}
 	c.log.Debug("replica started", "task", id.String(), "role", role.String())
 }
 
-// feedChangelog starts consuming a changelog partition of t from where its store stands. Called with
-// c.mu held.
-func (c *Consumer) feedChangelog(t *task, tp tasks.TopicPartition, start map[tasks.TopicPartition]int64, ops *clientOps) {
+// feedChangelog starts consuming a changelog partition of t from where its store stands (stores),
+// its first offset (start) when that is unknown. Called with c.mu held.
+func (c *Consumer) feedChangelog(t *task, tp tasks.TopicPartition, start, stores map[tasks.TopicPartition]int64, ops *clientOps) {
 	first := max(start[tp], 0)
 	pos, corrupt := first, false
-	if c.o.start != nil {
-		if next, ok := c.o.start(t.id, tp); ok {
-			pos = max(next, pos)
-			if next < first {
-				// The store stands before the changelog's first offset: the records in between were
-				// deleted (retention, DeleteRecords), so replaying the rest over the store would keep
-				// what they overwrote. It is wiped and restored from the first offset, as Kafka
-				// Streams wipes a corrupted task's stores.
-				c.log.Warn("a store stands before its changelog's first offset (records deleted); it is wiped and restored from there",
-					"task", t.id.String(), "topic", tp.Topic, "partition", tp.Partition, "store_position", next, "first_offset", first)
-				c.corrupt = append(c.corrupt, Records{Task: t.id, Role: t.role, Partition: tp})
-				corrupt = true
-			}
+	if next, ok := stores[tp]; ok {
+		pos = max(next, pos)
+		if next < first {
+			// The store stands before the changelog's first offset: the records in between were
+			// deleted (retention, DeleteRecords), so replaying the rest over the store would keep
+			// what they overwrote. It is wiped and restored from the first offset, as Kafka
+			// Streams wipes a corrupted task's stores.
+			c.log.Warn("a store stands before its changelog's first offset (records deleted); it is wiped and restored from there",
+				"task", t.id.String(), "topic", tp.Topic, "partition", tp.Partition, "store_position", next, "first_offset", first)
+			c.corrupt = append(c.corrupt, Records{Task: t.id, Role: t.role, Partition: tp})
+			corrupt = true
 		}
 	}
 	p := &part{tp: tp, task: t.id, kind: tasks.Changelog, handed: pos, done: pos, committed: -1, origin: pos, end: -1}
@@ -148,7 +199,7 @@ func (c *Consumer) feedChangelog(t *task, tp tasks.TopicPartition, start map[tas
 // activate makes task id active: its inputs from their committed offsets, paused while its stores
 // restore up to the changelogs' current end. A standby or warm-up task goes on from its replica.
 // Called with c.mu held.
-func (c *Consumer) activate(id tasks.ID, committed commit.Offsets, start, end map[tasks.TopicPartition]int64, ops *clientOps) {
+func (c *Consumer) activate(id tasks.ID, committed commit.Offsets, start, end, stores map[tasks.TopicPartition]int64, ops *clientOps) {
 	t := c.tasks[id]
 	from := "nothing"
 	if t == nil {
@@ -178,7 +229,7 @@ func (c *Consumer) activate(id tasks.ID, committed commit.Offsets, start, end ma
 	t.restoreTo = make(map[tasks.TopicPartition]int64, len(cls))
 	for _, tp := range cls {
 		if t.parts[tp] == nil {
-			c.feedChangelog(t, tp, start, ops)
+			c.feedChangelog(t, tp, start, stores, ops)
 		}
 		t.restoreTo[tp] = end[tp]
 	}
@@ -245,38 +296,60 @@ func (c *Consumer) dropTask(t *task, ops *clientOps) {
 	c.log.Debug("task dropped", "task", t.id.String(), "role", t.role.String())
 }
 
-// OnTasksRevoked implements membership.Listener: once no Batch is out, it stops consuming the revoked
-// active tasks' partitions, then calls the application's listener (commit.OnRevoke commits there,
-// reading Processed). If that fails the tasks are consumed again from where they stopped, because the
-// member keeps them and retries the revocation.
+// OnTasksRevoked implements membership.Listener: it stops the revoked tasks (Stop), calls the
+// application's listener (commit.OnRevoke commits there, reading Processed), and ends the
+// revocation (Release): if the listener failed, the tasks are consumed again from where they
+// stopped, because the member keeps them and retries the revocation.
 func (c *Consumer) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error {
+	if err := c.Stop(ctx, revoked); err != nil {
+		return err
+	}
+	var err error
+	if c.o.next != nil {
+		err = c.o.next.OnTasksRevoked(ctx, revoked)
+	}
+	c.Release(revoked, err == nil)
+	return err
+}
+
+// Stop stops consuming the partitions of the revoked active tasks, once no Batch is out: their
+// positions are final, what a revocation commits. Their records no longer come; Release ends the
+// revocation.
+func (c *Consumer) Stop(ctx context.Context, revoked tasks.Set) error {
 	if err := c.lockCallback(ctx); err != nil {
 		return err
 	}
 	defer c.unlockCallback()
 	ops := &clientOps{}
-	var stopped []*task
 	c.mu.Lock()
 	for id := range revoked.All() {
 		t := c.tasks[id]
-		if t == nil || t.role != Active {
+		if t == nil || t.role != Active || t.stopped {
 			continue
 		}
 		c.unconsume(t, ops)
 		t.stopped = true
-		stopped = append(stopped, t)
 	}
 	c.mu.Unlock()
 	ops.run(c.cl)
-	var err error
-	if c.o.next != nil {
-		err = c.o.next.OnTasksRevoked(ctx, revoked)
-	}
-	ops = &clientOps{}
+	return nil
+}
+
+// Release ends the revocation of the tasks Stop stopped: committed, they are forgotten; not (the
+// commit failed, and the member keeps them and retries the revocation), they are consumed again
+// from where they stopped.
+func (c *Consumer) Release(revoked tasks.Set, committed bool) {
+	ops := &clientOps{}
 	c.mu.Lock()
-	for _, t := range stopped {
+	n := 0
+	for id := range revoked.All() {
+		t := c.tasks[id]
+		if t == nil || !t.stopped {
+			continue
+		}
 		t.stopped = false
-		if err == nil {
+		n++
+		if committed {
 			delete(c.tasks, t.id)
 			continue
 		}
@@ -284,10 +357,9 @@ func (c *Consumer) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error 
 	}
 	c.mu.Unlock()
 	ops.run(c.cl)
-	if err == nil && len(stopped) > 0 {
+	if committed && n > 0 {
 		c.log.Debug("tasks revoked", "tasks", revoked.String())
 	}
-	return err
 }
 
 // reconsume consumes t's partitions again from where they stopped (a failed revocation). Called with
@@ -307,10 +379,21 @@ func (c *Consumer) reconsume(t *task, ops *clientOps) {
 	}
 }
 
-// OnAllTasksLost implements membership.Listener: once no Batch is out, it stops consuming every
-// partition (nothing is committed: another member may own the tasks), then calls the application's
-// listener.
+// OnAllTasksLost implements membership.Listener: it stops consuming every partition (DropAll),
+// then calls the application's listener.
 func (c *Consumer) OnAllTasksLost(ctx context.Context, lost tasks.Assignment) error {
+	if err := c.DropAll(ctx); err != nil {
+		return err
+	}
+	if c.o.next != nil {
+		return c.o.next.OnAllTasksLost(ctx, lost)
+	}
+	return nil
+}
+
+// DropAll stops consuming every partition and forgets every task, once no Batch is out: the tasks
+// were lost (nothing is committed for them: another member may own them).
+func (c *Consumer) DropAll(ctx context.Context) error {
 	if err := c.lockCallback(ctx); err != nil {
 		return err
 	}
@@ -322,8 +405,5 @@ func (c *Consumer) OnAllTasksLost(ctx context.Context, lost tasks.Assignment) er
 	}
 	c.mu.Unlock()
 	ops.run(c.cl)
-	if c.o.next != nil {
-		return c.o.next.OnAllTasksLost(ctx, lost)
-	}
 	return nil
 }
