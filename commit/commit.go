@@ -176,29 +176,36 @@ func (c *Committer) Commit(ctx context.Context, offsets Offsets) error {
 // require. A partition without a committed offset is left out. s need not be owned yet; its tasks
 // must be of the topology (*tasks.UnknownSubtopologyError otherwise). Other errors as for Commit.
 func (c *Committer) CommittedOffsets(ctx context.Context, s tasks.Set) (Offsets, error) {
+	offs, _, err := c.Committed(ctx, s)
+	return offs, err
+}
+
+// Committed is CommittedOffsets with the metadata committed with each offset (Kafka Streams keeps a
+// partition's time there: DecodeMetadata), for the partitions that have both.
+func (c *Committer) Committed(ctx context.Context, s tasks.Set) (Offsets, map[tasks.TopicPartition]string, error) {
 	if c == nil {
-		return nil, errNilCommitter
+		return nil, nil, errNilCommitter
 	}
 	var parts []tasks.TopicPartition
 	for id := range s.All() {
 		in, err := c.router.Inputs(id)
 		if err != nil {
-			return nil, fmt.Errorf("commit: %w", err)
+			return nil, nil, fmt.Errorf("commit: %w", err)
 		}
 		parts = append(parts, in...)
 	}
 	if len(parts) == 0 {
-		return Offsets{}, nil
+		return Offsets{}, map[tasks.TopicPartition]string{}, nil
 	}
 	m := c.bound()
 	if m == nil {
-		return nil, ErrNotBound
+		return nil, nil, ErrNotBound
 	}
 	r := retrier{c: c}
 	for {
 		snap := m.Snapshot()
 		if snap.Epoch <= 0 || snap.MemberID == "" {
-			return nil, ErrNotJoined
+			return nil, nil, ErrNotJoined
 		}
 		f := &fenced{memberID: snap.MemberID, epoch: snap.Epoch, tasks: s}
 		for _, tp := range parts {
@@ -206,9 +213,9 @@ func (c *Committer) CommittedOffsets(ctx context.Context, s tasks.Set) (Offsets,
 		}
 		resp, err := f.fetchRequest(c.group).RequestWith(ctx, c.cl)
 		if err != nil {
-			return nil, fmt.Errorf("commit: OffsetFetch: %w", err)
+			return nil, nil, fmt.Errorf("commit: OffsetFetch: %w", err)
 		}
-		out := Offsets{}
+		out, meta := Offsets{}, map[tasks.TopicPartition]string{}
 		var v verdict
 		groupCode, topics := fetchAnswer(resp, c.group)
 		if groupCode != 0 {
@@ -222,8 +229,8 @@ func (c *Committer) CommittedOffsets(ctx context.Context, s tasks.Set) (Offsets,
 					v.add(tp, p.ErrorCode)
 					if p.ErrorCode == 0 && p.Offset >= 0 {
 						out[tp] = p.Offset
-						if c.meta != nil && p.Metadata != nil {
-							c.meta.Fetched(tp, *p.Metadata)
+						if p.Metadata != nil {
+							meta[tp] = *p.Metadata
 						}
 					}
 				}
@@ -232,9 +239,9 @@ func (c *Committer) CommittedOffsets(ctx context.Context, s tasks.Set) (Offsets,
 		again, err := r.next(ctx, m, f, v)
 		if !again {
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return out, nil
+			return out, meta, nil
 		}
 	}
 }

@@ -57,17 +57,15 @@ func DecodeMetadata(metadata string) (ms int64, processor []byte) {
 	return int64(binary.BigEndian.Uint64(b[1:9])), processor
 }
 
-// Metadata is what a Committer commits beside each offset, and where it hands the metadata an
-// offset fetch read: the stream runtime's partition times. Both are called while the Committer
-// builds a request or reads an answer, from the committing goroutine, and must not block.
+// Metadata is what a Committer commits beside each offset: the stream runtime's partition times.
+// It is called while the Committer builds a request, from the committing goroutine, and must not
+// block. (What was committed with an offset is read with Committed.)
 type Metadata interface {
 	// CommitMetadata is the metadata to commit with tp's offset ("" for none).
 	CommitMetadata(tp tasks.TopicPartition) string
-	// Fetched is the metadata committed with tp's offset, as CommittedOffsets read it.
-	Fetched(tp tasks.TopicPartition, metadata string)
 }
 
-// WithMetadata commits m's metadata with every offset and hands it every fetched one.
+// WithMetadata commits m's metadata with every offset.
 func WithMetadata(m Metadata) Option { return func(c *Committer) { c.meta = m } }
 
 // metadataOf is the metadata to commit with tp's offset (nil when the Committer has no Metadata).

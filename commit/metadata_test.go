@@ -2,7 +2,6 @@ package commit
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -59,22 +58,12 @@ func FuzzDecodePartitionTime(f *testing.F) {
 	})
 }
 
-// partitionTimes is a Metadata of fixed commit metadata that records what fetches hand it.
+// partitionTimes is a Metadata of fixed commit metadata.
 type partitionTimes struct {
-	mu      sync.Mutex
-	commit  map[tasks.TopicPartition]string
-	fetched map[tasks.TopicPartition]string
+	commit map[tasks.TopicPartition]string
 }
 
 func (p *partitionTimes) CommitMetadata(tp tasks.TopicPartition) string { return p.commit[tp] }
-func (p *partitionTimes) Fetched(tp tasks.TopicPartition, m string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.fetched == nil {
-		p.fetched = map[tasks.TopicPartition]string{}
-	}
-	p.fetched[tp] = m
-}
 
 // metadataOfRequest maps each partition of an offset commit to its metadata.
 func metadataOfRequest[P any](topics []string, parts [][]P, get func(P) (int32, *string)) map[tasks.TopicPartition]*string {
@@ -130,18 +119,22 @@ func TestCommitsCarryTheMetadata(t *testing.T) {
 	}
 }
 
-// An offset fetch hands each partition's committed metadata to the Metadata.
-func TestCommittedOffsetsHandTheMetadataOver(t *testing.T) {
-	meta := &partitionTimes{}
+// Committed reads each partition's committed offset with the metadata committed beside it (where
+// Kafka Streams keeps the partition's time); a partition without a committed offset has neither.
+func TestCommittedReadsTheMetadata(t *testing.T) {
 	cl := &fakeCluster{fetch: func(int) (int16, map[tasks.TopicPartition]int64) {
 		return 0, map[tasks.TopicPartition]int64{tp("in", 0): 12}
 	}, fetchMetadata: map[tasks.TopicPartition]string{tp("in", 0): "AgAAAYvP5WgA"}}
-	c := newCommitter(t, cl, member("m-1", 6), WithMetadata(meta))
-	if _, err := c.CommittedOffsets(context.Background(), set("0_0", "0_1")); err != nil {
+	c := newCommitter(t, cl, member("m-1", 6))
+	offs, meta, err := c.Committed(context.Background(), set("0_0", "0_1"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(meta.fetched) != 1 || meta.fetched[tp("in", 0)] != "AgAAAYvP5WgA" {
-		t.Fatalf("fetched metadata %v; want in[0]'s only (in[1] has no committed offset)", meta.fetched)
+	if len(offs) != 1 || offs[tp("in", 0)] != 12 {
+		t.Errorf("offsets %v; want in[0] at 12 only", offs)
+	}
+	if len(meta) != 1 || meta[tp("in", 0)] != "AgAAAYvP5WgA" {
+		t.Fatalf("metadata %v; want in[0]'s only (in[1] has no committed offset)", meta)
 	}
 }
 

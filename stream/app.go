@@ -167,8 +167,8 @@ func WithClientOptions(opts ...kgo.Opt) Option {
 	return func(o *options) { o.client = append(o.client, opts...) }
 }
 
-// WithStateListener calls fn on every change of the App's State (on Run's goroutine or the member's
-// callback goroutine; keep it short).
+// WithStateListener calls fn on every change of the App's State (on Run's goroutine or the member's;
+// keep it short).
 func WithStateListener(fn func(from, to State)) Option {
 	return func(o *options) { o.listeners = append(o.listeners, fn) }
 }
@@ -218,10 +218,8 @@ type App struct {
 	lock       *dirLock
 
 	metrics loopMetrics
-	// starting is what the consumer read of the committed offsets of the tasks it starts (their
-	// offsets and metadata), kept until OnTasksAssigned hands it to the machine (positions.go).
-	startMu  sync.Mutex
-	starting sm.CommittedInputs
+	// calls hands the member's listener calls to the loop's goroutine (calls.go).
+	calls callQueue
 
 	cl      *kgo.Client
 	mgr     *membership.Manager
@@ -238,8 +236,8 @@ type App struct {
 	ran        atomic.Bool
 	stopped    atomic.Bool // Run returned
 
-	// mu guards tasks (written by the member's callbacks; read by the loop and queries) and the
-	// loop's work with them (the callbacks take it too).
+	// mu guards tasks (the loop's, the member's calls included: calls.go) against queries and the
+	// other goroutines that read them (metrics, the lag listing).
 	mu    sync.RWMutex
 	tasks map[tasks.ID]*task
 	// proc is what the process's stream threads share; index is this thread's (1 for the App New
@@ -257,9 +255,6 @@ type App struct {
 	// keyBuf and valueBuf are the loop's scratch for the keys and values typed stores encode and
 	// their stores copy (KeyValueStore).
 	keyBuf, valueBuf []byte
-	// starts are the changelog positions of the assigned tasks' stores, recorded by OnTasksAssigned
-	// for changelogStart (the member's callback goroutine only).
-	starts map[tasks.TopicPartition]int64
 
 	// txnGen counts the aborted transactions, so that a late failure of an aborted transaction's
 	// record is not taken for one of the next transaction's.
@@ -518,10 +513,9 @@ func (a *App) fatalErr() error {
 	return nil
 }
 
-// build makes the client and the pieces, in the one order that works: the client; the committer
-// (it needs the member, bound last); the task-offsets tracker; the consumer (the member's listener,
-// calling the runtime's inside each callback: a revocation commits through the commit step); the
-// member; then the binding.
+// build makes the client and the pieces: the client (and under exactly-once the transactional
+// producer); the member, whose listener is the App (memberCalls); the committer bound to it; the
+// consumer, which fetches what the App asks for.
 func (a *App) build() error {
 	opts, err := a.cfg.ClientOptions()
 	if err != nil {
@@ -588,31 +582,44 @@ func (a *App) build() error {
 		}
 		a.pcl.Store(pcl)
 	}
-	if a.commits, err = commit.New(a.cl, a.cfg, a.topo, commit.WithMetadata((*inputMeta)(a))); err != nil {
+	// The member first: its listener is the App (its calls run on the loop, calls.go), and it
+	// reports the task offsets of the stores the consumer feeds. The committer and the consumer
+	// follow, bound to it.
+	if a.offsets, err = taskoffsets.New(a.cl, a.topo, (*storePositions)(a)); err != nil {
 		return err
 	}
-	reset := kgo.NewOffset().AtStart()
-	if a.cfg.Runtime.ResetLatest {
-		reset = kgo.NewOffset().AtEnd()
-	}
-	if a.cons, err = consume.New(a.cl, a.topo, committedReader{a.commits, a}, consume.WithListener((*callbacks)(a)),
-		consume.WithResetOffset(reset), consume.WithChangelogStart(a.changelogStart), consume.WithLogger(a.log)); err != nil {
-		return err
-	}
-	// The task offsets the member reports are read from the Consumer, which feeds the stores.
-	if a.offsets, err = taskoffsets.New(a.cl, a.topo, a.cons); err != nil {
-		return err
-	}
-	mopts := []membership.Option{membership.WithListener(a.cons), membership.WithTaskOffsets(a.offsets), membership.WithLogger(a.log)}
+	mopts := []membership.Option{membership.WithListener((*memberCalls)(a)), membership.WithTaskOffsets(a.offsets), membership.WithLogger(a.log)}
 	if len(a.o.hooks) > 0 {
 		mopts = append(mopts, membership.WithHooks(a.o.hooks...))
 	}
 	if a.mgr, err = membership.New(a.cl, a.cfg, a.topo, mopts...); err != nil {
 		return err
 	}
-	a.commits.Bind(a.mgr)
+	if a.commits, err = commit.New(a.cl, a.cfg, a.topo, commit.WithMember(a.mgr), commit.WithMetadata((*inputMeta)(a))); err != nil {
+		return err
+	}
+	reset := kgo.NewOffset().AtStart()
+	if a.cfg.Runtime.ResetLatest {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	if a.cons, err = consume.New(a.cl, a.topo, a.commits, consume.WithResetOffset(reset), consume.WithLogger(a.log)); err != nil {
+		return err
+	}
 	return nil
 }
+
+// storePositions is the App as the source of the task offsets the member reports (taskoffsets):
+// where the consumer stands in the changelogs of the stores it feeds. The member asks only once
+// it started, after the consumer was built.
+type storePositions App
+
+// ChangelogPosition is the consumer's (taskoffsets.Stores).
+func (s *storePositions) ChangelogPosition(tp tasks.TopicPartition) (next, end int64) {
+	return s.cons.ChangelogPosition(tp)
+}
+
+// Processing is the consumer's (taskoffsets.Stores).
+func (s *storePositions) Processing(id tasks.ID) bool { return s.cons.Processing(id) }
 
 // openStateDir takes state.dir/<application.id> for this process (R6) when stores are persistent,
 // under exactly-once (the process ID, and so the transactional.id, must survive a restart) or when
@@ -745,7 +752,10 @@ func (a *App) runThread() error {
 		}
 	}
 	events := a.mgr.Events()
+	// The member's calls run on this goroutine from its start: the loop serves them.
+	a.startServing()
 	if err := a.mgr.Start(runCtx); err != nil {
+		a.stopServing()
 		a.fail(err)
 		a.setState(PendingError)
 		return err
@@ -761,6 +771,7 @@ func (a *App) runThread() error {
 	a.mach.Step(a.now(), sm.Started{})
 	a.mu.Unlock()
 	a.loop(runCtx)
+	a.stopServing()  // from here the member's calls (Close's revocation) run on its own goroutine
 	a.lags.wg.Wait() // a listing of input ends in flight ends with runCtx
 
 	if a.fatalErr() != nil {
@@ -890,7 +901,7 @@ const deliveryLook = 64
 // ago), so every write gets about half at least. One context serves every write for a minute (no
 // timer per record); the one before the previous is released at each renewal, when its deadline
 // has passed.
-// Called by send, with a.mu held (every write is the loop's or a callback's): no lock of its own.
+// Called by send, with a.mu held (every write is the loop's): no lock of its own.
 func (a *App) deliveryContext() context.Context {
 	a.deliverWrites++
 	if a.deliverCtx != nil && a.deliverWrites%deliveryLook != 0 {

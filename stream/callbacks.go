@@ -10,17 +10,76 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/streamsgroup/streamsgroup/consume"
 	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
-// callbacks is the App as the listener the consumer calls inside the member's callbacks: it opens,
-// keeps and closes the tasks' stores. The consumer calls it with no batch out, so the loop is not
-// processing; the loop may be between batches, so every callback takes a.mu.
-type callbacks App
+// memberCalls is the App as the member's listener (membership.WithListener). Each call is carried
+// out on the loop's goroutine (onLoop): the consumer stops or starts fetching, the committed offsets
+// of the tasks that start are read, and the App opens, keeps and closes the tasks' stores.
+type memberCalls App
 
-// OnTasksRevoked runs after the consumer stopped the revoked tasks' records: the tasks stop (no
+// OnTasksRevoked stops fetching the revoked tasks' records and commits their final positions
+// (revokeTasks); when that fails the tasks are fetched again from where they stopped, since the
+// member keeps them and retries the revocation.
+func (m *memberCalls) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error {
+	a := (*App)(m)
+	return a.onLoop(ctx, func(ctx context.Context) error {
+		if err := a.cons.Stop(ctx, revoked); err != nil {
+			return fmt.Errorf("stream: stopping the revoked tasks %v: %w", revoked, err)
+		}
+		err := a.revokeTasks(ctx, revoked)
+		a.cons.Release(revoked, err == nil)
+		return err
+	})
+}
+
+// OnTasksAssigned reads what the assignment needs (the changelogs' bounds, the committed offsets
+// and metadata of the tasks that start) before anything changes, has the App take the assignment
+// (assignTasks), and the consumer fetch what it needs from where the committed offsets and the
+// stores stand.
+func (m *memberCalls) OnTasksAssigned(ctx context.Context, as tasks.Assignment, _ bool) error {
+	a := (*App)(m)
+	return a.onLoop(ctx, func(ctx context.Context) error {
+		plan, err := a.cons.Plan(ctx, as)
+		if err != nil {
+			return err
+		}
+		committed := sm.CommittedInputs{Tasks: plan.Starting}
+		if !plan.Starting.IsEmpty() {
+			if committed.Offsets, committed.Metadata, err = a.commits.Committed(ctx, plan.Starting); err != nil {
+				return fmt.Errorf("stream: reading the committed offsets of %v: %w", plan.Starting, err)
+			}
+		}
+		stores, err := a.assignTasks(ctx, plan.Assignment, committed)
+		if err != nil {
+			return err
+		}
+		// Nothing is out that the consumer would wait for (the loop serves calls between batches):
+		// only ctx's end fails this, and the tasks the App took must then be fetched by nobody.
+		if err := a.cons.Assign(ctx, plan, consume.Start{Committed: committed.Offsets, Stores: stores}); err != nil {
+			a.fail(err)
+			return err
+		}
+		return nil
+	})
+}
+
+// OnAllTasksLost stops fetching and closes every task without committing (loseTasks).
+func (m *memberCalls) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) error {
+	a := (*App)(m)
+	return a.onLoop(ctx, func(ctx context.Context) error {
+		if err := a.cons.DropAll(ctx); err != nil {
+			return fmt.Errorf("stream: stopping the lost tasks: %w", err)
+		}
+		a.loseTasks(ctx)
+		return nil
+	})
+}
+
+// revokeTasks runs once the consumer stopped the revoked tasks' records: the tasks stop (no
 // punctuation writes for them any more) and the commit step commits their final positions (R2):
 // under at-least-once everything produced made durable and checked (R1), their stores
 // checkpointed, their offsets committed; under exactly-once the open transaction, which holds every
@@ -28,8 +87,7 @@ type callbacks App
 // (R7). A failed revocation is retried by the member (the tasks process again meanwhile). The tasks
 // stay open until the next assignment says whether this process keeps them (as standby tasks their
 // stores go on).
-func (c *callbacks) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error {
-	a := (*App)(c)
+func (a *App) revokeTasks(ctx context.Context, revoked tasks.Set) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var stopped []*task
@@ -57,10 +115,10 @@ func (c *callbacks) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error
 	return nil
 }
 
-// OnTasksAssigned opens the stores of new tasks, switches roles, and closes the tasks no longer
-// assigned. It runs before the consumer reads where each store stands (changelogStart).
-func (c *callbacks) OnTasksAssigned(ctx context.Context, as tasks.Assignment, _ bool) error {
-	a := (*App)(c)
+// assignTasks opens the stores of new tasks, switches roles, and closes the tasks no longer
+// assigned; the tasks that become active start from committed. It returns where each store of
+// the assigned tasks stands in its changelog, for the consumer to fetch from there.
+func (a *App) assignTasks(ctx context.Context, as tasks.Assignment, committed sm.CommittedInputs) (map[tasks.TopicPartition]int64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	// The assigned tasks' directories are this process's again: no thread's cleaner deletes one
@@ -70,29 +128,25 @@ func (c *callbacks) OnTasksAssigned(ctx context.Context, as tasks.Assignment, _ 
 	}
 	// The machine decides what opens, suspends, closes and changes role (streammachine's task
 	// lifecycle); this carries it out. ctx bounds only a wait for another thread's hand-over.
-	if d := a.drive(ctx, sm.Assigned{Assignment: as, Committed: a.takeStarting()}); d.Err != nil {
+	if d := a.drive(ctx, sm.Assigned{Assignment: as, Committed: committed}); d.Err != nil {
 		a.fail(d.Err)
-		return d.Err
+		return nil, d.Err
 	}
-	// Where each store stands, for changelogStart, which the consumer calls next on this goroutine
-	// while holding its own lock (so it cannot take a.mu, which the loop holds around calls into the
-	// consumer): a copy taken here, under a.mu, is what the loop cannot change meanwhile.
-	a.starts = make(map[tasks.TopicPartition]int64, len(a.tasks))
+	stores := make(map[tasks.TopicPartition]int64, len(a.tasks))
 	for _, t := range a.tasks {
 		for _, s := range t.stores {
 			if pos, ok := s.eng.Position(); ok {
-				a.starts[s.changelog] = pos
+				stores[s.changelog] = pos
 			}
 		}
 	}
-	return nil
+	return stores, nil
 }
 
-// OnAllTasksLost closes every task without a checkpoint: another member may own them already, and
+// loseTasks closes every task without a checkpoint: another member may own them already, and
 // what this member wrote since its last commit may never reach the changelog. In-memory stores are
 // dropped; persistent ones keep their last checkpoint and restore what follows it.
-func (c *callbacks) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) error {
-	a := (*App)(c)
+func (a *App) loseTasks(ctx context.Context) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.mach.TxnOpen() { // R4: a member that lost its tasks never commits their work
@@ -103,14 +157,6 @@ func (c *callbacks) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) erro
 	// Their positions and partition times go with them: they start again from their committed
 	// offsets and metadata when they come back.
 	a.drive(ctx, sm.AllLost{})
-	return nil
-}
-
-// changelogStart tells the consumer where a store stands in its changelog: the positions
-// OnTasksAssigned recorded just before (on this goroutine) for the assigned tasks.
-func (a *App) changelogStart(_ tasks.ID, cl tasks.TopicPartition) (int64, bool) {
-	pos, ok := a.starts[cl]
-	return pos, ok
 }
 
 // openTask opens the stores of task id. A task with persistent stores first claims their directory

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -24,7 +25,7 @@ func TestOnTasksAssignedOpensSwitchesAndCloses(t *testing.T) {
 	a, clk := builtApp(t, testProcs(), WithStores(k))
 	a.stateDir = t.TempDir()
 	a.cfg.Runtime.StateCleanupDelay = time.Minute
-	cb := (*callbacks)(a)
+	cb := (*taskCalls)(a)
 	ctx := context.Background()
 
 	mustNotErr(t, cb.OnTasksAssigned(ctx, assign([]tasks.ID{tid("1", 0), tid("0", 0)}, []tasks.ID{tid("1", 1)}), false))
@@ -114,7 +115,7 @@ func TestOnTasksAssignedOpensSwitchesAndCloses(t *testing.T) {
 
 func TestClosingMemoryTasksSchedulesNoCleanup(t *testing.T) {
 	a, _ := newTestApp(t, testConfig(), testProcs())
-	cb := (*callbacks)(a)
+	cb := (*taskCalls)(a)
 	mustNotErr(t, cb.OnTasksAssigned(context.Background(), assign([]tasks.ID{tid("1", 0)}, nil), false))
 	mustNotErr(t, cb.OnAllTasksLost(context.Background(), tasks.Assignment{}))
 	if len(a.proc.cleanups) != 0 || len(a.tasks) != 0 {
@@ -125,7 +126,7 @@ func TestClosingMemoryTasksSchedulesNoCleanup(t *testing.T) {
 func TestOnTasksAssignedFailsWhenAStoreCannotOpen(t *testing.T) {
 	k := &fakeKind{openErrs: []error{nil, errBoom}}
 	a, _ := newTestApp(t, testConfig(), testProcs(), WithStores(k))
-	err := (*callbacks)(a).OnTasksAssigned(context.Background(), assign([]tasks.ID{tid("1", 0)}, nil), false)
+	err := (*taskCalls)(a).OnTasksAssigned(context.Background(), assign([]tasks.ID{tid("1", 0)}, nil), false)
 	var se *store.Error
 	if !errors.As(err, &se) || se.Op != "open" || !errors.Is(err, errBoom) || a.fatalErr() != err {
 		t.Fatalf("got %v, fatal %v", err, a.fatalErr())
@@ -138,27 +139,23 @@ func TestOnTasksAssignedFailsWhenAStoreCannotOpen(t *testing.T) {
 func TestOpenTaskStartsFromTheEnginePosition(t *testing.T) {
 	pos := int64(42)
 	a, _ := newTestApp(t, testConfig(), testProcs(), WithStores(&fakeKind{position: &pos}))
-	c := (*callbacks)(a)
-	mustNotErr(t, c.OnTasksAssigned(context.Background(), tasks.Assignment{Active: tasks.NewSet(tid("1", 1))}, true))
+	stores, err := a.assignTasks(context.Background(), tasks.Assignment{Active: tasks.NewSet(tid("1", 1))}, sm.CommittedInputs{})
+	mustNotErr(t, err)
 	tk := a.tasks[tid("1", 1)]
 	if tk.stores["counts"].checkpointed != 42 || tk.stores["counts"].loc.Dir != "" {
 		t.Errorf("checkpointed %d dir %q", tk.stores["counts"].checkpointed, tk.stores["counts"].loc.Dir)
 	}
-	if p, ok := a.changelogStart(tid("1", 1), tasks.TopicPartition{Topic: sumsLog, Partition: 1}); p != 42 || !ok {
-		t.Errorf("changelogStart %d %v", p, ok)
+	// The consumer fetches each changelog from where its store stands, and nothing else.
+	want := map[tasks.TopicPartition]int64{{Topic: sumsLog, Partition: 1}: 42, {Topic: countsLog, Partition: 1}: 42}
+	if !maps.Equal(stores, want) {
+		t.Errorf("store positions %v, want %v", stores, want)
 	}
-	if _, ok := a.changelogStart(tid("1", 0), tasks.TopicPartition{Topic: sumsLog}); ok {
-		t.Error("a task not held")
-	}
-	if _, ok := a.changelogStart(tid("1", 1), tasks.TopicPartition{Topic: "in", Partition: 1}); ok {
-		t.Error("not a changelog of the task")
-	}
-	// The positions are the ones of the last assignment: a store that moved on since is asked at
-	// the next one.
+	// A new memory store has no position: its changelog is read from its first offset.
 	b, _ := newTestApp(t, testConfig(), testProcs())
-	mustNotErr(t, (*callbacks)(b).OnTasksAssigned(context.Background(), tasks.Assignment{Active: tasks.NewSet(tid("1", 1))}, true))
-	if p, ok := b.changelogStart(tid("1", 1), tasks.TopicPartition{Topic: countsLog, Partition: 1}); ok || p != 0 {
-		t.Errorf("a new memory store has no position: %d %v", p, ok)
+	stores, err = b.assignTasks(context.Background(), tasks.Assignment{Active: tasks.NewSet(tid("1", 1))}, sm.CommittedInputs{})
+	mustNotErr(t, err)
+	if len(stores) != 0 {
+		t.Errorf("new memory stores have positions %v", stores)
 	}
 }
 
@@ -434,46 +431,6 @@ func TestCloseAndCleanupWarnOnlyOnFailures(t *testing.T) {
 	}
 }
 
-// The member's callbacks and the loop run on two goroutines: changelogStart (called by the consumer
-// inside OnTasksAssigned) must not read what the loop changes meanwhile (closing suspended tasks).
-// Run with -race.
-func TestChangelogStartWhileTheLoopClosesTasks(t *testing.T) {
-	pos := int64(7)
-	a, clk := newTestApp(t, testConfig(), testProcs(), WithStores(&fakeKind{position: &pos}))
-	clk.t = clk.t.Add(-time.Hour) // tasks suspended now are due to close at once, seen from the loop
-	c := (*callbacks)(a)
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			// The loop's CloseExpired, at a time every suspended task is due.
-			a.mu.Lock()
-			for _, act := range a.mach.Step(time.Now().Add(time.Hour), sm.CloseExpired{}) {
-				if _, ok := act.(sm.Done); !ok {
-					a.execute(context.Background(), act)
-				}
-			}
-			a.mu.Unlock()
-		}
-	}()
-	defer func() {
-		close(stop)
-		<-done
-	}()
-	for i := 0; i < 2000; i++ {
-		id := tid("1", int32(i%2))
-		mustNotErr(t, c.OnTasksAssigned(context.Background(), tasks.Assignment{Active: tasks.NewSet(id)}, true))
-		if p, ok := a.changelogStart(id, tasks.TopicPartition{Topic: countsLog, Partition: id.Partition}); !ok || p != 7 {
-			t.Fatalf("changelogStart of the assigned task %s: %d %v", id, p, ok)
-		}
-	}
-}
-
 // A store that cannot open for want of space is not wiped, whatever the store error handler says:
 // wiping would not make room, and would lose the data.
 func TestOpenEngineDoesNotWipeOnAFullDisk(t *testing.T) {
@@ -503,7 +460,7 @@ func TestLostTasksAbortTheOpenTransaction(t *testing.T) {
 		t.Fatal("no transaction open")
 	}
 	logs.take()
-	mustNotErr(t, (*callbacks)(a).OnAllTasksLost(context.Background(), tasks.Assignment{}))
+	mustNotErr(t, (*taskCalls)(a).OnAllTasksLost(context.Background(), tasks.Assignment{}))
 	if a.mach.TxnOpen() || len(a.mach.Held()) != 0 {
 		t.Errorf("after the loss: transaction open %v, tasks held %v", a.mach.TxnOpen(), a.mach.Held())
 	}

@@ -33,7 +33,8 @@
 //	    output record) the brokers acknowledged: a commit first waits for every record produced so
 //	    far and checks each one's result; after a failed write nothing is committed again.
 //	R2. No record of a task is processed after its revocation or loss; a revoked task's last offsets
-//	    are committed before OnTasksRevoked returns (the consumer stops the task's partitions first).
+//	    are committed before the member's revocation call returns (the consumer stops the task's
+//	    partitions first; the call runs on the loop, between two batches).
 //	R3. A store is restored to its changelog's end (read_committed under exactly-once) before its
 //	    task processes a record.
 //	R4. Under exactly-once, nothing of an aborted transaction is visible in the output, the

@@ -353,7 +353,7 @@ func flushErr(a *App, ctx context.Context) error {
 
 // revoke revokes ids as the member does (the consumer stopped them already).
 func revoke(a *App, ids tasks.Set) error {
-	return (*callbacks)(a).OnTasksRevoked(context.Background(), ids)
+	return (*taskCalls)(a).OnTasksRevoked(context.Background(), ids)
 }
 
 // commitAttempts is how many periodic commits ran, successful or not.
@@ -396,4 +396,23 @@ func scheduled(a *App, tk *task) int {
 		panic(fmt.Sprintf("task %s: %d punctuations scheduled, %d functions", tk.id, n, len(tk.punctuators)))
 	}
 	return n
+}
+
+// taskCalls drives the App's part of the member's calls (what memberCalls runs on the loop after
+// the consumer's part) without a consumer or a committer: the tasks an assignment starts have
+// nothing committed.
+type taskCalls App
+
+func (c *taskCalls) OnTasksAssigned(ctx context.Context, as tasks.Assignment, _ bool) error {
+	_, err := (*App)(c).assignTasks(ctx, as, sm.CommittedInputs{})
+	return err
+}
+
+func (c *taskCalls) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error {
+	return (*App)(c).revokeTasks(ctx, revoked)
+}
+
+func (c *taskCalls) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) error {
+	(*App)(c).loseTasks(ctx)
+	return nil
 }

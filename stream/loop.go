@@ -106,12 +106,16 @@ func (e *ProduceError) Unwrap() error { return e.Err }
 // loop polls, processes, punctuates and commits until runCtx ends.
 func (a *App) loop(runCtx context.Context) {
 	for runCtx.Err() == nil {
+		// The member's calls (revocations, assignments, losses) run here, between two batches.
+		a.serveCalls()
 		// The member's poll timer: a loop stuck in a processor for longer than max.poll.interval.ms
 		// loses its tasks and leaves, as a Kafka Streams thread does (the next Poll rejoins).
 		a.mgr.Poll()
-		pctx, cancel := context.WithTimeout(runCtx, a.cfg.Runtime.Poll())
-		start := time.Now() // the wait is real I/O: timed on the wall clock, not the App's
+		tctx, cancel := context.WithTimeout(runCtx, a.cfg.Runtime.Poll())
+		pctx, done := a.pollContext(tctx) // a member's call ends the wait
+		start := time.Now()               // the wait is real I/O: timed on the wall clock, not the App's
 		b, err := a.cons.Poll(pctx)
+		done()
 		cancel()
 		a.metrics.polls.Add(1)
 		a.metrics.pollTime.Add(int64(time.Since(start)))
@@ -126,7 +130,7 @@ func (a *App) loop(runCtx context.Context) {
 			}
 			return
 		case errors.Is(err, context.DeadlineExceeded):
-			// No records: queued ones may go now (an idle wait ended), while no callback runs.
+			// No records: queued ones may go now (an idle wait ended).
 			queued := false
 			if a.ordering {
 				a.mu.RLock()
@@ -141,6 +145,9 @@ func (a *App) loop(runCtx context.Context) {
 					return
 				}
 			}
+		case errors.Is(err, context.Canceled):
+			// A member's call ended the wait: it is served at the top of the loop, after what is due
+			// between batches.
 		case errors.Is(err, consume.ErrClosed):
 			a.fail(err)
 			return
@@ -778,7 +785,7 @@ func (a *App) retriesProductionErrors() bool {
 // committed offsets, the partition times with them, Init again; the records since are processed
 // again (their output written again, and their store updates applied again: at-least-once). The
 // machine took the positions back already; to is where the inputs are fetched again from. Called
-// with a.mu held, between batches or in a callback.
+// with a.mu held, between batches or in a member's call.
 func (a *App) retryAfterProduceError(pe *ProduceError, to commit.Offsets) {
 	a.log.Warn("a write failed with a retriable error (production.exception.handler=DefaultProductionExceptionHandler answers RETRY): "+
 		"the tasks go back to their last commit and process the records since again", "topic", pe.Topic, "partition", pe.Partition, "err", pe.Err)

@@ -33,8 +33,8 @@ type Metrics struct {
 	PunctuateTime time.Duration
 	// Commits is commit-total: the loop's commits (every commit.interval.ms) that succeeded, and
 	// FailedCommits those that failed (retried after a backoff, or fatal). CommitTime is the time
-	// spent committing, the failed commits included. The commits of revoked tasks, made in the member's callback, are
-	// not counted.
+	// spent committing, the failed commits included. The commits of revoked tasks, made in the member's revocation call,
+	// are not counted.
 	Commits       uint64
 	CommitTime    time.Duration
 	FailedCommits uint64

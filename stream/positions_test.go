@@ -70,7 +70,7 @@ func TestLostTasksForgetTheirPartitionTimes(t *testing.T) {
 	startFrom(t, a, tid("0", 0), map[tasks.TopicPartition]string{in(0): "AgAAAAAAAABk"}) // 100
 	a.mach.Processed(in(0), 5)
 	a.mach.Advanced(in(0), 900)
-	mustNotErr(t, (*callbacks)(a).OnAllTasksLost(context.Background(), tasks.Assignment{}))
+	mustNotErr(t, (*taskCalls)(a).OnAllTasksLost(context.Background(), tasks.Assignment{}))
 	if got := a.mach.PartitionTime(in(0)); got != -1 || a.mach.HasCommitted(tid("0", 0)) {
 		t.Fatalf("partition time after the tasks were lost: %d (committed %v); want none", got, a.mach.HasCommitted(tid("0", 0)))
 	}

@@ -141,10 +141,10 @@ func TestTaskMovesBetweenThreads(t *testing.T) {
 		a, b := twoThreads(t, k)
 		ctx := context.Background()
 		x := tid("1", 0)
-		mustNotErr(t, (*callbacks)(a).OnTasksAssigned(ctx, assign([]tasks.ID{x}, nil), false))
+		mustNotErr(t, (*taskCalls)(a).OnTasksAssigned(ctx, assign([]tasks.ID{x}, nil), false))
 
 		done := make(chan error, 1)
-		go func() { done <- (*callbacks)(b).OnTasksAssigned(ctx, assign([]tasks.ID{x}, nil), false) }()
+		go func() { done <- (*taskCalls)(b).OnTasksAssigned(ctx, assign([]tasks.ID{x}, nil), false) }()
 		synctest.Wait()
 		select {
 		case err := <-done:
@@ -152,7 +152,7 @@ func TestTaskMovesBetweenThreads(t *testing.T) {
 		default:
 		}
 		// Thread 1's next assignment lacks the task: it is closed at once, and thread 2 goes on.
-		mustNotErr(t, (*callbacks)(a).OnTasksAssigned(ctx, assign(nil, nil), false))
+		mustNotErr(t, (*taskCalls)(a).OnTasksAssigned(ctx, assign(nil, nil), false))
 		synctest.Wait()
 		mustNotErr(t, <-done)
 		if a.tasks[x] != nil || b.tasks[x] == nil || !b.tasks[x].active {
@@ -183,9 +183,9 @@ func TestTaskNeverHandedOverStops(t *testing.T) {
 		a, b := twoThreads(t, &fakeKind{persistent: true})
 		ctx := context.Background()
 		x := tid("1", 1)
-		mustNotErr(t, (*callbacks)(a).OnTasksAssigned(ctx, assign(nil, []tasks.ID{x}), false))
+		mustNotErr(t, (*taskCalls)(a).OnTasksAssigned(ctx, assign(nil, []tasks.ID{x}), false))
 		start := time.Now()
-		err := (*callbacks)(b).OnTasksAssigned(ctx, assign([]tasks.ID{x}, nil), false)
+		err := (*taskCalls)(b).OnTasksAssigned(ctx, assign([]tasks.ID{x}, nil), false)
 		if err == nil || !strings.Contains(err.Error(), "another stream thread of this process held its stores") {
 			t.Fatalf("got %v", err)
 		}
