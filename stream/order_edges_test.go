@@ -1,0 +1,194 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/config"
+	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
+	"github.com/streamsgroup/streamsgroup/tasks"
+)
+
+// Edges of the ordering of a task with several inputs (order.go): which positions reach the
+// commit, when fetching pauses (buffered.records.per.partition), and how often unknown ends are
+// listed.
+
+// offsetsToCommit runs a periodic at-least-once commit through the machine, every step of it
+// succeeding, and returns the offsets it committed: where each input partition's processing stands
+// as the runtime reported it (the offset after the last record processed, Kafka's committed
+// offset). Called without a.mu.
+func offsetsToCommit(t *testing.T, a *App) commit.Offsets {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var got commit.Offsets
+	queue := a.mach.Step(a.now(), sm.Commit{Reason: sm.Periodic})
+	for len(queue) > 0 {
+		act := queue[0]
+		queue = queue[1:]
+		var res sm.Input
+		switch act := act.(type) {
+		case sm.Flush:
+			res = sm.Flushed{}
+		case sm.Checkpoint:
+			res = sm.Checkpointed{}
+		case sm.CommitOffsets:
+			got = act.Offsets
+			res = sm.OffsetsCommitted{}
+		case sm.Done:
+			if act.Err != nil {
+				t.Fatalf("the commit failed: %v", act.Err)
+			}
+			return got
+		}
+		if res != nil {
+			queue = append(queue, a.mach.Step(a.now(), res)...)
+		}
+	}
+	t.Fatal("the commit ended without Done")
+	return nil
+}
+
+// A queued partition's position reaches the commit as soon as records were processed from it, its
+// first one included: a partition with a single record processed commits offset 1, the offset after
+// it, as Kafka commits the next record to consume. (Its queue starts with nothing reported; offset
+// 1 is a position like any other.)
+func TestAQueuedPartitionCommitsItsFirstPosition(t *testing.T) {
+	p := &seenOrder{}
+	a, _, _ := joinApp(t, p, nil)
+	runQueued(t, a, side("left", 0, 2, 1, 5), side("right", 0, 1, 3))
+	if want := "[left@0 right@0 left@1]"; fmt.Sprint(p.seen) != want {
+		t.Fatalf("processed %v, want %v", p.seen, want)
+	}
+	got := offsetsToCommit(t, a)
+	want := commit.Offsets{{Topic: "left"}: 2, {Topic: "right"}: 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("committed %v, want %v (after each partition's last processed record)", got, want)
+	}
+}
+
+// A partition whose queued records wait (none processed yet) stands at its first queued record,
+// offset 0 included: that is where its processing resumes, so the commit records 0 rather than
+// leaving the partition to auto.offset.reset again.
+func TestAWaitingQueueStandsAtItsFirstRecord(t *testing.T) {
+	p := &seenOrder{}
+	a, _, tk := joinApp(t, p, nil)
+	// left has two more records on the brokers (end 4): once its two queued ones are processed,
+	// right's record at 0 (timestamp 100) waits for them.
+	runQueued(t, a, side("left", 0, 4, 1, 5), side("right", 0, 1, 100))
+	if got := positions(tk); got != "left[0]=2 right[0]=0" {
+		t.Fatalf("positions %s", got)
+	}
+	got := offsetsToCommit(t, a)
+	want := commit.Offsets{{Topic: "left"}: 2, {Topic: "right"}: 0}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("committed %v, want %v (right waits at its first record, 0)", got, want)
+	}
+	// Nothing moved since: the next commit has nothing to commit.
+	if got := offsetsToCommit(t, a); len(got) != 0 {
+		t.Fatalf("committed %v again with nothing processed", got)
+	}
+}
+
+// builtJoinApp is joinApp with its clients and consumer built (nothing is connected: the cluster
+// address is unreachable, and no member runs), so that the runtime pauses and resumes fetching.
+func builtJoinApp(t *testing.T, p Processor, mod func(*config.Config)) (*App, *task) {
+	t.Helper()
+	a, _, tk := joinApp(t, p, mod)
+	mustNotErr(t, a.build())
+	t.Cleanup(func() {
+		a.offsets.Close()
+		a.cl.Close()
+	})
+	return a, tk
+}
+
+// buffered.records.per.partition: Kafka Streams pauses fetching a partition when its queue holds
+// more records than the limit, not when it holds exactly the limit, and resumes it when the queue
+// is down to the limit again.
+func TestFetchingPausesAboveTheBufferedLimit(t *testing.T) {
+	a, tk := builtJoinApp(t, &seenOrder{}, func(c *config.Config) { c.Runtime.BufferedRecordsPerPartition = 2 })
+	// right is not fetched yet (its end unknown): left's records wait in its queue.
+	runQueued(t, a, side("left", 0, 10, 1, 2))
+	if q := tk.order.qs[0]; q.held() != 2 || q.paused {
+		t.Fatalf("left holds %d, paused %v; want 2 held (the limit) and fetching on", q.held(), q.paused)
+	}
+	runQueued(t, a, side("left", 2, 10, 3))
+	if q := tk.order.qs[0]; q.held() != 3 || !q.paused {
+		t.Fatalf("left holds %d, paused %v; want 3 held (above the limit 2) and fetching paused", q.held(), q.paused)
+	}
+	// right turns out empty: left's records go, and its fetching resumes.
+	a.mu.Lock()
+	a.setListedLag(tasks.TopicPartition{Topic: "right"}, -1, 0, 0)
+	a.mu.Unlock()
+	runQueued(t, a)
+	if q := tk.order.qs[0]; q.held() != 0 || q.paused {
+		t.Fatalf("left holds %d, paused %v after processing; want fetching resumed", q.held(), q.paused)
+	}
+}
+
+// Without a consumer (the unit tests of processing) nothing is paused, and processing queues above
+// the limit goes on: the pause is the consumer's business.
+func TestQueuesAboveTheLimitWithoutAConsumer(t *testing.T) {
+	p := &seenOrder{}
+	a, _, tk := joinApp(t, p, func(c *config.Config) { c.Runtime.BufferedRecordsPerPartition = 1 })
+	runQueued(t, a, side("left", 0, 10, 1, 2, 3))
+	if q := tk.order.qs[0]; q.held() != 3 || q.paused {
+		t.Fatalf("left holds %d, paused %v; want 3 held, nothing paused without a consumer", q.held(), q.paused)
+	}
+	// A stopped task drops its queues without a consumer to resume.
+	a.stopTask(tk)
+	if tk.order != nil {
+		t.Fatal("queues kept past the stop")
+	}
+}
+
+// A listed end of a partition whose position is 0 counts from 0: the lag is the whole partition,
+// whatever auto.offset.reset says (the position is known; only an unresolved one, -1, follows the
+// reset).
+func TestSetListedLagFromPositionZero(t *testing.T) {
+	a, _, tk := joinApp(t, &seenOrder{}, func(c *config.Config) { c.Runtime.ResetLatest = true })
+	a.orderOf(tk)
+	a.setListedLag(tasks.TopicPartition{Topic: "right"}, 0, 0, 7)
+	if got := tk.order.qs[1].lag; got != 7 {
+		t.Fatalf("lag %d from position 0 to end 7, want 7", got)
+	}
+}
+
+// Unknown ends are listed at most once per lagListing (a second): a listing a second after the
+// last one starts; one sooner does not.
+func TestUnknownLagsAreListedOncePerSecond(t *testing.T) {
+	a, clk, tk := joinApp(t, &seenOrder{}, nil)
+	fakeBroker(t, a) // it holds neither left nor right: every listing answers nothing
+	a.mu.Lock()
+	a.keep(tk, side("left", 0, 1, 1))
+	a.mu.Unlock()
+	inFlight := func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.lags.inFlight
+	}
+	ctx := context.Background()
+	a.listUnknownLags(ctx)
+	if !inFlight() {
+		t.Fatal("no listing started for right's unknown end")
+	}
+	a.lags.wg.Wait()
+	clk.t = clk.t.Add(lagListing - time.Millisecond)
+	a.listUnknownLags(ctx) // takes the (empty) answer; too soon for another
+	if inFlight() {
+		t.Fatal("a listing started less than a second after the last")
+	}
+	if tk.order.qs[1].lag != sm.LagUnknown {
+		t.Fatalf("right's lag %d after an empty answer, want unknown", tk.order.qs[1].lag)
+	}
+	clk.t = clk.t.Add(time.Millisecond)
+	a.listUnknownLags(ctx)
+	if !inFlight() {
+		t.Fatal("no listing started a second after the last")
+	}
+	a.lags.wg.Wait()
+}
