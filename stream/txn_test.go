@@ -138,14 +138,15 @@ func freePort(t *testing.T) int {
 	return port
 }
 
-// unstartedEOSApp is an exactly-once App built against 127.0.0.1:port, where nothing listens yet.
-func unstartedEOSApp(t *testing.T, port int, msgs chan string) *App {
+// unstartedEOSApp is an exactly-once App built against 127.0.0.1:port, where nothing listens yet,
+// with opts besides.
+func unstartedEOSApp(t *testing.T, port int, msgs chan string, opts ...Option) *App {
 	t.Helper()
 	cfg := testConfig()
 	cfg.BootstrapServers = []string{fmt.Sprintf("127.0.0.1:%d", port)}
 	cfg.Runtime.Guarantee, cfg.Runtime.CommitInterval = config.ExactlyOnceV2, config.DefaultCommitIntervalEOS
 	cfg.RetryBackoff, cfg.RetryBackoffMax, cfg.RequestTimeout = 10*time.Millisecond, 50*time.Millisecond, time.Second
-	a, _ := newTestApp(t, cfg, testProcs(), WithLogger(slog.New(signalingHandler{msgs})))
+	a, _ := newTestApp(t, cfg, testProcs(), append(opts, WithLogger(slog.New(signalingHandler{msgs})))...)
 	mustNotErr(t, a.build())
 	t.Cleanup(func() {
 		a.offsets.Close()
