@@ -6,6 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/config"
 	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
@@ -191,4 +196,58 @@ func TestUnknownLagsAreListedOncePerSecond(t *testing.T) {
 		t.Fatal("no listing started a second after the last")
 	}
 	a.lags.wg.Wait()
+}
+
+// A listing of ends or starts that fails for a partition (here UNKNOWN_SERVER_ERROR in the
+// partition's answer) is a failed listing, which answers nothing: the next round asks again,
+// rather than taking the failed answer's offsets for the partition's bounds.
+func TestListEndsAnswersNothingWhenAPartitionFails(t *testing.T) {
+	for _, failing := range []int64{-1, -2} { // the end listing (latest), the start listing (earliest)
+		a, _ := newTestApp(t, testConfig(), testProcs())
+		c := listingCluster(t, a)
+		c.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			r := req.(*kmsg.ListOffsetsRequest)
+			if len(r.Topics) == 0 || len(r.Topics[0].Partitions) == 0 || r.Topics[0].Partitions[0].Timestamp != failing {
+				return nil, nil, false
+			}
+			resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+			for _, rt := range r.Topics {
+				st := kmsg.NewListOffsetsResponseTopic()
+				st.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					sp := kmsg.NewListOffsetsResponseTopicPartition()
+					sp.Partition, sp.ErrorCode, sp.Offset = rp.Partition, kerr.UnknownServerError.Code, -1
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			return resp, nil, true
+		})
+		got := a.listEnds(context.Background(), []string{"in"}, []tasks.TopicPartition{{Topic: "in"}})
+		if len(got) != 0 {
+			t.Errorf("listing failing at timestamp %d: answered %+v; want nothing", failing, got)
+		}
+	}
+	// The same listing answered by the cluster gives the partition's bounds.
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	listingCluster(t, a)
+	got := a.listEnds(context.Background(), []string{"in"}, []tasks.TopicPartition{{Topic: "in"}})
+	if len(got) != 1 || got[0] != (listedEnd{tasks.TopicPartition{Topic: "in"}, 0, 0}) {
+		t.Fatalf("answered %+v; want in[0] from 0 to 0 (empty)", got)
+	}
+}
+
+// listingCluster gives a a client on a one-broker kfake cluster holding "in" (two partitions, no
+// records), and returns the cluster.
+func listingCluster(t *testing.T, a *App) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in"))
+	mustNotErr(t, err)
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	mustNotErr(t, err)
+	t.Cleanup(cl.Close)
+	a.cl = cl
+	return c
 }
