@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/consume"
 	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
@@ -98,40 +99,75 @@ func TestAWaitingQueueStandsAtItsFirstRecord(t *testing.T) {
 	}
 }
 
-// builtJoinApp is joinApp with its clients and consumer built (nothing is connected: the cluster
-// address is unreachable, and no member runs), so that the runtime pauses and resumes fetching.
-func builtJoinApp(t *testing.T, p Processor, mod func(*config.Config)) (*App, *task) {
+// consumingJoinApp is joinApp with a consumer that holds task 0_0 as active (nothing committed;
+// its client's broker cannot be reached, so nothing is fetched), so that the runtime tells it
+// where the queued partitions stand and pauses and resumes fetching them. paused lists the
+// partitions its client does not fetch.
+func consumingJoinApp(t *testing.T, p Processor, mod func(*config.Config)) (a *App, tk *task, paused func() string) {
 	t.Helper()
-	a, _, tk := joinApp(t, p, mod)
-	mustNotErr(t, a.build())
-	t.Cleanup(func() {
-		a.offsets.Close()
-		a.cl.Close()
-	})
-	return a, tk
+	a, _, tk = joinApp(t, p, mod)
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	mustNotErr(t, err)
+	t.Cleanup(cl.Close)
+	cons, err := consume.New(cl, a.topo, nothingCommitted{}, consume.WithLogger(a.log))
+	mustNotErr(t, err)
+	mustNotErr(t, cons.OnTasksAssigned(context.Background(), tasks.Assignment{Active: tasks.NewSet(tid("0", 0))}, true))
+	a.cons = cons
+	return a, tk, func() string { return fmt.Sprint(cl.PauseFetchPartitions(nil)) }
 }
+
+// nothingCommitted is a consume.OffsetCommitter of a group that committed nothing.
+type nothingCommitted struct{}
+
+func (nothingCommitted) CommittedOffsets(context.Context, tasks.Set) (commit.Offsets, error) {
+	return commit.Offsets{}, nil
+}
+
+func (nothingCommitted) Commit(context.Context, commit.Offsets) error { return nil }
 
 // buffered.records.per.partition: Kafka Streams pauses fetching a partition when its queue holds
 // more records than the limit, not when it holds exactly the limit, and resumes it when the queue
-// is down to the limit again.
+// is down to the limit again; a task that stops drops its queues and resumes what it paused (its
+// records are fetched again from its position).
 func TestFetchingPausesAboveTheBufferedLimit(t *testing.T) {
-	a, tk := builtJoinApp(t, &seenOrder{}, func(c *config.Config) { c.Runtime.BufferedRecordsPerPartition = 2 })
+	a, tk, paused := consumingJoinApp(t, &seenOrder{}, func(c *config.Config) { c.Runtime.BufferedRecordsPerPartition = 2 })
 	// right is not fetched yet (its end unknown): left's records wait in its queue.
 	runQueued(t, a, side("left", 0, 10, 1, 2))
-	if q := tk.order.qs[0]; q.held() != 2 || q.paused {
-		t.Fatalf("left holds %d, paused %v; want 2 held (the limit) and fetching on", q.held(), q.paused)
+	if q := tk.order.qs[0]; q.held() != 2 || q.paused || paused() != "map[]" {
+		t.Fatalf("left holds %d, paused %v (client: %s); want 2 held (the limit) and fetching on", q.held(), q.paused, paused())
 	}
 	runQueued(t, a, side("left", 2, 10, 3))
-	if q := tk.order.qs[0]; q.held() != 3 || !q.paused {
-		t.Fatalf("left holds %d, paused %v; want 3 held (above the limit 2) and fetching paused", q.held(), q.paused)
+	if q := tk.order.qs[0]; q.held() != 3 || !q.paused || paused() != "map[left:[0]]" {
+		t.Fatalf("left holds %d, paused %v (client: %s); want 3 held (above the limit 2) and fetching paused", q.held(), q.paused, paused())
 	}
 	// right turns out empty: left's records go, and its fetching resumes.
 	a.mu.Lock()
 	a.setListedLag(tasks.TopicPartition{Topic: "right"}, -1, 0, 0)
 	a.mu.Unlock()
 	runQueued(t, a)
-	if q := tk.order.qs[0]; q.held() != 0 || q.paused {
-		t.Fatalf("left holds %d, paused %v after processing; want fetching resumed", q.held(), q.paused)
+	if q := tk.order.qs[0]; q.held() != 0 || q.paused || paused() != "map[]" {
+		t.Fatalf("left holds %d, paused %v (client: %s) after processing; want fetching resumed", q.held(), q.paused, paused())
+	}
+	// Paused again, then the task stops: fetching resumes.
+	runQueued(t, a, side("left", 3, 10, 4, 5, 6), side("right", 0, 10, 3))
+	if paused() != "map[left:[0]]" {
+		t.Fatalf("client pauses %s; want left paused again", paused())
+	}
+	a.mu.Lock()
+	a.stopTask(tk)
+	a.mu.Unlock()
+	if paused() != "map[]" {
+		t.Fatalf("client pauses %s after the task stopped; want nothing paused", paused())
+	}
+}
+
+// The consumer is told where the queued partitions stand as records are processed from them (it
+// fetches them again from there if a revocation fails).
+func TestTheConsumerLearnsTheQueuedPositions(t *testing.T) {
+	a, _, _ := consumingJoinApp(t, &seenOrder{}, nil)
+	runQueued(t, a, side("left", 0, 4, 1, 5), side("right", 0, 3, 3, 100))
+	if got, want := fmt.Sprint(a.cons.Uncommitted()), "map[left[0]:2 right[0]:1]"; got != want {
+		t.Fatalf("the consumer holds %s; want %s (after each partition's last processed record)", got, want)
 	}
 }
 
@@ -143,11 +179,6 @@ func TestQueuesAboveTheLimitWithoutAConsumer(t *testing.T) {
 	runQueued(t, a, side("left", 0, 10, 1, 2, 3))
 	if q := tk.order.qs[0]; q.held() != 3 || q.paused {
 		t.Fatalf("left holds %d, paused %v; want 3 held, nothing paused without a consumer", q.held(), q.paused)
-	}
-	// A stopped task drops its queues without a consumer to resume.
-	a.stopTask(tk)
-	if tk.order != nil {
-		t.Fatal("queues kept past the stop")
 	}
 }
 
