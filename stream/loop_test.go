@@ -31,6 +31,13 @@ func builtApp(t *testing.T, procs Processors, opts ...Option) (*App, *fakeClock)
 // builtAppWith is builtApp with the config cfg (its bootstrap servers replaced by the fake cluster's).
 func builtAppWith(t *testing.T, cfg config.Config, procs Processors, opts ...Option) (*App, *fakeClock) {
 	t.Helper()
+	a, clk, _ := builtAppOn(t, cfg, procs, opts...)
+	return a, clk
+}
+
+// builtAppOn is builtAppWith that returns the fake cluster too, for a test to control its answers.
+func builtAppOn(t *testing.T, cfg config.Config, procs Processors, opts ...Option) (*App, *fakeClock, *kfake.Cluster) {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", repartTopc, countsLog, sumsLog))
 	mustNotErr(t, err)
 	t.Cleanup(c.Close)
@@ -43,7 +50,7 @@ func builtAppWith(t *testing.T, cfg config.Config, procs Processors, opts ...Opt
 	})
 	a.runCtx = context.Background()
 	startClock(a, clk.t)
-	return a, clk
+	return a, clk, c
 }
 
 func TestBetweenStartsTasksAndFiresWallClockPunctuations(t *testing.T) {
