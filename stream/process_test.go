@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -750,5 +751,26 @@ func TestPartitionTimeOfARecordAtZero(t *testing.T) {
 	stopMap(t, a.process([]consume.Records{recs(tid("0", 0), "in", 0, 0)}), nil)
 	if got := a.mach.PartitionTime(in(0)); got != 0 {
 		t.Fatalf("partition time after a record at 0: %d, want 0", got)
+	}
+}
+
+// A record Topic.Send writes owns copies of its key and value (the loop's scratch they were encoded
+// in is reused at the next Send), small or not, and an append to its key cannot run into its value.
+func TestNewRecordCopiesKeyAndValue(t *testing.T) {
+	for _, n := range []int{0, 1, smallRecordBytes - 3, smallRecordBytes - 2, 200} {
+		key, value := bytes.Repeat([]byte("k"), 2), bytes.Repeat([]byte("v"), n)
+		r := newRecord(key, value)
+		key[0] = 'x'
+		copy(value, bytes.Repeat([]byte("z"), n))
+		if string(r.Key) != "kk" || string(r.Value) != strings.Repeat("v", n) {
+			t.Fatalf("value of %d bytes: record %q=%q, want copies taken before the scratch changed", n, r.Key, r.Value)
+		}
+		_ = append(r.Key, 'q')
+		if n > 0 && r.Value[0] != 'v' {
+			t.Fatalf("value of %d bytes: an append to the key ran into the value", n)
+		}
+		if r.Key == nil || r.Value == nil {
+			t.Fatalf("value of %d bytes: a nil key or value (a null key or a tombstone) where the encoding was empty", n)
+		}
 	}
 }

@@ -150,6 +150,15 @@ func (c *Context) Store(name string) store.KeyValue {
 // asynchronous; the runtime commits the input only once it is acknowledged. A nil key spreads
 // records over the partitions. headers are optional.
 func (c *Context) Send(topic string, key, value []byte, headers ...kgo.RecordHeader) error {
+	if err := c.sendable(topic); err != nil {
+		return err
+	}
+	c.app.produce(c.task.id, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: c.ts})
+	return nil
+}
+
+// sendable refuses a topic Send may not write.
+func (c *Context) sendable(topic string) error {
 	if topic == "" {
 		return errors.New("stream: Send needs a topic")
 	}
@@ -159,8 +168,35 @@ func (c *Context) Send(topic string, key, value []byte, headers ...kgo.RecordHea
 		}
 		c.task.lastSent = topic
 	}
-	c.app.produce(c.task.id, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: c.ts})
 	return nil
+}
+
+// smallRecord is a record and the bytes of its key and value in one allocation, for the small
+// records most applications write: nobody but the record holds those bytes (Topic.Send encoded
+// them), and the client holds the record until it is acknowledged, so they live and die together.
+type smallRecord struct {
+	r   kgo.Record
+	buf [smallRecordBytes]byte
+}
+
+// smallRecordBytes is the most key and value bytes a smallRecord holds.
+const smallRecordBytes = 48
+
+// newRecord returns a record whose Key and Value are key and value copied: in one allocation when
+// they fit a smallRecord.
+func newRecord(key, value []byte) *kgo.Record {
+	var r *kgo.Record
+	var buf []byte
+	if n := len(key) + len(value); n <= smallRecordBytes {
+		sr := new(smallRecord)
+		r, buf = &sr.r, sr.buf[:n:n]
+	} else {
+		r, buf = new(kgo.Record), make([]byte, n)
+	}
+	k := copy(buf, key)
+	copy(buf[k:], value)
+	r.Key, r.Value = buf[:k:k], buf[k:]
+	return r
 }
 
 // Schedule calls fn every interval on the clock typ says, on this task, until the task leaves this
@@ -213,8 +249,8 @@ func (t Topic[K, V]) Send(c *Context, key K, value V, headers ...kgo.RecordHeade
 	ka, kok := t.ks.(serde.Appender[K])
 	va, vok := t.vs.(serde.Appender[V])
 	if kok && vok {
-		// Both into the loop's scratch, then into one allocation the record keeps (it is written
-		// after Send returns).
+		// Both into the loop's scratch, then into the record's own copy (it is written after Send
+		// returns), in the record's allocation when small.
 		buf, err := ka.AppendEncode(c.app.keyBuf[:0], key)
 		if err != nil {
 			return fmt.Errorf("stream: encoding a key for %s: %w", t.name, err)
@@ -224,8 +260,13 @@ func (t Topic[K, V]) Send(c *Context, key K, value V, headers ...kgo.RecordHeade
 			return fmt.Errorf("stream: encoding a value for %s: %w", t.name, err)
 		}
 		c.app.keyBuf = buf
-		kv := append(make([]byte, 0, len(buf)), buf...)
-		return c.Send(t.name, kv[:n:n], kv[n:], headers...)
+		if err := c.sendable(t.name); err != nil {
+			return err
+		}
+		r := newRecord(buf[:n], buf[n:])
+		r.Topic, r.Headers, r.Timestamp = t.name, headers, c.ts
+		c.app.produce(c.task.id, r)
+		return nil
 	}
 	k, err := t.ks.Encode(key)
 	if err != nil {
