@@ -234,11 +234,18 @@ type Topic[K, V any] struct {
 	name string
 	ks   serde.Serde[K]
 	vs   serde.Serde[V]
+	// ka and va are ks and vs as serde.Appenders (nil when they are not), asserted once here
+	// rather than at every Send.
+	ka serde.Appender[K]
+	va serde.Appender[V]
 }
 
 // Output returns the typed output topic name (a sink or repartition topic).
 func Output[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V]) Topic[K, V] {
-	return Topic[K, V]{name: name, ks: ks, vs: vs}
+	t := Topic[K, V]{name: name, ks: ks, vs: vs}
+	t.ka, _ = ks.(serde.Appender[K])
+	t.va, _ = vs.(serde.Appender[V])
+	return t
 }
 
 // Name is the topic's name.
@@ -246,9 +253,7 @@ func (t Topic[K, V]) Name() string { return t.name }
 
 // Send encodes key and value and sends them to the topic (see Context.Send).
 func (t Topic[K, V]) Send(c *Context, key K, value V, headers ...kgo.RecordHeader) error {
-	ka, kok := t.ks.(serde.Appender[K])
-	va, vok := t.vs.(serde.Appender[V])
-	if kok && vok {
+	if ka, va := t.ka, t.va; ka != nil && va != nil {
 		// Both into the loop's scratch, then into the record's own copy (it is written after Send
 		// returns), in the record's allocation when small.
 		buf, err := ka.AppendEncode(c.app.keyBuf[:0], key)

@@ -324,12 +324,19 @@ type KeyValueStore[K, V any] struct {
 	name string
 	ks   serde.Serde[K]
 	vs   serde.Serde[V]
+	// ka and va are ks and vs as serde.Appenders (nil when they are not), asserted once here
+	// rather than at every read and write.
+	ka serde.Appender[K]
+	va serde.Appender[V]
 }
 
 // KeyValue declares typed access to the store name (its changelog is
 // topology.Names.ChangelogTopic(name)).
 func KeyValue[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V]) KeyValueStore[K, V] {
-	return KeyValueStore[K, V]{name: name, ks: ks, vs: vs}
+	s := KeyValueStore[K, V]{name: name, ks: ks, vs: vs}
+	s.ka, _ = ks.(serde.Appender[K])
+	s.va, _ = vs.(serde.Appender[V])
+	return s
 }
 
 // Name is the store's name.
@@ -346,8 +353,8 @@ func (s KeyValueStore[K, V]) get(st store.ReadOnly, key K) (value V, ok bool, er
 
 // encode encodes v with sd, into *buf when sd can (serde.Appender) and buf is not nil: the loop's
 // scratch for bytes a store copies (its engine and its changelog record keep their own).
-func encode[T any](sd serde.Serde[T], v T, buf *[]byte) ([]byte, error) {
-	if a, ok := sd.(serde.Appender[T]); ok && buf != nil {
+func encode[T any](sd serde.Serde[T], a serde.Appender[T], v T, buf *[]byte) ([]byte, error) {
+	if a != nil && buf != nil {
 		b, err := a.AppendEncode((*buf)[:0], v)
 		*buf = b
 		return b, err
@@ -356,7 +363,7 @@ func encode[T any](sd serde.Serde[T], v T, buf *[]byte) ([]byte, error) {
 }
 
 func (s KeyValueStore[K, V]) getWith(st store.ReadOnly, key K, buf *[]byte) (value V, ok bool, err error) {
-	k, err := encode(s.ks, key, buf)
+	k, err := encode(s.ks, s.ka, key, buf)
 	if err != nil {
 		return value, false, fmt.Errorf("stream: encoding a key of store %s: %w", s.name, err)
 	}
@@ -372,11 +379,11 @@ func (s KeyValueStore[K, V]) getWith(st store.ReadOnly, key K, buf *[]byte) (val
 
 // Put sets key to value in c's task's store (and its changelog).
 func (s KeyValueStore[K, V]) Put(c *Context, key K, value V) error {
-	k, err := encode(s.ks, key, &c.app.keyBuf)
+	k, err := encode(s.ks, s.ka, key, &c.app.keyBuf)
 	if err != nil {
 		return fmt.Errorf("stream: encoding a key of store %s: %w", s.name, err)
 	}
-	v, err := encode(s.vs, value, &c.app.valueBuf)
+	v, err := encode(s.vs, s.va, value, &c.app.valueBuf)
 	if err != nil {
 		return fmt.Errorf("stream: encoding a value of store %s: %w", s.name, err)
 	}

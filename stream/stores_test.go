@@ -507,3 +507,32 @@ func TestAFailedSendIsFatal(t *testing.T) {
 		t.Errorf("fatal %v", a.fatalErr())
 	}
 }
+
+// plainSerde is a serde that cannot append into a buffer (only serde.Serde's methods): the typed
+// store and topic encode with its Encode.
+type plainSerde[T any] struct{ serde.Serde[T] }
+
+// A typed store and a typed topic over serdes without AppendEncode write the bytes Encode gives:
+// the store holds them and the record carries them (as Kafka Streams' serializers give them).
+func TestTypedWritesWithSerdesThatCannotAppend(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	p := fakeBroker(t, a)
+	tk := activeTask(t, a, tid("1", 1))
+	c := &Context{app: a, task: tk, ts: time.UnixMilli(7)}
+	counts := KeyValue("counts", plainSerde[string]{serde.String}, plainSerde[int64]{serde.Int64})
+	mustNotErr(t, counts.Put(c, "k", 3))
+	raw, ok, err := c.Store("counts").Get([]byte("k"))
+	if err != nil || !ok || string(raw) != "\x00\x00\x00\x00\x00\x00\x00\x03" {
+		t.Fatalf("stored %q %v %v, want the 8 bytes of 3", raw, ok, err)
+	}
+	if v, ok, err := counts.Get(c, "k"); v != 3 || !ok || err != nil {
+		t.Fatalf("Get k: %d %v %v", v, ok, err)
+	}
+	out := Output("out", plainSerde[string]{serde.String}, plainSerde[int64]{serde.Int64})
+	mustNotErr(t, out.Send(c, "k", 4))
+	recs := p.all()
+	last := recs[len(recs)-1]
+	if last.rec.Topic != "out" || string(last.key) != "k" || string(last.value) != "\x00\x00\x00\x00\x00\x00\x00\x04" {
+		t.Fatalf("sent %s %q=%q, want out k=the 8 bytes of 4", last.rec.Topic, last.key, last.value)
+	}
+}
