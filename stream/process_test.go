@@ -757,7 +757,7 @@ func TestPartitionTimeOfARecordAtZero(t *testing.T) {
 // A record Topic.Send writes owns copies of its key and value (the loop's scratch they were encoded
 // in is reused at the next Send), small or not, and an append to its key cannot run into its value.
 func TestNewRecordCopiesKeyAndValue(t *testing.T) {
-	for _, n := range []int{0, 1, smallRecordBytes - 3, smallRecordBytes - 2, 200} {
+	for _, n := range []int{0, 1, 14, 15, 30, 31, smallRecordBytes - 3, smallRecordBytes - 2, 200} {
 		key, value := bytes.Repeat([]byte("k"), 2), bytes.Repeat([]byte("v"), n)
 		r := newRecord(key, value)
 		key[0] = 'x'
