@@ -14,8 +14,9 @@ import (
 // OnTasksAssigned implements membership.Listener: it plans the assignment (Plan), reads the
 // committed offsets of the tasks it starts, calls the application's listener, asks
 // WithChangelogStart where the assigned tasks' stores stand, and then consumes what the assignment
-// needs (Assign). A task of an unknown subtopology is a *tasks.UnknownSubtopologyError. A failure
-// before the application's listener changes nothing.
+// needs (Assign); the listener and the change run while no Batch is out. A task of an unknown
+// subtopology is a *tasks.UnknownSubtopologyError. A failure before the application's listener
+// changes nothing.
 func (c *Consumer) OnTasksAssigned(ctx context.Context, a tasks.Assignment, ready bool) error {
 	p, err := c.Plan(ctx, a)
 	if err != nil {
@@ -27,6 +28,11 @@ func (c *Consumer) OnTasksAssigned(ctx context.Context, a tasks.Assignment, read
 			return fmt.Errorf("consume: committed offsets of %v: %w", p.Starting, err)
 		}
 	}
+	// The application's listener and the change run while no Batch is out, as one step.
+	if err := c.lockCallback(ctx); err != nil {
+		return err
+	}
+	defer c.unlockCallback()
 	if c.o.next != nil {
 		if err := c.o.next.OnTasksAssigned(ctx, p.Assignment, ready); err != nil {
 			return err
@@ -43,7 +49,8 @@ func (c *Consumer) OnTasksAssigned(ctx context.Context, a tasks.Assignment, read
 			}
 		}
 	}
-	return c.Assign(ctx, p, from)
+	c.assign(p, from)
+	return nil
 }
 
 // Plan is what an assignment needs read before the Consumer starts it (Consumer.Plan).
@@ -120,6 +127,12 @@ func (c *Consumer) Assign(ctx context.Context, p *Plan, from Start) error {
 		return err
 	}
 	defer c.unlockCallback()
+	c.assign(p, from)
+	return nil
+}
+
+// assign is Assign with the callback lock held.
+func (c *Consumer) assign(p *Plan, from Start) {
 	a := p.Assignment
 	ops := &clientOps{}
 	c.mu.Lock()
@@ -140,7 +153,6 @@ func (c *Consumer) Assign(ctx context.Context, p *Plan, from Start) error {
 	}
 	c.mu.Unlock()
 	ops.run(c.cl)
-	return nil
 }
 
 func (c *Consumer) changelogTopics(id tasks.ID) []string {
@@ -298,12 +310,15 @@ func (c *Consumer) dropTask(t *task, ops *clientOps) {
 
 // OnTasksRevoked implements membership.Listener: it stops the revoked tasks (Stop), calls the
 // application's listener (commit.OnRevoke commits there, reading Processed), and ends the
-// revocation (Release): if the listener failed, the tasks are consumed again from where they
-// stopped, because the member keeps them and retries the revocation.
+// revocation (Release), all while no Batch is out: if the listener failed, the tasks are consumed
+// again from where they stopped, because the member keeps them and retries the revocation.
 func (c *Consumer) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error {
-	if err := c.Stop(ctx, revoked); err != nil {
+	// The whole revocation, the application's listener included, runs while no Batch is out.
+	if err := c.lockCallback(ctx); err != nil {
 		return err
 	}
+	defer c.unlockCallback()
+	c.stop(revoked)
 	var err error
 	if c.o.next != nil {
 		err = c.o.next.OnTasksRevoked(ctx, revoked)
@@ -320,6 +335,12 @@ func (c *Consumer) Stop(ctx context.Context, revoked tasks.Set) error {
 		return err
 	}
 	defer c.unlockCallback()
+	c.stop(revoked)
+	return nil
+}
+
+// stop is Stop with the callback lock held.
+func (c *Consumer) stop(revoked tasks.Set) {
 	ops := &clientOps{}
 	c.mu.Lock()
 	for id := range revoked.All() {
@@ -332,7 +353,6 @@ func (c *Consumer) Stop(ctx context.Context, revoked tasks.Set) error {
 	}
 	c.mu.Unlock()
 	ops.run(c.cl)
-	return nil
 }
 
 // Release ends the revocation of the tasks Stop stopped: committed, they are forgotten; not (the
@@ -380,11 +400,13 @@ func (c *Consumer) reconsume(t *task, ops *clientOps) {
 }
 
 // OnAllTasksLost implements membership.Listener: it stops consuming every partition (DropAll),
-// then calls the application's listener.
+// then calls the application's listener, both while no Batch is out.
 func (c *Consumer) OnAllTasksLost(ctx context.Context, lost tasks.Assignment) error {
-	if err := c.DropAll(ctx); err != nil {
+	if err := c.lockCallback(ctx); err != nil {
 		return err
 	}
+	defer c.unlockCallback()
+	c.dropAll()
 	if c.o.next != nil {
 		return c.o.next.OnAllTasksLost(ctx, lost)
 	}
@@ -398,6 +420,12 @@ func (c *Consumer) DropAll(ctx context.Context) error {
 		return err
 	}
 	defer c.unlockCallback()
+	c.dropAll()
+	return nil
+}
+
+// dropAll is DropAll with the callback lock held.
+func (c *Consumer) dropAll() {
 	ops := &clientOps{}
 	c.mu.Lock()
 	for _, t := range c.tasks {
@@ -405,5 +433,4 @@ func (c *Consumer) DropAll(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	ops.run(c.cl)
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 
 	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -85,5 +86,50 @@ func TestStopThenRelease(t *testing.T) {
 	eq(t, "lost", e.cl.takeOps(), []string{"remove other[1]"})
 	if e.c.Active(tid("1_1")) || e.app.calls != nil {
 		t.Errorf("after DropAll: 1_1 active %v, listener calls %q", e.c.Active(tid("1_1")), e.app.calls)
+	}
+}
+
+// The listener wrappers call the application's listener only while no Batch is out, for all three
+// callbacks: a hand-written app's listener (opening stores, committing) never runs beside its own
+// processing of a batch.
+func TestListenerNeverRunsWhileABatchIsOut(t *testing.T) {
+	for _, call := range []string{"assigned", "revoked", "lost"} {
+		t.Run(call, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				e.assign(tasks.Assignment{Active: set("1_0")})
+				e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {0}})
+				b := e.poll()
+				e.app.mu.Lock()
+				e.app.calls = nil
+				e.app.mu.Unlock()
+				done := make(chan error, 1)
+				go func() {
+					ctx := context.Background()
+					switch call {
+					case "assigned":
+						done <- e.c.OnTasksAssigned(ctx, tasks.Assignment{Active: set("1_0", "1_1")}, true)
+					case "revoked":
+						done <- e.c.OnTasksRevoked(ctx, set("1_0"))
+					default:
+						done <- e.c.OnAllTasksLost(ctx, tasks.Assignment{Active: set("1_0")})
+					}
+				}()
+				synctest.Wait()
+				e.app.mu.Lock()
+				early := len(e.app.calls)
+				e.app.mu.Unlock()
+				if early != 0 {
+					t.Fatalf("the listener ran while a batch was out: %q", e.app.calls)
+				}
+				b.Done()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if len(e.app.calls) != 1 {
+					t.Fatalf("listener calls after the batch: %q", e.app.calls)
+				}
+			})
+		})
 	}
 }
