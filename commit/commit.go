@@ -109,8 +109,10 @@ func New(cl Requester, cfg config.Config, topo *topology.Topology, opts ...Optio
 	return c, nil
 }
 
-// Bind sets the member whose identity and ownership every commit and fetch uses: the Manager, which
-// is created after the listener that commits, hence a separate step. Binding again replaces it.
+// Bind sets the member whose identity and ownership every commit and fetch uses, for an application
+// that builds the member after the Committer (a listener chain on the pieces whose listener commits:
+// commit.OnRevoke behind consume.Consumer); one that builds the member first passes it to New with
+// WithMember. Binding again replaces it.
 func (c *Committer) Bind(m Member) {
 	c.mu.Lock()
 	c.member = m

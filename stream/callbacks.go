@@ -27,7 +27,9 @@ type memberCalls App
 func (m *memberCalls) OnTasksRevoked(ctx context.Context, revoked tasks.Set) error {
 	a := (*App)(m)
 	return a.onLoop(ctx, func(ctx context.Context) error {
-		if err := a.cons.Stop(ctx, revoked); err != nil {
+		// On the loop no Batch is out, so the consumer's steps wait for nothing: they must not fail
+		// half-way because the member gave up on the call (noWait).
+		if err := a.cons.Stop(noWait(ctx), revoked); err != nil {
 			return fmt.Errorf("stream: stopping the revoked tasks %v: %w", revoked, err)
 		}
 		err := a.revokeTasks(ctx, revoked)
@@ -57,9 +59,9 @@ func (m *memberCalls) OnTasksAssigned(ctx context.Context, as tasks.Assignment, 
 		if err != nil {
 			return err
 		}
-		// Nothing is out that the consumer would wait for (the loop serves calls between batches):
-		// only ctx's end fails this, and the tasks the App took must then be fetched by nobody.
-		if err := a.cons.Assign(ctx, plan, consume.Start{Committed: committed.Offsets, Stores: stores}); err != nil {
+		// The App took the assignment: the consumer follows it even if the member gave up on the
+		// call meanwhile (its loss follows then, and drops both).
+		if err := a.cons.Assign(noWait(ctx), plan, consume.Start{Committed: committed.Offsets, Stores: stores}); err != nil {
 			a.fail(err)
 			return err
 		}
@@ -71,7 +73,7 @@ func (m *memberCalls) OnTasksAssigned(ctx context.Context, as tasks.Assignment, 
 func (m *memberCalls) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) error {
 	a := (*App)(m)
 	return a.onLoop(ctx, func(ctx context.Context) error {
-		if err := a.cons.DropAll(ctx); err != nil {
+		if err := a.cons.DropAll(noWait(ctx)); err != nil {
 			return fmt.Errorf("stream: stopping the lost tasks: %w", err)
 		}
 		a.loseTasks(ctx)
@@ -326,3 +328,7 @@ func (a *App) cleanupDue(now time.Time) {
 		a.log.Info("deleted the state of a task this process no longer owns", "task", id.String(), "dir", dir)
 	}
 }
+
+// noWait is ctx for the consumer's steps on the loop: no Batch is out there, so they have nothing to
+// wait for, and the end of the member's call must not stop one half-way.
+func noWait(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

@@ -13,7 +13,8 @@ import (
 // own poll: the member's goroutine hands the call over (onLoop) and waits for its result, the loop
 // wakes from its poll and serves it (serveCalls). Before the loop starts serving and after it
 // stopped (the member's Close revokes the tasks once the loop ended), a call runs on the member's
-// goroutine: the loop's goroutine does not touch the tasks meanwhile.
+// goroutine: the loop's goroutine does not touch the tasks meanwhile, except when Close gave up on a
+// call still running (closeBound), after which both take a.mu.
 
 // errCallWaiting ends the loop's wait for records: a member's call waits to be served.
 var errCallWaiting = errors.New("stream: a member's call waits")

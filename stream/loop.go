@@ -146,8 +146,10 @@ func (a *App) loop(runCtx context.Context) {
 				}
 			}
 		case errors.Is(err, context.Canceled):
-			// A member's call ended the wait: it is served at the top of the loop, after what is due
-			// between batches.
+			// A member's call ended the wait: it is served first (a loss must not find a
+			// punctuation writing for tasks another member may own already), as Kafka Streams runs
+			// its rebalance callbacks inside poll, before it processes and punctuates.
+			continue
 		case errors.Is(err, consume.ErrClosed):
 			a.fail(err)
 			return
