@@ -5,6 +5,10 @@ import (
 	"errors"
 	"testing"
 	"testing/synctest"
+
+	"github.com/streamsgroup/streamsgroup/consume"
+	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // A member's call while the loop serves waits for the loop: it ends the loop's wait for records
@@ -147,4 +151,47 @@ func TestMemberCallsOutsideTheLoopRunAtOnce(t *testing.T) {
 			t.Fatalf("after the loop: %v, ran %d", err, ran)
 		}
 	})
+}
+
+// consumingApp gives a a consumer that holds ids as active (nothing committed; its client's broker
+// cannot be reached, so nothing is fetched), as the member's calls find it.
+func consumingApp(t *testing.T, a *App, ids ...tasks.ID) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	mustNotErr(t, err)
+	t.Cleanup(cl.Close)
+	cons, err := consume.New(cl, a.topo, nothingCommitted{}, consume.WithLogger(a.log))
+	mustNotErr(t, err)
+	mustNotErr(t, cons.OnTasksAssigned(context.Background(), tasks.Assignment{Active: tasks.NewSet(ids...)}, true))
+	a.cons = cons
+}
+
+// The member's revocation through the App: the revoked task stops in the App and the consumer
+// forgets it once its commit succeeded (no record of it is fetched again); the task not revoked goes
+// on in both.
+func TestMemberRevocationStopsTheTaskInTheAppAndTheConsumer(t *testing.T) {
+	a, _ := builtApp(t, testProcs())
+	rev, kept := activeTask(t, a, tid("0", 0)), activeTask(t, a, tid("0", 1))
+	consumingApp(t, a, rev.id, kept.id)
+	mustNotErr(t, (*memberCalls)(a).OnTasksRevoked(context.Background(), tasks.NewSet(rev.id)))
+	if rev.active || running(a, rev) || !kept.active || !running(a, kept) {
+		t.Errorf("in the App: revoked task active %v running %v; kept task active %v running %v", rev.active, running(a, rev), kept.active, running(a, kept))
+	}
+	if a.cons.Active(rev.id) || !a.cons.Active(kept.id) {
+		t.Errorf("in the consumer: revoked task active %v, kept task active %v; want only the kept one", a.cons.Active(rev.id), a.cons.Active(kept.id))
+	}
+}
+
+// The member's loss through the App: every task goes from the App and from the consumer, and the
+// call succeeds (the member then joins again).
+func TestMemberLossDropsEveryTask(t *testing.T) {
+	a, _ := builtApp(t, testProcs())
+	activeTask(t, a, tid("0", 0))
+	consumingApp(t, a, tid("0", 0))
+	if err := (*memberCalls)(a).OnAllTasksLost(context.Background(), tasks.Assignment{Active: tasks.NewSet(tid("0", 0))}); err != nil {
+		t.Fatalf("the loss failed: %v", err)
+	}
+	if len(a.mach.Held()) != 0 || a.cons.Active(tid("0", 0)) {
+		t.Errorf("after the loss: the App holds %v, the consumer holds 0_0: %v", a.mach.Held(), a.cons.Active(tid("0", 0)))
+	}
 }
