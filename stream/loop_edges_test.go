@@ -24,19 +24,7 @@ func TestACommitThatRetriesAWriteIsNotACommitRetry(t *testing.T) {
 	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		c.SleepControl(func() { <-release })
-		pr := req.(*kmsg.ProduceRequest)
-		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range pr.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.NotEnoughReplicas.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
+		return produceRefused(req.(*kmsg.ProduceRequest), kerr.NotEnoughReplicas), nil, true
 	})
 	tk := activeTask(t, a, tid("0", 0))
 	// A wall-clock punctuation runs in the round after its check of failed writes, before its

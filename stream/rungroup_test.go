@@ -831,19 +831,7 @@ func TestRunRedoesATransactionWhoseWriteWasFenced(t *testing.T) {
 			return nil, nil, false
 		}
 		var resp *kmsg.ProduceResponse
-		once.Do(func() {
-			resp = pr.ResponseKind().(*kmsg.ProduceResponse)
-			for _, tp := range pr.Topics {
-				rt := kmsg.NewProduceResponseTopic()
-				rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
-				for _, p := range tp.Partitions {
-					rp := kmsg.NewProduceResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p.Partition, kerr.InvalidProducerEpoch.Code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
-		})
+		once.Do(func() { resp = produceRefused(pr, kerr.InvalidProducerEpoch) })
 		if resp == nil {
 			return nil, nil, false
 		}
@@ -917,4 +905,20 @@ func TestStatusErrorMessages(t *testing.T) {
 			t.Errorf("statusErr(%+v) = %s, want %s", c.ev, got, c.want)
 		}
 	}
+}
+
+// produceRefused answers every partition of pr with the error e.
+func produceRefused(pr *kmsg.ProduceRequest, e *kerr.Error) *kmsg.ProduceResponse {
+	resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+	for _, tp := range pr.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+		for _, p := range tp.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, e.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
