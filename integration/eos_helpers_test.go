@@ -613,3 +613,22 @@ func openTxns(t *testing.T, b *Broker, group string) string {
 	}
 	return strings.Join(out, "; ")
 }
+
+// txnStates lists the state of each of the group's transactional IDs (<application.id>-…), as the
+// transaction coordinator has it.
+func txnStates(t *testing.T, b *Broker, group string) (map[string]string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	listed, err := b.Admin(t).ListTransactions(ctx, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for id, lt := range listed {
+		if strings.HasPrefix(id, group+"-") {
+			out[id] = lt.State
+		}
+	}
+	return out, nil
+}
