@@ -67,6 +67,19 @@ bench:
 fuzz:
 	FUZZTIME=$${FUZZTIME:-10s} scripts/fuzz.sh
 
+## dsl-captures: regenerate dsl/testdata/kafkastreams-4.4.0.txt, the topologies Kafka Streams 4.4 sends for
+## the programs of integration/javapeer DslPrograms.java (printed without a broker), which the Go DSL's
+## tests compare with. Needs Java 17 and Maven.
+.PHONY: dsl-captures
+dsl-captures:
+	cd integration/javapeer && mvn -B -q -Dstyle.color=never package -DskipTests && \
+	{ printf '%s\n' '# Captured from Kafka Streams 4.4.0 (Java 17) for the programs of integration/javapeer DslPrograms.java: the' \
+	  '# subtopologies each application hands its consumer (what its joining heartbeat sends), printed by' \
+	  '#   java -cp ... io.github.streamsgroup.peer.DslPeer --apps=programs@app --topics=t --print=true' \
+	  '# Regenerate with: make dsl-captures'; \
+	  java -cp "target/classes:$$(cat target/classpath.txt)" io.github.streamsgroup.peer.DslPeer \
+	    --apps=programs@app --topics=t --print=true 2>/dev/null | sed -n 's/^TOPOLOGY //p'; } > ../../dsl/testdata/kafkastreams-4.4.0.txt
+
 ## broker-start / broker-stop: a long-lived local broker for development (see integration/kafka/broker.sh)
 broker-start:
 	@bash $(BROKER) start

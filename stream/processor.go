@@ -68,6 +68,11 @@ func Typed[K, V any](ks serde.Serde[K], vs serde.Serde[V], fn func(c *Context, k
 	})
 }
 
+// UndecodableRecord marks err as the failure to decode the input record itself, which
+// deserialization.exception.handler decides on (log and skip it, or stop), as Typed's own decoding
+// failures are: for processors that decode their input themselves (a DSL's source nodes).
+func UndecodableRecord(err error) error { return &recordDecodeError{err} }
+
 // recordDecodeError is Typed's failure to decode the record it was given, the one error that
 // deserialization.exception.handler decides on (Kafka Streams deserializes a record before any
 // processor sees it).

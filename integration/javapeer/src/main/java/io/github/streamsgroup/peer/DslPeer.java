@@ -112,6 +112,11 @@ public final class DslPeer {
             for (String c : CONSTRUCTS) {
                 apps.put(prefix + "-" + c, c);
             }
+        } else if (appsFlag.startsWith("programs@")) {
+            String prefix = appsFlag.substring("programs@".length());
+            for (String c : DslPrograms.NAMES) {
+                apps.put(prefix + "-" + c, c);
+            }
         } else {
             for (String spec : appsFlag.split(",")) {
                 int at = spec.indexOf('@');
@@ -308,6 +313,9 @@ public final class DslPeer {
                 break;
             }
             default:
+                if (DslPrograms.NAMES.contains(construct)) {
+                    return DslPrograms.build(construct, t, props);
+                }
                 throw new IllegalArgumentException("unknown construct " + construct + " (" + CONSTRUCTS + ")");
         }
         return b.build(props);

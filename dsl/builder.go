@@ -1,0 +1,209 @@
+package dsl
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/stream"
+	"github.com/streamsgroup/streamsgroup/topology"
+)
+
+// Builder builds a program: its processing and its topology (Kafka Streams' StreamsBuilder). Start
+// streams with Stream, chain operations on them, then Build.
+type Builder struct {
+	index int     // Kafka Streams' name counter: every generated node and store name takes the next
+	nodes []*node // in the order Kafka Streams writes them into its topology
+	errs  []error // what the program got wrong, reported by Build
+	built bool
+}
+
+// NewBuilder returns an empty Builder.
+func NewBuilder() *Builder { return &Builder{} }
+
+// nodeKind is what a node does in the topology.
+type nodeKind int
+
+const (
+	sourceNode nodeKind = iota
+	processorNode
+	sinkNode
+)
+
+// node is one processor node of the topology, as Kafka Streams names and groups them.
+type node struct {
+	name    string
+	kind    nodeKind
+	parents []*node
+	// topic is a source's or a sink's (a repartition topic's without the application ID, which Build
+	// learns: sendTo is the full name a sink writes).
+	topic, sendTo string
+	// internal: a repartition source or sink (its topic is <application.id>-<topic>).
+	internal bool
+	// partitions is a repartition topic's fixed count (0: the input's).
+	partitions int32
+	// store is the key-value store a stateful processor keeps ("" for none).
+	store string
+	// entry handles a record of the source's topic (sources only): decode and hand it on.
+	entry func(c *stream.Context, r *stream.Record) error
+
+	root *node // union-find: nodes of one subtopology share a root
+}
+
+// newName is Kafka Streams' generated name: prefix and the counter, ten digits.
+func (b *Builder) newName(prefix string) string {
+	n := fmt.Sprintf("%s%010d", prefix, b.index)
+	b.index++
+	return n
+}
+
+// newStoreName is a generated store name (prefix + "STATE-STORE-" + the counter).
+func (b *Builder) newStoreName(prefix string) string { return b.newName(prefix + "STATE-STORE-") }
+
+// nameOr is the user's name, or a generated one (taking a number only then, as Kafka Streams).
+func (b *Builder) nameOr(named, prefix string) string {
+	if named != "" {
+		return named
+	}
+	return b.newName(prefix)
+}
+
+// add appends n, a child of parents, to the topology.
+func (b *Builder) add(n *node, parents ...*node) *node {
+	n.parents = parents
+	n.root = n
+	b.nodes = append(b.nodes, n)
+	return n
+}
+
+// fail records a program error for Build.
+func (b *Builder) fail(format string, args ...any) {
+	b.errs = append(b.errs, fmt.Errorf("dsl: "+format, args...))
+}
+
+// generated matches the names Kafka Streams generates (a repartition named after one gets generated
+// node names too).
+var generated = regexp.MustCompile(`^KSTREAM.*-[0-9]{10}$`)
+
+// repartition adds the three nodes of a repartition topic named after prefix (a filter, a sink to
+// the topic, a source from it) below parent and returns the source. The three numbers are taken in
+// any case, as Kafka Streams does for compatibility.
+func (b *Builder) repartition(prefix string, partitions int32, parent *node) (sink, source *node) {
+	topic := prefix
+	if len(topic) < len("-repartition") || topic[len(topic)-len("-repartition"):] != "-repartition" {
+		topic += "-repartition"
+	}
+	sinkName, filterName, sourceName := b.newName("KSTREAM-SINK-"), b.newName("KSTREAM-FILTER-"), b.newName("KSTREAM-SOURCE-")
+	if !generated.MatchString(prefix) {
+		sinkName, filterName, sourceName = topic+"-sink", topic+"-filter", topic+"-source"
+	}
+	filter := b.add(&node{name: filterName, kind: processorNode}, parent)
+	sink = b.add(&node{name: sinkName, kind: sinkNode, topic: topic, internal: true, partitions: partitions}, filter)
+	source = b.add(&node{name: sourceName, kind: sourceNode, topic: topic, internal: true, partitions: partitions})
+	return sink, source
+}
+
+// find is the node's subtopology root.
+func (n *node) find() *node {
+	for n.root != n {
+		n.root = n.root.root
+		n = n.root
+	}
+	return n
+}
+
+// ErrBuilt is returned by a second Build: a Builder's program is built once.
+var ErrBuilt = errors.New("dsl: the builder was built already")
+
+// Build derives the topology and the processors of the program for the application cfg names
+// (application.id prefixes its internal topics): the arguments of stream.New. It reports every
+// error of the program (a serde missing where one is needed, a name given twice) at once.
+func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processors, error) {
+	if b.built {
+		return nil, nil, ErrBuilt
+	}
+	if cfg.ApplicationID == "" {
+		return nil, nil, fmt.Errorf("dsl: %s is required: it prefixes the internal topics", config.KeyApplicationID)
+	}
+	seen := map[string]bool{}
+	for _, n := range b.nodes {
+		if seen[n.name] {
+			b.fail("two processor nodes are named %q: names given with Named, Consumed, Produced, Grouped or Repartitioned must differ", n.name)
+		}
+		seen[n.name] = true
+	}
+	if len(b.nodes) == 0 {
+		b.fail("the program reads no topic: start it with Stream")
+	}
+	if err := errors.Join(b.errs...); err != nil {
+		return nil, nil, err
+	}
+	b.built = true
+	names := topology.Names{AppID: cfg.ApplicationID}
+	for _, n := range b.nodes {
+		for _, p := range n.parents {
+			if r1, r2 := n.find(), p.find(); r1 != r2 {
+				r1.root = r2
+			}
+		}
+	}
+	// Subtopologies are numbered in the order their first node was written (Kafka Streams'
+	// makeNodeGroups over its nodes in insertion order).
+	ids := map[*node]int{}
+	var subs []*subtopology
+	for _, n := range b.nodes {
+		r := n.find()
+		id, ok := ids[r]
+		if !ok {
+			id = len(subs)
+			ids[r] = id
+			subs = append(subs, &subtopology{entries: map[string]func(*stream.Context, *stream.Record) error{}})
+		}
+		s := subs[id]
+		switch {
+		case n.kind == sourceNode && n.internal:
+			s.def.RepartitionSourceTopics = append(s.def.RepartitionSourceTopics, names.Repartition(n.topic[:len(n.topic)-len("-repartition")], n.partitions))
+			s.entries[names.AppID+"-"+n.topic] = n.entry
+		case n.kind == sourceNode:
+			s.def.SourceTopics = append(s.def.SourceTopics, n.topic)
+			s.entries[n.topic] = n.entry
+		case n.kind == sinkNode && n.internal:
+			n.sendTo = names.AppID + "-" + n.topic
+			s.def.RepartitionSinkTopics = append(s.def.RepartitionSinkTopics, n.sendTo)
+		case n.kind == sinkNode:
+			n.sendTo = n.topic
+		}
+		if n.store != "" {
+			s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.KeyValueChangelog(n.store))
+		}
+	}
+	defs := make([]topology.Subtopology, len(subs))
+	procs := stream.Processors{}
+	for i, s := range subs {
+		s.def.ID = fmt.Sprint(i)
+		slices.Sort(s.def.SourceTopics)
+		defs[i] = s.def
+		procs[s.def.ID] = s
+	}
+	topo, err := topology.New(defs...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dsl: the derived topology is not valid: %w", err)
+	}
+	return topo, procs, nil
+}
+
+// subtopology is one subtopology's processor: each input topic's source node.
+type subtopology struct {
+	def     topology.Subtopology
+	entries map[string]func(*stream.Context, *stream.Record) error
+}
+
+// Process hands the record to the source node of its topic.
+func (s *subtopology) Process(c *stream.Context, r *stream.Record) error {
+	if e := s.entries[r.Topic]; e != nil {
+		return e(c, r)
+	}
+	return fmt.Errorf("dsl: no source node reads %s in this subtopology", r.Topic)
+}

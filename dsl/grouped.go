@@ -1,0 +1,230 @@
+package dsl
+
+import (
+	"fmt"
+
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/stream"
+)
+
+// KGroupedStream is a stream grouped by key for an aggregation (Kafka Streams' KGroupedStream).
+type KGroupedStream[K, V any] struct {
+	s       *KStream[K, V]
+	ks      serde.Serde[K]
+	vs      serde.Serde[V]
+	name    string // Grouped.as: names the repartition topic
+	rekeyed bool   // the aggregation repartitions first
+	// repartitioned is the repartition a named grouping made for its first aggregation: later ones
+	// read it too (Kafka Streams reuses a named repartition node).
+	sink, source *node
+	fromRep      *fanout[K, V]
+}
+
+// GroupByKey groups the stream by its key (Kafka Streams' groupByKey); after a key change the
+// aggregation repartitions first, through <application.id>-<g.Name>-repartition (or a name
+// generated from the store's).
+func (s *KStream[K, V]) GroupByKey(g ...Grouped[K, V]) *KGroupedStream[K, V] {
+	var gr Grouped[K, V]
+	if len(g) > 0 {
+		gr = g[0]
+	}
+	return grouped(s, gr, s.rekeyed)
+}
+
+// GroupBy groups the stream by the key fn selects (Kafka Streams' groupBy): the aggregation
+// repartitions first. g.Name names the key-selecting node and the repartition topic.
+func GroupBy[K, V, KR any](s *KStream[K, V], fn func(K, V) KR, g ...Grouped[KR, V]) *KGroupedStream[KR, V] {
+	var gr Grouped[KR, V]
+	if len(g) > 0 {
+		gr = g[0]
+	}
+	c := child(s, Named(gr.Name), "KSTREAM-KEY-SELECT-", defaultSerde[KR](), s.vs, true)
+	s.out.to = append(s.out.to, selectKey(c.out, fn))
+	return grouped(c, gr, true)
+}
+
+func grouped[K, V any](s *KStream[K, V], g Grouped[K, V], rekeyed bool) *KGroupedStream[K, V] {
+	ks, vs := g.Key, g.Value
+	if ks == nil {
+		ks = s.ks
+	}
+	if vs == nil {
+		vs = s.vs
+	}
+	return &KGroupedStream[K, V]{s: s, ks: ks, vs: vs, name: g.Name, rekeyed: rekeyed}
+}
+
+// input is where the aggregation named store reads the grouped records: the stream itself, or the
+// repartition topic it writes first (named after the grouping, or after the store).
+func (g *KGroupedStream[K, V]) input(store string) (*node, *fanout[K, V]) {
+	if !g.rekeyed {
+		return g.s.n, g.s.out
+	}
+	prefix := g.name
+	if prefix == "" {
+		prefix = store
+	}
+	b := g.s.b
+	if g.ks == nil || g.vs == nil {
+		b.fail("the repartition before aggregating into %q needs Grouped serdes for %s and %s", store, typeName[K](), typeName[V]())
+	}
+	sink, source := b.repartition(prefix, 0, g.s.n)
+	if g.name != "" && g.sink != nil {
+		// Kafka Streams reuses the repartition of a named grouping: its numbers are taken anyway.
+		b.nodes = b.nodes[:len(b.nodes)-3]
+		return g.source, g.fromRep
+	}
+	g.s.out.to = append(g.s.out.to, sendTo(sink, g.ks, g.vs))
+	out := &fanout[K, V]{}
+	source.entry = sourceEntry(out, g.ks, g.vs)
+	g.sink, g.source, g.fromRep = sink, source, out
+	return source, out
+}
+
+// Count counts the records of each key (Kafka Streams' count), in a store named by m's Name or a
+// generated one.
+func (g *KGroupedStream[K, V]) Count(m ...Materialized[K, int64]) *KTable[K, int64] {
+	var mat Materialized[K, int64]
+	if len(m) > 0 {
+		mat = m[0]
+		if mat.Name == "" {
+			// Kafka Streams' count(Materialized) takes a store name it never uses, for compatibility.
+			g.s.b.newStoreName("KSTREAM-AGGREGATE-")
+		}
+	}
+	return aggregate(g, "KSTREAM-AGGREGATE-", mat, serde.Int64, func() int64 { return 0 },
+		func(_ K, _ V, n int64) int64 { return n + 1 })
+}
+
+// Reduce combines the values of each key with fn (Kafka Streams' reduce): the first value of a key
+// is its aggregate as it is.
+func (g *KGroupedStream[K, V]) Reduce(fn func(agg, v V) V, m ...Materialized[K, V]) *KTable[K, V] {
+	var mat Materialized[K, V]
+	if len(m) > 0 {
+		mat = m[0]
+	}
+	return reduce(g, mat, fn)
+}
+
+// Aggregate folds the values of each key into an aggregate of type VA, starting from init (Kafka
+// Streams' aggregate).
+func Aggregate[K, V, VA any](g *KGroupedStream[K, V], init func() VA, fn func(k K, v V, agg VA) VA, m ...Materialized[K, VA]) *KTable[K, VA] {
+	var mat Materialized[K, VA]
+	if len(m) > 0 {
+		mat = m[0]
+	}
+	return aggregate(g, "KSTREAM-AGGREGATE-", mat, nil, init, fn)
+}
+
+// aggregate adds an aggregation: its store (named, or generated from prefix), the repartition
+// before it when the grouping needs one, and its processor node.
+func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materialized[K, VA], vaDefault serde.Serde[VA],
+	init func() VA, fn func(K, V, VA) VA) *KTable[K, VA] {
+	b := g.s.b
+	store := m.Name
+	if store == "" {
+		store = b.newStoreName(prefix)
+	}
+	name := b.newName(prefix)
+	ks := m.Key
+	if ks == nil {
+		ks = g.ks
+	}
+	vas := m.Value
+	if vas == nil {
+		vas = vaDefault
+	}
+	if vas == nil {
+		vas = defaultSerde[VA]()
+	}
+	if ks == nil || vas == nil {
+		b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[VA]())
+	}
+	parent, in := g.input(store)
+	n := b.add(&node{name: name, kind: processorNode, store: store}, parent)
+	t := &KTable[K, VA]{b: b, n: n, out: &fanout[K, VA]{}, ks: ks, vs: vas, store: store}
+	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
+		if md.nullKey || md.nullValue {
+			return nil // Kafka Streams skips such records (and counts them as dropped)
+		}
+		kb, err := ks.Encode(k)
+		if err != nil {
+			return fmt.Errorf("dsl: encoding a key for store %s: %w", store, err)
+		}
+		st := c.Store(store)
+		old, ok, err := st.Get(kb)
+		if err != nil {
+			return err
+		}
+		agg := init()
+		if ok && old != nil {
+			if agg, err = vas.Decode(old); err != nil {
+				return fmt.Errorf("dsl: decoding the aggregate of store %s: %w", store, err)
+			}
+		}
+		agg = fn(k, v, agg)
+		vb, err := vas.Encode(agg)
+		if err != nil {
+			return fmt.Errorf("dsl: encoding the aggregate of store %s: %w", store, err)
+		}
+		if err := st.Put(kb, vb); err != nil {
+			return err
+		}
+		return t.out.emit(c, meta{}, k, agg)
+	})
+	return t
+}
+
+// reduce is aggregate whose first value is the aggregate.
+func reduce[K, V any](g *KGroupedStream[K, V], m Materialized[K, V], fn func(V, V) V) *KTable[K, V] {
+	b := g.s.b
+	store := m.Name
+	if store == "" {
+		store = b.newStoreName("KSTREAM-REDUCE-")
+	}
+	name := b.newName("KSTREAM-REDUCE-")
+	ks, vs := m.Key, m.Value
+	if ks == nil {
+		ks = g.ks
+	}
+	if vs == nil {
+		vs = g.vs
+	}
+	if ks == nil || vs == nil {
+		b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[V]())
+	}
+	parent, in := g.input(store)
+	n := b.add(&node{name: name, kind: processorNode, store: store}, parent)
+	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store}
+	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
+		if md.nullKey || md.nullValue {
+			return nil
+		}
+		kb, err := ks.Encode(k)
+		if err != nil {
+			return fmt.Errorf("dsl: encoding a key for store %s: %w", store, err)
+		}
+		st := c.Store(store)
+		old, ok, err := st.Get(kb)
+		if err != nil {
+			return err
+		}
+		agg := v
+		if ok && old != nil {
+			prev, err := vs.Decode(old)
+			if err != nil {
+				return fmt.Errorf("dsl: decoding the aggregate of store %s: %w", store, err)
+			}
+			agg = fn(prev, v)
+		}
+		vb, err := vs.Encode(agg)
+		if err != nil {
+			return fmt.Errorf("dsl: encoding the aggregate of store %s: %w", store, err)
+		}
+		if err := st.Put(kb, vb); err != nil {
+			return err
+		}
+		return t.out.emit(c, meta{}, k, agg)
+	})
+	return t
+}

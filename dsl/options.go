@@ -1,0 +1,49 @@
+package dsl
+
+import "github.com/streamsgroup/streamsgroup/serde"
+
+// Consumed is how a source topic is read (Kafka Streams' Consumed): its serdes, and the source
+// node's name (Consumed.as); empty fields take the defaults.
+type Consumed[K, V any] struct {
+	Key   serde.Serde[K]
+	Value serde.Serde[V]
+	Name  string
+}
+
+// Produced is how records are written to a topic (Kafka Streams' Produced): serdes and the sink
+// node's name (Produced.as).
+type Produced[K, V any] struct {
+	Key   serde.Serde[K]
+	Value serde.Serde[V]
+	Name  string
+}
+
+// Grouped is how a stream is grouped (Kafka Streams' Grouped): the serdes of the repartition topic
+// and its name (Grouped.as), which names the repartition topic <application.id>-<Name>-repartition
+// and, for GroupBy, the key-selecting node.
+type Grouped[K, V any] struct {
+	Key   serde.Serde[K]
+	Value serde.Serde[V]
+	Name  string
+}
+
+// Materialized is how an aggregation's store is kept (Kafka Streams' Materialized): its name
+// (Materialized.as, which names the changelog <application.id>-<Name>-changelog) and serdes. A
+// store without a name gets a generated one, as in Kafka Streams.
+type Materialized[K, V any] struct {
+	Name  string
+	Key   serde.Serde[K]
+	Value serde.Serde[V]
+}
+
+// Repartitioned is how Repartition writes its topic (Kafka Streams' Repartitioned): serdes, its
+// name (Repartitioned.as) and a fixed partition count (0: as many as the input has).
+type Repartitioned[K, V any] struct {
+	Key        serde.Serde[K]
+	Value      serde.Serde[V]
+	Name       string
+	Partitions int32
+}
+
+// Named names an operation's processor node (Kafka Streams' Named.as); empty: a generated name.
+type Named string

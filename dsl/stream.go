@@ -1,0 +1,292 @@
+package dsl
+
+import (
+	"fmt"
+
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/stream"
+)
+
+// meta is what travels with a record through the nodes besides its key and value: whether they are
+// null (a record whose bytes were nil, which typed values cannot say).
+type meta struct {
+	nullKey, nullValue bool
+}
+
+// fanout hands a record to a node's children, in the order they were added (Kafka Streams forwards
+// to its children in that order).
+type fanout[K, V any] struct {
+	to []func(c *stream.Context, m meta, k K, v V) error
+}
+
+func (f *fanout[K, V]) emit(c *stream.Context, m meta, k K, v V) error {
+	for _, fn := range f.to {
+		if err := fn(c, m, k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KStream is a record stream (Kafka Streams' KStream) of keys K and values V.
+type KStream[K, V any] struct {
+	b   *Builder
+	n   *node
+	out *fanout[K, V]
+	ks  serde.Serde[K] // nil when not known (after a change of type): a default, or the next serde given
+	vs  serde.Serde[V]
+	// rekeyed: the key changed since the source, so a grouping repartitions (Kafka Streams'
+	// repartitionRequired).
+	rekeyed bool
+}
+
+// Stream reads topic (Kafka Streams' StreamsBuilder.stream).
+func Stream[K, V any](b *Builder, topic string, c Consumed[K, V]) *KStream[K, V] {
+	ks, vs := orDefault(c.Key), orDefault(c.Value)
+	if topic == "" {
+		b.fail("Stream needs a topic")
+	}
+	if ks == nil || vs == nil {
+		b.fail("Stream(%q) needs Consumed serdes for %s and %s", topic, typeName[K](), typeName[V]())
+	}
+	n := b.add(&node{name: b.nameOr(c.Name, "KSTREAM-SOURCE-"), kind: sourceNode, topic: topic})
+	s := &KStream[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs}
+	n.entry = sourceEntry(s.out, ks, vs)
+	return s
+}
+
+// sourceEntry decodes a record with ks and vs and hands it to out.
+func sourceEntry[K, V any](out *fanout[K, V], ks serde.Serde[K], vs serde.Serde[V]) func(*stream.Context, *stream.Record) error {
+	return func(c *stream.Context, r *stream.Record) error {
+		var (
+			k K
+			v V
+			m = meta{nullKey: r.Key == nil, nullValue: r.Value == nil}
+		)
+		var err error
+		if !m.nullKey {
+			if k, err = ks.Decode(r.Key); err != nil {
+				return stream.UndecodableRecord(fmt.Errorf("key: %w", err))
+			}
+		}
+		if !m.nullValue {
+			if v, err = vs.Decode(r.Value); err != nil {
+				return stream.UndecodableRecord(fmt.Errorf("value: %w", err))
+			}
+		}
+		return out.emit(c, m, k, v)
+	}
+}
+
+// child adds a processor node named by named or prefix below s, with the same types, and returns it
+// with its fanout.
+func child[K, V, KR, VR any](s *KStream[K, V], named Named, prefix string, ks serde.Serde[KR], vs serde.Serde[VR], rekeyed bool) *KStream[KR, VR] {
+	n := s.b.add(&node{name: s.b.nameOr(string(named), prefix), kind: processorNode}, s.n)
+	return &KStream[KR, VR]{b: s.b, n: n, out: &fanout[KR, VR]{}, ks: ks, vs: vs, rekeyed: rekeyed}
+}
+
+// Filter keeps the records pred accepts.
+func (s *KStream[K, V]) Filter(pred func(K, V) bool, named ...Named) *KStream[K, V] {
+	c := child(s, first(named), "KSTREAM-FILTER-", s.ks, s.vs, s.rekeyed)
+	s.out.to = append(s.out.to, func(ctx *stream.Context, m meta, k K, v V) error {
+		if pred(k, v) {
+			return c.out.emit(ctx, m, k, v)
+		}
+		return nil
+	})
+	return c
+}
+
+// FilterNot drops the records pred accepts.
+func (s *KStream[K, V]) FilterNot(pred func(K, V) bool, named ...Named) *KStream[K, V] {
+	return s.Filter(func(k K, v V) bool { return !pred(k, v) }, named...)
+}
+
+// Peek calls fn on each record and passes it on unchanged.
+func (s *KStream[K, V]) Peek(fn func(K, V), named ...Named) *KStream[K, V] {
+	c := child(s, first(named), "KSTREAM-PEEK-", s.ks, s.vs, s.rekeyed)
+	s.out.to = append(s.out.to, func(ctx *stream.Context, m meta, k K, v V) error {
+		fn(k, v)
+		return c.out.emit(ctx, m, k, v)
+	})
+	return c
+}
+
+// Foreach calls fn on each record; nothing follows it.
+func (s *KStream[K, V]) Foreach(fn func(K, V), named ...Named) {
+	child(s, first(named), "KSTREAM-FOREACH-", s.ks, s.vs, s.rekeyed)
+	s.out.to = append(s.out.to, func(_ *stream.Context, _ meta, k K, v V) error {
+		fn(k, v)
+		return nil
+	})
+}
+
+// Merge is s and other as one stream (Kafka Streams' merge).
+func (s *KStream[K, V]) Merge(other *KStream[K, V], named ...Named) *KStream[K, V] {
+	if other.b != s.b {
+		s.b.fail("Merge: the streams come from two builders")
+	}
+	n := s.b.add(&node{name: s.b.nameOr(string(first(named)), "KSTREAM-MERGE-"), kind: processorNode}, s.n, other.n)
+	m := &KStream[K, V]{b: s.b, n: n, out: &fanout[K, V]{}, ks: s.ks, vs: s.vs, rekeyed: s.rekeyed || other.rekeyed}
+	if m.ks == nil {
+		m.ks = other.ks
+	}
+	if m.vs == nil {
+		m.vs = other.vs
+	}
+	pass := func(ctx *stream.Context, mt meta, k K, v V) error { return m.out.emit(ctx, mt, k, v) }
+	s.out.to = append(s.out.to, pass)
+	other.out.to = append(other.out.to, pass)
+	return m
+}
+
+// To writes the stream to topic (Kafka Streams' to), with p's serdes or the stream's.
+func (s *KStream[K, V]) To(topic string, p Produced[K, V]) {
+	ks, vs := p.Key, p.Value
+	if ks == nil {
+		ks = s.ks
+	}
+	if vs == nil {
+		vs = s.vs
+	}
+	if topic == "" {
+		s.b.fail("To needs a topic")
+	}
+	if ks == nil || vs == nil {
+		s.b.fail("To(%q) needs Produced serdes for %s and %s", topic, typeName[K](), typeName[V]())
+	}
+	n := s.b.add(&node{name: s.b.nameOr(p.Name, "KSTREAM-SINK-"), kind: sinkNode, topic: topic}, s.n)
+	s.out.to = append(s.out.to, sendTo(n, ks, vs))
+}
+
+// sendTo writes each record to n's topic.
+func sendTo[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) func(*stream.Context, meta, K, V) error {
+	return func(c *stream.Context, m meta, k K, v V) error {
+		var kb, vb []byte
+		var err error
+		if !m.nullKey {
+			if kb, err = ks.Encode(k); err != nil {
+				return fmt.Errorf("dsl: encoding a key for %s: %w", n.sendTo, err)
+			}
+			if kb == nil {
+				kb = []byte{}
+			}
+		}
+		if !m.nullValue {
+			if vb, err = vs.Encode(v); err != nil {
+				return fmt.Errorf("dsl: encoding a value for %s: %w", n.sendTo, err)
+			}
+			if vb == nil {
+				vb = []byte{}
+			}
+		}
+		return c.Send(n.sendTo, kb, vb)
+	}
+}
+
+// MapValues changes each value with fn (Kafka Streams' mapValues); the key stays, so no
+// repartition follows.
+func MapValues[K, V, VR any](s *KStream[K, V], fn func(K, V) VR, named ...Named) *KStream[K, VR] {
+	c := child(s, first(named), "KSTREAM-MAPVALUES-", s.ks, defaultSerde[VR](), s.rekeyed)
+	s.out.to = append(s.out.to, func(ctx *stream.Context, m meta, k K, v V) error {
+		m.nullValue = false
+		return c.out.emit(ctx, m, k, fn(k, v))
+	})
+	return c
+}
+
+// Map changes each record's key and value (Kafka Streams' map): a grouping after it repartitions.
+func Map[K, V, KR, VR any](s *KStream[K, V], fn func(K, V) (KR, VR), named ...Named) *KStream[KR, VR] {
+	c := child(s, first(named), "KSTREAM-MAP-", defaultSerde[KR](), defaultSerde[VR](), true)
+	s.out.to = append(s.out.to, func(ctx *stream.Context, _ meta, k K, v V) error {
+		kr, vr := fn(k, v)
+		return c.out.emit(ctx, meta{}, kr, vr)
+	})
+	return c
+}
+
+// SelectKey gives each record the key fn returns (Kafka Streams' selectKey): a grouping after it
+// repartitions.
+func SelectKey[K, V, KR any](s *KStream[K, V], fn func(K, V) KR, named ...Named) *KStream[KR, V] {
+	c := child(s, first(named), "KSTREAM-KEY-SELECT-", defaultSerde[KR](), s.vs, true)
+	s.out.to = append(s.out.to, selectKey(c.out, fn))
+	return c
+}
+
+func selectKey[K, V, KR any](out *fanout[KR, V], fn func(K, V) KR) func(*stream.Context, meta, K, V) error {
+	return func(ctx *stream.Context, m meta, k K, v V) error {
+		m.nullKey = false
+		return out.emit(ctx, m, fn(k, v), v)
+	}
+}
+
+// FlatMapValues turns each record into one record per value fn returns, with the same key (Kafka
+// Streams' flatMapValues).
+func FlatMapValues[K, V, VR any](s *KStream[K, V], fn func(K, V) []VR, named ...Named) *KStream[K, VR] {
+	c := child(s, first(named), "KSTREAM-FLATMAPVALUES-", s.ks, defaultSerde[VR](), s.rekeyed)
+	s.out.to = append(s.out.to, func(ctx *stream.Context, m meta, k K, v V) error {
+		m.nullValue = false
+		for _, vr := range fn(k, v) {
+			if err := c.out.emit(ctx, m, k, vr); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return c
+}
+
+// KeyValue is one record a FlatMap returns.
+type KeyValue[K, V any] struct {
+	Key   K
+	Value V
+}
+
+// FlatMap turns each record into the records fn returns (Kafka Streams' flatMap): a grouping after
+// it repartitions.
+func FlatMap[K, V, KR, VR any](s *KStream[K, V], fn func(K, V) []KeyValue[KR, VR], named ...Named) *KStream[KR, VR] {
+	c := child(s, first(named), "KSTREAM-FLATMAP-", defaultSerde[KR](), defaultSerde[VR](), true)
+	s.out.to = append(s.out.to, func(ctx *stream.Context, _ meta, k K, v V) error {
+		for _, kv := range fn(k, v) {
+			if err := c.out.emit(ctx, meta{}, kv.Key, kv.Value); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return c
+}
+
+// Repartition writes the stream through a repartition topic of its own and reads it back (Kafka
+// Streams' repartition), so that each key's records are in one partition of it: named by r.Name
+// (<application.id>-<Name>-repartition) or a generated name, with r.Partitions partitions (0: as
+// many as the input).
+func (s *KStream[K, V]) Repartition(r Repartitioned[K, V]) *KStream[K, V] {
+	ks, vs := r.Key, r.Value
+	if ks == nil {
+		ks = s.ks
+	}
+	if vs == nil {
+		vs = s.vs
+	}
+	name := s.b.nameOr(r.Name, "KSTREAM-REPARTITION-")
+	if ks == nil || vs == nil {
+		s.b.fail("Repartition %q needs Repartitioned serdes for %s and %s", name, typeName[K](), typeName[V]())
+	}
+	if r.Partitions < 0 {
+		s.b.fail("Repartition %q: the partition count %d is negative", name, r.Partitions)
+	}
+	sink, source := s.b.repartition(name, r.Partitions, s.n)
+	s.out.to = append(s.out.to, sendTo(sink, ks, vs))
+	c := &KStream[K, V]{b: s.b, n: source, out: &fanout[K, V]{}, ks: ks, vs: vs}
+	source.entry = sourceEntry(c.out, ks, vs)
+	return c
+}
+
+// first is the first of the optional names, or none.
+func first(named []Named) Named {
+	if len(named) > 0 {
+		return named[0]
+	}
+	return ""
+}

@@ -1,0 +1,150 @@
+package io.github.streamsgroup.peer;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.Properties;
+
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Repartitioned;
+
+/**
+ * The DSL programs the Go DSL (package dsl) is compared with: each is written here in Java and in
+ * dsl/programs_test.go in Go, operation for operation. Topics: {@code t} is the program's prefix; it
+ * reads {@code <t>-in} (and {@code <t>-in2}) and writes {@code <t>-out}. Keys and values are strings
+ * unless an operation makes them longs.
+ */
+final class DslPrograms {
+    /** The programs, in the order {@code --apps=programs@<prefix>} lists them. */
+    static final List<String> NAMES = List.of(
+        "p-stateless", "p-stateless-named", "p-wordcount", "p-count-unnamed", "p-count-materialized-unnamed",
+        "p-reduce", "p-aggregate", "p-merge", "p-repartition", "p-repartition-named", "p-flatmap",
+        "p-two-sources", "p-groupbykey-source");
+
+    private DslPrograms() {
+    }
+
+    static Topology build(String program, String t, Properties props) {
+        StreamsBuilder b = new StreamsBuilder();
+        Produced<String, Long> longs = Produced.with(Serdes.String(), Serdes.Long());
+        switch (program) {
+            case "p-stateless": {
+                KStream<String, String> in = b.stream(t + "-in");
+                in.filter((k, v) -> !v.isEmpty())
+                    .filterNot((k, v) -> v.startsWith("#"))
+                    .mapValues(v -> v.toUpperCase())
+                    .peek((k, v) -> { })
+                    .to(t + "-out");
+                in.foreach((k, v) -> { });
+                break;
+            }
+            case "p-stateless-named": {
+                KStream<String, String> in = b.stream(t + "-in", Consumed.as("lines"));
+                in.filter((k, v) -> !v.isEmpty(), Named.as("non-empty"))
+                    .filterNot((k, v) -> v.startsWith("#"), Named.as("no-comments"))
+                    .mapValues(v -> v.toUpperCase(), Named.as("upper"))
+                    .peek((k, v) -> { }, Named.as("look"))
+                    .to(t + "-out", Produced.as("written"));
+                in.foreach((k, v) -> { }, Named.as("each"));
+                break;
+            }
+            case "p-wordcount": {
+                b.<String, String>stream(t + "-in")
+                    .flatMapValues(v -> Arrays.asList(v.split(" ")))
+                    .groupBy((k, w) -> w, Grouped.as("words"))
+                    .count(Materialized.as("counts"))
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-count-unnamed": {
+                b.<String, String>stream(t + "-in")
+                    .groupBy((k, v) -> v)
+                    .count()
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-count-materialized-unnamed": {
+                b.<String, String>stream(t + "-in")
+                    .selectKey((k, v) -> v)
+                    .groupByKey()
+                    .count(Materialized.with(Serdes.String(), Serdes.Long()))
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-reduce": {
+                b.<String, String>stream(t + "-in")
+                    .selectKey((k, v) -> v.substring(0, Math.min(1, v.length())))
+                    .groupByKey()
+                    .reduce((a, v) -> a + "," + v)
+                    .toStream().to(t + "-out");
+                break;
+            }
+            case "p-aggregate": {
+                b.<String, String>stream(t + "-in")
+                    .map((k, v) -> KeyValue.pair(v, k))
+                    .groupByKey(Grouped.as("by-value"))
+                    .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(),
+                        Materialized.<String, Long, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("lengths")
+                            .withValueSerde(Serdes.Long()))
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-merge": {
+                KStream<String, String> a = b.stream(t + "-in");
+                KStream<String, String> c = b.stream(t + "-in2");
+                a.merge(c).groupByKey().count(Materialized.as("merged")).toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-repartition": {
+                b.<String, String>stream(t + "-in")
+                    .selectKey((k, v) -> v)
+                    .repartition()
+                    .groupByKey()
+                    .count()
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-repartition-named": {
+                b.<String, String>stream(t + "-in")
+                    .repartition(Repartitioned.<String, String>as("spread").withNumberOfPartitions(2))
+                    .mapValues(v -> v + "!")
+                    .to(t + "-out");
+                break;
+            }
+            case "p-flatmap": {
+                b.<String, String>stream(t + "-in")
+                    .flatMap((k, v) -> List.of(KeyValue.pair(v, v), KeyValue.pair(k, v)))
+                    .groupByKey()
+                    .count()
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-two-sources": {
+                b.<String, String>stream(t + "-in").mapValues(v -> v + "?").to(t + "-out");
+                b.<String, String>stream(t + "-in2")
+                    .groupBy((k, v) -> v, Grouped.as("second"))
+                    .reduce((a, v) -> v, Materialized.as("latest"))
+                    .toStream().to(t + "-out");
+                break;
+            }
+            case "p-groupbykey-source": {
+                b.<String, String>stream(t + "-in")
+                    .groupByKey()
+                    .count()
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            default:
+                throw new IllegalArgumentException("unknown program " + program + " (" + NAMES + ")");
+        }
+        return b.build(props);
+    }
+}
