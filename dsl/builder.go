@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -206,4 +207,18 @@ func (s *subtopology) Process(c *stream.Context, r *stream.Record) error {
 		return e(c, r)
 	}
 	return fmt.Errorf("dsl: no source node reads %s in this subtopology", r.Topic)
+}
+
+// Run builds the program b holds into an App for cfg (stream.New with opts) and runs it until ctx
+// ends: what Kafka Streams' new KafkaStreams(builder.build(), props).start() does.
+func Run(ctx context.Context, cfg config.Config, b *Builder, opts ...stream.Option) error {
+	topo, procs, err := b.Build(cfg)
+	if err != nil {
+		return err
+	}
+	app, err := stream.New(cfg, topo, procs, opts...)
+	if err != nil {
+		return err
+	}
+	return app.Run(ctx)
 }

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -167,7 +168,8 @@ func runDemo(bootstrap string, nLines int, every time.Duration) error {
 		}
 	}()
 	for _, name := range []string{"member-1", "member-2", "member-3"} {
-		p, err := startProc(name, dir, bin, "-bootstrap", bootstrap, "-app", app, "-input", input, "-output", output, "-name", name)
+		p, err := startProc(name, dir, bin, "application.id="+app, "bootstrap.servers="+bootstrap, "client.id="+name,
+			"commit.interval.ms=1000", "user.input="+input, "user.output="+output)
 		if err != nil {
 			return err
 		}
@@ -337,8 +339,9 @@ func verify(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string,
 		fetches.EachRecord(func(r *kgo.Record) {
 			if !r.Attrs.IsControl() {
 				records++
-				n, _ := strconv.ParseInt(string(r.Value), 10, 64)
-				got[string(r.Key)] = n // records of one word are in one partition, in order: the last wins
+				if len(r.Value) == 8 { // Kafka's Long: a big-endian int64
+					got[string(r.Key)] = int64(binary.BigEndian.Uint64(r.Value)) // one word's records are in order: the last wins
+				}
 			}
 			if end, ok := ends.Lookup(topic, r.Partition); ok && r.Offset+1 >= end.Offset && !done[r.Partition] {
 				done[r.Partition] = true
