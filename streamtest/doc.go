@@ -1,0 +1,16 @@
+// Package streamtest runs a stream application in-process, without a broker, as Kafka Streams'
+// TopologyTestDriver does: pipe typed records into its input topics, read typed records from its
+// output topics, read its stores. It runs the application on the runtime itself (stream.App, its
+// machine, its stores, its commits), against an in-process fake Kafka cluster that answers the
+// streams-group protocol for one member holding every task; so what a test sees is what the
+// runtime does, not a second implementation of it.
+//
+// Every topic has one partition (as in TopologyTestDriver, so every subtopology has one task,
+// <subtopology>_0). Reading an output topic first waits until the application processed every record
+// piped so far, through its repartition topics too, and committed (commit.interval.ms is 10 ms here
+// unless set): so outputs are read in the order they were written, once each.
+//
+// Differences from TopologyTestDriver: time is the real clock (wall-clock punctuations fire in real
+// time, and cannot be advanced by hand); stream time advances with the timestamps of the records
+// piped.
+package streamtest
