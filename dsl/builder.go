@@ -19,6 +19,25 @@ type Builder struct {
 	nodes []*node // in the order Kafka Streams writes them into its topology
 	errs  []error // what the program got wrong, reported by Build
 	built bool
+	// stores are the stores added with AddStore, and whether a processor uses them.
+	stores map[string]bool
+}
+
+// AddStore adds a key-value store, with its changelog, for the processors given to Process that
+// name it (Kafka Streams' StreamsBuilder.addStateStore with a key-value store builder). The
+// processors read and write it with stream.Context.Store or stream.KeyValue.
+func (b *Builder) AddStore(name string) {
+	if name == "" {
+		b.fail("AddStore needs a name")
+		return
+	}
+	if b.stores == nil {
+		b.stores = map[string]bool{}
+	}
+	if _, ok := b.stores[name]; ok {
+		b.fail("the store %q was added twice", name)
+	}
+	b.stores[name] = false
 }
 
 // NewBuilder returns an empty Builder.
@@ -45,8 +64,10 @@ type node struct {
 	internal bool
 	// partitions is a repartition topic's fixed count (0: the input's).
 	partitions int32
-	// store is the key-value store a stateful processor keeps ("" for none).
-	store string
+	// stores are the key-value stores a stateful processor keeps.
+	stores []string
+	// init runs as each of the processor's tasks starts (a stream.Initializer's Init).
+	init func(c *stream.Context) error
 	// entry handles a record of the source's topic (sources only): decode and hand it on.
 	entry func(c *stream.Context, r *stream.Record) error
 
@@ -128,6 +149,11 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 	if cfg.ApplicationID == "" {
 		return nil, nil, fmt.Errorf("dsl: %s is required: it prefixes the internal topics", config.KeyApplicationID)
 	}
+	for st, used := range b.stores {
+		if !used {
+			b.fail("the store %q added with AddStore is used by no Process", st)
+		}
+	}
 	seen := map[string]bool{}
 	for _, n := range b.nodes {
 		if seen[n.name] {
@@ -176,8 +202,13 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		case n.kind == sinkNode:
 			n.sendTo = n.topic
 		}
-		if n.store != "" {
-			s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.KeyValueChangelog(n.store))
+		for _, st := range n.stores {
+			if !slices.ContainsFunc(s.def.StateChangelogTopics, func(ti topology.TopicInfo) bool { return ti.Name == names.ChangelogTopic(st) }) {
+				s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.KeyValueChangelog(st))
+			}
+		}
+		if n.init != nil {
+			s.inits = append(s.inits, n.init)
 		}
 	}
 	defs := make([]topology.Subtopology, len(subs))
@@ -199,6 +230,17 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 type subtopology struct {
 	def     topology.Subtopology
 	entries map[string]func(*stream.Context, *stream.Record) error
+	inits   []func(*stream.Context) error
+}
+
+// Init runs the Init of the processors (Process) of the subtopology as its task starts.
+func (s *subtopology) Init(c *stream.Context) error {
+	for _, in := range s.inits {
+		if err := in(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Process hands the record to the source node of its topic.

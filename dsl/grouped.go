@@ -141,7 +141,7 @@ func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materiali
 		b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[VA]())
 	}
 	parent, in := g.input(store)
-	n := b.add(&node{name: name, kind: processorNode, store: store}, parent)
+	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, parent)
 	t := &KTable[K, VA]{b: b, n: n, out: &fanout[K, VA]{}, ks: ks, vs: vas, store: store}
 	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
 		if md.nullKey || md.nullValue {
@@ -194,7 +194,7 @@ func reduce[K, V any](g *KGroupedStream[K, V], m Materialized[K, V], fn func(V, 
 		b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[V]())
 	}
 	parent, in := g.input(store)
-	n := b.add(&node{name: name, kind: processorNode, store: store}, parent)
+	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, parent)
 	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store}
 	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
 		if md.nullKey || md.nullValue {

@@ -1,14 +1,17 @@
 package dsl
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/streamtest"
 )
 
@@ -133,5 +136,156 @@ func TestGroupedAggregations(t *testing.T) {
 	v, ok, err := st.Get([]byte("x"))
 	if err != nil || !ok || string(v) != string([]byte{0, 0, 0, 0, 0, 0, 0, 2}) {
 		t.Fatalf("store counts holds x = %v %v %v, want 2 as Kafka's Long", v, ok, err)
+	}
+}
+
+// Split sends each record to the first branch that accepts it, else to the default branch.
+func TestSplit(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		br := Stream(b, "in", Consumed[string, string]{}).Split("s-").
+			Branch(func(_, v string) bool { return strings.HasPrefix(v, "a") }, "a").
+			Branch(func(_, v string) bool { return strings.Contains(v, "a") })
+		br.DefaultBranch()["s-0"].To("rest", Produced[string, string]{})
+		br.branches["s-a"].To("as", Produced[string, string]{})
+		br.branches["s-2"].To("has-a", Produced[string, string]{})
+	})
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String),
+		kv[string, string]{"1", "ab"}, kv[string, string]{"2", "ba"}, kv[string, string]{"3", "cc"}, kv[string, string]{"4", "aa"})
+	expect(t, streamtest.Output(d, "as", serde.String, serde.String), kv[string, string]{"1", "ab"}, kv[string, string]{"4", "aa"})
+	expect(t, streamtest.Output(d, "has-a", serde.String, serde.String), kv[string, string]{"2", "ba"})
+	expect(t, streamtest.Output(d, "rest", serde.String, serde.String), kv[string, string]{"3", "cc"})
+}
+
+// ToFunc writes each record to the topic its function names.
+func TestToFunc(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		Stream(b, "in", Consumed[string, string]{}).ToFunc(func(k, _ string) string { return "to-" + k }, Produced[string, string]{})
+	})
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"x", "1"}, kv[string, string]{"y", "2"}, kv[string, string]{"x", "3"})
+	expect(t, streamtest.Output(d, "to-x", serde.String, serde.String), kv[string, string]{"x", "1"}, kv[string, string]{"x", "3"})
+	expect(t, streamtest.Output(d, "to-y", serde.String, serde.String), kv[string, string]{"y", "2"})
+}
+
+// A table keeps each key's latest value; a filter turns a rejected update into a deletion
+// downstream (a null value), and mapValues keeps deletions as deletions.
+func TestTableOperations(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		latest := SelectKey(Stream(b, "in", Consumed[string, string]{}), func(k, _ string) string { return k }).
+			ToTable(Materialized[string, string]{Name: "latest"})
+		long := latest.Filter(func(_, v string) bool { return len(v) > 1 }, Materialized[string, string]{Name: "long"})
+		MapTableValues(long, func(_, v string) int64 { return int64(len(v)) }).ToStream().To("lengths", Produced[string, int64]{})
+		latest.FilterNot(func(_, v string) bool { return len(v) > 1 }).ToStream().To("short", Produced[string, string]{})
+	})
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String),
+		kv[string, string]{"a", "xx"}, kv[string, string]{"b", "y"}, kv[string, string]{"a", "z"}, kv[string, string]{"b", "yyy"})
+	lengths, err := streamtest.Output(d, "lengths", serde.String, serde.Int64).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type upd struct {
+		k    string
+		n    int64
+		null bool
+	}
+	var got []upd
+	for _, r := range lengths {
+		got = append(got, upd{r.Key, r.Value, r.NullValue})
+	}
+	if want := []upd{{"a", 2, false}, {"b", 0, true}, {"a", 0, true}, {"b", 3, false}}; !slices.Equal(got, want) {
+		t.Fatalf("lengths: got %v, want %v", got, want)
+	}
+	short, err := streamtest.Output(d, "short", serde.String, serde.String).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nulls []bool
+	for _, r := range short {
+		nulls = append(nulls, r.NullValue)
+	}
+	if want := []bool{true, false, false, true}; !slices.Equal(nulls, want) || short[1].Value != "y" || short[2].Value != "z" {
+		t.Fatalf("short: %+v, want a deleted, b=y, a=z, b deleted", short)
+	}
+	for store, want := range map[string]map[string]string{"latest": {"a": "z", "b": "yyy"}, "long": {"b": "yyy"}} {
+		st, err := d.Store(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"a", "b"} {
+			v, ok, err := st.Get([]byte(k))
+			if w, has := want[k]; err != nil || ok != has || string(v) != w {
+				t.Errorf("store %s: %s = %q %v %v, want %q %v", store, k, v, ok, err, w, has)
+			}
+		}
+	}
+}
+
+// Process hands each record, encoded, to a Processor API processor that may use the stores added
+// for it; its Init runs first.
+func TestProcess(t *testing.T) {
+	seen := stream.KeyValue("seen", serde.String, serde.String)
+	var inits atomic.Int32
+	p := &initProcessor{init: func(*stream.Context) error { inits.Add(1); return nil },
+		proc: stream.Typed(serde.String, serde.String, func(c *stream.Context, k, v string) error {
+			prev, _, err := seen.Get(c, k)
+			if err == nil {
+				err = seen.Put(c, k, prev+v)
+			}
+			return err
+		})}
+	d := run(t, func(b *Builder) {
+		b.AddStore("seen")
+		MapValues(Stream(b, "in", Consumed[string, string]{}), func(_, v string) string { return v + "." }).Process(p, "seen")
+	})
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"k", "a"}, kv[string, string]{"k", "b"})
+	st, err := d.Store("seen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := st.Get([]byte("k")); err != nil || !ok || string(v) != "a.b." {
+		t.Fatalf("store seen: k = %q %v %v, want a.b.", v, ok, err)
+	}
+	if n := inits.Load(); n != 1 {
+		t.Errorf("Init ran %d times, want once (one task)", n)
+	}
+}
+
+type initProcessor struct {
+	init func(*stream.Context) error
+	proc stream.Processor
+}
+
+func (p *initProcessor) Init(c *stream.Context) error { return p.init(c) }
+func (p *initProcessor) Process(c *stream.Context, r *stream.Record) error {
+	return p.proc.Process(c, r)
+}
+
+// Build reports every error of a program at once.
+func TestBuildReportsProgramErrors(t *testing.T) {
+	type point struct{ X int }
+	b := NewBuilder()
+	s := Stream(b, "", Consumed[string, point]{})
+	s.To("out", Produced[string, point]{})
+	b.AddStore("unused")
+	s.Filter(func(string, point) bool { return true }, "dup").Filter(func(string, point) bool { return true }, "dup")
+	_, _, err := b.Build(config.Default("app"))
+	if err == nil {
+		t.Fatal("Build accepted a program with errors")
+	}
+	for _, want := range []string{"Stream needs a topic", "Consumed serdes for string and dsl.point", `To("out") needs Produced serdes`,
+		`"unused" added with AddStore is used by no Process`, `two processor nodes are named "dup"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Build's error does not say %q:\n%v", want, err)
+		}
+	}
+	if _, _, err := NewBuilder().Build(config.Config{}); err == nil || !strings.Contains(err.Error(), "application.id is required") {
+		t.Errorf("Build without application.id: %v", err)
+	}
+	b2 := NewBuilder()
+	Stream(b2, "in", Consumed[string, string]{}).To("out", Produced[string, string]{})
+	if _, _, err := b2.Build(config.Default("app")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b2.Build(config.Default("app")); !errors.Is(err, ErrBuilt) {
+		t.Errorf("a second Build: %v, want ErrBuilt", err)
 	}
 }

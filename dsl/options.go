@@ -47,3 +47,26 @@ type Repartitioned[K, V any] struct {
 
 // Named names an operation's processor node (Kafka Streams' Named.as); empty: a generated name.
 type Named string
+
+// A TableOption is Named or a Materialized with the table's types, given to a table operation
+// (Kafka Streams' overloads with Named and Materialized).
+type TableOption interface{ tableOption() }
+
+func (Named) tableOption()              {}
+func (Materialized[K, V]) tableOption() {}
+
+// tableOptions reads opts for an operation whose result has types K and V; a Materialized of other
+// types is a program error.
+func tableOptions[K, V any](b *Builder, op string, opts []TableOption) (named Named, m Materialized[K, V], materialized bool) {
+	for _, o := range opts {
+		switch o := o.(type) {
+		case Named:
+			named = o
+		case Materialized[K, V]:
+			m, materialized = o, true
+		default:
+			b.fail("%s: the option %T is not Named or Materialized[%s, %s]", op, o, typeName[K](), typeName[V]())
+		}
+	}
+	return named, m, materialized
+}

@@ -3,6 +3,7 @@ package dsl
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/topology"
 )
 
@@ -149,5 +151,47 @@ func TestProgramsMatchKafkaStreams(t *testing.T) {
 		if !seen[p] {
 			t.Errorf("program %s has no capture from Kafka Streams", p)
 		}
+	}
+}
+
+func init() {
+	programs["p-split"] = func(b *Builder, t string) {
+		branches := Stream(b, t+"-in", Consumed[string, string]{}).Split().
+			Branch(func(_, v string) bool { return strings.HasPrefix(v, "a") }).
+			Branch(func(_, v string) bool { return strings.HasPrefix(v, "b") }).
+			DefaultBranch()
+		branches["KSTREAM-BRANCH-00000000011"].To(t+"-out", Produced[string, string]{})
+		branches["KSTREAM-BRANCH-00000000012"].GroupByKey().Count().ToStream().To(t+"-out2", Produced[string, int64]{})
+		branches["KSTREAM-BRANCH-00000000010"].To(t+"-rest", Produced[string, string]{})
+	}
+	programs["p-split-named"] = func(b *Builder, t string) {
+		branches := Stream(b, t+"-in", Consumed[string, string]{}).Split("by-").
+			Branch(func(_, v string) bool { return strings.HasPrefix(v, "a") }, "a").
+			NoDefaultBranch()
+		MapValues(branches["by-a"], func(_, v string) string { return v + "!" }).To(t+"-out", Produced[string, string]{})
+	}
+	programs["p-to-extractor"] = func(b *Builder, t string) {
+		Stream(b, t+"-in", Consumed[string, string]{}).Filter(func(_, v string) bool { return true }).
+			ToFunc(func(_, v string) string { return fmt.Sprintf("%s-out-%d", t, len(v)%2) }, Produced[string, string]{})
+	}
+	programs["p-totable"] = func(b *Builder, t string) {
+		SelectKey(Stream(b, t+"-in", Consumed[string, string]{}), func(_, v string) string { return v }).
+			ToTable().ToStream().To(t+"-out", Produced[string, string]{})
+	}
+	programs["p-table-ops"] = func(b *Builder, t string) {
+		latest := Stream(b, t+"-in", Consumed[string, string]{}).ToTable(Materialized[string, string]{Name: "latest"})
+		MapTableValues(latest.Filter(func(_, v string) bool { return len(v) > 1 }), func(_, v string) string { return strings.ToUpper(v) }).
+			ToStream().To(t+"-out", Produced[string, string]{})
+	}
+	programs["p-table-ops-materialized"] = func(b *Builder, t string) {
+		latest := Stream(b, t+"-in", Consumed[string, string]{}).ToTable(Named("as-table"), Materialized[string, string]{Name: "latest"})
+		kept := latest.FilterNot(func(_, v string) bool { return v == "" }, Named("non-empty"), Materialized[string, string]{Name: "kept"})
+		MapTableValues(kept, func(_, v string) int64 { return int64(len(v)) }, Materialized[string, int64]{Name: "lengths"}).
+			ToStream().To(t+"-out", Produced[string, int64]{})
+	}
+	programs["p-process"] = func(b *Builder, t string) {
+		b.AddStore("seen")
+		MapValues(Stream(b, t+"-in", Consumed[string, string]{}), func(_, v string) string { return v + "?" }).
+			Process(stream.ProcessorFunc(func(*stream.Context, *stream.Record) error { return nil }), "seen")
 	}
 }

@@ -290,3 +290,63 @@ func first(named []Named) Named {
 	}
 	return ""
 }
+
+// ToFunc writes each record to the topic fn names for it (Kafka Streams' to with a
+// TopicNameExtractor); the topics must exist.
+func (s *KStream[K, V]) ToFunc(fn func(K, V) string, p Produced[K, V]) {
+	ks, vs := p.Key, p.Value
+	if ks == nil {
+		ks = s.ks
+	}
+	if vs == nil {
+		vs = s.vs
+	}
+	if ks == nil || vs == nil {
+		s.b.fail("ToFunc needs Produced serdes for %s and %s", typeName[K](), typeName[V]())
+	}
+	n := s.b.add(&node{name: s.b.nameOr(p.Name, "KSTREAM-SINK-"), kind: sinkNode}, s.n)
+	s.out.to = append(s.out.to, func(c *stream.Context, m meta, k K, v V) error {
+		to := &node{sendTo: fn(k, v)}
+		if to.sendTo == "" {
+			return fmt.Errorf("dsl: the topic function of %s named no topic", n.name)
+		}
+		return sendTo(to, ks, vs)(c, m, k, v)
+	})
+}
+
+// Process hands each record to p (Kafka Streams' process with a processor that forwards nothing),
+// encoded with the stream's serdes: a Processor API step inside a DSL program. stores are the
+// stores, added with Builder.AddStore, that p uses. If p is a stream.Initializer, its Init runs as
+// each task starts.
+func (s *KStream[K, V]) Process(p stream.Processor, stores ...string) {
+	for _, st := range stores {
+		if _, ok := s.b.stores[st]; !ok {
+			s.b.fail("Process uses the store %q, which was not added with AddStore", st)
+			continue
+		}
+		s.b.stores[st] = true
+	}
+	if s.ks == nil || s.vs == nil {
+		s.b.fail("Process needs the stream's serdes for %s and %s: give them where the types changed", typeName[K](), typeName[V]())
+	}
+	n := s.b.add(&node{name: s.b.newName("KSTREAM-PROCESSOR-"), kind: processorNode, stores: stores}, s.n)
+	if in, ok := p.(stream.Initializer); ok {
+		n.init = in.Init
+	}
+	ks, vs := s.ks, s.vs
+	s.out.to = append(s.out.to, func(c *stream.Context, m meta, k K, v V) error {
+		r := &stream.Record{Timestamp: c.Timestamp(), Headers: c.Headers()}
+		var err error
+		if !m.nullKey {
+			if r.Key, err = ks.Encode(k); err != nil {
+				return fmt.Errorf("dsl: encoding a key for %s: %w", n.name, err)
+			}
+		}
+		if !m.nullValue {
+			if r.Value, err = vs.Encode(v); err != nil {
+				return fmt.Errorf("dsl: encoding a value for %s: %w", n.name, err)
+			}
+		}
+		return p.Process(c, r)
+	})
+}

@@ -1,6 +1,8 @@
 package dsl
 
 import (
+	"fmt"
+
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 )
@@ -25,4 +27,144 @@ func (t *KTable[K, V]) ToStream(named ...Named) *KStream[K, V] {
 	s := &KStream[K, V]{b: t.b, n: n, out: &fanout[K, V]{}, ks: t.ks, vs: t.vs}
 	t.out.to = append(t.out.to, func(c *stream.Context, m meta, k K, v V) error { return s.out.emit(c, m, k, v) })
 	return s
+}
+
+// ToTable reads the stream as a table (Kafka Streams' toTable): each record is its key's latest
+// value, a null value deletes it. The table is kept in a store only when m names one; after a key
+// change the stream goes through a repartition topic first.
+func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
+	b := s.b
+	named, m, _ := tableOptions[K, V](b, "ToTable", opts)
+	name := b.nameOr(string(named), "KSTREAM-TOTABLE-")
+	store := m.Name
+	if store == "" {
+		b.newStoreName("KSTREAM-TOTABLE-") // Kafka Streams takes the number; the store is not kept
+	}
+	ks, vs := m.Key, m.Value
+	if ks == nil {
+		ks = s.ks
+	}
+	if vs == nil {
+		vs = s.vs
+	}
+	parent, in := s.n, s.out
+	if s.rekeyed {
+		if ks == nil || vs == nil {
+			b.fail("the repartition before ToTable %q needs serdes for %s and %s", name, typeName[K](), typeName[V]())
+		}
+		sink, source := b.repartition(name, 0, s.n)
+		s.out.to = append(s.out.to, sendTo(sink, ks, vs))
+		in = &fanout[K, V]{}
+		source.entry = sourceEntry(in, ks, vs)
+		parent = source
+	}
+	n := b.add(&node{name: name, kind: processorNode}, parent)
+	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store}
+	if store != "" {
+		n.stores = []string{store}
+		if ks == nil || vs == nil {
+			b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[V]())
+		}
+	}
+	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
+		if md.nullKey {
+			return nil // Kafka Streams' table source skips a null key
+		}
+		if err := t.keep(c, md, k, v); err != nil {
+			return err
+		}
+		return t.out.emit(c, md, k, v)
+	})
+	return t
+}
+
+// keep writes the table's latest value of k to its store, if it has one (a null value deletes it).
+func (t *KTable[K, V]) keep(c *stream.Context, md meta, k K, v V) error {
+	if t.store == "" {
+		return nil
+	}
+	kb, err := t.ks.Encode(k)
+	if err != nil {
+		return fmt.Errorf("dsl: encoding a key for store %s: %w", t.store, err)
+	}
+	if md.nullValue {
+		return c.Store(t.store).Delete(kb)
+	}
+	vb, err := t.vs.Encode(v)
+	if err != nil {
+		return fmt.Errorf("dsl: encoding a value for store %s: %w", t.store, err)
+	}
+	return c.Store(t.store).Put(kb, vb)
+}
+
+// derived adds a table operation's node below t and the table it makes, kept in a store when a
+// Materialized names one.
+func derived[K, V, VR any](t *KTable[K, V], op, prefix string, vr serde.Serde[VR], opts []TableOption) *KTable[K, VR] {
+	b := t.b
+	named, m, materialized := tableOptions[K, VR](b, op, opts)
+	// Kafka Streams keeps the result only in a store the user named; an unnamed Materialized takes
+	// a number before the node's, for compatibility.
+	store := m.Name
+	if materialized && store == "" {
+		b.newStoreName(prefix)
+	}
+	name := b.nameOr(string(named), prefix)
+	ks, vs := m.Key, m.Value
+	if ks == nil {
+		ks = t.ks
+	}
+	if vs == nil {
+		vs = vr
+	}
+	n := b.add(&node{name: name, kind: processorNode}, t.n)
+	if store != "" {
+		n.stores = []string{store}
+		if ks == nil || vs == nil {
+			b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[VR]())
+		}
+	}
+	return &KTable[K, VR]{b: b, n: n, out: &fanout[K, VR]{}, ks: ks, vs: vs, store: store}
+}
+
+// Filter keeps the keys whose latest value pred accepts (Kafka Streams' KTable.filter): an update
+// pred rejects becomes a deletion downstream. opts: Named, and Materialized to keep the result in a
+// store.
+func (t *KTable[K, V]) Filter(pred func(K, V) bool, opts ...TableOption) *KTable[K, V] {
+	return t.filter(pred, false, "Filter", opts)
+}
+
+// FilterNot keeps the keys whose latest value pred rejects (Kafka Streams' KTable.filterNot).
+func (t *KTable[K, V]) FilterNot(pred func(K, V) bool, opts ...TableOption) *KTable[K, V] {
+	return t.filter(pred, true, "FilterNot", opts)
+}
+
+func (t *KTable[K, V]) filter(pred func(K, V) bool, not bool, op string, opts []TableOption) *KTable[K, V] {
+	f := derived(t, op, "KTABLE-FILTER-", t.vs, opts)
+	t.out.to = append(t.out.to, func(c *stream.Context, md meta, k K, v V) error {
+		if !md.nullValue && pred(k, v) == not {
+			md.nullValue, v = true, *new(V)
+		}
+		if err := f.keep(c, md, k, v); err != nil {
+			return err
+		}
+		return f.out.emit(c, md, k, v)
+	})
+	return f
+}
+
+// MapTableValues changes each latest value with fn (Kafka Streams' KTable.mapValues); a deletion
+// stays one. opts: Named, and Materialized[K, VR] to keep the result in a store.
+func MapTableValues[K, V, VR any](t *KTable[K, V], fn func(K, V) VR, opts ...TableOption) *KTable[K, VR] {
+	f := derived(t, "MapTableValues", "KTABLE-MAPVALUES-", defaultSerde[VR](), opts)
+	t.out.to = append(t.out.to, func(c *stream.Context, md meta, k K, v V) error {
+		var vr VR
+		if !md.nullValue {
+			vr = fn(k, v)
+		}
+		if err := f.keep(c, md, k, vr); err != nil {
+			return err
+		}
+		return f.out.emit(c, md, k, vr)
+	})
+	return f
 }

@@ -2,12 +2,14 @@ package io.github.streamsgroup.peer;
 
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
@@ -15,6 +17,7 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.state.Stores;
 
 /**
  * The DSL programs the Go DSL (package dsl) is compared with: each is written here in Java and in
@@ -27,7 +30,8 @@ final class DslPrograms {
     static final List<String> NAMES = List.of(
         "p-stateless", "p-stateless-named", "p-wordcount", "p-count-unnamed", "p-count-materialized-unnamed",
         "p-reduce", "p-aggregate", "p-merge", "p-repartition", "p-repartition-named", "p-flatmap",
-        "p-two-sources", "p-groupbykey-source");
+        "p-two-sources", "p-groupbykey-source", "p-split", "p-split-named", "p-to-extractor", "p-totable",
+        "p-table-ops", "p-table-ops-materialized", "p-process");
 
     private DslPrograms() {
     }
@@ -140,6 +144,66 @@ final class DslPrograms {
                     .groupByKey()
                     .count()
                     .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-split": {
+                Map<String, KStream<String, String>> branches = b.<String, String>stream(t + "-in")
+                    .split()
+                    .branch((k, v) -> v.startsWith("a"))
+                    .branch((k, v) -> v.startsWith("b"))
+                    .defaultBranch();
+                branches.get("KSTREAM-BRANCH-00000000011").to(t + "-out");
+                branches.get("KSTREAM-BRANCH-00000000012").groupByKey().count().toStream().to(t + "-out2", longs);
+                branches.get("KSTREAM-BRANCH-00000000010").to(t + "-rest");
+                break;
+            }
+            case "p-split-named": {
+                Map<String, KStream<String, String>> branches = b.<String, String>stream(t + "-in")
+                    .split(Named.as("by-"))
+                    .branch((k, v) -> v.startsWith("a"), Branched.as("a"))
+                    .noDefaultBranch();
+                branches.get("by-a").mapValues(v -> v + "!").to(t + "-out");
+                break;
+            }
+            case "p-to-extractor": {
+                b.<String, String>stream(t + "-in")
+                    .filter((k, v) -> v != null)
+                    .to((k, v, ctx) -> t + "-out-" + v.length() % 2);
+                break;
+            }
+            case "p-totable": {
+                b.<String, String>stream(t + "-in")
+                    .selectKey((k, v) -> v)
+                    .toTable()
+                    .toStream().to(t + "-out");
+                break;
+            }
+            case "p-table-ops": {
+                b.<String, String>stream(t + "-in")
+                    .toTable(Materialized.as("latest"))
+                    .filter((k, v) -> v.length() > 1)
+                    .mapValues(v -> v.toUpperCase())
+                    .toStream().to(t + "-out");
+                break;
+            }
+            case "p-table-ops-materialized": {
+                b.<String, String>stream(t + "-in")
+                    .toTable(Named.as("as-table"), Materialized.as("latest"))
+                    .filterNot((k, v) -> v.isEmpty(), Named.as("non-empty"), Materialized.as("kept"))
+                    .mapValues(v -> (long) v.length(), Materialized.<String, Long, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("lengths")
+                        .withValueSerde(Serdes.Long()))
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-process": {
+                b.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("seen"), Serdes.String(), Serdes.String()));
+                b.<String, String>stream(t + "-in")
+                    .mapValues(v -> v + "?")
+                    .process(() -> new org.apache.kafka.streams.processor.api.Processor<String, String, Void, Void>() {
+                        @Override
+                        public void process(org.apache.kafka.streams.processor.api.Record<String, String> r) {
+                        }
+                    }, "seen");
                 break;
             }
             default:
