@@ -1,0 +1,127 @@
+// Package dslprograms holds the DSL programs written both in Java (integration/javapeer
+// DslPrograms.java) and in Go here, operation for operation: the dsl package's tests compare their
+// topologies with what Kafka Streams sends for them, and the integration tests run them beside
+// Kafka Streams applications in one group.
+package dslprograms
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/streamsgroup/streamsgroup/dsl"
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/stream"
+)
+
+// Programs are the Go forms of the programs by name; t is the program's topic prefix (it reads
+// <t>-in and <t>-in2, and writes <t>-out and the like).
+var Programs = map[string]func(b *dsl.Builder, t string){
+	"p-stateless": func(b *dsl.Builder, t string) {
+		in := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{})
+		up := dsl.MapValues(in.Filter(func(_, v string) bool { return v != "" }).
+			FilterNot(func(_, v string) bool { return strings.HasPrefix(v, "#") }),
+			func(_, v string) string { return strings.ToUpper(v) })
+		up.Peek(func(string, string) {}).To(t+"-out", dsl.Produced[string, string]{})
+		in.Foreach(func(string, string) {})
+	},
+	"p-stateless-named": func(b *dsl.Builder, t string) {
+		in := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{Name: "lines"})
+		up := dsl.MapValues(in.Filter(func(_, v string) bool { return v != "" }, "non-empty").
+			FilterNot(func(_, v string) bool { return strings.HasPrefix(v, "#") }, "no-comments"),
+			func(_, v string) string { return strings.ToUpper(v) }, "upper")
+		up.Peek(func(string, string) {}, "look").To(t+"-out", dsl.Produced[string, string]{Name: "written"})
+		in.Foreach(func(string, string) {}, "each")
+	},
+	"p-wordcount": func(b *dsl.Builder, t string) {
+		words := dsl.FlatMapValues(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) []string { return strings.Split(v, " ") })
+		dsl.GroupBy(words, func(_, w string) string { return w }, dsl.Grouped[string, string]{Name: "words"}).
+			Count(dsl.Materialized[string, int64]{Name: "counts"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	},
+	"p-count-unnamed": func(b *dsl.Builder, t string) {
+		dsl.GroupBy(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v }).
+			Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	},
+	"p-count-materialized-unnamed": func(b *dsl.Builder, t string) {
+		dsl.SelectKey(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v }).
+			GroupByKey().Count(dsl.Materialized[string, int64]{Key: serde.String, Value: serde.Int64}).
+			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	},
+	"p-reduce": func(b *dsl.Builder, t string) {
+		dsl.SelectKey(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v[:min(1, len(v))] }).
+			GroupByKey().Reduce(func(a, v string) string { return a + "," + v }).ToStream().To(t+"-out", dsl.Produced[string, string]{})
+	},
+	"p-aggregate": func(b *dsl.Builder, t string) {
+		swapped := dsl.Map(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(k, v string) (string, string) { return v, k })
+		dsl.Aggregate(swapped.GroupByKey(dsl.Grouped[string, string]{Name: "by-value"}), func() int64 { return 0 },
+			func(_, v string, agg int64) int64 { return agg + int64(len(v)) }, dsl.Materialized[string, int64]{Name: "lengths"}).
+			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	},
+	"p-merge": func(b *dsl.Builder, t string) {
+		a := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{})
+		c := dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{})
+		a.Merge(c).GroupByKey().Count(dsl.Materialized[string, int64]{Name: "merged"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	},
+	"p-repartition": func(b *dsl.Builder, t string) {
+		dsl.SelectKey(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v }).
+			Repartition(dsl.Repartitioned[string, string]{}).GroupByKey().Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	},
+	"p-repartition-named": func(b *dsl.Builder, t string) {
+		spread := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).Repartition(dsl.Repartitioned[string, string]{Name: "spread", Partitions: 2})
+		dsl.MapValues(spread, func(_, v string) string { return v + "!" }).To(t+"-out", dsl.Produced[string, string]{})
+	},
+	"p-flatmap": func(b *dsl.Builder, t string) {
+		dsl.FlatMap(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(k, v string) []dsl.KeyValue[string, string] {
+			return []dsl.KeyValue[string, string]{{Key: v, Value: v}, {Key: k, Value: v}}
+		}).GroupByKey().Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	},
+	"p-two-sources": func(b *dsl.Builder, t string) {
+		dsl.MapValues(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v + "?" }).To(t+"-out", dsl.Produced[string, string]{})
+		dsl.GroupBy(dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{}), func(_, v string) string { return v }, dsl.Grouped[string, string]{Name: "second"}).
+			Reduce(func(_, v string) string { return v }, dsl.Materialized[string, string]{Name: "latest"}).ToStream().To(t+"-out", dsl.Produced[string, string]{})
+	},
+	"p-groupbykey-source": func(b *dsl.Builder, t string) {
+		dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey().Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	},
+}
+
+func init() {
+	Programs["p-split"] = func(b *dsl.Builder, t string) {
+		branches := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).Split().
+			Branch(func(_, v string) bool { return strings.HasPrefix(v, "a") }).
+			Branch(func(_, v string) bool { return strings.HasPrefix(v, "b") }).
+			DefaultBranch()
+		branches["KSTREAM-BRANCH-00000000011"].To(t+"-out", dsl.Produced[string, string]{})
+		branches["KSTREAM-BRANCH-00000000012"].GroupByKey().Count().ToStream().To(t+"-out2", dsl.Produced[string, int64]{})
+		branches["KSTREAM-BRANCH-00000000010"].To(t+"-rest", dsl.Produced[string, string]{})
+	}
+	Programs["p-split-named"] = func(b *dsl.Builder, t string) {
+		branches := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).Split("by-").
+			Branch(func(_, v string) bool { return strings.HasPrefix(v, "a") }, "a").
+			NoDefaultBranch()
+		dsl.MapValues(branches["by-a"], func(_, v string) string { return v + "!" }).To(t+"-out", dsl.Produced[string, string]{})
+	}
+	Programs["p-to-extractor"] = func(b *dsl.Builder, t string) {
+		dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).Filter(func(_, v string) bool { return true }).
+			ToFunc(func(_, v string) string { return fmt.Sprintf("%s-out-%d", t, len(v)%2) }, dsl.Produced[string, string]{})
+	}
+	Programs["p-totable"] = func(b *dsl.Builder, t string) {
+		dsl.SelectKey(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v }).
+			ToTable().ToStream().To(t+"-out", dsl.Produced[string, string]{})
+	}
+	Programs["p-table-ops"] = func(b *dsl.Builder, t string) {
+		latest := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).ToTable(dsl.Materialized[string, string]{Name: "latest"})
+		dsl.MapTableValues(latest.Filter(func(_, v string) bool { return len(v) > 1 }), func(_, v string) string { return strings.ToUpper(v) }).
+			ToStream().To(t+"-out", dsl.Produced[string, string]{})
+	}
+	Programs["p-table-ops-materialized"] = func(b *dsl.Builder, t string) {
+		latest := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).ToTable(dsl.Named("as-table"), dsl.Materialized[string, string]{Name: "latest"})
+		kept := latest.FilterNot(func(_, v string) bool { return v == "" }, dsl.Named("non-empty"), dsl.Materialized[string, string]{Name: "kept"})
+		dsl.MapTableValues(kept, func(_, v string) int64 { return int64(len(v)) }, dsl.Materialized[string, int64]{Name: "lengths"}).
+			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+	Programs["p-process"] = func(b *dsl.Builder, t string) {
+		b.AddStore("seen")
+		dsl.MapValues(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v + "?" }).
+			Process(stream.ProcessorFunc(func(*stream.Context, *stream.Record) error { return nil }), "seen")
+	}
+}
