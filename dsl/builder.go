@@ -210,6 +210,7 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		if n.init != nil {
 			s.inits = append(s.inits, n.init)
 		}
+		s.nodes = append(s.nodes, n)
 	}
 	defs := make([]topology.Subtopology, len(subs))
 	procs := stream.Processors{}
@@ -217,7 +218,19 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		s.def.ID = fmt.Sprint(i)
 		slices.Sort(s.def.SourceTopics)
 		defs[i] = s.def
-		procs[s.def.ID] = s
+		// The DSL's own stores keep each value's timestamp, as Kafka Streams' do; the stores added
+		// for Process are plain.
+		var stores []stream.Store
+		for _, n := range s.nodes {
+			for _, st := range n.stores {
+				if _, added := b.stores[st]; added {
+					stores = append(stores, stream.StoreName(st))
+				} else {
+					stores = append(stores, stream.TimestampedStore(st))
+				}
+			}
+		}
+		procs[s.def.ID] = stream.Connect(s, stores...)
 	}
 	topo, err := topology.New(defs...)
 	if err != nil {
@@ -231,6 +244,7 @@ type subtopology struct {
 	def     topology.Subtopology
 	entries map[string]func(*stream.Context, *stream.Record) error
 	inits   []func(*stream.Context) error
+	nodes   []*node
 }
 
 // Init runs the Init of the processors (Process) of the subtopology as its task starts.

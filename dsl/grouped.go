@@ -156,10 +156,18 @@ func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materiali
 		if err != nil {
 			return err
 		}
-		agg := init()
+		// The result carries the latest timestamp of the records aggregated (Kafka Streams').
+		agg, at := init(), recordTime(c, md)
 		if ok && old != nil {
-			if agg, err = vas.Decode(old); err != nil {
+			oldAt, ob, err := splitTimestamp(store, old)
+			if err != nil {
+				return err
+			}
+			if agg, err = vas.Decode(ob); err != nil {
 				return fmt.Errorf("dsl: decoding the aggregate of store %s: %w", store, err)
+			}
+			if oldAt.After(at) {
+				at = oldAt
 			}
 		}
 		agg = fn(k, v, agg)
@@ -167,10 +175,10 @@ func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materiali
 		if err != nil {
 			return fmt.Errorf("dsl: encoding the aggregate of store %s: %w", store, err)
 		}
-		if err := st.Put(kb, vb); err != nil {
+		if err := st.Put(kb, withTimestamp(at, vb)); err != nil {
 			return err
 		}
-		return t.out.emit(c, meta{}, k, agg)
+		return t.out.emit(c, meta{at: at}, k, agg)
 	})
 	return t
 }
@@ -209,22 +217,29 @@ func reduce[K, V any](g *KGroupedStream[K, V], m Materialized[K, V], fn func(V, 
 		if err != nil {
 			return err
 		}
-		agg := v
+		agg, at := v, recordTime(c, md)
 		if ok && old != nil {
-			prev, err := vs.Decode(old)
+			oldAt, ob, err := splitTimestamp(store, old)
+			if err != nil {
+				return err
+			}
+			prev, err := vs.Decode(ob)
 			if err != nil {
 				return fmt.Errorf("dsl: decoding the aggregate of store %s: %w", store, err)
 			}
 			agg = fn(prev, v)
+			if oldAt.After(at) {
+				at = oldAt
+			}
 		}
 		vb, err := vs.Encode(agg)
 		if err != nil {
 			return fmt.Errorf("dsl: encoding the aggregate of store %s: %w", store, err)
 		}
-		if err := st.Put(kb, vb); err != nil {
+		if err := st.Put(kb, withTimestamp(at, vb)); err != nil {
 			return err
 		}
-		return t.out.emit(c, meta{}, k, agg)
+		return t.out.emit(c, meta{at: at}, k, agg)
 	})
 	return t
 }

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
@@ -133,9 +134,10 @@ func TestGroupedAggregations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Kept as Kafka Streams keeps it: the timestamp of x's last record (1002), then 2 as a Long.
 	v, ok, err := st.Get([]byte("x"))
-	if err != nil || !ok || string(v) != string([]byte{0, 0, 0, 0, 0, 0, 0, 2}) {
-		t.Fatalf("store counts holds x = %v %v %v, want 2 as Kafka's Long", v, ok, err)
+	if want := []byte{0, 0, 0, 0, 0, 0, 0x03, 0xea, 0, 0, 0, 0, 0, 0, 0, 2}; err != nil || !ok || string(v) != string(want) {
+		t.Fatalf("store counts holds x = %v %v %v, want %v", v, ok, err, want)
 	}
 }
 
@@ -205,7 +207,9 @@ func TestTableOperations(t *testing.T) {
 	if want := []bool{true, false, false, true}; !slices.Equal(nulls, want) || short[1].Value != "y" || short[2].Value != "z" {
 		t.Fatalf("short: %+v, want a deleted, b=y, a=z, b deleted", short)
 	}
-	for store, want := range map[string]map[string]string{"latest": {"a": "z", "b": "yyy"}, "long": {"b": "yyy"}} {
+	// Each value after its record's timestamp (a=z at 1002, b=yyy at 1003).
+	for store, want := range map[string]map[string]string{"latest": {"a": "\x00\x00\x00\x00\x00\x00\x03\xeaz", "b": "\x00\x00\x00\x00\x00\x00\x03\xebyyy"},
+		"long": {"b": "\x00\x00\x00\x00\x00\x00\x03\xebyyy"}} {
 		st, err := d.Store(store)
 		if err != nil {
 			t.Fatal(err)
@@ -287,5 +291,47 @@ func TestBuildReportsProgramErrors(t *testing.T) {
 	}
 	if _, _, err := b2.Build(config.Default("app")); !errors.Is(err, ErrBuilt) {
 		t.Errorf("a second Build: %v, want ErrBuilt", err)
+	}
+}
+
+// An aggregation's result carries the latest timestamp of the records it aggregated, also when one
+// comes out of order; its changelog holds the value alone with that timestamp as the record's, as
+// Kafka Streams' timestamped stores log it.
+func TestAggregationTimestampsAndChangelog(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count(Materialized[string, int64]{Name: "counts"}).
+			ToStream().To("out", Produced[string, int64]{})
+	})
+	in := streamtest.Input(d, "in", serde.String, serde.String)
+	for _, ts := range []int64{5000, 3000, 7000} {
+		if err := in.Pipe("k", "v", time.UnixMilli(ts)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := streamtest.Output(d, "out", serde.String, serde.Int64).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type rec struct{ n, ts int64 }
+	var got []rec
+	for _, r := range out {
+		got = append(got, rec{r.Value, r.Timestamp.UnixMilli()})
+	}
+	if want := []rec{{1, 5000}, {2, 5000}, {3, 7000}}; !slices.Equal(got, want) {
+		t.Fatalf("out: got %v, want %v", got, want)
+	}
+	log, err := d.ReadRaw("ops-counts-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for _, r := range log {
+		if len(r.Value) != 8 {
+			t.Fatalf("a changelog value of %d bytes %v: want the Long alone", len(r.Value), r.Value)
+		}
+		got = append(got, rec{int64(binary.BigEndian.Uint64(r.Value)), r.Timestamp.UnixMilli()})
+	}
+	if want := []rec{{1, 5000}, {2, 5000}, {3, 7000}}; !slices.Equal(got, want) {
+		t.Fatalf("changelog: got %v, want %v", got, want)
 	}
 }

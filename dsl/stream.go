@@ -2,15 +2,18 @@ package dsl
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 )
 
 // meta is what travels with a record through the nodes besides its key and value: whether they are
-// null (a record whose bytes were nil, which typed values cannot say).
+// null (a record whose bytes were nil, which typed values cannot say), and its timestamp when an
+// operation changed it (an aggregation's result carries the latest of what it aggregates).
 type meta struct {
 	nullKey, nullValue bool
+	at                 time.Time // zero: the input record's
 }
 
 // fanout hands a record to a node's children, in the order they were added (Kafka Streams forwards
@@ -180,6 +183,9 @@ func sendTo[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) func(*strea
 				vb = []byte{}
 			}
 		}
+		if !m.at.IsZero() {
+			return c.SendAt(n.sendTo, m.at, kb, vb)
+		}
 		return c.Send(n.sendTo, kb, vb)
 	}
 }
@@ -198,9 +204,9 @@ func MapValues[K, V, VR any](s *KStream[K, V], fn func(K, V) VR, named ...Named)
 // Map changes each record's key and value (Kafka Streams' map): a grouping after it repartitions.
 func Map[K, V, KR, VR any](s *KStream[K, V], fn func(K, V) (KR, VR), named ...Named) *KStream[KR, VR] {
 	c := child(s, first(named), "KSTREAM-MAP-", defaultSerde[KR](), defaultSerde[VR](), true)
-	s.out.to = append(s.out.to, func(ctx *stream.Context, _ meta, k K, v V) error {
+	s.out.to = append(s.out.to, func(ctx *stream.Context, m meta, k K, v V) error {
 		kr, vr := fn(k, v)
-		return c.out.emit(ctx, meta{}, kr, vr)
+		return c.out.emit(ctx, meta{at: m.at}, kr, vr)
 	})
 	return c
 }
@@ -246,9 +252,9 @@ type KeyValue[K, V any] struct {
 // it repartitions.
 func FlatMap[K, V, KR, VR any](s *KStream[K, V], fn func(K, V) []KeyValue[KR, VR], named ...Named) *KStream[KR, VR] {
 	c := child(s, first(named), "KSTREAM-FLATMAP-", defaultSerde[KR](), defaultSerde[VR](), true)
-	s.out.to = append(s.out.to, func(ctx *stream.Context, _ meta, k K, v V) error {
+	s.out.to = append(s.out.to, func(ctx *stream.Context, m meta, k K, v V) error {
 		for _, kv := range fn(k, v) {
-			if err := c.out.emit(ctx, meta{}, kv.Key, kv.Value); err != nil {
+			if err := c.out.emit(ctx, meta{at: m.at}, kv.Key, kv.Value); err != nil {
 				return err
 			}
 		}
@@ -336,6 +342,9 @@ func (s *KStream[K, V]) Process(p stream.Processor, stores ...string) {
 	ks, vs := s.ks, s.vs
 	s.out.to = append(s.out.to, func(c *stream.Context, m meta, k K, v V) error {
 		r := &stream.Record{Timestamp: c.Timestamp(), Headers: c.Headers()}
+		if !m.at.IsZero() {
+			r.Timestamp = m.at
+		}
 		var err error
 		if !m.nullKey {
 			if r.Key, err = ks.Encode(k); err != nil {

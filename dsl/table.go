@@ -94,7 +94,7 @@ func (t *KTable[K, V]) keep(c *stream.Context, md meta, k K, v V) error {
 	if err != nil {
 		return fmt.Errorf("dsl: encoding a value for store %s: %w", t.store, err)
 	}
-	return c.Store(t.store).Put(kb, vb)
+	return c.Store(t.store).Put(kb, withTimestamp(recordTime(c, md), vb))
 }
 
 // derived adds a table operation's node below t and the table it makes, kept in a store when a

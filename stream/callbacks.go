@@ -188,6 +188,9 @@ func (a *App) openTask(ctx context.Context, id tasks.ID) (*task, error) {
 		s := &kvStore{app: a, task: t, name: name, changelog: tasks.TopicPartition{Topic: topic, Partition: id.Partition},
 			kind: kind, loc: loc, eng: eng, checkpointed: -1}
 		s.acked.Store(-1) // none since the store was opened
+		if conn := a.connected[id.Subtopology]; conn != nil {
+			s.timestamped = conn.timestamped[name]
+		}
 		if a.eos() {
 			s.pend = newOverlay()
 		}

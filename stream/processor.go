@@ -162,6 +162,16 @@ func (c *Context) Send(topic string, key, value []byte, headers ...kgo.RecordHea
 	return nil
 }
 
+// SendAt is Send with the record's timestamp given (Kafka Streams' forward of a record
+// withTimestamp): an aggregation's result carries the latest timestamp of what it aggregates.
+func (c *Context) SendAt(topic string, ts time.Time, key, value []byte, headers ...kgo.RecordHeader) error {
+	if err := c.sendable(topic); err != nil {
+		return err
+	}
+	c.app.produce(c.task.id, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: ts})
+	return nil
+}
+
 // sendable refuses a topic Send may not write.
 func (c *Context) sendable(topic string) error {
 	if topic == "" {
@@ -301,6 +311,16 @@ func (t Topic[K, V]) Send(c *Context, key K, value V, headers ...kgo.RecordHeade
 // A Store is anything that names a state store: KeyValueStore, or a name of your own (StoreName).
 type Store interface{ Name() string }
 
+// TimestampedStore names a store whose values carry their timestamp, as Kafka Streams' timestamped
+// key-value stores (the DSL's) keep them: each value is its timestamp (8 bytes, big-endian
+// milliseconds) followed by the value itself. Its changelog carries the value alone, with the
+// timestamp as the record's, as Kafka Streams writes it, so each restores the other's changelog;
+// a value shorter than 8 bytes is refused. Give it to Connect.
+type TimestampedStore string
+
+// Name is the name.
+func (n TimestampedStore) Name() string { return string(n) }
+
 // StoreName is a store's name as a Store.
 type StoreName string
 
@@ -312,10 +332,13 @@ func (n StoreName) Name() string { return string(n) }
 // missing from the topology), naming the stores it has, and at run time p may reach only these
 // stores. A Processor not connected may reach every store of its subtopology.
 func Connect(p Processor, stores ...Store) Processor {
-	c := &connected{Processor: p, stores: map[string]bool{}}
+	c := &connected{Processor: p, stores: map[string]bool{}, timestamped: map[string]bool{}}
 	for _, s := range stores {
 		c.names = append(c.names, s.Name())
 		c.stores[s.Name()] = true
+		if _, ok := s.(TimestampedStore); ok {
+			c.timestamped[s.Name()] = true
+		}
 	}
 	if in, ok := p.(Initializer); ok {
 		return &connectedInit{connected: c, init: in}
@@ -326,8 +349,9 @@ func Connect(p Processor, stores ...Store) Processor {
 // connected is a Processor with the stores it uses.
 type connected struct {
 	Processor
-	names  []string // as given
-	stores map[string]bool
+	names       []string // as given
+	stores      map[string]bool
+	timestamped map[string]bool // the stores whose values carry their timestamp (TimestampedStore)
 }
 
 // connectedInit is a connected Processor that has an Init.

@@ -1,9 +1,11 @@
 package stream
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -64,6 +66,8 @@ type kvStore struct {
 	pend *overlay
 	// promise is the callback of the store's changelog writes (send).
 	promise promiser
+	// timestamped: each value is its timestamp and the value (TimestampedStore).
+	timestamped bool
 }
 
 func (s *kvStore) fail(op string, err error) error {
@@ -144,32 +148,45 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 	if key == nil {
 		return fmt.Errorf("%w: store %s of task %s", ErrNullKey, s.name, s.task.id)
 	}
+	ts := s.task.ctx.ts
+	if s.timestamped && !del {
+		if len(value) < 8 {
+			return fmt.Errorf("stream: a value of the timestamped store %s is its timestamp (8 bytes) and the value; got %d bytes", s.name, len(value))
+		}
+		ts = time.UnixMilli(int64(binary.BigEndian.Uint64(value)))
+	}
 	// The record keeps its own copies (the caller may reuse its buffers), in one allocation, an
 	// empty key as an empty key: a nil one would be a null key, which the compacted changelog
 	// refuses. The store keeps the same bytes (nobody changes them: the client only reads them).
 	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition}
 	if del {
 		r.Key = append(make([]byte, 0, len(key)), key...)
-	} else {
+	}
+	var local []byte // the value the store keeps: for a timestamped store, the changelog's after its timestamp
+	if !del {
 		buf := make([]byte, len(key)+len(value))
 		n := copy(buf, key)
 		copy(buf[n:], value)
-		r.Key, r.Value = buf[:n:n], buf[n:]
+		r.Key, local = buf[:n:n], buf[n:]
+		r.Value = local
+		if s.timestamped {
+			r.Value = local[8:]
+		}
 	}
 	if s.pend != nil {
-		s.pend.put(r.Key, r.Value, del)
+		s.pend.put(r.Key, local, del)
 	} else {
 		s.batch.Reset()
 		if del {
 			s.batch.Delete(r.Key)
 		} else {
-			s.batch.PutOwned(r.Key, r.Value)
+			s.batch.PutOwned(r.Key, local)
 		}
 		if err := s.eng.Apply(&s.batch, -1); err != nil {
 			return s.fail("write", err)
 		}
 	}
-	r.Timestamp = s.task.ctx.ts
+	r.Timestamp = ts
 	s.app.produceChangelog(r, s)
 	return nil
 }
@@ -241,9 +258,13 @@ func (s *kvStore) restore(recs []*kgo.Record, next int64) error {
 	}
 	var b store.Batch
 	for _, r := range recs {
-		if r.Value == nil {
+		switch {
+		case r.Value == nil:
 			b.Delete(r.Key)
-		} else {
+		case s.timestamped: // the record's timestamp before its value, as the store keeps it
+			v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(r.Value)), uint64(r.Timestamp.UnixMilli()))
+			b.Put(r.Key, append(v, r.Value...))
+		default:
 			b.Put(r.Key, r.Value)
 		}
 	}

@@ -1,9 +1,12 @@
 package stream
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -534,5 +537,60 @@ func TestTypedWritesWithSerdesThatCannotAppend(t *testing.T) {
 	last := recs[len(recs)-1]
 	if last.rec.Topic != "out" || string(last.key) != "k" || string(last.value) != "\x00\x00\x00\x00\x00\x00\x00\x04" {
 		t.Fatalf("sent %s %q=%q, want out k=the 8 bytes of 4", last.rec.Topic, last.key, last.value)
+	}
+}
+
+// A TimestampedStore keeps each value after its timestamp and logs, as Kafka Streams' timestamped
+// stores do, the value alone with the timestamp as the changelog record's; restoring puts the
+// record's timestamp back before the value. SendAt sends with the timestamp given.
+func TestTimestampedStoreAndSendAt(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	prod := fakeBroker(t, a)
+	tk := activeTask(t, a, tid("1", 0))
+	tk.ctx = Context{app: a, task: tk, ts: time.UnixMilli(1234)}
+	s := tk.stores["counts"]
+	s.timestamped = true
+	stored := binary.BigEndian.AppendUint64(nil, 5000)
+	stored = append(stored, "v"...)
+	mustNotErr(t, s.Put([]byte("k"), stored))
+	if v, ok, err := s.Get([]byte("k")); err != nil || !ok || !bytes.Equal(v, stored) {
+		t.Fatalf("the store keeps %q %v %v, want the timestamp and the value", v, ok, err)
+	}
+	if err := s.Put([]byte("k"), []byte("short")); err == nil || !strings.Contains(err.Error(), "got 5 bytes") {
+		t.Errorf("a value shorter than its timestamp: %v", err)
+	}
+	mustNotErr(t, s.Delete([]byte("k")))
+	c := &Context{app: a, task: tk, ts: time.UnixMilli(1234)}
+	mustNotErr(t, c.SendAt("out", time.UnixMilli(777), []byte("o"), []byte("p")))
+	flush(t, a)
+	recs := prod.all()
+	if len(recs) != 3 || recs[0].rec.Topic != countsLog || string(recs[0].value) != "v" || recs[0].rec.Timestamp.UnixMilli() != 5000 ||
+		!recs[1].nilValue || recs[1].rec.Timestamp.UnixMilli() != 1234 ||
+		recs[2].rec.Topic != "out" || string(recs[2].value) != "p" || recs[2].rec.Timestamp.UnixMilli() != 777 {
+		t.Fatalf("sent %+v", recs)
+	}
+	mustNotErr(t, s.restore([]*kgo.Record{{Key: []byte("r"), Value: []byte("x"), Timestamp: time.UnixMilli(7000), Offset: 3}}, 4))
+	want := append(binary.BigEndian.AppendUint64(nil, 7000), 'x')
+	if v, ok, err := s.Get([]byte("r")); err != nil || !ok || !bytes.Equal(v, want) {
+		t.Fatalf("restored %q %v %v, want %q", v, ok, err, want)
+	}
+	if err := (&Context{app: a, task: tk}).SendAt(countsLog, time.Time{}, nil, nil); err == nil {
+		t.Error("SendAt to a changelog was accepted")
+	}
+}
+
+// Connect marks the stores given as TimestampedStore, and the task's stores open so.
+func TestConnectTimestampedStore(t *testing.T) {
+	p := Connect(testProcs()["1"], TimestampedStore("counts"), StoreName("sums"))
+	c := connectionsOf(p)
+	if c == nil || !c.timestamped["counts"] || c.timestamped["sums"] || TimestampedStore("x").Name() != "x" {
+		t.Fatalf("connections %+v", c)
+	}
+	procs := testProcs()
+	procs["1"] = p
+	a, _ := newTestApp(t, testConfig(), procs)
+	tk := activeTask(t, a, tid("1", 0))
+	if !tk.stores["counts"].timestamped || tk.stores["sums"].timestamped {
+		t.Fatal("the stores did not open as connected")
 	}
 }

@@ -1,0 +1,36 @@
+package dsl
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/stream"
+)
+
+// The DSL's stores keep each value with its timestamp, as Kafka Streams' timestamped key-value
+// stores do (ValueAndTimestamp): 8 bytes of big-endian milliseconds, then the value's bytes. The
+// runtime writes their changelog as Kafka Streams does (the value alone, the timestamp as the
+// record's: stream.TimestampedStore), so Java and Go members restore each other's.
+
+// withTimestamp is the stored form of value bytes vb with timestamp ts.
+func withTimestamp(ts time.Time, vb []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(vb)), uint64(ts.UnixMilli())), vb...)
+}
+
+// splitTimestamp reads a stored value of store: its timestamp and its value's bytes.
+func splitTimestamp(store string, stored []byte) (time.Time, []byte, error) {
+	if len(stored) < 8 {
+		return time.Time{}, nil, fmt.Errorf("dsl: a value of store %s has %d bytes, fewer than its 8-byte timestamp", store, len(stored))
+	}
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(stored))), stored[8:], nil
+}
+
+// recordTime is the timestamp of the record a node handles: the input's, or the one an operation
+// before it gave the record.
+func recordTime(c *stream.Context, m meta) time.Time {
+	if !m.at.IsZero() {
+		return m.at
+	}
+	return c.Timestamp()
+}
