@@ -51,6 +51,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/dsl"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/plugin/sgpebble"
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -80,7 +81,7 @@ func main() {
 	appID := flag.String("app", "", "application.id (the group)")
 	input := flag.String("input", "", "input topic")
 	output := flag.String("output", "", "output topic (map, count)")
-	mode := flag.String("mode", "count", "map, count, consume, handwritten or pipe")
+	mode := flag.String("mode", "count", "map, count, dsl-count, consume, handwritten or pipe")
 	kind := flag.String("store", "memory", "store of count: memory or pebble")
 	guarantee := flag.String("guarantee", "at_least_once", "processing.guarantee: at_least_once or exactly_once_v2")
 	commitMS := flag.Int("commit-ms", 0, "commit.interval.ms (0: the runtime's default for the guarantee)")
@@ -204,8 +205,24 @@ func main() {
 					emit("RESTORED %d %d", micros(), after)
 				}
 			}))
+	case "dsl-count":
+		// The count above written with the DSL: stream(input).groupByKey().count(Materialized.as("counts"))
+		// .toStream().to(output), the same processing; what the DSL costs over the Processor API.
+		b := dsl.NewBuilder()
+		dsl.Stream(b, *input, dsl.Consumed[string, []byte]{}).GroupByKey().
+			Count(dsl.Materialized[string, int64]{Name: "counts"}).ToStream().To(*output, dsl.Produced[string, int64]{})
+		var procs stream.Processors
+		if topo, procs, err = b.Build(cfg); err != nil {
+			fail(err)
+		}
+		inner := procs["0"]
+		proc = stream.ProcessorFunc(func(c *stream.Context, r *stream.Record) error {
+			mark(c)
+			return inner.Process(c, r)
+		})
+		opts = append(opts, stream.WithStores(store.Memory))
 	default:
-		fail(fmt.Errorf("-mode %q: map, count or consume", *mode))
+		fail(fmt.Errorf("-mode %q: map, count, dsl-count or consume", *mode))
 	}
 	proc = marked{Processor: proc, init: func(c *stream.Context) {
 		p := c.Task().Partition
@@ -214,6 +231,9 @@ func main() {
 		firstMu.Unlock()
 		emit("READY %d %d %d", micros(), p, restored.Load())
 	}}
+	if *mode == "dsl-count" {
+		proc = stream.Connect(proc, stream.TimestampedStore("counts")) // as the DSL declares its store
+	}
 	app, err := stream.New(cfg, topo, stream.Processors{"0": proc}, opts...)
 	if err != nil {
 		fail(err)

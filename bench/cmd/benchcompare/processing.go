@@ -196,6 +196,8 @@ func (e *env) throughputRuns(pr *Processing, add func(*Proc, error), fail func(s
 	variants := []procVariant{
 		{"map", "stateless map (value upper-cased)", "map", "memory", alos, 0},
 		{"count-memory", "count, in-memory store", "count", "memory", alos, 0},
+		// The same count written with each side's DSL (groupByKey().count(), no record cache).
+		{"count-dsl", "count on the DSL, in-memory store", "dsl-count", "memory", alos, 0},
 		{"count-persistent", "count, persistent store (Go: Pebble, Kafka Streams: RocksDB)", "count", "persistent", alos, 0},
 		{"count-memory-eos", "count, in-memory store, exactly_once_v2", "count", "memory", eos, 0},
 		// The same count on two stream threads (num.stream.threads=2) on each side: what a second
@@ -826,6 +828,19 @@ func goals(pr *Processing) []Goal {
 		x := r.RecPerCPU / p.RecPerCPU
 		out = append(out, Goal{Name: "count-memory: the runtime's records per CPU-s ÷ the bare pipe's", Target: "≥ 0.5", Value: x, Met: x >= 0.5,
 			Detail: fmt.Sprintf("CPU-s: runtime %.2f, pipe %.2f", r.CPUSeconds, p.CPUSeconds)})
+	}
+	// Issue 27: the DSL's cost over the Processor API for the same count, and the DSL count side by
+	// side with Kafka Streams' DSL count.
+	if d, p := pr.run("count-dsl", Go), pr.run("count-memory", Go); d != nil && p != nil && d.RecPerCPU > 0 {
+		x := p.RecPerCPU / d.RecPerCPU
+		out = append(out, Goal{Name: "count-dsl: the DSL's CPU per record ÷ the Processor API's (count-memory)", Target: "≤ 1.1", Value: x, Met: x <= 1.1,
+			Detail: fmt.Sprintf("CPU-s: DSL %.2f, Processor API %.2f", d.CPUSeconds, p.CPUSeconds)})
+	}
+	if g, j := pr.run("count-dsl", Go), pr.run("count-dsl", Java); g != nil && j != nil && j.RecPerCPU > 0 && j.PeakRSSMiB > 0 {
+		r := g.RecPerCPU / j.RecPerCPU
+		out = append(out, Goal{Name: "count-dsl: Go ÷ Kafka Streams, records per CPU-s", Target: "≥ 3", Value: r, Met: r >= 3})
+		m := g.PeakRSSMiB / j.PeakRSSMiB
+		out = append(out, Goal{Name: "count-dsl: Go ÷ Kafka Streams, peak RSS", Target: "≤ 0.2", Value: m, Met: m <= 0.2})
 	}
 	if g, j := pr.run("count-memory-eos", Go), pr.run("count-memory-eos", Java); g != nil && j != nil && j.RecPerCPU > 0 {
 		r := g.RecPerCPU / j.RecPerCPU

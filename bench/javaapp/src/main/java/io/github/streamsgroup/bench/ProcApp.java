@@ -17,8 +17,13 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.processor.StateRestoreListener;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
@@ -120,8 +125,19 @@ public final class ProcApp {
                         .withLoggingEnabled(Map.of()).withCachingDisabled(), "count")
                     .addSink("sink", output, Serdes.String().serializer(), Serdes.Long().serializer(), "count");
                 break;
+            case "dsl-count": {
+                // The count written with the DSL, as bench/procapp -mode dsl-count.
+                StreamsBuilder builder = new StreamsBuilder();
+                builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()))
+                    .peek((k, v) -> mark(0)) // the first record's time, as the Go side marks it
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.ByteArray()))
+                    .count(Materialized.<String, Long>as(Stores.inMemoryKeyValueStore("counts")).withCachingDisabled())
+                    .toStream().to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                topology = builder.build();
+                break;
+            }
             default:
-                throw new IllegalArgumentException("--mode: map or count");
+                throw new IllegalArgumentException("--mode: map, count or dsl-count");
         }
 
         Properties props = new Properties();
