@@ -142,7 +142,7 @@ func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materiali
 	}
 	parent, in := g.input(store)
 	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, parent)
-	t := &KTable[K, VA]{b: b, n: n, out: &fanout[K, VA]{}, ks: ks, vs: vas, store: store}
+	t := &KTable[K, VA]{b: b, n: n, out: &fanout[K, VA]{}, ks: ks, vs: vas, store: store, changes: &fanout[K, change[VA]]{}}
 	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
 		if md.nullKey || md.nullValue {
 			return nil // Kafka Streams skips such records (and counts them as dropped)
@@ -158,6 +158,7 @@ func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materiali
 		}
 		// The result carries the latest timestamp of the records aggregated (Kafka Streams').
 		agg, at := init(), recordTime(c, md)
+		var ch change[VA]
 		if ok && old != nil {
 			oldAt, ob, err := splitTimestamp(store, old)
 			if err != nil {
@@ -169,14 +170,21 @@ func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materiali
 			if oldAt.After(at) {
 				at = oldAt
 			}
+			ch.old, ch.hasOld = agg, true
 		}
 		agg = fn(k, v, agg)
+		ch.new, ch.hasNew = agg, true
 		vb, err := vas.Encode(agg)
 		if err != nil {
 			return fmt.Errorf("dsl: encoding the aggregate of store %s: %w", store, err)
 		}
 		if err := st.Put(kb, withTimestamp(at, vb)); err != nil {
 			return err
+		}
+		if len(t.changes.to) > 0 {
+			if err := t.changes.emit(c, meta{at: at}, k, ch); err != nil {
+				return err
+			}
 		}
 		return t.out.emit(c, meta{at: at}, k, agg)
 	})
@@ -203,7 +211,7 @@ func reduce[K, V any](g *KGroupedStream[K, V], m Materialized[K, V], fn func(V, 
 	}
 	parent, in := g.input(store)
 	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, parent)
-	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store}
+	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store, changes: &fanout[K, change[V]]{}}
 	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
 		if md.nullKey || md.nullValue {
 			return nil
@@ -218,6 +226,7 @@ func reduce[K, V any](g *KGroupedStream[K, V], m Materialized[K, V], fn func(V, 
 			return err
 		}
 		agg, at := v, recordTime(c, md)
+		var ch change[V]
 		if ok && old != nil {
 			oldAt, ob, err := splitTimestamp(store, old)
 			if err != nil {
@@ -231,13 +240,20 @@ func reduce[K, V any](g *KGroupedStream[K, V], m Materialized[K, V], fn func(V, 
 			if oldAt.After(at) {
 				at = oldAt
 			}
+			ch.old, ch.hasOld = prev, true
 		}
+		ch.new, ch.hasNew = agg, true
 		vb, err := vs.Encode(agg)
 		if err != nil {
 			return fmt.Errorf("dsl: encoding the aggregate of store %s: %w", store, err)
 		}
 		if err := st.Put(kb, withTimestamp(at, vb)); err != nil {
 			return err
+		}
+		if len(t.changes.to) > 0 {
+			if err := t.changes.emit(c, meta{at: at}, k, ch); err != nil {
+				return err
+			}
 		}
 		return t.out.emit(c, meta{at: at}, k, agg)
 	})

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -334,4 +335,106 @@ func TestAggregationTimestampsAndChangelog(t *testing.T) {
 	if want := []rec{{1, 5000}, {2, 5000}, {3, 7000}}; !slices.Equal(got, want) {
 		t.Fatalf("changelog: got %v, want %v", got, want)
 	}
+}
+
+// A table regrouped by a new key: each update takes its old value out of the old key's aggregate
+// and adds its new value to the new key's (Kafka Streams' KGroupedTable), a deletion only takes out.
+func TestTableGroupByCount(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		users := Stream(b, "in", Consumed[string, string]{}).ToTable(Materialized[string, string]{Name: "users"})
+		GroupTableBy(users, func(user, region string) (string, string) { return region, user }, Grouped[string, string]{Name: "by-region"}).
+			Count(Materialized[string, int64]{Name: "per-region"}).ToStream().To("out", Produced[string, int64]{})
+	})
+	at := time.UnixMilli(1000)
+	for _, r := range []kv[string, string]{{"u1", "r1"}, {"u2", "r1"}, {"u1", "r2"}, {"u2", ""}, {"u3", "r2"}, {"u3", "r2"}} {
+		var v []byte
+		if r.V != "" {
+			v = []byte(r.V)
+		}
+		if err := d.Pipe("in", []byte(r.K), v, at); err != nil { // "" pipes a null value: u2 is deleted
+			t.Fatal(err)
+		}
+	}
+	expect(t, streamtest.Output(d, "out", serde.String, serde.Int64),
+		kv[string, int64]{"r1", 1}, kv[string, int64]{"r1", 2}, kv[string, int64]{"r1", 1}, kv[string, int64]{"r2", 1},
+		kv[string, int64]{"r1", 0}, kv[string, int64]{"r2", 2}, kv[string, int64]{"r2", 2})
+}
+
+// A table reduce and aggregate with subtractors, over an aggregation's result table.
+func TestTableGroupByReduceAndAggregate(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		latest := Stream(b, "in", Consumed[string, string]{}).GroupByKey().Reduce(func(_, v string) string { return v })
+		byFirst := GroupTableBy(latest, func(k, v string) (string, string) { return v[:1], k })
+		byFirst.Reduce(func(agg, v string) string { return agg + "+" + v }, func(agg, v string) string { return agg + "-" + v }).
+			ToStream().To("reduced", Produced[string, string]{})
+		AggregateTable(GroupTableBy(latest, func(k, v string) (string, string) { return v[:1], v }), func() int64 { return 100 },
+			func(_, v string, agg int64) int64 { return agg + int64(len(v)) }, func(_, v string, agg int64) int64 { return agg - int64(len(v)) }).
+			ToStream().To("sums", Produced[string, int64]{})
+	})
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String),
+		kv[string, string]{"k1", "apple"}, kv[string, string]{"k2", "avocado"}, kv[string, string]{"k1", "banana"}, kv[string, string]{"k2", "apricot"})
+	// k1: apple → banana moves k1 from a to b; k2: avocado → apricot stays in a (one record, both values).
+	expect(t, streamtest.Output(d, "reduced", serde.String, serde.String),
+		kv[string, string]{"a", "k1"}, kv[string, string]{"a", "k1+k2"}, kv[string, string]{"a", "k1+k2-k1"}, kv[string, string]{"b", "k1"},
+		kv[string, string]{"a", "k1+k2-k1-k2+k2"})
+	expect(t, streamtest.Output(d, "sums", serde.String, serde.Int64),
+		kv[string, int64]{"a", 105}, kv[string, int64]{"a", 112}, kv[string, int64]{"a", 107}, kv[string, int64]{"b", 106}, kv[string, int64]{"a", 107})
+}
+
+// GroupTableBy needs the table's old values: a table kept in no store is refused at Build.
+func TestGroupTableByNeedsAStore(t *testing.T) {
+	b := NewBuilder()
+	latest := Stream(b, "in", Consumed[string, string]{}).ToTable(Materialized[string, string]{Name: "latest"})
+	GroupTableBy(latest.Filter(func(string, string) bool { return true }), func(k, v string) (string, string) { return v, k }).Count()
+	if _, _, err := b.Build(config.Default("app")); err == nil || !strings.Contains(err.Error(), "keeps no store") {
+		t.Fatalf("Build: %v, want the table without a store refused", err)
+	}
+}
+
+// The Change format of Kafka Streams (ChangedSerializer): the bytes for each combination.
+func TestChangeFormat(t *testing.T) {
+	for _, c := range []struct {
+		ch   change[string]
+		want []byte
+	}{
+		{change[string]{new: "ab", hasNew: true}, []byte("ab\x01")},
+		{change[string]{old: "xyz", hasOld: true}, []byte("xyz\x00")},
+		{change[string]{new: "ab", old: "xyz", hasNew: true, hasOld: true}, []byte("\x04abxyz\x02")}, // varint 2, zigzag: 4
+	} {
+		got, err := encodeChange(serde.String, c.ch)
+		if err != nil || !bytes.Equal(got, c.want) {
+			t.Errorf("encode %+v = %q %v, want %q", c.ch, got, err, c.want)
+		}
+		back, err := decodeChange(serde.String, got)
+		if err != nil || back != c.ch {
+			t.Errorf("decode %q = %+v %v, want %+v", got, back, err, c.ch)
+		}
+	}
+	for _, bad := range [][]byte{nil, {3}, {0x7f, 2}, {0x06, 'a', 2}} {
+		if _, err := decodeChange(serde.String, bad); !errors.Is(err, errChangeFormat) {
+			t.Errorf("decode %q: %v, want errChangeFormat", bad, err)
+		}
+	}
+}
+
+// FuzzDecodeChange: any bytes decode to a change or errChangeFormat, never a panic, and what decodes
+// encodes back to the same bytes.
+func FuzzDecodeChange(f *testing.F) {
+	for _, s := range []string{"ab\x01", "xyz\x00", "\x04abxyz\x02", "", "\x02", "\x80\x02"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ch, err := decodeChange(serde.Bytes, b)
+		if err != nil {
+			return
+		}
+		again, err := encodeChange(serde.Bytes, ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := decodeChange(serde.Bytes, again); err != nil || !bytes.Equal(back.new, ch.new) || !bytes.Equal(back.old, ch.old) ||
+			back.hasNew != ch.hasNew || back.hasOld != ch.hasOld {
+			t.Fatalf("%q decodes to %+v, which encodes to %q, which decodes to %+v (%v)", b, ch, again, back, err)
+		}
+	})
 }

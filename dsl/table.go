@@ -16,6 +16,18 @@ type KTable[K, V any] struct {
 	ks    serde.Serde[K]
 	vs    serde.Serde[V]
 	store string
+	// unkept is the store name Kafka Streams generated for a table it keeps only when an operation
+	// needs its old values (GroupTableBy): an unnamed ToTable's.
+	unkept string
+	// changes hands each update with the value it replaced, to the operations that need both
+	// (GroupTableBy); a table that keeps no store has none to give.
+	changes *fanout[K, change[V]]
+}
+
+// change is a table's update of one key: the new value and the one it replaced (absent: null).
+type change[V any] struct {
+	new, old       V
+	hasNew, hasOld bool
 }
 
 // StoreName is the name of the table's store, for interactive queries (stream.App.Store).
@@ -37,8 +49,9 @@ func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 	named, m, _ := tableOptions[K, V](b, "ToTable", opts)
 	name := b.nameOr(string(named), "KSTREAM-TOTABLE-")
 	store := m.Name
+	unkept := ""
 	if store == "" {
-		b.newStoreName("KSTREAM-TOTABLE-") // Kafka Streams takes the number; the store is not kept
+		unkept = b.newStoreName("KSTREAM-TOTABLE-") // kept only if an operation needs old values
 	}
 	ks, vs := m.Key, m.Value
 	if ks == nil {
@@ -59,7 +72,7 @@ func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 		parent = source
 	}
 	n := b.add(&node{name: name, kind: processorNode}, parent)
-	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store}
+	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store, unkept: unkept, changes: &fanout[K, change[V]]{}}
 	if store != "" {
 		n.stores = []string{store}
 		if ks == nil || vs == nil {
@@ -78,7 +91,8 @@ func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 	return t
 }
 
-// keep writes the table's latest value of k to its store, if it has one (a null value deletes it).
+// keep writes the table's latest value of k to its store, if it has one (a null value deletes it),
+// and hands the update with the value it replaced to the operations that need both.
 func (t *KTable[K, V]) keep(c *stream.Context, md meta, k K, v V) error {
 	if t.store == "" {
 		return nil
@@ -87,14 +101,37 @@ func (t *KTable[K, V]) keep(c *stream.Context, md meta, k K, v V) error {
 	if err != nil {
 		return fmt.Errorf("dsl: encoding a key for store %s: %w", t.store, err)
 	}
+	st := c.Store(t.store)
+	ch := change[V]{new: v, hasNew: !md.nullValue}
+	if len(t.changes.to) > 0 {
+		old, ok, err := st.Get(kb)
+		if err != nil {
+			return err
+		}
+		if ok {
+			_, ob, err := splitTimestamp(t.store, old)
+			if err != nil {
+				return err
+			}
+			if ch.old, err = t.vs.Decode(ob); err != nil {
+				return fmt.Errorf("dsl: decoding a value of store %s: %w", t.store, err)
+			}
+			ch.hasOld = true
+		}
+	}
 	if md.nullValue {
-		return c.Store(t.store).Delete(kb)
+		err = st.Delete(kb)
+	} else {
+		var vb []byte
+		if vb, err = t.vs.Encode(v); err != nil {
+			return fmt.Errorf("dsl: encoding a value for store %s: %w", t.store, err)
+		}
+		err = st.Put(kb, withTimestamp(recordTime(c, md), vb))
 	}
-	vb, err := t.vs.Encode(v)
-	if err != nil {
-		return fmt.Errorf("dsl: encoding a value for store %s: %w", t.store, err)
+	if err != nil || len(t.changes.to) == 0 || (!ch.hasNew && !ch.hasOld) {
+		return err
 	}
-	return c.Store(t.store).Put(kb, withTimestamp(recordTime(c, md), vb))
+	return t.changes.emit(c, md, k, ch)
 }
 
 // derived adds a table operation's node below t and the table it makes, kept in a store when a
@@ -123,7 +160,7 @@ func derived[K, V, VR any](t *KTable[K, V], op, prefix string, vr serde.Serde[VR
 			b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[VR]())
 		}
 	}
-	return &KTable[K, VR]{b: b, n: n, out: &fanout[K, VR]{}, ks: ks, vs: vs, store: store}
+	return &KTable[K, VR]{b: b, n: n, out: &fanout[K, VR]{}, ks: ks, vs: vs, store: store, changes: &fanout[K, change[VR]]{}}
 }
 
 // Filter keeps the keys whose latest value pred accepts (Kafka Streams' KTable.filter): an update

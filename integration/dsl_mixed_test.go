@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,21 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/dsl"
+	"github.com/streamsgroup/streamsgroup/internal/dslprograms"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/tasks"
-	"github.com/streamsgroup/streamsgroup/topology"
 )
-
-// wordCountProgram is DslPrograms' p-wordcount in the Go DSL: lines split on spaces, grouped by
-// word through the repartition topic "words", counted in the store "counts", every count written
-// to <t>-out.
-func wordCountProgram(b *dsl.Builder, t string) {
-	words := dsl.FlatMapValues(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}),
-		func(_, line string) []string { return strings.Split(line, " ") })
-	dsl.GroupBy(words, func(_, w string) string { return w }, dsl.Grouped[string, string]{Name: "words"}).
-		Count(dsl.Materialized[string, int64]{Name: "counts"}).
-		ToStream().To(t+"-out", dsl.Produced[string, int64]{})
-}
 
 // goDSLApp runs a Go member of group built from program, until the test ends or stop.
 type goDSLApp struct {
@@ -91,67 +81,127 @@ func (g *goDSLApp) stop(t *testing.T) {
 // in turn: under at-least-once with clean hand-overs, every word's committed counts are 1…n once
 // each, in order, across the three phases.
 func TestDSLWordCountMixedGroup(t *testing.T) {
+	var lines [][2]string
+	mixedGroup(t, "p-wordcount", func(phase int) [][2]string {
+		var kvs [][2]string
+		for i := range 60 {
+			// Three words a line from a vocabulary of 13, so every word is counted in each phase.
+			var ws []string
+			for j := range 3 {
+				ws = append(ws, fmt.Sprintf("w%d", (phase*7+i*3+j)%13))
+			}
+			kvs = append(kvs, [2]string{fmt.Sprintf("line-%d-%d", phase, i), strings.Join(ws, " ")})
+		}
+		lines = append(lines, kvs...)
+		return kvs
+	}, func() map[string]int64 {
+		want := map[string]int64{}
+		for _, l := range lines {
+			for _, w := range strings.Fields(l[1]) {
+				want[w]++
+			}
+		}
+		return want
+	}, true)
+}
+
+// A table regrouped by a new key and counted (DslPrograms' p-table-groupby-count: users by region),
+// run by a Kafka Streams member and a Go member in one group, tasks moving Java → Go → Java: users
+// move between regions, so each update takes the user out of the old region's count and into the
+// new one's, through a repartition topic that carries Kafka Streams' Change format (both values)
+// between the two runtimes. Every region's last committed count is the number of users it holds.
+func TestDSLTableAggregateMixedGroup(t *testing.T) {
+	latest := map[string]string{}
+	regions := map[string]bool{}
+	mixedGroup(t, "p-table-groupby-count", func(phase int) [][2]string {
+		var kvs [][2]string
+		for i := range 40 {
+			user, region := fmt.Sprintf("u%d", i%17), fmt.Sprintf("r%d", (i*phase+i/3)%5)
+			latest[user], regions[region] = region, true
+			kvs = append(kvs, [2]string{user, region})
+		}
+		return kvs
+	}, func() map[string]int64 {
+		want := map[string]int64{}
+		for r := range regions {
+			want[r] = 0
+		}
+		for _, r := range latest {
+			want[r]++
+		}
+		return want
+	}, false)
+}
+
+// mixedGroup runs program as one application of a Kafka Streams member and a Go member (the Go DSL's
+// form of the program), through three phases of input (produce gives each phase's records): both
+// members with the tasks split; the Go member alone after Kafka Streams left cleanly; Kafka Streams
+// alone after it came back and the Go member left cleanly. After each phase every key's last
+// committed output (a Long) must be want's; countedOnce also requires each key's outputs to be
+// 1…n once each.
+func mixedGroup(t *testing.T, program string, produce func(phase int) [][2]string, want func() map[string]int64, countedOnce bool) {
 	b := Get(t)
 	if b.StreamsHeartbeatMaxVersion(t) < 1 {
 		t.Skip("the mixed Go/Java DSL group runs against Kafka 4.4 only, as TestDSLInterop")
 	}
 	prefix := Name(t, "dslmix")
-	topics := prefix + "-p-wordcount"
-	group := prefix + "-wc"
+	topics := prefix + "-" + program
+	group := prefix + "-app"
 	b.CreateTopic(t, topics+"-in", 2)
 	b.CreateTopic(t, topics+"-out", 1)
 	b.DeleteGroupAtEnd(t, group)
-	deleteTopicsAtEnd(t, b, group+"-words-repartition", group+"-counts-changelog")
-	all := tasks.NewSet(tasks.ID{Subtopology: "0", Partition: 0}, tasks.ID{Subtopology: "0", Partition: 1},
-		tasks.ID{Subtopology: "1", Partition: 0}, tasks.ID{Subtopology: "1", Partition: 1})
-
-	want := map[string]int64{}
-	produce := func(phase, lines int) {
-		var kvs [][2]string
-		for i := range lines {
-			// Three words a line from a vocabulary of 13, so every word is counted in each phase.
-			var ws []string
-			for j := range 3 {
-				w := fmt.Sprintf("w%d", (phase*7+i*3+j)%13)
-				ws = append(ws, w)
-				want[w]++
-			}
-			kvs = append(kvs, [2]string{fmt.Sprintf("line-%d-%d", phase, i), strings.Join(ws, " ")})
-		}
-		produceValues(t, b, topics+"-in", kvs...)
+	build := func(db *dsl.Builder) { dslprograms.Programs[program](db, topics) }
+	db := dsl.NewBuilder()
+	build(db)
+	topo, _, err := db.Build(baseConfig(b, group))
+	if err != nil {
+		t.Fatal(err)
 	}
-	counted := func() (bool, string) {
-		got := readCommittedCounts(t, clientsOf(t, b), topics+"-out")
-		for w, n := range want {
-			if s := got[w]; len(s) == 0 || s[len(s)-1] != n {
-				return false, fmt.Sprintf("%s counted %v, want last %d", w, s, n)
-			}
+	var internal []string
+	for _, s := range topo.Subtopologies() {
+		for _, ti := range slices.Concat(s.RepartitionSourceTopics, s.StateChangelogTopics) {
+			internal = append(internal, ti.Name)
 		}
-		return true, ""
+	}
+	deleteTopicsAtEnd(t, b, internal...)
+	all := allTasks(topo, 2)
+	run := func(phase int) {
+		t.Helper()
+		produceValues(t, b, topics+"-in", produce(phase)...)
+		w := want()
+		Eventually(t, settle, func() (bool, string) {
+			got := readCommittedCounts(t, clientsOf(t, b), topics+"-out")
+			for k, n := range w {
+				if s := got[k]; len(s) == 0 || s[len(s)-1] != n {
+					return false, fmt.Sprintf("phase %d: %s's outputs %v, want the last %d", phase, k, s, n)
+				}
+			}
+			return true, ""
+		})
 	}
 
 	// Phase 1: Kafka Streams first, then the Go member joins; the tasks are split.
-	java := startDSLPeer(t, b, prefix, map[string]string{group: "p-wordcount"})
+	java := startDSLPeer(t, b, prefix, map[string]string{group: program})
 	Eventually(t, javaStart, func() (bool, string) {
 		a := java.app(group)
 		return a.state == "RUNNING" && a.active.Equal(all), fmt.Sprintf("Java %s owns %v", a.state, a.active)
 	})
-	goApp := startGoDSLApp(t, b, group, "go", func(db *dsl.Builder) { wordCountProgram(db, topics) })
+	goApp := startGoDSLApp(t, b, group, "go", build)
 	Eventually(t, javaStart, func() (bool, string) {
 		a, g := java.app(group), goApp.owned().Active
 		if len(a.errs) > 0 {
 			t.Fatalf("Kafka Streams failed: %q", a.errs)
 		}
-		return a.state == "RUNNING" && !g.IsEmpty() && !a.active.IsEmpty() && g.Union(a.active).Equal(all),
+		return a.state == "RUNNING" && !g.IsEmpty() && !a.active.IsEmpty() && g.Union(a.active).Equal(all) && g.Intersect(a.active).IsEmpty(),
 			fmt.Sprintf("Go owns %v, Java (%s) %v", g, a.state, a.active)
 	})
-	if ok, why := sameAsJava(mustBuild(t, group, topics), java.app(group).topology); !ok {
+	if ok, why := sameAsJava(topo, java.app(group).topology); !ok {
 		t.Fatalf("the Go program's topology differs from Kafka Streams':\n%s", why)
 	}
-	produce(1, 60)
-	Eventually(t, settle, counted)
+	t.Logf("phase 1: Go owns %v, Kafka Streams %v", goApp.owned().Active, java.app(group).active)
+	run(1)
 
-	// Phase 2: Kafka Streams leaves; the Go member takes its tasks over from their changelog.
+	// Phase 2: Kafka Streams leaves; the Go member takes its tasks over from their changelogs.
 	if !java.stop() {
 		t.Fatal("the Kafka Streams application did not close")
 	}
@@ -159,11 +209,11 @@ func TestDSLWordCountMixedGroup(t *testing.T) {
 		g := goApp.owned().Active
 		return g.Equal(all) && goApp.app.State() == stream.Running, fmt.Sprintf("Go (%v) owns %v", goApp.app.State(), g)
 	})
-	produce(2, 60)
-	Eventually(t, settle, counted)
+	run(2)
 
-	// Phase 3: Kafka Streams comes back and the Go member leaves; Kafka Streams restores its counts.
-	java2 := startDSLPeer(t, b, prefix, map[string]string{group: "p-wordcount"})
+	// Phase 3: Kafka Streams comes back and the Go member leaves; Kafka Streams restores the Go
+	// member's state.
+	java2 := startDSLPeer(t, b, prefix, map[string]string{group: program})
 	Eventually(t, javaStart, func() (bool, string) {
 		a := java2.app(group)
 		return a.state == "RUNNING" && !a.active.IsEmpty(), fmt.Sprintf("Java %s owns %v", a.state, a.active)
@@ -176,19 +226,8 @@ func TestDSLWordCountMixedGroup(t *testing.T) {
 		}
 		return a.state == "RUNNING" && a.active.Equal(all), fmt.Sprintf("Java %s owns %v", a.state, a.active)
 	})
-	produce(3, 60)
-	Eventually(t, settle, counted)
-	checkCountedOnce(t, readCommittedCounts(t, clientsOf(t, b), topics+"-out"), want)
-}
-
-// mustBuild is the word count's topology for group.
-func mustBuild(t *testing.T, group, topics string) *topology.Topology {
-	t.Helper()
-	db := dsl.NewBuilder()
-	wordCountProgram(db, topics)
-	topo, _, err := db.Build(baseConfig(Get(t), group))
-	if err != nil {
-		t.Fatal(err)
+	run(3)
+	if countedOnce {
+		checkCountedOnce(t, readCommittedCounts(t, clientsOf(t, b), topics+"-out"), want())
 	}
-	return topo
 }

@@ -125,3 +125,24 @@ func init() {
 			Process(stream.ProcessorFunc(func(*stream.Context, *stream.Record) error { return nil }), "seen")
 	}
 }
+
+func init() {
+	Programs["p-table-groupby-count"] = func(b *dsl.Builder, t string) {
+		users := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).ToTable(dsl.Materialized[string, string]{Name: "users"})
+		dsl.GroupTableBy(users, func(user, region string) (string, string) { return region, user }, dsl.Grouped[string, string]{Name: "by-region"}).
+			Count(dsl.Materialized[string, int64]{Name: "per-region"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+	Programs["p-table-groupby-reduce"] = func(b *dsl.Builder, t string) {
+		table := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).ToTable()
+		dsl.GroupTableBy(table, func(_, v string) (string, string) { return v[:min(1, len(v))], v }).
+			Reduce(func(agg, v string) string { return agg + "+" + v }, func(agg, v string) string { return agg + "-" + v }).
+			ToStream().To(t+"-out", dsl.Produced[string, string]{})
+	}
+	Programs["p-table-groupby-aggregate"] = func(b *dsl.Builder, t string) {
+		latest := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey().
+			Reduce(func(_, v string) string { return v }, dsl.Materialized[string, string]{Name: "latest"})
+		dsl.AggregateTable(dsl.GroupTableBy(latest, func(k, v string) (string, string) { return v, k }), func() int64 { return 0 },
+			func(_, v string, agg int64) int64 { return agg + int64(len(v)) }, func(_, v string, agg int64) int64 { return agg - int64(len(v)) },
+			dsl.Materialized[string, int64]{Name: "sums"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+}

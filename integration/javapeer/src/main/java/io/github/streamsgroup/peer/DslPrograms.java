@@ -31,7 +31,8 @@ final class DslPrograms {
         "p-stateless", "p-stateless-named", "p-wordcount", "p-count-unnamed", "p-count-materialized-unnamed",
         "p-reduce", "p-aggregate", "p-merge", "p-repartition", "p-repartition-named", "p-flatmap",
         "p-two-sources", "p-groupbykey-source", "p-split", "p-split-named", "p-to-extractor", "p-totable",
-        "p-table-ops", "p-table-ops-materialized", "p-process");
+        "p-table-ops", "p-table-ops-materialized", "p-process", "p-table-groupby-count", "p-table-groupby-reduce",
+        "p-table-groupby-aggregate");
 
     private DslPrograms() {
     }
@@ -204,6 +205,33 @@ final class DslPrograms {
                         public void process(org.apache.kafka.streams.processor.api.Record<String, String> r) {
                         }
                     }, "seen");
+                break;
+            }
+            case "p-table-groupby-count": {
+                // users (key: user, value: region) as a table, counted per region: a move subtracts.
+                b.<String, String>stream(t + "-in")
+                    .toTable(Materialized.as("users"))
+                    .groupBy((user, region) -> KeyValue.pair(region, user), Grouped.as("by-region"))
+                    .count(Materialized.as("per-region"))
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-table-groupby-reduce": {
+                b.<String, String>stream(t + "-in")
+                    .toTable()
+                    .groupBy((k, v) -> KeyValue.pair(v.substring(0, Math.min(1, v.length())), v))
+                    .reduce((agg, v) -> agg + "+" + v, (agg, v) -> agg + "-" + v)
+                    .toStream().to(t + "-out");
+                break;
+            }
+            case "p-table-groupby-aggregate": {
+                b.<String, String>stream(t + "-in")
+                    .groupByKey().reduce((a, v) -> v, Materialized.as("latest"))
+                    .groupBy((k, v) -> KeyValue.pair(v, k))
+                    .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(), (k, v, agg) -> agg - v.length(),
+                        Materialized.<String, Long, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("sums")
+                            .withValueSerde(Serdes.Long()))
+                    .toStream().to(t + "-out", longs);
                 break;
             }
             default:
