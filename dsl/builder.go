@@ -21,6 +21,9 @@ type Builder struct {
 	built bool
 	// stores are the stores added with AddStore, and whether a processor uses them.
 	stores map[string]bool
+	// copartitions are the copartition groups the program registers, each as its sides' source
+	// nodes (the side whose method registered it first), in the order they were registered.
+	copartitions [][][]*node
 }
 
 // AddStore adds a key-value store, with its changelog, for the processors given to Process that
@@ -84,12 +87,15 @@ func (b *Builder) newName(prefix string) string {
 // newStoreName is a generated store name (prefix + "STATE-STORE-" + the counter).
 func (b *Builder) newStoreName(prefix string) string { return b.newName(prefix + "STATE-STORE-") }
 
-// nameOr is the user's name, or a generated one (taking a number only then, as Kafka Streams).
+// nameOr is the user's name, or a generated one. The number is taken either way: Kafka Streams 4.4
+// numbers a named operation too, so that naming one does not change the generated names of the
+// others (a named store takes none).
 func (b *Builder) nameOr(named, prefix string) string {
+	generated := b.newName(prefix)
 	if named != "" {
 		return named
 	}
-	return b.newName(prefix)
+	return generated
 }
 
 // add appends n, a child of parents, to the topology.
@@ -211,6 +217,31 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 			s.inits = append(s.inits, n.init)
 		}
 		s.nodes = append(s.nodes, n)
+	}
+	// Copartition groups: each group's topics in Kafka Streams' order (from its source nodes' names),
+	// merged as Kafka Streams merges them, in the subtopology that reads them.
+	var joins [][]string
+	for _, sides := range b.copartitions {
+		var in [][]topology.JoinInput
+		for _, side := range sides {
+			var js []topology.JoinInput
+			for _, n := range side {
+				topic := n.topic
+				if n.internal {
+					topic = names.AppID + "-" + n.topic
+				}
+				js = append(js, topology.Source(n.name, topic))
+			}
+			in = append(in, js)
+		}
+		joins = append(joins, topology.CopartitionGroup(in...))
+	}
+	for _, group := range topology.CopartitionGroups(joins...) {
+		for _, s := range subs {
+			if slices.Contains(s.def.SourceTopics, group[0]) || slices.ContainsFunc(s.def.RepartitionSourceTopics, func(ti topology.TopicInfo) bool { return ti.Name == group[0] }) {
+				s.def.CopartitionGroups = append(s.def.CopartitionGroups, group)
+			}
+		}
 	}
 	defs := make([]topology.Subtopology, len(subs))
 	procs := stream.Processors{}

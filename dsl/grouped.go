@@ -81,6 +81,15 @@ func (g *KGroupedStream[K, V]) input(store string) (*node, *fanout[K, V]) {
 	return source, out
 }
 
+// sourcesFrom are the source nodes of what an aggregation reading parent makes: the repartition's
+// source, or the grouped stream's sources.
+func (g *KGroupedStream[K, V]) sourcesFrom(parent *node) []*node {
+	if parent == g.s.n {
+		return g.s.sources
+	}
+	return []*node{parent}
+}
+
 // Count counts the records of each key (Kafka Streams' count), in a store named by m's Name or a
 // generated one.
 func (g *KGroupedStream[K, V]) Count(m ...Materialized[K, int64]) *KTable[K, int64] {
@@ -142,8 +151,17 @@ func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materiali
 	}
 	parent, in := g.input(store)
 	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, parent)
-	t := &KTable[K, VA]{b: b, n: n, out: &fanout[K, VA]{}, ks: ks, vs: vas, store: store, changes: &fanout[K, change[VA]]{}}
-	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
+	t := &KTable[K, VA]{b: b, n: n, out: &fanout[K, VA]{}, ks: ks, vs: vas, store: store, changes: &fanout[K, change[VA]]{}, sources: g.sourcesFrom(parent)}
+	in.to = append(in.to, aggregating(t, init, fn))
+	return t
+}
+
+// aggregating is the processing of a stream aggregation into t's store (Kafka Streams'
+// KStreamAggregate): a record with a null key or value is skipped; the aggregate of its key (init's
+// when there is none yet) folds the value in with fn.
+func aggregating[K, V, VA any](t *KTable[K, VA], init func() VA, fn func(K, V, VA) VA) func(*stream.Context, meta, K, V) error {
+	store, ks, vas := t.store, t.ks, t.vs
+	return func(c *stream.Context, md meta, k K, v V) error {
 		if md.nullKey || md.nullValue {
 			return nil // Kafka Streams skips such records (and counts them as dropped)
 		}
@@ -187,8 +205,7 @@ func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materiali
 			}
 		}
 		return t.out.emit(c, meta{at: at}, k, agg)
-	})
-	return t
+	}
 }
 
 // reduce is aggregate whose first value is the aggregate.
@@ -211,7 +228,7 @@ func reduce[K, V any](g *KGroupedStream[K, V], m Materialized[K, V], fn func(V, 
 	}
 	parent, in := g.input(store)
 	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, parent)
-	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store, changes: &fanout[K, change[V]]{}}
+	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store, changes: &fanout[K, change[V]]{}, sources: g.sourcesFrom(parent)}
 	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
 		if md.nullKey || md.nullValue {
 			return nil

@@ -43,12 +43,7 @@ func GroupTableBy[K, V, KR, VR any](t *KTable[K, V], fn func(K, V) (KR, VR), g .
 	default:
 		b.fail("GroupTableBy on the table of %s, which keeps no store: give the operation that makes it a Materialized with a name", t.n.name)
 	}
-	number := b.newName("KTABLE-SELECT-") // taken even when Grouped names the node
-	name := gr.Name
-	if name == "" {
-		name = number
-	}
-	sel := b.add(&node{name: name, kind: processorNode}, t.n)
+	sel := b.add(&node{name: b.nameOr(gr.Name, "KTABLE-SELECT-"), kind: processorNode}, t.n)
 	ks, vs := gr.Key, gr.Value
 	if ks == nil {
 		ks = defaultSerde[KR]()
@@ -228,7 +223,7 @@ func tableAggregate[K, V, VA any](g *KGroupedTable[K, V], prefix string, m Mater
 	sink := b.add(&node{name: sinkName, kind: sinkNode, topic: topic, internal: true}, g.sel)
 	source := b.add(&node{name: sourceName, kind: sourceNode, topic: topic, internal: true})
 	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, source)
-	t := &KTable[K, VA]{b: b, n: n, out: &fanout[K, VA]{}, ks: ks, vs: vas, store: store, changes: &fanout[K, change[VA]]{}}
+	t := &KTable[K, VA]{b: b, n: n, out: &fanout[K, VA]{}, ks: ks, vs: vas, store: store, changes: &fanout[K, change[VA]]{}, sources: []*node{source}}
 
 	gks, gvs := g.ks, g.vs
 	g.changes.to = append(g.changes.to, func(c *stream.Context, md meta, k K, ch change[V]) error {

@@ -438,3 +438,31 @@ func FuzzDecodeChange(f *testing.F) {
 		}
 	})
 }
+
+// A cogroup folds each stream's records into one aggregate per key with that stream's aggregator.
+func TestCogroup(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		plus := Stream(b, "plus", Consumed[string, string]{}).GroupByKey()
+		minus := Stream(b, "minus", Consumed[string, string]{}).GroupByKey()
+		c := Cogroup(plus, func(_, v string, agg int64) int64 { return agg + int64(len(v)) })
+		CogroupWith(c, minus, func(_, v string, agg int64) int64 { return agg - int64(len(v)) }).
+			Aggregate(func() int64 { return 10 }, Materialized[string, int64]{Name: "net"}).ToStream().To("out", Produced[string, int64]{})
+	})
+	pipe(t, streamtest.Input(d, "plus", serde.String, serde.String), kv[string, string]{"a", "xxx"}, kv[string, string]{"b", "y"})
+	expect(t, streamtest.Output(d, "out", serde.String, serde.Int64), kv[string, int64]{"a", 13}, kv[string, int64]{"b", 11})
+	pipe(t, streamtest.Input(d, "minus", serde.String, serde.String), kv[string, string]{"a", "zz"}, kv[string, string]{"c", "w"})
+	expect(t, streamtest.Output(d, "out", serde.String, serde.Int64), kv[string, int64]{"a", 11}, kv[string, int64]{"c", 9})
+}
+
+// A cogroup whose stream repartitions first is refused, as Kafka Streams 4.4 cannot build it for a
+// streams group.
+func TestCogroupOfARepartitionedStreamIsRefused(t *testing.T) {
+	b := NewBuilder()
+	byValue := GroupBy(Stream(b, "in", Consumed[string, string]{}), func(_, v string) string { return v })
+	byKey := Stream(b, "in2", Consumed[string, string]{}).GroupByKey()
+	CogroupWith(Cogroup(byValue, func(_, _, agg string) string { return agg }), byKey, func(_, _, agg string) string { return agg }).
+		Aggregate(func() string { return "" })
+	if _, _, err := b.Build(config.Default("app")); err == nil || !strings.Contains(err.Error(), "Kafka Streams 4.4 cannot build") {
+		t.Fatalf("Build: %v, want the cogroup refused", err)
+	}
+}

@@ -64,7 +64,7 @@ func (br *BranchedKStream[K, V]) branch(name []string, index int) *fanout[K, V] 
 	}
 	b.newName(child) // Kafka Streams takes a number for each branch, which it does not use
 	n := b.add(&node{name: child, kind: processorNode}, br.splitter)
-	out := &KStream[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: s.ks, vs: s.vs, rekeyed: s.rekeyed}
+	out := &KStream[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: s.ks, vs: s.vs, rekeyed: s.rekeyed, sources: s.sources}
 	br.branches[child] = out
 	return out.out
 }

@@ -41,6 +41,9 @@ type KStream[K, V any] struct {
 	// rekeyed: the key changed since the source, so a grouping repartitions (Kafka Streams'
 	// repartitionRequired).
 	rekeyed bool
+	// sources are the source nodes the stream comes from (Kafka Streams' subTopologySourceNodes),
+	// which a cogroup makes copartitioned.
+	sources []*node
 }
 
 // Stream reads topic (Kafka Streams' StreamsBuilder.stream).
@@ -53,7 +56,7 @@ func Stream[K, V any](b *Builder, topic string, c Consumed[K, V]) *KStream[K, V]
 		b.fail("Stream(%q) needs Consumed serdes for %s and %s", topic, typeName[K](), typeName[V]())
 	}
 	n := b.add(&node{name: b.nameOr(c.Name, "KSTREAM-SOURCE-"), kind: sourceNode, topic: topic})
-	s := &KStream[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs}
+	s := &KStream[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, sources: []*node{n}}
 	n.entry = sourceEntry(s.out, ks, vs)
 	return s
 }
@@ -85,7 +88,7 @@ func sourceEntry[K, V any](out *fanout[K, V], ks serde.Serde[K], vs serde.Serde[
 // with its fanout.
 func child[K, V, KR, VR any](s *KStream[K, V], named Named, prefix string, ks serde.Serde[KR], vs serde.Serde[VR], rekeyed bool) *KStream[KR, VR] {
 	n := s.b.add(&node{name: s.b.nameOr(string(named), prefix), kind: processorNode}, s.n)
-	return &KStream[KR, VR]{b: s.b, n: n, out: &fanout[KR, VR]{}, ks: ks, vs: vs, rekeyed: rekeyed}
+	return &KStream[KR, VR]{b: s.b, n: n, out: &fanout[KR, VR]{}, ks: ks, vs: vs, rekeyed: rekeyed, sources: s.sources}
 }
 
 // Filter keeps the records pred accepts.
@@ -130,7 +133,8 @@ func (s *KStream[K, V]) Merge(other *KStream[K, V], named ...Named) *KStream[K, 
 		s.b.fail("Merge: the streams come from two builders")
 	}
 	n := s.b.add(&node{name: s.b.nameOr(string(first(named)), "KSTREAM-MERGE-"), kind: processorNode}, s.n, other.n)
-	m := &KStream[K, V]{b: s.b, n: n, out: &fanout[K, V]{}, ks: s.ks, vs: s.vs, rekeyed: s.rekeyed || other.rekeyed}
+	m := &KStream[K, V]{b: s.b, n: n, out: &fanout[K, V]{}, ks: s.ks, vs: s.vs, rekeyed: s.rekeyed || other.rekeyed,
+		sources: append(append([]*node{}, s.sources...), other.sources...)}
 	if m.ks == nil {
 		m.ks = other.ks
 	}
@@ -284,7 +288,7 @@ func (s *KStream[K, V]) Repartition(r Repartitioned[K, V]) *KStream[K, V] {
 	}
 	sink, source := s.b.repartition(name, r.Partitions, s.n)
 	s.out.to = append(s.out.to, sendTo(sink, ks, vs))
-	c := &KStream[K, V]{b: s.b, n: source, out: &fanout[K, V]{}, ks: ks, vs: vs}
+	c := &KStream[K, V]{b: s.b, n: source, out: &fanout[K, V]{}, ks: ks, vs: vs, sources: []*node{source}}
 	source.entry = sourceEntry(c.out, ks, vs)
 	return c
 }

@@ -16,6 +16,8 @@ type KTable[K, V any] struct {
 	ks    serde.Serde[K]
 	vs    serde.Serde[V]
 	store string
+	// sources are the source nodes the table comes from (Kafka Streams' subTopologySourceNodes).
+	sources []*node
 	// unkept is the store name Kafka Streams generated for a table it keeps only when an operation
 	// needs its old values (GroupTableBy): an unnamed ToTable's.
 	unkept string
@@ -36,7 +38,7 @@ func (t *KTable[K, V]) StoreName() string { return t.store }
 // ToStream is the stream of the table's updates (Kafka Streams' toStream).
 func (t *KTable[K, V]) ToStream(named ...Named) *KStream[K, V] {
 	n := t.b.add(&node{name: t.b.nameOr(string(first(named)), "KTABLE-TOSTREAM-"), kind: processorNode}, t.n)
-	s := &KStream[K, V]{b: t.b, n: n, out: &fanout[K, V]{}, ks: t.ks, vs: t.vs}
+	s := &KStream[K, V]{b: t.b, n: n, out: &fanout[K, V]{}, ks: t.ks, vs: t.vs, sources: t.sources}
 	t.out.to = append(t.out.to, func(c *stream.Context, m meta, k K, v V) error { return s.out.emit(c, m, k, v) })
 	return s
 }
@@ -72,7 +74,11 @@ func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 		parent = source
 	}
 	n := b.add(&node{name: name, kind: processorNode}, parent)
-	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store, unkept: unkept, changes: &fanout[K, change[V]]{}}
+	sources := s.sources
+	if parent != s.n {
+		sources = []*node{parent}
+	}
+	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store, unkept: unkept, changes: &fanout[K, change[V]]{}, sources: sources}
 	if store != "" {
 		n.stores = []string{store}
 		if ks == nil || vs == nil {
@@ -160,7 +166,7 @@ func derived[K, V, VR any](t *KTable[K, V], op, prefix string, vr serde.Serde[VR
 			b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[VR]())
 		}
 	}
-	return &KTable[K, VR]{b: b, n: n, out: &fanout[K, VR]{}, ks: ks, vs: vs, store: store, changes: &fanout[K, change[VR]]{}}
+	return &KTable[K, VR]{b: b, n: n, out: &fanout[K, VR]{}, ks: ks, vs: vs, store: store, changes: &fanout[K, change[VR]]{}, sources: t.sources}
 }
 
 // Filter keeps the keys whose latest value pred accepts (Kafka Streams' KTable.filter): an update

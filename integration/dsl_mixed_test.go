@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -133,6 +134,27 @@ func TestDSLTableAggregateMixedGroup(t *testing.T) {
 	}, false)
 }
 
+// A cogroup of two streams (DslPrograms' p-cogroup: lengths in from one topic, out from the
+// other, per key, in one store) run by a Kafka Streams member and a Go member in one group, tasks
+// moving Java → Go → Java: every key's last committed aggregate is the sum over both topics.
+func TestDSLCogroupMixedGroup(t *testing.T) {
+	net := map[string]int64{}
+	mixedGroupOn(t, "p-cogroup", func(phase int) map[string][][2]string {
+		var plus, minus [][2]string
+		for i := range 30 {
+			k := fmt.Sprintf("k%d", i%7)
+			v := strings.Repeat("x", 1+(i*phase)%5)
+			plus = append(plus, [2]string{k, v})
+			net[k] += int64(len(v))
+			if i%3 == 0 {
+				minus = append(minus, [2]string{k, "yy"})
+				net[k] -= 2
+			}
+		}
+		return map[string][][2]string{"-in": plus, "-in2": minus}
+	}, func() map[string]int64 { return maps.Clone(net) }, false)
+}
+
 // mixedGroup runs program as one application of a Kafka Streams member and a Go member (the Go DSL's
 // form of the program), through three phases of input (produce gives each phase's records): both
 // members with the tasks split; the Go member alone after Kafka Streams left cleanly; Kafka Streams
@@ -140,6 +162,12 @@ func TestDSLTableAggregateMixedGroup(t *testing.T) {
 // committed output (a Long) must be want's; countedOnce also requires each key's outputs to be
 // 1…n once each.
 func mixedGroup(t *testing.T, program string, produce func(phase int) [][2]string, want func() map[string]int64, countedOnce bool) {
+	mixedGroupOn(t, program, func(phase int) map[string][][2]string { return map[string][][2]string{"-in": produce(phase)} }, want, countedOnce)
+}
+
+// mixedGroupOn is mixedGroup with input on several topics: produce gives each phase's records by
+// the input's suffix (-in, -in2).
+func mixedGroupOn(t *testing.T, program string, produce func(phase int) map[string][][2]string, want func() map[string]int64, countedOnce bool) {
 	b := Get(t)
 	if b.StreamsHeartbeatMaxVersion(t) < 1 {
 		t.Skip("the mixed Go/Java DSL group runs against Kafka 4.4 only, as TestDSLInterop")
@@ -148,6 +176,7 @@ func mixedGroup(t *testing.T, program string, produce func(phase int) [][2]strin
 	topics := prefix + "-" + program
 	group := prefix + "-app"
 	b.CreateTopic(t, topics+"-in", 2)
+	b.CreateTopic(t, topics+"-in2", 2)
 	b.CreateTopic(t, topics+"-out", 1)
 	b.DeleteGroupAtEnd(t, group)
 	build := func(db *dsl.Builder) { dslprograms.Programs[program](db, topics) }
@@ -167,7 +196,9 @@ func mixedGroup(t *testing.T, program string, produce func(phase int) [][2]strin
 	all := allTasks(topo, 2)
 	run := func(phase int) {
 		t.Helper()
-		produceValues(t, b, topics+"-in", produce(phase)...)
+		for suffix, kvs := range produce(phase) {
+			produceValues(t, b, topics+suffix, kvs...)
+		}
 		w := want()
 		Eventually(t, settle, func() (bool, string) {
 			got := readCommittedCounts(t, clientsOf(t, b), topics+"-out")

@@ -146,3 +146,33 @@ func init() {
 			dsl.Materialized[string, int64]{Name: "sums"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
 	}
 }
+
+func init() {
+	Programs["p-named-source"] = func(b *dsl.Builder, t string) {
+		dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{Name: "src"}).GroupByKey().Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+		in2 := dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{})
+		mv := dsl.MapValues(in2.Filter(func(string, string) bool { return true }, "f"), func(_, v string) string { return v }, "mv")
+		dsl.GroupBy(mv, func(_, v string) string { return v }, dsl.Grouped[string, string]{Name: "g"}).
+			Count(dsl.Materialized[string, int64]{Name: "named-count"}).ToStream("ts").
+			GroupByKey().Count().ToStream().To(t+"-out2", dsl.Produced[string, int64]{})
+	}
+}
+
+func init() {
+	Programs["p-cogroup"] = func(b *dsl.Builder, t string) {
+		plus := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		minus := dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{}).GroupByKey()
+		c := dsl.Cogroup(plus, func(_, v string, agg int64) int64 { return agg + int64(len(v)) })
+		dsl.CogroupWith(c, minus, func(_, v string, agg int64) int64 { return agg - int64(len(v)) }).
+			Aggregate(func() int64 { return 0 }, dsl.Materialized[string, int64]{Name: "net"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+	Programs["p-cogroup-three"] = func(b *dsl.Builder, t string) {
+		a := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).Filter(func(string, string) bool { return true }).GroupByKey()
+		c := dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{}).GroupByKey(dsl.Grouped[string, string]{Name: "second"})
+		d := dsl.Stream(b, t+"-in3", dsl.Consumed[string, string]{Name: "third"}).GroupByKey()
+		cg := dsl.Cogroup(a, func(_, v, _ string) string { return "a=" + v })
+		cg = dsl.CogroupWith(cg, c, func(_, v, _ string) string { return "b=" + v })
+		dsl.CogroupWith(cg, d, func(_, v, _ string) string { return "c=" + v }).
+			Aggregate(func() string { return "" }).ToStream().To(t+"-out", dsl.Produced[string, string]{})
+	}
+}

@@ -12,6 +12,7 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
@@ -32,7 +33,7 @@ final class DslPrograms {
         "p-reduce", "p-aggregate", "p-merge", "p-repartition", "p-repartition-named", "p-flatmap",
         "p-two-sources", "p-groupbykey-source", "p-split", "p-split-named", "p-to-extractor", "p-totable",
         "p-table-ops", "p-table-ops-materialized", "p-process", "p-table-groupby-count", "p-table-groupby-reduce",
-        "p-table-groupby-aggregate");
+        "p-table-groupby-aggregate", "p-cogroup", "p-cogroup-three", "p-named-source");
 
     private DslPrograms() {
     }
@@ -232,6 +233,49 @@ final class DslPrograms {
                         Materialized.<String, Long, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("sums")
                             .withValueSerde(Serdes.Long()))
                     .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-cogroup": {
+                // Lengths in from "in" minus lengths from "in2", per key, in one store.
+                KGroupedStream<String, String> plus = b.<String, String>stream(t + "-in").groupByKey();
+                KGroupedStream<String, String> minus = b.<String, String>stream(t + "-in2").groupByKey();
+                plus.<Long>cogroup((k, v, agg) -> agg + v.length())
+                    .cogroup(minus, (k, v, agg) -> agg - v.length())
+                    .aggregate(() -> 0L, Materialized.<String, Long, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("net")
+                        .withValueSerde(Serdes.Long()))
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-cogroup-three": {
+                // Three streams of one key space cogrouped into the last value seen from each, in a
+                // store with a generated name. (A cogroup whose input repartitions cannot run in a
+                // streams group: Kafka Streams 4.4 fails to build its broker topology, because the
+                // copartition group it registers spans two subtopologies.)
+                KGroupedStream<String, String> a = b.<String, String>stream(t + "-in").filter((k, v) -> true).groupByKey();
+                KGroupedStream<String, String> c = b.<String, String>stream(t + "-in2").groupByKey(Grouped.as("second"));
+                KGroupedStream<String, String> d = b.<String, String>stream(t + "-in3", Consumed.as("third")).groupByKey();
+                a.<String>cogroup((k, v, agg) -> "a=" + v)
+                    .cogroup(c, (k, v, agg) -> "b=" + v)
+                    .cogroup(d, (k, v, agg) -> "c=" + v)
+                    .aggregate(() -> "")
+                    .toStream().to(t + "-out");
+                break;
+            }
+            case "p-named-source": {
+                // A named source, then generated names: whether the name takes a number shows in the store's.
+                b.<String, String>stream(t + "-in", Consumed.as("src"))
+                    .groupByKey()
+                    .count()
+                    .toStream().to(t + "-out", longs);
+                b.<String, String>stream(t + "-in2")
+                    .filter((k, v) -> true, Named.as("f"))
+                    .mapValues(v -> v, Named.as("mv"))
+                    .groupBy((k, v) -> v, Grouped.as("g"))
+                    .count(Materialized.as("named-count"))
+                    .toStream(Named.as("ts"))
+                    .groupByKey()
+                    .count()
+                    .toStream().to(t + "-out2", longs);
                 break;
             }
             default:
