@@ -466,3 +466,37 @@ func TestCogroupOfARepartitionedStreamIsRefused(t *testing.T) {
 		t.Fatalf("Build: %v, want the cogroup refused", err)
 	}
 }
+
+// A table read from a topic keeps each key's latest value (a null value deletes it, a null key is
+// skipped), and is regrouped with old values from its store.
+func TestTableSource(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		users := Table(b, "users", Consumed[string, string]{}, Materialized[string, string]{Name: "users"})
+		users.ToStream().To("changes", Produced[string, string]{})
+		GroupTableBy(Table(b, "moves", Consumed[string, string]{}), func(user, region string) (string, string) { return region, user }).
+			Count().ToStream().To("per-region", Produced[string, int64]{})
+	})
+	at := time.UnixMilli(1)
+	for _, r := range [][2][]byte{{[]byte("u1"), []byte("a")}, {nil, []byte("x")}, {[]byte("u1"), nil}, {[]byte("u2"), []byte("b")}} {
+		if err := d.Pipe("users", r[0], r[1], at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changes, err := streamtest.Output(d, "changes", serde.String, serde.String).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 3 || changes[0].Value != "a" || !changes[1].NullValue || changes[2].Key != "u2" {
+		t.Fatalf("changes: %+v, want u1=a, u1 deleted, u2=b", changes)
+	}
+	st, err := d.Store("users")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := st.Get([]byte("u1")); ok {
+		t.Error("u1 is deleted, yet in the store")
+	}
+	pipe(t, streamtest.Input(d, "moves", serde.String, serde.String), kv[string, string]{"u1", "r1"}, kv[string, string]{"u1", "r2"})
+	expect(t, streamtest.Output(d, "per-region", serde.String, serde.Int64),
+		kv[string, int64]{"r1", 1}, kv[string, int64]{"r1", 0}, kv[string, int64]{"r2", 1})
+}

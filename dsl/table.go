@@ -211,3 +211,55 @@ func MapTableValues[K, V, VR any](t *KTable[K, V], fn func(K, V) VR, opts ...Tab
 	})
 	return f
 }
+
+// Table reads topic as a table (Kafka Streams' StreamsBuilder.table): each record is its key's
+// latest value, a null value deletes it, a null key is skipped. The table is kept in a store only
+// when m names one (its changelog is <application.id>-<name>-changelog; the source topic is not
+// reused as the changelog, as with topology.optimization none), or when an operation needs its old
+// values (GroupTableBy), under the generated name <topic>-STATE-STORE-<n>.
+func Table[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Materialized[K, V]) *KTable[K, V] {
+	var mat Materialized[K, V]
+	if len(m) > 0 {
+		mat = m[0]
+	}
+	ks, vs := orDefault(c.Key), orDefault(c.Value)
+	if mat.Key != nil {
+		ks = mat.Key
+	}
+	if mat.Value != nil {
+		vs = mat.Value
+	}
+	if topic == "" {
+		b.fail("Table needs a topic")
+	}
+	if ks == nil || vs == nil {
+		b.fail("Table(%q) needs Consumed serdes for %s and %s", topic, typeName[K](), typeName[V]())
+	}
+	store, unkept := mat.Name, ""
+	if store == "" {
+		unkept = b.newStoreName(topic + "-")
+	}
+	sourceName := b.newName("KSTREAM-SOURCE-")
+	if c.Name != "" {
+		sourceName = c.Name + "-source"
+	}
+	source := b.add(&node{name: sourceName, kind: sourceNode, topic: topic})
+	n := b.add(&node{name: b.nameOr(c.Name, "KTABLE-SOURCE-"), kind: processorNode}, source)
+	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store, unkept: unkept,
+		changes: &fanout[K, change[V]]{}, sources: []*node{source}}
+	if store != "" {
+		n.stores = []string{store}
+	}
+	in := &fanout[K, V]{}
+	source.entry = sourceEntry(in, ks, vs)
+	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
+		if md.nullKey {
+			return nil // Kafka Streams' table source skips a null key
+		}
+		if err := t.keep(c, md, k, v); err != nil {
+			return err
+		}
+		return t.out.emit(c, md, k, v)
+	})
+	return t
+}

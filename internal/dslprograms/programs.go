@@ -176,3 +176,16 @@ func init() {
 			Aggregate(func() string { return "" }).ToStream().To(t+"-out", dsl.Produced[string, string]{})
 	}
 }
+
+func init() {
+	Programs["p-table-source"] = func(b *dsl.Builder, t string) {
+		dsl.Table(b, t+"-in", dsl.Consumed[string, string]{Name: "users"}, dsl.Materialized[string, string]{Name: "users-store"}).
+			Filter(func(_, v string) bool { return v != "" }).ToStream().To(t+"-out", dsl.Produced[string, string]{})
+	}
+	Programs["p-table-source-unnamed"] = func(b *dsl.Builder, t string) {
+		dsl.MapTableValues(dsl.Table(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v + "!" }).
+			ToStream().To(t+"-out", dsl.Produced[string, string]{})
+		dsl.GroupTableBy(dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{}), func(k, v string) (string, string) { return v, k }).
+			Count().ToStream().To(t+"-out2", dsl.Produced[string, int64]{})
+	}
+}

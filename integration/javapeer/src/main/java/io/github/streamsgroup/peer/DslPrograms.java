@@ -33,7 +33,8 @@ final class DslPrograms {
         "p-reduce", "p-aggregate", "p-merge", "p-repartition", "p-repartition-named", "p-flatmap",
         "p-two-sources", "p-groupbykey-source", "p-split", "p-split-named", "p-to-extractor", "p-totable",
         "p-table-ops", "p-table-ops-materialized", "p-process", "p-table-groupby-count", "p-table-groupby-reduce",
-        "p-table-groupby-aggregate", "p-cogroup", "p-cogroup-three", "p-named-source");
+        "p-table-groupby-aggregate", "p-cogroup", "p-cogroup-three", "p-named-source", "p-table-source",
+        "p-table-source-unnamed");
 
     private DslPrograms() {
     }
@@ -274,6 +275,22 @@ final class DslPrograms {
                     .count(Materialized.as("named-count"))
                     .toStream(Named.as("ts"))
                     .groupByKey()
+                    .count()
+                    .toStream().to(t + "-out2", longs);
+                break;
+            }
+            case "p-table-source": {
+                b.<String, String>table(t + "-in", Consumed.as("users"), Materialized.as("users-store"))
+                    .filter((k, v) -> !v.isEmpty())
+                    .toStream().to(t + "-out");
+                break;
+            }
+            case "p-table-source-unnamed": {
+                b.<String, String>table(t + "-in")
+                    .mapValues(v -> v + "!")
+                    .toStream().to(t + "-out");
+                b.<String, String>table(t + "-in2")
+                    .groupBy((k, v) -> KeyValue.pair(v, k))
                     .count()
                     .toStream().to(t + "-out2", longs);
                 break;
