@@ -40,7 +40,7 @@ func TestDSLProgramsJoinKafkaStreamsGroups(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		topos[group], apps[group] = topo, p
-		for _, in := range []string{"-in", "-in2"} {
+		for _, in := range []string{"-in", "-in2", "-in3"} {
 			b.CreateTopic(t, topics+in, partitions)
 		}
 		for _, out := range []string{"-out", "-out2", "-rest", "-out-0", "-out-1"} {
