@@ -262,3 +262,107 @@ func mixedGroupOn(t *testing.T, program string, produce func(phase int) map[stri
 		checkCountedOnce(t, readCommittedCounts(t, clientsOf(t, b), topics+"-out"), want())
 	}
 }
+
+// The word count of a Kafka Streams member and a Go member (its Go DSL form, as a process of its
+// own) in one group under exactly_once_v2, the Go member killed (SIGKILL) while the input flows: its
+// open transaction is aborted and its tasks move to Kafka Streams, which restores the Go member's
+// committed state; the Go member comes back (the same state.dir) and takes tasks again; then Kafka
+// Streams leaves and the Go member restores its state. Read with read_committed, every word's
+// counts are 1…n once each, in order: nothing counted twice, nothing lost, across both runtimes.
+func TestDSLWordCountMixedGroupExactlyOnce(t *testing.T) {
+	b := Get(t)
+	if b.StreamsHeartbeatMaxVersion(t) < 1 {
+		t.Skip("the mixed Go/Java DSL group runs against Kafka 4.4 only, as TestDSLInterop")
+	}
+	const program = "p-wordcount"
+	prefix := Name(t, "dsleos")
+	topics, group := prefix+"-"+program, prefix+"-app"
+	b.CreateTopic(t, topics+"-in", 2)
+	b.CreateTopic(t, topics+"-out", 1)
+	b.DeleteGroupAtEnd(t, group)
+	deleteTopicsAtEnd(t, b, group+"-words-repartition", group+"-counts-changelog")
+	groupSession(t, b, group, 6000) // a killed member's tasks move within seconds
+	warmTransactions(t, b)
+	db := dsl.NewBuilder()
+	dslprograms.Programs[program](db, topics)
+	topo, _, err := db.Build(baseConfig(b, group))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := allTasks(topo, 2)
+	want := map[string]int64{}
+	produce := func(phase, lines int) {
+		var kvs [][2]string
+		for i := range lines {
+			var ws []string
+			for j := range 3 {
+				w := fmt.Sprintf("w%d", (phase*5+i*3+j)%11)
+				ws = append(ws, w)
+				want[w]++
+			}
+			kvs = append(kvs, [2]string{fmt.Sprintf("line-%d-%d", phase, i), strings.Join(ws, " ")})
+		}
+		produceValues(t, b, topics+"-in", kvs...)
+	}
+	counted := func() (bool, string) {
+		got := readCommittedCounts(t, clientsOf(t, b), topics+"-out")
+		for w, n := range want {
+			if s := got[w]; len(s) == 0 || s[len(s)-1] != n {
+				return false, fmt.Sprintf("%s counted %v, want last %d", w, s, n)
+			}
+		}
+		return true, ""
+	}
+	split := func(java *dslPeer, goMember *eosChild) func() (bool, string) {
+		return func() (bool, string) {
+			a := java.app(group)
+			if len(a.errs) > 0 {
+				t.Fatalf("Kafka Streams failed: %q", a.errs)
+			}
+			_, g := goMember.snapshot()
+			return a.state == "RUNNING" && goMember.running() && !a.active.IsEmpty() && g.Union(a.active).Equal(all) &&
+				g.Intersect(a.active).IsEmpty(), fmt.Sprintf("Go %v, Java (%s) %v", goMember, a.state, a.active)
+		}
+	}
+	dir := t.TempDir()
+	goArgs := []string{"-group", group, "-program", program, "-topics", topics, "-state-dir", dir, "-commit-interval-ms", "100"}
+
+	java := startDSLPeer(t, b, prefix, map[string]string{group: program}, "--processing-guarantee=exactly_once_v2")
+	Eventually(t, javaStart, func() (bool, string) {
+		a := java.app(group)
+		return a.state == "RUNNING" && a.active.Equal(all), fmt.Sprintf("Java %s owns %v", a.state, a.active)
+	})
+	goMember := startEOSMember(t, b, "go", goArgs...)
+	Eventually(t, javaStart, split(java, goMember))
+	produce(1, 60)
+	Eventually(t, settle, counted)
+
+	// The Go member dies while the input flows: whatever it had not committed is aborted.
+	produce(2, 400)
+	goMember.kill()
+	<-goMember.exited
+	Eventually(t, javaStart, func() (bool, string) {
+		a := java.app(group)
+		return a.state == "RUNNING" && a.active.Equal(all), fmt.Sprintf("Java %s owns %v after the kill", a.state, a.active)
+	})
+	Eventually(t, settle, counted)
+
+	// The Go member comes back on its state.dir, then Kafka Streams leaves.
+	goMember = startEOSMember(t, b, "go2", goArgs...)
+	Eventually(t, javaStart, split(java, goMember))
+	produce(3, 60)
+	Eventually(t, settle, counted)
+	if !java.stop() {
+		t.Fatal("the Kafka Streams application did not close")
+	}
+	Eventually(t, settle, func() (bool, string) {
+		_, g := goMember.snapshot()
+		return goMember.running() && g.Equal(all), fmt.Sprintf("Go %v", goMember)
+	})
+	produce(4, 60)
+	Eventually(t, settle, counted)
+	checkCountedOnce(t, readCommittedCounts(t, clientsOf(t, b), topics+"-out"), want)
+	if exit := goMember.stop(t); exit != "ok" {
+		t.Fatalf("the Go member did not stop cleanly: %q", exit)
+	}
+}

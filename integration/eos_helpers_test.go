@@ -321,10 +321,16 @@ type eosChild struct {
 // means the same process ID and transactional.id: a restart of the same process).
 func (s *rtSetup) startChild(t *testing.T, name, dir string, commitMs int) *eosChild {
 	t.Helper()
-	bin := s.b.BuildTool(t, "./integration/testdata/eosmember")
+	return startEOSMember(t, s.b, name, "-group", s.group, "-input", s.input, "-output", s.output,
+		"-state-dir", dir, "-commit-interval-ms", fmt.Sprint(commitMs))
+}
+
+// startEOSMember runs testdata/eosmember named name with args (beside -bootstrap and -name).
+func startEOSMember(t *testing.T, b *Broker, name string, args ...string) *eosChild {
+	t.Helper()
+	bin := b.BuildTool(t, "./integration/testdata/eosmember")
 	c := &eosChild{name: name, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	c.cmd = exec.Command(bin, "-bootstrap", s.b.Bootstrap, "-group", s.group, "-input", s.input, "-output", s.output,
-		"-state-dir", dir, "-name", name, "-commit-interval-ms", fmt.Sprint(commitMs))
+	c.cmd = exec.Command(bin, append([]string{"-bootstrap", b.Bootstrap, "-name", name}, args...)...)
 	c.cmd.Stderr = c.stderr
 	var err error
 	if c.stdin, err = c.cmd.StdinPipe(); err != nil {

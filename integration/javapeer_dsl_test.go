@@ -126,7 +126,7 @@ type dslPeer struct {
 
 // startDSLPeer starts one JVM running construct@application.id for each entry of apps, reading topics
 // prefixed prefix. It is stopped (killed by PID if it does not exit in time) when the test ends.
-func startDSLPeer(t *testing.T, b *Broker, prefix string, apps map[string]string) *dslPeer {
+func startDSLPeer(t *testing.T, b *Broker, prefix string, apps map[string]string, flags ...string) *dslPeer {
 	t.Helper()
 	classpath := buildJavaPeer(t)
 	java, err := javaBinary()
@@ -144,6 +144,7 @@ func startDSLPeer(t *testing.T, b *Broker, prefix string, apps map[string]string
 	}
 	args = append(args, "io.github.streamsgroup.peer.DslPeer", "--bootstrap="+b.Bootstrap, "--topics="+prefix,
 		"--apps="+strings.Join(specs, ","), "--state-dir="+t.TempDir())
+	args = append(args, flags...)
 	p := &dslPeer{cmd: exec.Command(java, args...), stderr: &lockedBuffer{}, exited: make(chan struct{}), apps: make(map[string]*dslApp)}
 	for app := range apps {
 		p.apps[app] = &dslApp{}

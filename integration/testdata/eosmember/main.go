@@ -10,6 +10,9 @@
 //	TASKS active=0_0,0_1
 //	EXIT <Run's error, or ok>
 //
+// With -program it runs that DSL program of internal/dslprograms instead (its topics prefixed by
+// -topics), as the Go member of a group shared with Kafka Streams.
+//
 // Logs (slog text, debug level) go to stderr. The process stops cleanly when stdin reaches EOF.
 package main
 
@@ -27,6 +30,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/dsl"
+	"github.com/streamsgroup/streamsgroup/internal/dslprograms"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -60,6 +65,8 @@ func main() {
 	stateDir := flag.String("state-dir", "", "state.dir (keeps the process ID, and so the transactional.id)")
 	name := flag.String("name", "eosmember", "client ID")
 	commitMs := flag.Int("commit-interval-ms", 100, "commit.interval.ms")
+	program := flag.String("program", "", "a DSL program of internal/dslprograms to run instead of the count")
+	topics := flag.String("topics", "", "the DSL program's topic prefix")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test_member", *name)
@@ -73,25 +80,22 @@ func main() {
 	cfg.Runtime.Guarantee = config.ExactlyOnceV2
 	cfg.Runtime.CommitInterval = time.Duration(*commitMs) * time.Millisecond
 
-	names := topology.Names{AppID: *group}
-	counts := stream.KeyValue("counts", serde.String, serde.Int64)
-	topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{*input},
-		StateChangelogTopics: []topology.TopicInfo{names.KeyValueChangelog(counts.Name())}})
-	send := stream.Output(*output, serde.String, serde.Int64)
-	proc := stream.Typed(serde.String, serde.String, func(c *stream.Context, key, _ string) error {
-		if key == "" {
-			return nil
+	topo, procs, err := countApp(*group, *input, *output)
+	if *program != "" {
+		build := dslprograms.Programs[*program]
+		if build == nil {
+			emit("EXIT no program %q", *program)
+			os.Exit(2)
 		}
-		n, _, err := counts.Get(c, key)
-		if err != nil {
-			return err
-		}
-		if err := counts.Put(c, key, n+1); err != nil {
-			return err
-		}
-		return send.Send(c, key, n+1)
-	})
-	app, err := stream.New(cfg, topo, stream.Processors{"0": proc}, stream.WithLogger(log),
+		b := dsl.NewBuilder()
+		build(b, *topics)
+		topo, procs, err = b.Build(cfg)
+	}
+	if err != nil {
+		emit("EXIT %v", err)
+		os.Exit(2)
+	}
+	app, err := stream.New(cfg, topo, procs, stream.WithLogger(log),
 		stream.WithClientOptions(kgo.ClientID(*name)), stream.WithHooks(hook{}),
 		stream.WithStateListener(func(_, to stream.State) { emit("STATE %s", to) }))
 	if err != nil {
@@ -108,4 +112,34 @@ func main() {
 		os.Exit(1)
 	}
 	emit("EXIT ok")
+}
+
+// countApp is the counting app: records of input counted per key in the store "counts", every new
+// count sent to output.
+func countApp(group, input, output string) (*topology.Topology, stream.Processors, error) {
+	if input == "" {
+		return nil, nil, nil // a DSL program instead
+	}
+	names := topology.Names{AppID: group}
+	counts := stream.KeyValue("counts", serde.String, serde.Int64)
+	topo, err := topology.New(topology.Subtopology{ID: "0", SourceTopics: []string{input},
+		StateChangelogTopics: []topology.TopicInfo{names.KeyValueChangelog(counts.Name())}})
+	if err != nil {
+		return nil, nil, err
+	}
+	send := stream.Output(output, serde.String, serde.Int64)
+	proc := stream.Typed(serde.String, serde.String, func(c *stream.Context, key, _ string) error {
+		if key == "" {
+			return nil
+		}
+		n, _, err := counts.Get(c, key)
+		if err != nil {
+			return err
+		}
+		if err := counts.Put(c, key, n+1); err != nil {
+			return err
+		}
+		return send.Send(c, key, n+1)
+	})
+	return topo, stream.Processors{"0": proc}, nil
 }

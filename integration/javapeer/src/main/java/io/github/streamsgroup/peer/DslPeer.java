@@ -57,6 +57,7 @@ import org.apache.kafka.streams.state.Stores;
  * {@code construct@application.id}; {@code --topics}, the prefix of every input and output topic
  * (construct {@code c} reads {@code <topics>-<c>-<role>}, see {@link #build}); optional
  * {@code --state-dir}; optional {@code --optimization} (topology.optimization, default none);
+ * optional {@code --processing-guarantee} (default at_least_once);
  * optional {@code --print=true}, which only builds each application, prints its
  * topology and exits without contacting a broker.
  *
@@ -100,6 +101,7 @@ public final class DslPeer {
         String topics = require(flags, "topics");
         boolean print = Boolean.parseBoolean(flags.getOrDefault("print", "false"));
         String optimization = flags.getOrDefault("optimization", StreamsConfig.NO_OPTIMIZATION);
+        String guarantee = flags.getOrDefault("processing-guarantee", StreamsConfig.AT_LEAST_ONCE);
         String stateDir = flags.get("state-dir");
         if (stateDir == null || stateDir.isEmpty()) {
             stateDir = Files.createTempDirectory("dslpeer-state-").toString();
@@ -131,6 +133,7 @@ public final class DslPeer {
             String app = e.getKey();
             Properties props = props(app, bootstrap, stateDir);
             props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, optimization);
+            props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
             Topology topology = build(e.getValue(), topics + "-" + e.getValue(), props);
             if (print) {
                 emit("DESCRIBE " + app + " " + Json.string(topology.describe().toString()));
