@@ -47,7 +47,7 @@ var brokerSide = map[string]string{
 var runtimeKeys = map[string]bool{
 	"default.key.serde": true, "default.value.serde": true,
 	"cache.max.bytes.buffering": true, "statestore.cache.max.bytes": true,
-	"topology.optimization": true, "upgrade.from": true, "probing.rebalance.interval.ms": true,
+	"upgrade.from": true, "probing.rebalance.interval.ms": true,
 	"task.timeout.ms":       true,
 	"rocksdb.config.setter": true, "num.stream.threads.max": true,
 	"metrics.recording.level": true, "metrics.num.samples": true, "metrics.sample.window.ms": true,

@@ -30,6 +30,9 @@ const (
 	KeyProducerTransactionTimeout = "producer.transaction.timeout.ms"
 	// KeyPollInterval is Kafka Streams' poll.ms: how long one poll waits for records.
 	KeyPollInterval = "poll.ms"
+	// KeyTopologyOptimization is Kafka Streams' topology.optimization; only none (its default) is
+	// accepted: the DSL (package dsl) builds the topology Kafka Streams builds without optimization.
+	KeyTopologyOptimization = "topology.optimization"
 	// KeyTimestampExtractor is Kafka Streams' default.timestamp.extractor, with its built-in
 	// extractors' class names.
 	KeyTimestampExtractor = "default.timestamp.extractor"
@@ -258,7 +261,7 @@ func isRuntimeKey(key string) bool {
 		KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler, KeyAutoOffsetReset,
 		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyTimestampExtractor, KeyDeadLetterQueueTopic,
 		KeyProductionExceptionHandler, KeyDefaultProductionExceptionHandler, KeyDeliveryTimeout, KeyProducerDeliveryTimeout,
-		KeyMaxTaskIdle, KeyBufferedRecordsPerPartition, KeyNumStreamThreads:
+		KeyMaxTaskIdle, KeyBufferedRecordsPerPartition, KeyNumStreamThreads, KeyTopologyOptimization:
 		return true
 	}
 	return false
@@ -334,6 +337,13 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 			return
 		}
 		r.NumStreamThreads = int(n)
+	case KeyTopologyOptimization:
+		if !strings.EqualFold(val, "none") {
+			p.add(key, raw, "only none (Kafka Streams' default) is supported: the DSL builds the topology Kafka Streams builds "+
+				"without optimization, and all or single optimizations (reuse.ktable.source.topics, merge.repartition.topics, "+
+				"single.store.self.join) would change it; the Kafka Streams members of the group need none too, so that the "+
+				"topologies agree")
+		}
 	case KeyDeadLetterQueueTopic:
 		r.DeadLetterQueueTopic = val
 	case KeyTimestampExtractor:

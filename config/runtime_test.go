@@ -58,6 +58,8 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyNumStreamThreads, "0", "at least 1"},
 		{KeyNumStreamThreads, "-2", "at least 1"},
 		{KeyNumStreamThreads, "two", "INT"},
+		{KeyTopologyOptimization, "all", "only none"},
+		{KeyTopologyOptimization, "reuse.ktable.source.topics", "only none"},
 	} {
 		_, err := FromMap(map[string]string{KeyApplicationID: "a", tc.key: tc.val})
 		var ce *Error
@@ -217,5 +219,14 @@ func TestProductionHandlerAndDeliveryTimeout(t *testing.T) {
 	d := Default("a").Runtime
 	if d.OnProductionError != RetryOrFail || d.Delivery() != 2*time.Minute {
 		t.Fatalf("defaults %+v", d)
+	}
+}
+
+// topology.optimization=none, Kafka Streams' default, is accepted as Java properties carry it.
+func TestTopologyOptimizationNone(t *testing.T) {
+	for _, v := range []string{"none", "NONE", " none "} {
+		if _, err := FromMap(map[string]string{KeyApplicationID: "a", KeyTopologyOptimization: v}); err != nil {
+			t.Errorf("%s=%q: %v", KeyTopologyOptimization, v, err)
+		}
 	}
 }
