@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/stream"
@@ -120,7 +121,7 @@ var generated = regexp.MustCompile(`^KSTREAM.*-[0-9]{10}$`)
 // any case, as Kafka Streams does for compatibility.
 func (b *Builder) repartition(prefix string, partitions int32, parent *node) (sink, source *node) {
 	topic := prefix
-	if len(topic) < len("-repartition") || topic[len(topic)-len("-repartition"):] != "-repartition" {
+	if !strings.HasSuffix(topic, "-repartition") { // Kafka Streams does not add the suffix twice
 		topic += "-repartition"
 	}
 	sinkName, filterName, sourceName := b.newName("KSTREAM-SINK-"), b.newName("KSTREAM-FILTER-"), b.newName("KSTREAM-SOURCE-")

@@ -500,3 +500,17 @@ func TestTableSource(t *testing.T) {
 	expect(t, streamtest.Output(d, "per-region", serde.String, serde.Int64),
 		kv[string, int64]{"r1", 1}, kv[string, int64]{"r1", 0}, kv[string, int64]{"r2", 1})
 }
+
+// A Repartitioned name that ends in -repartition names the topic as it is, as in Kafka Streams.
+func TestRepartitionNameKeepsItsSuffix(t *testing.T) {
+	b := NewBuilder()
+	Stream(b, "in", Consumed[string, string]{}).Repartition(Repartitioned[string, string]{Name: "by-x-repartition"}).
+		To("out", Produced[string, string]{})
+	topo, _, err := b.Build(config.Default("app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := topo.Subtopologies()[0].RepartitionSinkTopics; len(got) != 1 || got[0] != "app-by-x-repartition" {
+		t.Fatalf("repartition topics %v, want app-by-x-repartition", got)
+	}
+}
