@@ -98,8 +98,7 @@ func (c *CogroupedKStream[K, VA]) Aggregate(init func() VA, m ...Materialized[K,
 	}
 	t.n = b.add(&node{name: b.newName("COGROUPKSTREAM-MERGE-"), kind: processorNode}, aggs...)
 	t.sources = append(t.sources, parents...)
-	if len(sides) > 1 {
-		b.copartitions = append(b.copartitions, sides)
-	}
+	// Kafka Streams registers the group even for a cogroup of one stream (a group of its topics).
+	b.copartitions = append(b.copartitions, sides)
 	return t
 }

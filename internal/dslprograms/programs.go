@@ -189,3 +189,11 @@ func init() {
 			Count().ToStream().To(t+"-out2", dsl.Produced[string, int64]{})
 	}
 }
+
+func init() {
+	Programs["p-cogroup-one"] = func(b *dsl.Builder, t string) {
+		one := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		dsl.Cogroup(one, func(_, _ string, agg int64) int64 { return agg + 1 }).
+			Aggregate(func() int64 { return 0 }, dsl.Materialized[string, int64]{Name: "one"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+}

@@ -34,7 +34,7 @@ final class DslPrograms {
         "p-two-sources", "p-groupbykey-source", "p-split", "p-split-named", "p-to-extractor", "p-totable",
         "p-table-ops", "p-table-ops-materialized", "p-process", "p-table-groupby-count", "p-table-groupby-reduce",
         "p-table-groupby-aggregate", "p-cogroup", "p-cogroup-three", "p-named-source", "p-table-source",
-        "p-table-source-unnamed");
+        "p-table-source-unnamed", "p-cogroup-one");
 
     private DslPrograms() {
     }
@@ -293,6 +293,14 @@ final class DslPrograms {
                     .groupBy((k, v) -> KeyValue.pair(v, k))
                     .count()
                     .toStream().to(t + "-out2", longs);
+                break;
+            }
+            case "p-cogroup-one": {
+                b.<String, String>stream(t + "-in").groupByKey()
+                    .<Long>cogroup((k, v, agg) -> agg + 1)
+                    .aggregate(() -> 0L, Materialized.<String, Long, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("one")
+                        .withValueSerde(Serdes.Long()))
+                    .toStream().to(t + "-out", longs);
                 break;
             }
             default:
