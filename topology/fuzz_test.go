@@ -171,7 +171,7 @@ func expectedProblems(subs []Subtopology) []error {
 			}
 		}
 		for _, g := range s.CopartitionGroups {
-			if len(g) < 2 {
+			if len(g) == 0 {
 				add(ErrCopartitionSize)
 			}
 		}

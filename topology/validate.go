@@ -29,7 +29,9 @@ var (
 	// (a number that is not one, an unknown cleanup.policy or message.timestamp.type). The heartbeat
 	// would be accepted, but the broker could never create the internal topic (MISSING_INTERNAL_TOPICS).
 	ErrTopicConfigValue = errors.New("topic config value is not one the broker accepts")
-	ErrCopartitionSize  = errors.New("copartition group needs at least two topics")
+	// ErrCopartitionSize: a copartition group without a topic. A group of one topic is valid: Kafka
+	// Streams registers one for a cogroup of one stream.
+	ErrCopartitionSize  = errors.New("copartition group has no topic")
 	ErrCopartitionTopic = errors.New("copartition group names a topic that is not a source or repartition source topic of its subtopology")
 	ErrBadRegex         = errors.New("source topic regex does not compile")
 	ErrDanglingSink     = errors.New("repartition sink topic is not read as a repartition source by any subtopology")
@@ -221,7 +223,7 @@ func validate(subs []Subtopology) error {
 			checkTopicInfo(s.ID, ti, true, add)
 		}
 		for _, g := range s.CopartitionGroups {
-			if len(g) < 2 {
+			if len(g) == 0 {
 				add(s.ID, strings.Join(g, ","), ErrCopartitionSize)
 			}
 			inGroup := make(map[string]bool)
