@@ -514,3 +514,39 @@ func TestRepartitionNameKeepsItsSuffix(t *testing.T) {
 		t.Fatalf("repartition topics %v, want app-by-x-repartition", got)
 	}
 }
+
+// Two aggregations of one named grouping read one repartition topic, each record once.
+func TestTwoAggregationsOfOneGrouping(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		g := GroupBy(Stream(b, "in", Consumed[string, string]{}), func(_, v string) string { return v }, Grouped[string, string]{Name: "by-v"})
+		g.Count(Materialized[string, int64]{Name: "c"}).ToStream().To("counts", Produced[string, int64]{})
+		g.Reduce(func(a, v string) string { return a + v }, Materialized[string, string]{Name: "r"}).ToStream().To("joined", Produced[string, string]{})
+	})
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"1", "x"}, kv[string, string]{"2", "x"}, kv[string, string]{"3", "y"})
+	expect(t, streamtest.Output(d, "counts", serde.String, serde.Int64), kv[string, int64]{"x", 1}, kv[string, int64]{"x", 2}, kv[string, int64]{"y", 1})
+	expect(t, streamtest.Output(d, "joined", serde.String, serde.String), kv[string, string]{"x", "x"}, kv[string, string]{"x", "xx"}, kv[string, string]{"y", "y"})
+}
+
+var errInit = errors.New("init failed")
+
+// A Process processor whose Init fails stops the application with its error.
+func TestProcessInitFailureStopsTheApplication(t *testing.T) {
+	b := NewBuilder()
+	Stream(b, "in", Consumed[string, string]{}).Process(&initProcessor{init: func(*stream.Context) error { return errInit },
+		proc: stream.ProcessorFunc(func(*stream.Context, *stream.Record) error { return nil })})
+	cfg := config.Default("ops")
+	topo, procs, err := b.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := streamtest.New(cfg, topo, procs)
+	if err == nil {
+		err = d.Settle()
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if !errors.Is(err, errInit) {
+		t.Fatalf("the application's error: %v, want the Init's", err)
+	}
+}

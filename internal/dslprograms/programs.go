@@ -197,3 +197,19 @@ func init() {
 			Aggregate(func() int64 { return 0 }, dsl.Materialized[string, int64]{Name: "one"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
 	}
 }
+
+func init() {
+	Programs["p-grouped-twice"] = func(b *dsl.Builder, t string) {
+		named := dsl.GroupBy(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v }, dsl.Grouped[string, string]{Name: "by-v"})
+		named.Count(dsl.Materialized[string, int64]{Name: "c1"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+		named.Reduce(func(_, v string) string { return v }, dsl.Materialized[string, string]{Name: "r1"}).ToStream().To(t+"-out2", dsl.Produced[string, string]{})
+		unnamed := dsl.GroupBy(dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{}), func(_, v string) string { return v })
+		unnamed.Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+		unnamed.Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+	Programs["p-cogroup-after-aggregate"] = func(b *dsl.Builder, t string) {
+		counts := dsl.GroupBy(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v }).Count()
+		dsl.Cogroup(counts.ToStream().GroupByKey(), func(_ string, n int64, agg int64) int64 { return agg + n }).
+			Aggregate(func() int64 { return 0 }, dsl.Materialized[string, int64]{Name: "sum-of-counts"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+}

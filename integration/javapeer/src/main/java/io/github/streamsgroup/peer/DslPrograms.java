@@ -34,7 +34,7 @@ final class DslPrograms {
         "p-two-sources", "p-groupbykey-source", "p-split", "p-split-named", "p-to-extractor", "p-totable",
         "p-table-ops", "p-table-ops-materialized", "p-process", "p-table-groupby-count", "p-table-groupby-reduce",
         "p-table-groupby-aggregate", "p-cogroup", "p-cogroup-three", "p-named-source", "p-table-source",
-        "p-table-source-unnamed", "p-cogroup-one");
+        "p-table-source-unnamed", "p-cogroup-one", "p-grouped-twice", "p-cogroup-after-aggregate");
 
     private DslPrograms() {
     }
@@ -299,6 +299,26 @@ final class DslPrograms {
                 b.<String, String>stream(t + "-in").groupByKey()
                     .<Long>cogroup((k, v, agg) -> agg + 1)
                     .aggregate(() -> 0L, Materialized.<String, Long, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("one")
+                        .withValueSerde(Serdes.Long()))
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-grouped-twice": {
+                // Two aggregations of one named grouping share its repartition topic; two of an
+                // unnamed one get one each (named after their stores).
+                KGroupedStream<String, String> named = b.<String, String>stream(t + "-in").groupBy((k, v) -> v, Grouped.as("by-v"));
+                named.count(Materialized.as("c1")).toStream().to(t + "-out", longs);
+                named.reduce((a, v) -> v, Materialized.as("r1")).toStream().to(t + "-out2");
+                KGroupedStream<String, String> unnamed = b.<String, String>stream(t + "-in2").groupBy((k, v) -> v);
+                unnamed.count().toStream().to(t + "-out", longs);
+                unnamed.count().toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-cogroup-after-aggregate": {
+                b.<String, String>stream(t + "-in").groupBy((k, v) -> v).count()
+                    .toStream().groupByKey(Grouped.with(Serdes.String(), Serdes.Long()))
+                    .<Long>cogroup((k, v, agg) -> agg + v)
+                    .aggregate(() -> 0L, Materialized.<String, Long, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("sum-of-counts")
                         .withValueSerde(Serdes.Long()))
                     .toStream().to(t + "-out", longs);
                 break;
