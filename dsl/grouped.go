@@ -199,10 +199,8 @@ func aggregating[K, V, VA any](t *KTable[K, VA], init func() VA, fn func(K, V, V
 		if err := st.Put(kb, withTimestamp(at, vb)); err != nil {
 			return err
 		}
-		if len(t.changes.to) > 0 {
-			if err := t.changes.emit(c, meta{at: at}, k, ch); err != nil {
-				return err
-			}
+		if err := t.changes.emit(c, meta{at: at}, k, ch); err != nil {
+			return err
 		}
 		return t.out.emit(c, meta{at: at}, k, agg)
 	}
@@ -267,10 +265,8 @@ func reduce[K, V any](g *KGroupedStream[K, V], m Materialized[K, V], fn func(V, 
 		if err := st.Put(kb, withTimestamp(at, vb)); err != nil {
 			return err
 		}
-		if len(t.changes.to) > 0 {
-			if err := t.changes.emit(c, meta{at: at}, k, ch); err != nil {
-				return err
-			}
+		if err := t.changes.emit(c, meta{at: at}, k, ch); err != nil {
+			return err
 		}
 		return t.out.emit(c, meta{at: at}, k, agg)
 	})

@@ -306,10 +306,8 @@ func tableUpdate[K, V, VA any](t *KTable[K, VA], c *stream.Context, kb []byte, k
 	} else if err := st.Delete(kb); err != nil {
 		return err
 	}
-	if len(t.changes.to) > 0 {
-		if err := t.changes.emit(c, md, k, change[VA]{new: agg, old: prev, hasNew: has, hasOld: ok}); err != nil {
-			return err
-		}
+	if err := t.changes.emit(c, md, k, change[VA]{new: agg, old: prev, hasNew: has, hasOld: ok}); err != nil {
+		return err
 	}
 	return t.out.emit(c, md, k, agg)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -549,4 +550,26 @@ func TestProcessInitFailureStopsTheApplication(t *testing.T) {
 	if !errors.Is(err, errInit) {
 		t.Fatalf("the application's error: %v, want the Init's", err)
 	}
+}
+
+// decimal is a serde of int64 as decimal text, for stores and outputs given their own serde.
+type decimal struct{}
+
+func (decimal) Encode(n int64) ([]byte, error) { return strconv.AppendInt(nil, n, 10), nil }
+func (decimal) Decode(b []byte) (int64, error) { return strconv.ParseInt(string(b), 10, 64) }
+
+// A count regrouped by its value (how many keys have each count), its store given a serde of its
+// own: the count's updates carry their old values to the regrouped count.
+func TestRegroupedCount(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		counts := Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count(Materialized[string, int64]{Name: "counts", Value: decimal{}})
+		counts.ToStream().To("counts", Produced[string, int64]{})
+		GroupTableBy(counts, func(k string, n int64) (string, string) { return strconv.FormatInt(n, 10), k }).
+			Count().ToStream().To("keys-per-count", Produced[string, int64]{})
+	})
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"a", ""}, kv[string, string]{"b", ""}, kv[string, string]{"a", ""})
+	// The table's serde is its store's: the counts go out as decimal text.
+	expect(t, streamtest.Output[string, int64](d, "counts", serde.String, decimal{}), kv[string, int64]{"a", 1}, kv[string, int64]{"b", 1}, kv[string, int64]{"a", 2})
+	expect(t, streamtest.Output(d, "keys-per-count", serde.String, serde.Int64),
+		kv[string, int64]{"1", 1}, kv[string, int64]{"1", 2}, kv[string, int64]{"1", 1}, kv[string, int64]{"2", 1})
 }
