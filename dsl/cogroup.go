@@ -46,7 +46,7 @@ func CogroupWith[K, V, VA any](c *CogroupedKStream[K, VA], g *KGroupedStream[K, 
 			return parent
 		},
 		attach: func(t *KTable[K, VA], init func() VA) {
-			in.to = append(in.to, aggregating(t, init, fn))
+			in.to = append(in.to, aggregating(t, func(k K, v V) VA { return fn(k, v, init()) }, fn))
 		},
 	})
 	return c

@@ -101,7 +101,7 @@ func (g *KGroupedStream[K, V]) Count(m ...Materialized[K, int64]) *KTable[K, int
 			g.s.b.newStoreName("KSTREAM-AGGREGATE-")
 		}
 	}
-	return aggregate(g, "KSTREAM-AGGREGATE-", mat, serde.Int64, func() int64 { return 0 },
+	return aggregate(g, "KSTREAM-AGGREGATE-", mat, serde.Int64, func(K, V) int64 { return 1 },
 		func(_ K, _ V, n int64) int64 { return n + 1 })
 }
 
@@ -112,7 +112,7 @@ func (g *KGroupedStream[K, V]) Reduce(fn func(agg, v V) V, m ...Materialized[K, 
 	if len(m) > 0 {
 		mat = m[0]
 	}
-	return reduce(g, mat, fn)
+	return aggregate(g, "KSTREAM-REDUCE-", mat, g.vs, func(_ K, v V) V { return v }, func(_ K, v V, agg V) V { return fn(agg, v) })
 }
 
 // Aggregate folds the values of each key into an aggregate of type VA, starting from init (Kafka
@@ -122,13 +122,13 @@ func Aggregate[K, V, VA any](g *KGroupedStream[K, V], init func() VA, fn func(k 
 	if len(m) > 0 {
 		mat = m[0]
 	}
-	return aggregate(g, "KSTREAM-AGGREGATE-", mat, nil, init, fn)
+	return aggregate(g, "KSTREAM-AGGREGATE-", mat, nil, func(k K, v V) VA { return fn(k, v, init()) }, fn)
 }
 
 // aggregate adds an aggregation: its store (named, or generated from prefix), the repartition
 // before it when the grouping needs one, and its processor node.
 func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materialized[K, VA], vaDefault serde.Serde[VA],
-	init func() VA, fn func(K, V, VA) VA) *KTable[K, VA] {
+	first func(K, V) VA, fn func(K, V, VA) VA) *KTable[K, VA] {
 	b := g.s.b
 	store := m.Name
 	if store == "" {
@@ -152,14 +152,14 @@ func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materiali
 	parent, in := g.input(store)
 	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, parent)
 	t := &KTable[K, VA]{b: b, n: n, out: &fanout[K, VA]{}, ks: ks, vs: vas, store: store, changes: &fanout[K, change[VA]]{}, sources: g.sourcesFrom(parent)}
-	in.to = append(in.to, aggregating(t, init, fn))
+	in.to = append(in.to, aggregating(t, first, fn))
 	return t
 }
 
 // aggregating is the processing of a stream aggregation into t's store (Kafka Streams'
-// KStreamAggregate): a record with a null key or value is skipped; the aggregate of its key (init's
-// when there is none yet) folds the value in with fn.
-func aggregating[K, V, VA any](t *KTable[K, VA], init func() VA, fn func(K, V, VA) VA) func(*stream.Context, meta, K, V) error {
+// KStreamAggregate and KStreamReduce): a record with a null key or value is skipped; the first value
+// of a key makes its aggregate with first, later ones are folded in with fn.
+func aggregating[K, V, VA any](t *KTable[K, VA], first func(K, V) VA, fn func(K, V, VA) VA) func(*stream.Context, meta, K, V) error {
 	store, ks, vas := t.store, t.ks, t.vs
 	return func(c *stream.Context, md meta, k K, v V) error {
 		if md.nullKey || md.nullValue {
@@ -175,22 +175,26 @@ func aggregating[K, V, VA any](t *KTable[K, VA], init func() VA, fn func(K, V, V
 			return err
 		}
 		// The result carries the latest timestamp of the records aggregated (Kafka Streams').
-		agg, at := init(), recordTime(c, md)
+		var agg VA
+		at := recordTime(c, md)
 		var ch change[VA]
 		if ok && old != nil {
 			oldAt, ob, err := splitTimestamp(store, old)
 			if err != nil {
 				return err
 			}
-			if agg, err = vas.Decode(ob); err != nil {
+			prev, err := vas.Decode(ob)
+			if err != nil {
 				return fmt.Errorf("dsl: decoding the aggregate of store %s: %w", store, err)
 			}
 			if oldAt.After(at) {
 				at = oldAt
 			}
-			ch.old, ch.hasOld = agg, true
+			ch.old, ch.hasOld = prev, true
+			agg = fn(k, v, prev)
+		} else {
+			agg = first(k, v)
 		}
-		agg = fn(k, v, agg)
 		ch.new, ch.hasNew = agg, true
 		vb, err := vas.Encode(agg)
 		if err != nil {
@@ -206,69 +210,3 @@ func aggregating[K, V, VA any](t *KTable[K, VA], init func() VA, fn func(K, V, V
 	}
 }
 
-// reduce is aggregate whose first value is the aggregate.
-func reduce[K, V any](g *KGroupedStream[K, V], m Materialized[K, V], fn func(V, V) V) *KTable[K, V] {
-	b := g.s.b
-	store := m.Name
-	if store == "" {
-		store = b.newStoreName("KSTREAM-REDUCE-")
-	}
-	name := b.newName("KSTREAM-REDUCE-")
-	ks, vs := m.Key, m.Value
-	if ks == nil {
-		ks = g.ks
-	}
-	if vs == nil {
-		vs = g.vs
-	}
-	if ks == nil || vs == nil {
-		b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[V]())
-	}
-	parent, in := g.input(store)
-	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, parent)
-	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store, changes: &fanout[K, change[V]]{}, sources: g.sourcesFrom(parent)}
-	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
-		if md.nullKey || md.nullValue {
-			return nil
-		}
-		kb, err := ks.Encode(k)
-		if err != nil {
-			return fmt.Errorf("dsl: encoding a key for store %s: %w", store, err)
-		}
-		st := c.Store(store)
-		old, ok, err := st.Get(kb)
-		if err != nil {
-			return err
-		}
-		agg, at := v, recordTime(c, md)
-		var ch change[V]
-		if ok && old != nil {
-			oldAt, ob, err := splitTimestamp(store, old)
-			if err != nil {
-				return err
-			}
-			prev, err := vs.Decode(ob)
-			if err != nil {
-				return fmt.Errorf("dsl: decoding the aggregate of store %s: %w", store, err)
-			}
-			agg = fn(prev, v)
-			if oldAt.After(at) {
-				at = oldAt
-			}
-			ch.old, ch.hasOld = prev, true
-		}
-		ch.new, ch.hasNew = agg, true
-		vb, err := vs.Encode(agg)
-		if err != nil {
-			return fmt.Errorf("dsl: encoding the aggregate of store %s: %w", store, err)
-		}
-		if err := st.Put(kb, withTimestamp(at, vb)); err != nil {
-			return err
-		}
-		if err := t.changes.emit(c, meta{at: at}, k, ch); err != nil {
-			return err
-		}
-		return t.out.emit(c, meta{at: at}, k, agg)
-	})
-	return t
-}

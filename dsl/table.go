@@ -85,16 +85,20 @@ func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 			b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[V]())
 		}
 	}
-	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
-		if md.nullKey {
-			return nil // Kafka Streams' table source skips a null key
-		}
-		if err := t.keep(c, md, k, v); err != nil {
-			return err
-		}
-		return t.out.emit(c, md, k, v)
-	})
+	in.to = append(in.to, t.update)
 	return t
+}
+
+// update is a table source's processing (Kafka Streams' KTableSource): a record with a null key is
+// skipped; the value is k's latest (a null one deletes it), kept and handed on.
+func (t *KTable[K, V]) update(c *stream.Context, md meta, k K, v V) error {
+	if md.nullKey {
+		return nil
+	}
+	if err := t.keep(c, md, k, v); err != nil {
+		return err
+	}
+	return t.out.emit(c, md, k, v)
 }
 
 // keep writes the table's latest value of k to its store, if it has one (a null value deletes it),
@@ -252,14 +256,6 @@ func Table[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Materializ
 	}
 	in := &fanout[K, V]{}
 	source.entry = sourceEntry(in, ks, vs)
-	in.to = append(in.to, func(c *stream.Context, md meta, k K, v V) error {
-		if md.nullKey {
-			return nil // Kafka Streams' table source skips a null key
-		}
-		if err := t.keep(c, md, k, v); err != nil {
-			return err
-		}
-		return t.out.emit(c, md, k, v)
-	})
+	in.to = append(in.to, t.update)
 	return t
 }
