@@ -209,4 +209,3 @@ func aggregating[K, V, VA any](t *KTable[K, VA], first func(K, V) VA, fn func(K,
 		return t.out.emit(c, meta{at: at}, k, agg)
 	}
 }
-
