@@ -141,14 +141,16 @@ func encodeChange[V any](vs serde.Serde[V], ch change[V]) ([]byte, error) {
 			return nil, err
 		}
 	}
+	// Appending to a value's bytes capped at their length copies them first: the serde's own
+	// buffer is never written.
 	switch {
 	case ch.hasNew && ch.hasOld:
-		out := binary.AppendVarint(make([]byte, 0, binary.MaxVarintLen32+len(nb)+len(ob)+1), int64(len(nb)))
+		out := binary.AppendVarint(nil, int64(len(nb)))
 		return append(append(append(out, nb...), ob...), 2), nil
 	case ch.hasNew:
-		return append(append(make([]byte, 0, len(nb)+1), nb...), 1), nil
+		return append(nb[:len(nb):len(nb)], 1), nil
 	default:
-		return append(append(make([]byte, 0, len(ob)+1), ob...), 0), nil
+		return append(ob[:len(ob):len(ob)], 0), nil
 	}
 }
 

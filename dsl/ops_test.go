@@ -411,9 +411,25 @@ func TestChangeFormat(t *testing.T) {
 			t.Errorf("decode %q = %+v %v, want %+v", got, back, err, c.ch)
 		}
 	}
-	for _, bad := range [][]byte{nil, {3}, {0x7f, 2}, {0x06, 'a', 2}} {
+	// Both values, the new one empty or the old one empty: the lengths are exact.
+	for _, ch := range []change[string]{{new: "", old: "x", hasNew: true, hasOld: true}, {new: "ab", old: "", hasNew: true, hasOld: true}} {
+		b, err := encodeChange(serde.String, ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := decodeChange(serde.String, b); err != nil || back != ch {
+			t.Errorf("%+v encodes to %q, which decodes to %+v %v", ch, b, back, err)
+		}
+	}
+	for _, bad := range [][]byte{nil, {3}, {2}, {0x7f, 2}, {0x06, 'a', 2}} {
 		if _, err := decodeChange(serde.String, bad); !errors.Is(err, errChangeFormat) {
 			t.Errorf("decode %q: %v, want errChangeFormat", bad, err)
+		}
+	}
+	// A value its serde refuses, new or old, is an error too.
+	for _, bad := range [][]byte{{1, 2, 3, 1}, {1, 2, 3, 0}} {
+		if _, err := decodeChange(serde.Int64, bad); err == nil {
+			t.Errorf("decode %v as Longs: no error", bad)
 		}
 	}
 }
@@ -565,11 +581,28 @@ func TestRegroupedCount(t *testing.T) {
 		counts := Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count(Materialized[string, int64]{Name: "counts", Value: decimal{}})
 		counts.ToStream().To("counts", Produced[string, int64]{})
 		GroupTableBy(counts, func(k string, n int64) (string, string) { return strconv.FormatInt(n, 10), k }).
-			Count().ToStream().To("keys-per-count", Produced[string, int64]{})
+			Count(Materialized[string, int64]{Value: decimal{}}).ToStream().To("keys-per-count", Produced[string, int64]{})
 	})
 	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"a", ""}, kv[string, string]{"b", ""}, kv[string, string]{"a", ""})
 	// The table's serde is its store's: the counts go out as decimal text.
 	expect(t, streamtest.Output[string, int64](d, "counts", serde.String, decimal{}), kv[string, int64]{"a", 1}, kv[string, int64]{"b", 1}, kv[string, int64]{"a", 2})
-	expect(t, streamtest.Output(d, "keys-per-count", serde.String, serde.Int64),
+	expect(t, streamtest.Output[string, int64](d, "keys-per-count", serde.String, decimal{}),
 		kv[string, int64]{"1", 1}, kv[string, int64]{"1", 2}, kv[string, int64]{"1", 1}, kv[string, int64]{"2", 1})
+}
+
+// point has no default serde.
+type point struct{ X int }
+
+// A merge takes the serdes either stream knows.
+func TestMergeTakesTheOtherStreamsSerdes(t *testing.T) {
+	b := NewBuilder()
+	mapped := Map(Stream(b, "in", Consumed[string, string]{}), func(k, _ string) (string, point) { return k, point{1} })
+	read := Stream(b, "points", Consumed[string, point]{Value: serde.JSON[point]()})
+	mapped.Merge(read).To("out", Produced[string, point]{})
+	unknownKey := Map(Stream(b, "in2", Consumed[string, string]{}), func(_, v string) (point, string) { return point{2}, v })
+	keyed := Stream(b, "keyed", Consumed[point, string]{Key: serde.JSON[point]()})
+	unknownKey.Merge(keyed).To("out2", Produced[point, string]{})
+	if _, _, err := b.Build(config.Default("app")); err != nil {
+		t.Fatalf("Build: %v", err)
+	}
 }

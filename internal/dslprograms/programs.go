@@ -213,3 +213,12 @@ func init() {
 			Aggregate(func() int64 { return 0 }, dsl.Materialized[string, int64]{Name: "sum-of-counts"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
 	}
 }
+
+func init() {
+	Programs["p-table-filter-unnamed-materialized"] = func(b *dsl.Builder, t string) {
+		table := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).ToTable(dsl.Materialized[string, string]{Name: "t"})
+		kept := table.Filter(func(string, string) bool { return true }, dsl.Materialized[string, string]{Key: serde.String, Value: serde.String})
+		dsl.MapTableValues(kept, func(_, v string) string { return v }, dsl.Materialized[string, string]{Key: serde.String, Value: serde.String}).
+			ToStream().GroupByKey().Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+}

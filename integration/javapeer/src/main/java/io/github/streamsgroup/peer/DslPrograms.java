@@ -34,7 +34,8 @@ final class DslPrograms {
         "p-two-sources", "p-groupbykey-source", "p-split", "p-split-named", "p-to-extractor", "p-totable",
         "p-table-ops", "p-table-ops-materialized", "p-process", "p-table-groupby-count", "p-table-groupby-reduce",
         "p-table-groupby-aggregate", "p-cogroup", "p-cogroup-three", "p-named-source", "p-table-source",
-        "p-table-source-unnamed", "p-cogroup-one", "p-grouped-twice", "p-cogroup-after-aggregate");
+        "p-table-source-unnamed", "p-cogroup-one", "p-grouped-twice", "p-cogroup-after-aggregate",
+        "p-table-filter-unnamed-materialized");
 
     private DslPrograms() {
     }
@@ -320,6 +321,17 @@ final class DslPrograms {
                     .<Long>cogroup((k, v, agg) -> agg + v)
                     .aggregate(() -> 0L, Materialized.<String, Long, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("sum-of-counts")
                         .withValueSerde(Serdes.Long()))
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-table-filter-unnamed-materialized": {
+                // A Materialized without a name is not kept, but takes a number: the count's
+                // generated store shows it.
+                b.<String, String>stream(t + "-in")
+                    .toTable(Materialized.as("t"))
+                    .filter((k, v) -> true, Materialized.with(Serdes.String(), Serdes.String()))
+                    .mapValues(v -> v, Materialized.with(Serdes.String(), Serdes.String()))
+                    .toStream().groupByKey().count()
                     .toStream().to(t + "-out", longs);
                 break;
             }
