@@ -222,3 +222,11 @@ func init() {
 			ToStream().GroupByKey().Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
 	}
 }
+
+func init() {
+	Programs["p-cogroup-after-totable"] = func(b *dsl.Builder, t string) {
+		table := dsl.SelectKey(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v }).ToTable()
+		dsl.Cogroup(table.ToStream().GroupByKey(), func(_, v, agg string) string { return agg + v }).
+			Aggregate(func() string { return "" }).ToStream().To(t+"-out", dsl.Produced[string, string]{})
+	}
+}

@@ -35,7 +35,7 @@ final class DslPrograms {
         "p-table-ops", "p-table-ops-materialized", "p-process", "p-table-groupby-count", "p-table-groupby-reduce",
         "p-table-groupby-aggregate", "p-cogroup", "p-cogroup-three", "p-named-source", "p-table-source",
         "p-table-source-unnamed", "p-cogroup-one", "p-grouped-twice", "p-cogroup-after-aggregate",
-        "p-table-filter-unnamed-materialized");
+        "p-table-filter-unnamed-materialized", "p-cogroup-after-totable");
 
     private DslPrograms() {
     }
@@ -333,6 +333,16 @@ final class DslPrograms {
                     .mapValues(v -> v, Materialized.with(Serdes.String(), Serdes.String()))
                     .toStream().groupByKey().count()
                     .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-cogroup-after-totable": {
+                // A table re-keyed through its repartition topic, streamed and cogrouped: the
+                // copartition group is the repartition topic the table reads.
+                b.<String, String>stream(t + "-in").selectKey((k, v) -> v).toTable()
+                    .toStream().groupByKey()
+                    .<String>cogroup((k, v, agg) -> agg + v)
+                    .aggregate(() -> "")
+                    .toStream().to(t + "-out");
                 break;
             }
             default:
