@@ -10,14 +10,13 @@ import (
 )
 
 // coordinator plays the streams group for the one member: every task active at the member's
-// first heartbeat, and the committed offsets (with their metadata; a transaction's once it commits).
+// first heartbeat, and the committed offsets (a transaction's once it commits).
 type coordinator struct {
 	c        *kfake.Cluster
 	subtopos []string
 
 	mu        sync.Mutex
 	committed map[tasks.TopicPartition]int64
-	metadata  map[tasks.TopicPartition]string
 	pending   map[string]map[tasks.TopicPartition]kmsg.TxnOffsetCommitRequestTopicPartition
 	// names are the topics' names by ID (offset requests may name topics by ID): the topics seeded
 	// at the start, which are every topic the application commits offsets of.
@@ -26,8 +25,8 @@ type coordinator struct {
 
 func newCoordinator(c *kfake.Cluster, subtopos []string, names map[[16]byte]string) *coordinator {
 	g := &coordinator{c: c, subtopos: subtopos, committed: map[tasks.TopicPartition]int64{},
-		metadata: map[tasks.TopicPartition]string{}, pending: map[string]map[tasks.TopicPartition]kmsg.TxnOffsetCommitRequestTopicPartition{},
-		names: names}
+		pending: map[string]map[tasks.TopicPartition]kmsg.TxnOffsetCommitRequestTopicPartition{},
+		names:   names}
 	c.ControlKey(int16(kmsg.StreamsGroupHeartbeat), g.heartbeat)
 	c.ControlKey(int16(kmsg.OffsetCommit), g.offsetCommit)
 	c.ControlKey(int16(kmsg.TxnOffsetCommit), g.txnOffsetCommit)
@@ -47,16 +46,17 @@ func (g *coordinator) heartbeat(req kmsg.Request) (kmsg.Response, error, bool) {
 	g.c.KeepControl()
 	hb := req.(*kmsg.StreamsGroupHeartbeatRequest)
 	resp := hb.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
-	resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis, resp.AcceptableRecoveryLag = hb.MemberID, 1, 50, -1
-	switch {
-	case hb.MemberEpoch < 0: // leaving
+	resp.MemberID, resp.HeartbeatIntervalMillis = hb.MemberID, 50
+	if hb.MemberEpoch < 0 { // leaving: its epoch says so
 		resp.MemberEpoch = hb.MemberEpoch
-	case hb.MemberEpoch < 1:
-		for _, s := range g.subtopos {
-			resp.ActiveTasks = append(resp.ActiveTasks, kmsg.TaskIDs{SubtopologyID: s, Partitions: []int32{0}})
-		}
-		resp.StandbyTasks, resp.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		return resp, nil, true
 	}
+	// Joining or staying: epoch 1, every task (the same assignment each time is no change).
+	resp.MemberEpoch = 1
+	for _, s := range g.subtopos {
+		resp.ActiveTasks = append(resp.ActiveTasks, kmsg.TaskIDs{SubtopologyID: s, Partitions: []int32{0}})
+	}
+	resp.StandbyTasks, resp.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	return resp, nil, true
 }
 
@@ -70,7 +70,7 @@ func (g *coordinator) offsetCommit(req kmsg.Request) (kmsg.Response, error, bool
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
 		for _, p := range tp.Partitions {
-			g.commit(tasks.TopicPartition{Topic: g.topic(tp.Topic, tp.TopicID), Partition: p.Partition}, p.Offset, p.Metadata)
+			g.commit(tasks.TopicPartition{Topic: g.topic(tp.Topic, tp.TopicID), Partition: p.Partition}, p.Offset)
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
 			rt.Partitions = append(rt.Partitions, rp)
@@ -80,13 +80,9 @@ func (g *coordinator) offsetCommit(req kmsg.Request) (kmsg.Response, error, bool
 	return resp, nil, true
 }
 
-// commit records an offset; called with g.mu held.
-func (g *coordinator) commit(tp tasks.TopicPartition, offset int64, md *string) {
-	g.committed[tp] = offset
-	if md != nil {
-		g.metadata[tp] = *md
-	}
-}
+// commit records an offset; called with g.mu held. (The metadata committed with it, a partition's
+// time, is read back only by a member that takes the task over, which the driver never has.)
+func (g *coordinator) commit(tp tasks.TopicPartition, offset int64) { g.committed[tp] = offset }
 
 // txnOffsetCommit keeps a transaction's offsets until it commits (kfake ends the transaction).
 func (g *coordinator) txnOffsetCommit(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -119,7 +115,7 @@ func (g *coordinator) endTxn(req kmsg.Request) (kmsg.Response, error, bool) {
 	defer g.mu.Unlock()
 	if et.Commit {
 		for tp, p := range g.pending[et.TransactionalID] {
-			g.commit(tp, p.Offset, p.Metadata)
+			g.commit(tp, p.Offset)
 		}
 	}
 	delete(g.pending, et.TransactionalID)
@@ -144,8 +140,6 @@ func (g *coordinator) offsetFetch(req kmsg.Request) (kmsg.Response, error, bool)
 				key := tasks.TopicPartition{Topic: g.topic(tp.Topic, tp.TopicID), Partition: p}
 				if o, ok := g.committed[key]; ok {
 					rp.Offset = o
-					md := g.metadata[key]
-					rp.Metadata = &md
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}

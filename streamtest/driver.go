@@ -74,7 +74,10 @@ func New(cfg config.Config, topo *topology.Topology, procs stream.Processors, op
 	if err := kfakestreams.Advertise(ctx, c, 1, 1, 1); err != nil {
 		return nil, fmt.Errorf("streamtest: %w", err)
 	}
-	if d.cl, err = kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner())); err != nil {
+	// Metadata is not cached for long: an output topic looked up before the application created it
+	// must be found once it did.
+	if d.cl, err = kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.MetadataMinAge(10*time.Millisecond)); err != nil {
 		return nil, err
 	}
 	d.adm = kadm.NewClient(d.cl)
