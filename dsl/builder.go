@@ -72,6 +72,8 @@ type node struct {
 	stores []string
 	// init runs as each of the processor's tasks starts (a stream.Initializer's Init).
 	init func(c *stream.Context) error
+	// onBuild runs once Build named the node's topic (sendTo).
+	onBuild []func()
 	// entry handles a record of the source's topic (sources only): decode and hand it on.
 	entry func(c *stream.Context, r *stream.Record) error
 
@@ -244,6 +246,11 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 			}
 		}
 	}
+	for _, n := range b.nodes {
+		for _, f := range n.onBuild {
+			f()
+		}
+	}
 	defs := make([]topology.Subtopology, len(subs))
 	procs := stream.Processors{}
 	for i, s := range subs {
@@ -262,6 +269,11 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 				}
 			}
 		}
+		if len(s.entries) == 1 {
+			for topic, e := range s.entries {
+				s.onlyTopic, s.only = topic, e
+			}
+		}
 		procs[s.def.ID] = stream.Connect(s, stores...)
 	}
 	topo, err := topology.New(defs...)
@@ -277,6 +289,10 @@ type subtopology struct {
 	entries map[string]func(*stream.Context, *stream.Record) error
 	inits   []func(*stream.Context) error
 	nodes   []*node
+	// only is the entry of the one topic the subtopology reads, if it reads one (set by Build, then
+	// only read: the processor is shared by the stream threads).
+	only      func(*stream.Context, *stream.Record) error
+	onlyTopic string
 }
 
 // Init runs the Init of the processors (Process) of the subtopology as its task starts.
@@ -291,6 +307,9 @@ func (s *subtopology) Init(c *stream.Context) error {
 
 // Process hands the record to the source node of its topic.
 func (s *subtopology) Process(c *stream.Context, r *stream.Record) error {
+	if s.only != nil && r.Topic == s.onlyTopic { // most subtopologies read one topic: no map look-up
+		return s.only(c, r)
+	}
 	if e := s.entries[r.Topic]; e != nil {
 		return e(c, r)
 	}

@@ -1,8 +1,6 @@
 package dsl
 
 import (
-	"fmt"
-
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 )
@@ -160,17 +158,13 @@ func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materiali
 // KStreamAggregate and KStreamReduce): a record with a null key or value is skipped; the first value
 // of a key makes its aggregate with first, later ones are folded in with fn.
 func aggregating[K, V, VA any](t *KTable[K, VA], first func(K, V) VA, fn func(K, V, VA) VA) func(*stream.Context, meta, K, V) error {
-	store, ks, vas := t.store, t.ks, t.vs
+	// Typed through the runtime's store access: key and value encoded into its scratch.
+	kv := stream.KeyValue(t.store, t.ks, serde.Serde[stamped[VA]](newStampedSerde(t.store, t.vs)))
 	return func(c *stream.Context, md meta, k K, v V) error {
 		if md.nullKey || md.nullValue {
 			return nil // Kafka Streams skips such records (and counts them as dropped)
 		}
-		kb, err := ks.Encode(k)
-		if err != nil {
-			return fmt.Errorf("dsl: encoding a key for store %s: %w", store, err)
-		}
-		st := c.Store(store)
-		old, ok, err := st.Get(kb)
+		old, ok, err := kv.Get(c, k)
 		if err != nil {
 			return err
 		}
@@ -178,29 +172,17 @@ func aggregating[K, V, VA any](t *KTable[K, VA], first func(K, V) VA, fn func(K,
 		var agg VA
 		at := recordTime(c, md)
 		var ch change[VA]
-		if ok && old != nil {
-			oldAt, ob, err := splitTimestamp(store, old)
-			if err != nil {
-				return err
+		if ok {
+			if old.at.After(at) {
+				at = old.at
 			}
-			prev, err := vas.Decode(ob)
-			if err != nil {
-				return fmt.Errorf("dsl: decoding the aggregate of store %s: %w", store, err)
-			}
-			if oldAt.After(at) {
-				at = oldAt
-			}
-			ch.old, ch.hasOld = prev, true
-			agg = fn(k, v, prev)
+			ch.old, ch.hasOld = old.v, true
+			agg = fn(k, v, old.v)
 		} else {
 			agg = first(k, v)
 		}
 		ch.new, ch.hasNew = agg, true
-		vb, err := vas.Encode(agg)
-		if err != nil {
-			return fmt.Errorf("dsl: encoding the aggregate of store %s: %w", store, err)
-		}
-		if err := st.Put(kb, withTimestamp(at, vb)); err != nil {
+		if err := kv.Put(c, k, stamped[VA]{v: agg, at: at}); err != nil {
 			return err
 		}
 		if err := t.changes.emit(c, meta{at: at}, k, ch); err != nil {

@@ -166,32 +166,44 @@ func (s *KStream[K, V]) To(topic string, p Produced[K, V]) {
 	s.out.to = append(s.out.to, sendTo(n, ks, vs))
 }
 
-// sendTo writes each record to n's topic.
+// sendTo writes each record to n's topic, named once Build knows it.
 func sendTo[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) func(*stream.Context, meta, K, V) error {
-	return func(c *stream.Context, m meta, k K, v V) error {
-		var kb, vb []byte
-		var err error
-		if !m.nullKey {
-			if kb, err = ks.Encode(k); err != nil {
-				return fmt.Errorf("dsl: encoding a key for %s: %w", n.sendTo, err)
-			}
-			if kb == nil {
-				kb = []byte{}
-			}
+	var out stream.Topic[K, V]
+	n.onBuild = append(n.onBuild, func() { out = stream.Output(n.sendTo, ks, vs) })
+	return func(c *stream.Context, m meta, k K, v V) error { return send(c, out, ks, vs, m, k, v) }
+}
+
+// send writes a record to out: through the runtime's typed topic, which encodes into its scratch
+// and gives the record one allocation, unless the key or the value is null.
+func send[K, V any](c *stream.Context, out stream.Topic[K, V], ks serde.Serde[K], vs serde.Serde[V], m meta, k K, v V) error {
+	if !m.nullKey && !m.nullValue {
+		if m.at.IsZero() {
+			return out.Send(c, k, v)
 		}
-		if !m.nullValue {
-			if vb, err = vs.Encode(v); err != nil {
-				return fmt.Errorf("dsl: encoding a value for %s: %w", n.sendTo, err)
-			}
-			if vb == nil {
-				vb = []byte{}
-			}
-		}
-		if !m.at.IsZero() {
-			return c.SendAt(n.sendTo, m.at, kb, vb)
-		}
-		return c.Send(n.sendTo, kb, vb)
+		return out.SendAt(c, m.at, k, v)
 	}
+	var kb, vb []byte
+	var err error
+	if !m.nullKey {
+		if kb, err = ks.Encode(k); err != nil {
+			return fmt.Errorf("dsl: encoding a key for %s: %w", out.Name(), err)
+		}
+		if kb == nil {
+			kb = []byte{}
+		}
+	}
+	if !m.nullValue {
+		if vb, err = vs.Encode(v); err != nil {
+			return fmt.Errorf("dsl: encoding a value for %s: %w", out.Name(), err)
+		}
+		if vb == nil {
+			vb = []byte{}
+		}
+	}
+	if !m.at.IsZero() {
+		return c.SendAt(out.Name(), m.at, kb, vb)
+	}
+	return c.Send(out.Name(), kb, vb)
 }
 
 // MapValues changes each value with fn (Kafka Streams' mapValues); the key stays, so no
@@ -316,11 +328,11 @@ func (s *KStream[K, V]) ToFunc(fn func(K, V) string, p Produced[K, V]) {
 	}
 	n := s.b.add(&node{name: s.b.nameOr(p.Name, "KSTREAM-SINK-"), kind: sinkNode}, s.n)
 	s.out.to = append(s.out.to, func(c *stream.Context, m meta, k K, v V) error {
-		to := &node{sendTo: fn(k, v)}
-		if to.sendTo == "" {
+		topic := fn(k, v)
+		if topic == "" {
 			return fmt.Errorf("dsl: the topic function of %s named no topic", n.name)
 		}
-		return sendTo(to, ks, vs)(c, m, k, v)
+		return send(c, stream.Output(topic, ks, vs), ks, vs, m, k, v)
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 )
 
@@ -33,4 +34,49 @@ func recordTime(c *stream.Context, m meta) time.Time {
 		return m.at
 	}
 	return c.Timestamp()
+}
+
+// stamped is a value with its timestamp, as the DSL's stores keep it.
+type stamped[V any] struct {
+	v  V
+	at time.Time
+}
+
+// stampedSerde encodes a stamped value as the DSL's stores keep it (withTimestamp), into the
+// runtime's scratch when the value's serde can append (serde.Appender).
+type stampedSerde[V any] struct {
+	store string
+	inner serde.Serde[V]
+	app   serde.Appender[V]
+}
+
+func newStampedSerde[V any](store string, inner serde.Serde[V]) stampedSerde[V] {
+	app, _ := inner.(serde.Appender[V])
+	return stampedSerde[V]{store: store, inner: inner, app: app}
+}
+
+func (s stampedSerde[V]) Encode(x stamped[V]) ([]byte, error) { return s.AppendEncode(nil, x) }
+
+func (s stampedSerde[V]) AppendEncode(dst []byte, x stamped[V]) ([]byte, error) {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(x.at.UnixMilli()))
+	if s.app != nil {
+		return s.app.AppendEncode(dst, x.v)
+	}
+	b, err := s.inner.Encode(x.v)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, b...), nil
+}
+
+func (s stampedSerde[V]) Decode(b []byte) (stamped[V], error) {
+	at, vb, err := splitTimestamp(s.store, b)
+	if err != nil {
+		return stamped[V]{}, err
+	}
+	v, err := s.inner.Decode(vb)
+	if err != nil {
+		return stamped[V]{}, fmt.Errorf("dsl: decoding a value of store %s: %w", s.store, err)
+	}
+	return stamped[V]{v: v, at: at}, nil
 }

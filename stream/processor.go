@@ -277,6 +277,11 @@ func (t Topic[K, V]) Name() string { return t.name }
 
 // Send encodes key and value and sends them to the topic (see Context.Send).
 func (t Topic[K, V]) Send(c *Context, key K, value V, headers ...kgo.RecordHeader) error {
+	return t.SendAt(c, c.ts, key, value, headers...)
+}
+
+// SendAt is Send with the record's timestamp given (see Context.SendAt).
+func (t Topic[K, V]) SendAt(c *Context, ts time.Time, key K, value V, headers ...kgo.RecordHeader) error {
 	if ka, va := t.ka, t.va; ka != nil && va != nil {
 		// Both into the loop's scratch, then into the record's own copy (it is written after Send
 		// returns), in the record's allocation when small.
@@ -293,7 +298,7 @@ func (t Topic[K, V]) Send(c *Context, key K, value V, headers ...kgo.RecordHeade
 			return err
 		}
 		r := newRecord(buf[:n], buf[n:])
-		r.Topic, r.Headers, r.Timestamp = t.name, headers, c.ts
+		r.Topic, r.Headers, r.Timestamp = t.name, headers, ts
 		c.app.produce(c.task.id, r)
 		return nil
 	}
@@ -305,7 +310,7 @@ func (t Topic[K, V]) Send(c *Context, key K, value V, headers ...kgo.RecordHeade
 	if err != nil {
 		return fmt.Errorf("stream: encoding a value for %s: %w", t.name, err)
 	}
-	return c.Send(t.name, k, v, headers...)
+	return c.SendAt(t.name, ts, k, v, headers...)
 }
 
 // A Store is anything that names a state store: KeyValueStore, or a name of your own (StoreName).
