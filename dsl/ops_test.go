@@ -606,3 +606,51 @@ func TestMergeTakesTheOtherStreamsSerdes(t *testing.T) {
 		t.Fatalf("Build: %v", err)
 	}
 }
+
+// A record whose key or value its source's serde cannot decode follows
+// deserialization.exception.handler, as Kafka Streams deserializes before any processor: skipped
+// with LogAndContinue (the next one is processed), the application stopped by default.
+func TestUndecodableRecordsFollowTheDeserializationHandler(t *testing.T) {
+	program := func(b *Builder) {
+		Stream(b, "in", Consumed[string, int64]{}).To("out", Produced[string, int64]{})
+	}
+	b := NewBuilder()
+	program(b)
+	cfg := config.Default("ops")
+	cfg.Runtime.OnDeserializationError = config.LogAndContinue
+	topo, procs, err := b.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := streamtest.New(cfg, topo, procs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	at := time.UnixMilli(1)
+	for _, v := range [][]byte{{1, 2, 3}, {0, 0, 0, 0, 0, 0, 0, 7}} {
+		if err := d.Pipe("in", []byte("k"), v, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect(t, streamtest.Output(d, "out", serde.String, serde.Int64), kv[string, int64]{"k", 7})
+
+	b2 := NewBuilder()
+	program(b2)
+	topo2, procs2, err := b2.Build(config.Default("ops"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing, err := streamtest.New(config.Default("ops"), topo2, procs2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer failing.Close()
+	if err := failing.Pipe("in", []byte("k"), []byte{1}, at); err != nil {
+		t.Fatal(err)
+	}
+	var de *serde.DecodeError
+	if _, err := failing.ReadRaw("out"); !errors.As(err, &de) {
+		t.Fatalf("ReadRaw: %v, want the record's *serde.DecodeError", err)
+	}
+}
