@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -319,16 +320,37 @@ func countAppFailing(t *testing.T, g *fakeGroup, mod func(*config.Config), onIni
 // readAll reads every record of topic on g's cluster.
 func readAll(t *testing.T, g *fakeGroup, topic string) []*kgo.Record {
 	t.Helper()
+	// Up to the end offsets as they are now (what was written before the call), with read_committed
+	// and the transaction markers kept, since under exactly-once a partition's last offset is one:
+	// reading stops when every partition reached its end, not after some time.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(g.c.ListenAddrs()...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	mustNotErr(t, err)
 	defer cl.Close()
-	var out []*kgo.Record
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for ctx.Err() == nil {
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	mustNotErr(t, err)
+	remaining := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil && o.Offset > 0 {
+			remaining[o.Partition] = o.Offset
+		}
+	})
+	var out []*kgo.Record
+	for len(remaining) > 0 {
 		fs := cl.PollFetches(ctx)
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v (left %v)", topic, ctx.Err(), remaining)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
+				delete(remaining, r.Partition)
+			}
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+		})
 	}
 	return out
 }
