@@ -654,3 +654,14 @@ func TestUndecodableRecordsFollowTheDeserializationHandler(t *testing.T) {
 		t.Fatalf("ReadRaw: %v, want the record's *serde.DecodeError", err)
 	}
 }
+
+// An empty value is kept as one in a timestamped store (its 8-byte timestamp alone) and read back
+// as the old value when the table is regrouped.
+func TestEmptyValueInATimestampedStore(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		latest := Stream(b, "in", Consumed[string, string]{}).ToTable(Materialized[string, string]{Name: "latest"})
+		GroupTableBy(latest, func(k, v string) (string, string) { return "v=" + v, k }).Count().ToStream().To("out", Produced[string, int64]{})
+	})
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"k", ""}, kv[string, string]{"k", "x"})
+	expect(t, streamtest.Output(d, "out", serde.String, serde.Int64), kv[string, int64]{"v=", 1}, kv[string, int64]{"v=", 0}, kv[string, int64]{"v=x", 1})
+}
