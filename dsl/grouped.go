@@ -12,10 +12,10 @@ type KGroupedStream[K, V any] struct {
 	vs      serde.Serde[V]
 	name    string // Grouped.as: names the repartition topic
 	rekeyed bool   // the aggregation repartitions first
-	// repartitioned is the repartition a named grouping made for its first aggregation: later ones
+	// source and fromRep are the repartition a named grouping made for its first aggregation: later ones
 	// read it too (Kafka Streams reuses a named repartition node).
-	sink, source *node
-	fromRep      *fanout[K, V]
+	source  *node
+	fromRep *fanout[K, V]
 }
 
 // GroupByKey groups the stream by its key (Kafka Streams' groupByKey); after a key change the
@@ -66,16 +66,18 @@ func (g *KGroupedStream[K, V]) input(store string) (*node, *fanout[K, V]) {
 	if g.ks == nil || g.vs == nil {
 		b.fail("the repartition before aggregating into %q needs Grouped serdes for %s and %s", store, typeName[K](), typeName[V]())
 	}
-	sink, source := b.repartition(prefix, 0, g.s.n)
-	if g.name != "" && g.sink != nil {
-		// Kafka Streams reuses the repartition of a named grouping: its numbers are taken anyway.
-		b.nodes = b.nodes[:len(b.nodes)-3]
+	if g.name != "" && g.source != nil {
+		// Kafka Streams reuses the repartition of a named grouping; its three numbers are taken anyway.
+		b.newName("KSTREAM-SINK-")
+		b.newName("KSTREAM-FILTER-")
+		b.newName("KSTREAM-SOURCE-")
 		return g.source, g.fromRep
 	}
+	sink, source := b.repartition(prefix, 0, g.s.n)
 	g.s.out.to = append(g.s.out.to, sendTo(sink, g.ks, g.vs))
 	out := &fanout[K, V]{}
 	source.entry = sourceEntry(out, g.ks, g.vs)
-	g.sink, g.source, g.fromRep = sink, source, out
+	g.source, g.fromRep = source, out
 	return source, out
 }
 

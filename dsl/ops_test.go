@@ -27,12 +27,24 @@ type kv[K, V any] struct {
 	V V
 }
 
-// run builds program into a driver and closes it when the test ends.
+// run builds program into a driver for application "ops" and closes it when the test ends, failing
+// the test if the application failed.
 func run(t *testing.T, program func(b *Builder)) *streamtest.Driver {
+	t.Helper()
+	d := start(t, config.Default("ops"), program)
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("the application failed: %v", err)
+		}
+	})
+	return d
+}
+
+// start builds program into a driver for cfg; the caller closes it.
+func start(t *testing.T, cfg config.Config, program func(b *Builder)) *streamtest.Driver {
 	t.Helper()
 	b := NewBuilder()
 	program(b)
-	cfg := config.Default("ops")
 	topo, procs, err := b.Build(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -41,11 +53,6 @@ func run(t *testing.T, program func(b *Builder)) *streamtest.Driver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := d.Close(); err != nil {
-			t.Errorf("the application failed: %v", err)
-		}
-	})
 	return d
 }
 
@@ -614,18 +621,9 @@ func TestUndecodableRecordsFollowTheDeserializationHandler(t *testing.T) {
 	program := func(b *Builder) {
 		Stream(b, "in", Consumed[string, int64]{}).To("out", Produced[string, int64]{})
 	}
-	b := NewBuilder()
-	program(b)
 	cfg := config.Default("ops")
 	cfg.Runtime.OnDeserializationError = config.LogAndContinue
-	topo, procs, err := b.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := streamtest.New(cfg, topo, procs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := start(t, cfg, program)
 	defer d.Close()
 	at := time.UnixMilli(1)
 	for _, v := range [][]byte{{1, 2, 3}, {0, 0, 0, 0, 0, 0, 0, 7}} {
@@ -635,16 +633,7 @@ func TestUndecodableRecordsFollowTheDeserializationHandler(t *testing.T) {
 	}
 	expect(t, streamtest.Output(d, "out", serde.String, serde.Int64), kv[string, int64]{"k", 7})
 
-	b2 := NewBuilder()
-	program(b2)
-	topo2, procs2, err := b2.Build(config.Default("ops"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	failing, err := streamtest.New(config.Default("ops"), topo2, procs2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	failing := start(t, config.Default("ops"), program)
 	defer failing.Close()
 	if err := failing.Pipe("in", []byte("k"), []byte{1}, at); err != nil {
 		t.Fatal(err)
