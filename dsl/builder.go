@@ -145,6 +145,18 @@ func (n *node) find() *node {
 	return n
 }
 
+// ProgramError is Build's answer to a program it cannot build: every problem found, each naming the
+// operation (a serde missing where one is needed, a topic missing, two nodes with one name, a
+// store added and never used, a construct Kafka Streams cannot run in a streams group).
+type ProgramError struct {
+	Problems []error
+}
+
+func (e *ProgramError) Error() string { return errors.Join(e.Problems...).Error() }
+
+// Unwrap returns the problems, for errors.Is and errors.As.
+func (e *ProgramError) Unwrap() []error { return e.Problems }
+
 // ErrBuilt is returned by a second Build: a Builder's program is built once.
 var ErrBuilt = errors.New("dsl: the builder was built already")
 
@@ -173,8 +185,8 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 	if len(b.nodes) == 0 {
 		b.fail("the program reads no topic: start it with Stream")
 	}
-	if err := errors.Join(b.errs...); err != nil {
-		return nil, nil, err
+	if len(b.errs) > 0 {
+		return nil, nil, &ProgramError{Problems: b.errs}
 	}
 	b.built = true
 	names := topology.Names{AppID: cfg.ApplicationID}

@@ -281,8 +281,9 @@ func TestBuildReportsProgramErrors(t *testing.T) {
 	b.AddStore("unused")
 	s.Filter(func(string, point) bool { return true }, "dup").Filter(func(string, point) bool { return true }, "dup")
 	_, _, err := b.Build(config.Default("app"))
-	if err == nil {
-		t.Fatal("Build accepted a program with errors")
+	var pe *ProgramError
+	if !errors.As(err, &pe) || len(pe.Problems) != 5 {
+		t.Fatalf("Build: %v; want a *ProgramError with the program's 5 problems", err)
 	}
 	for _, want := range []string{"Stream needs a topic", "Consumed serdes for string and dsl.point", `To("out") needs Produced serdes`,
 		`"unused" added with AddStore is used by no Process`, `two processor nodes are named "dup"`} {
