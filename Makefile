@@ -68,8 +68,9 @@ fuzz:
 	FUZZTIME=$${FUZZTIME:-10s} scripts/fuzz.sh
 
 ## dsl-captures: regenerate dsl/testdata/kafkastreams-4.4.0.txt, the topologies Kafka Streams 4.4 sends for
-## the programs of integration/javapeer DslPrograms.java (printed without a broker), which the Go DSL's
-## tests compare with. Needs Java 17 and Maven.
+## the programs of integration/javapeer DslPrograms.java (printed without a broker), and
+## kafkastreams-4.4.0-outputs.txt, what they write for dsl/testdata/program-inputs.txt (TopologyTestDriver),
+## which the Go DSL's tests compare with. Needs Java 17 and Maven.
 .PHONY: dsl-captures
 dsl-captures:
 	cd integration/javapeer && mvn -B -q -Dstyle.color=never package -DskipTests && \
@@ -78,7 +79,13 @@ dsl-captures:
 	  '#   java -cp ... io.github.streamsgroup.peer.DslPeer --apps=programs@app --topics=t --print=true' \
 	  '# Regenerate with: make dsl-captures'; \
 	  java -cp "target/classes:$$(cat target/classpath.txt)" io.github.streamsgroup.peer.DslPeer \
-	    --apps=programs@app --topics=t --print=true 2>/dev/null | sed -n 's/^TOPOLOGY //p'; } > ../../dsl/testdata/kafkastreams-4.4.0.txt
+	    --apps=programs@app --topics=t --print=true 2>/dev/null | sed -n 's/^TOPOLOGY //p'; } > ../../dsl/testdata/kafkastreams-4.4.0.txt && \
+	{ printf '%s\n' '# Captured from Kafka Streams 4.4.0 (Java 17): what each program of integration/javapeer DslPrograms.java' \
+	  '# writes for the records of program-inputs.txt, run in TopologyTestDriver with the record cache off, printed by' \
+	  '#   java -cp ... io.github.streamsgroup.peer.DslDrive dsl/testdata/program-inputs.txt' \
+	  '# Lines: program, topic, key, value, timestamp (ms); \N null, s: text, x: hex. Regenerate with: make dsl-captures'; \
+	  java -cp "target/classes:$$(cat target/classpath.txt)" io.github.streamsgroup.peer.DslDrive \
+	    ../../dsl/testdata/program-inputs.txt 2>/dev/null; } > ../../dsl/testdata/kafkastreams-4.4.0-outputs.txt
 
 ## broker-start / broker-stop: a long-lived local broker for development (see integration/kafka/broker.sh)
 broker-start:

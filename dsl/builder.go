@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -163,6 +164,8 @@ var ErrBuilt = errors.New("dsl: the builder was built already")
 // Build derives the topology and the processors of the program for the application cfg names
 // (application.id prefixes its internal topics): the arguments of stream.New. It reports every
 // error of the program (a serde missing where one is needed, a name given twice) at once.
+// Operations added to the program after Build are not part of what it built: the processors it
+// returned do not change, and a second Build returns ErrBuilt.
 func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processors, error) {
 	if b.built {
 		return nil, nil, ErrBuilt
@@ -307,8 +310,35 @@ type subtopology struct {
 	onlyTopic string
 }
 
+// PanicError is a function of the program (a predicate, a mapper, an aggregator, a processor given
+// to Process) that panicked: the runtime handles it as the processor's error, by
+// processing.exception.handler, as Kafka Streams hands an exception thrown in a function to that
+// handler.
+type PanicError struct {
+	Value any    // what the function panicked with
+	Stack []byte // where
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("dsl: a function of the program panicked: %v", e.Value)
+}
+
+// Unwrap is the error the function panicked with, if it panicked with one.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// recovered turns a panic of the program's functions into a *PanicError in *err.
+func recovered(err *error) {
+	if p := recover(); p != nil {
+		*err = &PanicError{Value: p, Stack: debug.Stack()}
+	}
+}
+
 // Init runs the Init of the processors (Process) of the subtopology as its task starts.
-func (s *subtopology) Init(c *stream.Context) error {
+func (s *subtopology) Init(c *stream.Context) (err error) {
+	defer recovered(&err)
 	for _, in := range s.inits {
 		if err := in(c); err != nil {
 			return err
@@ -318,7 +348,8 @@ func (s *subtopology) Init(c *stream.Context) error {
 }
 
 // Process hands the record to the source node of its topic.
-func (s *subtopology) Process(c *stream.Context, r *stream.Record) error {
+func (s *subtopology) Process(c *stream.Context, r *stream.Record) (err error) {
+	defer recovered(&err)
 	if s.only != nil && r.Topic == s.onlyTopic { // most subtopologies read one topic: no map look-up
 		return s.only(c, r)
 	}

@@ -46,7 +46,7 @@ func CogroupWith[K, V, VA any](c *CogroupedKStream[K, VA], g *KGroupedStream[K, 
 			return parent
 		},
 		attach: func(t *KTable[K, VA], init func() VA) {
-			in.to = append(in.to, aggregating(t, func(k K, v V) VA { return fn(k, v, init()) }, fn))
+			in.attach(aggregating(t, init, nil, fn))
 		},
 	})
 	return c
@@ -76,9 +76,6 @@ func (c *CogroupedKStream[K, VA]) Aggregate(init func() VA, m ...Materialized[K,
 	if vas == nil {
 		vas = defaultSerde[VA]()
 	}
-	if ks == nil || vas == nil {
-		b.fail("the store %q of the cogroup needs Materialized serdes for %s and %s", store, typeName[K](), typeName[VA]())
-	}
 	parents := make([]*node, len(c.inputs))
 	var sides [][]*node
 	for i, in := range c.inputs {
@@ -90,14 +87,16 @@ func (c *CogroupedKStream[K, VA]) Aggregate(init func() VA, m ...Materialized[K,
 		}
 		sides = append(sides, in.sources)
 	}
-	t := &KTable[K, VA]{b: b, out: &fanout[K, VA]{}, ks: ks, vs: vas, store: store, changes: &fanout[K, change[VA]]{}}
 	aggs := make([]*node, len(c.inputs))
-	for i, in := range c.inputs {
+	for i := range c.inputs {
 		aggs[i] = b.add(&node{name: b.newName("COGROUPKSTREAM-AGGREGATE-"), kind: processorNode, stores: []string{store}}, parents[i])
+	}
+	merge := b.add(&node{name: b.newName("COGROUPKSTREAM-MERGE-"), kind: processorNode}, aggs...)
+	t := aggregateTable(b, merge, ks, vas, store, parents)
+	merge.stores = nil // the aggregating nodes keep the store, as Kafka Streams connects it
+	for _, in := range c.inputs {
 		in.attach(t, init)
 	}
-	t.n = b.add(&node{name: b.newName("COGROUPKSTREAM-MERGE-"), kind: processorNode}, aggs...)
-	t.sources = append(t.sources, parents...)
 	// Kafka Streams registers the group even for a cogroup of one stream (a group of its topics).
 	b.copartitions = append(b.copartitions, sides)
 	return t

@@ -37,7 +37,7 @@ func GroupBy[K, V, KR any](s *KStream[K, V], fn func(K, V) KR, g ...Grouped[KR, 
 		gr = g[0]
 	}
 	c := child(s, Named(gr.Name), "KSTREAM-KEY-SELECT-", defaultSerde[KR](), s.vs, true)
-	s.out.to = append(s.out.to, selectKey(c.out, fn))
+	s.out.attach(selectKey(c.out, fn))
 	return grouped(c, gr, true)
 }
 
@@ -74,8 +74,8 @@ func (g *KGroupedStream[K, V]) input(store string) (*node, *fanout[K, V]) {
 		return g.source, g.fromRep
 	}
 	sink, source := b.repartition(prefix, 0, g.s.n)
-	g.s.out.to = append(g.s.out.to, sendTo(sink, g.ks, g.vs))
-	out := &fanout[K, V]{}
+	g.s.out.attach(repartitionTo(sink, g.ks, g.vs))
+	out := newFanout[K, V](b)
 	source.entry = sourceEntry(out, g.ks, g.vs)
 	g.source, g.fromRep = source, out
 	return source, out
@@ -101,7 +101,7 @@ func (g *KGroupedStream[K, V]) Count(m ...Materialized[K, int64]) *KTable[K, int
 			g.s.b.newStoreName("KSTREAM-AGGREGATE-")
 		}
 	}
-	return aggregate(g, "KSTREAM-AGGREGATE-", mat, serde.Int64, func(K, V) int64 { return 1 },
+	return aggregate(g, "KSTREAM-AGGREGATE-", mat, serde.Int64, func() int64 { return 0 }, nil,
 		func(_ K, _ V, n int64) int64 { return n + 1 })
 }
 
@@ -112,7 +112,7 @@ func (g *KGroupedStream[K, V]) Reduce(fn func(agg, v V) V, m ...Materialized[K, 
 	if len(m) > 0 {
 		mat = m[0]
 	}
-	return aggregate(g, "KSTREAM-REDUCE-", mat, g.vs, func(_ K, v V) V { return v }, func(_ K, v V, agg V) V { return fn(agg, v) })
+	return aggregate(g, "KSTREAM-REDUCE-", mat, g.vs, nil, func(_ K, v V) V { return v }, func(_ K, v V, agg V) V { return fn(agg, v) })
 }
 
 // Aggregate folds the values of each key into an aggregate of type VA, starting from init (Kafka
@@ -122,13 +122,13 @@ func Aggregate[K, V, VA any](g *KGroupedStream[K, V], init func() VA, fn func(k 
 	if len(m) > 0 {
 		mat = m[0]
 	}
-	return aggregate(g, "KSTREAM-AGGREGATE-", mat, nil, func(k K, v V) VA { return fn(k, v, init()) }, fn)
+	return aggregate(g, "KSTREAM-AGGREGATE-", mat, nil, init, nil, fn)
 }
 
 // aggregate adds an aggregation: its store (named, or generated from prefix), the repartition
 // before it when the grouping needs one, and its processor node.
 func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materialized[K, VA], vaDefault serde.Serde[VA],
-	first func(K, V) VA, fn func(K, V, VA) VA) *KTable[K, VA] {
+	init func() VA, first func(K, V) VA, fn func(K, V, VA) VA) *KTable[K, VA] {
 	b := g.s.b
 	store := m.Name
 	if store == "" {
@@ -146,50 +146,61 @@ func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materiali
 	if vas == nil {
 		vas = defaultSerde[VA]()
 	}
-	if ks == nil || vas == nil {
-		b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[VA]())
-	}
 	parent, in := g.input(store)
-	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, parent)
-	t := &KTable[K, VA]{b: b, n: n, out: &fanout[K, VA]{}, ks: ks, vs: vas, store: store, changes: &fanout[K, change[VA]]{}, sources: g.sourcesFrom(parent)}
-	in.to = append(in.to, aggregating(t, first, fn))
+	n := b.add(&node{name: name, kind: processorNode}, parent)
+	t := aggregateTable(b, n, ks, vas, store, g.sourcesFrom(parent))
+	in.attach(aggregating(t, init, first, fn))
+	return t
+}
+
+// aggregateTable is the table an aggregation keeps in store: it always sends old values when asked
+// (Kafka Streams' aggregations do).
+func aggregateTable[K, VA any](b *Builder, n *node, ks serde.Serde[K], vas serde.Serde[VA], store string, sources []*node) *KTable[K, VA] {
+	t := &KTable[K, VA]{b: b, n: n, out: newFanout[K, change[VA]](b), ks: ks, vs: vas, sources: sources}
+	t.keepIn(store, "the aggregation")
+	t.enableOld = func(bool) bool {
+		t.sendOld = true
+		return true
+	}
 	return t
 }
 
 // aggregating is the processing of a stream aggregation into t's store (Kafka Streams'
 // KStreamAggregate and KStreamReduce): a record with a null key or value is skipped; the first value
-// of a key makes its aggregate with first, later ones are folded in with fn.
-func aggregating[K, V, VA any](t *KTable[K, VA], first func(K, V) VA, fn func(K, V, VA) VA) func(*stream.Context, meta, K, V) error {
-	// Typed through the runtime's store access: key and value encoded into its scratch.
-	kv := stream.KeyValue(t.store, t.ks, serde.Serde[stamped[VA]](newStampedSerde(t.store, t.vs)))
+// of a key is folded into init's aggregate with fn, which is then the update's old value (a reduce
+// has no init: its first value is first's result, with no old value).
+func aggregating[K, V, VA any](t *KTable[K, VA], init func() VA, first func(K, V) VA, fn func(K, V, VA) VA) func(*stream.Context, meta, K, V) error {
 	return func(c *stream.Context, md meta, k K, v V) error {
 		if md.nullKey || md.nullValue {
 			return nil // Kafka Streams skips such records (and counts them as dropped)
 		}
-		old, ok, err := kv.Get(c, k)
+		old, ok, err := t.kv.Get(c, k)
 		if err != nil {
 			return err
 		}
 		// The result carries the latest timestamp of the records aggregated (Kafka Streams').
-		var agg VA
 		at := recordTime(c, md)
 		var ch change[VA]
-		if ok {
+		switch {
+		case ok:
 			if old.at.After(at) {
 				at = old.at
 			}
 			ch.old, ch.hasOld = old.v, true
-			agg = fn(k, v, old.v)
-		} else {
-			agg = first(k, v)
+			ch.new = fn(k, v, old.v)
+		case first != nil:
+			ch.new = first(k, v)
+		default:
+			ch.old, ch.hasOld = init(), true
+			ch.new = fn(k, v, ch.old)
 		}
-		ch.new, ch.hasNew = agg, true
-		if err := kv.Put(c, k, stamped[VA]{v: agg, at: at}); err != nil {
+		ch.hasNew = true
+		if err := t.kv.Put(c, k, stamped[VA]{v: ch.new, at: at}); err != nil {
 			return err
 		}
-		if err := t.changes.emit(c, meta{at: at}, k, ch); err != nil {
-			return err
+		if !t.sendOld {
+			ch.old, ch.hasOld = *new(VA), false
 		}
-		return t.out.emit(c, meta{at: at}, k, agg)
+		return t.out.emit(c, meta{at: at}, k, ch)
 	}
 }

@@ -19,30 +19,24 @@ type KGroupedTable[K, V any] struct {
 	ks      serde.Serde[K]
 	vs      serde.Serde[V]
 	name    string // Grouped.as: names the repartition topic
+	// source and fromRep are the repartition a named grouping made for its first aggregation: later
+	// ones read it too (Kafka Streams reuses a named repartition node).
+	source  *node
+	fromRep *fanout[K, change[V]]
 }
 
 // GroupTableBy regroups table t by the key and value fn selects from each row (Kafka Streams'
 // KTable.groupBy): the aggregation repartitions first, its records carrying each update's new and
-// old value as Kafka Streams' Change format does. The table must be kept in a store (an aggregation's
-// result, or a table a Materialized names; an unnamed ToTable is kept under its generated name, as
-// Kafka Streams does), since the old values come from there.
+// old value as Kafka Streams' Change format does. The old values come from the store of t or of the
+// table it derives from: a source table without one is kept in a store under its generated name, as
+// Kafka Streams does. A selected key or value that is nil (of a type that has nil) is skipped.
 func GroupTableBy[K, V, KR, VR any](t *KTable[K, V], fn func(K, V) (KR, VR), g ...Grouped[KR, VR]) *KGroupedTable[KR, VR] {
 	b := t.b
 	var gr Grouped[KR, VR]
 	if len(g) > 0 {
 		gr = g[0]
 	}
-	switch {
-	case t.store != "":
-	case t.unkept != "":
-		t.store = t.unkept
-		t.n.stores = []string{t.store}
-		if t.ks == nil || t.vs == nil {
-			b.fail("the store %q of the table GroupTableBy regroups needs serdes for %s and %s", t.store, typeName[K](), typeName[V]())
-		}
-	default:
-		b.fail("GroupTableBy on the table of %s, which keeps no store: give the operation that makes it a Materialized with a name", t.n.name)
-	}
+	t.enableOld(true)
 	sel := b.add(&node{name: b.nameOr(gr.Name, "KTABLE-SELECT-"), kind: processorNode}, t.n)
 	ks, vs := gr.Key, gr.Value
 	if ks == nil {
@@ -51,27 +45,29 @@ func GroupTableBy[K, V, KR, VR any](t *KTable[K, V], fn func(K, V) (KR, VR), g .
 	if vs == nil {
 		vs = defaultSerde[VR]()
 	}
-	out := &fanout[KR, change[VR]]{}
-	t.changes.to = append(t.changes.to, func(c *stream.Context, md meta, k K, ch change[V]) error {
-		var nk, ok KR
-		var nv, ov VR
-		if ch.hasNew {
-			nk, nv = fn(k, ch.new)
+	nilKey, nilValue := nilCheck[KR](), nilCheck[VR]()
+	pair := func(k K, v V, has bool) (KR, VR, bool) {
+		if !has {
+			return *new(KR), *new(VR), false
 		}
-		if ch.hasOld {
-			ok, ov = fn(k, ch.old)
-		}
+		kr, vr := fn(k, v)
+		return kr, vr, (nilKey == nil || !nilKey(kr)) && (nilValue == nil || !nilValue(vr))
+	}
+	out := newFanout[KR, change[VR]](b)
+	t.out.attach(func(c *stream.Context, md meta, k K, ch change[V]) error {
+		nk, nv, hasNew := pair(k, ch.new, ch.hasNew)
+		ok, ov, hasOld := pair(k, ch.old, ch.hasOld)
 		// As Kafka Streams' KTableRepartitionMap: one record when the key stays, else the removal
 		// (old) first, then the addition (new).
-		if ch.hasNew && ch.hasOld && sameKey(ks, ok, nk) {
+		if hasNew && hasOld && sameKey(ks, ok, nk) {
 			return out.emit(c, md, nk, change[VR]{new: nv, old: ov, hasNew: true, hasOld: true})
 		}
-		if ch.hasOld {
+		if hasOld {
 			if err := out.emit(c, md, ok, change[VR]{old: ov, hasOld: true}); err != nil {
 				return err
 			}
 		}
-		if ch.hasNew {
+		if hasNew {
 			return out.emit(c, md, nk, change[VR]{new: nv, hasNew: true})
 		}
 		return nil
@@ -191,8 +187,9 @@ func decodeChange[V any](vs serde.Serde[V], b []byte) (change[V], error) {
 }
 
 // tableAggregate adds a table aggregation: its store, the repartition it reads (the sink in the
-// selecting subtopology, the source in its own), and its node. start is the aggregate of a key's
-// first value (the value itself for a reduce).
+// selecting subtopology, the source in its own; a named grouping's first aggregation makes it and
+// the others read it), and its node. start is the aggregate of a key's first value (the value itself
+// for a reduce).
 func tableAggregate[K, V, VA any](g *KGroupedTable[K, V], prefix string, m Materialized[K, VA], vaDefault serde.Serde[VA],
 	start func(K, V) VA, adder, subtractor func(K, V, VA) VA) *KTable[K, VA] {
 	b := g.b
@@ -205,6 +202,7 @@ func tableAggregate[K, V, VA any](g *KGroupedTable[K, V], prefix string, m Mater
 		topic = g.name
 	}
 	topic += "-repartition"
+	// The sink's and source's numbers are taken even when a named repartition is reused.
 	sinkName, sourceName, name := b.newName("KSTREAM-SINK-"), b.newName("KSTREAM-SOURCE-"), b.newName(prefix)
 	ks, vas := m.Key, m.Value
 	if ks == nil {
@@ -219,97 +217,82 @@ func tableAggregate[K, V, VA any](g *KGroupedTable[K, V], prefix string, m Mater
 	if g.ks == nil || g.vs == nil {
 		b.fail("the repartition before the table aggregation %q needs Grouped serdes for %s and %s", store, typeName[K](), typeName[V]())
 	}
-	if ks == nil || vas == nil {
-		b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[VA]())
+	if g.source == nil || g.name == "" {
+		sink := b.add(&node{name: sinkName, kind: sinkNode, topic: topic, internal: true}, g.sel)
+		source := b.add(&node{name: sourceName, kind: sourceNode, topic: topic, internal: true})
+		gks, gvs := g.ks, g.vs
+		g.changes.attach(func(c *stream.Context, md meta, k K, ch change[V]) error {
+			kb, err := gks.Encode(k)
+			if err != nil {
+				return fmt.Errorf("dsl: encoding a key for %s: %w", sink.sendTo, err)
+			}
+			vb, err := encodeChange(gvs, ch)
+			if err != nil {
+				return fmt.Errorf("dsl: encoding a value for %s: %w", sink.sendTo, err)
+			}
+			if !md.at.IsZero() {
+				return c.SendAt(sink.sendTo, md.at, kb, vb)
+			}
+			return c.Send(sink.sendTo, kb, vb)
+		})
+		from := newFanout[K, change[V]](b)
+		source.entry = func(c *stream.Context, r *stream.Record) error {
+			if r.Key == nil || r.Value == nil {
+				return stream.UndecodableRecord(fmt.Errorf("a table aggregation's repartition record without a key or value"))
+			}
+			k, err := gks.Decode(r.Key)
+			if err != nil {
+				return stream.UndecodableRecord(fmt.Errorf("key: %w", err))
+			}
+			ch, err := decodeChange(gvs, r.Value)
+			if err != nil {
+				return stream.UndecodableRecord(fmt.Errorf("value: %w", err))
+			}
+			return from.emit(c, meta{}, k, ch)
+		}
+		g.source, g.fromRep = source, from
 	}
-	sink := b.add(&node{name: sinkName, kind: sinkNode, topic: topic, internal: true}, g.sel)
-	source := b.add(&node{name: sourceName, kind: sourceNode, topic: topic, internal: true})
-	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, source)
-	t := &KTable[K, VA]{b: b, n: n, out: &fanout[K, VA]{}, ks: ks, vs: vas, store: store, changes: &fanout[K, change[VA]]{}, sources: []*node{source}}
-
-	gks, gvs := g.ks, g.vs
-	g.changes.to = append(g.changes.to, func(c *stream.Context, md meta, k K, ch change[V]) error {
-		kb, err := gks.Encode(k)
-		if err != nil {
-			return fmt.Errorf("dsl: encoding a key for %s: %w", sink.sendTo, err)
-		}
-		vb, err := encodeChange(gvs, ch)
-		if err != nil {
-			return fmt.Errorf("dsl: encoding a value for %s: %w", sink.sendTo, err)
-		}
-		if !md.at.IsZero() {
-			return c.SendAt(sink.sendTo, md.at, kb, vb)
-		}
-		return c.Send(sink.sendTo, kb, vb)
+	n := b.add(&node{name: name, kind: processorNode}, g.source)
+	t := aggregateTable(b, n, ks, vas, store, []*node{g.source})
+	g.fromRep.attach(func(c *stream.Context, _ meta, k K, ch change[V]) error {
+		return tableUpdate(t, c, k, ch, start, adder, subtractor)
 	})
-	source.entry = func(c *stream.Context, r *stream.Record) error {
-		if r.Key == nil || r.Value == nil {
-			return stream.UndecodableRecord(fmt.Errorf("a table aggregation's repartition record without a key or value"))
-		}
-		k, err := gks.Decode(r.Key)
-		if err != nil {
-			return stream.UndecodableRecord(fmt.Errorf("key: %w", err))
-		}
-		ch, err := decodeChange(gvs, r.Value)
-		if err != nil {
-			return stream.UndecodableRecord(fmt.Errorf("value: %w", err))
-		}
-		return tableUpdate(t, c, r.Key, k, ch, start, adder, subtractor)
-	}
 	return t
 }
 
 // tableUpdate applies one regrouped change to the aggregate of k (Kafka Streams' KTableAggregate
 // and KTableReduce): the old value out, then the new one in (start is the aggregate of a first
-// value); the result carries the later of the record's and the aggregate's timestamps, as there.
-func tableUpdate[K, V, VA any](t *KTable[K, VA], c *stream.Context, kb []byte, k K, ch change[V],
+// value); the result carries the later of the record's and the aggregate's timestamps, as there. A
+// key left with no aggregate is deleted, and the deletion handed on.
+func tableUpdate[K, V, VA any](t *KTable[K, VA], c *stream.Context, k K, ch change[V],
 	start func(K, V) VA, adder, subtractor func(K, V, VA) VA) error {
-	st := c.Store(t.store)
-	old, ok, err := st.Get(kb)
+	old, ok, err := t.kv.Get(c, k)
 	if err != nil {
 		return err
 	}
 	at := c.Timestamp()
-	var agg, prev VA
-	has := false
+	var out change[VA]
 	if ok {
-		oldAt, ob, err := splitTimestamp(t.store, old)
-		if err != nil {
-			return err
+		out.new, out.hasNew = old.v, true
+		if (ch.hasOld || ch.hasNew) && old.at.After(at) {
+			at = old.at
 		}
-		if prev, err = t.vs.Decode(ob); err != nil {
-			return fmt.Errorf("dsl: decoding the aggregate of store %s: %w", t.store, err)
-		}
-		agg, has = prev, true
-		if (ch.hasOld || ch.hasNew) && oldAt.After(at) {
-			at = oldAt
+		if t.sendOld {
+			out.old, out.hasOld = old.v, true
 		}
 	}
-	if ch.hasOld && has {
-		agg = subtractor(k, ch.old, agg)
+	if ch.hasOld && ok {
+		out.new = subtractor(k, ch.old, out.new)
 	}
 	if ch.hasNew {
-		if has {
-			agg = adder(k, ch.new, agg)
+		if out.hasNew {
+			out.new = adder(k, ch.new, out.new)
 		} else {
-			agg, has = start(k, ch.new), true
+			out.new, out.hasNew = start(k, ch.new), true
 		}
 	}
-	md := meta{at: at, nullValue: !has}
-	if has {
-		vb, err := t.vs.Encode(agg)
-		if err != nil {
-			return fmt.Errorf("dsl: encoding the aggregate of store %s: %w", t.store, err)
-		}
-		err = st.Put(kb, withTimestamp(at, vb))
-		if err != nil {
-			return err
-		}
-	} else if err := st.Delete(kb); err != nil {
+	if err := t.put(c, k, out, meta{at: at}); err != nil {
 		return err
 	}
-	if err := t.changes.emit(c, md, k, change[VA]{new: agg, old: prev, hasNew: has, hasOld: ok}); err != nil {
-		return err
-	}
-	return t.out.emit(c, md, k, agg)
+	return t.out.emit(c, meta{at: at}, k, out)
 }

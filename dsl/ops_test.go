@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -177,8 +178,9 @@ func TestToFunc(t *testing.T) {
 	expect(t, streamtest.Output(d, "to-y", serde.String, serde.String), kv[string, string]{"y", "2"})
 }
 
-// A table keeps each key's latest value; a filter turns a rejected update into a deletion
-// downstream (a null value), and mapValues keeps deletions as deletions.
+// A table keeps each key's latest value; a filter of a table kept in a store turns a rejected update
+// of a key in its result into a deletion downstream (a null value) and drops one of a key that was
+// not (Kafka Streams' filter with old values); mapValues keeps deletions as deletions.
 func TestTableOperations(t *testing.T) {
 	d := run(t, func(b *Builder) {
 		latest := SelectKey(Stream(b, "in", Consumed[string, string]{}), func(k, _ string) string { return k }).
@@ -202,7 +204,8 @@ func TestTableOperations(t *testing.T) {
 	for _, r := range lengths {
 		got = append(got, upd{r.Key, r.Value, r.NullValue})
 	}
-	if want := []upd{{"a", 2, false}, {"b", 0, true}, {"a", 0, true}, {"b", 3, false}}; !slices.Equal(got, want) {
+	// b=y is dropped: b was not in the result before either.
+	if want := []upd{{"a", 2, false}, {"a", 0, true}, {"b", 3, false}}; !slices.Equal(got, want) {
 		t.Fatalf("lengths: got %v, want %v", got, want)
 	}
 	short, err := streamtest.Output(d, "short", serde.String, serde.String).Read()
@@ -213,8 +216,9 @@ func TestTableOperations(t *testing.T) {
 	for _, r := range short {
 		nulls = append(nulls, r.NullValue)
 	}
-	if want := []bool{true, false, false, true}; !slices.Equal(nulls, want) || short[1].Value != "y" || short[2].Value != "z" {
-		t.Fatalf("short: %+v, want a deleted, b=y, a=z, b deleted", short)
+	// a=xx is dropped: a was not in the result before either.
+	if want := []bool{false, false, true}; !slices.Equal(nulls, want) || short[0].Value != "y" || short[1].Value != "z" {
+		t.Fatalf("short: %+v, want b=y, a=z, b deleted", short)
 	}
 	// Each value after its record's timestamp (a=z at 1002, b=yyy at 1003).
 	for store, want := range map[string]map[string]string{"latest": {"a": "\x00\x00\x00\x00\x00\x00\x03\xeaz", "b": "\x00\x00\x00\x00\x00\x00\x03\xebyyy"},
@@ -390,13 +394,22 @@ func TestTableGroupByReduceAndAggregate(t *testing.T) {
 		kv[string, int64]{"a", 105}, kv[string, int64]{"a", 112}, kv[string, int64]{"a", 107}, kv[string, int64]{"b", 106}, kv[string, int64]{"a", 107})
 }
 
-// GroupTableBy needs the table's old values: a table kept in no store is refused at Build.
-func TestGroupTableByNeedsAStore(t *testing.T) {
+// GroupTableBy needs the table's old values: below a filter of a table kept in no store, the
+// source table is kept in its generated store (as Kafka Streams materializes it).
+func TestGroupTableByKeepsTheSourceTable(t *testing.T) {
 	b := NewBuilder()
-	latest := Stream(b, "in", Consumed[string, string]{}).ToTable(Materialized[string, string]{Name: "latest"})
-	GroupTableBy(latest.Filter(func(string, string) bool { return true }), func(k, v string) (string, string) { return v, k }).Count()
-	if _, _, err := b.Build(config.Default("app")); err == nil || !strings.Contains(err.Error(), "keeps no store") {
-		t.Fatalf("Build: %v, want the table without a store refused", err)
+	users := Table(b, "in", Consumed[string, string]{})
+	GroupTableBy(users.Filter(func(string, string) bool { return true }), func(k, v string) (string, string) { return v, k }).Count()
+	topo, _, err := b.Build(config.Default("app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changelogs []string
+	for _, ti := range topo.Subtopologies()[0].StateChangelogTopics {
+		changelogs = append(changelogs, ti.Name)
+	}
+	if want := []string{"app-in-STATE-STORE-0000000000-changelog"}; !slices.Equal(changelogs, want) {
+		t.Fatalf("the source table's changelogs: %v, want %v", changelogs, want)
 	}
 }
 
@@ -594,8 +607,23 @@ func TestRegroupedCount(t *testing.T) {
 	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"a", ""}, kv[string, string]{"b", ""}, kv[string, string]{"a", ""})
 	// The table's serde is its store's: the counts go out as decimal text.
 	expect(t, streamtest.Output[string, int64](d, "counts", serde.String, decimal{}), kv[string, int64]{"a", 1}, kv[string, int64]{"b", 1}, kv[string, int64]{"a", 2})
-	expect(t, streamtest.Output[string, int64](d, "keys-per-count", serde.String, decimal{}),
-		kv[string, int64]{"1", 1}, kv[string, int64]{"1", 2}, kv[string, int64]{"1", 1}, kv[string, int64]{"2", 1})
+	// A count's first update carries the initial 0 as its old value: the regrouping takes each key out
+	// of group "0", which it was never in, leaving a deletion of "0" (Kafka Streams writes the same).
+	recs, err := streamtest.Output[string, int64](d, "keys-per-count", serde.String, decimal{}).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		if r.NullValue {
+			got = append(got, r.Key+"=null")
+		} else {
+			got = append(got, fmt.Sprintf("%s=%d", r.Key, r.Value))
+		}
+	}
+	if want := []string{"0=null", "1=1", "0=null", "1=2", "1=1", "2=1"}; !slices.Equal(got, want) {
+		t.Fatalf("keys-per-count: %v, want %v", got, want)
+	}
 }
 
 // point has no default serde.
@@ -654,4 +682,81 @@ func TestEmptyValueInATimestampedStore(t *testing.T) {
 	})
 	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"k", ""}, kv[string, string]{"k", "x"})
 	expect(t, streamtest.Output(d, "out", serde.String, serde.Int64), kv[string, int64]{"v=", 1}, kv[string, int64]{"v=", 0}, kv[string, int64]{"v=x", 1})
+}
+
+// A function that panics is the processor's error, handled by processing.exception.handler as
+// Kafka Streams handles an exception thrown in a lambda: LogAndContinue skips the record,
+// LogAndFail (the default) stops the application with a *PanicError.
+func TestPanicIsAProcessingError(t *testing.T) {
+	errBoom := errors.New("boom")
+	program := func(b *Builder) {
+		MapValues(Stream(b, "in", Consumed[string, string]{}), func(_, v string) string {
+			if v == "boom" {
+				panic(errBoom)
+			}
+			return v + "!"
+		}).To("out", Produced[string, string]{})
+	}
+	cfg := config.Default("ops")
+	cfg.Runtime.OnProcessingError = config.LogAndContinue
+	d := start(t, cfg, program)
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"a", "x"}, kv[string, string]{"b", "boom"}, kv[string, string]{"c", "y"})
+	expect(t, streamtest.Output(d, "out", serde.String, serde.String), kv[string, string]{"a", "x!"}, kv[string, string]{"c", "y!"})
+	if err := d.Close(); err != nil {
+		t.Fatalf("LogAndContinue: %v", err)
+	}
+
+	d = start(t, config.Default("ops"), program)
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"b", "boom"})
+	err := d.Settle()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	var pe *PanicError
+	if !errors.As(err, &pe) || !errors.Is(err, errBoom) || !strings.Contains(string(pe.Stack), "TestPanicIsAProcessingError") {
+		t.Fatalf("LogAndFail: %v, want a *PanicError wrapping boom with the panic's stack", err)
+	}
+}
+
+// An operation added after Build does not change the built program: its processors write what the
+// program built had.
+func TestOperationsAfterBuild(t *testing.T) {
+	b := NewBuilder()
+	in := Stream(b, "in", Consumed[string, string]{})
+	in.To("out", Produced[string, string]{})
+	cfg := config.Default("ops")
+	topo, procs, err := b.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	MapValues(in, func(_, v string) string { return v + "!" }).To("out", Produced[string, string]{})
+	in.Filter(func(string, string) bool { return false }).To("late", Produced[string, string]{})
+	if _, _, err := b.Build(cfg); !errors.Is(err, ErrBuilt) {
+		t.Fatalf("a second Build: %v, want ErrBuilt", err)
+	}
+	d, err := streamtest.New(cfg, topo, procs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"a", "x"})
+	expect(t, streamtest.Output(d, "out", serde.String, serde.String), kv[string, string]{"a", "x"})
+}
+
+// A []byte value read from a DSL store is a copy: changing it in place does not change the store's
+// bytes (which the changelog write may still hold).
+func TestStoredBytesAreCopied(t *testing.T) {
+	sd := newStampedSerde[[]byte]("st", serde.Bytes)
+	stored := []byte{0, 0, 0, 0, 0, 0, 0, 1, 'a', 'b'}
+	v, err := sd.Decode(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.v[0] = 'x'
+	if string(stored[8:]) != "ab" {
+		t.Fatalf("the stored bytes changed to %q", stored[8:])
+	}
+	if s, err := newStampedSerde[string]("st", serde.String).Decode(stored); err != nil || s.v != "ab" || s.at.UnixMilli() != 1 {
+		t.Fatalf("a string value: %+v %v", s, err)
+	}
 }

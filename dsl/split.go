@@ -24,7 +24,7 @@ type BranchedKStream[K, V any] struct {
 func (s *KStream[K, V]) Split(named ...Named) *BranchedKStream[K, V] {
 	n := s.b.add(&node{name: s.b.nameOr(string(first(named)), "KSTREAM-BRANCH-"), kind: processorNode}, s.n)
 	br := &BranchedKStream[K, V]{s: s, splitter: n, branches: map[string]*KStream[K, V]{}}
-	s.out.to = append(s.out.to, func(c *stream.Context, m meta, k K, v V) error {
+	s.out.attach(func(c *stream.Context, m meta, k K, v V) error {
 		for i, pred := range br.preds {
 			if pred(k, v) {
 				return br.outs[i].emit(c, m, k, v)
@@ -64,7 +64,7 @@ func (br *BranchedKStream[K, V]) branch(name []string, index int) *fanout[K, V] 
 	}
 	b.newName(child) // Kafka Streams takes a number for each branch, which it does not use
 	n := b.add(&node{name: child, kind: processorNode}, br.splitter)
-	out := &KStream[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: s.ks, vs: s.vs, rekeyed: s.rekeyed, sources: s.sources}
+	out := &KStream[K, V]{b: b, n: n, out: newFanout[K, V](b), ks: s.ks, vs: s.vs, rekeyed: s.rekeyed, sources: s.sources}
 	br.branches[child] = out
 	return out.out
 }

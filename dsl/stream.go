@@ -19,7 +19,18 @@ type meta struct {
 // fanout hands a record to a node's children, in the order they were added (Kafka Streams forwards
 // to its children in that order).
 type fanout[K, V any] struct {
+	b  *Builder
 	to []func(c *stream.Context, m meta, k K, v V) error
+}
+
+func newFanout[K, V any](b *Builder) *fanout[K, V] { return &fanout[K, V]{b: b} }
+
+// attach adds a child, unless the program was built: what Build built does not change after it.
+func (f *fanout[K, V]) attach(fn func(c *stream.Context, m meta, k K, v V) error) {
+	if f.b.built {
+		return
+	}
+	f.to = append(f.to, fn)
 }
 
 func (f *fanout[K, V]) emit(c *stream.Context, m meta, k K, v V) error {
@@ -56,7 +67,7 @@ func Stream[K, V any](b *Builder, topic string, c Consumed[K, V]) *KStream[K, V]
 		b.fail("Stream(%q) needs Consumed serdes for %s and %s", topic, typeName[K](), typeName[V]())
 	}
 	n := b.add(&node{name: b.nameOr(c.Name, "KSTREAM-SOURCE-"), kind: sourceNode, topic: topic})
-	s := &KStream[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, sources: []*node{n}}
+	s := &KStream[K, V]{b: b, n: n, out: newFanout[K, V](b), ks: ks, vs: vs, sources: []*node{n}}
 	n.entry = sourceEntry(s.out, ks, vs)
 	return s
 }
@@ -88,13 +99,13 @@ func sourceEntry[K, V any](out *fanout[K, V], ks serde.Serde[K], vs serde.Serde[
 // with its fanout.
 func child[K, V, KR, VR any](s *KStream[K, V], named Named, prefix string, ks serde.Serde[KR], vs serde.Serde[VR], rekeyed bool) *KStream[KR, VR] {
 	n := s.b.add(&node{name: s.b.nameOr(string(named), prefix), kind: processorNode}, s.n)
-	return &KStream[KR, VR]{b: s.b, n: n, out: &fanout[KR, VR]{}, ks: ks, vs: vs, rekeyed: rekeyed, sources: s.sources}
+	return &KStream[KR, VR]{b: s.b, n: n, out: newFanout[KR, VR](s.b), ks: ks, vs: vs, rekeyed: rekeyed, sources: s.sources}
 }
 
 // Filter keeps the records pred accepts.
 func (s *KStream[K, V]) Filter(pred func(K, V) bool, named ...Named) *KStream[K, V] {
 	c := child(s, first(named), "KSTREAM-FILTER-", s.ks, s.vs, s.rekeyed)
-	s.out.to = append(s.out.to, func(ctx *stream.Context, m meta, k K, v V) error {
+	s.out.attach(func(ctx *stream.Context, m meta, k K, v V) error {
 		if pred(k, v) {
 			return c.out.emit(ctx, m, k, v)
 		}
@@ -111,7 +122,7 @@ func (s *KStream[K, V]) FilterNot(pred func(K, V) bool, named ...Named) *KStream
 // Peek calls fn on each record and passes it on unchanged.
 func (s *KStream[K, V]) Peek(fn func(K, V), named ...Named) *KStream[K, V] {
 	c := child(s, first(named), "KSTREAM-PEEK-", s.ks, s.vs, s.rekeyed)
-	s.out.to = append(s.out.to, func(ctx *stream.Context, m meta, k K, v V) error {
+	s.out.attach(func(ctx *stream.Context, m meta, k K, v V) error {
 		fn(k, v)
 		return c.out.emit(ctx, m, k, v)
 	})
@@ -121,7 +132,7 @@ func (s *KStream[K, V]) Peek(fn func(K, V), named ...Named) *KStream[K, V] {
 // Foreach calls fn on each record; nothing follows it.
 func (s *KStream[K, V]) Foreach(fn func(K, V), named ...Named) {
 	child(s, first(named), "KSTREAM-FOREACH-", s.ks, s.vs, s.rekeyed)
-	s.out.to = append(s.out.to, func(_ *stream.Context, _ meta, k K, v V) error {
+	s.out.attach(func(_ *stream.Context, _ meta, k K, v V) error {
 		fn(k, v)
 		return nil
 	})
@@ -133,7 +144,7 @@ func (s *KStream[K, V]) Merge(other *KStream[K, V], named ...Named) *KStream[K, 
 		s.b.fail("Merge: the streams come from two builders")
 	}
 	n := s.b.add(&node{name: s.b.nameOr(string(first(named)), "KSTREAM-MERGE-"), kind: processorNode}, s.n, other.n)
-	m := &KStream[K, V]{b: s.b, n: n, out: &fanout[K, V]{}, ks: s.ks, vs: s.vs, rekeyed: s.rekeyed || other.rekeyed,
+	m := &KStream[K, V]{b: s.b, n: n, out: newFanout[K, V](s.b), ks: s.ks, vs: s.vs, rekeyed: s.rekeyed || other.rekeyed,
 		sources: append(append([]*node{}, s.sources...), other.sources...)}
 	if m.ks == nil {
 		m.ks = other.ks
@@ -142,8 +153,8 @@ func (s *KStream[K, V]) Merge(other *KStream[K, V], named ...Named) *KStream[K, 
 		m.vs = other.vs
 	}
 	pass := func(ctx *stream.Context, mt meta, k K, v V) error { return m.out.emit(ctx, mt, k, v) }
-	s.out.to = append(s.out.to, pass)
-	other.out.to = append(other.out.to, pass)
+	s.out.attach(pass)
+	other.out.attach(pass)
 	return m
 }
 
@@ -163,7 +174,7 @@ func (s *KStream[K, V]) To(topic string, p Produced[K, V]) {
 		s.b.fail("To(%q) needs Produced serdes for %s and %s", topic, typeName[K](), typeName[V]())
 	}
 	n := s.b.add(&node{name: s.b.nameOr(p.Name, "KSTREAM-SINK-"), kind: sinkNode, topic: topic}, s.n)
-	s.out.to = append(s.out.to, sendTo(n, ks, vs))
+	s.out.attach(sendTo(n, ks, vs))
 }
 
 // sendTo writes each record to n's topic, named once Build knows it.
@@ -171,6 +182,18 @@ func sendTo[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) func(*strea
 	var out stream.Topic[K, V]
 	n.onBuild = append(n.onBuild, func() { out = stream.Output(n.sendTo, ks, vs) })
 	return func(c *stream.Context, m meta, k K, v V) error { return send(c, out, ks, vs, m, k, v) }
+}
+
+// repartitionTo writes each record with a key to the repartition topic of sink (Kafka Streams'
+// filter before a repartition drops those without).
+func repartitionTo[K, V any](sink *node, ks serde.Serde[K], vs serde.Serde[V]) func(*stream.Context, meta, K, V) error {
+	send := sendTo(sink, ks, vs)
+	return func(c *stream.Context, m meta, k K, v V) error {
+		if m.nullKey {
+			return nil
+		}
+		return send(c, m, k, v)
+	}
 }
 
 // send writes a record to out: through the runtime's typed topic, which encodes into its scratch
@@ -207,22 +230,28 @@ func send[K, V any](c *stream.Context, out stream.Topic[K, V], ks serde.Serde[K]
 }
 
 // MapValues changes each value with fn (Kafka Streams' mapValues); the key stays, so no
-// repartition follows.
+// repartition follows. A null value reaches fn as the zero value, and a result is null when it is
+// nil, or the zero value made from a null one.
 func MapValues[K, V, VR any](s *KStream[K, V], fn func(K, V) VR, named ...Named) *KStream[K, VR] {
 	c := child(s, first(named), "KSTREAM-MAPVALUES-", s.ks, defaultSerde[VR](), s.rekeyed)
-	s.out.to = append(s.out.to, func(ctx *stream.Context, m meta, k K, v V) error {
-		m.nullValue = false
-		return c.out.emit(ctx, m, k, fn(k, v))
+	isNil := nilCheck[VR]()
+	s.out.attach(func(ctx *stream.Context, m meta, k K, v V) error {
+		vr := fn(k, v)
+		m.nullValue = nullFrom(isNil, vr, m.nullValue)
+		return c.out.emit(ctx, m, k, vr)
 	})
 	return c
 }
 
 // Map changes each record's key and value (Kafka Streams' map): a grouping after it repartitions.
+// A result is null when it is nil, or the zero value made from a record with a null key or value.
 func Map[K, V, KR, VR any](s *KStream[K, V], fn func(K, V) (KR, VR), named ...Named) *KStream[KR, VR] {
 	c := child(s, first(named), "KSTREAM-MAP-", defaultSerde[KR](), defaultSerde[VR](), true)
-	s.out.to = append(s.out.to, func(ctx *stream.Context, m meta, k K, v V) error {
+	nilK, nilV := nilCheck[KR](), nilCheck[VR]()
+	s.out.attach(func(ctx *stream.Context, m meta, k K, v V) error {
 		kr, vr := fn(k, v)
-		return c.out.emit(ctx, meta{at: m.at}, kr, vr)
+		from := m.nullKey || m.nullValue
+		return c.out.emit(ctx, meta{at: m.at, nullKey: nullFrom(nilK, kr, from), nullValue: nullFrom(nilV, vr, from)}, kr, vr)
 	})
 	return c
 }
@@ -231,14 +260,18 @@ func Map[K, V, KR, VR any](s *KStream[K, V], fn func(K, V) (KR, VR), named ...Na
 // repartitions.
 func SelectKey[K, V, KR any](s *KStream[K, V], fn func(K, V) KR, named ...Named) *KStream[KR, V] {
 	c := child(s, first(named), "KSTREAM-KEY-SELECT-", defaultSerde[KR](), s.vs, true)
-	s.out.to = append(s.out.to, selectKey(c.out, fn))
+	s.out.attach(selectKey(c.out, fn))
 	return c
 }
 
+// selectKey gives each record the key fn returns: null when it is nil, or the zero value made from
+// a record with a null key or value.
 func selectKey[K, V, KR any](out *fanout[KR, V], fn func(K, V) KR) func(*stream.Context, meta, K, V) error {
+	isNil := nilCheck[KR]()
 	return func(ctx *stream.Context, m meta, k K, v V) error {
-		m.nullKey = false
-		return out.emit(ctx, m, fn(k, v), v)
+		kr := fn(k, v)
+		m.nullKey = nullFrom(isNil, kr, m.nullKey || m.nullValue)
+		return out.emit(ctx, m, kr, v)
 	}
 }
 
@@ -246,9 +279,11 @@ func selectKey[K, V, KR any](out *fanout[KR, V], fn func(K, V) KR) func(*stream.
 // Streams' flatMapValues).
 func FlatMapValues[K, V, VR any](s *KStream[K, V], fn func(K, V) []VR, named ...Named) *KStream[K, VR] {
 	c := child(s, first(named), "KSTREAM-FLATMAPVALUES-", s.ks, defaultSerde[VR](), s.rekeyed)
-	s.out.to = append(s.out.to, func(ctx *stream.Context, m meta, k K, v V) error {
-		m.nullValue = false
+	isNil := nilCheck[VR]()
+	s.out.attach(func(ctx *stream.Context, m meta, k K, v V) error {
+		from := m.nullValue
 		for _, vr := range fn(k, v) {
+			m.nullValue = nullFrom(isNil, vr, from)
 			if err := c.out.emit(ctx, m, k, vr); err != nil {
 				return err
 			}
@@ -268,9 +303,11 @@ type KeyValue[K, V any] struct {
 // it repartitions.
 func FlatMap[K, V, KR, VR any](s *KStream[K, V], fn func(K, V) []KeyValue[KR, VR], named ...Named) *KStream[KR, VR] {
 	c := child(s, first(named), "KSTREAM-FLATMAP-", defaultSerde[KR](), defaultSerde[VR](), true)
-	s.out.to = append(s.out.to, func(ctx *stream.Context, m meta, k K, v V) error {
+	nilK, nilV := nilCheck[KR](), nilCheck[VR]()
+	s.out.attach(func(ctx *stream.Context, m meta, k K, v V) error {
+		from := m.nullKey || m.nullValue
 		for _, kv := range fn(k, v) {
-			if err := c.out.emit(ctx, meta{at: m.at}, kv.Key, kv.Value); err != nil {
+			if err := c.out.emit(ctx, meta{at: m.at, nullKey: nullFrom(nilK, kv.Key, from), nullValue: nullFrom(nilV, kv.Value, from)}, kv.Key, kv.Value); err != nil {
 				return err
 			}
 		}
@@ -299,8 +336,8 @@ func (s *KStream[K, V]) Repartition(r Repartitioned[K, V]) *KStream[K, V] {
 		s.b.fail("Repartition %q: the partition count %d is negative", name, r.Partitions)
 	}
 	sink, source := s.b.repartition(name, r.Partitions, s.n)
-	s.out.to = append(s.out.to, sendTo(sink, ks, vs))
-	c := &KStream[K, V]{b: s.b, n: source, out: &fanout[K, V]{}, ks: ks, vs: vs, sources: []*node{source}}
+	s.out.attach(repartitionTo(sink, ks, vs))
+	c := &KStream[K, V]{b: s.b, n: source, out: newFanout[K, V](s.b), ks: ks, vs: vs, sources: []*node{source}}
 	source.entry = sourceEntry(c.out, ks, vs)
 	return c
 }
@@ -327,7 +364,7 @@ func (s *KStream[K, V]) ToFunc(fn func(K, V) string, p Produced[K, V]) {
 		s.b.fail("ToFunc needs Produced serdes for %s and %s", typeName[K](), typeName[V]())
 	}
 	n := s.b.add(&node{name: s.b.nameOr(p.Name, "KSTREAM-SINK-"), kind: sinkNode}, s.n)
-	s.out.to = append(s.out.to, func(c *stream.Context, m meta, k K, v V) error {
+	s.out.attach(func(c *stream.Context, m meta, k K, v V) error {
 		topic := fn(k, v)
 		if topic == "" {
 			return fmt.Errorf("dsl: the topic function of %s named no topic", n.name)
@@ -356,7 +393,7 @@ func (s *KStream[K, V]) Process(p stream.Processor, stores ...string) {
 		n.init = in.Init
 	}
 	ks, vs := s.ks, s.vs
-	s.out.to = append(s.out.to, func(c *stream.Context, m meta, k K, v V) error {
+	s.out.attach(func(c *stream.Context, m meta, k K, v V) error {
 		r := &stream.Record{Timestamp: c.Timestamp(), Headers: c.Headers()}
 		if !m.at.IsZero() {
 			r.Timestamp = m.at

@@ -1,29 +1,29 @@
 package dsl
 
 import (
-	"fmt"
-
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 )
 
-// KTable is a changelog stream: the latest value of each key (Kafka Streams' KTable), here the
-// result of an aggregation, kept in its store.
+// KTable is a changelog stream: the latest value of each key (Kafka Streams' KTable). Its updates
+// travel as changes, each with the value it replaced when an operation below needs it (Kafka
+// Streams' Change and sendOldValues): a filter then drops an update that is out of its table before
+// and after, and a regrouping takes the old value out of its old group.
 type KTable[K, V any] struct {
 	b     *Builder
 	n     *node
-	out   *fanout[K, V]
+	out   *fanout[K, change[V]]
 	ks    serde.Serde[K]
 	vs    serde.Serde[V]
 	store string
+	kv    stream.KeyValueStore[K, stamped[V]] // the store, typed (set by Build)
 	// sources are the source nodes the table comes from (Kafka Streams' subTopologySourceNodes).
 	sources []*node
-	// unkept is the store name Kafka Streams generated for a table it keeps only when an operation
-	// needs its old values (GroupTableBy): an unnamed ToTable's.
-	unkept string
-	// changes hands each update with the value it replaced, to the operations that need both
-	// (GroupTableBy); a table that keeps no store has none to give.
-	changes *fanout[K, change[V]]
+	// sendOld: each update carries the value it replaced (Kafka Streams' sendOldValues).
+	sendOld bool
+	// enableOld has the table send old values if it can, and says whether it does (Kafka Streams'
+	// enableSendingOldValues): a source table can when it has a store, or once force gives it one.
+	enableOld func(force bool) bool
 }
 
 // change is a table's update of one key: the new value and the one it replaced (absent: null).
@@ -32,27 +32,98 @@ type change[V any] struct {
 	hasNew, hasOld bool
 }
 
-// StoreName is the name of the table's store, for interactive queries (stream.App.Store).
+// StoreName is the name of the table's store, for interactive queries (stream.App.Store); empty
+// when the table keeps none.
 func (t *KTable[K, V]) StoreName() string { return t.store }
 
-// ToStream is the stream of the table's updates (Kafka Streams' toStream).
+// keepIn keeps the table in store (its node's store; the typed access set once built).
+func (t *KTable[K, V]) keepIn(store string, op string) {
+	t.store = store
+	t.n.stores = []string{store}
+	if t.ks == nil || t.vs == nil {
+		t.b.fail("the store %q of %s needs serdes for %s and %s (Materialized)", store, op, typeName[K](), typeName[V]())
+		return
+	}
+	t.n.onBuild = append(t.n.onBuild, func() { t.kv = stream.KeyValue(store, t.ks, serde.Serde[stamped[V]](newStampedSerde(store, t.vs))) })
+}
+
+// put writes k's new value of ch to the table's store (a deletion when it has none), with
+// timestamp at.
+func (t *KTable[K, V]) put(c *stream.Context, k K, ch change[V], md meta) error {
+	if !ch.hasNew {
+		return t.kv.Delete(c, k)
+	}
+	return t.kv.Put(c, k, stamped[V]{v: ch.new, at: recordTime(c, md)})
+}
+
+// stored is k's value in the table's store.
+func (t *KTable[K, V]) stored(c *stream.Context, k K) (V, bool, error) {
+	s, ok, err := t.kv.Get(c, k)
+	return s.v, ok, err
+}
+
+// ToStream is the stream of the table's updates (Kafka Streams' toStream): a deletion is a record
+// with a null value.
 func (t *KTable[K, V]) ToStream(named ...Named) *KStream[K, V] {
 	n := t.b.add(&node{name: t.b.nameOr(string(first(named)), "KTABLE-TOSTREAM-"), kind: processorNode}, t.n)
-	s := &KStream[K, V]{b: t.b, n: n, out: &fanout[K, V]{}, ks: t.ks, vs: t.vs, sources: t.sources}
-	t.out.to = append(t.out.to, func(c *stream.Context, m meta, k K, v V) error { return s.out.emit(c, m, k, v) })
+	s := &KStream[K, V]{b: t.b, n: n, out: newFanout[K, V](t.b), ks: t.ks, vs: t.vs, sources: t.sources}
+	t.out.attach(func(c *stream.Context, m meta, k K, ch change[V]) error {
+		m.nullValue = !ch.hasNew
+		return s.out.emit(c, m, k, ch.new)
+	})
 	return s
 }
 
+// sourceTable makes the table a source table (Kafka Streams' KTableSource) reads: it has a store
+// when one is named, else it gets the generated one (unkept) only when an operation needs its old
+// values; in reads the records.
+func sourceTable[K, V any](b *Builder, n *node, ks serde.Serde[K], vs serde.Serde[V], store, unkept string, sources []*node, in *fanout[K, V]) *KTable[K, V] {
+	t := &KTable[K, V]{b: b, n: n, out: newFanout[K, change[V]](b), ks: ks, vs: vs, sources: sources}
+	if store != "" {
+		t.keepIn(store, n.name)
+	}
+	t.enableOld = func(force bool) bool {
+		if t.store == "" {
+			if !force {
+				return false
+			}
+			t.keepIn(unkept, n.name)
+		}
+		t.sendOld = true
+		return true
+	}
+	in.attach(func(c *stream.Context, md meta, k K, v V) error {
+		if md.nullKey {
+			return nil // Kafka Streams skips a table record without a key
+		}
+		ch := change[V]{new: v, hasNew: !md.nullValue}
+		if t.store != "" {
+			if t.sendOld {
+				var err error
+				if ch.old, ch.hasOld, err = t.stored(c, k); err != nil {
+					return err
+				}
+			}
+			if err := t.put(c, k, ch, md); err != nil {
+				return err
+			}
+		}
+		md.nullValue = false
+		return t.out.emit(c, md, k, ch)
+	})
+	return t
+}
+
 // ToTable reads the stream as a table (Kafka Streams' toTable): each record is its key's latest
-// value, a null value deletes it. The table is kept in a store only when m names one; after a key
-// change the stream goes through a repartition topic first.
+// value, a null value deletes it. The table is kept in a store only when m names one (or an
+// operation needs its old values); after a key change the stream goes through a repartition topic
+// first.
 func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 	b := s.b
 	named, m, _ := tableOptions[K, V](b, "ToTable", opts)
 	name := b.nameOr(string(named), "KSTREAM-TOTABLE-")
-	store := m.Name
 	unkept := ""
-	if store == "" {
+	if m.Name == "" {
 		unkept = b.newStoreName("KSTREAM-TOTABLE-") // kept only if an operation needs old values
 	}
 	ks, vs := m.Key, m.Value
@@ -68,8 +139,8 @@ func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 			b.fail("the repartition before ToTable %q needs serdes for %s and %s", name, typeName[K](), typeName[V]())
 		}
 		sink, source := b.repartition(name, 0, s.n)
-		s.out.to = append(s.out.to, sendTo(sink, ks, vs))
-		in = &fanout[K, V]{}
+		s.out.attach(repartitionTo(sink, ks, vs))
+		in = newFanout[K, V](b)
 		source.entry = sourceEntry(in, ks, vs)
 		parent = source
 	}
@@ -78,81 +149,52 @@ func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 	if parent != s.n {
 		sources = []*node{parent}
 	}
-	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store, unkept: unkept, changes: &fanout[K, change[V]]{}, sources: sources}
-	if store != "" {
-		n.stores = []string{store}
-		if ks == nil || vs == nil {
-			b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[V]())
-		}
-	}
-	in.to = append(in.to, t.update)
-	return t
+	return sourceTable(b, n, ks, vs, m.Name, unkept, sources, in)
 }
 
-// update is a table source's processing (Kafka Streams' KTableSource): a record with a null key is
-// skipped; the value is k's latest (a null one deletes it), kept and handed on.
-func (t *KTable[K, V]) update(c *stream.Context, md meta, k K, v V) error {
-	if md.nullKey {
-		return nil
+// Table reads topic as a table (Kafka Streams' StreamsBuilder.table): each record is its key's
+// latest value, a null value deletes it, a null key is skipped. The table is kept in a store only
+// when m names one (its changelog is <application.id>-<name>-changelog; the source topic is not
+// reused as the changelog, as with topology.optimization none), or when an operation needs its old
+// values (GroupTableBy), under the generated name <topic>-STATE-STORE-<n>. The records are read, and
+// kept, with c's serdes: m's are not used (as in Kafka Streams).
+func Table[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Materialized[K, V]) *KTable[K, V] {
+	var mat Materialized[K, V]
+	if len(m) > 0 {
+		mat = m[0]
 	}
-	if err := t.keep(c, md, k, v); err != nil {
-		return err
+	ks, vs := orDefault(c.Key), orDefault(c.Value)
+	if topic == "" {
+		b.fail("Table needs a topic")
 	}
-	return t.out.emit(c, md, k, v)
+	if ks == nil || vs == nil {
+		b.fail("Table(%q) needs Consumed serdes for %s and %s", topic, typeName[K](), typeName[V]())
+	}
+	unkept := ""
+	if mat.Name == "" {
+		unkept = b.newStoreName(topic + "-")
+	}
+	sourceName := b.newName("KSTREAM-SOURCE-")
+	if c.Name != "" {
+		sourceName = c.Name + "-source"
+	}
+	source := b.add(&node{name: sourceName, kind: sourceNode, topic: topic})
+	n := b.add(&node{name: b.nameOr(c.Name, "KTABLE-SOURCE-"), kind: processorNode}, source)
+	in := newFanout[K, V](b)
+	source.entry = sourceEntry(in, ks, vs)
+	// Kafka Streams keeps the table with the Consumed serdes too: it overrides the Materialized ones.
+	return sourceTable(b, n, ks, vs, mat.Name, unkept, []*node{source}, in)
 }
 
-// keep writes the table's latest value of k to its store, if it has one (a null value deletes it),
-// and hands the update with the value it replaced to the operations that need both.
-func (t *KTable[K, V]) keep(c *stream.Context, md meta, k K, v V) error {
-	if t.store == "" {
-		return nil
-	}
-	kb, err := t.ks.Encode(k)
-	if err != nil {
-		return fmt.Errorf("dsl: encoding a key for store %s: %w", t.store, err)
-	}
-	st := c.Store(t.store)
-	ch := change[V]{new: v, hasNew: !md.nullValue}
-	if len(t.changes.to) > 0 {
-		old, ok, err := st.Get(kb)
-		if err != nil {
-			return err
-		}
-		if ok {
-			_, ob, err := splitTimestamp(t.store, old)
-			if err != nil {
-				return err
-			}
-			if ch.old, err = t.vs.Decode(ob); err != nil {
-				return fmt.Errorf("dsl: decoding a value of store %s: %w", t.store, err)
-			}
-			ch.hasOld = true
-		}
-	}
-	if md.nullValue {
-		err = st.Delete(kb)
-	} else {
-		var vb []byte
-		if vb, err = t.vs.Encode(v); err != nil {
-			return fmt.Errorf("dsl: encoding a value for store %s: %w", t.store, err)
-		}
-		err = st.Put(kb, withTimestamp(recordTime(c, md), vb))
-	}
-	if err != nil || len(t.changes.to) == 0 || (!ch.hasNew && !ch.hasOld) {
-		return err
-	}
-	return t.changes.emit(c, md, k, ch)
-}
-
-// derived adds a table operation's node below t and the table it makes, kept in a store when a
-// Materialized names one.
+// derived adds a table operation's node below t and the table it makes (Kafka Streams' filter and
+// mapValues), kept in a store when a Materialized names one. It sends old values when asked, if its
+// store or t can give them.
 func derived[K, V, VR any](t *KTable[K, V], op, prefix string, vr serde.Serde[VR], opts []TableOption) *KTable[K, VR] {
 	b := t.b
 	named, m, materialized := tableOptions[K, VR](b, op, opts)
 	// Kafka Streams keeps the result only in a store the user named; an unnamed Materialized takes
 	// a number before the node's, for compatibility.
-	store := m.Name
-	if materialized && store == "" {
+	if materialized && m.Name == "" {
 		b.newStoreName(prefix)
 	}
 	name := b.nameOr(string(named), prefix)
@@ -164,17 +206,45 @@ func derived[K, V, VR any](t *KTable[K, V], op, prefix string, vr serde.Serde[VR
 		vs = vr
 	}
 	n := b.add(&node{name: name, kind: processorNode}, t.n)
-	if store != "" {
-		n.stores = []string{store}
-		if ks == nil || vs == nil {
-			b.fail("the store %q needs Materialized serdes for %s and %s", store, typeName[K](), typeName[VR]())
+	f := &KTable[K, VR]{b: b, n: n, out: newFanout[K, change[VR]](b), ks: ks, vs: vs, sources: t.sources}
+	if m.Name != "" {
+		f.keepIn(m.Name, op)
+	}
+	f.enableOld = func(force bool) bool {
+		if f.store != "" || t.enableOld(force) {
+			f.sendOld = true
+		}
+		return f.sendOld
+	}
+	return f
+}
+
+// emitDerived finishes a derived table's update of k: the old value from its store when it keeps
+// one (else what compute made of the parent's), the store written, the change handed on. With old
+// values sent, an update absent before and after is dropped (Kafka Streams' filter does so).
+func (f *KTable[K, V]) emitDerived(c *stream.Context, md meta, k K, ch change[V], drop bool) error {
+	if !f.sendOld {
+		ch.hasOld, ch.old = false, *new(V)
+	} else if f.store != "" {
+		var err error
+		if ch.old, ch.hasOld, err = f.stored(c, k); err != nil {
+			return err
 		}
 	}
-	return &KTable[K, VR]{b: b, n: n, out: &fanout[K, VR]{}, ks: ks, vs: vs, store: store, changes: &fanout[K, change[VR]]{}, sources: t.sources}
+	if drop && f.sendOld && !ch.hasNew && !ch.hasOld {
+		return nil
+	}
+	if f.store != "" {
+		if err := f.put(c, k, ch, md); err != nil {
+			return err
+		}
+	}
+	return f.out.emit(c, md, k, ch)
 }
 
 // Filter keeps the keys whose latest value pred accepts (Kafka Streams' KTable.filter): an update
-// pred rejects becomes a deletion downstream. opts: Named, and Materialized to keep the result in a
+// pred rejects becomes a deletion downstream, or nothing when the key was not in the result before
+// either (known when t sends old values). opts: Named, and Materialized to keep the result in a
 // store.
 func (t *KTable[K, V]) Filter(pred func(K, V) bool, opts ...TableOption) *KTable[K, V] {
 	return t.filter(pred, false, "Filter", opts)
@@ -187,75 +257,41 @@ func (t *KTable[K, V]) FilterNot(pred func(K, V) bool, opts ...TableOption) *KTa
 
 func (t *KTable[K, V]) filter(pred func(K, V) bool, not bool, op string, opts []TableOption) *KTable[K, V] {
 	f := derived(t, op, "KTABLE-FILTER-", t.vs, opts)
-	t.out.to = append(t.out.to, func(c *stream.Context, md meta, k K, v V) error {
-		if !md.nullValue && pred(k, v) == not {
-			md.nullValue, v = true, *new(V)
+	// Kafka Streams' filter sends old values whenever its parent can without a new store, to avoid
+	// deletions of keys that were never in its result.
+	f.sendOld = t.enableOld(false)
+	t.out.attach(func(c *stream.Context, md meta, k K, ch change[V]) error {
+		if ch.hasNew && pred(k, ch.new) == not {
+			ch.hasNew, ch.new = false, *new(V)
 		}
-		if err := f.keep(c, md, k, v); err != nil {
-			return err
+		if ch.hasOld && pred(k, ch.old) == not {
+			ch.hasOld, ch.old = false, *new(V)
 		}
-		return f.out.emit(c, md, k, v)
+		return f.emitDerived(c, md, k, ch, true)
 	})
 	return f
 }
 
 // MapTableValues changes each latest value with fn (Kafka Streams' KTable.mapValues); a deletion
-// stays one. opts: Named, and Materialized[K, VR] to keep the result in a store.
+// stays one, and a nil result of a type that has one (a pointer, a slice, a map) is a deletion.
+// opts: Named, and Materialized[K, VR] to keep the result in a store.
 func MapTableValues[K, V, VR any](t *KTable[K, V], fn func(K, V) VR, opts ...TableOption) *KTable[K, VR] {
 	f := derived(t, "MapTableValues", "KTABLE-MAPVALUES-", defaultSerde[VR](), opts)
-	t.out.to = append(t.out.to, func(c *stream.Context, md meta, k K, v V) error {
-		var vr VR
-		if !md.nullValue {
-			vr = fn(k, v)
+	isNil := nilCheck[VR]()
+	mapped := func(k K, v V, has bool) (VR, bool) {
+		if !has {
+			return *new(VR), false
 		}
-		if err := f.keep(c, md, k, vr); err != nil {
-			return err
+		vr := fn(k, v)
+		return vr, isNil == nil || !isNil(vr)
+	}
+	t.out.attach(func(c *stream.Context, md meta, k K, ch change[V]) error {
+		var out change[VR]
+		out.new, out.hasNew = mapped(k, ch.new, ch.hasNew)
+		if f.sendOld && f.store == "" {
+			out.old, out.hasOld = mapped(k, ch.old, ch.hasOld)
 		}
-		return f.out.emit(c, md, k, vr)
+		return f.emitDerived(c, md, k, out, false)
 	})
 	return f
-}
-
-// Table reads topic as a table (Kafka Streams' StreamsBuilder.table): each record is its key's
-// latest value, a null value deletes it, a null key is skipped. The table is kept in a store only
-// when m names one (its changelog is <application.id>-<name>-changelog; the source topic is not
-// reused as the changelog, as with topology.optimization none), or when an operation needs its old
-// values (GroupTableBy), under the generated name <topic>-STATE-STORE-<n>.
-func Table[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Materialized[K, V]) *KTable[K, V] {
-	var mat Materialized[K, V]
-	if len(m) > 0 {
-		mat = m[0]
-	}
-	ks, vs := orDefault(c.Key), orDefault(c.Value)
-	if mat.Key != nil {
-		ks = mat.Key
-	}
-	if mat.Value != nil {
-		vs = mat.Value
-	}
-	if topic == "" {
-		b.fail("Table needs a topic")
-	}
-	if ks == nil || vs == nil {
-		b.fail("Table(%q) needs Consumed serdes for %s and %s", topic, typeName[K](), typeName[V]())
-	}
-	store, unkept := mat.Name, ""
-	if store == "" {
-		unkept = b.newStoreName(topic + "-")
-	}
-	sourceName := b.newName("KSTREAM-SOURCE-")
-	if c.Name != "" {
-		sourceName = c.Name + "-source"
-	}
-	source := b.add(&node{name: sourceName, kind: sourceNode, topic: topic})
-	n := b.add(&node{name: b.nameOr(c.Name, "KTABLE-SOURCE-"), kind: processorNode}, source)
-	t := &KTable[K, V]{b: b, n: n, out: &fanout[K, V]{}, ks: ks, vs: vs, store: store, unkept: unkept,
-		changes: &fanout[K, change[V]]{}, sources: []*node{source}}
-	if store != "" {
-		n.stores = []string{store}
-	}
-	in := &fanout[K, V]{}
-	source.entry = sourceEntry(in, ks, vs)
-	in.to = append(in.to, t.update)
-	return t
 }

@@ -1,8 +1,10 @@
 package dsl
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -13,11 +15,6 @@ import (
 // stores do (ValueAndTimestamp): 8 bytes of big-endian milliseconds, then the value's bytes. The
 // runtime writes their changelog as Kafka Streams does (the value alone, the timestamp as the
 // record's: stream.TimestampedStore), so Java and Go members restore each other's.
-
-// withTimestamp is the stored form of value bytes vb with timestamp ts.
-func withTimestamp(ts time.Time, vb []byte) []byte {
-	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(vb)), uint64(ts.UnixMilli())), vb...)
-}
 
 // splitTimestamp reads a stored value of store: its timestamp and its value's bytes.
 func splitTimestamp(store string, stored []byte) (time.Time, []byte, error) {
@@ -42,17 +39,20 @@ type stamped[V any] struct {
 	at time.Time
 }
 
-// stampedSerde encodes a stamped value as the DSL's stores keep it (withTimestamp), into the
+// stampedSerde encodes a stamped value as the DSL's stores keep it (8 bytes of milliseconds, then the value), into the
 // runtime's scratch when the value's serde can append (serde.Appender).
 type stampedSerde[V any] struct {
 	store string
 	inner serde.Serde[V]
 	app   serde.Appender[V]
+	// bytes: V is []byte, whose decoded values are copied out of the store's bytes (an aggregator
+	// changing its aggregate in place must not change the store under the changelog write).
+	bytes bool
 }
 
 func newStampedSerde[V any](store string, inner serde.Serde[V]) stampedSerde[V] {
 	app, _ := inner.(serde.Appender[V])
-	return stampedSerde[V]{store: store, inner: inner, app: app}
+	return stampedSerde[V]{store: store, inner: inner, app: app, bytes: reflect.TypeFor[V]() == reflect.TypeFor[[]byte]()}
 }
 
 func (s stampedSerde[V]) Encode(x stamped[V]) ([]byte, error) { return s.AppendEncode(nil, x) }
@@ -77,6 +77,9 @@ func (s stampedSerde[V]) Decode(b []byte) (stamped[V], error) {
 	v, err := s.inner.Decode(vb)
 	if err != nil {
 		return stamped[V]{}, fmt.Errorf("dsl: decoding a value of store %s: %w", s.store, err)
+	}
+	if s.bytes {
+		v = any(bytes.Clone(any(v).([]byte))).(V)
 	}
 	return stamped[V]{v: v, at: at}, nil
 }

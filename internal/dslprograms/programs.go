@@ -230,3 +230,41 @@ func init() {
 			Aggregate(func() string { return "" }).ToStream().To(t+"-out", dsl.Produced[string, string]{})
 	}
 }
+
+func init() {
+	Programs["p-count-filter"] = func(b *dsl.Builder, t string) {
+		dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey().Count().
+			Filter(func(_ string, n int64) bool { return n > 1 }).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+	Programs["p-table-filter-groupby"] = func(b *dsl.Builder, t string) {
+		src := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{}, dsl.Materialized[string, string]{Name: "src"})
+		dsl.GroupTableBy(src.Filter(func(_, v string) bool { return len(v) > 1 }), func(k, v string) (string, string) { return v, k }).
+			Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+	Programs["p-table-unnamed-filter-groupby"] = func(b *dsl.Builder, t string) {
+		long := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{}).Filter(func(_, v string) bool { return len(v) > 1 })
+		marked := dsl.MapTableValues(long, func(_, v string) string { return v + "!" })
+		dsl.GroupTableBy(marked, func(k, v string) (string, string) { return v, k }).
+			Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+	Programs["p-count-regroup"] = func(b *dsl.Builder, t string) {
+		counts := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey().Count()
+		dsl.GroupTableBy(counts, func(k string, n int64) (string, string) { return fmt.Sprint(n), k }).
+			Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+	Programs["p-mapvalues-null"] = func(b *dsl.Builder, t string) {
+		dsl.MapValues(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) []byte {
+			if strings.HasPrefix(v, "a") {
+				return nil // a null value
+			}
+			return []byte(v)
+		}).To(t+"-out", dsl.Produced[string, []byte]{})
+	}
+	Programs["p-grouped-table-twice"] = func(b *dsl.Builder, t string) {
+		users := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{}, dsl.Materialized[string, string]{Name: "users"})
+		g := dsl.GroupTableBy(users, func(k, v string) (string, string) { return v, k }, dsl.Grouped[string, string]{Name: "by-region"})
+		g.Count(dsl.Materialized[string, int64]{Name: "n"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+		g.Reduce(func(a, v string) string { return a + v }, func(a, v string) string { return strings.ReplaceAll(a, v, "") },
+			dsl.Materialized[string, string]{Name: "members"}).ToStream().To(t+"-out2", dsl.Produced[string, string]{})
+	}
+}

@@ -35,7 +35,8 @@ final class DslPrograms {
         "p-table-ops", "p-table-ops-materialized", "p-process", "p-table-groupby-count", "p-table-groupby-reduce",
         "p-table-groupby-aggregate", "p-cogroup", "p-cogroup-three", "p-named-source", "p-table-source",
         "p-table-source-unnamed", "p-cogroup-one", "p-grouped-twice", "p-cogroup-after-aggregate",
-        "p-table-filter-unnamed-materialized", "p-cogroup-after-totable");
+        "p-table-filter-unnamed-materialized", "p-cogroup-after-totable", "p-count-filter", "p-table-filter-groupby",
+        "p-table-unnamed-filter-groupby", "p-count-regroup", "p-mapvalues-null", "p-grouped-table-twice");
 
     private DslPrograms() {
     }
@@ -343,6 +344,59 @@ final class DslPrograms {
                     .<String>cogroup((k, v, agg) -> agg + v)
                     .aggregate(() -> "")
                     .toStream().to(t + "-out");
+                break;
+            }
+            case "p-count-filter": {
+                // A filter on a table that sends old values: an update rejected before and after
+                // is dropped, not turned into a deletion.
+                b.<String, String>stream(t + "-in")
+                    .groupByKey()
+                    .count()
+                    .filter((k, v) -> v > 1)
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-table-filter-groupby": {
+                b.<String, String>table(t + "-in", Materialized.as("src"))
+                    .filter((k, v) -> v.length() > 1)
+                    .groupBy((k, v) -> KeyValue.pair(v, k))
+                    .count()
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-table-unnamed-filter-groupby": {
+                // The regrouping needs old values: Kafka Streams keeps the source table in a store
+                // through the filter.
+                b.<String, String>table(t + "-in")
+                    .filter((k, v) -> v.length() > 1)
+                    .mapValues(v -> v + "!")
+                    .groupBy((k, v) -> KeyValue.pair(v, k))
+                    .count()
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-count-regroup": {
+                // A count's first update of a key carries the initial 0 as its old value.
+                b.<String, String>stream(t + "-in")
+                    .groupByKey()
+                    .count()
+                    .groupBy((k, v) -> KeyValue.pair(v.toString(), k))
+                    .count()
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-mapvalues-null": {
+                b.<String, String>stream(t + "-in")
+                    .mapValues(v -> v.startsWith("a") ? null : v)
+                    .to(t + "-out");
+                break;
+            }
+            case "p-grouped-table-twice": {
+                // Two aggregations of one named table grouping share its repartition topic.
+                org.apache.kafka.streams.kstream.KGroupedTable<String, String> g = b.<String, String>table(t + "-in", Materialized.as("users"))
+                    .groupBy((k, v) -> KeyValue.pair(v, k), Grouped.as("by-region"));
+                g.count(Materialized.as("n")).toStream().to(t + "-out", longs);
+                g.reduce((a, v) -> a + v, (a, v) -> a.replace(v, ""), Materialized.as("members")).toStream().to(t + "-out2");
                 break;
             }
             default:

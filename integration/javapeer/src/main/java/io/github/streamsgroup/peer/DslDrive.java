@@ -1,0 +1,130 @@
+package io.github.streamsgroup.peer;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeSet;
+
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.test.TestRecord;
+
+/**
+ * Runs each program of {@link DslPrograms} in Kafka Streams' TopologyTestDriver over the input
+ * records of a file and prints every record it writes to its output topics: what the Go DSL's
+ * programs must write for the same input (dsl/outputs_test.go compares).
+ *
+ * <p>Usage: {@code DslDrive <inputs file>}. The file has sections {@code [default]} and
+ * {@code [<program> ...]} (a program uses the section that names it, if one does); each record line is
+ * {@code <topic suffix> <key> <value> <timestamp ms>}, tab-separated, {@code \N} for null. A
+ * program reads {@code t-<program>-<suffix>}. Output lines, in the order each topic was written:
+ * {@code <program> <topic> <key> <value> <timestamp ms>}, tab-separated, where a key or value is
+ * {@code \N} (null), {@code s:<text>} (printable ASCII) or {@code x:<hex>}. The record cache is off
+ * ({@code statestore.cache.max.bytes=0}), so every update is written.
+ */
+public final class DslDrive {
+    private DslDrive() {
+    }
+
+    /** One input record. */
+    private record In(String suffix, byte[] key, byte[] value, long ts) {
+    }
+
+    public static void main(String[] args) throws IOException {
+        Map<String, List<In>> sections = read(Path.of(args[0]));
+        for (String program : DslPrograms.NAMES) {
+            List<In> inputs = sections.getOrDefault(program, sections.get("default"));
+            String app = "app-" + program;
+            String t = "t-" + program;
+            Properties props = new Properties();
+            props.put(StreamsConfig.APPLICATION_ID_CONFIG, app);
+            props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
+            props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+            props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+            props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+            props.put(StreamsConfig.STATE_DIR_CONFIG, Files.createTempDirectory("dsldrive").toString());
+            Topology topo = DslPrograms.build(program, t, props);
+            try (TopologyTestDriver d = new TopologyTestDriver(topo, props)) {
+                Map<String, TestInputTopic<byte[], byte[]>> ins = new LinkedHashMap<>();
+                java.util.Set<String> read = new java.util.HashSet<>();
+                for (org.apache.kafka.streams.TopologyDescription.Subtopology s : topo.describe().subtopologies()) {
+                    for (org.apache.kafka.streams.TopologyDescription.Node n : s.nodes()) {
+                        if (n instanceof org.apache.kafka.streams.TopologyDescription.Source src) {
+                            read.addAll(src.topicSet());
+                        }
+                    }
+                }
+                for (In in : inputs) {
+                    if (!read.contains(t + "-" + in.suffix)) {
+                        continue; // a topic the program does not read
+                    }
+                    TestInputTopic<byte[], byte[]> topic = ins.computeIfAbsent(in.suffix,
+                        s -> d.createInputTopic(t + "-" + s, new ByteArraySerializer(), new ByteArraySerializer()));
+                    topic.pipeInput(new TestRecord<>(in.key, in.value, Instant.ofEpochMilli(in.ts)));
+                }
+                for (String topic : new TreeSet<>(d.producedTopicNames())) {
+                    if (topic.startsWith(app + "-")) {
+                        continue; // repartition and changelog topics
+                    }
+                    TestOutputTopic<byte[], byte[]> out = d.createOutputTopic(topic, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+                    for (TestRecord<byte[], byte[]> r : out.readRecordsToList()) {
+                        System.out.println(program + "\t" + topic + "\t" + show(r.key()) + "\t" + show(r.value()) + "\t" + r.timestamp());
+                    }
+                }
+            }
+        }
+    }
+
+    private static Map<String, List<In>> read(Path p) throws IOException {
+        Map<String, List<In>> sections = new LinkedHashMap<>();
+        List<In> cur = null;
+        for (String line : Files.readAllLines(p, StandardCharsets.UTF_8)) {
+            if (line.isEmpty() || line.startsWith("#")) {
+                continue;
+            }
+            if (line.startsWith("[")) {
+                cur = new ArrayList<>();
+                for (String name : line.substring(1, line.length() - 1).split(" ")) {
+                    sections.put(name, cur);
+                }
+                continue;
+            }
+            String[] f = line.split("\t", -1);
+            if (f.length != 4 || cur == null) {
+                throw new IllegalArgumentException("bad input line: " + line);
+            }
+            cur.add(new In(f[0], bytes(f[1]), bytes(f[2]), Long.parseLong(f[3])));
+        }
+        return sections;
+    }
+
+    private static byte[] bytes(String s) {
+        return s.equals("\\N") ? null : s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static String show(byte[] b) {
+        if (b == null) {
+            return "\\N";
+        }
+        for (byte c : b) {
+            if (c < 0x20 || c > 0x7e) {
+                return "x:" + HexFormat.of().formatHex(b);
+            }
+        }
+        return "s:" + new String(b, StandardCharsets.US_ASCII);
+    }
+}
