@@ -46,7 +46,6 @@ var brokerSide = map[string]string{
 // exception handlers): the application does that work here, so this package does not read them.
 var runtimeKeys = map[string]bool{
 	"default.key.serde": true, "default.value.serde": true,
-	"cache.max.bytes.buffering": true, "statestore.cache.max.bytes": true,
 	"upgrade.from": true, "probing.rebalance.interval.ms": true,
 	"task.timeout.ms":       true,
 	"rocksdb.config.setter": true, "num.stream.threads.max": true,

@@ -55,8 +55,9 @@ func FromMap(m map[string]string) (Config, error) {
 		case IsSecurityKey(key):
 			// read above, by parseSecurity
 		case key == KeyTransactionTimeout && m[KeyProducerTransactionTimeout] != "",
-			key == KeyDeliveryTimeout && m[KeyProducerDeliveryTimeout] != "":
-			// the producer. key wins, as in Kafka Streams (read in its own turn)
+			key == KeyDeliveryTimeout && m[KeyProducerDeliveryTimeout] != "",
+			key == KeyCacheMaxBytesBuffering && m[KeyStateStoreCacheMaxBytes] != "":
+			// the producer. key (the newer name) wins, as in Kafka Streams (read in its own turn)
 		case isRuntimeKey(key):
 			parseRuntime(&c, key, raw, &p)
 		case longs[key] != nil:

@@ -55,7 +55,15 @@ const (
 	// KeyNumStreamThreads is Kafka Streams' num.stream.threads: how many stream threads (each a
 	// member of the group with its own tasks) one process runs.
 	KeyNumStreamThreads = "num.stream.threads"
+	// KeyStateStoreCacheMaxBytes is Kafka Streams' statestore.cache.max.bytes: the bytes the DSL's
+	// record cache may hold across the process's threads. Its pre-3.4 name KeyCacheMaxBytesBuffering
+	// is read as it when it is not given.
+	KeyStateStoreCacheMaxBytes = "statestore.cache.max.bytes"
+	KeyCacheMaxBytesBuffering  = "cache.max.bytes.buffering"
 )
+
+// DefaultStateStoreCacheMaxBytes is Kafka Streams' statestore.cache.max.bytes: 10 MiB.
+const DefaultStateStoreCacheMaxBytes = 10 * 1024 * 1024
 
 // MaxTaskIdleDisabled is max.task.idle.ms=-1: a task never waits for an empty input partition.
 const MaxTaskIdleDisabled = -time.Millisecond
@@ -215,6 +223,24 @@ type Runtime struct {
 	// transactional producer, all sharing the process ID and state.dir. Zero means 1 (the
 	// default).
 	NumStreamThreads int
+	// StateStoreCacheMaxBytes (statestore.cache.max.bytes) is how many bytes the DSL's record cache
+	// may hold, across the process's threads: updates of a key between commits are held there and
+	// only the latest is written to the store, its changelog and downstream, at the commit or when
+	// the cache is full. Zero means DefaultStateStoreCacheMaxBytes; a negative value turns the cache
+	// off (FromMap reads statestore.cache.max.bytes=0 so), and every update is written at once.
+	StateStoreCacheMaxBytes int64
+}
+
+// CacheBytes is the record cache's size: StateStoreCacheMaxBytes, its default when zero, 0 (no
+// cache) when negative.
+func (r Runtime) CacheBytes() int64 {
+	switch {
+	case r.StateStoreCacheMaxBytes == 0:
+		return DefaultStateStoreCacheMaxBytes
+	case r.StateStoreCacheMaxBytes < 0:
+		return 0
+	}
+	return r.StateStoreCacheMaxBytes
 }
 
 // Threads is NumStreamThreads, or 1 when zero.
@@ -261,7 +287,8 @@ func isRuntimeKey(key string) bool {
 		KeyDeserializationExceptionHandler, KeyDefaultDeserializationExceptionHandler, KeyAutoOffsetReset,
 		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyTimestampExtractor, KeyDeadLetterQueueTopic,
 		KeyProductionExceptionHandler, KeyDefaultProductionExceptionHandler, KeyDeliveryTimeout, KeyProducerDeliveryTimeout,
-		KeyMaxTaskIdle, KeyBufferedRecordsPerPartition, KeyNumStreamThreads, KeyTopologyOptimization:
+		KeyMaxTaskIdle, KeyBufferedRecordsPerPartition, KeyNumStreamThreads, KeyTopologyOptimization,
+		KeyStateStoreCacheMaxBytes, KeyCacheMaxBytesBuffering:
 		return true
 	}
 	return false
@@ -337,6 +364,20 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 			return
 		}
 		r.NumStreamThreads = int(n)
+	case KeyStateStoreCacheMaxBytes, KeyCacheMaxBytesBuffering:
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			p.add(key, raw, "%s", numberReason(err, "LONG", math.MaxInt64))
+			return
+		}
+		if n < 0 {
+			p.add(key, raw, "must be at least 0 (0 turns the record cache off)")
+			return
+		}
+		r.StateStoreCacheMaxBytes = n
+		if n == 0 {
+			r.StateStoreCacheMaxBytes = -1 // zero is the default here; -1 is "no cache"
+		}
 	case KeyTopologyOptimization:
 		if !strings.EqualFold(val, "none") {
 			p.add(key, raw, "only none (Kafka Streams' default) is supported: the DSL builds the topology Kafka Streams builds "+

@@ -56,6 +56,8 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyMaxTaskIdle, "1s", "LONG"},
 		{KeyBufferedRecordsPerPartition, "2147483648", "INT"},
 		{KeyNumStreamThreads, "0", "at least 1"},
+		{KeyStateStoreCacheMaxBytes, "-1", "at least 0"},
+		{KeyCacheMaxBytesBuffering, "many", "LONG"},
 		{KeyNumStreamThreads, "-2", "at least 1"},
 		{KeyNumStreamThreads, "two", "INT"},
 		{KeyTopologyOptimization, "all", "only none"},
@@ -116,6 +118,29 @@ func TestNumStreamThreads(t *testing.T) {
 	var ce *Error
 	if err := c.Validate(); !errors.As(err, &ce) || !ce.Has(KeyNumStreamThreads) {
 		t.Fatalf("Validate of -1 threads: %v; want a problem on num.stream.threads", err)
+	}
+}
+
+// TestStateStoreCacheMaxBytes: statestore.cache.max.bytes is read with Kafka's name and default
+// (10 MiB), 0 turns the cache off, and the old name cache.max.bytes.buffering is read when the new
+// one is not given.
+func TestStateStoreCacheMaxBytes(t *testing.T) {
+	for _, tc := range []struct {
+		m    map[string]string
+		want int64
+	}{
+		{map[string]string{}, 10485760},
+		{map[string]string{KeyStateStoreCacheMaxBytes: "0"}, 0},
+		{map[string]string{KeyStateStoreCacheMaxBytes: " 4096 "}, 4096},
+		{map[string]string{KeyCacheMaxBytesBuffering: "1000"}, 1000},
+		{map[string]string{KeyCacheMaxBytesBuffering: "1000", KeyStateStoreCacheMaxBytes: "2000"}, 2000},
+		{map[string]string{KeyCacheMaxBytesBuffering: "0", KeyStateStoreCacheMaxBytes: "2000"}, 2000},
+	} {
+		tc.m[KeyApplicationID] = "a"
+		c, err := FromMap(tc.m)
+		if err != nil || c.Runtime.CacheBytes() != tc.want {
+			t.Errorf("%v: %d bytes, %v; want %d", tc.m, c.Runtime.CacheBytes(), err, tc.want)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/stream"
+	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
 )
 
@@ -26,6 +27,8 @@ type Builder struct {
 	// copartitions are the copartition groups the program registers, each as its sides' source
 	// nodes (the side whose method registered it first), in the order they were registered.
 	copartitions [][][]*node
+	// cache is the record cache's budget, shared by the tables kept in stores (cache.go).
+	cache *recordCache
 }
 
 // AddStore adds a key-value store, with its changelog, for the processors given to Process that
@@ -75,6 +78,8 @@ type node struct {
 	init func(c *stream.Context) error
 	// onBuild runs once Build named the node's topic (sendTo).
 	onBuild []func()
+	// flushers are the record caches of the node's stores (set by Build).
+	flushers []flusher
 	// entry handles a record of the source's topic (sources only): decode and hand it on.
 	entry func(c *stream.Context, r *stream.Record) error
 
@@ -266,6 +271,12 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 			f()
 		}
 	}
+	for _, s := range subs {
+		s.cache = b.rc()
+		for _, n := range s.nodes { // in the order of the nodes: a cache flushes before those below it
+			s.flushers = append(s.flushers, n.flushers...)
+		}
+	}
 	defs := make([]topology.Subtopology, len(subs))
 	procs := stream.Processors{}
 	for i, s := range subs {
@@ -298,12 +309,20 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 	return topo, procs, nil
 }
 
+// flusher is one table's record cache, as its subtopology's processor flushes and discards it.
+type flusher struct {
+	flush   func(*stream.Context) error
+	discard func(tasks.ID)
+}
+
 // subtopology is one subtopology's processor: each input topic's source node.
 type subtopology struct {
-	def     topology.Subtopology
-	entries map[string]func(*stream.Context, *stream.Record) error
-	inits   []func(*stream.Context) error
-	nodes   []*node
+	def      topology.Subtopology
+	flushers []flusher
+	cache    *recordCache
+	entries  map[string]func(*stream.Context, *stream.Record) error
+	inits    []func(*stream.Context) error
+	nodes    []*node
 	// only is the entry of the one topic the subtopology reads, if it reads one (set by Build, then
 	// only read: the processor is shared by the stream threads).
 	only      func(*stream.Context, *stream.Record) error
@@ -339,12 +358,33 @@ func recovered(err *error) {
 // Init runs the Init of the processors (Process) of the subtopology as its task starts.
 func (s *subtopology) Init(c *stream.Context) (err error) {
 	defer recovered(&err)
+	// The record cache's size is the running application's (statestore.cache.max.bytes).
+	s.cache.max.Store(c.Config().Runtime.CacheBytes())
 	for _, in := range s.inits {
 		if err := in(c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Flush writes what the record caches of the subtopology's tables hold for c's task, before the
+// task's work is committed (stream.Flusher).
+func (s *subtopology) Flush(c *stream.Context) (err error) {
+	defer recovered(&err)
+	for _, f := range s.flushers {
+		if err := f.flush(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Discard drops what the record caches of the subtopology's tables hold for task (stream.Flusher).
+func (s *subtopology) Discard(task tasks.ID) {
+	for _, f := range s.flushers {
+		f.discard(task)
+	}
 }
 
 // Process hands the record to the source node of its topic.

@@ -92,7 +92,7 @@ func (c *CogroupedKStream[K, VA]) Aggregate(init func() VA, m ...Materialized[K,
 		aggs[i] = b.add(&node{name: b.newName("COGROUPKSTREAM-AGGREGATE-"), kind: processorNode, stores: []string{store}}, parents[i])
 	}
 	merge := b.add(&node{name: b.newName("COGROUPKSTREAM-MERGE-"), kind: processorNode}, aggs...)
-	t := aggregateTable(b, merge, ks, vas, store, parents)
+	t := aggregateTable(b, merge, ks, vas, store, mat.CachingDisabled, parents)
 	merge.stores = nil // the aggregating nodes keep the store, as Kafka Streams connects it
 	for _, in := range c.inputs {
 		in.attach(t, init)

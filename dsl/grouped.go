@@ -148,16 +148,16 @@ func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materiali
 	}
 	parent, in := g.input(store)
 	n := b.add(&node{name: name, kind: processorNode}, parent)
-	t := aggregateTable(b, n, ks, vas, store, g.sourcesFrom(parent))
+	t := aggregateTable(b, n, ks, vas, store, m.CachingDisabled, g.sourcesFrom(parent))
 	in.attach(aggregating(t, init, first, fn))
 	return t
 }
 
 // aggregateTable is the table an aggregation keeps in store: it always sends old values when asked
 // (Kafka Streams' aggregations do).
-func aggregateTable[K, VA any](b *Builder, n *node, ks serde.Serde[K], vas serde.Serde[VA], store string, sources []*node) *KTable[K, VA] {
+func aggregateTable[K, VA any](b *Builder, n *node, ks serde.Serde[K], vas serde.Serde[VA], store string, uncached bool, sources []*node) *KTable[K, VA] {
 	t := &KTable[K, VA]{b: b, n: n, out: newFanout[K, change[VA]](b), ks: ks, vs: vas, sources: sources}
-	t.keepIn(store, "the aggregation")
+	t.keepIn(store, "the aggregation", uncached)
 	t.enableOld = func(bool) bool {
 		t.sendOld = true
 		return true
@@ -174,7 +174,7 @@ func aggregating[K, V, VA any](t *KTable[K, VA], init func() VA, first func(K, V
 		if md.nullKey || md.nullValue {
 			return nil // Kafka Streams skips such records (and counts them as dropped)
 		}
-		old, ok, err := t.kv.Get(c, k)
+		old, ok, err := t.read(c, k)
 		if err != nil {
 			return err
 		}
@@ -195,12 +195,12 @@ func aggregating[K, V, VA any](t *KTable[K, VA], init func() VA, first func(K, V
 			ch.new = fn(k, v, ch.old)
 		}
 		ch.hasNew = true
-		if err := t.kv.Put(c, k, stamped[VA]{v: ch.new, at: at}); err != nil {
+		if err := t.write(c, k, ch.new, true, at); err != nil {
 			return err
 		}
 		if !t.sendOld {
 			ch.old, ch.hasOld = *new(VA), false
 		}
-		return t.out.emit(c, meta{at: at}, k, ch)
+		return t.forward(c, meta{at: at}, k, ch)
 	}
 }

@@ -253,7 +253,7 @@ func tableAggregate[K, V, VA any](g *KGroupedTable[K, V], prefix string, m Mater
 		g.source, g.fromRep = source, from
 	}
 	n := b.add(&node{name: name, kind: processorNode}, g.source)
-	t := aggregateTable(b, n, ks, vas, store, []*node{g.source})
+	t := aggregateTable(b, n, ks, vas, store, m.CachingDisabled, []*node{g.source})
 	g.fromRep.attach(func(c *stream.Context, _ meta, k K, ch change[V]) error {
 		return tableUpdate(t, c, k, ch, start, adder, subtractor)
 	})
@@ -266,7 +266,7 @@ func tableAggregate[K, V, VA any](g *KGroupedTable[K, V], prefix string, m Mater
 // key left with no aggregate is deleted, and the deletion handed on.
 func tableUpdate[K, V, VA any](t *KTable[K, VA], c *stream.Context, k K, ch change[V],
 	start func(K, V) VA, adder, subtractor func(K, V, VA) VA) error {
-	old, ok, err := t.kv.Get(c, k)
+	old, ok, err := t.read(c, k)
 	if err != nil {
 		return err
 	}
@@ -291,8 +291,8 @@ func tableUpdate[K, V, VA any](t *KTable[K, VA], c *stream.Context, k K, ch chan
 			out.new, out.hasNew = start(k, ch.new), true
 		}
 	}
-	if err := t.put(c, k, out, meta{at: at}); err != nil {
+	if err := t.write(c, k, out.new, out.hasNew, at); err != nil {
 		return err
 	}
-	return t.out.emit(c, meta{at: at}, k, out)
+	return t.forward(c, meta{at: at}, k, out)
 }

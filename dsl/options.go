@@ -34,6 +34,9 @@ type Materialized[K, V any] struct {
 	Name  string
 	Key   serde.Serde[K]
 	Value serde.Serde[V]
+	// CachingDisabled keeps the store out of the record cache (Materialized.withCachingDisabled):
+	// every update is written to it, its changelog and downstream at once.
+	CachingDisabled bool
 }
 
 // Repartitioned is how Repartition writes its topic (Kafka Streams' Repartitioned): serdes, its

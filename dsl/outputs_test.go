@@ -126,6 +126,7 @@ func TestProgramsOutputAsKafkaStreams(t *testing.T) {
 			b := dsl.NewBuilder()
 			build(b, prefix)
 			cfg := config.Default("app-" + program)
+			cfg.Runtime.StateStoreCacheMaxBytes = -1 // as DslDrive runs Kafka Streams (and streamtest's default)
 			topo, procs, err := b.Build(cfg)
 			if err != nil {
 				t.Fatal(err)

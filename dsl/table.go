@@ -1,6 +1,8 @@
 package dsl
 
 import (
+	"time"
+
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 )
@@ -17,6 +19,7 @@ type KTable[K, V any] struct {
 	vs    serde.Serde[V]
 	store string
 	kv    stream.KeyValueStore[K, stamped[V]] // the store, typed (set by Build)
+	cache *tableCache[K, V]                   // the store's record cache (set by Build), if it has one
 	// sources are the source nodes the table comes from (Kafka Streams' subTopologySourceNodes).
 	sources []*node
 	// sendOld: each update carries the value it replaced (Kafka Streams' sendOldValues).
@@ -36,31 +39,64 @@ type change[V any] struct {
 // when the table keeps none.
 func (t *KTable[K, V]) StoreName() string { return t.store }
 
-// keepIn keeps the table in store (its node's store; the typed access set once built).
-func (t *KTable[K, V]) keepIn(store string, op string) {
+// keepIn keeps the table in store (its node's store; the typed access set once built), with the
+// record cache unless uncached (Materialized.CachingDisabled) or the application's
+// statestore.cache.max.bytes is 0.
+func (t *KTable[K, V]) keepIn(store string, op string, uncached bool) {
 	t.store = store
-	t.n.stores = []string{store}
+	n, b := t.n, t.b
+	n.stores = []string{store}
 	if t.ks == nil || t.vs == nil {
-		t.b.fail("the store %q of %s needs serdes for %s and %s (Materialized)", store, op, typeName[K](), typeName[V]())
+		b.fail("the store %q of %s needs serdes for %s and %s (Materialized)", store, op, typeName[K](), typeName[V]())
 		return
 	}
-	t.n.onBuild = append(t.n.onBuild, func() { t.kv = stream.KeyValue(store, t.ks, serde.Serde[stamped[V]](newStampedSerde(store, t.vs))) })
+	n.onBuild = append(n.onBuild, func() {
+		ss := newStampedSerde(store, t.vs)
+		t.kv = stream.KeyValue(store, t.ks, serde.Serde[stamped[V]](ss))
+		if !uncached {
+			tc := &tableCache[K, V]{rc: b.rc(), t: t, ss: ss}
+			t.cache = tc
+			n.flushers = append(n.flushers, flusher{flush: tc.flush, discard: tc.discard})
+		}
+	})
 }
 
-// put writes k's new value of ch to the table's store (a deletion when it has none), with
-// timestamp at.
-func (t *KTable[K, V]) put(c *stream.Context, k K, ch change[V], md meta) error {
-	if !ch.hasNew {
-		return t.kv.Delete(c, k)
+// read is k's latest value, from the record cache if it holds an update of k, else from the store.
+func (t *KTable[K, V]) read(c *stream.Context, k K) (stamped[V], bool, error) {
+	if t.cached() {
+		e, err := t.cache.get(c, k)
+		if err != nil || e != nil {
+			if err != nil || !e.has {
+				return stamped[V]{}, false, err
+			}
+			return stamped[V]{v: e.v, at: e.at}, true, nil
+		}
 	}
-	return t.kv.Put(c, k, stamped[V]{v: ch.new, at: recordTime(c, md)})
+	return t.kv.Get(c, k)
 }
 
-// stored is k's value in the table's store.
-func (t *KTable[K, V]) stored(c *stream.Context, k K) (V, bool, error) {
-	s, ok, err := t.kv.Get(c, k)
-	return s.v, ok, err
+// write keeps k's new value v (has false: deletes k) with timestamp at: in the record cache if the
+// table has one, else in the store.
+func (t *KTable[K, V]) write(c *stream.Context, k K, v V, has bool, at time.Time) error {
+	switch {
+	case t.cached():
+		return t.cache.put(c, k, v, has, at)
+	case has:
+		return t.kv.Put(c, k, stamped[V]{v: v, at: at})
+	}
+	return t.kv.Delete(c, k)
 }
+
+// forward hands an update of k on, unless the record cache holds it (its flush hands it on).
+func (t *KTable[K, V]) forward(c *stream.Context, md meta, k K, ch change[V]) error {
+	if t.cached() {
+		return nil
+	}
+	return t.out.emit(c, md, k, ch)
+}
+
+// cached says whether the table's updates go through the record cache.
+func (t *KTable[K, V]) cached() bool { return t.cache != nil && t.cache.rc.on() }
 
 // ToStream is the stream of the table's updates (Kafka Streams' toStream): a deletion is a record
 // with a null value.
@@ -77,17 +113,17 @@ func (t *KTable[K, V]) ToStream(named ...Named) *KStream[K, V] {
 // sourceTable makes the table a source table (Kafka Streams' KTableSource) reads: it has a store
 // when one is named, else it gets the generated one (unkept) only when an operation needs its old
 // values; in reads the records.
-func sourceTable[K, V any](b *Builder, n *node, ks serde.Serde[K], vs serde.Serde[V], store, unkept string, sources []*node, in *fanout[K, V]) *KTable[K, V] {
+func sourceTable[K, V any](b *Builder, n *node, ks serde.Serde[K], vs serde.Serde[V], store, unkept string, uncached bool, sources []*node, in *fanout[K, V]) *KTable[K, V] {
 	t := &KTable[K, V]{b: b, n: n, out: newFanout[K, change[V]](b), ks: ks, vs: vs, sources: sources}
 	if store != "" {
-		t.keepIn(store, n.name)
+		t.keepIn(store, n.name, uncached)
 	}
 	t.enableOld = func(force bool) bool {
 		if t.store == "" {
 			if !force {
 				return false
 			}
-			t.keepIn(unkept, n.name)
+			t.keepIn(unkept, n.name, uncached)
 		}
 		t.sendOld = true
 		return true
@@ -97,19 +133,21 @@ func sourceTable[K, V any](b *Builder, n *node, ks serde.Serde[K], vs serde.Serd
 			return nil // Kafka Streams skips a table record without a key
 		}
 		ch := change[V]{new: v, hasNew: !md.nullValue}
-		if t.store != "" {
-			if t.sendOld {
-				var err error
-				if ch.old, ch.hasOld, err = t.stored(c, k); err != nil {
-					return err
-				}
-			}
-			if err := t.put(c, k, ch, md); err != nil {
+		md.nullValue = false
+		if t.store == "" {
+			return t.out.emit(c, md, k, ch)
+		}
+		if t.sendOld {
+			old, ok, err := t.read(c, k)
+			if err != nil {
 				return err
 			}
+			ch.old, ch.hasOld = old.v, ok
 		}
-		md.nullValue = false
-		return t.out.emit(c, md, k, ch)
+		if err := t.write(c, k, ch.new, ch.hasNew, recordTime(c, md)); err != nil {
+			return err
+		}
+		return t.forward(c, md, k, ch)
 	})
 	return t
 }
@@ -149,7 +187,7 @@ func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 	if parent != s.n {
 		sources = []*node{parent}
 	}
-	return sourceTable(b, n, ks, vs, m.Name, unkept, sources, in)
+	return sourceTable(b, n, ks, vs, m.Name, unkept, m.CachingDisabled, sources, in)
 }
 
 // Table reads topic as a table (Kafka Streams' StreamsBuilder.table): each record is its key's
@@ -183,7 +221,7 @@ func Table[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Materializ
 	in := newFanout[K, V](b)
 	source.entry = sourceEntry(in, ks, vs)
 	// Kafka Streams keeps the table with the Consumed serdes too: it overrides the Materialized ones.
-	return sourceTable(b, n, ks, vs, mat.Name, unkept, []*node{source}, in)
+	return sourceTable(b, n, ks, vs, mat.Name, unkept, mat.CachingDisabled, []*node{source}, in)
 }
 
 // derived adds a table operation's node below t and the table it makes (Kafka Streams' filter and
@@ -208,7 +246,7 @@ func derived[K, V, VR any](t *KTable[K, V], op, prefix string, vr serde.Serde[VR
 	n := b.add(&node{name: name, kind: processorNode}, t.n)
 	f := &KTable[K, VR]{b: b, n: n, out: newFanout[K, change[VR]](b), ks: ks, vs: vs, sources: t.sources}
 	if m.Name != "" {
-		f.keepIn(m.Name, op)
+		f.keepIn(m.Name, op, m.CachingDisabled)
 	}
 	f.enableOld = func(force bool) bool {
 		if f.store != "" || t.enableOld(force) {
@@ -226,20 +264,22 @@ func (f *KTable[K, V]) emitDerived(c *stream.Context, md meta, k K, ch change[V]
 	if !f.sendOld {
 		ch.hasOld, ch.old = false, *new(V)
 	} else if f.store != "" {
-		var err error
-		if ch.old, ch.hasOld, err = f.stored(c, k); err != nil {
+		old, ok, err := f.read(c, k)
+		if err != nil {
 			return err
 		}
+		ch.old, ch.hasOld = old.v, ok
 	}
 	if drop && f.sendOld && !ch.hasNew && !ch.hasOld {
 		return nil
 	}
-	if f.store != "" {
-		if err := f.put(c, k, ch, md); err != nil {
-			return err
-		}
+	if f.store == "" {
+		return f.out.emit(c, md, k, ch)
 	}
-	return f.out.emit(c, md, k, ch)
+	if err := f.write(c, k, ch.new, ch.hasNew, recordTime(c, md)); err != nil {
+		return err
+	}
+	return f.forward(c, md, k, ch)
 }
 
 // Filter keeps the keys whose latest value pred accepts (Kafka Streams' KTable.filter): an update

@@ -31,6 +31,9 @@ func startGoDSLApp(t *testing.T, b *Broker, group, name string, program func(*ds
 	t.Helper()
 	cfg := baseConfig(b, group)
 	cfg.Runtime.CommitInterval = 100 * time.Millisecond
+	// The Kafka Streams members run with statestore.cache.max.bytes=0, so that every count is written
+	// (the tests check each key's counts 1…n); so does this one.
+	cfg.Runtime.StateStoreCacheMaxBytes = -1
 	db := dsl.NewBuilder()
 	program(db)
 	topo, procs, err := db.Build(cfg)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -53,10 +54,34 @@ func (a *App) driveAt(ctx context.Context, now time.Time, in sm.Input) sm.Done {
 	return sm.Done{Err: errors.New("stream: internal error: the commit step ended without an outcome"), Fatal: true}
 }
 
+// flushTasks runs the Flush of the processors that hold results back (Flusher) for each running
+// active task, in task order, so that the commit under way includes what they held. Called with
+// a.mu held.
+func (a *App) flushTasks() error {
+	var ids []tasks.ID
+	for id, t := range a.tasks {
+		if t.active && flusherOf(a.procs[id.Subtopology]) != nil && a.mach.Running(id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, tasks.ID.Compare)
+	for _, id := range ids {
+		t := a.tasks[id]
+		t.ctx = Context{app: a, task: t, ts: a.now()}
+		if err := flusherOf(a.procs[id.Subtopology]).Flush(&t.ctx); err != nil {
+			return &ProcessingError{Task: id, Err: err}
+		}
+	}
+	return nil
+}
+
 // execute carries out one action of the machine and returns its result (nil for those without).
 func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 	switch act := act.(type) {
 	case sm.Flush:
+		if err := a.flushTasks(); err != nil {
+			return sm.Flushed{Err: err}
+		}
 		if err := a.producer().Flush(ctx); err != nil {
 			return sm.Flushed{Err: fmt.Errorf("stream: waiting for the records produced: %w", err)}
 		}

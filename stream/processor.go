@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -40,6 +41,20 @@ type Processor interface {
 // Processor.init.
 type Initializer interface {
 	Init(c *Context) error
+}
+
+// Flusher is a Processor that holds results back between commits, as the DSL's record cache
+// (statestore.cache.max.bytes) holds the updates of a key so that only the latest is written.
+type Flusher interface {
+	// Flush writes what the processor holds for c's task (to its stores, its changelogs, its output
+	// topics): it runs before each commit of the task's work, which then includes those writes
+	// (under exactly_once_v2, in the transaction being committed). An error stops the commit as a
+	// processing error (under exactly_once_v2 the transaction is aborted).
+	Flush(c *Context) error
+	// Discard drops what the processor holds for task, unwritten: the task's work since its last
+	// commit is being done again (an abort, a retried write), or the task stops here (moved away,
+	// closed, made a standby). Its Init runs before it processes again.
+	Discard(task tasks.ID)
 }
 
 // ProcessorFunc makes a function a Processor.
@@ -109,6 +124,10 @@ type Context struct {
 
 // Task is the task whose record is being processed.
 func (c *Context) Task() tasks.ID { return c.task.id }
+
+// Config is the application's configuration (Kafka Streams' ProcessorContext.appConfigs): what a
+// processor reads of the runtime's settings, such as statestore.cache.max.bytes.
+func (c *Context) Config() config.Config { return c.app.cfg }
 
 // Timestamp is the current record's timestamp (in a punctuation: the time it fired at). Records
 // sent without a timestamp of their own get it, as Kafka Streams forwards the input's timestamp.
@@ -338,6 +357,7 @@ func (n StoreName) Name() string { return string(n) }
 // stores. A Processor not connected may reach every store of its subtopology.
 func Connect(p Processor, stores ...Store) Processor {
 	c := &connected{Processor: p, stores: map[string]bool{}, timestamped: map[string]bool{}}
+	c.flusher, _ = p.(Flusher)
 	for _, s := range stores {
 		c.names = append(c.names, s.Name())
 		c.stores[s.Name()] = true
@@ -357,6 +377,16 @@ type connected struct {
 	names       []string // as given
 	stores      map[string]bool
 	timestamped map[string]bool // the stores whose values carry their timestamp (TimestampedStore)
+	flusher     Flusher         // p, if it holds results back
+}
+
+// flusherOf is p as a Flusher, connected or not (nil when it holds nothing back).
+func flusherOf(p Processor) Flusher {
+	if c := connectionsOf(p); c != nil {
+		return c.flusher
+	}
+	f, _ := p.(Flusher)
+	return f
 }
 
 // connectedInit is a connected Processor that has an Init.

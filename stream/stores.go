@@ -315,6 +315,9 @@ func (a *App) wipe(id tasks.ID, changelog tasks.TopicPartition) error {
 func (a *App) stopTask(t *task) {
 	clear(t.punctuators)
 	a.dropQueued(t)
+	if f := flusherOf(a.procs[t.id.Subtopology]); f != nil {
+		f.Discard(t.id)
+	}
 }
 
 // unknownStore is what Context.Store returns for a name the task has no store of, or one its

@@ -8,7 +8,9 @@
 // Every topic has one partition (as in TopologyTestDriver, so every subtopology has one task,
 // <subtopology>_0). Reading an output topic first waits until the application processed every record
 // piped so far, through its repartition topics too, and committed (commit.interval.ms is 10 ms here
-// unless set): so outputs are read in the order they were written, once each.
+// unless set): so outputs are read in the order they were written, once each. The DSL's record
+// cache is off unless statestore.cache.max.bytes is set (StateStoreCacheMaxBytes): every update is
+// written, as TopologyTestDriver writes them for records piped one at a time.
 //
 // Differences from TopologyTestDriver: time is the real clock (wall-clock punctuations fire in real
 // time, and cannot be advanced by hand); stream time advances with the timestamps of the records

@@ -108,6 +108,12 @@ func New(cfg config.Config, topo *topology.Topology, procs stream.Processors, op
 	if cfg.Runtime.CommitInterval == config.Default(cfg.ApplicationID).Runtime.CommitInterval {
 		cfg.Runtime.CommitInterval = 10 * time.Millisecond
 	}
+	if cfg.Runtime.StateStoreCacheMaxBytes == 0 {
+		// With the record cache, what a table writes depends on when commits happen; without it,
+		// every update is written, as Kafka Streams' TopologyTestDriver writes them for records piped
+		// one at a time. A test of the cache sets its size.
+		cfg.Runtime.StateStoreCacheMaxBytes = -1
+	}
 	// Sink topics are created as the application first writes them (Kafka's brokers do not create
 	// them; TopologyTestDriver needs none). The runtime logs nowhere unless the test's options say.
 	base := []stream.Option{stream.WithLogger(slog.New(slog.DiscardHandler)), stream.WithClientOptions(kgo.AllowAutoTopicCreation())}

@@ -67,6 +67,8 @@ func main() {
 	commitMs := flag.Int("commit-interval-ms", 100, "commit.interval.ms")
 	program := flag.String("program", "", "a DSL program of internal/dslprograms to run instead of the count")
 	topics := flag.String("topics", "", "the DSL program's topic prefix")
+	cacheBytes := flag.Int64("cache-bytes", -1, "statestore.cache.max.bytes of the DSL program (-1: the cache off, "+
+		"as the Kafka Streams members of the mixed tests run, so every count is written)")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test_member", *name)
@@ -79,6 +81,7 @@ func main() {
 	cfg.MaxPollInterval = 30 * time.Second
 	cfg.Runtime.Guarantee = config.ExactlyOnceV2
 	cfg.Runtime.CommitInterval = time.Duration(*commitMs) * time.Millisecond
+	cfg.Runtime.StateStoreCacheMaxBytes = *cacheBytes
 
 	topo, procs, err := countApp(*group, *input, *output)
 	if *program != "" {

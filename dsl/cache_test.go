@@ -1,0 +1,139 @@
+package dsl
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/streamtest"
+)
+
+// countWords counts, per key, the words of each record's value (no repartition: the key stays), and
+// writes the counts to "counts" and the counts above 2 to "many".
+func countWords(m Materialized[string, int64]) func(b *Builder) {
+	return func(b *Builder) {
+		words := FlatMapValues(Stream(b, "in", Consumed[string, string]{}), func(_, v string) []string { return strings.Fields(v) })
+		counts := words.GroupByKey().Count(m)
+		counts.ToStream().To("counts", Produced[string, int64]{})
+		counts.Filter(func(_ string, n int64) bool { return n > 2 }).ToStream().To("many", Produced[string, int64]{})
+	}
+}
+
+// withCache runs program with the record cache at size bytes (statestore.cache.max.bytes), under
+// guarantee.
+func withCache(t *testing.T, size int64, guarantee config.Guarantee, program func(b *Builder)) *streamtest.Driver {
+	t.Helper()
+	cfg := config.Default("ops")
+	cfg.Runtime.StateStoreCacheMaxBytes = size
+	cfg.Runtime.Guarantee = guarantee
+	d := start(t, cfg, program)
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("the application failed: %v", err)
+		}
+	})
+	return d
+}
+
+// With the record cache, the updates of a key between two commits reach the store's changelog and
+// the operations below as one, the latest (Kafka Streams' cache): a record of three words counts
+// its key three times and writes 3 once; a filter below sees the old value the store had.
+func TestRecordCacheWritesTheLatestUpdate(t *testing.T) {
+	for _, g := range []config.Guarantee{config.AtLeastOnce, config.ExactlyOnceV2} {
+		t.Run(string(g), func(t *testing.T) {
+			d := withCache(t, config.DefaultStateStoreCacheMaxBytes, g, countWords(Materialized[string, int64]{Name: "n"}))
+			in := streamtest.Input(d, "in", serde.String, serde.String)
+			pipe(t, in, kv[string, string]{"a", "x x x"})
+			if err := d.Settle(); err != nil { // a commit: the cache is flushed
+				t.Fatal(err)
+			}
+			pipe(t, in, kv[string, string]{"b", "y"}, kv[string, string]{"a", "z"})
+			counts := streamtest.Output(d, "counts", serde.String, serde.Int64)
+			recs, err := counts.Read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The first record's 1 and 2 of a are not written; b and a's second record may share a
+			// commit or not, and write the same either way.
+			var got []kv[string, int64]
+			for _, r := range recs {
+				got = append(got, kv[string, int64]{r.Key, r.Value})
+			}
+			if len(got) != 3 || got[0] != (kv[string, int64]{"a", 3}) || !containsAll(got[1:], kv[string, int64]{"b", 1}, kv[string, int64]{"a", 4}) {
+				t.Fatalf("counts: %v, want a=3, then b=1 and a=4", got)
+			}
+			expect(t, streamtest.Output(d, "many", serde.String, serde.Int64), kv[string, int64]{"a", 3}, kv[string, int64]{"a", 4})
+			changelog, err := d.ReadRaw("ops-n-changelog")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(changelog) != 3 || string(changelog[0].Key) != "a" {
+				t.Fatalf("the changelog holds %d records, want 3 (a=3, b=1, a=4)", len(changelog))
+			}
+		})
+	}
+}
+
+func containsAll[T comparable](s []T, want ...T) bool {
+	for _, w := range want {
+		found := false
+		for _, x := range s {
+			found = found || x == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// A cache smaller than one update writes each update through as it comes (evicted at once), and a
+// store whose Materialized disables caching writes each update too.
+func TestRecordCacheEvictsAndCanBeDisabled(t *testing.T) {
+	for name, tc := range map[string]struct {
+		size int64
+		m    Materialized[string, int64]
+	}{
+		"a cache of 1 byte":  {1, Materialized[string, int64]{}},
+		"caching disabled":   {config.DefaultStateStoreCacheMaxBytes, Materialized[string, int64]{CachingDisabled: true}},
+		"the cache off (-1)": {-1, Materialized[string, int64]{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := withCache(t, tc.size, config.AtLeastOnce, countWords(tc.m))
+			pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"a", "x x x"})
+			expect(t, streamtest.Output(d, "counts", serde.String, serde.Int64), kv[string, int64]{"a", 1}, kv[string, int64]{"a", 2}, kv[string, int64]{"a", 3})
+			expect(t, streamtest.Output(d, "many", serde.String, serde.Int64), kv[string, int64]{"a", 3})
+		})
+	}
+}
+
+// A table's cached updates reach a regrouping with the store's old values: a key moved twice
+// between commits is taken out of its first group only.
+func TestRecordCacheTableAggregation(t *testing.T) {
+	d := withCache(t, config.DefaultStateStoreCacheMaxBytes, config.AtLeastOnce, func(b *Builder) {
+		// Each record's value lists the regions a user moved through; the table keeps the last.
+		last := MapValues(Stream(b, "in", Consumed[string, string]{}), func(_, v string) string { f := strings.Fields(v); return f[len(f)-1] })
+		moves := FlatMapValues(Stream(b, "moves", Consumed[string, string]{}), func(_, v string) []string { return strings.Fields(v) })
+		users := last.Merge(moves).GroupByKey().Reduce(func(_, v string) string { return v }, Materialized[string, string]{Name: "users"})
+		GroupTableBy(users, func(u, r string) (string, string) { return r, u }).Count().ToStream().To("per-region", Produced[string, int64]{})
+	})
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"u1", "north"})
+	if err := d.Settle(); err != nil {
+		t.Fatal(err)
+	}
+	pipe(t, streamtest.Input(d, "moves", serde.String, serde.String), kv[string, string]{"u1", "south east west"})
+	recs, err := streamtest.Output(d, "per-region", serde.String, serde.Int64).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Key)
+	}
+	// north=1, then u1's one update (north → west): north=0, west=1. Without the cache south and
+	// east would be counted and taken out again.
+	if strings.Join(got, " ") != "north north west" || recs[1].Value != 0 || recs[2].Value != 1 {
+		t.Fatalf("per-region: %+v, want north=1, north=0, west=1", recs)
+	}
+}
