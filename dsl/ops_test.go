@@ -760,3 +760,51 @@ func TestStoredBytesAreCopied(t *testing.T) {
 		t.Fatalf("a string value: %+v %v", s, err)
 	}
 }
+
+// ticker forwards each record upper-cased, and from its Init schedules a stream-time punctuation
+// that forwards a "tick" record.
+type ticker struct{ inits int }
+
+func (p *ticker) Init(c ProcessorContext[string, string]) error {
+	p.inits++
+	_, err := c.Schedule(10*time.Second, stream.StreamTime, func(c ProcessorContext[string, string], at time.Time) error {
+		return c.Forward(Record[string, string]{Key: "tick", Value: fmt.Sprint(at.UnixMilli()), Timestamp: at})
+	})
+	return err
+}
+
+func (p *ticker) Process(c ProcessorContext[string, string], r Record[string, string]) error {
+	r.Value = strings.ToUpper(r.Value)
+	return c.Forward(r)
+}
+
+// Process's processor forwards records to the operations after it, from Process and from the
+// punctuations its Init schedules (Kafka Streams' process with a forwarding processor); a
+// processor given to ProcessValues cannot change the key.
+func TestProcessForwards(t *testing.T) {
+	p := &ticker{}
+	d := run(t, func(b *Builder) {
+		in := Stream(b, "in", Consumed[string, string]{})
+		Process[string, string, string, string](in, p).To("out", Produced[string, string]{})
+		rekey := ProcessorFunc[string, string, string, string](func(c ProcessorContext[string, string], r Record[string, string]) error {
+			r.Key = "changed"
+			return c.Forward(r)
+		})
+		ProcessValues[string, string, string](in, rekey).To("same-key", Produced[string, string]{})
+	})
+	in := streamtest.Input(d, "in", serde.String, serde.String)
+	if err := in.Pipe("a", "x", time.UnixMilli(5000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Pipe("b", "y", time.UnixMilli(25000)); err != nil {
+		t.Fatal(err)
+	}
+	// As Kafka Streams punctuates on stream time: after the record that moves it, with the stream
+	// time as the punctuation's: the first record fires it, 25000 passes the next due time (20000).
+	expect(t, streamtest.Output(d, "out", serde.String, serde.String),
+		kv[string, string]{"a", "X"}, kv[string, string]{"tick", "5000"}, kv[string, string]{"b", "Y"}, kv[string, string]{"tick", "25000"})
+	expect(t, streamtest.Output(d, "same-key", serde.String, serde.String), kv[string, string]{"a", "x"}, kv[string, string]{"b", "y"})
+	if p.inits != 1 {
+		t.Errorf("Init ran %d times, want once (one task)", p.inits)
+	}
+}

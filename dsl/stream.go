@@ -342,6 +342,18 @@ func (s *KStream[K, V]) Repartition(r Repartitioned[K, V]) *KStream[K, V] {
 	return c
 }
 
+// useStores marks stores, added with AddStore, as used by a Process; a store not added is a program
+// error.
+func (b *Builder) useStores(stores []string) {
+	for _, st := range stores {
+		if _, ok := b.stores[st]; !ok {
+			b.fail("Process uses the store %q, which was not added with AddStore", st)
+			continue
+		}
+		b.stores[st] = true
+	}
+}
+
 // first is the first of the optional names, or none.
 func first(named []Named) Named {
 	if len(named) > 0 {
@@ -378,13 +390,7 @@ func (s *KStream[K, V]) ToFunc(fn func(K, V) string, p Produced[K, V]) {
 // stores, added with Builder.AddStore, that p uses. If p is a stream.Initializer, its Init runs as
 // each task starts.
 func (s *KStream[K, V]) Process(p stream.Processor, stores ...string) {
-	for _, st := range stores {
-		if _, ok := s.b.stores[st]; !ok {
-			s.b.fail("Process uses the store %q, which was not added with AddStore", st)
-			continue
-		}
-		s.b.stores[st] = true
-	}
+	s.b.useStores(stores)
 	if s.ks == nil || s.vs == nil {
 		s.b.fail("Process needs the stream's serdes for %s and %s: give them where the types changed", typeName[K](), typeName[V]())
 	}

@@ -43,6 +43,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +82,7 @@ func main() {
 	appID := flag.String("app", "", "application.id (the group)")
 	input := flag.String("input", "", "input topic")
 	output := flag.String("output", "", "output topic (map, count)")
-	mode := flag.String("mode", "count", "map, count, dsl-count, consume, handwritten or pipe")
+	mode := flag.String("mode", "count", "map, count, dsl-count, dsl-count-cache, consume, handwritten or pipe")
 	kind := flag.String("store", "memory", "store of count: memory or pebble")
 	guarantee := flag.String("guarantee", "at_least_once", "processing.guarantee: at_least_once or exactly_once_v2")
 	commitMS := flag.Int("commit-ms", 0, "commit.interval.ms (0: the runtime's default for the guarantee)")
@@ -205,24 +206,22 @@ func main() {
 					emit("RESTORED %d %d", micros(), after)
 				}
 			}))
-	case "dsl-count":
+	case "dsl-count", "dsl-count-cache":
 		// The count above written with the DSL: stream(input).groupByKey().count(Materialized.as("counts"))
 		// .toStream().to(output), the same processing; what the DSL costs over the Processor API.
+		// dsl-count keeps the store out of the record cache, as the Processor API count has none;
+		// dsl-count-cache has it at Kafka's default size (statestore.cache.max.bytes, 10 MiB).
 		b := dsl.NewBuilder()
 		dsl.Stream(b, *input, dsl.Consumed[string, []byte]{}).GroupByKey().
-			Count(dsl.Materialized[string, int64]{Name: "counts"}).ToStream().To(*output, dsl.Produced[string, int64]{})
+			Count(dsl.Materialized[string, int64]{Name: "counts", CachingDisabled: *mode == "dsl-count"}).ToStream().To(*output, dsl.Produced[string, int64]{})
 		var procs stream.Processors
 		if topo, procs, err = b.Build(cfg); err != nil {
 			fail(err)
 		}
-		inner := procs["0"]
-		proc = stream.ProcessorFunc(func(c *stream.Context, r *stream.Record) error {
-			mark(c)
-			return inner.Process(c, r)
-		})
+		proc = dslMarked{inner: procs["0"], mark: mark}
 		opts = append(opts, stream.WithStores(store.Memory))
 	default:
-		fail(fmt.Errorf("-mode %q: map, count, dsl-count or consume", *mode))
+		fail(fmt.Errorf("-mode %q: map, count, dsl-count, dsl-count-cache or consume", *mode))
 	}
 	proc = marked{Processor: proc, init: func(c *stream.Context) {
 		p := c.Task().Partition
@@ -231,7 +230,7 @@ func main() {
 		firstMu.Unlock()
 		emit("READY %d %d %d", micros(), p, restored.Load())
 	}}
-	if *mode == "dsl-count" {
+	if strings.HasPrefix(*mode, "dsl-count") {
 		proc = stream.Connect(proc, stream.TimestampedStore("counts")) // as the DSL declares its store
 	}
 	app, err := stream.New(cfg, topo, stream.Processors{"0": proc}, opts...)
@@ -274,16 +273,54 @@ func (a *assigned) OnAssignmentChanged(owned tasks.Assignment) {
 	}
 }
 
+// dslMarked is the DSL program's processor, its first record of each partition marked; it passes
+// on the program's Init and its record cache's Flush and Discard (stream.Flusher).
+type dslMarked struct {
+	inner stream.Processor
+	mark  func(*stream.Context)
+}
+
+func (d dslMarked) Process(c *stream.Context, r *stream.Record) error {
+	d.mark(c)
+	return d.inner.Process(c, r)
+}
+
+func (d dslMarked) Init(c *stream.Context) error { return d.inner.(stream.Initializer).Init(c) }
+
+func (d dslMarked) Flush(c *stream.Context) error { return d.inner.(stream.Flusher).Flush(c) }
+
+func (d dslMarked) Discard(task tasks.ID) { d.inner.(stream.Flusher).Discard(task) }
+
 // marked is a Processor whose Init (a task starting to process here) calls init.
 type marked struct {
 	stream.Processor
 	init func(c *stream.Context)
 }
 
-// Init implements stream.Initializer.
+// Init implements stream.Initializer, calling the Processor's own Init first, if it has one.
 func (m marked) Init(c *stream.Context) error {
+	if in, ok := m.Processor.(stream.Initializer); ok {
+		if err := in.Init(c); err != nil {
+			return err
+		}
+	}
 	m.init(c)
 	return nil
+}
+
+// Flush and Discard pass the record cache's on, if the Processor has one (stream.Flusher).
+func (m marked) Flush(c *stream.Context) error {
+	if f, ok := m.Processor.(stream.Flusher); ok {
+		return f.Flush(c)
+	}
+	return nil
+}
+
+// Discard implements stream.Flusher.
+func (m marked) Discard(task tasks.ID) {
+	if f, ok := m.Processor.(stream.Flusher); ok {
+		f.Discard(task)
+	}
 }
 
 // consumeAll reads every partition of topic from its start to the end offsets found at the start: what

@@ -268,3 +268,54 @@ func init() {
 			dsl.Materialized[string, string]{Name: "members"}).ToStream().To(t+"-out2", dsl.Produced[string, string]{})
 	}
 }
+
+// words forwards one record per word of the value, keyed by the word (p-process-forward).
+type words struct{}
+
+func (words) Process(c dsl.ProcessorContext[string, string], r dsl.Record[string, string]) error {
+	for _, w := range strings.Split(r.Value, " ") {
+		r.Key, r.NullKey = w, false
+		if err := c.Forward(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lastValue forwards each value with the key's previous one, kept in the store "last"
+// (p-processvalues).
+type lastValue struct{}
+
+var last = stream.KeyValue("last", serde.String, serde.String)
+
+func (lastValue) Process(c dsl.ProcessorContext[string, string], r dsl.Record[string, string]) error {
+	if r.NullKey {
+		r.Value = "no key"
+		return c.Forward(r)
+	}
+	prev, ok, err := last.Get(c.Context, r.Key)
+	if err == nil {
+		err = last.Put(c.Context, r.Key, r.Value)
+	}
+	if err != nil {
+		return err
+	}
+	if ok {
+		r.Value = prev + " > " + r.Value
+	} else {
+		r.Value = "first " + r.Value
+	}
+	return c.Forward(r)
+}
+
+func init() {
+	Programs["p-process-forward"] = func(b *dsl.Builder, t string) {
+		dsl.Process[string, string, string, string](dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), words{}).
+			GroupByKey().Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+	Programs["p-processvalues"] = func(b *dsl.Builder, t string) {
+		b.AddStore("last")
+		dsl.ProcessValues[string, string, string](dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), lastValue{}, "last").
+			To(t+"-out", dsl.Produced[string, string]{})
+	}
+}

@@ -125,19 +125,26 @@ public final class ProcApp {
                         .withLoggingEnabled(Map.of()).withCachingDisabled(), "count")
                     .addSink("sink", output, Serdes.String().serializer(), Serdes.Long().serializer(), "count");
                 break;
-            case "dsl-count": {
-                // The count written with the DSL, as bench/procapp -mode dsl-count.
+            case "dsl-count":
+            case "dsl-count-cache": {
+                // The count written with the DSL, as bench/procapp -mode dsl-count: without the
+                // record cache, or (dsl-count-cache) with it at its default size.
+                Materialized<String, Long, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>> m =
+                    Materialized.<String, Long>as(Stores.inMemoryKeyValueStore("counts"));
+                if (flags.get("mode").equals("dsl-count")) {
+                    m = m.withCachingDisabled();
+                }
                 StreamsBuilder builder = new StreamsBuilder();
                 builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()))
                     .peek((k, v) -> mark(0)) // the first record's time, as the Go side marks it
                     .groupByKey(Grouped.with(Serdes.String(), Serdes.ByteArray()))
-                    .count(Materialized.<String, Long>as(Stores.inMemoryKeyValueStore("counts")).withCachingDisabled())
+                    .count(m)
                     .toStream().to(output, Produced.with(Serdes.String(), Serdes.Long()));
                 topology = builder.build();
                 break;
             }
             default:
-                throw new IllegalArgumentException("--mode: map, count or dsl-count");
+                throw new IllegalArgumentException("--mode: map, count, dsl-count or dsl-count-cache");
         }
 
         Properties props = new Properties();

@@ -36,7 +36,8 @@ final class DslPrograms {
         "p-table-groupby-aggregate", "p-cogroup", "p-cogroup-three", "p-named-source", "p-table-source",
         "p-table-source-unnamed", "p-cogroup-one", "p-grouped-twice", "p-cogroup-after-aggregate",
         "p-table-filter-unnamed-materialized", "p-cogroup-after-totable", "p-count-filter", "p-table-filter-groupby",
-        "p-table-unnamed-filter-groupby", "p-count-regroup", "p-mapvalues-null", "p-grouped-table-twice");
+        "p-table-unnamed-filter-groupby", "p-count-regroup", "p-mapvalues-null", "p-grouped-table-twice",
+        "p-process-forward", "p-processvalues");
 
     private DslPrograms() {
     }
@@ -397,6 +398,57 @@ final class DslPrograms {
                     .groupBy((k, v) -> KeyValue.pair(v, k), Grouped.as("by-region"));
                 g.count(Materialized.as("n")).toStream().to(t + "-out", longs);
                 g.reduce((a, v) -> a + v, (a, v) -> a.replace(v, ""), Materialized.as("members")).toStream().to(t + "-out2");
+                break;
+            }
+            case "p-process-forward": {
+                // A processor that forwards one record per word, keyed by the word: the count after it
+                // repartitions.
+                b.<String, String>stream(t + "-in")
+                    .process(() -> new org.apache.kafka.streams.processor.api.Processor<String, String, String, String>() {
+                        private org.apache.kafka.streams.processor.api.ProcessorContext<String, String> ctx;
+
+                        @Override
+                        public void init(org.apache.kafka.streams.processor.api.ProcessorContext<String, String> c) {
+                            ctx = c;
+                        }
+
+                        @Override
+                        public void process(org.apache.kafka.streams.processor.api.Record<String, String> r) {
+                            for (String w : r.value().split(" ")) {
+                                ctx.forward(r.withKey(w));
+                            }
+                        }
+                    })
+                    .groupByKey().count()
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-processvalues": {
+                // A value processor with a store of its own: each value with the key's previous one.
+                b.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("last"), Serdes.String(), Serdes.String()));
+                b.<String, String>stream(t + "-in")
+                    .processValues(() -> new org.apache.kafka.streams.processor.api.FixedKeyProcessor<String, String, String>() {
+                        private org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, String> ctx;
+                        private org.apache.kafka.streams.state.KeyValueStore<String, String> last;
+
+                        @Override
+                        public void init(org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, String> c) {
+                            ctx = c;
+                            last = c.getStateStore("last");
+                        }
+
+                        @Override
+                        public void process(org.apache.kafka.streams.processor.api.FixedKeyRecord<String, String> r) {
+                            if (r.key() == null) {
+                                ctx.forward(r.withValue("no key"));
+                                return;
+                            }
+                            String prev = last.get(r.key());
+                            last.put(r.key(), r.value());
+                            ctx.forward(r.withValue(prev == null ? "first " + r.value() : prev + " > " + r.value()));
+                        }
+                    }, "last")
+                    .to(t + "-out");
                 break;
             }
             default:
