@@ -107,6 +107,16 @@ func (b *Builder) nameOr(named, prefix string) string {
 	return generated
 }
 
+// suffixedOr is the user's name with suffix, or a generated one (the number is taken either way, as
+// Kafka Streams' NamedInternal.suffixWithOrElseGet does).
+func (b *Builder) suffixedOr(named, suffix, prefix string) string {
+	generated := b.newName(prefix)
+	if named != "" {
+		return named + suffix
+	}
+	return generated
+}
+
 // add appends n, a child of parents, to the topology.
 func (b *Builder) add(n *node, parents ...*node) *node {
 	n.parents = parents

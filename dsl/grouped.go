@@ -90,51 +90,42 @@ func (g *KGroupedStream[K, V]) sourcesFrom(parent *node) []*node {
 	return []*node{parent}
 }
 
-// Count counts the records of each key (Kafka Streams' count), in a store named by m's Name or a
-// generated one.
-func (g *KGroupedStream[K, V]) Count(m ...Materialized[K, int64]) *KTable[K, int64] {
-	var mat Materialized[K, int64]
-	if len(m) > 0 {
-		mat = m[0]
-		if mat.Name == "" {
-			// Kafka Streams' count(Materialized) takes a store name it never uses, for compatibility.
-			g.s.b.newStoreName("KSTREAM-AGGREGATE-")
-		}
+// Count counts the records of each key (Kafka Streams' count), in a store named by a
+// Materialized[K, int64] or a generated one. opts: Named (the node) and Materialized.
+func (g *KGroupedStream[K, V]) Count(opts ...TableOption) *KTable[K, int64] {
+	named, mat, materialized := tableOptions[K, int64](g.s.b, "Count", opts)
+	if materialized && mat.Name == "" {
+		// Kafka Streams' count(Materialized) takes a store name it never uses, for compatibility.
+		g.s.b.newStoreName("KSTREAM-AGGREGATE-")
 	}
-	return aggregate(g, "KSTREAM-AGGREGATE-", mat, serde.Int64, func() int64 { return 0 }, nil,
+	return aggregate(g, "KSTREAM-AGGREGATE-", named, mat, serde.Int64, func() int64 { return 0 }, nil,
 		func(_ K, _ V, n int64) int64 { return n + 1 })
 }
 
 // Reduce combines the values of each key with fn (Kafka Streams' reduce): the first value of a key
-// is its aggregate as it is.
-func (g *KGroupedStream[K, V]) Reduce(fn func(agg, v V) V, m ...Materialized[K, V]) *KTable[K, V] {
-	var mat Materialized[K, V]
-	if len(m) > 0 {
-		mat = m[0]
-	}
-	return aggregate(g, "KSTREAM-REDUCE-", mat, g.vs, nil, func(_ K, v V) V { return v }, func(_ K, v V, agg V) V { return fn(agg, v) })
+// is its aggregate as it is. opts: Named and Materialized[K, V].
+func (g *KGroupedStream[K, V]) Reduce(fn func(agg, v V) V, opts ...TableOption) *KTable[K, V] {
+	named, mat, _ := tableOptions[K, V](g.s.b, "Reduce", opts)
+	return aggregate(g, "KSTREAM-REDUCE-", named, mat, g.vs, nil, func(_ K, v V) V { return v }, func(_ K, v V, agg V) V { return fn(agg, v) })
 }
 
 // Aggregate folds the values of each key into an aggregate of type VA, starting from init (Kafka
-// Streams' aggregate).
-func Aggregate[K, V, VA any](g *KGroupedStream[K, V], init func() VA, fn func(k K, v V, agg VA) VA, m ...Materialized[K, VA]) *KTable[K, VA] {
-	var mat Materialized[K, VA]
-	if len(m) > 0 {
-		mat = m[0]
-	}
-	return aggregate(g, "KSTREAM-AGGREGATE-", mat, nil, init, nil, fn)
+// Streams' aggregate). opts: Named and Materialized[K, VA].
+func Aggregate[K, V, VA any](g *KGroupedStream[K, V], init func() VA, fn func(k K, v V, agg VA) VA, opts ...TableOption) *KTable[K, VA] {
+	named, mat, _ := tableOptions[K, VA](g.s.b, "Aggregate", opts)
+	return aggregate(g, "KSTREAM-AGGREGATE-", named, mat, nil, init, nil, fn)
 }
 
 // aggregate adds an aggregation: its store (named, or generated from prefix), the repartition
-// before it when the grouping needs one, and its processor node.
-func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, m Materialized[K, VA], vaDefault serde.Serde[VA],
+// before it when the grouping needs one, and its processor node (named, or generated).
+func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, named Named, m Materialized[K, VA], vaDefault serde.Serde[VA],
 	init func() VA, first func(K, V) VA, fn func(K, V, VA) VA) *KTable[K, VA] {
 	b := g.s.b
 	store := m.Name
 	if store == "" {
 		store = b.newStoreName(prefix)
 	}
-	name := b.newName(prefix)
+	name := b.nameOr(string(named), prefix)
 	ks := m.Key
 	if ks == nil {
 		ks = g.ks

@@ -85,38 +85,31 @@ func sameKey[K any](ks serde.Serde[K], a, b K) bool {
 	return err1 == nil && err2 == nil && string(ab) == string(bb)
 }
 
-// Count counts the rows of each new key (Kafka Streams' KGroupedTable.count).
-func (g *KGroupedTable[K, V]) Count(m ...Materialized[K, int64]) *KTable[K, int64] {
-	var mat Materialized[K, int64]
-	if len(m) > 0 {
-		mat = m[0]
-	}
-	return tableAggregate(g, "KTABLE-AGGREGATE-", mat, serde.Int64,
+// Count counts the rows of each new key (Kafka Streams' KGroupedTable.count). opts: Named (the
+// node, and the repartition's <name>-sink and <name>-source) and Materialized[K, int64].
+func (g *KGroupedTable[K, V]) Count(opts ...TableOption) *KTable[K, int64] {
+	named, mat, _ := tableOptions[K, int64](g.b, "Count", opts)
+	return tableAggregate(g, "KTABLE-AGGREGATE-", named, mat, serde.Int64,
 		func(K, V) int64 { return 1 },
 		func(_ K, _ V, agg int64) int64 { return agg + 1 },
 		func(_ K, _ V, agg int64) int64 { return agg - 1 })
 }
 
 // Reduce combines the values of each new key with adder, and takes a row's old value out with
-// subtractor (Kafka Streams' KGroupedTable.reduce).
-func (g *KGroupedTable[K, V]) Reduce(adder, subtractor func(agg, v V) V, m ...Materialized[K, V]) *KTable[K, V] {
-	var mat Materialized[K, V]
-	if len(m) > 0 {
-		mat = m[0]
-	}
-	return tableAggregate(g, "KTABLE-REDUCE-", mat, g.vs, func(_ K, v V) V { return v },
+// subtractor (Kafka Streams' KGroupedTable.reduce). opts: Named and Materialized[K, V].
+func (g *KGroupedTable[K, V]) Reduce(adder, subtractor func(agg, v V) V, opts ...TableOption) *KTable[K, V] {
+	named, mat, _ := tableOptions[K, V](g.b, "Reduce", opts)
+	return tableAggregate(g, "KTABLE-REDUCE-", named, mat, g.vs, func(_ K, v V) V { return v },
 		func(_ K, v V, agg V) V { return adder(agg, v) },
 		func(_ K, v V, agg V) V { return subtractor(agg, v) })
 }
 
 // AggregateTable folds the values of each new key into an aggregate with adder, and takes a row's
-// old value out with subtractor (Kafka Streams' KGroupedTable.aggregate).
-func AggregateTable[K, V, VA any](g *KGroupedTable[K, V], init func() VA, adder, subtractor func(k K, v V, agg VA) VA, m ...Materialized[K, VA]) *KTable[K, VA] {
-	var mat Materialized[K, VA]
-	if len(m) > 0 {
-		mat = m[0]
-	}
-	return tableAggregate(g, "KTABLE-AGGREGATE-", mat, nil, func(k K, v V) VA { return adder(k, v, init()) }, adder, subtractor)
+// old value out with subtractor (Kafka Streams' KGroupedTable.aggregate). opts: Named and
+// Materialized[K, VA].
+func AggregateTable[K, V, VA any](g *KGroupedTable[K, V], init func() VA, adder, subtractor func(k K, v V, agg VA) VA, opts ...TableOption) *KTable[K, VA] {
+	named, mat, _ := tableOptions[K, VA](g.b, "AggregateTable", opts)
+	return tableAggregate(g, "KTABLE-AGGREGATE-", named, mat, nil, func(k K, v V) VA { return adder(k, v, init()) }, adder, subtractor)
 }
 
 // errChangeFormat is a repartition record that is not in Kafka Streams' Change format.
@@ -190,7 +183,7 @@ func decodeChange[V any](vs serde.Serde[V], b []byte) (change[V], error) {
 // selecting subtopology, the source in its own; a named grouping's first aggregation makes it and
 // the others read it), and its node. start is the aggregate of a key's first value (the value itself
 // for a reduce).
-func tableAggregate[K, V, VA any](g *KGroupedTable[K, V], prefix string, m Materialized[K, VA], vaDefault serde.Serde[VA],
+func tableAggregate[K, V, VA any](g *KGroupedTable[K, V], prefix string, named Named, m Materialized[K, VA], vaDefault serde.Serde[VA],
 	start func(K, V) VA, adder, subtractor func(K, V, VA) VA) *KTable[K, VA] {
 	b := g.b
 	store := m.Name
@@ -203,7 +196,8 @@ func tableAggregate[K, V, VA any](g *KGroupedTable[K, V], prefix string, m Mater
 	}
 	topic += "-repartition"
 	// The sink's and source's numbers are taken even when a named repartition is reused.
-	sinkName, sourceName, name := b.newName("KSTREAM-SINK-"), b.newName("KSTREAM-SOURCE-"), b.newName(prefix)
+	sinkName, sourceName := b.suffixedOr(string(named), "-sink", "KSTREAM-SINK-"), b.suffixedOr(string(named), "-source", "KSTREAM-SOURCE-")
+	name := b.nameOr(string(named), prefix)
 	ks, vas := m.Key, m.Value
 	if ks == nil {
 		ks = g.ks

@@ -319,3 +319,15 @@ func init() {
 			To(t+"-out", dsl.Produced[string, string]{})
 	}
 }
+
+func init() {
+	Programs["p-named-aggregations"] = func(b *dsl.Builder, t string) {
+		dsl.GroupBy(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v }, dsl.Grouped[string, string]{Name: "by-v"}).
+			Count(dsl.Named("cnt"), dsl.Materialized[string, int64]{Name: "counted"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+		dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{}).GroupByKey().
+			Reduce(func(a, v string) string { return a + v }, dsl.Named("red"), dsl.Materialized[string, string]{Name: "reduced"}).
+			ToStream().To(t+"-out2", dsl.Produced[string, string]{})
+		dsl.GroupTableBy(dsl.Table(b, t+"-in3", dsl.Consumed[string, string]{}), func(k, v string) (string, string) { return v, k }).
+			Count(dsl.Named("tcnt")).ToStream().To(t+"-out3", dsl.Produced[string, int64]{})
+	}
+}

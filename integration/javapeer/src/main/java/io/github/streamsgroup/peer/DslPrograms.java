@@ -37,7 +37,7 @@ final class DslPrograms {
         "p-table-source-unnamed", "p-cogroup-one", "p-grouped-twice", "p-cogroup-after-aggregate",
         "p-table-filter-unnamed-materialized", "p-cogroup-after-totable", "p-count-filter", "p-table-filter-groupby",
         "p-table-unnamed-filter-groupby", "p-count-regroup", "p-mapvalues-null", "p-grouped-table-twice",
-        "p-process-forward", "p-processvalues");
+        "p-process-forward", "p-processvalues", "p-named-aggregations");
 
     private DslPrograms() {
     }
@@ -449,6 +449,20 @@ final class DslPrograms {
                         }
                     }, "last")
                     .to(t + "-out");
+                break;
+            }
+            case "p-named-aggregations": {
+                // Named aggregation nodes: a count, a reduce, and a table count (whose repartition's
+                // sink and source take the name too).
+                b.<String, String>stream(t + "-in").groupBy((k, v) -> v, Grouped.as("by-v"))
+                    .count(Named.as("cnt"), Materialized.as("counted"))
+                    .toStream().to(t + "-out", longs);
+                b.<String, String>stream(t + "-in2").groupByKey()
+                    .reduce((a, v) -> a + v, Named.as("red"), Materialized.as("reduced"))
+                    .toStream().to(t + "-out2");
+                b.<String, String>table(t + "-in3").groupBy((k, v) -> KeyValue.pair(v, k))
+                    .count(Named.as("tcnt"))
+                    .toStream().to(t + "-out3", longs);
                 break;
             }
             default:
