@@ -60,6 +60,9 @@ const (
 	// is read as it when it is not given.
 	KeyStateStoreCacheMaxBytes = "statestore.cache.max.bytes"
 	KeyCacheMaxBytesBuffering  = "cache.max.bytes.buffering"
+	// KeyDSLStoreFormat is Kafka Streams' dsl.store.format: only DEFAULT (its default, timestamped
+	// stores) is accepted; HEADERS (4.4's headers-aware stores) is refused with the reason.
+	KeyDSLStoreFormat = "dsl.store.format"
 )
 
 // DefaultStateStoreCacheMaxBytes is Kafka Streams' statestore.cache.max.bytes: 10 MiB.
@@ -288,7 +291,7 @@ func isRuntimeKey(key string) bool {
 		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyTimestampExtractor, KeyDeadLetterQueueTopic,
 		KeyProductionExceptionHandler, KeyDefaultProductionExceptionHandler, KeyDeliveryTimeout, KeyProducerDeliveryTimeout,
 		KeyMaxTaskIdle, KeyBufferedRecordsPerPartition, KeyNumStreamThreads, KeyTopologyOptimization,
-		KeyStateStoreCacheMaxBytes, KeyCacheMaxBytesBuffering:
+		KeyStateStoreCacheMaxBytes, KeyCacheMaxBytesBuffering, KeyDSLStoreFormat:
 		return true
 	}
 	return false
@@ -377,6 +380,16 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 		r.StateStoreCacheMaxBytes = n
 		if n == 0 {
 			r.StateStoreCacheMaxBytes = -1 // zero is the default here; -1 is "no cache"
+		}
+	case KeyDSLStoreFormat:
+		switch strings.ToUpper(val) {
+		case "DEFAULT":
+		case "HEADERS":
+			p.add(key, raw, "HEADERS (headers-aware stores, which keep each value's record headers) is not supported yet: "+
+				"the DSL's stores are timestamped key-value stores (DEFAULT); their changelogs hold the same values, so "+
+				"Kafka Streams members of the application may use either")
+		default:
+			p.add(key, raw, "must be DEFAULT or HEADERS")
 		}
 	case KeyTopologyOptimization:
 		if !strings.EqualFold(val, "none") {

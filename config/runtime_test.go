@@ -57,6 +57,8 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyBufferedRecordsPerPartition, "2147483648", "INT"},
 		{KeyNumStreamThreads, "0", "at least 1"},
 		{KeyStateStoreCacheMaxBytes, "-1", "at least 0"},
+		{KeyDSLStoreFormat, "HEADERS", "not supported yet"},
+		{KeyDSLStoreFormat, "rocks", "DEFAULT or HEADERS"},
 		{KeyCacheMaxBytesBuffering, "many", "LONG"},
 		{KeyNumStreamThreads, "-2", "at least 1"},
 		{KeyNumStreamThreads, "two", "INT"},
@@ -252,6 +254,16 @@ func TestTopologyOptimizationNone(t *testing.T) {
 	for _, v := range []string{"none", "NONE", " none "} {
 		if _, err := FromMap(map[string]string{KeyApplicationID: "a", KeyTopologyOptimization: v}); err != nil {
 			t.Errorf("%s=%q: %v", KeyTopologyOptimization, v, err)
+		}
+	}
+}
+
+// TestDSLStoreFormatDefault: dsl.store.format=DEFAULT (Kafka Streams' default, in any case) is
+// accepted.
+func TestDSLStoreFormatDefault(t *testing.T) {
+	for _, v := range []string{"DEFAULT", "default", " Default "} {
+		if _, err := FromMap(map[string]string{KeyApplicationID: "a", KeyDSLStoreFormat: v}); err != nil {
+			t.Errorf("%q: %v", v, err)
 		}
 	}
 }
