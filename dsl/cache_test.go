@@ -1,8 +1,11 @@
 package dsl
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -166,4 +169,55 @@ func FuzzStampedValue(f *testing.F) {
 			t.Fatalf("%q: %v does not name the store", b, err)
 		}
 	})
+}
+
+// A cached table's deletion of a key the store never had writes nothing (Kafka Streams' cache
+// flush skips it), where the uncached table hands the deletion on; a key serde that cannot append
+// (decimal) works as well.
+func TestRecordCacheDeletionOfAnAbsentKey(t *testing.T) {
+	for _, tc := range []struct {
+		size int64
+		want []string
+	}{
+		{config.DefaultStateStoreCacheMaxBytes, []string{"1=a", "1=null"}},
+		{-1, []string{"1=a", "2=null", "1=null"}},
+	} {
+		d := withCache(t, tc.size, config.AtLeastOnce, func(b *Builder) {
+			Table(b, "in", Consumed[int64, string]{Key: decimal{}}, Materialized[int64, string]{Name: "t"}).
+				ToStream().To("out", Produced[int64, string]{Key: decimal{}})
+		})
+		for _, r := range []struct {
+			k string
+			v []byte
+		}{{"1", []byte("a")}, {"2", nil}, {"1", nil}} {
+			if err := d.Pipe("in", []byte(r.k), r.v, time.UnixMilli(1000)); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Settle(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		recs, err := streamtest.Output[int64, string](d, "out", decimal{}, serde.String).Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range recs {
+			if r.NullValue {
+				got = append(got, fmt.Sprintf("%d=null", r.Key))
+			} else {
+				got = append(got, fmt.Sprintf("%d=%s", r.Key, r.Value))
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("cache %d: %v, want %v", tc.size, got, tc.want)
+		}
+		changelog, err := d.ReadRaw("ops-t-changelog")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(changelog) != len(tc.want) {
+			t.Errorf("cache %d: %d changelog records, want %d", tc.size, len(changelog), len(tc.want))
+		}
+	}
 }

@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/dsl"
 	"github.com/streamsgroup/streamsgroup/internal/dslprograms"
 	"github.com/streamsgroup/streamsgroup/stream"
@@ -273,28 +275,8 @@ func mixedGroupOn(t *testing.T, program string, produce func(phase int) map[stri
 // Streams leaves and the Go member restores its state. Read with read_committed, every word's
 // counts are 1…n once each, in order: nothing counted twice, nothing lost, across both runtimes.
 func TestDSLWordCountMixedGroupExactlyOnce(t *testing.T) {
-	b := Get(t)
-	if b.StreamsHeartbeatMaxVersion(t) < 1 {
-		t.Skip("the mixed Go/Java DSL group runs against Kafka 4.4 only, as TestDSLInterop")
-	}
-	const program = "p-wordcount"
-	prefix := Name(t, "dsleos")
-	topics, group := prefix+"-"+program, prefix+"-app"
-	b.CreateTopic(t, topics+"-in", 2)
-	b.CreateTopic(t, topics+"-out", 1)
-	b.DeleteGroupAtEnd(t, group)
-	deleteTopicsAtEnd(t, b, group+"-words-repartition", group+"-counts-changelog")
-	groupSession(t, b, group, 6000) // a killed member's tasks move within seconds
-	warmTransactions(t, b)
-	db := dsl.NewBuilder()
-	dslprograms.Programs[program](db, topics)
-	topo, _, err := db.Build(baseConfig(b, group))
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := allTasks(topo, 2)
 	want := map[string]int64{}
-	produce := func(phase, lines int) {
+	mixedGroupExactlyOnce(t, "p-wordcount", func(phase, lines int) map[string][][2]string {
 		var kvs [][2]string
 		for i := range lines {
 			var ws []string
@@ -305,13 +287,103 @@ func TestDSLWordCountMixedGroupExactlyOnce(t *testing.T) {
 			}
 			kvs = append(kvs, [2]string{fmt.Sprintf("line-%d-%d", phase, i), strings.Join(ws, " ")})
 		}
-		produceValues(t, b, topics+"-in", kvs...)
+		return map[string][][2]string{"-in": kvs}
+	}, func() map[string]int64 { return maps.Clone(want) }, true, 0)
+}
+
+// The table regrouped and counted (p-table-groupby-count) under exactly_once_v2 with the Go member
+// killed, as the word count above: a user's move processed twice, or lost, would leave a region's
+// count wrong (each update subtracts from the old region and adds to the new one).
+func TestDSLTableAggregateMixedGroupExactlyOnce(t *testing.T) {
+	latest := map[string]string{}
+	regions := map[string]bool{}
+	mixedGroupExactlyOnce(t, "p-table-groupby-count", func(phase, n int) map[string][][2]string {
+		var kvs [][2]string
+		for i := range n {
+			user, region := fmt.Sprintf("u%d", i%23), fmt.Sprintf("r%d", (i*phase+i/3)%7)
+			latest[user], regions[region] = region, true
+			kvs = append(kvs, [2]string{user, region})
+		}
+		return map[string][][2]string{"-in": kvs}
+	}, func() map[string]int64 {
+		want := map[string]int64{}
+		for r := range regions {
+			want[r] = 0
+		}
+		for _, r := range latest {
+			want[r]++
+		}
+		return want
+	}, false, 0)
+}
+
+// The cogroup of two streams (p-cogroup) under exactly_once_v2 with the Go member killed, with the
+// record cache on at Kafka's default size on both sides: the cached updates are written as part of
+// each transaction, and an aborted transaction's are dropped, so every key's last committed
+// aggregate is the exact sum over both topics.
+func TestDSLCogroupMixedGroupExactlyOnceCached(t *testing.T) {
+	net := map[string]int64{}
+	mixedGroupExactlyOnce(t, "p-cogroup", func(phase, n int) map[string][][2]string {
+		var plus, minus [][2]string
+		for i := range n {
+			k := fmt.Sprintf("k%d", i%13)
+			v := strings.Repeat("x", 1+(i*phase)%5)
+			plus = append(plus, [2]string{k, v})
+			net[k] += int64(len(v))
+			if i%3 == 0 {
+				minus = append(minus, [2]string{k, "yy"})
+				net[k] -= 2
+			}
+		}
+		return map[string][][2]string{"-in": plus, "-in2": minus}
+	}, func() map[string]int64 { return maps.Clone(net) }, false, config.DefaultStateStoreCacheMaxBytes)
+}
+
+// mixedGroupExactlyOnce runs program as one application of a Kafka Streams member and a Go member
+// (a process of its own) under exactly_once_v2, with statestore.cache.max.bytes cacheBytes on both
+// (0: the cache off): both with the tasks split; the Go member killed (SIGKILL) while the input
+// flows, Kafka Streams taking its tasks; the Go member back on its state.dir; Kafka Streams gone.
+// produce gives a phase's n records by input suffix. After each phase every key's last
+// read_committed output (a Long) must be want's; countedOnce also requires each key's outputs to be
+// 1…n once each.
+func mixedGroupExactlyOnce(t *testing.T, program string, produce func(phase, n int) map[string][][2]string, want func() map[string]int64,
+	countedOnce bool, cacheBytes int64) {
+	b := Get(t)
+	if b.StreamsHeartbeatMaxVersion(t) < 1 {
+		t.Skip("the mixed Go/Java DSL group runs against Kafka 4.4 only, as TestDSLInterop")
 	}
-	counted := func() (bool, string) {
+	prefix := Name(t, "dsleos")
+	topics, group := prefix+"-"+program, prefix+"-app"
+	b.CreateTopic(t, topics+"-in", 2)
+	b.CreateTopic(t, topics+"-in2", 2)
+	b.CreateTopic(t, topics+"-out", 1)
+	b.DeleteGroupAtEnd(t, group)
+	groupSession(t, b, group, 6000) // a killed member's tasks move within seconds
+	warmTransactions(t, b)
+	db := dsl.NewBuilder()
+	dslprograms.Programs[program](db, topics)
+	topo, _, err := db.Build(baseConfig(b, group))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var internal []string
+	for _, s := range topo.Subtopologies() {
+		for _, ti := range slices.Concat(s.RepartitionSourceTopics, s.StateChangelogTopics) {
+			internal = append(internal, ti.Name)
+		}
+	}
+	deleteTopicsAtEnd(t, b, internal...)
+	all := allTasks(topo, 2)
+	send := func(phase, n int) {
+		for suffix, kvs := range produce(phase, n) {
+			produceValues(t, b, topics+suffix, kvs...)
+		}
+	}
+	done := func() (bool, string) {
 		got := readCommittedCounts(t, clientsOf(t, b), topics+"-out")
-		for w, n := range want {
-			if s := got[w]; len(s) == 0 || s[len(s)-1] != n {
-				return false, fmt.Sprintf("%s counted %v, want last %d", w, s, n)
+		for k, n := range want() {
+			if s := got[k]; len(s) == 0 || s[len(s)-1] != n {
+				return false, fmt.Sprintf("%s's outputs %v, want the last %d", k, s, n)
 			}
 		}
 		return true, ""
@@ -328,33 +400,39 @@ func TestDSLWordCountMixedGroupExactlyOnce(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	goArgs := []string{"-group", group, "-program", program, "-topics", topics, "-state-dir", dir, "-commit-interval-ms", "100"}
+	goCache := cacheBytes
+	if goCache == 0 {
+		goCache = -1 // the cache off (0 is the default size in config.Runtime)
+	}
+	goArgs := []string{"-group", group, "-program", program, "-topics", topics, "-state-dir", dir, "-commit-interval-ms", "100",
+		"-cache-bytes", strconv.FormatInt(goCache, 10)}
 
-	java := startDSLPeer(t, b, prefix, map[string]string{group: program}, "--processing-guarantee=exactly_once_v2")
+	java := startDSLPeer(t, b, prefix, map[string]string{group: program}, "--processing-guarantee=exactly_once_v2",
+		"--cache-max-bytes="+strconv.FormatInt(cacheBytes, 10))
 	Eventually(t, javaStart, func() (bool, string) {
 		a := java.app(group)
 		return a.state == "RUNNING" && a.active.Equal(all), fmt.Sprintf("Java %s owns %v", a.state, a.active)
 	})
 	goMember := startEOSMember(t, b, "go", goArgs...)
 	Eventually(t, javaStart, split(java, goMember))
-	produce(1, 60)
-	Eventually(t, settle, counted)
+	send(1, 60)
+	Eventually(t, settle, done)
 
 	// The Go member dies while the input flows: whatever it had not committed is aborted.
-	produce(2, 400)
+	send(2, 400)
 	goMember.kill()
 	<-goMember.exited
 	Eventually(t, javaStart, func() (bool, string) {
 		a := java.app(group)
 		return a.state == "RUNNING" && a.active.Equal(all), fmt.Sprintf("Java %s owns %v after the kill", a.state, a.active)
 	})
-	Eventually(t, settle, counted)
+	Eventually(t, settle, done)
 
 	// The Go member comes back on its state.dir, then Kafka Streams leaves.
 	goMember = startEOSMember(t, b, "go2", goArgs...)
 	Eventually(t, javaStart, split(java, goMember))
-	produce(3, 60)
-	Eventually(t, settle, counted)
+	send(3, 60)
+	Eventually(t, settle, done)
 	if !java.stop() {
 		t.Fatal("the Kafka Streams application did not close")
 	}
@@ -362,9 +440,11 @@ func TestDSLWordCountMixedGroupExactlyOnce(t *testing.T) {
 		_, g := goMember.snapshot()
 		return goMember.running() && g.Equal(all), fmt.Sprintf("Go %v", goMember)
 	})
-	produce(4, 60)
-	Eventually(t, settle, counted)
-	checkCountedOnce(t, readCommittedCounts(t, clientsOf(t, b), topics+"-out"), want)
+	send(4, 60)
+	Eventually(t, settle, done)
+	if countedOnce {
+		checkCountedOnce(t, readCommittedCounts(t, clientsOf(t, b), topics+"-out"), want())
+	}
 	if exit := goMember.stop(t); exit != "ok" {
 		t.Fatalf("the Go member did not stop cleanly: %q", exit)
 	}

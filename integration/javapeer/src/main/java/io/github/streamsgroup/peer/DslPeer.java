@@ -57,7 +57,9 @@ import org.apache.kafka.streams.state.Stores;
  * {@code construct@application.id}; {@code --topics}, the prefix of every input and output topic
  * (construct {@code c} reads {@code <topics>-<c>-<role>}, see {@link #build}); optional
  * {@code --state-dir}; optional {@code --optimization} (topology.optimization, default none);
- * optional {@code --processing-guarantee} (default at_least_once);
+ * optional {@code --processing-guarantee} (default at_least_once), optional
+ * {@code --cache-max-bytes} (statestore.cache.max.bytes; default 0, the record cache off, so every
+ * update is written);
  * optional {@code --print=true}, which only builds each application, prints its
  * topology and exits without contacting a broker.
  *
@@ -102,6 +104,7 @@ public final class DslPeer {
         boolean print = Boolean.parseBoolean(flags.getOrDefault("print", "false"));
         String optimization = flags.getOrDefault("optimization", StreamsConfig.NO_OPTIMIZATION);
         String guarantee = flags.getOrDefault("processing-guarantee", StreamsConfig.AT_LEAST_ONCE);
+        String cacheBytes = flags.getOrDefault("cache-max-bytes", "0");
         String stateDir = flags.get("state-dir");
         if (stateDir == null || stateDir.isEmpty()) {
             stateDir = Files.createTempDirectory("dslpeer-state-").toString();
@@ -134,6 +137,7 @@ public final class DslPeer {
             Properties props = props(app, bootstrap, stateDir);
             props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, optimization);
             props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
+            props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, Long.parseLong(cacheBytes));
             Topology topology = build(e.getValue(), topics + "-" + e.getValue(), props);
             if (print) {
                 emit("DESCRIBE " + app + " " + Json.string(topology.describe().toString()));
