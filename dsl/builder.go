@@ -11,7 +11,6 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/stream"
-	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
 )
 
@@ -322,7 +321,7 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 // flusher is one table's record cache, as its subtopology's processor flushes and discards it.
 type flusher struct {
 	flush   func(*stream.Context) error
-	discard func(tasks.ID)
+	discard func(*stream.Context)
 }
 
 // subtopology is one subtopology's processor: each input topic's source node.
@@ -369,7 +368,7 @@ func recovered(err *error) {
 func (s *subtopology) Init(c *stream.Context) (err error) {
 	defer recovered(&err)
 	// The record cache's size is the running application's (statestore.cache.max.bytes).
-	s.cache.max.Store(c.Config().Runtime.CacheBytes())
+	s.cache.configure(c.Config())
 	for _, in := range s.inits {
 		if err := in(c); err != nil {
 			return err
@@ -390,10 +389,11 @@ func (s *subtopology) Flush(c *stream.Context) (err error) {
 	return nil
 }
 
-// Discard drops what the record caches of the subtopology's tables hold for task (stream.Flusher).
-func (s *subtopology) Discard(task tasks.ID) {
+// Discard drops what the record caches of the subtopology's tables hold for c's task on c's thread
+// (stream.Flusher).
+func (s *subtopology) Discard(c *stream.Context) {
 	for _, f := range s.flushers {
-		f.discard(task)
+		f.discard(c)
 	}
 }
 

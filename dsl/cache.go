@@ -1,36 +1,62 @@
 package dsl
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/internal/ctxhook"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
-// The record cache (Kafka Streams' ThreadCache and CachingKeyValueStore, statestore.cache.max.bytes):
-// a table kept in a store holds each key's updates between commits in memory, and only the latest
-// reaches the store, its changelog and the operations below: at the commit (stream.Flusher), or
-// when the cache is full and the key is the least recently written of its store's in the task. What
-// is written then is the update as Kafka Streams' cache flush writes it: the latest value, with the
-// store's value before it as the old value, and the timestamp of the latest update. A key absent
-// before and after writes nothing. The budget is the process's: its threads share it.
+// The record cache (Kafka Streams' ThreadCache, NamedCache and CachingKeyValueStore,
+// statestore.cache.max.bytes): a table kept in a store holds its keys' latest values in memory, the
+// updates since the last commit marked dirty, and only the latest update of a key reaches the
+// store, its changelog and the operations below. A task's dirty entries of a store are written at
+// the commit (stream.Flusher), or when the stream thread's share of the budget is exceeded: then
+// the least recently used entry of the store being written is evicted, and if it is dirty it and
+// every other dirty entry of that store in the task are written. An update is written as Kafka
+// Streams' cache flush writes it: the latest value, the store's value before it as the old value,
+// the record context (timestamp, headers) of the latest update; a key deleted that the store never
+// had writes nothing. Reads go through the cache, and a value read from the store is cached (clean).
+// Each stream thread has its own entries and its share of the budget (statestore.cache.max.bytes
+// divided by num.stream.threads), as each Kafka Streams thread has its own cache.
 
-// entryOverhead is what an entry costs besides its key and value bytes (its fields, its map slot),
-// counted against the budget as Kafka Streams counts its entries' metadata.
-const entryOverhead = 96
+// entryOverhead is what an entry costs besides its key and value bytes, counted against the budget
+// as Kafka Streams counts its entries' metadata (offset, timestamp, partition, links).
+const entryOverhead = 64
 
-// recordCache is the process's budget: the bytes all cached entries hold.
+// recordCache is the budget of the program's caches.
 type recordCache struct {
-	max  atomic.Int64 // statestore.cache.max.bytes, set as tasks start (0: no cache)
-	used atomic.Int64
+	perThread atomic.Int64 // each thread's share of statestore.cache.max.bytes (0: no cache)
+	policy    atomic.Int32 // processing.exception.handler, for a failure below a flushed update
+	used      sync.Map     // stream thread index → *int64, the bytes its entries hold (its thread only)
 }
 
 // on says whether the cache holds updates: a size was set and it is not 0.
-func (rc *recordCache) on() bool { return rc.max.Load() > 0 }
+func (rc *recordCache) on() bool { return rc.perThread.Load() > 0 }
+
+// configure takes the running application's settings, as each task starts.
+func (rc *recordCache) configure(cfg config.Config) {
+	rc.perThread.Store(cfg.Runtime.CacheBytes() / int64(cfg.Runtime.Threads()))
+	rc.policy.Store(int32(cfg.Runtime.OnProcessingError))
+}
+
+// usedBy is the counter of the bytes thread's entries hold.
+func (rc *recordCache) usedBy(thread int) *int64 {
+	if u, ok := rc.used.Load(thread); ok {
+		return u.(*int64)
+	}
+	u, _ := rc.used.LoadOrStore(thread, new(int64))
+	return u.(*int64)
+}
 
 // rc is the builder's record cache.
 func (b *Builder) rc() *recordCache {
@@ -40,46 +66,60 @@ func (b *Builder) rc() *recordCache {
 	return b.cache
 }
 
-// tableCache is the cache of one table's store, per task.
+// tableCache is the cache of one table's store.
 type tableCache[K, V any] struct {
 	rc    *recordCache
 	t     *KTable[K, V]
 	ss    stampedSerde[V]
-	tasks sync.Map // tasks.ID → *cached[K, V]; a task's entries are used by its thread only
+	tasks sync.Map // owner → *cached[K, V]
 }
 
-// cached is one task's entries of a store: by key, and in the order they were last written.
+// owner is who uses a set of entries: one task on one stream thread (a task that moves to another
+// thread of the process starts with none there).
+type owner struct {
+	thread int
+	task   tasks.ID
+}
+
+// cached is one owner's entries of a store: by key, in the order of their last use (LRU) and of
+// their last update (dirty ones only).
 type cached[K, V any] struct {
 	m          map[string]*entry[K, V]
-	head, tail *entry[K, V] // head: the least recently written
+	head, tail *entry[K, V] // head: the least recently used
+	dirtyHead  *entry[K, V] // the dirty entries, the least recently updated first
+	dirtyTail  *entry[K, V]
 	size       int64
+	used       *int64 // the thread's bytes
 	scratch    []byte // the key being looked up, encoded
 }
 
-// entry is one key's latest update: its value (has false: deleted), with the timestamp and the
-// stored bytes (timestamp and value; nil for a deletion); dirty until written to the store.
+// entry is one key's latest value (has false: deleted), with the stored bytes (timestamp and
+// value; nil for a deletion) and the record context of its update; dirty until written.
 type entry[K, V any] struct {
-	key        string
-	k          K
-	v          V
-	vb         []byte
-	has, dirty bool
-	at         time.Time
-	size       int64
-	prev, next *entry[K, V]
+	key          string
+	k            K
+	v            V
+	vb           []byte
+	has, dirty   bool
+	at           time.Time
+	headers      []kgo.RecordHeader
+	size         int64
+	prev, next   *entry[K, V]
+	dprev, dnext *entry[K, V]
 }
 
-// of is task's entries.
-func (tc *tableCache[K, V]) of(task tasks.ID) *cached[K, V] {
-	if e, ok := tc.tasks.Load(task); ok {
+// of is the entries of c's task on c's thread.
+func (tc *tableCache[K, V]) of(c *stream.Context) *cached[K, V] {
+	o := owner{thread: c.Thread(), task: c.Task()}
+	if e, ok := tc.tasks.Load(o); ok {
 		return e.(*cached[K, V])
 	}
-	e := &cached[K, V]{m: map[string]*entry[K, V]{}}
-	tc.tasks.Store(task, e)
-	return e
+	cs := &cached[K, V]{m: map[string]*entry[K, V]{}, used: tc.rc.usedBy(o.thread)}
+	tc.tasks.Store(o, cs)
+	return cs
 }
 
-// keyBytes encodes k into the task's scratch.
+// keyBytes encodes k into the owner's scratch.
 func (tc *tableCache[K, V]) keyBytes(cs *cached[K, V], k K) ([]byte, error) {
 	var err error
 	if a, ok := tc.t.ks.(serde.Appender[K]); ok {
@@ -93,20 +133,45 @@ func (tc *tableCache[K, V]) keyBytes(cs *cached[K, V], k K) ([]byte, error) {
 	return cs.scratch, nil
 }
 
-// get is k's cached update in c's task, if it has one.
-func (tc *tableCache[K, V]) get(c *stream.Context, k K) (*entry[K, V], error) {
-	cs := tc.of(c.Task())
+// get is k's latest value in c's task: the cached one, else the store's (then cached, clean).
+func (tc *tableCache[K, V]) get(c *stream.Context, k K) (stamped[V], bool, error) {
+	cs := tc.of(c)
 	kb, err := tc.keyBytes(cs, k)
 	if err != nil {
-		return nil, err
+		return stamped[V]{}, false, err
 	}
-	return cs.m[string(kb)], nil
+	if e := cs.m[string(kb)]; e != nil {
+		cs.unlink(e)
+		cs.link(e) // the most recently used now
+		return stamped[V]{v: tc.copied(e.v), at: e.at}, e.has, nil
+	}
+	raw, ok, err := c.Store(tc.t.store).Get(kb)
+	if err != nil || !ok {
+		return stamped[V]{}, false, err
+	}
+	s, err := tc.ss.Decode(raw)
+	if err != nil {
+		return stamped[V]{}, false, err
+	}
+	e := &entry[K, V]{key: string(kb), k: k, v: s.v, vb: bytes.Clone(raw), has: true, at: s.at}
+	cs.m[e.key] = e
+	cs.resize(e, int64(len(e.key)+len(e.vb))+entryOverhead)
+	cs.link(e)
+	return stamped[V]{v: tc.copied(s.v), at: s.at}, true, tc.evict(c, cs)
 }
 
-// put caches k's update (has false: a deletion) at, then writes the least recently written entries
-// of the task's store through while the process's cache is over its budget.
+// copied is v, copied if it is bytes: the cache keeps its own.
+func (tc *tableCache[K, V]) copied(v V) V {
+	if tc.ss.bytes {
+		return any(bytes.Clone(any(v).([]byte))).(V)
+	}
+	return v
+}
+
+// put caches k's update (has false: a deletion) at, with the record's headers, then evicts while
+// the thread's entries exceed its share of the budget.
 func (tc *tableCache[K, V]) put(c *stream.Context, k K, v V, has bool, at time.Time) error {
-	cs := tc.of(c.Task())
+	cs := tc.of(c)
 	kb, err := tc.keyBytes(cs, k)
 	if err != nil {
 		return err
@@ -123,64 +188,92 @@ func (tc *tableCache[K, V]) put(c *stream.Context, k K, v V, has bool, at time.T
 		cs.m[e.key] = e
 	} else {
 		cs.unlink(e)
-	}
-	e.k, e.v, e.vb, e.has, e.at, e.dirty = k, v, vb, has, at, true
-	size := int64(len(e.key)+len(vb)) + entryOverhead
-	tc.rc.used.Add(size - e.size)
-	cs.size += size - e.size
-	e.size = size
-	cs.link(e)
-	for tc.rc.used.Load() > tc.rc.max.Load() && cs.head != nil {
-		if err := tc.evict(c, cs, cs.head); err != nil {
-			return err
+		if e.dirty {
+			cs.undirty(e)
 		}
 	}
-	return nil
+	e.k, e.v, e.vb, e.has, e.at, e.headers = k, tc.copied(v), vb, has, at, c.Headers()
+	cs.resize(e, int64(len(e.key)+len(vb))+entryOverhead)
+	cs.link(e)
+	e.dirty = true
+	cs.linkDirty(e)
+	return tc.evict(c, cs)
 }
 
-// evict writes e through, if dirty, and drops it.
-func (tc *tableCache[K, V]) evict(c *stream.Context, cs *cached[K, V], e *entry[K, V]) error {
-	cs.unlink(e)
-	delete(cs.m, e.key)
-	tc.rc.used.Add(-e.size)
-	cs.size -= e.size
-	if e.dirty {
-		return tc.write(c, e)
-	}
-	return nil
-}
-
-// flush writes every dirty entry of c's task through, in the order they were last written; they
-// stay cached, clean, for the reads that follow.
-func (tc *tableCache[K, V]) flush(c *stream.Context) error {
-	v, ok := tc.tasks.Load(c.Task())
-	if !ok {
-		return nil
-	}
-	cs := v.(*cached[K, V])
-	for e := cs.head; e != nil; e = e.next {
+// evict drops the least recently used entries of the owner while its thread's entries exceed their
+// budget; a dirty one is written first, with every other dirty entry of the owner (Kafka Streams'
+// NamedCache.evict).
+func (tc *tableCache[K, V]) evict(c *stream.Context, cs *cached[K, V]) error {
+	for *cs.used > tc.rc.perThread.Load() && cs.head != nil {
+		e := cs.head
 		if e.dirty {
-			e.dirty = false
-			if err := tc.write(c, e); err != nil {
+			// Written before it leaves: an entry whose write failed stays, dirty, and nothing
+			// after it is committed.
+			if err := tc.write(c, e); err != nil && !tc.continues() {
+				return err
+			}
+			cs.undirty(e)
+			if err := tc.flushOwner(c, cs); err != nil {
 				return err
 			}
 		}
+		cs.unlink(e)
+		delete(cs.m, e.key)
+		cs.resize(e, 0)
 	}
 	return nil
 }
 
-// discard drops task's entries, written or not.
-func (tc *tableCache[K, V]) discard(task tasks.ID) {
-	if v, ok := tc.tasks.LoadAndDelete(task); ok {
-		tc.rc.used.Add(-v.(*cached[K, V]).size)
+// flush writes every dirty entry of c's task on c's thread (stream.Flusher's Flush).
+func (tc *tableCache[K, V]) flush(c *stream.Context) error {
+	v, ok := tc.tasks.Load(owner{thread: c.Thread(), task: c.Task()})
+	if !ok {
+		return nil
+	}
+	return tc.flushOwner(c, v.(*cached[K, V]))
+}
+
+// flushOwner writes cs's dirty entries, the least recently updated first; they stay cached, clean,
+// except deletions, which leave the cache. Under processing.exception.handler=LogAndContinue, a
+// failure below one update skips that update, as Kafka Streams' handler does.
+func (tc *tableCache[K, V]) flushOwner(c *stream.Context, cs *cached[K, V]) error {
+	for cs.dirtyHead != nil {
+		e := cs.dirtyHead
+		// An entry whose write failed stays dirty: the commit fails, and a clean close that comes
+		// after it writes it again rather than commit without it.
+		if err := tc.write(c, e); err != nil && !tc.continues() {
+			return err
+		}
+		cs.undirty(e)
+		if !e.has {
+			cs.unlink(e)
+			delete(cs.m, e.key)
+			cs.resize(e, 0)
+		}
+	}
+	return nil
+}
+
+// continues says whether a failure below a written update skips it (processing.exception.handler
+// LogAndContinue) rather than stop the application.
+func (tc *tableCache[K, V]) continues() bool {
+	return config.ErrorPolicy(tc.rc.policy.Load()) == config.LogAndContinue
+}
+
+// discard drops the entries of c's task on c's thread, written or not (stream.Flusher's Discard:
+// the task's work since its last commit is done again, or the task stops on this thread).
+func (tc *tableCache[K, V]) discard(c *stream.Context) {
+	if v, ok := tc.tasks.LoadAndDelete(owner{thread: c.Thread(), task: c.Task()}); ok {
+		cs := v.(*cached[K, V])
+		*cs.used -= cs.size
 	}
 }
 
-// write writes e to the store and hands the update on (Kafka Streams' cache flush): the old value
-// is the store's before the write; nothing is written for a key absent before and after.
+// write writes e to the store and hands the update on, with e's record context (Kafka Streams'
+// CachingKeyValueStore.putAndMaybeForward): the old value is the store's before the write; nothing
+// is written for a key absent before and after.
 func (tc *tableCache[K, V]) write(c *stream.Context, e *entry[K, V]) error {
 	t := tc.t
-	ch := change[V]{new: e.v, hasNew: e.has}
 	old, ok, err := t.kv.Get(c, e.k)
 	if err != nil {
 		return err
@@ -188,6 +281,8 @@ func (tc *tableCache[K, V]) write(c *stream.Context, e *entry[K, V]) error {
 	if !e.has && !ok {
 		return nil
 	}
+	restore := ctxhook.As(c, e.at, e.headers)
+	defer restore()
 	st := c.Store(t.store)
 	if e.has {
 		err = st.Put([]byte(e.key), e.vb)
@@ -197,10 +292,19 @@ func (tc *tableCache[K, V]) write(c *stream.Context, e *entry[K, V]) error {
 	if err != nil {
 		return err
 	}
+	ch := change[V]{new: tc.copied(e.v), hasNew: e.has}
 	if t.sendOld && ok {
 		ch.old, ch.hasOld = old.v, true
 	}
 	return t.out.emit(c, meta{at: e.at}, e.k, ch)
+}
+
+// resize sets e's size to size, counting the difference against the thread's bytes.
+func (cs *cached[K, V]) resize(e *entry[K, V], size int64) {
+	d := size - e.size
+	e.size = size
+	cs.size += d
+	*cs.used += d
 }
 
 func (cs *cached[K, V]) link(e *entry[K, V]) {
@@ -225,4 +329,29 @@ func (cs *cached[K, V]) unlink(e *entry[K, V]) {
 		cs.tail = e.prev
 	}
 	e.prev, e.next = nil, nil
+}
+
+func (cs *cached[K, V]) linkDirty(e *entry[K, V]) {
+	e.dprev, e.dnext = cs.dirtyTail, nil
+	if cs.dirtyTail != nil {
+		cs.dirtyTail.dnext = e
+	} else {
+		cs.dirtyHead = e
+	}
+	cs.dirtyTail = e
+}
+
+// undirty takes e out of the dirty entries.
+func (cs *cached[K, V]) undirty(e *entry[K, V]) {
+	if e.dprev != nil {
+		e.dprev.dnext = e.dnext
+	} else {
+		cs.dirtyHead = e.dnext
+	}
+	if e.dnext != nil {
+		e.dnext.dprev = e.dprev
+	} else {
+		cs.dirtyTail = e.dprev
+	}
+	e.dprev, e.dnext, e.dirty = nil, nil, false
 }

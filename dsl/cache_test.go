@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/streamtest"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // countWords counts, per key, the words of each record's value (no repartition: the key stays), and
@@ -219,5 +221,148 @@ func TestRecordCacheDeletionOfAnAbsentKey(t *testing.T) {
 		if len(changelog) != len(tc.want) {
 			t.Errorf("cache %d: %d changelog records, want %d", tc.size, len(changelog), len(tc.want))
 		}
+	}
+}
+
+// A record's headers go with it to the outputs, through a repartition and an aggregation, as Kafka
+// Streams' sinks write them; with the cache on, a key's written update carries the headers of its
+// latest record.
+func TestHeadersGoWithTheRecords(t *testing.T) {
+	for _, size := range []int64{-1, config.DefaultStateStoreCacheMaxBytes} {
+		d := withCache(t, size, config.AtLeastOnce, func(b *Builder) {
+			in := Stream(b, "in", Consumed[string, string]{})
+			MapValues(in, func(_, v string) string { return v + "!" }).To("mapped", Produced[string, string]{})
+			GroupBy(in, func(_, v string) string { return v }).Count().ToStream().To("counts", Produced[string, int64]{})
+		})
+		h := func(v string) kgo.RecordHeader { return kgo.RecordHeader{Key: "h", Value: []byte(v)} }
+		// One record at a time: with the cache, each count is written at the commit after its record.
+		for i, r := range []string{"x", "x"} {
+			if err := d.Pipe("in", []byte("k"), []byte(r), time.UnixMilli(int64(1000+i)), h(fmt.Sprint(i))); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Settle(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, topic := range []string{"mapped", "counts"} {
+			recs, err := d.ReadRaw(topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range recs {
+				for _, hd := range r.Headers {
+					got = append(got, hd.Key+"="+string(hd.Value))
+				}
+			}
+			if strings.Join(got, " ") != "h=0 h=1" {
+				t.Errorf("cache %d, %s: headers %v, want h=0 then h=1", size, topic, got)
+			}
+		}
+	}
+}
+
+// processed waits until the application processed n input records (its metrics), without a
+// commit.
+func processed(t *testing.T, d *streamtest.Driver, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(streamtest.Wait)
+	for d.App().Metrics().Processed < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("processed %d records, want %d", d.App().Metrics().Processed, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// cachedNoCommit runs countWords(m) with a cache of size bytes and no periodic commit within the
+// test (commit.interval.ms one hour): what is written comes from evictions and the clean stop.
+func cachedNoCommit(t *testing.T, size int64, m Materialized[string, int64]) *streamtest.Driver {
+	t.Helper()
+	cfg := config.Default("ops")
+	cfg.Runtime.StateStoreCacheMaxBytes = size
+	cfg.Runtime.CommitInterval = time.Hour
+	d := start(t, cfg, countWords(m))
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// readCounts reads topic's counts as key=n.
+func readCounts(t *testing.T, d *streamtest.Driver, topic string) []string {
+	t.Helper()
+	recs, err := streamtest.Output(d, topic, serde.String, serde.Int64).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprintf("%s=%d", r.Key, r.Value))
+	}
+	return got
+}
+
+// A clean stop writes what the cache holds before its revocation commits the positions (Kafka
+// Streams flushes the revoked tasks' caches in their commit): nothing processed is lost.
+func TestRecordCacheWrittenAtTheCleanStop(t *testing.T) {
+	d := cachedNoCommit(t, config.DefaultStateStoreCacheMaxBytes, Materialized[string, int64]{Name: "n"})
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"a", "x x x"})
+	processed(t, d, 1)
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readCounts(t, d, "counts"); strings.Join(got, " ") != "a=3" {
+		t.Fatalf("counts after the stop: %v, want a=3", got)
+	}
+	if changelog, err := d.ReadRaw("ops-n-changelog"); err != nil || len(changelog) != 1 {
+		t.Fatalf("the changelog holds %d records (%v), want 1", len(changelog), err)
+	}
+}
+
+// When the thread's share of the cache is exceeded, the least recently used entry of the store is
+// evicted, and it and every other dirty entry of the store are written (Kafka Streams'
+// NamedCache.evict): with room for two counts, a, b, c, b write a=1, b=1, c=1 at c's eviction of
+// a, and b=2 at the stop.
+func TestRecordCacheEvictionWritesTheStoresDirtyEntries(t *testing.T) {
+	// A count's entry: its key (1 byte), its stored value (8 bytes of timestamp, 8 of count) and
+	// entryOverhead; two fit, three do not.
+	size := 2 * (1 + 16 + entryOverhead)
+	d := cachedNoCommit(t, int64(size), Materialized[string, int64]{})
+	in := streamtest.Input(d, "in", serde.String, serde.String)
+	pipe(t, in, kv[string, string]{"a", "x"}, kv[string, string]{"b", "x"}, kv[string, string]{"c", "x"}, kv[string, string]{"b", "x"})
+	processed(t, d, 4)
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readCounts(t, d, "counts"); strings.Join(got, " ") != "a=1 b=1 c=1 b=2" {
+		t.Fatalf("counts: %v, want a=1 b=1 c=1 b=2", got)
+	}
+}
+
+// A function below a cached table that fails while the cache is written (at a commit) stops the
+// application under LogAndFail, as Kafka Streams fails the thread, under both guarantees: it is not
+// retried for ever nor skipped.
+func TestRecordCacheFailureBelowAFlushStops(t *testing.T) {
+	for _, g := range []config.Guarantee{config.AtLeastOnce, config.ExactlyOnceV2} {
+		t.Run(string(g), func(t *testing.T) {
+			cfg := config.Default("ops")
+			cfg.Runtime.StateStoreCacheMaxBytes = config.DefaultStateStoreCacheMaxBytes
+			cfg.Runtime.Guarantee = g
+			d := start(t, cfg, func(b *Builder) {
+				Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count().
+					Filter(func(k string, _ int64) bool {
+						if k == "bad" {
+							panic("bad key")
+						}
+						return true
+					}).ToStream().To("out", Produced[string, int64]{})
+			})
+			defer d.Close()
+			pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"bad", "x"})
+			err := d.Settle()
+			var pe *PanicError
+			if !errors.As(err, &pe) {
+				t.Fatalf("Settle: %v, want the application stopped by the panic", err)
+			}
+		})
 	}
 }

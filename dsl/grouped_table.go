@@ -225,9 +225,9 @@ func tableAggregate[K, V, VA any](g *KGroupedTable[K, V], prefix string, named N
 				return fmt.Errorf("dsl: encoding a value for %s: %w", sink.sendTo, err)
 			}
 			if !md.at.IsZero() {
-				return c.SendAt(sink.sendTo, md.at, kb, vb)
+				return c.SendAt(sink.sendTo, md.at, kb, vb, c.Headers()...)
 			}
-			return c.Send(sink.sendTo, kb, vb)
+			return c.Send(sink.sendTo, kb, vb, c.Headers()...)
 		})
 		from := newFanout[K, change[V]](b)
 		source.entry = func(c *stream.Context, r *stream.Record) error {

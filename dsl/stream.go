@@ -199,11 +199,12 @@ func repartitionTo[K, V any](sink *node, ks serde.Serde[K], vs serde.Serde[V]) f
 // send writes a record to out: through the runtime's typed topic, which encodes into its scratch
 // and gives the record one allocation, unless the key or the value is null.
 func send[K, V any](c *stream.Context, out stream.Topic[K, V], ks serde.Serde[K], vs serde.Serde[V], m meta, k K, v V) error {
+	// The record's headers go with it, as Kafka Streams' sinks write them.
 	if !m.nullKey && !m.nullValue {
 		if m.at.IsZero() {
-			return out.Send(c, k, v)
+			return out.Send(c, k, v, c.Headers()...)
 		}
-		return out.SendAt(c, m.at, k, v)
+		return out.SendAt(c, m.at, k, v, c.Headers()...)
 	}
 	var kb, vb []byte
 	var err error
@@ -224,9 +225,9 @@ func send[K, V any](c *stream.Context, out stream.Topic[K, V], ks serde.Serde[K]
 		}
 	}
 	if !m.at.IsZero() {
-		return c.SendAt(out.Name(), m.at, kb, vb)
+		return c.SendAt(out.Name(), m.at, kb, vb, c.Headers()...)
 	}
-	return c.Send(out.Name(), kb, vb)
+	return c.Send(out.Name(), kb, vb, c.Headers()...)
 }
 
 // MapValues changes each value with fn (Kafka Streams' mapValues); the key stays, so no

@@ -61,16 +61,10 @@ func (t *KTable[K, V]) keepIn(store string, op string, uncached bool) {
 	})
 }
 
-// read is k's latest value, from the record cache if it holds an update of k, else from the store.
+// read is k's latest value: through the record cache if the table has one, else from the store.
 func (t *KTable[K, V]) read(c *stream.Context, k K) (stamped[V], bool, error) {
 	if t.cached() {
-		e, err := t.cache.get(c, k)
-		if err != nil || e != nil {
-			if err != nil || !e.has {
-				return stamped[V]{}, false, err
-			}
-			return stamped[V]{v: e.v, at: e.at}, true, nil
-		}
+		return t.cache.get(c, k)
 	}
 	return t.kv.Get(c, k)
 }

@@ -92,6 +92,15 @@ func (m *memberCalls) OnAllTasksLost(ctx context.Context, _ tasks.Assignment) er
 func (a *App) revokeTasks(ctx context.Context, revoked tasks.Set) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// What the revoked tasks' processors hold back is written before they stop, to be committed
+	// with them (Kafka Streams' prepareCommit flushes the caches of the revoked tasks). Under
+	// exactly-once a fatal error aborts instead: nothing of the transaction is kept. A flush that
+	// fails commits nothing: the next owner starts from the last commit.
+	if !a.closingDirty() || !a.eos() {
+		if err := a.flushTasks(&revoked); err != nil {
+			return fmt.Errorf("stream: writing what the revoked tasks %v held: %w", revoked, err)
+		}
+	}
 	var stopped []*task
 	for id := range revoked.All() {
 		if t := a.tasks[id]; t != nil && t.active {

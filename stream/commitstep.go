@@ -54,13 +54,15 @@ func (a *App) driveAt(ctx context.Context, now time.Time, in sm.Input) sm.Done {
 	return sm.Done{Err: errors.New("stream: internal error: the commit step ended without an outcome"), Fatal: true}
 }
 
-// flushTasks runs the Flush of the processors that hold results back (Flusher) for each running
-// active task, in task order, so that the commit under way includes what they held. Called with
+// flushTasks runs the Flush of the processors that hold results back (Flusher) for the running
+// active tasks (only those of only, when given), in task order, so that the commit under way
+// includes what they held. A failure is fatal, as Kafka Streams fails a thread whose commit cannot
+// flush: the application stops, and under exactly-once the transaction is aborted. Called with
 // a.mu held.
-func (a *App) flushTasks() error {
+func (a *App) flushTasks(only *tasks.Set) error {
 	var ids []tasks.ID
 	for id, t := range a.tasks {
-		if t.active && flusherOf(a.procs[id.Subtopology]) != nil && a.mach.Running(id) {
+		if t.active && flusherOf(a.procs[id.Subtopology]) != nil && a.mach.Running(id) && (only == nil || only.Contains(id)) {
 			ids = append(ids, id)
 		}
 	}
@@ -69,7 +71,9 @@ func (a *App) flushTasks() error {
 		t := a.tasks[id]
 		t.ctx = Context{app: a, task: t, ts: a.now()}
 		if err := flusherOf(a.procs[id.Subtopology]).Flush(&t.ctx); err != nil {
-			return &ProcessingError{Task: id, Err: err}
+			err = &ProcessingError{Task: id, Err: err}
+			a.fail(err)
+			return err
 		}
 	}
 	return nil
@@ -79,7 +83,7 @@ func (a *App) flushTasks() error {
 func (a *App) execute(ctx context.Context, act sm.Action) sm.Input {
 	switch act := act.(type) {
 	case sm.Flush:
-		if err := a.flushTasks(); err != nil {
+		if err := a.flushTasks(nil); err != nil {
 			return sm.Flushed{Err: err}
 		}
 		if err := a.producer().Flush(ctx); err != nil {

@@ -43,10 +43,10 @@ func (h *holding) Flush(c *Context) error {
 	return c.Send("out", []byte(c.Task().String()), binary.BigEndian.AppendUint64(nil, n))
 }
 
-func (h *holding) Discard(task tasks.ID) {
+func (h *holding) Discard(c *Context) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.held, task)
+	delete(h.held, c.Task())
 	h.discarded++
 }
 

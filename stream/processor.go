@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/internal/ctxhook"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -51,10 +52,10 @@ type Flusher interface {
 	// (under exactly_once_v2, in the transaction being committed). An error stops the commit as a
 	// processing error (under exactly_once_v2 the transaction is aborted).
 	Flush(c *Context) error
-	// Discard drops what the processor holds for task, unwritten: the task's work since its last
-	// commit is being done again (an abort, a retried write), or the task stops here (moved away,
-	// closed, made a standby). Its Init runs before it processes again.
-	Discard(task tasks.ID)
+	// Discard drops what the processor holds for c's task on c's thread, unwritten: the task's work
+	// since its last commit is being done again (an abort, a retried write), or the task stops on
+	// this thread (moved away, closed, made a standby). Its Init runs before it processes again.
+	Discard(c *Context)
 }
 
 // ProcessorFunc makes a function a Processor.
@@ -120,7 +121,23 @@ type Context struct {
 	task *task
 	rec  *Record // nil in Init and punctuations
 	ts   time.Time
+	// headers replace the record's while a record cache writes an update it held (ctxhook.As).
+	headers    []kgo.RecordHeader
+	hasHeaders bool
 }
+
+func init() {
+	ctxhook.As = func(c any, ts time.Time, headers []kgo.RecordHeader) func() {
+		ctx := c.(*Context)
+		ts0, h0, has0 := ctx.ts, ctx.headers, ctx.hasHeaders
+		ctx.ts, ctx.headers, ctx.hasHeaders = ts, headers, true
+		return func() { ctx.ts, ctx.headers, ctx.hasHeaders = ts0, h0, has0 }
+	}
+}
+
+// Thread is the index of the stream thread processing the task (1…num.stream.threads): what a
+// processor keeps per thread, as Kafka Streams keeps its record cache, is keyed by it.
+func (c *Context) Thread() int { return c.app.index }
 
 // Task is the task whose record is being processed.
 func (c *Context) Task() tasks.ID { return c.task.id }
@@ -143,6 +160,9 @@ func (c *Context) StreamTime() time.Time {
 
 // Headers are the current record's headers (nil in a punctuation).
 func (c *Context) Headers() []kgo.RecordHeader {
+	if c.hasHeaders {
+		return c.headers
+	}
 	if c.rec == nil {
 		return nil
 	}

@@ -316,7 +316,8 @@ func (a *App) stopTask(t *task) {
 	clear(t.punctuators)
 	a.dropQueued(t)
 	if f := flusherOf(a.procs[t.id.Subtopology]); f != nil {
-		f.Discard(t.id)
+		t.ctx = Context{app: a, task: t, ts: a.now()}
+		f.Discard(&t.ctx)
 	}
 }
 

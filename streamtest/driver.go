@@ -153,11 +153,12 @@ func (d *Driver) until(cond func() bool) error {
 	return nil
 }
 
-// Pipe writes a record to topic (partition 0) with timestamp ts; a nil key or value is null.
-func (d *Driver) Pipe(topic string, key, value []byte, ts time.Time) error {
+// Pipe writes a record to topic (partition 0) with timestamp ts and headers; a nil key or value is
+// null.
+func (d *Driver) Pipe(topic string, key, value []byte, ts time.Time, headers ...kgo.RecordHeader) error {
 	ctx, cancel := context.WithTimeout(context.Background(), Wait)
 	defer cancel()
-	return d.cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: key, Value: value, Timestamp: ts}).FirstErr()
+	return d.cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: key, Value: value, Timestamp: ts, Headers: headers}).FirstErr()
 }
 
 // Settle waits until the application processed every record of its inputs (source and repartition
@@ -251,6 +252,17 @@ func (d *Driver) Store(name string) (store.ReadOnly, error) {
 
 // App is the application, for what the driver does not wrap (its state, its metrics).
 func (d *Driver) App() *stream.App { return d.app }
+
+// Stop stops the application as its clean close does (what it processed is committed, its tasks
+// revoked, the group left), and keeps the fake cluster, so that its outputs can still be read; Close
+// then closes the cluster. It returns the application's error, if it failed.
+func (d *Driver) Stop() error {
+	if d.cancel != nil {
+		d.cancel()
+		<-d.done
+	}
+	return d.err
+}
 
 // Close stops the application (it commits and leaves the group) and the fake cluster, and returns
 // the application's error, if it failed.

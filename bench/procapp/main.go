@@ -289,7 +289,7 @@ func (d dslMarked) Init(c *stream.Context) error { return d.inner.(stream.Initia
 
 func (d dslMarked) Flush(c *stream.Context) error { return d.inner.(stream.Flusher).Flush(c) }
 
-func (d dslMarked) Discard(task tasks.ID) { d.inner.(stream.Flusher).Discard(task) }
+func (d dslMarked) Discard(c *stream.Context) { d.inner.(stream.Flusher).Discard(c) }
 
 // marked is a Processor whose Init (a task starting to process here) calls init.
 type marked struct {
@@ -317,9 +317,9 @@ func (m marked) Flush(c *stream.Context) error {
 }
 
 // Discard implements stream.Flusher.
-func (m marked) Discard(task tasks.ID) {
+func (m marked) Discard(c *stream.Context) {
 	if f, ok := m.Processor.(stream.Flusher); ok {
-		f.Discard(task)
+		f.Discard(c)
 	}
 }
 
