@@ -221,6 +221,9 @@ func propertiesOf(c Config) map[string]string {
 	if c.Runtime.NumStreamThreads != 0 {
 		put(KeyNumStreamThreads, strconv.Itoa(c.Runtime.NumStreamThreads))
 	}
+	if f := c.Runtime.DSLStoreFormat; f != "" {
+		put(KeyDSLStoreFormat, string(f))
+	}
 	if n := c.Runtime.StateStoreCacheMaxBytes; n != 0 {
 		put(KeyStateStoreCacheMaxBytes, strconv.FormatInt(max(n, 0), 10)) // -1 is written as 0, the cache off
 	}
@@ -282,6 +285,7 @@ func genConfig(t *rapid.T) Config {
 		BufferedRecordsPerPartition: rapid.IntRange(0, math.MaxInt32).Draw(t, "buffered.records.per.partition"),
 		NumStreamThreads:            rapid.IntRange(0, 64).Draw(t, "num.stream.threads"),
 		StateStoreCacheMaxBytes:     rapid.Int64Range(-1, 1<<40).Draw(t, "statestore.cache.max.bytes"),
+		DSLStoreFormat:              rapid.SampledFrom([]DSLStoreFormat{"", DSLStoreFormatDefault, DSLStoreFormatHeaders}).Draw(t, "dsl.store.format"),
 		Timestamps:                  rapid.SampledFrom([]TimestampPolicy{FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp, WallclockTimestamp}).Draw(t, "default.timestamp.extractor"),
 	}
 	c.RetryBackoffMax = c.RetryBackoff + ms("retry.backoff.max.ms above retry.backoff.ms", 0, 1<<30)

@@ -60,9 +60,21 @@ const (
 	// is read as it when it is not given.
 	KeyStateStoreCacheMaxBytes = "statestore.cache.max.bytes"
 	KeyCacheMaxBytesBuffering  = "cache.max.bytes.buffering"
-	// KeyDSLStoreFormat is Kafka Streams' dsl.store.format: only DEFAULT (its default, timestamped
-	// stores) is accepted; HEADERS (4.4's headers-aware stores) is refused with the reason.
+	// KeyDSLStoreFormat is Kafka Streams' dsl.store.format: DEFAULT (timestamped stores) or HEADERS
+	// (4.4's headers-aware stores).
 	KeyDSLStoreFormat = "dsl.store.format"
+)
+
+// DSLStoreFormat is dsl.store.format: the format of the DSL's stores.
+type DSLStoreFormat string
+
+// The formats of Kafka Streams 4.4.
+const (
+	// DSLStoreFormatDefault (the default; also the zero value "") is timestamped key-value stores.
+	DSLStoreFormatDefault DSLStoreFormat = "DEFAULT"
+	// DSLStoreFormatHeaders is headers-aware stores: their changelog records also carry the
+	// headers of the record whose update each one is (stream.TimestampedHeadersStore).
+	DSLStoreFormatHeaders DSLStoreFormat = "HEADERS"
 )
 
 // DefaultStateStoreCacheMaxBytes is Kafka Streams' statestore.cache.max.bytes: 10 MiB.
@@ -232,6 +244,9 @@ type Runtime struct {
 	// the cache is full. Zero means DefaultStateStoreCacheMaxBytes; a negative value turns the cache
 	// off (FromMap reads statestore.cache.max.bytes=0 so), and every update is written at once.
 	StateStoreCacheMaxBytes int64
+	// DSLStoreFormat (dsl.store.format) is the format of the DSL's stores: DSLStoreFormatDefault
+	// ("" too) or DSLStoreFormatHeaders.
+	DSLStoreFormat DSLStoreFormat
 }
 
 // CacheBytes is the record cache's size: StateStoreCacheMaxBytes, its default when zero, 0 (no
@@ -382,12 +397,9 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 			r.StateStoreCacheMaxBytes = -1 // zero is the default here; -1 is "no cache"
 		}
 	case KeyDSLStoreFormat:
-		switch strings.ToUpper(val) {
-		case "DEFAULT":
-		case "HEADERS":
-			p.add(key, raw, "HEADERS (headers-aware stores, which keep each value's record headers) is not supported yet: "+
-				"the DSL's stores are timestamped key-value stores (DEFAULT); their changelogs hold the same values, so "+
-				"Kafka Streams members of the application may use either")
+		switch f := DSLStoreFormat(strings.ToUpper(val)); f {
+		case DSLStoreFormatDefault, DSLStoreFormatHeaders:
+			r.DSLStoreFormat = f
 		default:
 			p.add(key, raw, "must be DEFAULT or HEADERS")
 		}
@@ -510,6 +522,11 @@ func (c *Config) validateRuntime(p *problems) {
 	}
 	if r.NumStreamThreads < 0 {
 		p.add(KeyNumStreamThreads, strconv.Itoa(r.NumStreamThreads), "must be at least 1")
+	}
+	switch r.DSLStoreFormat {
+	case "", DSLStoreFormatDefault, DSLStoreFormatHeaders:
+	default:
+		p.add(KeyDSLStoreFormat, string(r.DSLStoreFormat), "must be DEFAULT or HEADERS")
 	}
 	if r.PollInterval < 0 {
 		p.add(KeyPollInterval, ms(r.PollInterval), "must be >= 0")

@@ -57,7 +57,6 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyBufferedRecordsPerPartition, "2147483648", "INT"},
 		{KeyNumStreamThreads, "0", "at least 1"},
 		{KeyStateStoreCacheMaxBytes, "-1", "at least 0"},
-		{KeyDSLStoreFormat, "HEADERS", "not supported yet"},
 		{KeyDSLStoreFormat, "rocks", "DEFAULT or HEADERS"},
 		{KeyCacheMaxBytesBuffering, "many", "LONG"},
 		{KeyNumStreamThreads, "-2", "at least 1"},
@@ -258,12 +257,19 @@ func TestTopologyOptimizationNone(t *testing.T) {
 	}
 }
 
-// TestDSLStoreFormatDefault: dsl.store.format=DEFAULT (Kafka Streams' default, in any case) is
-// accepted.
-func TestDSLStoreFormatDefault(t *testing.T) {
-	for _, v := range []string{"DEFAULT", "default", " Default "} {
-		if _, err := FromMap(map[string]string{KeyApplicationID: "a", KeyDSLStoreFormat: v}); err != nil {
-			t.Errorf("%q: %v", v, err)
+// TestDSLStoreFormat: dsl.store.format is DEFAULT or HEADERS, in any case; Validate refuses another
+// value set in Go.
+func TestDSLStoreFormat(t *testing.T) {
+	c := Default("a")
+	c.Runtime.DSLStoreFormat = "headers"
+	var ce *Error
+	if err := c.Validate(); !errors.As(err, &ce) || !ce.Has(KeyDSLStoreFormat) {
+		t.Fatalf("Validate of %q: %v", c.Runtime.DSLStoreFormat, err)
+	}
+	for v, want := range map[string]DSLStoreFormat{"DEFAULT": DSLStoreFormatDefault, "default": DSLStoreFormatDefault,
+		" Headers ": DSLStoreFormatHeaders, "HEADERS": DSLStoreFormatHeaders} {
+		if c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyDSLStoreFormat: v}); err != nil || c.Runtime.DSLStoreFormat != want {
+			t.Errorf("%q: %q, %v; want %q", v, c.Runtime.DSLStoreFormat, err, want)
 		}
 	}
 }

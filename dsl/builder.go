@@ -297,9 +297,13 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		var stores []stream.Store
 		for _, n := range s.nodes {
 			for _, st := range n.stores {
-				if _, added := b.stores[st]; added {
+				_, added := b.stores[st]
+				switch {
+				case added:
 					stores = append(stores, stream.StoreName(st))
-				} else {
+				case cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders:
+					stores = append(stores, stream.TimestampedHeadersStore(st))
+				default:
 					stores = append(stores, stream.TimestampedStore(st))
 				}
 			}

@@ -366,3 +366,31 @@ func TestRecordCacheFailureBelowAFlushStops(t *testing.T) {
 		})
 	}
 }
+
+// With dsl.store.format=HEADERS (Kafka Streams 4.4's headers-aware stores) a store's changelog
+// records carry the headers of the record whose update each is; with DEFAULT they carry none, as
+// Kafka Streams' timestamped stores write them.
+func TestHeadersStoreFormat(t *testing.T) {
+	for _, f := range []config.DSLStoreFormat{config.DSLStoreFormatDefault, config.DSLStoreFormatHeaders} {
+		cfg := config.Default("ops")
+		cfg.Runtime.DSLStoreFormat = f
+		d := start(t, cfg, func(b *Builder) {
+			Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count(Materialized[string, int64]{Name: "n"})
+		})
+		if err := d.Pipe("in", []byte("k"), []byte("x"), time.UnixMilli(1000), kgo.RecordHeader{Key: "h", Value: []byte("1")}); err != nil {
+			t.Fatal(err)
+		}
+		changelog, err := d.ReadRaw("ops-n-changelog")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		if len(changelog) != 1 || changelog[0].Timestamp.UnixMilli() != 1000 {
+			t.Fatalf("%s: changelog %+v, want one record at 1000", f, changelog)
+		}
+		got := changelog[0].Headers
+		if f == config.DSLStoreFormatHeaders && (len(got) != 1 || got[0].Key != "h" || string(got[0].Value) != "1") || f == config.DSLStoreFormatDefault && len(got) != 0 {
+			t.Errorf("%s: the changelog record's headers %v", f, got)
+		}
+	}
+}

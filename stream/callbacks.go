@@ -198,7 +198,7 @@ func (a *App) openTask(ctx context.Context, id tasks.ID) (*task, error) {
 			kind: kind, loc: loc, eng: eng, checkpointed: -1}
 		s.acked.Store(-1) // none since the store was opened
 		if conn := a.connected[id.Subtopology]; conn != nil {
-			s.timestamped = conn.timestamped[name]
+			s.timestamped, s.headers = conn.timestamped[name], conn.headers[name]
 		}
 		if a.eos() {
 			s.pend = newOverlay()

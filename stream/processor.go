@@ -365,6 +365,15 @@ type TimestampedStore string
 // Name is the name.
 func (n TimestampedStore) Name() string { return string(n) }
 
+// TimestampedHeadersStore names a TimestampedStore whose changelog records also carry the headers of
+// the record whose update each one is, as Kafka Streams 4.4's headers-aware key-value stores write
+// their changelog (the DSL's, with dsl.store.format=HEADERS). The values it keeps are a
+// TimestampedStore's: the headers are in the changelog only (a restore does not read them back).
+type TimestampedHeadersStore string
+
+// Name is the name.
+func (n TimestampedHeadersStore) Name() string { return string(n) }
+
 // StoreName is a store's name as a Store.
 type StoreName string
 
@@ -376,13 +385,16 @@ func (n StoreName) Name() string { return string(n) }
 // missing from the topology), naming the stores it has, and at run time p may reach only these
 // stores. A Processor not connected may reach every store of its subtopology.
 func Connect(p Processor, stores ...Store) Processor {
-	c := &connected{Processor: p, stores: map[string]bool{}, timestamped: map[string]bool{}}
+	c := &connected{Processor: p, stores: map[string]bool{}, timestamped: map[string]bool{}, headers: map[string]bool{}}
 	c.flusher, _ = p.(Flusher)
 	for _, s := range stores {
 		c.names = append(c.names, s.Name())
 		c.stores[s.Name()] = true
-		if _, ok := s.(TimestampedStore); ok {
+		switch s.(type) {
+		case TimestampedStore:
 			c.timestamped[s.Name()] = true
+		case TimestampedHeadersStore:
+			c.timestamped[s.Name()], c.headers[s.Name()] = true, true
 		}
 	}
 	if in, ok := p.(Initializer); ok {
@@ -397,6 +409,7 @@ type connected struct {
 	names       []string // as given
 	stores      map[string]bool
 	timestamped map[string]bool // the stores whose values carry their timestamp (TimestampedStore)
+	headers     map[string]bool // the stores whose changelog carries headers (TimestampedHeadersStore)
 	flusher     Flusher         // p, if it holds results back
 }
 

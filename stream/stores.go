@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -68,6 +69,8 @@ type kvStore struct {
 	promise promiser
 	// timestamped: each value is its timestamp and the value (TimestampedStore).
 	timestamped bool
+	// headers: the changelog records carry the writing record's headers (TimestampedHeadersStore).
+	headers bool
 }
 
 func (s *kvStore) fail(op string, err error) error {
@@ -187,6 +190,9 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 		}
 	}
 	r.Timestamp = ts
+	if s.headers {
+		r.Headers = slices.Clone(s.task.ctx.Headers())
+	}
 	s.app.produceChangelog(r, s)
 	return nil
 }

@@ -59,7 +59,7 @@ import org.apache.kafka.streams.state.Stores;
  * {@code --state-dir}; optional {@code --optimization} (topology.optimization, default none);
  * optional {@code --processing-guarantee} (default at_least_once), optional
  * {@code --cache-max-bytes} (statestore.cache.max.bytes; default 0, the record cache off, so every
- * update is written);
+ * update is written), optional {@code --dsl-store-format} (DEFAULT or HEADERS);
  * optional {@code --print=true}, which only builds each application, prints its
  * topology and exits without contacting a broker.
  *
@@ -105,6 +105,7 @@ public final class DslPeer {
         String optimization = flags.getOrDefault("optimization", StreamsConfig.NO_OPTIMIZATION);
         String guarantee = flags.getOrDefault("processing-guarantee", StreamsConfig.AT_LEAST_ONCE);
         String cacheBytes = flags.getOrDefault("cache-max-bytes", "0");
+        String storeFormat = flags.getOrDefault("dsl-store-format", "DEFAULT");
         String stateDir = flags.get("state-dir");
         if (stateDir == null || stateDir.isEmpty()) {
             stateDir = Files.createTempDirectory("dslpeer-state-").toString();
@@ -138,6 +139,7 @@ public final class DslPeer {
             props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, optimization);
             props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
             props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, Long.parseLong(cacheBytes));
+            props.put("dsl.store.format", storeFormat);
             Topology topology = build(e.getValue(), topics + "-" + e.getValue(), props);
             if (print) {
                 emit("DESCRIBE " + app + " " + Json.string(topology.describe().toString()));
