@@ -96,3 +96,22 @@ func TestRunFlushesHeldWorkAtCommits(t *testing.T) {
 }
 
 var _ Flusher = (*holding)(nil)
+
+// A connected Flusher stays one for code that wraps it again; a connected processor that holds
+// nothing back flushes nothing.
+func TestConnectedKeepsTheFlusher(t *testing.T) {
+	h := &holding{held: map[tasks.ID]uint64{}}
+	f, ok := Connect(h, StoreName("s")).(Flusher)
+	if !ok || flusherOf(Connect(h)) != Flusher(h) {
+		t.Fatal("a connected Flusher is not one")
+	}
+	if flusherOf(Connect(ProcessorFunc(func(*Context, *Record) error { return nil }))) != nil {
+		t.Fatal("a connected processor without a cache is taken for a Flusher")
+	}
+	ctx := &Context{task: &task{id: tasks.ID{Subtopology: "0"}}}
+	h.held[ctx.task.id] = 3
+	f.Discard(ctx)
+	if len(h.held) != 0 || h.discarded != 1 {
+		t.Fatalf("Discard did not reach the processor: %v", h.held)
+	}
+}

@@ -413,6 +413,22 @@ type connected struct {
 	flusher     Flusher         // p, if it holds results back
 }
 
+// Flush passes a connected Flusher's Flush on (nothing otherwise), so that a connected processor
+// wrapped again keeps its record cache.
+func (c *connected) Flush(ctx *Context) error {
+	if c.flusher != nil {
+		return c.flusher.Flush(ctx)
+	}
+	return nil
+}
+
+// Discard passes a connected Flusher's Discard on (nothing otherwise).
+func (c *connected) Discard(ctx *Context) {
+	if c.flusher != nil {
+		c.flusher.Discard(ctx)
+	}
+}
+
 // flusherOf is p as a Flusher, connected or not (nil when it holds nothing back).
 func flusherOf(p Processor) Flusher {
 	if c := connectionsOf(p); c != nil {
