@@ -126,7 +126,7 @@ func TestProgramsOutputAsKafkaStreams(t *testing.T) {
 			b := dsl.NewBuilder()
 			build(b, prefix)
 			cfg := config.Default("app-" + program)
-			cfg.Runtime.StateStoreCacheMaxBytes = -1 // as DslDrive runs Kafka Streams (and streamtest's default)
+			cfg.Runtime.StateStoreCacheMaxBytes = -1      // as DslDrive runs Kafka Streams (and streamtest's default)
 			cfg.Runtime.CommitInterval = time.Millisecond // each record settles at the next commit
 			topo, procs, err := b.Build(cfg)
 			if err != nil {
