@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
-	"github.com/streamsgroup/streamsgroup/internal/ctxhook"
+	"github.com/streamsgroup/streamsgroup/internal/streamhook"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -281,7 +281,7 @@ func (tc *tableCache[K, V]) write(c *stream.Context, e *entry[K, V]) error {
 	if !e.has && !ok {
 		return nil
 	}
-	restore := ctxhook.As(c, e.at, e.headers)
+	restore := streamhook.As(c, e.at, e.headers)
 	defer restore()
 	st := c.Store(t.store)
 	if e.has {

@@ -358,7 +358,7 @@ func newThread(cfg config.Config, topo *topology.Topology, procs Processors, o o
 func (a *App) sibling(index int) *App {
 	t := newThread(a.cfg.Clone(), a.topo, a.procs, a.o, a.router, a.proc, index)
 	t.storesOf, t.connected, t.changelogs, t.ordering = a.storesOf, a.connected, a.changelogs, a.ordering
-	t.stateDir = a.stateDir
+	t.stateDir, t.now = a.stateDir, a.now // one clock for the process
 	t.nameThread(true)
 	return t
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
-	"github.com/streamsgroup/streamsgroup/internal/ctxhook"
+	"github.com/streamsgroup/streamsgroup/internal/streamhook"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
@@ -121,13 +121,14 @@ type Context struct {
 	task *task
 	rec  *Record // nil in Init and punctuations
 	ts   time.Time
-	// headers replace the record's while a record cache writes an update it held (ctxhook.As).
+	// headers replace the record's while a record cache writes an update it held (streamhook.As).
 	headers    []kgo.RecordHeader
 	hasHeaders bool
 }
 
 func init() {
-	ctxhook.As = func(c any, ts time.Time, headers []kgo.RecordHeader) func() {
+	streamhook.SetClock = func(app any, now func() time.Time) { app.(*App).now = now }
+	streamhook.As = func(c any, ts time.Time, headers []kgo.RecordHeader) func() {
 		ctx := c.(*Context)
 		ts0, h0, has0 := ctx.ts, ctx.headers, ctx.hasHeaders
 		ctx.ts, ctx.headers, ctx.hasHeaders = ts, headers, true

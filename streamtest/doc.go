@@ -12,7 +12,9 @@
 // cache is off unless statestore.cache.max.bytes is set (StateStoreCacheMaxBytes): every update is
 // written, as TopologyTestDriver writes them for records piped one at a time.
 //
-// Differences from TopologyTestDriver: time is the real clock (wall-clock punctuations fire in real
-// time, and cannot be advanced by hand); stream time advances with the timestamps of the records
-// piped.
+// Time: stream time advances with the timestamps of the records piped; the wall clock is the real
+// one, moved ahead by AdvanceWallClock (TopologyTestDriver's advanceWallClockTime), which returns
+// once the wall-clock punctuations due by then fired and their writes are committed. Unlike
+// TopologyTestDriver's, the clock also goes on by itself, so wall-clock punctuations also fire in
+// real time.
 package streamtest

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
+	"github.com/streamsgroup/streamsgroup/internal/streamhook"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/stream"
@@ -41,6 +43,8 @@ type Driver struct {
 	dir    string
 	inputs []string         // the topics the application reads (sources and repartition topics)
 	read   map[string]int64 // per output topic, the next offset to read
+	// ahead is how far the application's wall clock is ahead of the real one (AdvanceWallClock).
+	ahead atomic.Int64
 }
 
 // New starts the application cfg, topo and procs describe (cfg needs only application.id; the
@@ -120,6 +124,7 @@ func New(cfg config.Config, topo *topology.Topology, procs stream.Processors, op
 	if d.app, err = stream.New(cfg, topo, procs, append(base, opts...)...); err != nil {
 		return nil, err
 	}
+	streamhook.SetClock(d.app, func() time.Time { return time.Now().Add(time.Duration(d.ahead.Load())) })
 	runCtx, stop := context.WithCancel(context.Background())
 	d.cancel = stop
 	go func() {
@@ -252,6 +257,21 @@ func (d *Driver) Store(name string) (store.ReadOnly, error) {
 
 // App is the application, for what the driver does not wrap (its state, its metrics).
 func (d *Driver) App() *stream.App { return d.app }
+
+// AdvanceWallClock moves the application's wall clock by by (Kafka Streams' TopologyTestDriver
+// advanceWallClockTime): its wall-clock punctuations due by then fire, and what they write is
+// committed, before it returns. The clock also goes on with real time.
+func (d *Driver) AdvanceWallClock(by time.Duration) error {
+	if by < 0 {
+		return fmt.Errorf("streamtest: the wall clock does not go back (%v)", by)
+	}
+	d.ahead.Add(int64(by))
+	// Two commits after the move (the runtime's own count: a commit with no input offsets sends no
+	// request): the second began after a loop round that saw the new time, so the punctuations it
+	// fired and their writes are in it.
+	n := d.app.Metrics().Commits
+	return d.until(func() bool { return d.app.Metrics().Commits >= n+2 })
+}
 
 // Stop stops the application as its clean close does (what it processed is committed, its tasks
 // revoked, the group left), and keeps the fake cluster, so that its outputs can still be read; Close

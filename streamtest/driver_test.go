@@ -107,3 +107,40 @@ func TestDriverReportsTheApplicationsFailure(t *testing.T) {
 		t.Fatalf("Close: %v, want the processor's error", err)
 	}
 }
+
+// ticking is a processor whose Init schedules a wall-clock punctuation every minute, each writing a
+// "tick" record to "ticks".
+type ticking struct{}
+
+func (ticking) Process(*stream.Context, *stream.Record) error { return nil }
+
+func (ticking) Init(c *stream.Context) error {
+	_, err := c.Schedule(time.Minute, stream.WallClock, func(c *stream.Context, at time.Time) error {
+		return c.Send("ticks", []byte("tick"), []byte(at.UTC().Format(time.RFC3339)))
+	})
+	return err
+}
+
+// AdvanceWallClock fires the wall-clock punctuations due by the new time, and their writes are
+// there when it returns, as TopologyTestDriver's advanceWallClockTime does.
+func TestAdvanceWallClockFiresPunctuations(t *testing.T) {
+	topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"in"}})
+	d, err := streamtest.New(config.Default("ticks"), topo, stream.Processors{"0": ticking{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if recs, err := d.ReadRaw("ticks"); err != nil || len(recs) != 0 {
+		t.Fatalf("before the clock moved: %d ticks, %v", len(recs), err)
+	}
+	if err := d.AdvanceWallClock(90 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := d.ReadRaw("ticks")
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("after 90 s: %d ticks, %v; want 1", len(recs), err)
+	}
+	if err := d.AdvanceWallClock(-time.Second); err == nil {
+		t.Fatal("the clock went back")
+	}
+}
