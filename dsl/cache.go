@@ -209,7 +209,7 @@ func (tc *tableCache[K, V]) evict(c *stream.Context, cs *cached[K, V]) error {
 		if e.dirty {
 			// Written before it leaves: an entry whose write failed stays, dirty, and nothing
 			// after it is committed.
-			if err := tc.write(c, e); err != nil && !tc.continues() {
+			if err := tc.writeSafely(c, e); err != nil && !tc.continues() {
 				return err
 			}
 			cs.undirty(e)
@@ -241,7 +241,7 @@ func (tc *tableCache[K, V]) flushOwner(c *stream.Context, cs *cached[K, V]) erro
 		e := cs.dirtyHead
 		// An entry whose write failed stays dirty: the commit fails, and a clean close that comes
 		// after it writes it again rather than commit without it.
-		if err := tc.write(c, e); err != nil && !tc.continues() {
+		if err := tc.writeSafely(c, e); err != nil && !tc.continues() {
 			return err
 		}
 		cs.undirty(e)
@@ -267,6 +267,13 @@ func (tc *tableCache[K, V]) discard(c *stream.Context) {
 		cs := v.(*cached[K, V])
 		*cs.used -= cs.size
 	}
+}
+
+// writeSafely is write with a panic of a function below the table made its error (a *PanicError),
+// so that the handler decides for this update alone.
+func (tc *tableCache[K, V]) writeSafely(c *stream.Context, e *entry[K, V]) (err error) {
+	defer recovered(&err)
+	return tc.write(c, e)
 }
 
 // write writes e to the store and hands the update on, with e's record context (Kafka Streams'

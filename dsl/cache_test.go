@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/streamtest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -360,8 +361,9 @@ func TestRecordCacheFailureBelowAFlushStops(t *testing.T) {
 			pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"bad", "x"})
 			err := d.Settle()
 			var pe *PanicError
-			if !errors.As(err, &pe) {
-				t.Fatalf("Settle: %v, want the application stopped by the panic", err)
+			var proc *stream.ProcessingError
+			if !errors.As(err, &pe) || !errors.As(err, &proc) || !proc.Flush || !strings.Contains(err.Error(), "held back for a commit") {
+				t.Fatalf("Settle: %v, want the application stopped by the panic, as a flush's processing error", err)
 			}
 		})
 	}
@@ -392,5 +394,72 @@ func TestHeadersStoreFormat(t *testing.T) {
 		if f == config.DSLStoreFormatHeaders && (len(got) != 1 || got[0].Key != "h" || string(got[0].Value) != "1") || f == config.DSLStoreFormatDefault && len(got) != 0 {
 			t.Errorf("%s: the changelog record's headers %v", f, got)
 		}
+	}
+}
+
+// Each stream thread gets its share of statestore.cache.max.bytes (Kafka Streams' cache size per
+// thread), and the handler in force for failures below a written update.
+func TestRecordCacheSharesPerThread(t *testing.T) {
+	var rc recordCache
+	cfg := config.Default("ops")
+	cfg.Runtime.StateStoreCacheMaxBytes, cfg.Runtime.NumStreamThreads = 1000, 4
+	cfg.Runtime.OnProcessingError = config.LogAndContinue
+	rc.configure(cfg)
+	if rc.perThread.Load() != 250 || !rc.on() || config.ErrorPolicy(rc.policy.Load()) != config.LogAndContinue {
+		t.Fatalf("per thread %d, on %v, policy %d", rc.perThread.Load(), rc.on(), rc.policy.Load())
+	}
+	cfg.Runtime.StateStoreCacheMaxBytes = -1
+	if rc.configure(cfg); rc.on() {
+		t.Fatal("the cache is on at statestore.cache.max.bytes=0")
+	}
+	if a, b := rc.usedBy(1), rc.usedBy(2); a == b || rc.usedBy(1) != a {
+		t.Fatal("threads share a byte count, or a thread's count changes")
+	}
+}
+
+// With room for two counts, a, b, a, a evict nothing: at the stop b=1 and a=3 are written, once
+// each (the updates of a key in the cache replace each other without growing it).
+func TestRecordCacheUpdatesInPlace(t *testing.T) {
+	d := cachedNoCommit(t, int64(2*(1+16+entryOverhead)), Materialized[string, int64]{})
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String),
+		kv[string, string]{"a", "x"}, kv[string, string]{"b", "x"}, kv[string, string]{"a", "x"}, kv[string, string]{"a", "x"})
+	processed(t, d, 4)
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readCounts(t, d, "counts"); strings.Join(got, " ") != "b=1 a=3" {
+		t.Fatalf("counts: %v, want b=1 a=3", got)
+	}
+}
+
+// Under processing.exception.handler=LogAndContinue a function below a cached table that fails
+// while an update is written skips that update; the others are written and the application goes
+// on.
+func TestRecordCacheFailureBelowAFlushContinues(t *testing.T) {
+	cfg := config.Default("ops")
+	cfg.Runtime.StateStoreCacheMaxBytes = config.DefaultStateStoreCacheMaxBytes
+	cfg.Runtime.OnProcessingError = config.LogAndContinue
+	d := start(t, cfg, func(b *Builder) {
+		Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count().
+			Filter(func(k string, _ int64) bool {
+				if k == "bad" {
+					panic("bad key")
+				}
+				return true
+			}).ToStream().To("out", Produced[string, int64]{})
+	})
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("the application failed: %v", err)
+		}
+	})
+	in := streamtest.Input(d, "in", serde.String, serde.String)
+	pipe(t, in, kv[string, string]{"bad", "x"}, kv[string, string]{"good", "x"})
+	if err := d.Settle(); err != nil {
+		t.Fatal(err)
+	}
+	pipe(t, in, kv[string, string]{"good", "x"})
+	if got := readCounts(t, d, "out"); strings.Join(got, " ") != "good=1 good=2" {
+		t.Fatalf("out: %v, want good=1 then good=2", got)
 	}
 }

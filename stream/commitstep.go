@@ -71,7 +71,7 @@ func (a *App) flushTasks(only *tasks.Set) error {
 		t := a.tasks[id]
 		t.ctx = Context{app: a, task: t, ts: a.now()}
 		if err := flusherOf(a.procs[id.Subtopology]).Flush(&t.ctx); err != nil {
-			err = &ProcessingError{Task: id, Err: err}
+			err = &ProcessingError{Task: id, Flush: true, Err: err}
 			a.fail(err)
 			return err
 		}

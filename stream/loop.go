@@ -30,11 +30,17 @@ type ProcessingError struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Err       error
+	// Flush says the processor failed writing what it held back for a commit (a Flusher's Flush,
+	// the DSL's record cache).
+	Flush bool
+	Err   error
 }
 
 func (e *ProcessingError) Error() string {
 	where := "a punctuation or Init"
+	if e.Flush {
+		where = "writing what it held back for a commit (a record cache)"
+	}
 	if e.Topic != "" {
 		where = fmt.Sprintf("record %s[%d]@%d", e.Topic, e.Partition, e.Offset)
 	}
