@@ -463,3 +463,28 @@ func TestRecordCacheFailureBelowAFlushContinues(t *testing.T) {
 		t.Fatalf("out: %v, want good=1 then good=2", got)
 	}
 }
+
+// An eviction that writes the store's other dirty entries fails with the first that fails below,
+// as the record whose write made the eviction (processing.exception.handler=LogAndFail): with room
+// for two counts, a, bad, c: c evicts a, which writes a and then bad, whose filter panics.
+func TestRecordCacheFailureDuringAnEviction(t *testing.T) {
+	cfg := config.Default("ops")
+	cfg.Runtime.StateStoreCacheMaxBytes = int64(2*(16+entryOverhead) + 1 + 3)
+	cfg.Runtime.CommitInterval = time.Hour
+	d := start(t, cfg, func(b *Builder) {
+		Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count().
+			Filter(func(k string, _ int64) bool {
+				if k == "bad" {
+					panic("bad key")
+				}
+				return true
+			}).ToStream().To("out", Produced[string, int64]{})
+	})
+	defer d.Close()
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"a", "x"}, kv[string, string]{"bad", "x"}, kv[string, string]{"c", "x"})
+	err := d.Settle() // the application's end: no commit comes before it
+	var proc *stream.ProcessingError
+	if !errors.As(err, &proc) || proc.Flush || proc.Topic != "in" || proc.Offset != 2 {
+		t.Fatalf("the application's end: %v, want the processing error of in@2 (c, whose eviction wrote bad)", err)
+	}
+}
