@@ -370,29 +370,35 @@ func TestRecordCacheFailureBelowAFlushStops(t *testing.T) {
 }
 
 // With dsl.store.format=HEADERS (Kafka Streams 4.4's headers-aware stores) a store's changelog
-// records carry the headers of the record whose update each is; with DEFAULT they carry none, as
-// Kafka Streams' timestamped stores write them.
+// writes an update without headers (the DSL stores values with empty headers) and a deletion with
+// the deleting record's; with DEFAULT no record carries any, as Kafka Streams' timestamped stores
+// write them.
 func TestHeadersStoreFormat(t *testing.T) {
 	for _, f := range []config.DSLStoreFormat{config.DSLStoreFormatDefault, config.DSLStoreFormatHeaders} {
 		cfg := config.Default("ops")
 		cfg.Runtime.DSLStoreFormat = f
 		d := start(t, cfg, func(b *Builder) {
-			Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count(Materialized[string, int64]{Name: "n"})
+			Table(b, "in", Consumed[string, string]{}, Materialized[string, string]{Name: "t"})
 		})
-		if err := d.Pipe("in", []byte("k"), []byte("x"), time.UnixMilli(1000), kgo.RecordHeader{Key: "h", Value: []byte("1")}); err != nil {
+		h := func(v string) kgo.RecordHeader { return kgo.RecordHeader{Key: "h", Value: []byte(v)} }
+		if err := d.Pipe("in", []byte("k"), []byte("x"), time.UnixMilli(1000), h("1")); err != nil {
 			t.Fatal(err)
 		}
-		changelog, err := d.ReadRaw("ops-n-changelog")
+		if err := d.Pipe("in", []byte("k"), nil, time.UnixMilli(2000), h("2")); err != nil {
+			t.Fatal(err)
+		}
+		changelog, err := d.ReadRaw("ops-t-changelog")
 		if err != nil {
 			t.Fatal(err)
 		}
 		d.Close()
-		if len(changelog) != 1 || changelog[0].Timestamp.UnixMilli() != 1000 {
-			t.Fatalf("%s: changelog %+v, want one record at 1000", f, changelog)
+		if len(changelog) != 2 || changelog[0].Timestamp.UnixMilli() != 1000 || changelog[1].Value != nil {
+			t.Fatalf("%s: changelog %+v, want x at 1000, then a deletion", f, changelog)
 		}
-		got := changelog[0].Headers
-		if f == config.DSLStoreFormatHeaders && (len(got) != 1 || got[0].Key != "h" || string(got[0].Value) != "1") || f == config.DSLStoreFormatDefault && len(got) != 0 {
-			t.Errorf("%s: the changelog record's headers %v", f, got)
+		update, deletion := changelog[0].Headers, changelog[1].Headers
+		if len(update) != 0 || f == config.DSLStoreFormatDefault && len(deletion) != 0 ||
+			f == config.DSLStoreFormatHeaders && (len(deletion) != 1 || string(deletion[0].Value) != "2") {
+			t.Errorf("%s: the changelog's headers: update %v, deletion %v", f, update, deletion)
 		}
 	}
 }

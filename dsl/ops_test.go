@@ -17,6 +17,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/streamtest"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The operators' semantics, through the test driver (the runtime itself, on a fake cluster). Each
@@ -786,14 +787,23 @@ func TestProcessForwards(t *testing.T) {
 	d := run(t, func(b *Builder) {
 		in := Stream(b, "in", Consumed[string, string]{})
 		Process[string, string, string, string](in, p).To("out", Produced[string, string]{})
-		rekey := ProcessorFunc[string, string, string, string](func(c ProcessorContext[string, string], r Record[string, string]) error {
-			r.Key = "changed"
-			return c.Forward(r)
+		// A value processor forwarding each record when the next comes: the record keeps its own
+		// key and headers (Kafka Streams' FixedKeyRecord), a new record has no headers.
+		var prev *Record[string, string]
+		late := ProcessorFunc[string, string, string, string](func(c ProcessorContext[string, string], r Record[string, string]) error {
+			defer func() { prev = &r }()
+			if prev == nil {
+				return nil
+			}
+			if err := c.Forward(*prev); err != nil {
+				return err
+			}
+			return c.Forward(Record[string, string]{Key: prev.Key, Value: "new"})
 		})
-		ProcessValues[string, string, string](in, rekey).To("same-key", Produced[string, string]{})
+		ProcessValues[string, string, string](in, late).To("previous", Produced[string, string]{})
 	})
 	in := streamtest.Input(d, "in", serde.String, serde.String)
-	if err := in.Pipe("a", "x", time.UnixMilli(5000)); err != nil {
+	if err := d.Pipe("in", []byte("a"), []byte("x"), time.UnixMilli(5000), kgo.RecordHeader{Key: "h", Value: []byte("a")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := in.Pipe("b", "y", time.UnixMilli(25000)); err != nil {
@@ -803,8 +813,60 @@ func TestProcessForwards(t *testing.T) {
 	// time as the punctuation's: the first record fires it, 25000 passes the next due time (20000).
 	expect(t, streamtest.Output(d, "out", serde.String, serde.String),
 		kv[string, string]{"a", "X"}, kv[string, string]{"tick", "5000"}, kv[string, string]{"b", "Y"}, kv[string, string]{"tick", "25000"})
-	expect(t, streamtest.Output(d, "same-key", serde.String, serde.String), kv[string, string]{"a", "x"}, kv[string, string]{"b", "y"})
+	recs, err := d.ReadRaw("previous")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || string(recs[0].Key) != "a" || string(recs[0].Value) != "x" || len(recs[0].Headers) != 1 ||
+		string(recs[1].Key) != "a" || string(recs[1].Value) != "new" || len(recs[1].Headers) != 0 {
+		t.Fatalf("previous: %+v, want a=x with its header, then a=new without", recs)
+	}
 	if p.inits != 1 {
 		t.Errorf("Init ran %d times, want once (one task)", p.inits)
 	}
+}
+
+// panicking schedules a stream-time punctuation that panics.
+type panicking struct{}
+
+func (panicking) Init(c ProcessorContext[string, string]) error {
+	_, err := c.Schedule(time.Second, stream.StreamTime, func(ProcessorContext[string, string], time.Time) error { panic("tick") })
+	return err
+}
+
+func (panicking) Process(ProcessorContext[string, string], Record[string, string]) error { return nil }
+
+// A punctuation that panics is the punctuation's error (a *PanicError), handled as Kafka Streams
+// handles a punctuator's exception: the application stops under LogAndFail, the process goes on.
+func TestPunctuationPanicIsAnError(t *testing.T) {
+	d := start(t, config.Default("ops"), func(b *Builder) {
+		Process[string, string, string, string](Stream(b, "in", Consumed[string, string]{}), panicking{}).To("out", Produced[string, string]{})
+	})
+	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"a", "x"})
+	// The punctuation fires in the round that processed the record, before its commit.
+	err := d.Settle()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	var pe *PanicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("the application's end: %v, want the punctuation's panic as its error", err)
+	}
+}
+
+// Records without keys keep what a function computes from their values, zero or not: a grouping of
+// keyless records by a number of their value counts bucket 0 too (Kafka Streams keeps whatever the
+// function returns).
+func TestKeylessRecordsKeepZeroResults(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		in := Stream(b, "in", Consumed[string, string]{})
+		GroupBy(in, func(_, v string) int64 { n, _ := strconv.Atoi(v); return int64(n % 10) }, Grouped[int64, string]{}).
+			Count().ToStream().To("buckets", Produced[int64, int64]{})
+	})
+	for _, v := range []string{"10", "3"} {
+		if err := d.Pipe("in", nil, []byte(v), time.UnixMilli(1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect(t, streamtest.Output(d, "buckets", serde.Int64, serde.Int64), kv[int64, int64]{0, 1}, kv[int64, int64]{3, 1})
 }

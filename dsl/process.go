@@ -4,17 +4,19 @@ import (
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/stream"
 )
 
 // Record is a record as a Processor of a DSL program handles and forwards it (Kafka Streams'
 // api.Record): NullKey and NullValue say the key or value is null (the field is then the zero
-// value). Its headers are the runtime's (stream.Context.Headers).
+// value). A record forwarded carries its Headers to the outputs (a new Record has none).
 type Record[K, V any] struct {
 	Key                K
 	Value              V
 	Timestamp          time.Time
+	Headers            []kgo.RecordHeader
 	NullKey, NullValue bool
 }
 
@@ -24,26 +26,21 @@ type Record[K, V any] struct {
 type ProcessorContext[K, V any] struct {
 	*stream.Context
 	out *fanout[K, V]
-	// key, when keep is set, is the key every forwarded record gets (ProcessValues: Kafka Streams'
-	// FixedKeyRecord cannot change it).
-	key           K
-	nullKey, keep bool
 }
 
 // Forward hands r to the operations after the processor (Kafka Streams' ProcessorContext.forward);
 // a zero Timestamp is the current record's (or punctuation's).
 func (c ProcessorContext[K, V]) Forward(r Record[K, V]) error {
-	if c.keep {
-		r.Key, r.NullKey = c.key, c.nullKey
-	}
-	return c.out.emit(c.Context, meta{nullKey: r.NullKey, nullValue: r.NullValue, at: r.Timestamp}, r.Key, r.Value)
+	m := meta{nullKey: r.NullKey, nullValue: r.NullValue, at: r.Timestamp, headers: r.Headers, ownHeaders: true}
+	return c.out.emit(c.Context, m, r.Key, r.Value)
 }
 
 // Schedule calls fn every interval on the clock typ says (stream.Context.Schedule), with a context
 // that forwards: what Kafka Streams' punctuators do with the processor's context.
 func (c ProcessorContext[K, V]) Schedule(interval time.Duration, typ stream.PunctuationType, fn func(c ProcessorContext[K, V], at time.Time) error) (cancel func(), err error) {
 	out := c.out
-	return c.Context.Schedule(interval, typ, func(sc *stream.Context, at time.Time) error {
+	return c.Context.Schedule(interval, typ, func(sc *stream.Context, at time.Time) (err error) {
+		defer recovered(&err) // a panic is the punctuation's error, for processing.exception.handler
 		return fn(ProcessorContext[K, V]{Context: sc, out: out}, at)
 	})
 }
@@ -65,34 +62,28 @@ type ProcessorInit[KR, VR any] interface {
 // stream it returns. p may change keys, so a grouping after it repartitions. stores are the stores,
 // added with Builder.AddStore, that p uses (stream.Context.Store, stream.KeyValue).
 func Process[K, V, KR, VR any](s *KStream[K, V], p Processor[K, V, KR, VR], stores ...string) *KStream[KR, VR] {
-	return process(s, p, "KSTREAM-PROCESSOR-", defaultSerde[KR](), nil, stores)
+	return process(s, p, "KSTREAM-PROCESSOR-", defaultSerde[KR](), false, stores)
 }
 
-// ProcessValues is Process for a processor that keeps each record's key (Kafka Streams'
-// processValues with a FixedKeyProcessor): the records it forwards have the key of the record it
-// handles, whatever they say, and no repartition follows.
+// ProcessValues is Process for a processor that keeps keys (Kafka Streams' processValues with a
+// FixedKeyProcessor): no repartition follows, so the records it forwards must keep the key of the
+// record they come from (a record handled now or earlier), as Kafka Streams' FixedKeyRecord does.
 func ProcessValues[K, V, VR any](s *KStream[K, V], p Processor[K, V, K, VR], stores ...string) *KStream[K, VR] {
-	return process(s, p, "KSTREAM-PROCESSVALUES-", s.ks, func(c *ProcessorContext[K, VR], k K, m meta) {
-		c.key, c.nullKey, c.keep = k, m.nullKey, true
-	}, stores)
+	return process(s, p, "KSTREAM-PROCESSVALUES-", s.ks, true, stores)
 }
 
-// process adds p's node below s; fixKey, when given, makes the forwarded records keep the key of
-// the record handled (ProcessValues).
+// process adds p's node below s; fixedKey: p keeps keys (ProcessValues).
 func process[K, V, KR, VR any](s *KStream[K, V], p Processor[K, V, KR, VR], prefix string, ks serde.Serde[KR],
-	fixKey func(*ProcessorContext[KR, VR], K, meta), stores []string) *KStream[KR, VR] {
+	fixedKey bool, stores []string) *KStream[KR, VR] {
 	s.b.useStores(stores)
-	c := child(s, "", prefix, ks, defaultSerde[VR](), s.rekeyed || fixKey == nil)
+	c := child(s, "", prefix, ks, defaultSerde[VR](), s.rekeyed || !fixedKey)
 	c.n.stores = stores
 	if in, ok := p.(ProcessorInit[KR, VR]); ok {
 		c.n.init = func(sc *stream.Context) error { return in.Init(ProcessorContext[KR, VR]{Context: sc, out: c.out}) }
 	}
 	s.out.attach(func(sc *stream.Context, m meta, k K, v V) error {
-		pc := ProcessorContext[KR, VR]{Context: sc, out: c.out}
-		if fixKey != nil {
-			fixKey(&pc, k, m)
-		}
-		return p.Process(pc, Record[K, V]{Key: k, Value: v, Timestamp: recordTime(sc, m), NullKey: m.nullKey, NullValue: m.nullValue})
+		r := Record[K, V]{Key: k, Value: v, Timestamp: recordTime(sc, m), Headers: m.headersOf(sc), NullKey: m.nullKey, NullValue: m.nullValue}
+		return p.Process(ProcessorContext[KR, VR]{Context: sc, out: c.out}, r)
 	})
 	return c
 }

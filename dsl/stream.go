@@ -6,6 +6,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // meta is what travels with a record through the nodes besides its key and value: whether they are
@@ -14,6 +15,18 @@ import (
 type meta struct {
 	nullKey, nullValue bool
 	at                 time.Time // zero: the input record's
+	// headers are the record's when ownHeaders is set (a record a Processor forwarded), else the
+	// input record's.
+	headers    []kgo.RecordHeader
+	ownHeaders bool
+}
+
+// headersOf is the record's headers: its own, or the input's (c's).
+func (m meta) headersOf(c *stream.Context) []kgo.RecordHeader {
+	if m.ownHeaders {
+		return m.headers
+	}
+	return c.Headers()
 }
 
 // fanout hands a record to a node's children, in the order they were added (Kafka Streams forwards
@@ -202,9 +215,9 @@ func send[K, V any](c *stream.Context, out stream.Topic[K, V], ks serde.Serde[K]
 	// The record's headers go with it, as Kafka Streams' sinks write them.
 	if !m.nullKey && !m.nullValue {
 		if m.at.IsZero() {
-			return out.Send(c, k, v, c.Headers()...)
+			return out.Send(c, k, v, m.headersOf(c)...)
 		}
-		return out.SendAt(c, m.at, k, v, c.Headers()...)
+		return out.SendAt(c, m.at, k, v, m.headersOf(c)...)
 	}
 	var kb, vb []byte
 	var err error
@@ -225,9 +238,9 @@ func send[K, V any](c *stream.Context, out stream.Topic[K, V], ks serde.Serde[K]
 		}
 	}
 	if !m.at.IsZero() {
-		return c.SendAt(out.Name(), m.at, kb, vb, c.Headers()...)
+		return c.SendAt(out.Name(), m.at, kb, vb, m.headersOf(c)...)
 	}
-	return c.Send(out.Name(), kb, vb, c.Headers()...)
+	return c.Send(out.Name(), kb, vb, m.headersOf(c)...)
 }
 
 // MapValues changes each value with fn (Kafka Streams' mapValues); the key stays, so no
@@ -251,8 +264,9 @@ func Map[K, V, KR, VR any](s *KStream[K, V], fn func(K, V) (KR, VR), named ...Na
 	nilK, nilV := nilCheck[KR](), nilCheck[VR]()
 	s.out.attach(func(ctx *stream.Context, m meta, k K, v V) error {
 		kr, vr := fn(k, v)
-		from := m.nullKey || m.nullValue
-		return c.out.emit(ctx, meta{at: m.at, nullKey: nullFrom(nilK, kr, from), nullValue: nullFrom(nilV, vr, from)}, kr, vr)
+		from := m.nullValue
+		m.nullKey, m.nullValue = nullFrom(nilK, kr, from), nullFrom(nilV, vr, from)
+		return c.out.emit(ctx, m, kr, vr)
 	})
 	return c
 }
@@ -271,7 +285,7 @@ func selectKey[K, V, KR any](out *fanout[KR, V], fn func(K, V) KR) func(*stream.
 	isNil := nilCheck[KR]()
 	return func(ctx *stream.Context, m meta, k K, v V) error {
 		kr := fn(k, v)
-		m.nullKey = nullFrom(isNil, kr, m.nullKey || m.nullValue)
+		m.nullKey = nullFrom(isNil, kr, m.nullValue)
 		return out.emit(ctx, m, kr, v)
 	}
 }
@@ -306,9 +320,10 @@ func FlatMap[K, V, KR, VR any](s *KStream[K, V], fn func(K, V) []KeyValue[KR, VR
 	c := child(s, first(named), "KSTREAM-FLATMAP-", defaultSerde[KR](), defaultSerde[VR](), true)
 	nilK, nilV := nilCheck[KR](), nilCheck[VR]()
 	s.out.attach(func(ctx *stream.Context, m meta, k K, v V) error {
-		from := m.nullKey || m.nullValue
+		from := m.nullValue
 		for _, kv := range fn(k, v) {
-			if err := c.out.emit(ctx, meta{at: m.at, nullKey: nullFrom(nilK, kv.Key, from), nullValue: nullFrom(nilV, kv.Value, from)}, kv.Key, kv.Value); err != nil {
+			m.nullKey, m.nullValue = nullFrom(nilK, kv.Key, from), nullFrom(nilV, kv.Value, from)
+			if err := c.out.emit(ctx, m, kv.Key, kv.Value); err != nil {
 				return err
 			}
 		}

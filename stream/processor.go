@@ -366,10 +366,10 @@ type TimestampedStore string
 // Name is the name.
 func (n TimestampedStore) Name() string { return string(n) }
 
-// TimestampedHeadersStore names a TimestampedStore whose changelog records also carry the headers of
-// the record whose update each one is, as Kafka Streams 4.4's headers-aware key-value stores write
-// their changelog (the DSL's, with dsl.store.format=HEADERS). The values it keeps are a
-// TimestampedStore's: the headers are in the changelog only (a restore does not read them back).
+// TimestampedHeadersStore names a TimestampedStore whose changelog is written as Kafka Streams 4.4's
+// headers-aware key-value stores write theirs (the DSL's, with dsl.store.format=HEADERS): the DSL
+// stores each value with empty headers, so an update's record carries none, and a deletion's
+// carries the headers of the record that deleted. The values it keeps are a TimestampedStore's.
 type TimestampedHeadersStore string
 
 // Name is the name.

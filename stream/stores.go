@@ -190,7 +190,9 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 		}
 	}
 	r.Timestamp = ts
-	if s.headers {
+	if s.headers && del {
+		// Kafka Streams' DSL stores a value with empty headers, and its headers-aware changelog
+		// writes the stored headers: an update carries none, a deletion the record's.
 		r.Headers = slices.Clone(s.task.ctx.Headers())
 	}
 	s.app.produceChangelog(r, s)

@@ -99,7 +99,8 @@ final class DslPrograms {
             }
             case "p-aggregate": {
                 b.<String, String>stream(t + "-in")
-                    .map((k, v) -> KeyValue.pair(v, k))
+                    // A null key becomes "": what the Go twin can say (its string key has no null).
+                    .map((k, v) -> KeyValue.pair(v, k == null ? "" : k))
                     .groupByKey(Grouped.as("by-value"))
                     .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(),
                         Materialized.<String, Long, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("lengths")
@@ -131,7 +132,8 @@ final class DslPrograms {
             }
             case "p-flatmap": {
                 b.<String, String>stream(t + "-in")
-                    .flatMap((k, v) -> List.of(KeyValue.pair(v, v), KeyValue.pair(k, v)))
+                    // A null key becomes "", as in the Go twin.
+                    .flatMap((k, v) -> List.of(KeyValue.pair(v, v), KeyValue.pair(k == null ? "" : k, v)))
                     .groupByKey()
                     .count()
                     .toStream().to(t + "-out", longs);
