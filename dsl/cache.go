@@ -84,13 +84,12 @@ type owner struct {
 // cached is one owner's entries of a store: by key, in the order of their last use (LRU) and of
 // their last update (dirty ones only).
 type cached[K, V any] struct {
-	m          map[string]*entry[K, V]
-	head, tail *entry[K, V] // head: the least recently used
-	dirtyHead  *entry[K, V] // the dirty entries, the least recently updated first
-	dirtyTail  *entry[K, V]
-	size       int64
-	used       *int64 // the thread's bytes
-	scratch    []byte // the key being looked up, encoded
+	m       map[string]*entry[K, V]
+	lru     order[K, V] // every entry, the least recently used first
+	dirties order[K, V] // the dirty entries, the least recently updated first
+	size    int64
+	used    *int64 // the thread's bytes
+	scratch []byte // the key being looked up, encoded
 }
 
 // entry is one key's latest value (has false: deleted), with the stored bytes (timestamp and
@@ -104,8 +103,7 @@ type entry[K, V any] struct {
 	at           time.Time
 	headers      []kgo.RecordHeader
 	size         int64
-	prev, next   *entry[K, V]
-	dprev, dnext *entry[K, V]
+	lru, dirties links[K, V] // its places in the owner's two orders
 }
 
 // of is the entries of c's task on c's thread.
@@ -114,7 +112,7 @@ func (tc *tableCache[K, V]) of(c *stream.Context) *cached[K, V] {
 	if e, ok := tc.tasks.Load(o); ok {
 		return e.(*cached[K, V])
 	}
-	cs := &cached[K, V]{m: map[string]*entry[K, V]{}, used: tc.rc.usedBy(o.thread)}
+	cs := &cached[K, V]{m: map[string]*entry[K, V]{}, dirties: order[K, V]{dirty: true}, used: tc.rc.usedBy(o.thread)}
 	tc.tasks.Store(o, cs)
 	return cs
 }
@@ -141,8 +139,8 @@ func (tc *tableCache[K, V]) get(c *stream.Context, k K) (stamped[V], bool, error
 		return stamped[V]{}, false, err
 	}
 	if e := cs.m[string(kb)]; e != nil {
-		cs.unlink(e)
-		cs.link(e) // the most recently used now
+		cs.lru.remove(e)
+		cs.lru.push(e) // the most recently used now
 		return stamped[V]{v: tc.copied(e.v), at: e.at}, e.has, nil
 	}
 	raw, ok, err := c.Store(tc.t.store).Get(kb)
@@ -156,7 +154,7 @@ func (tc *tableCache[K, V]) get(c *stream.Context, k K) (stamped[V], bool, error
 	e := &entry[K, V]{key: string(kb), k: k, v: s.v, vb: bytes.Clone(raw), has: true, at: s.at}
 	cs.m[e.key] = e
 	cs.resize(e, int64(len(e.key)+len(e.vb))+entryOverhead)
-	cs.link(e)
+	cs.lru.push(e)
 	return stamped[V]{v: tc.copied(s.v), at: s.at}, true, tc.evict(c, cs)
 }
 
@@ -187,16 +185,16 @@ func (tc *tableCache[K, V]) put(c *stream.Context, k K, v V, has bool, at time.T
 		e = &entry[K, V]{key: string(kb)}
 		cs.m[e.key] = e
 	} else {
-		cs.unlink(e)
+		cs.lru.remove(e)
 		if e.dirty {
 			cs.undirty(e)
 		}
 	}
 	e.k, e.v, e.vb, e.has, e.at, e.headers = k, tc.copied(v), vb, has, at, c.Headers()
 	cs.resize(e, int64(len(e.key)+len(vb))+entryOverhead)
-	cs.link(e)
+	cs.lru.push(e)
 	e.dirty = true
-	cs.linkDirty(e)
+	cs.dirties.push(e)
 	return tc.evict(c, cs)
 }
 
@@ -204,8 +202,8 @@ func (tc *tableCache[K, V]) put(c *stream.Context, k K, v V, has bool, at time.T
 // budget; a dirty one is written first, with every other dirty entry of the owner (Kafka Streams'
 // NamedCache.evict).
 func (tc *tableCache[K, V]) evict(c *stream.Context, cs *cached[K, V]) error {
-	for *cs.used > tc.rc.perThread.Load() && cs.head != nil {
-		e := cs.head
+	for *cs.used > tc.rc.perThread.Load() && cs.lru.head != nil {
+		e := cs.lru.head
 		if e.dirty {
 			// Written before it leaves: an entry whose write failed stays, dirty, and nothing
 			// after it is committed.
@@ -217,7 +215,7 @@ func (tc *tableCache[K, V]) evict(c *stream.Context, cs *cached[K, V]) error {
 				return err
 			}
 		}
-		cs.unlink(e)
+		cs.lru.remove(e)
 		delete(cs.m, e.key)
 		cs.resize(e, 0)
 	}
@@ -237,8 +235,8 @@ func (tc *tableCache[K, V]) flush(c *stream.Context) error {
 // except deletions, which leave the cache. Under processing.exception.handler=LogAndContinue, a
 // failure below one update skips that update, as Kafka Streams' handler does.
 func (tc *tableCache[K, V]) flushOwner(c *stream.Context, cs *cached[K, V]) error {
-	for cs.dirtyHead != nil {
-		e := cs.dirtyHead
+	for cs.dirties.head != nil {
+		e := cs.dirties.head
 		// An entry whose write failed stays dirty: the commit fails, and a clean close that comes
 		// after it writes it again rather than commit without it.
 		if err := tc.writeSafely(c, e); err != nil && !tc.continues() {
@@ -246,7 +244,7 @@ func (tc *tableCache[K, V]) flushOwner(c *stream.Context, cs *cached[K, V]) erro
 		}
 		cs.undirty(e)
 		if !e.has {
-			cs.unlink(e)
+			cs.lru.remove(e)
 			delete(cs.m, e.key)
 			cs.resize(e, 0)
 		}
@@ -314,51 +312,51 @@ func (cs *cached[K, V]) resize(e *entry[K, V], size int64) {
 	*cs.used += d
 }
 
-func (cs *cached[K, V]) link(e *entry[K, V]) {
-	e.prev, e.next = cs.tail, nil
-	if cs.tail != nil {
-		cs.tail.next = e
-	} else {
-		cs.head = e
-	}
-	cs.tail = e
-}
-
-func (cs *cached[K, V]) unlink(e *entry[K, V]) {
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else {
-		cs.head = e.next
-	}
-	if e.next != nil {
-		e.next.prev = e.prev
-	} else {
-		cs.tail = e.prev
-	}
-	e.prev, e.next = nil, nil
-}
-
-func (cs *cached[K, V]) linkDirty(e *entry[K, V]) {
-	e.dprev, e.dnext = cs.dirtyTail, nil
-	if cs.dirtyTail != nil {
-		cs.dirtyTail.dnext = e
-	} else {
-		cs.dirtyHead = e
-	}
-	cs.dirtyTail = e
-}
-
 // undirty takes e out of the dirty entries.
 func (cs *cached[K, V]) undirty(e *entry[K, V]) {
-	if e.dprev != nil {
-		e.dprev.dnext = e.dnext
-	} else {
-		cs.dirtyHead = e.dnext
+	cs.dirties.remove(e)
+	e.dirty = false
+}
+
+// order is a list of entries threaded through one of their links (lru or dirties).
+type order[K, V any] struct {
+	head, tail *entry[K, V] // head: the first
+	dirty      bool         // the order threads the entries' dirties links, else their lru links
+}
+
+// links are an entry's neighbours in one order.
+type links[K, V any] struct{ prev, next *entry[K, V] }
+
+func (o *order[K, V]) of(e *entry[K, V]) *links[K, V] {
+	if o.dirty {
+		return &e.dirties
 	}
-	if e.dnext != nil {
-		e.dnext.dprev = e.dprev
+	return &e.lru
+}
+
+// push appends e (not in the order) at the end.
+func (o *order[K, V]) push(e *entry[K, V]) {
+	*o.of(e) = links[K, V]{prev: o.tail}
+	if o.tail != nil {
+		o.of(o.tail).next = e
 	} else {
-		cs.dirtyTail = e.dprev
+		o.head = e
 	}
-	e.dprev, e.dnext, e.dirty = nil, nil, false
+	o.tail = e
+}
+
+// remove takes e (in the order) out.
+func (o *order[K, V]) remove(e *entry[K, V]) {
+	l := o.of(e)
+	if l.prev != nil {
+		o.of(l.prev).next = l.next
+	} else {
+		o.head = l.next
+	}
+	if l.next != nil {
+		o.of(l.next).prev = l.prev
+	} else {
+		o.tail = l.prev
+	}
+	*l = links[K, V]{}
 }

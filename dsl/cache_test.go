@@ -348,15 +348,7 @@ func TestRecordCacheFailureBelowAFlushStops(t *testing.T) {
 			cfg := config.Default("ops")
 			cfg.Runtime.StateStoreCacheMaxBytes = config.DefaultStateStoreCacheMaxBytes
 			cfg.Runtime.Guarantee = g
-			d := start(t, cfg, func(b *Builder) {
-				Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count().
-					Filter(func(k string, _ int64) bool {
-						if k == "bad" {
-							panic("bad key")
-						}
-						return true
-					}).ToStream().To("out", Produced[string, int64]{})
-			})
+			d := start(t, cfg, badKeyPanics)
 			defer d.Close()
 			pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"bad", "x"})
 			err := d.Settle()
@@ -445,15 +437,7 @@ func TestRecordCacheFailureBelowAFlushContinues(t *testing.T) {
 	cfg := config.Default("ops")
 	cfg.Runtime.StateStoreCacheMaxBytes = config.DefaultStateStoreCacheMaxBytes
 	cfg.Runtime.OnProcessingError = config.LogAndContinue
-	d := start(t, cfg, func(b *Builder) {
-		Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count().
-			Filter(func(k string, _ int64) bool {
-				if k == "bad" {
-					panic("bad key")
-				}
-				return true
-			}).ToStream().To("out", Produced[string, int64]{})
-	})
+	d := start(t, cfg, badKeyPanics)
 	t.Cleanup(func() {
 		if err := d.Close(); err != nil {
 			t.Errorf("the application failed: %v", err)
@@ -477,15 +461,7 @@ func TestRecordCacheFailureDuringAnEviction(t *testing.T) {
 	cfg := config.Default("ops")
 	cfg.Runtime.StateStoreCacheMaxBytes = int64(2*(16+entryOverhead) + 1 + 3)
 	cfg.Runtime.CommitInterval = time.Hour
-	d := start(t, cfg, func(b *Builder) {
-		Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count().
-			Filter(func(k string, _ int64) bool {
-				if k == "bad" {
-					panic("bad key")
-				}
-				return true
-			}).ToStream().To("out", Produced[string, int64]{})
-	})
+	d := start(t, cfg, badKeyPanics)
 	defer d.Close()
 	pipe(t, streamtest.Input(d, "in", serde.String, serde.String), kv[string, string]{"a", "x"}, kv[string, string]{"bad", "x"}, kv[string, string]{"c", "x"})
 	err := d.Settle() // the application's end: no commit comes before it
@@ -493,4 +469,16 @@ func TestRecordCacheFailureDuringAnEviction(t *testing.T) {
 	if !errors.As(err, &proc) || proc.Flush || proc.Topic != "in" || proc.Offset != 2 {
 		t.Fatalf("the application's end: %v, want the processing error of in@2 (c, whose eviction wrote bad)", err)
 	}
+}
+
+// badKeyPanics counts "in" per key, cached, and writes the counts to "out" through a filter that
+// panics on the key "bad".
+func badKeyPanics(b *Builder) {
+	Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count().
+		Filter(func(k string, _ int64) bool {
+			if k == "bad" {
+				panic("bad key")
+			}
+			return true
+		}).ToStream().To("out", Produced[string, int64]{})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/internal/dslprograms"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
 )
 
 // goDSLApp runs a Go member of group built from program, until the test ends or stop.
@@ -144,20 +145,25 @@ func TestDSLTableAggregateMixedGroup(t *testing.T) {
 // moving Java → Go → Java: every key's last committed aggregate is the sum over both topics.
 func TestDSLCogroupMixedGroup(t *testing.T) {
 	net := map[string]int64{}
-	mixedGroupOn(t, "p-cogroup", func(phase int) map[string][][2]string {
-		var plus, minus [][2]string
-		for i := range 30 {
-			k := fmt.Sprintf("k%d", i%7)
-			v := strings.Repeat("x", 1+(i*phase)%5)
-			plus = append(plus, [2]string{k, v})
-			net[k] += int64(len(v))
-			if i%3 == 0 {
-				minus = append(minus, [2]string{k, "yy"})
-				net[k] -= 2
-			}
+	mixedGroupOn(t, "p-cogroup", func(phase int) map[string][][2]string { return cogroupInput(net, 7, phase, 30) },
+		func() map[string]int64 { return maps.Clone(net) }, false)
+}
+
+// cogroupInput is a phase's n records for p-cogroup over keys keys (lengths in on -in, 2 out on
+// -in2 for every third), their effect added to net.
+func cogroupInput(net map[string]int64, keys, phase, n int) map[string][][2]string {
+	var plus, minus [][2]string
+	for i := range n {
+		k := fmt.Sprintf("k%d", i%keys)
+		v := strings.Repeat("x", 1+(i*phase)%5)
+		plus = append(plus, [2]string{k, v})
+		net[k] += int64(len(v))
+		if i%3 == 0 {
+			minus = append(minus, [2]string{k, "yy"})
+			net[k] -= 2
 		}
-		return map[string][][2]string{"-in": plus, "-in2": minus}
-	}, func() map[string]int64 { return maps.Clone(net) }, false)
+	}
+	return map[string][][2]string{"-in": plus, "-in2": minus}
 }
 
 // mixedGroup runs program as one application of a Kafka Streams member and a Go member (the Go DSL's
@@ -191,13 +197,7 @@ func mixedGroupOn(t *testing.T, program string, produce func(phase int) map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	var internal []string
-	for _, s := range topo.Subtopologies() {
-		for _, ti := range slices.Concat(s.RepartitionSourceTopics, s.StateChangelogTopics) {
-			internal = append(internal, ti.Name)
-		}
-	}
-	deleteTopicsAtEnd(t, b, internal...)
+	deleteTopicsAtEnd(t, b, internalTopics(topo)...)
 	all := allTasks(topo, 2)
 	run := func(phase int) {
 		t.Helper()
@@ -323,20 +323,8 @@ func TestDSLTableAggregateMixedGroupExactlyOnce(t *testing.T) {
 // aggregate is the exact sum over both topics.
 func TestDSLCogroupMixedGroupExactlyOnceCached(t *testing.T) {
 	net := map[string]int64{}
-	mixedGroupExactlyOnce(t, "p-cogroup", func(phase, n int) map[string][][2]string {
-		var plus, minus [][2]string
-		for i := range n {
-			k := fmt.Sprintf("k%d", i%13)
-			v := strings.Repeat("x", 1+(i*phase)%5)
-			plus = append(plus, [2]string{k, v})
-			net[k] += int64(len(v))
-			if i%3 == 0 {
-				minus = append(minus, [2]string{k, "yy"})
-				net[k] -= 2
-			}
-		}
-		return map[string][][2]string{"-in": plus, "-in2": minus}
-	}, func() map[string]int64 { return maps.Clone(net) }, false, config.DefaultStateStoreCacheMaxBytes)
+	mixedGroupExactlyOnce(t, "p-cogroup", func(phase, n int) map[string][][2]string { return cogroupInput(net, 13, phase, n) },
+		func() map[string]int64 { return maps.Clone(net) }, false, config.DefaultStateStoreCacheMaxBytes)
 }
 
 // mixedGroupExactlyOnce runs program as one application of a Kafka Streams member and a Go member
@@ -366,13 +354,7 @@ func mixedGroupExactlyOnce(t *testing.T, program string, produce func(phase, n i
 	if err != nil {
 		t.Fatal(err)
 	}
-	var internal []string
-	for _, s := range topo.Subtopologies() {
-		for _, ti := range slices.Concat(s.RepartitionSourceTopics, s.StateChangelogTopics) {
-			internal = append(internal, ti.Name)
-		}
-	}
-	deleteTopicsAtEnd(t, b, internal...)
+	deleteTopicsAtEnd(t, b, internalTopics(topo)...)
 	all := allTasks(topo, 2)
 	send := func(phase, n int) {
 		for suffix, kvs := range produce(phase, n) {
@@ -448,4 +430,15 @@ func mixedGroupExactlyOnce(t *testing.T, program string, produce func(phase, n i
 	if exit := goMember.stop(t); exit != "ok" {
 		t.Fatalf("the Go member did not stop cleanly: %q", exit)
 	}
+}
+
+// internalTopics are topo's repartition and changelog topics.
+func internalTopics(topo *topology.Topology) []string {
+	var internal []string
+	for _, s := range topo.Subtopologies() {
+		for _, ti := range slices.Concat(s.RepartitionSourceTopics, s.StateChangelogTopics) {
+			internal = append(internal, ti.Name)
+		}
+	}
+	return internal
 }
