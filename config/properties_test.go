@@ -221,6 +221,9 @@ func propertiesOf(c Config) map[string]string {
 	if c.Runtime.NumStreamThreads != 0 {
 		put(KeyNumStreamThreads, strconv.Itoa(c.Runtime.NumStreamThreads))
 	}
+	if c.Runtime.AllowStateWithoutCommittedOffsets {
+		put(KeyAllowStateWithoutCommittedOffsets, "TRUE")
+	}
 	if f := c.Runtime.DSLStoreFormat; f != "" {
 		put(KeyDSLStoreFormat, string(f))
 	}
@@ -270,23 +273,24 @@ func genConfig(t *rapid.T) Config {
 		User:               rapid.MapOfN(rapid.Map(rapid.StringN(0, 6, -1), func(s string) string { return PrefixUser + s }), rapid.String(), 0, 3).Draw(t, "user"),
 	}
 	c.Runtime = Runtime{
-		Guarantee:                   AtLeastOnce,
-		CommitInterval:              ms("commit.interval.ms", 0, 1<<40),
-		StateCleanupDelay:           ms("state.cleanup.delay.ms", 0, 1<<40),
-		OnProcessingError:           rapid.SampledFrom([]ErrorPolicy{LogAndFail, LogAndContinue}).Draw(t, "processing.exception.handler"),
-		OnDeserializationError:      rapid.SampledFrom([]ErrorPolicy{LogAndFail, LogAndContinue}).Draw(t, "deserialization.exception.handler"),
-		ResetLatest:                 rapid.Bool().Draw(t, "auto.offset.reset=latest"),
-		TransactionTimeout:          ms("transaction.timeout.ms", 1, math.MaxInt32),
-		PollInterval:                ms("poll.ms", 0, 1<<40),
-		OnProductionError:           rapid.SampledFrom([]ErrorPolicy{RetryOrFail, LogAndContinue}).Draw(t, "production.exception.handler"),
-		DeliveryTimeout:             ms("delivery.timeout.ms", 1, math.MaxInt32),
-		DeadLetterQueueTopic:        rapid.OneOf(rapid.Just(""), rapid.StringMatching(`[a-z][a-z0-9._-]{0,20}`)).Draw(t, "errors.dead.letter.queue.topic.name"),
-		MaxTaskIdle:                 ms("max.task.idle.ms", -1, 1<<40),
-		BufferedRecordsPerPartition: rapid.IntRange(0, math.MaxInt32).Draw(t, "buffered.records.per.partition"),
-		NumStreamThreads:            rapid.IntRange(0, 64).Draw(t, "num.stream.threads"),
-		StateStoreCacheMaxBytes:     rapid.Int64Range(-1, 1<<40).Draw(t, "statestore.cache.max.bytes"),
-		DSLStoreFormat:              rapid.SampledFrom([]DSLStoreFormat{"", DSLStoreFormatDefault, DSLStoreFormatHeaders}).Draw(t, "dsl.store.format"),
-		Timestamps:                  rapid.SampledFrom([]TimestampPolicy{FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp, WallclockTimestamp}).Draw(t, "default.timestamp.extractor"),
+		Guarantee:                         AtLeastOnce,
+		CommitInterval:                    ms("commit.interval.ms", 0, 1<<40),
+		StateCleanupDelay:                 ms("state.cleanup.delay.ms", 0, 1<<40),
+		OnProcessingError:                 rapid.SampledFrom([]ErrorPolicy{LogAndFail, LogAndContinue}).Draw(t, "processing.exception.handler"),
+		OnDeserializationError:            rapid.SampledFrom([]ErrorPolicy{LogAndFail, LogAndContinue}).Draw(t, "deserialization.exception.handler"),
+		ResetLatest:                       rapid.Bool().Draw(t, "auto.offset.reset=latest"),
+		TransactionTimeout:                ms("transaction.timeout.ms", 1, math.MaxInt32),
+		PollInterval:                      ms("poll.ms", 0, 1<<40),
+		OnProductionError:                 rapid.SampledFrom([]ErrorPolicy{RetryOrFail, LogAndContinue}).Draw(t, "production.exception.handler"),
+		DeliveryTimeout:                   ms("delivery.timeout.ms", 1, math.MaxInt32),
+		DeadLetterQueueTopic:              rapid.OneOf(rapid.Just(""), rapid.StringMatching(`[a-z][a-z0-9._-]{0,20}`)).Draw(t, "errors.dead.letter.queue.topic.name"),
+		MaxTaskIdle:                       ms("max.task.idle.ms", -1, 1<<40),
+		BufferedRecordsPerPartition:       rapid.IntRange(0, math.MaxInt32).Draw(t, "buffered.records.per.partition"),
+		NumStreamThreads:                  rapid.IntRange(0, 64).Draw(t, "num.stream.threads"),
+		StateStoreCacheMaxBytes:           rapid.Int64Range(-1, 1<<40).Draw(t, "statestore.cache.max.bytes"),
+		DSLStoreFormat:                    rapid.SampledFrom([]DSLStoreFormat{"", DSLStoreFormatDefault, DSLStoreFormatHeaders}).Draw(t, "dsl.store.format"),
+		AllowStateWithoutCommittedOffsets: rapid.Bool().Draw(t, "allow.state.without.committed.offsets"),
+		Timestamps:                        rapid.SampledFrom([]TimestampPolicy{FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp, WallclockTimestamp}).Draw(t, "default.timestamp.extractor"),
 	}
 	c.RetryBackoffMax = c.RetryBackoff + ms("retry.backoff.max.ms above retry.backoff.ms", 0, 1<<30)
 	if rapid.Bool().Draw(t, "with process.id") {

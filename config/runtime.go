@@ -63,6 +63,11 @@ const (
 	// KeyDSLStoreFormat is Kafka Streams' dsl.store.format: DEFAULT (timestamped stores) or HEADERS
 	// (4.4's headers-aware stores).
 	KeyDSLStoreFormat = "dsl.store.format"
+	// KeyAllowStateWithoutCommittedOffsets is this runtime's own key (Kafka Streams has none): true
+	// lets a task whose stores restore state start although its inputs have no committed offset,
+	// processing its input again on top of that state (default false: the application stops with a
+	// *stream.OrphanedStateError). See docs/upgrades.md.
+	KeyAllowStateWithoutCommittedOffsets = "allow.state.without.committed.offsets"
 )
 
 // DSLStoreFormat is dsl.store.format: the format of the DSL's stores.
@@ -247,6 +252,13 @@ type Runtime struct {
 	// DSLStoreFormat (dsl.store.format) is the format of the DSL's stores: DSLStoreFormatDefault
 	// ("" too) or DSLStoreFormatHeaders.
 	DSLStoreFormat DSLStoreFormat
+	// AllowStateWithoutCommittedOffsets (allow.state.without.committed.offsets) lets a task start
+	// whose stores hold restored state while none of its inputs has a committed offset (the group's
+	// offsets were deleted and its changelogs kept): its input is then processed again from
+	// auto.offset.reset on top of that state, which doubles every count and total. False (the
+	// default) refuses it: the application stops with a *stream.OrphanedStateError before the task
+	// processes a record.
+	AllowStateWithoutCommittedOffsets bool
 }
 
 // CacheBytes is the record cache's size: StateStoreCacheMaxBytes, its default when zero, 0 (no
@@ -306,7 +318,7 @@ func isRuntimeKey(key string) bool {
 		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyTimestampExtractor, KeyDeadLetterQueueTopic,
 		KeyProductionExceptionHandler, KeyDefaultProductionExceptionHandler, KeyDeliveryTimeout, KeyProducerDeliveryTimeout,
 		KeyMaxTaskIdle, KeyBufferedRecordsPerPartition, KeyNumStreamThreads, KeyTopologyOptimization,
-		KeyStateStoreCacheMaxBytes, KeyCacheMaxBytesBuffering, KeyDSLStoreFormat:
+		KeyStateStoreCacheMaxBytes, KeyCacheMaxBytesBuffering, KeyDSLStoreFormat, KeyAllowStateWithoutCommittedOffsets:
 		return true
 	}
 	return false
@@ -395,6 +407,16 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 		r.StateStoreCacheMaxBytes = n
 		if n == 0 {
 			r.StateStoreCacheMaxBytes = -1 // zero is the default here; -1 is "no cache"
+		}
+	case KeyAllowStateWithoutCommittedOffsets:
+		// A BOOLEAN as Kafka's ConfigDef reads one: true or false, in any case.
+		switch {
+		case strings.EqualFold(val, "true"):
+			r.AllowStateWithoutCommittedOffsets = true
+		case strings.EqualFold(val, "false"):
+			r.AllowStateWithoutCommittedOffsets = false
+		default:
+			p.add(key, raw, "must be true or false")
 		}
 	case KeyDSLStoreFormat:
 		switch f := DSLStoreFormat(strings.ToUpper(val)); f {

@@ -58,6 +58,8 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyNumStreamThreads, "0", "at least 1"},
 		{KeyStateStoreCacheMaxBytes, "-1", "at least 0"},
 		{KeyDSLStoreFormat, "rocks", "DEFAULT or HEADERS"},
+		{KeyAllowStateWithoutCommittedOffsets, "yes", "true or false"},
+		{KeyAllowStateWithoutCommittedOffsets, "1", "true or false"},
 		{KeyCacheMaxBytesBuffering, "many", "LONG"},
 		{KeyNumStreamThreads, "-2", "at least 1"},
 		{KeyNumStreamThreads, "two", "INT"},
@@ -270,6 +272,20 @@ func TestDSLStoreFormat(t *testing.T) {
 		" Headers ": DSLStoreFormatHeaders, "HEADERS": DSLStoreFormatHeaders} {
 		if c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyDSLStoreFormat: v}); err != nil || c.Runtime.DSLStoreFormat != want {
 			t.Errorf("%q: %q, %v; want %q", v, c.Runtime.DSLStoreFormat, err, want)
+		}
+	}
+}
+
+// TestAllowStateWithoutCommittedOffsets: the key is a BOOLEAN as Kafka reads one (true or false,
+// any case, trimmed); the default refuses state without committed offsets.
+func TestAllowStateWithoutCommittedOffsets(t *testing.T) {
+	if Default("a").Runtime.AllowStateWithoutCommittedOffsets {
+		t.Fatal("allowed by default")
+	}
+	for v, want := range map[string]bool{"true": true, " TRUE ": true, "True": true, "false": false, "FALSE": false} {
+		c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyAllowStateWithoutCommittedOffsets: v})
+		if err != nil || c.Runtime.AllowStateWithoutCommittedOffsets != want {
+			t.Errorf("%q: %v, %v; want %v", v, c.Runtime.AllowStateWithoutCommittedOffsets, err, want)
 		}
 	}
 }

@@ -601,3 +601,22 @@ func (b *blackhole) Heartbeat(ctx context.Context, req *kmsg.StreamsGroupHeartbe
 	}
 	return b.Transport.Heartbeat(ctx, req)
 }
+
+// committedInputs is what group has committed on topic: offset by partition (none for a group that
+// does not exist).
+func committedInputs(t *testing.T, b *Broker, group, topic string) map[int32]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fetched, err := b.Admin(t).FetchOffsets(ctx, group)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("fetching %s's offsets: %v", group, err)
+	}
+	out := map[int32]int64{}
+	fetched.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.Err == nil && o.At >= 0 {
+			out[o.Partition] = o.At
+		}
+	})
+	return out
+}

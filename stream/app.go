@@ -106,11 +106,67 @@ func WithWarningListener(fn func(error)) Option {
 	return func(o *options) { o.onWarning = append(o.onWarning, fn) }
 }
 
-// OrphanedStateWarning says a task starts processing with stores that hold data but without any
-// committed input offset: the group's offsets were deleted (or reset) while its changelog topics
-// were kept, so the inputs are read again from auto.offset.reset on top of the state they already
-// built, and counts or totals end up doubled. Stop every member and delete the group with its
-// internal topics, then start again (or reset the inputs to a position the state matches).
+// OrphanedState is what a task's stores hold when it starts without any committed input offset: the
+// stores that hold data, with their changelog partitions and about how many keys each holds.
+type OrphanedState struct {
+	Store     string
+	Changelog tasks.TopicPartition
+	// Keys is about how many keys the store holds.
+	Keys int64
+}
+
+// OrphanedStateError stops the application when a task would start processing with stores that
+// hold restored state but without any committed offset on its inputs: the group's offsets were
+// deleted (or expired) while its changelog topics were kept — `streams-groups --delete` without
+// --delete-all-internal-topics does that — so its inputs would be read again from auto.offset.reset
+// on top of the state they already built, and every count and total would end up doubled. The task
+// processed nothing. The two ways on that keep results exact: delete the internal topics too (the
+// application then computes everything again from its input), or put back the input positions the
+// state was built up to (saved with `streams-groups --reset-offsets … --to-current --dry-run
+// --export`). allow.state.without.committed.offsets=true starts such a task anyway, with an
+// *OrphanedStateWarning. See docs/upgrades.md.
+type OrphanedStateError struct {
+	Group string
+	Task  tasks.ID
+	// Stores are the task's stores that hold data (at least one).
+	Stores []OrphanedState
+}
+
+func (e *OrphanedStateError) Error() string {
+	return fmt.Sprintf("stream: group %s: task %s has restored state (%s) but none of its inputs has a committed offset; "+
+		"processing its input again on top of that state would double every count and total, so it does not start. "+
+		"The group's offsets were deleted (or expired) while its internal topics were kept. To start over, stop every member "+
+		"and delete the internal topics too (streams-groups --delete --group %s --delete-all-internal-topics, or, the group "+
+		"being gone already, delete the topics %s); to keep the state, put back the input positions it was built up to "+
+		"(streams-groups --reset-offsets --group %s --from-file <saved positions> --execute). To reprocess onto the old "+
+		"state anyway, set %s=true. See docs/upgrades.md",
+		e.Group, e.Task, orphanedList(e.Stores), e.Group, changelogList(e.Stores), e.Group, config.KeyAllowStateWithoutCommittedOffsets)
+}
+
+// orphanedList says which stores hold what: "store counts (changelog app-counts-changelog-0, about 10
+// keys)".
+func orphanedList(ss []OrphanedState) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = fmt.Sprintf("store %s (changelog %s-%d, about %d keys)", s.Store, s.Changelog.Topic, s.Changelog.Partition, s.Keys)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// changelogList names the changelog topics of ss.
+func changelogList(ss []OrphanedState) string {
+	var topics []string
+	for _, s := range ss {
+		if !slices.Contains(topics, s.Changelog.Topic) {
+			topics = append(topics, s.Changelog.Topic)
+		}
+	}
+	return strings.Join(topics, ", ")
+}
+
+// OrphanedStateWarning is what allow.state.without.committed.offsets=true makes of an
+// OrphanedStateError: the task starts on its restored state and processes its input again from
+// auto.offset.reset, as asked; the warning is logged and passed to WithWarningListener.
 type OrphanedStateWarning struct {
 	Task  tasks.ID
 	Group string
@@ -120,8 +176,8 @@ type OrphanedStateWarning struct {
 
 func (w *OrphanedStateWarning) Error() string {
 	return fmt.Sprintf("stream: task %s restored state (about %d keys) but has no committed input offsets: its inputs are "+
-		"processed again from auto.offset.reset on top of that state, which doubles counts; to start over, stop every member "+
-		"and run `streams-groups --bootstrap-server … --delete --group %s --delete-all-internal-topics`", w.Task, w.Keys, w.Group)
+		"processed again from auto.offset.reset on top of that state (%s=true), which doubles counts", w.Task, w.Keys,
+		config.KeyAllowStateWithoutCommittedOffsets)
 }
 
 // RestoreBatch is one batch of changelog records applied to a store: of an active task restoring

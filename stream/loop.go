@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -212,6 +213,11 @@ func (a *App) handle(b *consume.Batch) {
 			}
 		}
 	}
+	if stops := a.commitStarts(b.Process); stops != nil {
+		a.mu.Unlock()
+		b.DoneBefore(stops)
+		return
+	}
 	var unprocessed map[tasks.TopicPartition]int64
 	var paused bool
 	if !a.ordering {
@@ -239,6 +245,49 @@ func (a *App) handle(b *consume.Batch) {
 	default:
 		b.Done()
 	}
+}
+
+// commitStarts starts the tasks of recs that have no committed input offset yet and, under
+// at-least-once, commits where their inputs start (each partition's first record here) before any
+// of their records is processed. Their changelog writes may reach the brokers long before the first
+// periodic commit; a member stopped in between would otherwise leave state behind with no committed
+// offset, which its successor must refuse as an upgrade gone wrong (OrphanedStateError). Under
+// exactly-once the changelog writes and the offsets commit together, so nothing is needed. It
+// returns where each partition stops when the application fails (a task's start was refused), nil
+// to go on; a commit that fails without being fatal is retried with the next records. Called with
+// a.mu held.
+func (a *App) commitStarts(recs []consume.Records) map[tasks.TopicPartition]int64 {
+	fresh := false
+	for i, r := range recs {
+		t := a.tasks[r.Task]
+		if t == nil || !t.active || a.mach.HasCommitted(t.id) {
+			continue // processUntil refuses records of tasks not active here
+		}
+		if err := a.start(t); err != nil {
+			return a.stopAt(recs, i, r.First, err)
+		}
+		if !a.eos() {
+			a.mach.Processed(r.Partition, r.First)
+			fresh = true
+		}
+	}
+	if !fresh {
+		return nil
+	}
+	// Not runCtx, as for the periodic commit: a signal must not cut it short.
+	cctx, cancel := context.WithTimeout(a.failCtx, closeBound)
+	defer cancel()
+	if d := a.drive(cctx, sm.Commit{Reason: sm.Periodic}); d.Err != nil {
+		a.metrics.failedCommits.Add(1)
+		if d.Fatal {
+			a.fail(d.Err)
+			return stopAll(recs)
+		}
+		a.log.Warn("committing where new tasks start failed; retrying with the next records", "err", d.Err)
+		return nil
+	}
+	a.metrics.commits.Add(1)
+	return nil
 }
 
 // stopAll says no record of recs was processed.
@@ -525,7 +574,9 @@ func (a *App) start(t *task) error {
 // of its inputs' partition times (from the committed offsets' metadata, when it has just arrived).
 func (a *App) initTask(t *task) error {
 	t.streamTime = a.mach.StreamTime(t.id)
-	a.checkOrphanedState(t)
+	if err := a.checkOrphanedState(t); err != nil {
+		return err // not processing.exception.handler's: no record failed, and none may be processed
+	}
 	in, ok := a.procs[t.id.Subtopology].(Initializer)
 	if !ok {
 		return nil
@@ -537,26 +588,36 @@ func (a *App) initTask(t *task) error {
 	return nil
 }
 
-// checkOrphanedState warns when t starts with data in its stores and no committed input offset
-// (see OrphanedStateWarning). Called with a.mu held.
-func (a *App) checkOrphanedState(t *task) {
+// checkOrphanedState refuses to start t when its stores hold data and none of its inputs has a
+// committed offset (an *OrphanedStateError), or warns of it when allow.state.without.committed.offsets
+// is set. A task's first records are processed only after its starting positions were committed
+// (commitStarts), so a member that stopped before its first commit leaves no such state behind.
+// Called with a.mu held.
+func (a *App) checkOrphanedState(t *task) error {
 	if len(t.stores) == 0 || a.mach.HasCommitted(t.id) {
-		return
+		return nil
 	}
+	var held []OrphanedState
 	var keys int64
-	for _, s := range t.stores {
-		if n, err := s.eng.ApproximateCount(); err == nil {
+	for _, name := range slices.Sorted(maps.Keys(t.stores)) {
+		s := t.stores[name]
+		if n, err := s.eng.ApproximateCount(); err == nil && n > 0 {
+			held = append(held, OrphanedState{Store: name, Changelog: s.changelog, Keys: n})
 			keys += n
 		}
 	}
-	if keys == 0 {
-		return
+	if len(held) == 0 {
+		return nil
+	}
+	if !a.cfg.Runtime.AllowStateWithoutCommittedOffsets {
+		return &OrphanedStateError{Group: a.cfg.ApplicationID, Task: t.id, Stores: held}
 	}
 	w := &OrphanedStateWarning{Task: t.id, Group: a.cfg.ApplicationID, Keys: keys}
 	a.log.Warn(w.Error())
 	for _, fn := range a.o.onWarning {
 		fn(w)
 	}
+	return nil
 }
 
 // softFail applies processing.exception.handler to an error outside a record (Init, punctuation).

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -463,18 +464,15 @@ func TestFailedWriteOfAnAbortedGenerationIsIgnored(t *testing.T) {
 	}
 }
 
-// A task that starts processing with keys in its stores and no committed input offset gets an
-// *OrphanedStateWarning (the group's offsets were deleted while its changelogs were kept); empty
-// stores, or a task without stores, get none.
-func TestOrphanedStateIsWarned(t *testing.T) {
-	var got []*OrphanedStateWarning
-	a, _ := builtApp(t, testProcs(), WithWarningListener(func(err error) {
-		if w, ok := err.(*OrphanedStateWarning); ok {
-			got = append(got, w)
-		}
-	}))
-	empty := activeTask(t, a, tid("1", 0))
-	full := activeTask(t, a, tid("1", 1))
+// orphanedApp is the test app with task 1_1 restored with keys in both its stores (3 keys) and
+// none of its inputs committed, 1_0 restored empty, 0_0 without stores: none has started.
+func orphanedApp(t *testing.T, cfg config.Config, opts ...Option) (*App, *recorder) {
+	t.Helper()
+	p := &recorder{}
+	a, _ := builtAppWith(t, cfg, Processors{"0": nopProc, "1": p}, opts...)
+	restoringTask(t, a, tid("1", 0))
+	full := restoringTask(t, a, tid("1", 1))
+	restoringTask(t, a, tid("0", 0))
 	var b store.Batch
 	b.Put([]byte("k1"), []byte("1"))
 	b.Put([]byte("k2"), []byte("2"))
@@ -482,13 +480,64 @@ func TestOrphanedStateIsWarned(t *testing.T) {
 	b.Reset()
 	b.Put([]byte("s"), []byte("3"))
 	mustNotErr(t, full.stores["sums"].eng.Apply(&b, -1))
-	none := activeTask(t, a, tid("0", 0))
-	a.mu.Lock()
-	for _, tk := range []*task{empty, full, none} {
-		a.checkOrphanedState(tk)
+	return a, p
+}
+
+// A task whose stores hold restored state while none of its inputs has a committed offset does not
+// start: the application stops with an *OrphanedStateError naming the group, the task, each store
+// that holds data and its changelog, before any of its records is processed, and nothing is
+// committed. Empty stores, or a task without stores, start.
+func TestOrphanedStateIsRefused(t *testing.T) {
+	a, p := orphanedApp(t, testConfig())
+	b := &consume.Batch{Process: []consume.Records{recs(tid("1", 0), repartTopc, 0, 1), recs(tid("1", 1), repartTopc, 7, 1, 2)}}
+	a.handle(b)
+	var oe *OrphanedStateError
+	if !errors.As(a.fatalErr(), &oe) {
+		t.Fatalf("fatal error %v; want an *OrphanedStateError", a.fatalErr())
 	}
-	a.mu.Unlock()
+	want := []OrphanedState{{Store: "counts", Changelog: tasks.TopicPartition{Topic: countsLog, Partition: 1}, Keys: 2},
+		{Store: "sums", Changelog: tasks.TopicPartition{Topic: sumsLog, Partition: 1}, Keys: 1}}
+	if oe.Group != testApp || oe.Task != tid("1", 1) || fmt.Sprint(oe.Stores) != fmt.Sprint(want) {
+		t.Fatalf("error %+v; want group %s, task 1_1, stores %v", oe, testApp, want)
+	}
+	for _, s := range []string{"task 1_1", "store counts (changelog " + countsLog + "-1, about 2 keys)", "store sums",
+		"--delete --group app --delete-all-internal-topics", countsLog + ", " + sumsLog, "--from-file",
+		"allow.state.without.committed.offsets=true", "docs/upgrades.md"} {
+		if !strings.Contains(oe.Error(), s) {
+			t.Errorf("the error does not say %q: %s", s, oe)
+		}
+	}
+	if len(p.seen) != 0 || running(a, a.tasks[tid("1", 1)]) {
+		t.Errorf("processed %v, running %v; want nothing processed and 1_1 not started", p.seen, running(a, a.tasks[tid("1", 1)]))
+	}
+	if a.mach.HasCommitted(tid("1", 1)) || a.Metrics().Commits != 0 {
+		t.Errorf("committed something (%d commits)", a.Metrics().Commits)
+	}
+}
+
+// With allow.state.without.committed.offsets=true the task starts on its state, with an
+// *OrphanedStateWarning, and its records are processed.
+func TestOrphanedStateAllowedIsWarned(t *testing.T) {
+	cfg := testConfig()
+	cfg.Runtime.AllowStateWithoutCommittedOffsets = true
+	var got []*OrphanedStateWarning
+	a, p := orphanedApp(t, cfg, WithWarningListener(func(err error) {
+		if w, ok := err.(*OrphanedStateWarning); ok {
+			got = append(got, w)
+		}
+	}))
+	a.handle(&consume.Batch{Process: []consume.Records{recs(tid("1", 0), repartTopc, 0, 1), recs(tid("1", 1), repartTopc, 7, 1, 2),
+		recs(tid("0", 0), "in", 3, 1)}})
+	if a.fatalErr() != nil {
+		t.Fatal(a.fatalErr())
+	}
 	if len(got) != 1 || got[0].Task != tid("1", 1) || got[0].Keys != 3 || got[0].Group != testApp {
 		t.Fatalf("warnings %+v; want one for 1_1 with 3 keys", got)
+	}
+	if !strings.Contains(got[0].Error(), "allow.state.without.committed.offsets=true") {
+		t.Errorf("warning %q", got[0])
+	}
+	if fmt.Sprint(p.seen) != "[1_0@0 1_1@7 1_1@8]" {
+		t.Errorf("processed %v", p.seen)
 	}
 }

@@ -390,7 +390,7 @@ func TestTyped(t *testing.T) {
 func TestHandleRestoresThenProcesses(t *testing.T) {
 	p := &recorder{}
 	var batches []RestoreBatch
-	a, _ := newTestApp(t, testConfig(), Processors{"0": p, "1": nopProc}, WithRestoreListener(func(b RestoreBatch) { batches = append(batches, b) }))
+	a, _ := builtApp(t, Processors{"0": p, "1": nopProc}, WithRestoreListener(func(b RestoreBatch) { batches = append(batches, b) }))
 	activeTask(t, a, tid("0", 0))
 	t1 := activeTask(t, a, tid("1", 1))
 	t1.active = false
@@ -426,7 +426,7 @@ func TestHandleRestoresThenProcesses(t *testing.T) {
 
 func TestHandleFailsOnARestoreError(t *testing.T) {
 	p := &recorder{}
-	a, _ := newTestApp(t, testConfig(), Processors{"0": p, "1": nopProc})
+	a, _ := builtApp(t, Processors{"0": p, "1": nopProc})
 	activeTask(t, a, tid("0", 0))
 	t1 := activeTask(t, a, tid("1", 1))
 	mustNotErr(t, t1.stores["counts"].eng.Close())
@@ -446,7 +446,7 @@ func TestHandleFailsOnARestoreError(t *testing.T) {
 
 func TestHandleStopsOnAProcessingError(t *testing.T) {
 	p := &recorder{failAt: map[int64]error{0: errBoom}}
-	a, _ := newTestApp(t, testConfig(), Processors{"0": p, "1": nopProc})
+	a, _ := builtApp(t, Processors{"0": p, "1": nopProc})
 	activeTask(t, a, tid("0", 0))
 	a.handle(&consume.Batch{Process: []consume.Records{recs(tid("0", 0), "in", 0, 1, 2)}})
 	if len(p.seen) != 1 || a.fatalErr() == nil {
@@ -697,7 +697,7 @@ func TestDeadLetterTimestampIsTheProcessedOne(t *testing.T) {
 // stores: what the store held is gone, the records restored after it are all it holds.
 func TestHandleWipesAStoreWhoseChangelogWasOutOfRange(t *testing.T) {
 	k := &fakeKind{persistent: true}
-	a, _ := newTestApp(t, testConfig(), testProcs(), WithStores(k, "counts"))
+	a, _ := builtApp(t, testProcs(), WithStores(k, "counts"))
 	a.stateDir = t.TempDir()
 	t1 := activeTask(t, a, tid("1", 1))
 	t1.active = false // a standby

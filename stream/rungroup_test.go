@@ -42,6 +42,8 @@ type fakeGroup struct {
 	metadata   map[tasks.TopicPartition]string
 	left       bool
 	commits    int
+	// commitLog holds the offsets of each OffsetCommit, in order.
+	commitLog []map[tasks.TopicPartition]int64
 	heartbeats int
 	// epoch and parts are the member's target: the epoch, and the partitions of subtopology "0"
 	// it holds as active tasks (setTarget).
@@ -111,12 +113,15 @@ func newFakeGroup(t *testing.T, topics ...string) *fakeGroup {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		g.commits++
+		logged := map[tasks.TopicPartition]int64{}
+		g.commitLog = append(g.commitLog, logged)
 		for _, tp := range oc.Topics {
 			rt := kmsg.NewOffsetCommitResponseTopic()
 			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
 			for _, p := range tp.Partitions {
 				key := tasks.TopicPartition{Topic: g.topic(tp.Topic, tp.TopicID), Partition: p.Partition}
 				g.committed[key] = p.Offset
+				logged[key] = p.Offset
 				if p.Metadata != nil {
 					g.metadata[key] = *p.Metadata
 				}
@@ -502,6 +507,71 @@ func TestRunGoesOnFromTheLastRun(t *testing.T) {
 				t.Errorf("stream time at Init %v; want the committed partition time 1029 for both tasks", inits)
 			}
 			checkCounts(t, g, 20) // 10 of each run
+		})
+	}
+}
+
+// Under at-least-once a task without a committed input offset commits where its inputs start
+// before it processes a record, so that a member stopped before its first periodic commit leaves
+// no state behind that its successor would take for an upgrade gone wrong: the first commit naming
+// each input partition holds offset 0, where the first run starts.
+func TestRunCommitsWhereNewTasksStartFirst(t *testing.T) {
+	g := newFakeGroup(t, "in", "out", countsLog)
+	g.produceInput(t, 30)
+	a := countApp(t, g, nil)
+	want := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 30, {Topic: "in", Partition: 1}: 30}
+	mustNotErr(t, runUntil(t, g, a, want))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	first := map[tasks.TopicPartition]int64{}
+	for _, c := range g.commitLog {
+		for tp, o := range c {
+			if _, ok := first[tp]; !ok {
+				first[tp] = o
+			}
+		}
+	}
+	if fmt.Sprint(first) != "map[in[0]:0 in[1]:0]" {
+		t.Fatalf("first commit of each input %v (commits %v); want offset 0 of both, before any record", first, g.commitLog)
+	}
+}
+
+// The group's offsets gone (deleted with the group) while its changelog stays: the next run
+// restores the counts, refuses to process the input again on top of them with an
+// *OrphanedStateError naming the group, the task and the store, writes nothing and commits
+// nothing; under either guarantee.
+func TestRunRefusesStateWithoutCommittedOffsets(t *testing.T) {
+	for _, eos := range []bool{false, true} {
+		t.Run(fmt.Sprintf("eos=%v", eos), func(t *testing.T) {
+			g := newFakeGroup(t, "in", "out", countsLog)
+			mod := func(c *config.Config) {
+				if eos {
+					c.Runtime.Guarantee = config.ExactlyOnceV2
+				}
+			}
+			g.produceInput(t, 30)
+			want := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 30, {Topic: "in", Partition: 1}: 30}
+			mustNotErr(t, runUntil(t, g, countApp(t, g, mod), want))
+			outputs := len(readAll(t, g, "out"))
+
+			g.mu.Lock()
+			g.committed, g.metadata, g.left = map[tasks.TopicPartition]int64{}, map[tasks.TopicPartition]string{}, false
+			g.epoch++
+			g.mu.Unlock()
+			second := countApp(t, g, mod)
+			err := second.Run(context.Background())
+			var oe *OrphanedStateError
+			if !errors.As(err, &oe) || oe.Group != testApp || oe.Task.Subtopology != "0" || len(oe.Stores) != 1 ||
+				oe.Stores[0].Store != "counts" || oe.Stores[0].Changelog != (tasks.TopicPartition{Topic: countsLog, Partition: oe.Task.Partition}) ||
+				oe.Stores[0].Keys != 3 {
+				t.Fatalf("Run: %v (%#v); want an *OrphanedStateError for a task of 0 and its store counts with 3 keys", err, oe)
+			}
+			if n := len(readAll(t, g, "out")); n != outputs {
+				t.Errorf("%d records in out after the refusal; want the first run's %d", n, outputs)
+			}
+			if offs, _ := g.offsets(); len(offs) != 0 {
+				t.Errorf("committed %v after the refusal; want nothing", offs)
+			}
 		})
 	}
 }
