@@ -37,13 +37,13 @@ import (
 type fakeGroup struct {
 	c *kfake.Cluster
 
-	mu         sync.Mutex
-	committed  map[tasks.TopicPartition]int64
-	metadata   map[tasks.TopicPartition]string
-	left       bool
-	commits    int
+	mu        sync.Mutex
+	committed map[tasks.TopicPartition]int64
+	metadata  map[tasks.TopicPartition]string
+	left      bool
+	commits   int
 	// commitLog holds the offsets of each OffsetCommit, in order.
-	commitLog []map[tasks.TopicPartition]int64
+	commitLog  []map[tasks.TopicPartition]int64
 	heartbeats int
 	// epoch and parts are the member's target: the epoch, and the partitions of subtopology "0"
 	// it holds as active tasks (setTarget).
