@@ -274,6 +274,8 @@ type App struct {
 	lock       *dirLock
 
 	metrics loopMetrics
+	// waiting is the wait for changelog topics an assignment needs (missing.go).
+	waiting changelogWait
 	// calls hands the member's listener calls to the loop's goroutine (calls.go).
 	calls callQueue
 

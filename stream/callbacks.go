@@ -47,8 +47,9 @@ func (m *memberCalls) OnTasksAssigned(ctx context.Context, as tasks.Assignment, 
 	return a.onLoop(ctx, func(ctx context.Context) error {
 		plan, err := a.cons.Plan(ctx, as)
 		if err != nil {
-			return err
+			return a.assignmentFailed(err)
 		}
+		a.assignmentListed()
 		committed := sm.CommittedInputs{Tasks: plan.Starting}
 		if !plan.Starting.IsEmpty() {
 			if committed.Offsets, committed.Metadata, err = a.commits.Committed(ctx, plan.Starting); err != nil {

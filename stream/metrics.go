@@ -42,12 +42,17 @@ type Metrics struct {
 	// and the tasks went back to their last commit (production.exception.handler's RETRY; Kafka
 	// Streams counts these as task-corrupted revivals).
 	ProductionRetries uint64
+	// MissingChangelogs is a gauge: how many changelog topics of the tasks assigned to the
+	// application it waits for now because they do not exist (yet), 0 when it waits for none
+	// (see MissingChangelogWarning).
+	MissingChangelogs uint64
 }
 
 // loopMetrics are the App's counters, written by the loop and read by Metrics at any time.
 type loopMetrics struct {
 	polls, processed, dropped, restored, punctuations, commits, failedCommits, productionRetries atomic.Uint64
-	pollTime, processTime, punctuateTime, commitTime                                             atomic.Int64 // ns
+	missingChangelogs                                                                            atomic.Uint64 // a gauge
+	pollTime, processTime, punctuateTime, commitTime                                             atomic.Int64  // ns
 }
 
 // Metrics returns the processing loop's counts so far, summed over the stream threads; the zero
@@ -68,6 +73,7 @@ func (a *App) Metrics() Metrics {
 		out.CommitTime += time.Duration(m.commitTime.Load())
 		out.FailedCommits += m.failedCommits.Load()
 		out.ProductionRetries += m.productionRetries.Load()
+		out.MissingChangelogs = max(out.MissingChangelogs, m.missingChangelogs.Load()) // each thread waits for the same topics
 	}
 	return out
 }

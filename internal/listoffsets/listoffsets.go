@@ -54,7 +54,7 @@ func read(listed kadm.ListedOffsets, err error) (map[tasks.TopicPartition]int64,
 	listed.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil {
 			if first == nil {
-				first = fmt.Errorf("%s[%d]: %w", o.Topic, o.Partition, o.Err)
+				first = &PartitionError{Topic: o.Topic, Partition: o.Partition, Err: o.Err}
 			}
 			return
 		}
@@ -62,3 +62,16 @@ func read(listed kadm.ListedOffsets, err error) (map[tasks.TopicPartition]int64,
 	})
 	return out, first, nil
 }
+
+// PartitionError is a partition the listing failed for (Partition -1: the whole topic, e.g.
+// UNKNOWN_TOPIC_OR_PARTITION for a topic that does not exist).
+type PartitionError struct {
+	Topic     string
+	Partition int32
+	Err       error
+}
+
+func (e *PartitionError) Error() string { return fmt.Sprintf("%s[%d]: %v", e.Topic, e.Partition, e.Err) }
+
+// Unwrap returns the partition's error.
+func (e *PartitionError) Unwrap() error { return e.Err }

@@ -40,6 +40,7 @@ var AppStates = []stream.State{
 //	ns_stream_commits_total                counter
 //	ns_stream_commits_failed_total         counter
 //	ns_stream_commit_seconds_total         counter: time spent committing, failed commits included
+//	ns_stream_missing_changelogs           gauge: changelog topics the app waits for (they do not exist yet)
 //	ns_stream_state{state}                 gauge: 1 for the current state, 0 for the others
 type RuntimeMetrics struct {
 	rt    Runtime
@@ -49,23 +50,26 @@ type RuntimeMetrics struct {
 
 var _ prometheus.Collector = (*RuntimeMetrics)(nil)
 
-// runtimeValues are the counters of a Metrics, in a fixed order, with their names and help.
+// runtimeValues are the counters (and gauges) of a Metrics, in a fixed order, with their names and
+// help.
 var runtimeValues = []struct {
 	name, help string
 	value      func(stream.Metrics) float64
+	gauge      bool
 }{
-	{"stream_polls_total", "Polls of the consumer by the processing loop, those that returned no records included.", func(m stream.Metrics) float64 { return float64(m.Polls) }},
-	{"stream_poll_seconds_total", "Time the processing loop spent polling.", func(m stream.Metrics) float64 { return m.PollTime.Seconds() }},
-	{"stream_records_processed_total", "Input records handed to a processor.", func(m stream.Metrics) float64 { return float64(m.Processed) }},
-	{"stream_process_seconds_total", "Time spent processing input records.", func(m stream.Metrics) float64 { return m.ProcessTime.Seconds() }},
-	{"stream_records_dropped_total", "Records skipped by a LogAndContinue exception handler.", func(m stream.Metrics) float64 { return float64(m.Dropped) }},
-	{"stream_records_restored_total", "Changelog records applied to stores (restoring, standby and warm-up tasks).", func(m stream.Metrics) float64 { return float64(m.Restored) }},
-	{"stream_punctuations_total", "Punctuators called.", func(m stream.Metrics) float64 { return float64(m.Punctuations) }},
-	{"stream_punctuate_seconds_total", "Time spent in punctuators.", func(m stream.Metrics) float64 { return m.PunctuateTime.Seconds() }},
-	{"stream_commits_total", "Commits of the processing loop that succeeded.", func(m stream.Metrics) float64 { return float64(m.Commits) }},
-	{"stream_commits_failed_total", "Commits of the processing loop that failed.", func(m stream.Metrics) float64 { return float64(m.FailedCommits) }},
-	{"stream_commit_seconds_total", "Time the processing loop spent committing, failed commits included.", func(m stream.Metrics) float64 { return m.CommitTime.Seconds() }},
-	{"stream_production_retries_total", "Writes that failed with a retriable error and took the tasks back to their last commit.", func(m stream.Metrics) float64 { return float64(m.ProductionRetries) }},
+	{"stream_polls_total", "Polls of the consumer by the processing loop, those that returned no records included.", func(m stream.Metrics) float64 { return float64(m.Polls) }, false},
+	{"stream_poll_seconds_total", "Time the processing loop spent polling.", func(m stream.Metrics) float64 { return m.PollTime.Seconds() }, false},
+	{"stream_records_processed_total", "Input records handed to a processor.", func(m stream.Metrics) float64 { return float64(m.Processed) }, false},
+	{"stream_process_seconds_total", "Time spent processing input records.", func(m stream.Metrics) float64 { return m.ProcessTime.Seconds() }, false},
+	{"stream_records_dropped_total", "Records skipped by a LogAndContinue exception handler.", func(m stream.Metrics) float64 { return float64(m.Dropped) }, false},
+	{"stream_records_restored_total", "Changelog records applied to stores (restoring, standby and warm-up tasks).", func(m stream.Metrics) float64 { return float64(m.Restored) }, false},
+	{"stream_punctuations_total", "Punctuators called.", func(m stream.Metrics) float64 { return float64(m.Punctuations) }, false},
+	{"stream_punctuate_seconds_total", "Time spent in punctuators.", func(m stream.Metrics) float64 { return m.PunctuateTime.Seconds() }, false},
+	{"stream_commits_total", "Commits of the processing loop that succeeded.", func(m stream.Metrics) float64 { return float64(m.Commits) }, false},
+	{"stream_commits_failed_total", "Commits of the processing loop that failed.", func(m stream.Metrics) float64 { return float64(m.FailedCommits) }, false},
+	{"stream_commit_seconds_total", "Time the processing loop spent committing, failed commits included.", func(m stream.Metrics) float64 { return m.CommitTime.Seconds() }, false},
+	{"stream_production_retries_total", "Writes that failed with a retriable error and took the tasks back to their last commit.", func(m stream.Metrics) float64 { return float64(m.ProductionRetries) }, false},
+	{"stream_missing_changelogs", "Changelog topics of the assigned tasks that the app waits for because they do not exist (yet).", func(m stream.Metrics) float64 { return float64(m.MissingChangelogs) }, true},
 }
 
 // NewRuntimeMetrics returns the collector of rt's processing metrics, named namespace_….
@@ -95,7 +99,11 @@ func (r *RuntimeMetrics) Describe(ch chan<- *prometheus.Desc) {
 func (r *RuntimeMetrics) Collect(ch chan<- prometheus.Metric) {
 	m, now := r.rt.Metrics(), r.rt.State()
 	for i, v := range runtimeValues {
-		ch <- prometheus.MustNewConstMetric(r.descs[i], prometheus.CounterValue, v.value(m))
+		kind := prometheus.CounterValue
+		if v.gauge {
+			kind = prometheus.GaugeValue
+		}
+		ch <- prometheus.MustNewConstMetric(r.descs[i], kind, v.value(m))
 	}
 	for _, s := range AppStates {
 		on := 0.0

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/streamsgroup/streamsgroup/plugin/sgprom"
 	"github.com/streamsgroup/streamsgroup/stream"
@@ -25,7 +26,7 @@ func TestRuntimeMetricsExportEveryField(t *testing.T) {
 	rt := &fakeRuntime{state: stream.Restoring, m: stream.Metrics{
 		Polls: 1, PollTime: 2 * time.Second, Processed: 3, ProcessTime: 4 * time.Second, Dropped: 5, Restored: 6,
 		Punctuations: 7, PunctuateTime: 8 * time.Second, Commits: 9, CommitTime: 10 * time.Second, FailedCommits: 11,
-		ProductionRetries: 12,
+		ProductionRetries: 12, MissingChangelogs: 13,
 	}}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(sgprom.NewRuntimeMetrics("ns", rt, sgprom.Subsystem("app"), sgprom.ConstLabels(prometheus.Labels{"member": "m1"})))
@@ -35,7 +36,7 @@ func TestRuntimeMetricsExportEveryField(t *testing.T) {
 		"ns_app_stream_records_dropped_total": 5, "ns_app_stream_records_restored_total": 6,
 		"ns_app_stream_punctuations_total": 7, "ns_app_stream_punctuate_seconds_total": 8,
 		"ns_app_stream_commits_total": 9, "ns_app_stream_commit_seconds_total": 10, "ns_app_stream_commits_failed_total": 11,
-		"ns_app_stream_production_retries_total": 12,
+		"ns_app_stream_production_retries_total": 12, "ns_app_stream_missing_changelogs": 13,
 	}
 	for _, s := range sgprom.AppStates {
 		want["ns_app_stream_state{state="+s.String()+"}"] = 0
@@ -48,6 +49,16 @@ func TestRuntimeMetricsExportEveryField(t *testing.T) {
 	for name, v := range want {
 		if g, ok := got[name]; !ok || g != v {
 			t.Errorf("%s = %v (present %v), want %v", name, g, ok, v)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		gauge := mf.GetName() == "ns_app_stream_missing_changelogs" || mf.GetName() == "ns_app_stream_state"
+		if gauge != (mf.GetType() == dto.MetricType_GAUGE) {
+			t.Errorf("%s is a %v", mf.GetName(), mf.GetType())
 		}
 	}
 	rt.state, rt.m.Processed = stream.Running, 30
