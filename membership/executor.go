@@ -217,6 +217,14 @@ func (m *Manager) publish(e Event) {
 		m.log.Info(e.String(), attrs...)
 	case EventEndpointsChanged:
 		m.log.Debug(e.String(), attrs...)
+	case EventMissingInternalTopics:
+		// Normal on a first start, or after the internal topics were deleted: the broker is
+		// creating them (the machine logs at WARN if that lasts). A denied creation is a problem.
+		if e.Err != nil {
+			m.log.Warn(e.String(), append(attrs, "err", e.Err)...)
+		} else {
+			m.log.Info(e.String(), attrs...)
+		}
 	default:
 		m.log.Warn(e.String(), attrs...)
 	}

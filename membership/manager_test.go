@@ -1008,3 +1008,18 @@ func TestPollWakesTheLoopOnlyWhenStale(t *testing.T) {
 		}
 	})
 }
+
+// MISSING_INTERNAL_TOPICS is logged at INFO while the broker creates the topics (a first start
+// reports it every time) and at WARN when the broker may not create them.
+func TestMissingInternalTopicsLogLevels(t *testing.T) {
+	var buf strings.Builder
+	m := newTestManager(t, newFakeBroker(), &recordingListener{})
+	m.log = slog.New(slog.NewTextHandler(&buf, nil))
+	m.publish(Event{Kind: EventMissingInternalTopics, Topics: []string{"app-s-changelog"}})
+	m.publish(Event{Kind: EventMissingInternalTopics, Topics: []string{"app-s-changelog"}, Err: &InternalTopicsDeniedError{ApplicationID: "app", Topics: []string{"app-s-changelog"}}})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[1], "level=WARN") ||
+		!strings.Contains(lines[1], "CREATE") {
+		t.Fatalf("logged:\n%s\nwant the creation at INFO, the denial at WARN with its error", buf.String())
+	}
+}

@@ -228,8 +228,9 @@ func (m *Machine) Next() time.Time {
 
 // timers lists when each kind of timed work is due (zero when not scheduled). It is the one place
 // that says when; due acts on the same answers.
-func (m *Machine) timers() [8]time.Time {
-	return [8]time.Time{m.probeAt(), m.heartbeatAt(), m.reconcileRetryAt(), m.missingTimeoutAt(), m.guardAt(), m.sessionAskAt(), m.pollAt(), m.leaveRetryAt()}
+func (m *Machine) timers() [9]time.Time {
+	return [9]time.Time{m.probeAt(), m.heartbeatAt(), m.reconcileRetryAt(), m.missingTimeoutAt(), m.internalWarnAt(), m.guardAt(),
+		m.sessionAskAt(), m.pollAt(), m.leaveRetryAt()}
 }
 
 // due does the timed work that has come due by now.
@@ -244,6 +245,9 @@ func (m *Machine) due(now time.Time) []Action {
 	}
 	if at := m.missingTimeoutAt(); !at.IsZero() && !now.Before(at) {
 		out = cat(out, m.missingTimeout())
+	}
+	if at := m.internalWarnAt(); !at.IsZero() && !now.Before(at) {
+		out = cat(out, m.internalWarn(now))
 	}
 	if at := m.guardAt(); !at.IsZero() && !now.Before(at) {
 		out = cat(out, m.sessionLost(now))

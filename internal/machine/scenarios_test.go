@@ -2,6 +2,7 @@ package machine
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -667,6 +668,55 @@ var scenarios = []struct {
 		h.answer(resp(1, nil)) // the heartbeat sent with the first timeout tick
 		if !h.hasEvent(EventStatusCleared) {
 			h.t.Fatal("the status clearing was not reported")
+		}
+	}},
+	{"missingInternalTopicsWarnedAfterTwoIntervals", func(h *harness) {
+		// The event comes at once (the Manager logs it at INFO); a WARN log only when the topics
+		// are still missing two heartbeat intervals later, once per spell.
+		warns := func() int {
+			return h.countActions(func(a Action) bool {
+				l, ok := a.(Log)
+				return ok && l.Level == slog.LevelWarn && strings.Contains(l.Msg, "internal topics")
+			})
+		}
+		h.start()
+		h.mustSend()
+		missing := heartbeat.Status{Code: heartbeat.MissingInternalTopics, Detail: "Internal topics are missing: [app-s-changelog]"}
+		h.answer(resp(1, active(), missing))
+		h.complete(nil)
+		if !h.hasEvent(EventMissingInternalTopics) || warns() != 0 {
+			h.t.Fatalf("event %v, %d warnings at once; want the event and no warning", h.hasEvent(EventMissingInternalTopics), warns())
+		}
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(1, nil, missing))
+		if warns() != 0 {
+			h.t.Fatal("warned before two intervals passed")
+		}
+		h.advance(interval)
+		h.step(Tick{})
+		if warns() != 1 {
+			h.t.Fatalf("%d warnings after two intervals; want 1", warns())
+		}
+		h.advance(interval)
+		h.step(Tick{})
+		if warns() != 1 {
+			h.t.Fatal("warned more than once")
+		}
+		// Cleared, then missing again: a new spell, warned again only after its own two intervals.
+		h.answer(resp(1, nil))
+		h.advance(interval)
+		h.mustSend()
+		h.answer(resp(1, nil, missing))
+		h.advance(interval)
+		h.step(Tick{})
+		if warns() != 1 {
+			h.t.Fatal("the second spell warned before two intervals")
+		}
+		h.advance(interval)
+		h.step(Tick{})
+		if warns() != 2 {
+			h.t.Fatalf("%d warnings after the second spell's two intervals; want 2", warns())
 		}
 	}},
 	{"testStreamsGroupMemberRequestingShutdownApplication", func(h *harness) {

@@ -16,6 +16,10 @@ type statusState struct {
 	last            []heartbeat.Status
 	missingSince    time.Time
 	missingReported bool
+	// internalSince is when MISSING_INTERNAL_TOPICS was first reported (zero: it is not), and
+	// internalWarned whether its lasting has been logged at WARN.
+	internalSince  time.Time
+	internalWarned bool
 	unknownSeen     map[heartbeat.StatusCode]bool
 }
 
@@ -82,7 +86,40 @@ func (m *Machine) updateStatuses(now time.Time, statuses []heartbeat.Status) []A
 	case !missing:
 		st.missingSince, st.missingReported = time.Time{}, false
 	}
+	internal := slices.ContainsFunc(statuses, func(s heartbeat.Status) bool { return s.Code == heartbeat.MissingInternalTopics })
+	switch {
+	case internal && st.internalSince.IsZero():
+		st.internalSince = now
+	case !internal:
+		st.internalSince, st.internalWarned = time.Time{}, false
+	}
 	return out
+}
+
+// internalWarnAt is when internal topics still missing are logged at WARN: the broker creates them
+// as soon as it reports them missing, which normally takes well under a heartbeat interval, so the
+// report itself is no cause for alarm (its event is logged at INFO) but its lasting two heartbeat
+// intervals is (zero: not scheduled).
+func (m *Machine) internalWarnAt() time.Time {
+	st := &m.status
+	if st.internalSince.IsZero() || st.internalWarned || m.interval <= 0 {
+		return time.Time{}
+	}
+	return st.internalSince.Add(2 * m.interval)
+}
+
+func (m *Machine) internalWarn(now time.Time) []Action {
+	st := &m.status
+	st.internalWarned = true
+	var topics []string
+	for _, s := range st.last {
+		if s.Code == heartbeat.MissingInternalTopics {
+			topics = s.Topics()
+		}
+	}
+	return []Action{Log{Level: slog.LevelWarn, Msg: "the broker has still not created the group's internal topics; the members get " +
+		"no tasks until it has (check the brokers' logs, and that they may create topics)",
+		Attrs: []any{"topics", topics, "since", now.Sub(st.internalSince).Round(time.Millisecond)}}}
 }
 
 // InternalTopicsDeniedError is the error of an EventMissingInternalTopics when the broker may not
