@@ -155,7 +155,8 @@ func ErrorFor(code int16, brokerMessage *string) *Error {
 			e.kind = ErrTopologyMismatch
 			e.Action = "the group already runs another topology at the same or a higher topology.epoch; " +
 				"roll this topology out with a higher topology.epoch once the broker supports topology updates, " +
-				"or use a new application.id, or stop every member and delete the group first"
+				"or use a new application.id, or create the group again as docs/upgrades.md says (saving the input " +
+				"positions first when the group has state: deleting the group alone would process its input again onto that state)"
 		case strings.Contains(e.BrokerMessage, "Static membership"):
 			e.kind = ErrNotSupported
 			e.Action = "group.instance.id needs a Kafka 4.4+ group coordinator, and this group's coordinator is older; " +

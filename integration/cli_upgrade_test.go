@@ -191,7 +191,10 @@ func TestCLIUpgradeProcedures(t *testing.T) {
 		a := newCountingApp(t, b)
 		a.produce(t, 10)
 		a.run(t, "v1", 0, 100, 10)
-		ours("--delete", "--group", a.group, "--delete-all-internal-topics")
+		out, errOut, code := tool(t, b, bs, "--delete", "--group", a.group, "--delete-all-internal-topics")
+		if code != 0 || strings.Contains(errOut, "Warning") {
+			t.Fatalf("--delete --delete-all-internal-topics: exit %d, warned\n%s%s", code, out, errOut)
+		}
 		gone(a)
 		a.run(t, "v2", 0, 100, 10)
 	})
@@ -200,8 +203,18 @@ func TestCLIUpgradeProcedures(t *testing.T) {
 		a := newCountingApp(t, b)
 		a.produce(t, 10)
 		a.run(t, "v1", 0, 100, 10)
-		ours("--delete", "--group", a.group)
-		// The changelog is still there: the new member restores 10 and reads the input again.
+		out, errOut, code := tool(t, b, bs, "--delete", "--group", a.group)
+		if code != 0 {
+			t.Fatalf("--delete: exit %d\n%s%s", code, out, errOut)
+		}
+		// The tool says what stays behind and what the next start would do with it.
+		for _, want := range []string{"Warning: the internal topics of streams group '" + a.group + "' were kept: " + a.changelog + ".",
+			"doubling every count", "--from-file positions.csv", "docs/upgrades.md"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("--delete's warning does not say %q:\n%s", want, errOut)
+			}
+		}
+		// A hand-written member (no runtime to refuse it) restores 10 and reads the input again.
 		a.run(t, "v2", 0, 100, 20)
 	})
 }

@@ -104,8 +104,14 @@ func (c Comparison) String() string {
 
 // The advice, in one place. The upgrade that works on every broker up to Kafka 4.4 is a new group.
 const (
-	newGroupAdvice = "the broker keeps a group's first topology and does not update it (Kafka up to 4.4): " +
-		"stop every member, delete the group (streams-groups --delete --group <application.id>) and start the new topology, " +
+	newGroupAdvice = "the broker keeps a group's first topology and does not update it (Kafka up to 4.4), so the group must be " +
+		"created again: stop every member; to keep the state and the input position, save the positions " +
+		"(streams-groups --reset-offsets --group <application.id> --all-input-topics --to-current --dry-run --export > positions.csv), " +
+		"delete the group (streams-groups --delete --group <application.id>, with --delete-all-internal-topics if the new " +
+		"topology's state must start empty), put the positions back (streams-groups --reset-offsets --group <application.id> " +
+		"--from-file positions.csv --execute) and start the new topology; to compute everything again from the input instead, " +
+		"delete the group with its internal topics (--delete --group <application.id> --delete-all-internal-topics) and start it; " +
+		"never delete the group alone and start, which processes the input again onto the old state (docs/upgrades.md); " +
 		"or use a new application.id"
 	describeAdvice = "describe the group (streams-groups --describe --group <application.id> --topology) to see its topology and epoch"
 )

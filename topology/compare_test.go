@@ -61,15 +61,15 @@ func TestCompare(t *testing.T) {
 	}{
 		{"no group topology", nil, a, 3, BeforeJoin, NoGroupTopology, []string{"first member", "topology.epoch 3"}},
 		{"stale, not described", nil, a, 0, StaleStatus, Unknown, []string{"could not be described", "--describe", "deploy"}},
-		{"refused, not described", nil, a, 0, RefusedJoin, Unknown, []string{"could not be described", "--describe", "delete the group", "new application.id"}},
+		{"refused, not described", nil, a, 0, RefusedJoin, Unknown, []string{"could not be described", "--describe", "save the positions", "--export", "--from-file", "--delete-all-internal-topics", "never delete the group alone", "docs/upgrades.md", "new application.id"}},
 		{"same", ga0, a, 0, BeforeJoin, Same, []string{"join normally"}},
 		{"same, stale said but data wins", ga0, a, 0, StaleStatus, Same, []string{"join normally"}},
 		{"same ID and epoch, refused", ga0, a, 0, RefusedJoin, SameIDDifferentDetail, []string{"copartition", "identical"}},
-		{"changed at the same epoch", ga0, b, 0, BeforeJoin, ChangedWithoutEpochBump, []string{"topology.epoch 1", "delete the group", "new application.id"}},
+		{"changed at the same epoch", ga0, b, 0, BeforeJoin, ChangedWithoutEpochBump, []string{"topology.epoch 1", "save the positions", "--export", "--from-file", "--delete-all-internal-topics", "never delete the group alone", "docs/upgrades.md", "new application.id"}},
 		{"changed at the same epoch, refused", ga2, b, 2, RefusedJoin, ChangedWithoutEpochBump, []string{"topology.epoch 3"}},
 		{"older, other topology", ga2, b, 1, StaleStatus, Older, []string{"STALE_TOPOLOGY", a.ID().String(), "topology.epoch 2"}},
 		{"older, same topology", ga2, a, 0, BeforeJoin, Older, []string{"STALE_TOPOLOGY", "topology.epoch 2"}},
-		{"newer, other topology", ga1, b, 2, BeforeJoin, Newer, []string{"delete the group", "new application.id"}},
+		{"newer, other topology", ga1, b, 2, BeforeJoin, Newer, []string{"save the positions", "--export", "--from-file", "--delete-all-internal-topics", "never delete the group alone", "docs/upgrades.md", "new application.id"}},
 		{"newer, same topology", ga1, a, 5, RefusedJoin, Newer, []string{"even for the group's own topology", "use topology.epoch 1"}},
 	}
 	for _, c := range cases {

@@ -270,6 +270,14 @@ func (c *command) delete(ctx context.Context) int {
 		fmt.Fprintln(c.out, "There are no streams groups to delete.")
 		return exitOK
 	}
+	// The internal topics that stay behind, by group: listed before the group (and its topology)
+	// goes, so that the output can say what the application's next start will do with them.
+	kept := map[string][]string{}
+	for _, g := range groups {
+		if r, err := c.adm.DeleteInternalTopics(ctx, g, true); err == nil && len(r.Deleted) > 0 {
+			kept[g] = r.Deleted
+		}
+	}
 	results, err := c.adm.Delete(ctx, groups...)
 	if err != nil {
 		return c.fail(err)
@@ -291,6 +299,13 @@ func (c *command) delete(ctx context.Context) int {
 		}
 		printJSON(c.out, out)
 	}
+	defer func() {
+		for _, g := range names {
+			if results[g] == nil && len(kept[g]) > 0 {
+				warnOrphaned(c.errw, g, kept[g])
+			}
+		}
+	}()
 	for _, g := range names {
 		if err := results[g]; err != nil {
 			if rc := c.fail(err); code == exitOK {
@@ -303,6 +318,22 @@ func (c *command) delete(ctx context.Context) int {
 		}
 	}
 	return code
+}
+
+// warnOrphaned says what deleting group without its internal topics leaves behind, and what the
+// application's next start will do with it.
+func warnOrphaned(w io.Writer, group string, topics []string) {
+	list := make([]string, len(topics))
+	for i, t := range topics {
+		list[i] = printable(t)
+	}
+	fmt.Fprintf(w, "Warning: the internal topics of streams group '%s' were kept: %s. Its committed input offsets went with "+
+		"the group, so the application's next start would restore its state from those changelogs and process its input "+
+		"again from auto.offset.reset onto it, doubling every count and total (the stream runtime refuses to start so, with "+
+		"an OrphanedStateError). Before starting it: if you saved the input positions, put them back (streams-groups "+
+		"--reset-offsets --group %s --from-file positions.csv --execute); otherwise delete those topics to start over "+
+		"(kafka-topics.sh --delete --topic <name>, for each). See docs/upgrades.md.\n",
+		printable(group), strings.Join(list, ", "), printable(group))
 }
 
 func (c *command) topology(ctx context.Context, group string) int {

@@ -12,7 +12,10 @@
 //  4. a member of A with an older epoch joining a group at epoch 1 is told STALE_TOPOLOGY;
 //
 //  5. the upgrade that works today: describe the group, take the next epoch, stop the old members,
-//     delete the emptied group, start the new topology.
+//     delete the emptied group, start the new topology. These topologies keep no state; a stateful
+//     one must also save its input positions before the deletion and put them back after it (or
+//     delete its internal topics too), as docs/upgrades.md says: deleting the group alone would
+//     make its next start process the input again onto the old state.
 //
 //     go run ./examples/topology-upgrade      (with STREAMSGROUP_BOOTSTRAP set)
 package main
