@@ -218,24 +218,7 @@ func (a *App) handle(b *consume.Batch) {
 		b.DoneBefore(stops)
 		return
 	}
-	var unprocessed map[tasks.TopicPartition]int64
-	var paused bool
-	if !a.ordering {
-		unprocessed, paused = a.processUntil(b.Process)
-	} else {
-		// Queued records first in every other batch: a batch that pauses for a commit before its end
-		// must not keep the other kind waiting for ever.
-		a.queuedFirst = !a.queuedFirst
-		if a.queuedFirst {
-			paused = !a.processQueued()
-		}
-		if !paused {
-			unprocessed, paused = a.processUntil(b.Process)
-		}
-		if !a.queuedFirst && unprocessed == nil && !paused {
-			paused = !a.processQueued()
-		}
-	}
+	unprocessed, paused := a.processBatch(b.Process)
 	a.mu.Unlock()
 	switch {
 	case paused:
@@ -288,6 +271,29 @@ func (a *App) commitStarts(recs []consume.Records) map[tasks.TopicPartition]int6
 	}
 	a.metrics.commits.Add(1)
 	return nil
+}
+
+// processBatch processes a batch's input records and, for a topology with tasks of several inputs,
+// the records queued for them; it returns where each partition of recs stopped (nil: all of recs
+// were processed or kept) and whether processing paused for a commit. Called with a.mu held.
+func (a *App) processBatch(recs []consume.Records) (unprocessed map[tasks.TopicPartition]int64, paused bool) {
+	if !a.ordering {
+		return a.processUntil(recs)
+	}
+	// Queued records first in every other batch: a batch that pauses for a commit before its end
+	// must not keep the other kind waiting for ever.
+	a.queuedFirst = !a.queuedFirst
+	if a.queuedFirst && !a.processQueued() {
+		// Paused before the batch's turn: none of its records was processed or kept, so every
+		// partition of it is handed out again after the commit. (Saying nothing would take them
+		// as processed: the consumer would go on past them, and the next records' positions
+		// would commit over them.)
+		return stopAll(recs), true
+	}
+	if unprocessed, paused = a.processUntil(recs); unprocessed != nil || paused || a.queuedFirst {
+		return unprocessed, paused
+	}
+	return nil, !a.processQueued()
 }
 
 // stopAll says no record of recs was processed.

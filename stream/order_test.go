@@ -452,3 +452,33 @@ func TestUnknownLagsAreListedOnlyWhenWaitedFor(t *testing.T) {
 		a.lags.wg.Wait()
 	}
 }
+
+// A batch that comes on a queued-first turn which pauses for the commit before the batch's own turn
+// hands every one of its records back: none was processed or kept. Saying nothing would take them
+// as processed, the consumer would go on past them, and the next records' positions would be
+// committed over them (records lost).
+func TestBatchGivenBackWhenQueuedRecordsPauseFirst(t *testing.T) {
+	p := &seenOrder{}
+	a, clk, tk := joinApp(t, p, nil)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.orderOf(tk)
+	a.keep(tk, side("left", 0, 1, 5))
+	tk.order.qs[1].lag = 0
+	clk.t = clk.t.Add(a.cfg.Runtime.CommitInterval) // the commit is due once the queued record is processed
+	got, paused := a.processBatch([]consume.Records{side("left", 1, 3, 6, 7), side("right", 0, 1, 8)})
+	want := map[tasks.TopicPartition]int64{{Topic: "left"}: 1, {Topic: "right"}: 0}
+	if !paused || fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(p.seen) != "[left@0]" {
+		t.Fatalf("stopped at %v, paused %v, processed %v; want the whole batch handed back (%v), paused, after the queued record",
+			got, paused, p.seen, want)
+	}
+	// The next turn is the batch's: it goes first.
+	clk.t = clk.t.Add(time.Millisecond)
+	a.mach.Step(clk.t, sm.Started{}) // as after the commit: the next one is an interval away
+	if got, paused := a.processBatch([]consume.Records{side("left", 1, 3, 6, 7), side("right", 0, 1, 8)}); got != nil || paused {
+		t.Fatalf("the batch's own turn stopped at %v, paused %v", got, paused)
+	}
+	if fmt.Sprint(p.seen) != "[left@0 left@1 left@2 right@0]" {
+		t.Fatalf("processed %v", p.seen)
+	}
+}
