@@ -33,7 +33,7 @@ type ResetKind int
 const (
 	ToEarliest  ResetKind = iota + 1 // the log start offset
 	ToLatest                         // the log end offset
-	ToCurrent                        // the committed offset (the log end offset where none is committed)
+	ToCurrent                        // the committed offset (none where none is committed: see NewOffset.Unset)
 	ToOffset                         // Reset.Offset, kept inside [log start, log end]
 	ShiftBy                          // the committed offset plus Reset.Offset, kept inside [log start, log end]
 	ToTimestamp                      // the first offset at or after Reset.Timestamp (the log end offset if none)
@@ -64,6 +64,12 @@ type NewOffset struct {
 	Topic     string
 	Partition int32
 	Offset    int64
+	// Unset says the partition keeps no committed offset (Offset is -1): a ToCurrent reset of a
+	// partition the group never committed. Kafka's tool sets such a partition to its log end,
+	// which skips every record on it that the application never processed; here it is left
+	// without an offset, so that the application starts it where auto.offset.reset says (the
+	// earliest offset by default), as it would have without the reset.
+	Unset bool
 }
 
 // PlanReset computes the offsets a reset would commit, without committing them. The group must
@@ -97,7 +103,12 @@ func (c *Client) ResetOffsets(ctx context.Context, group string, r Reset) ([]New
 	}
 	var offs kadm.Offsets
 	for _, p := range plan {
-		offs.Add(kadm.Offset{Topic: p.Topic, Partition: p.Partition, At: p.Offset, LeaderEpoch: -1})
+		if !p.Unset {
+			offs.Add(kadm.Offset{Topic: p.Topic, Partition: p.Partition, At: p.Offset, LeaderEpoch: -1})
+		}
+	}
+	if len(offs) == 0 {
+		return plan, nil
 	}
 	resp, err := kadm.NewClient(c.cl).CommitOffsets(ctx, group, offs)
 	if err != nil {
@@ -358,7 +369,8 @@ func (c *Client) plan(ctx context.Context, g *Group, r Reset) ([]NewOffset, erro
 		case ToCurrent:
 			cur, ok := current(p)
 			if !ok {
-				cur = end[p]
+				out = append(out, NewOffset{Topic: p.topic, Partition: p.partition, Offset: -1, Unset: true})
+				continue
 			}
 			o = cur
 		case ToOffset:

@@ -156,6 +156,10 @@ func (f *fakeApp) committed(t *testing.T) string {
 func planString(p []NewOffset) string {
 	var s string
 	for _, o := range p {
+		if o.Unset {
+			s += fmt.Sprintf("%s-%d=unset ", o.Topic, o.Partition)
+			continue
+		}
 		s += fmt.Sprintf("%s-%d=%d ", o.Topic, o.Partition, o.Offset)
 	}
 	return s
@@ -177,7 +181,7 @@ func TestResetKinds(t *testing.T) {
 	}{
 		{"earliest", Reset{Kind: ToEarliest}, in(0, 0, 0, 0)},
 		{"latest", Reset{Kind: ToLatest}, in(e0, e1, e2, e3)},
-		{"current: the committed offset, the end where none", Reset{Kind: ToCurrent}, in(5, 6, e2, 0)},
+		{"current: the committed offset, none where none", Reset{Kind: ToCurrent}, "in-0=5 in-1=6 in-2=unset in2-0=0 "},
 		{"offset, kept inside the log", Reset{Kind: ToOffset, Offset: 3}, in(3, 3, 3, min(3, e3))},
 		{"offset beyond the end is the end", Reset{Kind: ToOffset, Offset: 1 << 40}, in(e0, e1, e2, e3)},
 		{"offset below the start is the start", Reset{Kind: ToOffset, Offset: -7}, in(0, 0, 0, 0)},
@@ -258,6 +262,25 @@ func TestResetExecuteCommits(t *testing.T) {
 			t.Errorf("%s-%d committed with leader epoch %d; want -1", o.Topic, o.Partition, o.LeaderEpoch)
 		}
 	})
+}
+
+// --to-current executed leaves a partition the group never committed without an offset (Kafka's
+// tool would commit its log end, skipping its records); the others keep theirs. With none
+// committed at all, it commits nothing.
+func TestResetToCurrentLeavesUncommittedPartitionsUnset(t *testing.T) {
+	f := newFakeApp(t)
+	f.commit(t, map[string]map[int32]int64{tIn: {0: 5, 1: 6}})
+	p, err := f.adm.ResetOffsets(ctx(t), "app", Reset{Kind: ToCurrent, Topics: []TopicPartitions{{Topic: tIn}}})
+	if err != nil || planString(p) != "in-0=5 in-1=6 in-2=unset " {
+		t.Fatalf("reset: %q %v", planString(p), err)
+	}
+	if got := f.committed(t); got != "in-0=5 in-1=6 " {
+		t.Fatalf("committed after the reset: %s; want in-2 still without an offset", got)
+	}
+	p, err = f.adm.ResetOffsets(ctx(t), "app", Reset{Kind: ToCurrent, Topics: []TopicPartitions{{Topic: tIn2}}})
+	if err != nil || planString(p) != "in2-0=unset " || f.committed(t) != "in-0=5 in-1=6 " {
+		t.Fatalf("reset of a topic never committed: %q %v, committed %s", planString(p), err, f.committed(t))
+	}
 }
 
 // A group that does not exist takes offsets with an explicit scope (putting saved positions back

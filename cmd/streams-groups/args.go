@@ -240,7 +240,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.allInputTopics, "all-input-topics", false, "with --reset-offsets or --delete-offsets: every source topic of the group's topology")
 	fs.BoolVar(&o.toEarliest, "to-earliest", false, "reset to the log start offset")
 	fs.BoolVar(&o.toLatest, "to-latest", false, "reset to the log end offset")
-	fs.BoolVar(&o.toCurrent, "to-current", false, "reset to the committed offset (the log end offset where none is committed)")
+	fs.BoolVar(&o.toCurrent, "to-current", false, "reset to the committed offset (none where none is committed; Kafka's tool takes the log end there)")
 	o.shiftBy.min = math.MinInt64
 	fs.Var(&o.toOffset, "to-offset", "reset to this offset (kept inside the log's start and end)")
 	fs.Var(&o.shiftBy, "shift-by", "reset to the committed offset plus N (negative moves back; kept inside the log)")

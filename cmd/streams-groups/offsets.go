@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,6 +80,8 @@ func (c *command) resetOffsets(ctx context.Context) int {
 			Topic     string `json:"topic"`
 			Partition int32  `json:"partition"`
 			NewOffset int64  `json:"newOffset"`
+			// Unset: no committed offset, and none set (--to-current of a partition never committed).
+			Unset bool `json:"unset,omitempty"`
 		}
 		type group struct {
 			Group          string         `json:"group"`
@@ -90,7 +93,7 @@ func (c *command) resetOffsets(ctx context.Context) int {
 		for _, r := range results {
 			g := group{Group: r.group, NewOffsets: []offset{}}
 			for _, p := range r.plan {
-				g.NewOffsets = append(g.NewOffsets, offset{p.Topic, p.Partition, p.Offset})
+				g.NewOffsets = append(g.NewOffsets, offset{p.Topic, p.Partition, p.Offset, p.Unset})
 			}
 			if r.err != nil {
 				g.Error = r.err.Error()
@@ -107,6 +110,9 @@ func (c *command) resetOffsets(ctx context.Context) int {
 		withGroup := len(c.o.groups) != 1
 		for _, r := range results {
 			for _, p := range r.plan {
+				if p.Unset {
+					continue // no line: --from-file leaves the partition without an offset too
+				}
 				if withGroup {
 					fmt.Fprintf(c.out, "%s,", csvQuote(r.group))
 				}
@@ -117,7 +123,11 @@ func (c *command) resetOffsets(ctx context.Context) int {
 		rows := [][]string{{"GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"}}
 		for _, r := range results {
 			for _, p := range r.plan {
-				rows = append(rows, []string{r.group, p.Topic, strconv.Itoa(int(p.Partition)), strconv.FormatInt(p.Offset, 10)})
+				next := strconv.FormatInt(p.Offset, 10)
+				if p.Unset {
+					next = "-"
+				}
+				rows = append(rows, []string{r.group, p.Topic, strconv.Itoa(int(p.Partition)), next})
 			}
 		}
 		if len(rows) > 1 {
@@ -133,6 +143,9 @@ func (c *command) resetOffsets(ctx context.Context) int {
 		}
 	}
 	for _, r := range results {
+		if r.err == nil {
+			warnUnset(c.errw, r.group, r.plan)
+		}
 		if r.err != nil {
 			code = worst(code, c.fail(r.err))
 			continue
@@ -320,4 +333,21 @@ func (c *command) deleteWithTopics(ctx context.Context) int {
 		fmt.Fprintln(c.errw, "Dry run: nothing was deleted.")
 	}
 	return code
+}
+
+// warnUnset names the partitions --to-current leaves without a committed offset, and why.
+func warnUnset(w io.Writer, group string, plan []admin.NewOffset) {
+	var unset []string
+	for _, p := range plan {
+		if p.Unset {
+			unset = append(unset, fmt.Sprintf("%s-%d", printable(p.Topic), p.Partition))
+		}
+	}
+	if len(unset) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Note: streams group '%s' has no committed offset on %s: --to-current leaves them without one (NEW-OFFSET -; "+
+		"no line with --export), so the application starts them where its auto.offset.reset says, as it would have. "+
+		"Kafka's tool sets them to their log end instead, which skips every record on them the application never processed.\n",
+		printable(group), strings.Join(unset, ", "))
 }

@@ -71,7 +71,9 @@ type PartitionError struct {
 	Err       error
 }
 
-func (e *PartitionError) Error() string { return fmt.Sprintf("%s[%d]: %v", e.Topic, e.Partition, e.Err) }
+func (e *PartitionError) Error() string {
+	return fmt.Sprintf("%s[%d]: %v", e.Topic, e.Partition, e.Err)
+}
 
 // Unwrap returns the partition's error.
 func (e *PartitionError) Unwrap() error { return e.Err }

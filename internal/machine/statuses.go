@@ -20,7 +20,7 @@ type statusState struct {
 	// internalWarned whether its lasting has been logged at WARN.
 	internalSince  time.Time
 	internalWarned bool
-	unknownSeen     map[heartbeat.StatusCode]bool
+	unknownSeen    map[heartbeat.StatusCode]bool
 }
 
 // statusEvents maps each known status to the event that reports it.
