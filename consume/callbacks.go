@@ -143,10 +143,10 @@ func (c *Consumer) assign(p *Plan, from Start) {
 		}
 	}
 	for id := range a.Standby.All() {
-		c.replica(id, Standby, p.start, from.Stores, ops)
+		c.replica(id, Standby, p.start, p.end, from.Stores, ops)
 	}
 	for id := range a.Warmup.All() {
-		c.replica(id, Warmup, p.start, from.Stores, ops)
+		c.replica(id, Warmup, p.start, p.end, from.Stores, ops)
 	}
 	for id := range p.Starting.All() {
 		c.activate(id, from.Committed, p.start, p.end, from.Stores, ops)
@@ -165,7 +165,7 @@ func (c *Consumer) changelogTopics(id tasks.ID) []string {
 }
 
 // replica keeps task id as a standby or warm-up task, feeding its changelogs. Called with c.mu held.
-func (c *Consumer) replica(id tasks.ID, role Role, start, stores map[tasks.TopicPartition]int64, ops *clientOps) {
+func (c *Consumer) replica(id tasks.ID, role Role, start, end, stores map[tasks.TopicPartition]int64, ops *clientOps) {
 	if t := c.tasks[id]; t != nil {
 		t.role = role
 		return
@@ -174,27 +174,41 @@ func (c *Consumer) replica(id tasks.ID, role Role, start, stores map[tasks.Topic
 	c.tasks[id] = t
 	cls, _ := c.router.Changelogs(id)
 	for _, tp := range cls {
-		c.feedChangelog(t, tp, start, stores, ops)
+		c.feedChangelog(t, tp, start, end, stores, ops)
 	}
 	c.log.Debug("replica started", "task", id.String(), "role", role.String())
 }
 
 // feedChangelog starts consuming a changelog partition of t from where its store stands (stores),
-// its first offset (start) when that is unknown. Called with c.mu held.
-func (c *Consumer) feedChangelog(t *task, tp tasks.TopicPartition, start, stores map[tasks.TopicPartition]int64, ops *clientOps) {
+// its first offset (start) when that is unknown; end holds where the changelogs end, as listed.
+// Called with c.mu held.
+func (c *Consumer) feedChangelog(t *task, tp tasks.TopicPartition, start, end, stores map[tasks.TopicPartition]int64, ops *clientOps) {
 	first := max(start[tp], 0)
 	pos, corrupt := first, false
 	if next, ok := stores[tp]; ok {
 		pos = max(next, pos)
-		if next < first {
+		last, listed := end[tp]
+		switch {
+		case next < first:
 			// The store stands before the changelog's first offset: the records in between were
 			// deleted (retention, DeleteRecords), so replaying the rest over the store would keep
 			// what they overwrote. It is wiped and restored from the first offset, as Kafka
 			// Streams wipes a corrupted task's stores.
 			c.log.Warn("a store stands before its changelog's first offset (records deleted); it is wiped and restored from there",
 				"task", t.id.String(), "topic", tp.Topic, "partition", tp.Partition, "store_position", next, "first_offset", first)
-			c.corrupt = append(c.corrupt, Records{Task: t.id, Role: t.role, Partition: tp})
 			corrupt = true
+		case listed && next > last:
+			// The store stands past the changelog's end: the changelog was deleted and created
+			// again (after --delete-all-internal-topics, say) or lost records, so what the store
+			// holds is not what the changelog says. Kept, it would be taken as restored (its
+			// position is past the end); it is wiped and restored from the first offset, as Kafka
+			// Streams treats a checkpoint past the changelog's end.
+			c.log.Warn("a store stands past its changelog's end (the changelog was created again or lost records); it is wiped and restored from its first offset",
+				"task", t.id.String(), "topic", tp.Topic, "partition", tp.Partition, "store_position", next, "end_offset", last)
+			corrupt, pos = true, first
+		}
+		if corrupt {
+			c.corrupt = append(c.corrupt, Records{Task: t.id, Role: t.role, Partition: tp})
 		}
 	}
 	p := &part{tp: tp, task: t.id, kind: tasks.Changelog, handed: pos, done: pos, committed: -1, origin: pos, end: -1}
@@ -241,7 +255,7 @@ func (c *Consumer) activate(id tasks.ID, committed commit.Offsets, start, end, s
 	t.restoreTo = make(map[tasks.TopicPartition]int64, len(cls))
 	for _, tp := range cls {
 		if t.parts[tp] == nil {
-			c.feedChangelog(t, tp, start, stores, ops)
+			c.feedChangelog(t, tp, start, end, stores, ops)
 		}
 		t.restoreTo[tp] = end[tp]
 	}

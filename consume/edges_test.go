@@ -411,3 +411,34 @@ func TestDropControlLeavesTheMarkersOut(t *testing.T) {
 		}
 	}
 }
+
+// A store that stands past its changelog's end (the changelog was deleted and created again, as
+// --delete-all-internal-topics does, while the store kept its data on disk) is wiped at the
+// assignment and restored from the changelog's first offset: kept, its position past the end would
+// make it look restored with the old data. A store at the end, or inside, is kept.
+func TestStorePastItsChangelogsEndIsWiped(t *testing.T) {
+	e := newEnv(t, WithChangelogStart(func(_ tasks.ID, tp tasks.TopicPartition) (int64, bool) {
+		if tp.Partition == 0 {
+			return 120, true // the old changelog's position
+		}
+		return 4, true
+	}))
+	e.list.start[tp(cl0, 0)], e.list.end[tp(cl0, 0)] = 0, 3 // created again: 3 records so far
+	e.list.start[tp(cl0, 1)], e.list.end[tp(cl0, 1)] = 0, 4
+	e.assign(tasks.Assignment{Active: set("0_0", "0_1")})
+	if r := e.c.Restoring(); !r.Contains(tid("0_0")) || r.Contains(tid("0_1")) {
+		t.Fatalf("restoring %v; want 0_0 (until its wipe is done), not 0_1 (at its end)", r)
+	}
+	// 0_0's changelog from its first offset, its input paused; 0_1, at its end, processes.
+	eq(t, "client", e.cl.takeOps(), []string{"pause in[0]", "add app-st-changelog[0]@0,in[0]@start,in[1]@start"})
+	e.cl.fetches <- fetch(3, map[tasks.TopicPartition][]int64{tp(cl0, 0): {0, 1, 2}})
+	b := e.poll()
+	if len(b.Corrupted) != 1 || b.Corrupted[0].Task != tid("0_0") || b.Corrupted[0].Partition != tp(cl0, 0) {
+		t.Fatalf("corrupted %+v; want 0_0's changelog", b.Corrupted)
+	}
+	eq(t, "restored from the first offset", offsetsOf(b.Restore), []string{"0_0 active app-st-changelog[0]:0,1,2"})
+	b.Done()
+	if r := e.c.Restoring(); r.Contains(tid("0_0")) {
+		t.Fatalf("restoring %v after the changelog's 3 records; want 0_0 restored", r)
+	}
+}
