@@ -15,7 +15,6 @@ import (
 // stores.
 func TestUpgradeProcedures(t *testing.T) {
 	b := Get(t)
-	b.RequireStreams44(t)
 	env := upgradetest.Env{Bootstrap: b.Bootstrap, Tool: b.BuildTool(t, "./cmd/streams-groups")}
 	for _, p := range upgradetest.Procedures {
 		t.Run(strings.ReplaceAll(p.Name, " ", "_"), func(t *testing.T) {

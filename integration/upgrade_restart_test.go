@@ -19,7 +19,6 @@ import (
 func TestInternalTopicsDeletedTenRestarts(t *testing.T) {
 	s := newRTSetup(t, 2)
 	b := s.b
-	b.RequireStreams44(t)
 	bs := "--bootstrap-server=" + b.Bootstrap
 	member := func() rtOpts {
 		dir := t.TempDir() // each member its own state.dir, kept across the rounds
