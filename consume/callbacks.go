@@ -201,8 +201,11 @@ func (c *Consumer) feedChangelog(t *task, tp tasks.TopicPartition, start, end, s
 			// The store stands past the changelog's end: the changelog was deleted and created
 			// again (after --delete-all-internal-topics, say) or lost records, so what the store
 			// holds is not what the changelog says. Kept, it would be taken as restored (its
-			// position is past the end); it is wiped and restored from the first offset, as Kafka
-			// Streams treats a checkpoint past the changelog's end.
+			// position is past the end); it is wiped and restored from the first offset. Kafka
+			// Streams notices only if its restore consumer's seek fails as out of range, and then
+			// wipes under exactly-once only. A changelog created again that has already grown past
+			// the store's position cannot be told apart by offsets: docs/upgrades.md asks for the
+			// state directories to be cleared with the internal topics.
 			c.log.Warn("a store stands past its changelog's end (the changelog was created again or lost records); it is wiped and restored from its first offset",
 				"task", t.id.String(), "topic", tp.Topic, "partition", tp.Partition, "store_position", next, "end_offset", last)
 			corrupt, pos = true, first

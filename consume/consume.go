@@ -560,6 +560,11 @@ func (b *Batch) DoneBefore(unprocessed map[tasks.TopicPartition]int64) {
 		}
 		next := r.Next
 		if stop, ok := unprocessed[r.Partition]; ok {
+			if stop <= r.First && p.done >= 0 {
+				// Nothing of the batch's records processed: a known position stays where it was,
+				// which may lie before them (records the application keeps in a queue, Advance).
+				continue
+			}
 			next = min(max(stop, r.First), r.Next) // the stop, within the batch's records
 		}
 		p.done = max(p.done, next)

@@ -442,3 +442,23 @@ func TestStorePastItsChangelogsEndIsWiped(t *testing.T) {
 		t.Fatalf("restoring %v after the changelog's 3 records; want 0_0 restored", r)
 	}
 }
+
+// A batch handed back before any of its records was processed leaves a known position where it was,
+// even when that lies before the batch: the application keeps earlier records of the partition in
+// a queue (Keep, Advance), and a position moved to the batch's first offset would skip them if the
+// partition were fetched again from it (a failed revocation).
+func TestYieldedBatchKeepsAQueuedPosition(t *testing.T) {
+	e := newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0")})
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {0, 1, 2, 3, 4}})
+	b := e.poll()
+	b.Keep(tp("other", 0))
+	b.Done()
+	e.c.Advance(map[tasks.TopicPartition]int64{tp("other", 0): 3}) // 3 and 4 still queued
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {5, 6, 7}})
+	b = e.poll()
+	b.Yield(map[tasks.TopicPartition]int64{tp("other", 0): 5})
+	if got := e.c.Processed(set("1_0")); got[tp("other", 0)] != 3 {
+		t.Fatalf("Processed after the yield = %v; want other[0] still at the queue's head, 3", got)
+	}
+}

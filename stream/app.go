@@ -276,6 +276,10 @@ type App struct {
 	metrics loopMetrics
 	// waiting is the wait for changelog topics an assignment needs (missing.go).
 	waiting changelogWait
+	// startRetryAt is when a failed commit of new tasks' starting positions is tried again, after
+	// startFailures failures in a row (starts.go).
+	startRetryAt  time.Time
+	startFailures int
 	// calls hands the member's listener calls to the loop's goroutine (calls.go).
 	calls callQueue
 

@@ -213,9 +213,13 @@ func (a *App) handle(b *consume.Batch) {
 			}
 		}
 	}
-	if stops := a.commitStarts(b.Process); stops != nil {
+	if stops, again := a.startBatchTasks(b.Process); stops != nil {
 		a.mu.Unlock()
-		b.DoneBefore(stops)
+		if again {
+			b.Yield(stops) // the batch comes again once the tasks could start
+		} else {
+			b.DoneBefore(stops)
+		}
 		return
 	}
 	unprocessed, paused := a.processBatch(b.Process)
@@ -228,49 +232,6 @@ func (a *App) handle(b *consume.Batch) {
 	default:
 		b.Done()
 	}
-}
-
-// commitStarts starts the tasks of recs that have no committed input offset yet and, under
-// at-least-once, commits where their inputs start (each partition's first record here) before any
-// of their records is processed. Their changelog writes may reach the brokers long before the first
-// periodic commit; a member stopped in between would otherwise leave state behind with no committed
-// offset, which its successor must refuse as an upgrade gone wrong (OrphanedStateError). Under
-// exactly-once the changelog writes and the offsets commit together, so nothing is needed. It
-// returns where each partition stops when the application fails (a task's start was refused), nil
-// to go on; a commit that fails without being fatal is retried with the next records. Called with
-// a.mu held.
-func (a *App) commitStarts(recs []consume.Records) map[tasks.TopicPartition]int64 {
-	fresh := false
-	for i, r := range recs {
-		t := a.tasks[r.Task]
-		if t == nil || !t.active || a.mach.HasCommitted(t.id) {
-			continue // processUntil refuses records of tasks not active here
-		}
-		if err := a.start(t); err != nil {
-			return a.stopAt(recs, i, r.First, err)
-		}
-		if !a.eos() {
-			a.mach.Processed(r.Partition, r.First)
-			fresh = true
-		}
-	}
-	if !fresh {
-		return nil
-	}
-	// Not runCtx, as for the periodic commit: a signal must not cut it short.
-	cctx, cancel := context.WithTimeout(a.failCtx, closeBound)
-	defer cancel()
-	if d := a.drive(cctx, sm.Commit{Reason: sm.Periodic}); d.Err != nil {
-		a.metrics.failedCommits.Add(1)
-		if d.Fatal {
-			a.fail(d.Err)
-			return stopAll(recs)
-		}
-		a.log.Warn("committing where new tasks start failed; retrying with the next records", "err", d.Err)
-		return nil
-	}
-	a.metrics.commits.Add(1)
-	return nil
 }
 
 // processBatch processes a batch's input records and, for a topology with tasks of several inputs,
@@ -580,8 +541,10 @@ func (a *App) start(t *task) error {
 // of its inputs' partition times (from the committed offsets' metadata, when it has just arrived).
 func (a *App) initTask(t *task) error {
 	t.streamTime = a.mach.StreamTime(t.id)
-	if err := a.checkOrphanedState(t); err != nil {
-		return err // not processing.exception.handler's: no record failed, and none may be processed
+	if !t.stateChecked {
+		if err := a.checkOrphanedState(t); err != nil {
+			return err // not processing.exception.handler's: no record failed, and none may be processed
+		}
 	}
 	in, ok := a.procs[t.id.Subtopology].(Initializer)
 	if !ok {
@@ -597,7 +560,7 @@ func (a *App) initTask(t *task) error {
 // checkOrphanedState refuses to start t when its stores hold data and none of its inputs has a
 // committed offset (an *OrphanedStateError), or warns of it when allow.state.without.committed.offsets
 // is set. A task's first records are processed only after its starting positions were committed
-// (commitStarts), so a member that stopped before its first commit leaves no such state behind.
+// (startTasks), so a member that stopped before its first commit leaves no such state behind.
 // Called with a.mu held.
 func (a *App) checkOrphanedState(t *task) error {
 	if len(t.stores) == 0 || a.mach.HasCommitted(t.id) {
@@ -690,9 +653,11 @@ func (a *App) between() {
 		}
 	}
 	if len(ready) > 0 {
-		if d := a.driveAt(a.runCtx, now, sm.Ready{Tasks: tasks.NewSet(ready...)}); d.Err != nil {
+		slices.SortFunc(ready, tasks.ID.Compare)
+		// A failed commit of new tasks' starting positions leaves them to a later round.
+		if err, again := a.startTasks(a.runCtx, ready, nil); err != nil && !again {
 			a.mu.Unlock()
-			a.fail(d.Err)
+			a.fail(err)
 			return
 		}
 	}

@@ -536,6 +536,37 @@ func TestRunCommitsWhereNewTasksStartFirst(t *testing.T) {
 	}
 }
 
+// A task whose Init writes to its store while its input is empty (no record ever processed) is not
+// taken for orphaned state at its next start: before its Init ran it committed where its inputs
+// start, so its state has committed offsets beside it. Under either guarantee.
+func TestRunInitWritesOnAnEmptyInputAreNotRefused(t *testing.T) {
+	for _, eos := range []bool{false, true} {
+		t.Run(fmt.Sprintf("eos=%v", eos), func(t *testing.T) {
+			g := newFakeGroup(t, "in", "out", countsLog)
+			mod := func(c *config.Config) {
+				if eos {
+					c.Runtime.Guarantee = config.ExactlyOnceV2
+				}
+			}
+			counts := KeyValue("counts", serde.String, serde.Int64)
+			init := func(c *Context) {
+				if err := counts.Put(c, "started", 1); err != nil {
+					t.Errorf("Init's write: %v", err)
+				}
+			}
+			starts := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 0, {Topic: "in", Partition: 1}: 0}
+			mustNotErr(t, runUntil(t, g, countAppInit(t, g, mod, init), starts))
+			g.mu.Lock()
+			g.left = false
+			g.epoch++
+			g.mu.Unlock()
+			// Restored, and not refused: it processes the next records.
+			g.produceInput(t, 1)
+			mustNotErr(t, runUntil(t, g, countAppInit(t, g, mod, init), map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 1, {Topic: "in", Partition: 1}: 1}))
+		})
+	}
+}
+
 // The group's offsets gone (deleted with the group) while its changelog stays: the next run
 // restores the counts, refuses to process the input again on top of them with an
 // *OrphanedStateError naming the group, the task and the store, writes nothing and commits
@@ -685,13 +716,16 @@ func runOrdersTwoInputs(t *testing.T, eos bool) {
 	waitSeen("[left@10 right@20 left@30 right@40 left@50 right@60 left@70]")
 	g.produceTimed(t, "left", 80, 90)
 	waitSeen("[left@10 right@20 left@30 right@40 left@50 right@60 left@70 left@80 left@90]")
-	// The queued records' positions are committed as they are processed.
-	waitCommitted(t, g, a, map[tasks.TopicPartition]int64{{Topic: "left", Partition: 0}: 6, {Topic: "right", Partition: 0}: 3})
+	// The queued records' positions are committed as they are processed; task 0_1, which had no
+	// record, committed where its inputs start (0) before its Init ran.
+	waitCommitted(t, g, a, map[tasks.TopicPartition]int64{{Topic: "left", Partition: 0}: 6, {Topic: "right", Partition: 0}: 3,
+		{Topic: "left", Partition: 1}: 0, {Topic: "right", Partition: 1}: 0})
 }
 
 // An input that never had a record is in no fetch answer: the task learns from a listing of its
 // ends that it is empty (a listing that fails is asked again), and processes the other input; the
-// empty one commits nothing.
+// empty one commits where it starts (0), as every input of a task without committed offsets does
+// before the task's Init, and nothing more.
 func TestRunTwoInputsOneEmptyDoesNotStall(t *testing.T) {
 	g := newFakeGroup(t, "left", "right")
 	g.produceTimed(t, "left", 5, 6, 7)
@@ -707,7 +741,8 @@ func TestRunTwoInputsOneEmptyDoesNotStall(t *testing.T) {
 		return nil, nil, false
 	})
 	a, seenSoFar := orderApp(t, g, false)
-	want := map[tasks.TopicPartition]int64{{Topic: "left", Partition: 0}: 3}
+	want := map[tasks.TopicPartition]int64{{Topic: "left", Partition: 0}: 3, {Topic: "right", Partition: 0}: 0,
+		{Topic: "left", Partition: 1}: 0, {Topic: "right", Partition: 1}: 0}
 	mustNotErr(t, runUntil(t, g, a, want))
 	if got := seenSoFar(); got != "[left@5 left@6 left@7]" {
 		t.Errorf("processed %s", got)

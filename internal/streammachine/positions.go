@@ -83,6 +83,16 @@ func (m *Machine) Processed(tp tasks.TopicPartition, next int64) {
 	}
 }
 
+// StartAt sets where input partition tp of an active task starts, at offset, when nothing is known
+// of it yet (no committed offset, nothing processed): the commit that follows records it, so that
+// the task's first writes never outlive a stop without a committed offset beside them. A position
+// already known is left alone.
+func (m *Machine) StartAt(tp tasks.TopicPartition, offset int64) {
+	if p := m.positions[tp]; p != nil && p.done < 0 && offset >= 0 {
+		p.done = offset
+	}
+}
+
 // Advanced records that a record of timestamp ms (unix ms) of input partition tp was processed:
 // its partition time is the largest such timestamp, so it never moves back either.
 func (m *Machine) Advanced(tp tasks.TopicPartition, ms int64) {

@@ -86,6 +86,30 @@ func TestPositionsMoveForwardOnly(t *testing.T) {
 	}
 }
 
+// StartAt sets a position only where none is known: a fresh partition takes it (and a commit then
+// commits it), one processed or committed keeps its own; a negative offset or a partition of no
+// active task changes nothing.
+func TestStartAtOnlyWhereNothingIsKnown(t *testing.T) {
+	s := newScript(t, AtLeastOnce, true)
+	s.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp1: 9}})
+	s.m.StartAt(tp0, -1)
+	if o := s.m.collectOffsetsOf(); len(o) != 0 {
+		t.Fatalf("to commit %v after a negative start; want nothing", o)
+	}
+	s.m.StartAt(tp0, 4)
+	s.m.StartAt(tp0, 6) // known now: kept
+	s.m.StartAt(tp1, 2) // committed at 9: kept
+	s.m.StartAt(tasks.TopicPartition{Topic: "other"}, 5)
+	if o := s.m.collectOffsetsOf(); !maps.Equal(o, commit.Offsets{tp0: 4}) {
+		t.Fatalf("to commit %v; want tp0 at its start 4 only", o)
+	}
+	s.m.Processed(tp0, 10)
+	s.m.StartAt(tp0, 1)
+	if o := s.m.collectOffsetsOf(); !maps.Equal(o, commit.Offsets{tp0: 10}) {
+		t.Fatalf("to commit %v; want tp0 at 10, where it was processed to", o)
+	}
+}
+
 // collectOffsetsOf is what a periodic commit would commit now.
 func (m *Machine) collectOffsetsOf() commit.Offsets {
 	o, _ := m.collectOffsets(tasks.Set{}, false)
