@@ -307,6 +307,13 @@ func stoppedQuietly(t *testing.T, m *member, counts *connCounter, before map[str
 	if connects > maxConnects {
 		t.Fatalf("%d connection attempts before the member stopped, want at most %d: a retry loop (%v)", connects, maxConnects, counts)
 	}
+	// The events channel closes once the stopped member's last event was delivered; the test's reader
+	// appends each one after receiving it, so it is read to its end before the events are looked at.
+	select {
+	case <-m.evDone:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the stopped member's events channel did not close (events so far %s)", m.eventKinds())
+	}
 	if e, ok := m.sawEvent(membership.EventFatal); !ok || !errors.Is(m.Err(), e.Err) {
 		t.Fatalf("no EventFatal carrying Err() (%v): events %s", m.Err(), m.eventKinds())
 	}
