@@ -108,6 +108,14 @@ func TestStartAtOnlyWhereNothingIsKnown(t *testing.T) {
 	if o := s.m.collectOffsetsOf(); !maps.Equal(o, commit.Offsets{tp0: 10}) {
 		t.Fatalf("to commit %v; want tp0 at 10, where it was processed to", o)
 	}
+	// Offset 0 is a start (an empty or new partition), and a position at 0 is known.
+	z := newScript(t, AtLeastOnce, true)
+	z.activate(CommittedInputs{})
+	z.m.StartAt(tp0, 0)
+	z.m.StartAt(tp0, 5)
+	if o := z.m.collectOffsetsOf(); !maps.Equal(o, commit.Offsets{tp0: 0}) {
+		t.Fatalf("to commit %v; want tp0 at its start 0, kept", o)
+	}
 }
 
 // collectOffsetsOf is what a periodic commit would commit now.
