@@ -461,4 +461,18 @@ func TestYieldedBatchKeepsAQueuedPosition(t *testing.T) {
 	if got := e.c.Processed(set("1_0")); got[tp("other", 0)] != 3 {
 		t.Fatalf("Processed after the yield = %v; want other[0] still at the queue's head, 3", got)
 	}
+	// A queue whose head is the partition's first record, offset 0: a known position too.
+	e = newEnv(t)
+	e.assign(tasks.Assignment{Active: set("1_0")})
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {0, 1}})
+	b = e.poll()
+	b.Keep(tp("other", 0))
+	b.Done()
+	e.c.Advance(map[tasks.TopicPartition]int64{tp("other", 0): 0})
+	e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {2, 3}})
+	b = e.poll()
+	b.Yield(map[tasks.TopicPartition]int64{tp("other", 0): 2})
+	if got := e.c.Processed(set("1_0")); got[tp("other", 0)] != 0 {
+		t.Fatalf("Processed after the yield = %v; want other[0] still at 0", got)
+	}
 }
