@@ -271,8 +271,8 @@ func TestResetToCurrentLeavesUncommittedPartitionsUnset(t *testing.T) {
 	f := newFakeApp(t)
 	f.commit(t, map[string]map[int32]int64{tIn: {0: 5, 1: 6}})
 	p, err := f.adm.ResetOffsets(ctx(t), "app", Reset{Kind: ToCurrent, Topics: []TopicPartitions{{Topic: tIn}}})
-	if err != nil || planString(p) != "in-0=5 in-1=6 in-2=unset " {
-		t.Fatalf("reset: %q %v", planString(p), err)
+	if err != nil || planString(p) != "in-0=5 in-1=6 in-2=unset " || p[2].Offset != -1 {
+		t.Fatalf("reset: %q (%+v) %v; want in-2 unset, at offset -1", planString(p), p, err)
 	}
 	if got := f.committed(t); got != "in-0=5 in-1=6 " {
 		t.Fatalf("committed after the reset: %s; want in-2 still without an offset", got)
