@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/consume"
@@ -539,5 +541,34 @@ func TestOrphanedStateAllowedIsWarned(t *testing.T) {
 	}
 	if fmt.Sprint(p.seen) != "[1_0@0 1_1@7 1_1@8]" {
 		t.Errorf("processed %v", p.seen)
+	}
+}
+
+// A task with a committed input offset starts without a commit of its starting positions; a fresh
+// one whose records bring the first offset of each of its inputs commits them without listing
+// anything (a listing is for inputs without records).
+func TestStartingCommitsAndListsOnlyWhatIsNeeded(t *testing.T) {
+	a, _, c := builtAppOn(t, testConfig(), Processors{"0": nopProc, "1": nopProc})
+	var listings atomic.Int32
+	c.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		listings.Add(1)
+		return nil, nil, false
+	})
+	tk, err := a.openTask(context.Background(), tid("0", 0))
+	mustNotErr(t, err)
+	tk.active = true
+	a.tasks[tk.id] = tk
+	startFrom(t, a, tk.id, map[tasks.TopicPartition]string{{Topic: "in", Partition: 0}: ""}) // committed at 0
+	a.handle(&consume.Batch{Process: []consume.Records{recs(tid("0", 0), "in", 0, 1)}})
+	if a.fatalErr() != nil || !running(a, tk) || a.Metrics().Commits != 0 || listings.Load() != 0 {
+		t.Fatalf("committed task: fatal %v, running %v, %d commits, %d listings; want it started with neither",
+			a.fatalErr(), running(a, tk), a.Metrics().Commits, listings.Load())
+	}
+	fresh := restoringTask(t, a, tid("0", 1))
+	a.handle(&consume.Batch{Process: []consume.Records{recs(tid("0", 1), "in", 4, 1)}})
+	if a.fatalErr() != nil || !running(a, fresh) || a.Metrics().Commits != 1 || listings.Load() != 0 {
+		t.Fatalf("fresh task: fatal %v, running %v, %d commits, %d listings; want one commit and no listing",
+			a.fatalErr(), running(a, fresh), a.Metrics().Commits, listings.Load())
 	}
 }

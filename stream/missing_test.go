@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/internal/listoffsets"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
@@ -91,5 +93,42 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("no %s after 30 s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The wait ends at max.poll.interval.ms exactly, on the App's clock: before it the listing's error
+// goes back to the member (which retries), at it the application fails; a listing that succeeds
+// ends the wait (the gauge back at 0), and the next missing topic starts a new one. Other errors
+// pass through untouched.
+func TestMissingChangelogWaitBound(t *testing.T) {
+	var w warnings
+	a, clk := newTestApp(t, testConfig(), testProcs(), WithWarningListener(w.add))
+	missing := fmt.Errorf("consume: listing changelog offsets: %w",
+		&listoffsets.PartitionError{Topic: countsLog, Partition: -1, Err: kerr.UnknownTopicOrPartition})
+	if err := a.assignmentFailed(errBoom); err != errBoom || a.Metrics().MissingChangelogs != 0 || len(w.missing()) != 0 {
+		t.Fatalf("another error: %v, gauge %d, warnings %d", err, a.Metrics().MissingChangelogs, len(w.missing()))
+	}
+	if err := a.assignmentFailed(missing); err != missing || a.fatalErr() != nil {
+		t.Fatalf("the first failure: %v (fatal %v); want the listing's error back", err, a.fatalErr())
+	}
+	clk.t = clk.t.Add(a.cfg.MaxPollInterval - time.Millisecond)
+	if err := a.assignmentFailed(missing); err != missing || a.fatalErr() != nil || len(w.missing()) != 1 {
+		t.Fatalf("just before the bound: %v (fatal %v, %d warnings)", err, a.fatalErr(), len(w.missing()))
+	}
+	a.assignmentListed()
+	if a.Metrics().MissingChangelogs != 0 {
+		t.Fatal("the gauge stays up after the topics came")
+	}
+	// A new wait: the bound counts from its own start.
+	clk.t = clk.t.Add(time.Hour)
+	_ = a.assignmentFailed(missing)
+	if len(w.missing()) != 2 || a.Metrics().MissingChangelogs != 1 {
+		t.Fatalf("%d warnings, gauge %d for a new wait", len(w.missing()), a.Metrics().MissingChangelogs)
+	}
+	clk.t = clk.t.Add(a.cfg.MaxPollInterval)
+	err := a.assignmentFailed(missing)
+	var me *MissingChangelogError
+	if !errors.As(err, &me) || me.Waited != a.cfg.MaxPollInterval || !errors.As(a.fatalErr(), &me) {
+		t.Fatalf("at the bound: %v (fatal %v); want a *MissingChangelogError after exactly max.poll.interval.ms", err, a.fatalErr())
 	}
 }
