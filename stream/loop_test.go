@@ -572,3 +572,55 @@ func TestStartingCommitsAndListsOnlyWhatIsNeeded(t *testing.T) {
 			a.fatalErr(), running(a, fresh), a.Metrics().Commits, listings.Load())
 	}
 }
+
+// A listing of where fresh tasks' inputs start that fails — as a whole or for one partition —
+// leaves the tasks unstarted and the batch to come again, and the next try waits retry.backoff.ms,
+// then twice that: nothing is committed without every input's start.
+func TestFailedStartListingBacksOff(t *testing.T) {
+	cfg := testConfig()
+	cfg.RetryBackoff, cfg.RetryBackoffMax = 100*time.Millisecond, 10*time.Second
+	a, clk, c := builtAppOn(t, cfg, Processors{"0": nopProc, "1": nopProc})
+	a.backoff.Rand = nil // no jitter: the delays are exact
+	var listings atomic.Int32
+	c.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		listings.Add(1)
+		resp := req.(*kmsg.ListOffsetsRequest).ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range req.(*kmsg.ListOffsetsRequest).Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	tk := restoringTask(t, a, tid("0", 0))
+	start := clk.t
+	a.mu.Lock()
+	err, again := a.startTasks(context.Background(), []tasks.ID{tk.id}, nil)
+	a.mu.Unlock()
+	if err == nil || !again || running(a, tk) || a.Metrics().Commits != 0 || listings.Load() == 0 {
+		t.Fatalf("a listing with a partition error: %v, again %v, running %v, %d commits", err, again, running(a, tk), a.Metrics().Commits)
+	}
+	if d := a.startRetryAt.Sub(start); d != 100*time.Millisecond {
+		t.Fatalf("the next try in %v; want retry.backoff.ms, 100ms", d)
+	}
+	n := listings.Load()
+	a.mu.Lock()
+	_, again = a.startTasks(context.Background(), []tasks.ID{tk.id}, nil) // too early: no listing
+	a.mu.Unlock()
+	if !again || listings.Load() != n {
+		t.Fatalf("a try before the backoff: again %v, %d listings; want none", again, listings.Load()-n)
+	}
+	clk.t = a.startRetryAt
+	a.mu.Lock()
+	_, again = a.startTasks(context.Background(), []tasks.ID{tk.id}, nil)
+	a.mu.Unlock()
+	if !again || a.startRetryAt.Sub(clk.t) != 200*time.Millisecond {
+		t.Fatalf("the second failure: again %v, next try in %v; want 200ms", again, a.startRetryAt.Sub(clk.t))
+	}
+}
