@@ -99,8 +99,8 @@ type options struct {
 	onWarning []func(error)
 }
 
-// WithWarningListener calls fn with each warning the runtime finds (typed: *OrphanedStateWarning),
-// besides logging it; on a stream thread's goroutine (several at once with num.stream.threads
+// WithWarningListener calls fn with each warning the runtime finds (typed: *OrphanedStateWarning,
+// *MissingChangelogWarning), besides logging it; on a stream thread's goroutine (several at once with num.stream.threads
 // above 1), keep it short.
 func WithWarningListener(fn func(error)) Option {
 	return func(o *options) { o.onWarning = append(o.onWarning, fn) }

@@ -559,8 +559,8 @@ func (a *App) initTask(t *task) error {
 
 // checkOrphanedState refuses to start t when its stores hold data and none of its inputs has a
 // committed offset (an *OrphanedStateError), or warns of it when allow.state.without.committed.offsets
-// is set. A task's first records are processed only after its starting positions were committed
-// (startTasks), so a member that stopped before its first commit leaves no such state behind.
+// is set. A task's Init runs only after its starting positions were committed (startTasks), so a
+// member that stopped before its first periodic commit leaves no such state behind.
 // Called with a.mu held.
 func (a *App) checkOrphanedState(t *task) error {
 	if len(t.stores) == 0 || a.mach.HasCommitted(t.id) {
