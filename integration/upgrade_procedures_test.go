@@ -1,10 +1,8 @@
 package integration
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/internal/upgradetest"
 )
 
@@ -16,14 +14,5 @@ import (
 func TestUpgradeProcedures(t *testing.T) {
 	b := Get(t)
 	env := upgradetest.Env{Bootstrap: b.Bootstrap, Tool: b.BuildTool(t, "./cmd/streams-groups")}
-	for _, p := range upgradetest.Procedures {
-		t.Run(strings.ReplaceAll(p.Name, " ", "_"), func(t *testing.T) {
-			for _, g := range []config.Guarantee{config.AtLeastOnce, config.ExactlyOnceV2} {
-				t.Run(string(g), func(t *testing.T) {
-					t.Parallel()
-					upgradetest.Run(t, env, p, g)
-				})
-			}
-		})
-	}
+	upgradetest.RunAll(t, env)
 }

@@ -541,11 +541,6 @@ func (a *App) start(t *task) error {
 // of its inputs' partition times (from the committed offsets' metadata, when it has just arrived).
 func (a *App) initTask(t *task) error {
 	t.streamTime = a.mach.StreamTime(t.id)
-	if !t.stateChecked {
-		if err := a.checkOrphanedState(t); err != nil {
-			return err // not processing.exception.handler's: no record failed, and none may be processed
-		}
-	}
 	in, ok := a.procs[t.id.Subtopology].(Initializer)
 	if !ok {
 		return nil

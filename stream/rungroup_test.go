@@ -252,6 +252,15 @@ func (g *fakeGroup) produceInput(t *testing.T, n int) {
 	}
 }
 
+// guaranteeOf is a config change to exactly_once_v2 when eos, none otherwise.
+func guaranteeOf(eos bool) func(*config.Config) {
+	return func(c *config.Config) {
+		if eos {
+			c.Runtime.Guarantee = config.ExactlyOnceV2
+		}
+	}
+}
+
 // countApp counts the records of "in" per key in the store "counts" and sends each new count to
 // "out", on the fake group's cluster.
 func countApp(t *testing.T, g *fakeGroup, mod func(*config.Config), opts ...Option) *App {
@@ -478,11 +487,7 @@ func TestRunGoesOnFromTheLastRun(t *testing.T) {
 	for _, eos := range []bool{false, true} {
 		t.Run(fmt.Sprintf("eos=%v", eos), func(t *testing.T) {
 			g := newFakeGroup(t, "in", "out", countsLog)
-			mod := func(c *config.Config) {
-				if eos {
-					c.Runtime.Guarantee = config.ExactlyOnceV2
-				}
-			}
+			mod := guaranteeOf(eos)
 			g.produceInput(t, 30)
 			first := countApp(t, g, mod)
 			want := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 30, {Topic: "in", Partition: 1}: 30}
@@ -543,11 +548,7 @@ func TestRunInitWritesOnAnEmptyInputAreNotRefused(t *testing.T) {
 	for _, eos := range []bool{false, true} {
 		t.Run(fmt.Sprintf("eos=%v", eos), func(t *testing.T) {
 			g := newFakeGroup(t, "in", "out", countsLog)
-			mod := func(c *config.Config) {
-				if eos {
-					c.Runtime.Guarantee = config.ExactlyOnceV2
-				}
-			}
+			mod := guaranteeOf(eos)
 			counts := KeyValue("counts", serde.String, serde.Int64)
 			init := func(c *Context) {
 				if err := counts.Put(c, "started", 1); err != nil {
@@ -575,11 +576,7 @@ func TestRunRefusesStateWithoutCommittedOffsets(t *testing.T) {
 	for _, eos := range []bool{false, true} {
 		t.Run(fmt.Sprintf("eos=%v", eos), func(t *testing.T) {
 			g := newFakeGroup(t, "in", "out", countsLog)
-			mod := func(c *config.Config) {
-				if eos {
-					c.Runtime.Guarantee = config.ExactlyOnceV2
-				}
-			}
+			mod := guaranteeOf(eos)
 			g.produceInput(t, 30)
 			want := map[tasks.TopicPartition]int64{{Topic: "in", Partition: 0}: 30, {Topic: "in", Partition: 1}: 30}
 			mustNotErr(t, runUntil(t, g, countApp(t, g, mod), want))

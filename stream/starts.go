@@ -36,7 +36,6 @@ func (a *App) startTasks(ctx context.Context, ids []tasks.ID, firsts map[tasks.T
 		if err := a.checkOrphanedState(t); err != nil {
 			return err, false
 		}
-		t.stateChecked = true
 		fresh = append(fresh, id)
 	}
 	if len(fresh) > 0 {

@@ -34,9 +34,6 @@ type task struct {
 	// says the task has one (nothing to order).
 	order  *ordered
 	single bool
-	// stateChecked: the task's stores were checked for state without committed offsets as it
-	// started (startTasks), so its Init does not check (and warn) again.
-	stateChecked bool
 	// lastStore and lastSent spare the lookups of a processor's usual calls (a store's Get and Put,
 	// a Send, per record): the last store name Context.Store resolved, and the last topic Send
 	// found not to be a changelog.

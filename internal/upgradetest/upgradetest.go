@@ -151,6 +151,21 @@ const (
 	renamedStore         // its store renamed: another topology, and the state starts empty
 )
 
+// RunAll carries every procedure out under both guarantees, as subtests; the two guarantees of a
+// procedure run in parallel (each with its own group and topics).
+func RunAll(t *testing.T, env Env) {
+	for _, p := range Procedures {
+		t.Run(strings.ReplaceAll(p.Name, " ", "_"), func(t *testing.T) {
+			for _, g := range []config.Guarantee{config.AtLeastOnce, config.ExactlyOnceV2} {
+				t.Run(string(g), func(t *testing.T) {
+					t.Parallel()
+					Run(t, env, p, g)
+				})
+			}
+		})
+	}
+}
+
 // Run carries procedure p out under guarantee g.
 func Run(t *testing.T, env Env, p Procedure, g config.Guarantee) {
 	r := newRun(t, env, g)

@@ -3,10 +3,8 @@ package main
 import (
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/internal/upgradetest"
 	"github.com/streamsgroup/streamsgroup/plugin/sgpebble"
 	"github.com/streamsgroup/streamsgroup/stream"
@@ -23,14 +21,5 @@ func TestUpgradeProceduresOnPebble(t *testing.T) {
 		t.Fatalf("building streams-groups: %v\n%s", err, out)
 	}
 	env := upgradetest.Env{Bootstrap: bootstrap, Tool: tool, Stores: []stream.Option{stream.WithStores(sgpebble.New())}}
-	for _, p := range upgradetest.Procedures {
-		t.Run(strings.ReplaceAll(p.Name, " ", "_"), func(t *testing.T) {
-			for _, g := range []config.Guarantee{config.AtLeastOnce, config.ExactlyOnceV2} {
-				t.Run(string(g), func(t *testing.T) {
-					t.Parallel()
-					upgradetest.Run(t, env, p, g)
-				})
-			}
-		})
-	}
+	upgradetest.RunAll(t, env)
 }
