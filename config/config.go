@@ -22,9 +22,12 @@ import (
 
 // Keys, named as in Kafka Streams where Kafka Streams has the setting.
 const (
-	KeyApplicationID      = "application.id"
-	KeyBootstrapServers   = "bootstrap.servers"
-	KeyTopologyEpoch      = "topology.epoch"
+	KeyApplicationID    = "application.id"
+	KeyBootstrapServers = "bootstrap.servers"
+	KeyTopologyEpoch    = "topology.epoch"
+	// KeyReplicationFactor is Kafka Streams' replication.factor: the replication factor of the
+	// internal topics (repartition and changelog topics) the broker creates for the group.
+	KeyReplicationFactor  = "replication.factor"
 	KeyTaskOffsetInterval = "task.offset.interval.ms"
 	KeyProcessID          = "process.id"
 	KeyGroupInstanceID    = "group.instance.id"
@@ -66,6 +69,12 @@ type Config struct {
 	// group keeps the first topology it sees; a member with a lower epoch is told its topology is
 	// stale, and one with an equal or higher epoch but another topology is refused.
 	TopologyEpoch int32
+	// ReplicationFactor (replication.factor) is the replication factor of every internal topic the
+	// topology declares without one (Topology.WithReplicationFactor): what the member sends, and so
+	// what the broker creates them with. -1 (the default; 0 in a Config literal means the same)
+	// leaves it to the broker's default.replication.factor, as Kafka Streams does. Production
+	// clusters, and exactly_once_v2 above all, want 3 (docs/runtime.md#what-exactly-once-needs-from-the-cluster).
+	ReplicationFactor int16
 	// TaskOffsetInterval (task.offset.interval.ms) is how often task offsets are reported to 4.4+
 	// brokers. 0 (the default) follows the interval the broker announces; an explicit value is used,
 	// but never below the broker's.
@@ -110,12 +119,13 @@ type Config struct {
 // Default returns a Config with every default filled in and the given application ID.
 func Default(applicationID string) Config {
 	return Config{
-		ApplicationID:   applicationID,
-		MaxPollInterval: DefaultMaxPollInterval,
-		RetryBackoff:    DefaultRetryBackoff,
-		RetryBackoffMax: DefaultRetryBackoffMax,
-		RequestTimeout:  DefaultRequestTimeout,
-		Runtime:         defaultRuntime(),
+		ApplicationID:     applicationID,
+		ReplicationFactor: -1,
+		MaxPollInterval:   DefaultMaxPollInterval,
+		RetryBackoff:      DefaultRetryBackoff,
+		RetryBackoffMax:   DefaultRetryBackoffMax,
+		RequestTimeout:    DefaultRequestTimeout,
+		Runtime:           defaultRuntime(),
 	}
 }
 
@@ -228,6 +238,9 @@ func (c *Config) validate(p *problems) {
 	}
 	if c.TopologyEpoch < 0 {
 		p.add(KeyTopologyEpoch, strconv.Itoa(int(c.TopologyEpoch)), "must be >= 0")
+	}
+	if c.ReplicationFactor < -1 {
+		p.add(KeyReplicationFactor, strconv.Itoa(int(c.ReplicationFactor)), "%s", replicationReason)
 	}
 	if c.TaskOffsetInterval < 0 {
 		p.add(KeyTaskOffsetInterval, ms(c.TaskOffsetInterval), "must be >= 0 (0 follows the broker)")

@@ -33,6 +33,7 @@ func TestFromMapReadsEveryKey(t *testing.T) {
 		"application.id":                            "wordcount",
 		"bootstrap.servers":                         "127.0.0.1:9092, localhost:9093",
 		"topology.epoch":                            "3",
+		"replication.factor":                        "3",
 		"task.offset.interval.ms":                   "20000",
 		"process.id":                                pid,
 		"group.instance.id":                         "member-a",
@@ -62,6 +63,7 @@ func TestFromMapReadsEveryKey(t *testing.T) {
 		ApplicationID:      "wordcount",
 		BootstrapServers:   []string{"127.0.0.1:9092", "localhost:9093"},
 		TopologyEpoch:      3,
+		ReplicationFactor:  3,
 		TaskOffsetInterval: 20 * time.Second,
 		ProcessID:          pid,
 		GroupInstanceID:    "member-a",
@@ -97,6 +99,7 @@ func TestFromMapListsEveryBadKey(t *testing.T) {
 	_, err := FromMap(map[string]string{
 		"application.id":       "has space",
 		"topology.epoch":       "-1",
+		"replication.factor":   "-2",
 		"max.poll.interval.ms": "soon",
 		"retry.backoff.ms":     "900",
 		"retry.backoff.max.ms": "-1",
@@ -113,7 +116,7 @@ func TestFromMapListsEveryBadKey(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("got %T %v, want *config.Error", err, err)
 	}
-	for _, key := range []string{"application.id", "topology.epoch", "max.poll.interval.ms", "retry.backoff.max.ms",
+	for _, key := range []string{"application.id", "topology.epoch", "replication.factor", "max.poll.interval.ms", "retry.backoff.max.ms",
 		"request.timeout.ms", "process.id", "application.server", "bootstrap.servers", "group.instance.id",
 		"client.tag.", "num.stream.threads", "default.key.serde"} {
 		if !ce.Has(key) {
@@ -308,6 +311,9 @@ func TestValidateBoundaries(t *testing.T) {
 		{KeyTaskOffsetInterval, func(c *Config) { c.TaskOffsetInterval = -1 }, false},
 		{KeyTopologyEpoch, func(c *Config) { c.TopologyEpoch = 0 }, true},
 		{KeyTopologyEpoch, func(c *Config) { c.TopologyEpoch = -1 }, false},
+		{KeyReplicationFactor, func(c *Config) { c.ReplicationFactor = -1 }, true},
+		{KeyReplicationFactor, func(c *Config) { c.ReplicationFactor = 0 }, true}, // a Config literal's default
+		{KeyReplicationFactor, func(c *Config) { c.ReplicationFactor = -2 }, false},
 		{KeyApplicationID, func(c *Config) { c.ApplicationID = strings.Repeat("a", 200) }, true},
 		{KeyApplicationID, func(c *Config) { c.ApplicationID = strings.Repeat("a", 201) }, false},
 		{KeyGroupInstanceID, func(c *Config) { c.GroupInstanceID = "\t" }, false},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -88,7 +89,7 @@ func FuzzProperties(f *testing.F) {
 	})
 }
 
-var knownKeys = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch, KeyTaskOffsetInterval, KeyProcessID,
+var knownKeys = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch, KeyReplicationFactor, KeyTaskOffsetInterval, KeyProcessID,
 	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
 	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol}
 
@@ -174,6 +175,13 @@ func checkFromMap(t *testing.T, m map[string]string, c Config) {
 		}
 	} else if c.TopologyEpoch != 0 {
 		t.Fatalf("topology.epoch %d without the key", c.TopologyEpoch)
+	}
+	if raw, ok := m[KeyReplicationFactor]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 16); err != nil || n < -1 || int16(cmp.Or(n, -1)) != c.ReplicationFactor {
+			t.Fatalf("replication.factor %d from %q", c.ReplicationFactor, raw)
+		}
+	} else if c.ReplicationFactor != -1 {
+		t.Fatalf("replication.factor %d without the key", c.ReplicationFactor)
 	}
 	var servers []string
 	for _, s := range strings.Split(m[KeyBootstrapServers], ",") {

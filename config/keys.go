@@ -18,7 +18,7 @@ const KeyGroupProtocol = "group.protocol"
 const keyClientTags = PrefixClientTag + "*"
 
 // keysRead are the keys FromMap reads, for suggestions.
-var keysRead = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch, KeyTaskOffsetInterval, KeyProcessID,
+var keysRead = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch, KeyReplicationFactor, KeyTaskOffsetInterval, KeyProcessID,
 	KeyGroupInstanceID, KeyClientRack, KeyApplicationServer, KeyMaxPollInterval, KeyRetryBackoff, KeyRetryBackoffMax,
 	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol, KeyCommitInterval, KeyProcessingGuarantee,
 	KeyStateCleanupDelay, KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyAutoOffsetReset,
@@ -64,6 +64,9 @@ var clientKeys = map[string]bool{
 	"send.buffer.bytes": true, "receive.buffer.bytes": true, "bootstrap.resolve.timeout.ms": true,
 }
 
+// replicationReason is why a replication.factor value is refused.
+const replicationReason = "not a replication factor: -1 or 0 (the broker's default.replication.factor) or a whole number from 1 to 32767"
+
 const userHint = `(keys for the application's own use start with "user.")`
 
 // unknownKeyReason explains why key is not a key of this package and what to do instead.
@@ -83,9 +86,6 @@ func unknownKeyReason(key string) string {
 	switch {
 	case key == "group.id":
 		return "a streams group's ID is application.id: set that instead"
-	case key == "replication.factor":
-		return "internal topics are created by the broker from the topology: set the replication factor of each " +
-			"internal topic in the topology (topology.TopicInfo.ReplicationFactor)"
 	case clientKeys[key] || strings.HasPrefix(key, "ssl.") || strings.HasPrefix(key, "sasl."):
 		return "is a setting of the Kafka client that this config does not read (of the client keys it reads only " +
 			"client.id, security.protocol, sasl.mechanism, sasl.jaas.config and ssl.truststore.*, ssl.keystore.*, ssl.key.password, " +

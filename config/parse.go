@@ -3,6 +3,7 @@ package config
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -96,6 +97,14 @@ func FromMap(m map[string]string) (Config, error) {
 				continue
 			}
 			c.TopologyEpoch = int32(n)
+		case key == KeyReplicationFactor:
+			n, err := strconv.ParseInt(val, 10, 16)
+			if err != nil || n < -1 {
+				p.add(key, raw, "%s", replicationReason)
+				continue
+			}
+			// 0 is the broker's default too (the heartbeat's field says so, and Kafka Streams sends it).
+			c.ReplicationFactor = int16(cmp.Or(n, -1))
 		case key == KeyBootstrapServers:
 			c.BootstrapServers = hostport.Split(val)
 			if len(c.BootstrapServers) == 0 {

@@ -186,6 +186,7 @@ func propertiesOf(c Config) map[string]string {
 	put(KeyApplicationID, c.ApplicationID)
 	put(KeyBootstrapServers, strings.Join(c.BootstrapServers, ","))
 	put(KeyTopologyEpoch, strconv.FormatInt(int64(c.TopologyEpoch), 10))
+	put(KeyReplicationFactor, strconv.FormatInt(int64(c.ReplicationFactor), 10))
 	put(KeyTaskOffsetInterval, msStr(c.TaskOffsetInterval))
 	put(KeyProcessID, c.ProcessID)
 	put(KeyGroupInstanceID, c.GroupInstanceID)
@@ -260,6 +261,7 @@ func genConfig(t *rapid.T) Config {
 		ApplicationID:      rapid.StringMatching(`[a-zA-Z0-9._-]{1,20}`).Draw(t, "application.id"),
 		BootstrapServers:   rapid.SliceOfN(hostPort, 0, 3).Draw(t, "bootstrap.servers"),
 		TopologyEpoch:      rapid.Int32Min(0).Draw(t, "topology.epoch"),
+		ReplicationFactor:  rapid.SampledFrom([]int16{-1, 1, 3, math.MaxInt16}).Draw(t, "replication.factor"),
 		TaskOffsetInterval: ms("task.offset.interval.ms", 0, 1<<40),
 		GroupInstanceID:    rapid.OneOf(rapid.Just(""), rapid.StringMatching(`[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,19}`)).Draw(t, "group.instance.id"),
 		ClientRack:         rapid.OneOf(rapid.Just(""), trimmed(1)).Draw(t, "client.rack"),

@@ -178,6 +178,19 @@ func TestIntKeysKafkaRange(t *testing.T) {
 	if ce := problem(t, map[string]string{KeyTopologyEpoch: "2147483648"}); !strings.Contains(ce.Error(), "between 0 and 2147483647") {
 		t.Errorf("topology.epoch above int32: %v", ce)
 	}
+	// replication.factor: Kafka Streams' INT, -1 (and 0) the broker's default; below -1 names no
+	// factor, and a topic's factor is a 16-bit number on the wire.
+	for raw, want := range map[string]int16{"-1": -1, "0": -1, "1": 1, " 3 ": 3, "32767": 32767} {
+		if c := accepted(t, map[string]string{KeyReplicationFactor: raw}); c.ReplicationFactor != want {
+			t.Errorf("replication.factor=%q: %d, want %d", raw, c.ReplicationFactor, want)
+		}
+	}
+	for _, raw := range []string{"-2", "32768", "three", ""} {
+		if ce := problem(t, map[string]string{KeyReplicationFactor: raw}); !ce.Has(KeyReplicationFactor) ||
+			!strings.Contains(ce.Error(), "-1 or 0 (the broker's default.replication.factor) or a whole number from 1 to 32767") {
+			t.Errorf("replication.factor=%q: %v", raw, ce)
+		}
+	}
 }
 
 // Kafka Streams' limits on client tags (StreamsConfig, 4.4: 5 tags, keys ≤ 20, values ≤ 30 UTF-16 units,
@@ -340,7 +353,6 @@ func TestBrokerSideKeys(t *testing.T) {
 		"sasl.mechanism":                      "must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
 		"consumer.max.poll.records":           "the clients are yours",
 		"group.id":                            "application.id",
-		"replication.factor":                  "topology.TopicInfo.ReplicationFactor",
 		"completely.different.thing.entirely": `unknown key (keys for the application's own use start with "user.")`,
 	} {
 		if ce := problem(t, map[string]string{key: "1"}); !ce.Has(key) || !strings.Contains(ce.Error(), want) {

@@ -206,7 +206,7 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		return nil, nil, &ProgramError{Problems: b.errs}
 	}
 	b.built = true
-	names := topology.Names{AppID: cfg.ApplicationID}
+	names := topology.Names{AppID: cfg.ApplicationID, ReplicationFactor: max(cfg.ReplicationFactor, 0)}
 	for _, n := range b.nodes {
 		for _, p := range n.parents {
 			if r1, r2 := n.find(), p.find(); r1 != r2 {

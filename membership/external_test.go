@@ -290,3 +290,36 @@ func TestManagerWithOwnTransport(t *testing.T) {
 		goleak.VerifyNone(t, before) // nothing of the member is left once Close returned
 	})
 }
+
+// replication.factor reaches the broker: the join sends every internal topic the topology declares
+// without a factor with the key's, as Kafka Streams does.
+func TestManagerSendsReplicationFactor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &extBroker{}
+		l := &extListener{b: b, assigned: make(chan tasks.Assignment, 4)}
+		cfg := config.Default("app")
+		cfg.ReplicationFactor = 3
+		topo := topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"orders"},
+			StateChangelogTopics: []topology.TopicInfo{topology.Names{AppID: "app"}.KeyValueChangelog("totals")}})
+		m, err := membership.New(nil, cfg, topo, membership.WithTransport(b), membership.WithListener(l),
+			membership.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-l.assigned
+		_, hbs, _, _ := b.snapshot()
+		if len(hbs) == 0 || hbs[0].Topology == nil || len(hbs[0].Topology.Subtopologies) != 1 ||
+			len(hbs[0].Topology.Subtopologies[0].StateChangelogTopics) != 1 {
+			t.Fatalf("join without the topology: %+v", hbs)
+		}
+		if rf := hbs[0].Topology.Subtopologies[0].StateChangelogTopics[0].ReplicationFactor; rf != 3 {
+			t.Fatalf("the changelog's replication factor is %d on the wire, want 3 (replication.factor)", rf)
+		}
+		if err := m.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

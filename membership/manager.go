@@ -76,6 +76,9 @@ func New(cl *kgo.Client, cfg config.Config, topo *topology.Topology, opts ...Opt
 	if err := topo.CheckJoinable(); err != nil {
 		return nil, err
 	}
+	// replication.factor: what the member sends (and so its topology ID) is the topology with the
+	// key applied, as Kafka Streams sends it.
+	topo = topo.WithReplicationFactor(cfg.ReplicationFactor)
 	o := options{logger: slog.Default()}
 	for _, opt := range opts {
 		opt(&o)

@@ -128,6 +128,31 @@ func (t *Topology) ForJava(rt JavaRuntime) *Topology {
 	return &c
 }
 
+// WithReplicationFactor returns the topology with rf as the replication factor of every internal
+// topic (repartition source and changelog topic) that declares none (-1 or 0: the broker's
+// default.replication.factor), which is what Kafka Streams' replication.factor key does; a topic
+// whose declaration names a factor keeps it. rf <= 0 (the key's default, -1) returns t itself.
+// The topology ID covers replication factors, so the result has its own ID.
+func (t *Topology) WithReplicationFactor(rf int16) *Topology {
+	if rf <= 0 {
+		return t
+	}
+	c := &Topology{byID: t.byID, java: t.java, subs: make([]Subtopology, len(t.subs))}
+	for i, s := range t.subs {
+		s = s.clone()
+		for _, infos := range [][]TopicInfo{s.RepartitionSourceTopics, s.StateChangelogTopics} {
+			for j := range infos {
+				if infos[j].ReplicationFactor <= 0 {
+					infos[j].ReplicationFactor = rf
+				}
+			}
+		}
+		c.subs[i] = s
+	}
+	c.id = computeID(c.subs)
+	return c
+}
+
 // MustNew is New for topologies written in the program's source: it panics on an invalid one.
 func MustNew(subtopologies ...Subtopology) *Topology {
 	t, err := New(subtopologies...)

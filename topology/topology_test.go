@@ -354,3 +354,40 @@ func emptyListsAsNil(subs []Subtopology) []Subtopology {
 	}
 	return subs
 }
+
+// replication.factor (WithReplicationFactor) sets the factor of every internal topic declared
+// without one, keeps a declared one, and the result is the topology written with those factors
+// (same ID); the original is untouched.
+func TestWithReplicationFactor(t *testing.T) {
+	decl := func(changelogRF, repartitionRF, otherRF int16) []Subtopology {
+		return []Subtopology{
+			{ID: "0", SourceTopics: []string{"in"}, RepartitionSinkTopics: []string{"app-r-repartition"},
+				StateChangelogTopics: []TopicInfo{{Name: "app-a-changelog", ReplicationFactor: changelogRF}}},
+			{ID: "1", RepartitionSourceTopics: []TopicInfo{{Name: "app-r-repartition", ReplicationFactor: repartitionRF}},
+				StateChangelogTopics: []TopicInfo{{Name: "app-b-changelog", ReplicationFactor: otherRF}}},
+		}
+	}
+	orig := MustNew(decl(0, -1, 2)...)
+	got := orig.WithReplicationFactor(3)
+	want := MustNew(decl(3, 3, 2)...)
+	if !got.Equal(want) || got.ID() != want.ID() {
+		t.Fatalf("WithReplicationFactor(3):\n%+v\nwant\n%+v", got.Subtopologies(), want.Subtopologies())
+	}
+	if got.ID() == orig.ID() {
+		t.Fatal("the topology ID covers replication factors: it must change")
+	}
+	if !orig.Equal(MustNew(decl(-1, -1, 2)...)) {
+		t.Fatalf("the original changed: %+v", orig.Subtopologies())
+	}
+	if s, ok := got.Subtopology("1"); !ok || s.RepartitionSourceTopics[0].Name != "app-r-repartition" {
+		t.Fatalf("lookup by ID on the copy: %+v %v", s, ok)
+	}
+	for _, rf := range []int16{-1, 0} {
+		if got := orig.WithReplicationFactor(rf); got != orig {
+			t.Errorf("WithReplicationFactor(%d) must leave the broker's default: %+v", rf, got.Subtopologies())
+		}
+	}
+	if j := orig.ForJava(Java19Plus).WithReplicationFactor(3); j.java != Java19Plus {
+		t.Errorf("the Java runtime's copartition order is lost: %v", j.java)
+	}
+}
