@@ -100,8 +100,9 @@ type options struct {
 }
 
 // WithWarningListener calls fn with each warning the runtime finds (typed: *OrphanedStateWarning,
-// *MissingChangelogWarning), besides logging it; on a stream thread's goroutine (several at once with num.stream.threads
-// above 1), keep it short.
+// *MissingChangelogWarning, *WeakReplicationWarning), besides logging it; on a stream thread's
+// goroutine (several at once with num.stream.threads above 1), or for the *WeakReplicationWarning on
+// a goroutine of its own beside them: keep it short, and safe to call concurrently.
 func WithWarningListener(fn func(error)) Option {
 	return func(o *options) { o.onWarning = append(o.onWarning, fn) }
 }
@@ -365,6 +366,9 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 	if err := topo.CheckJoinable(); err != nil {
 		return nil, fmt.Errorf("stream: %w", err)
 	}
+	// The topology the member sends, with replication.factor applied (membership does the same), so
+	// that its ID in the log and in comparisons is the group's.
+	topo = topo.WithReplicationFactor(cfg.ReplicationFactor)
 	if len(cfg.BootstrapServers) == 0 {
 		return nil, fmt.Errorf("stream: %s is required: the App builds its own client", config.KeyBootstrapServers)
 	}
@@ -812,6 +816,12 @@ func (a *App) runThread() error {
 			a.setState(PendingError)
 			return err
 		}
+	}
+	if a.eos() && a == a.proc.threads[0] {
+		// Once per App: does the cluster keep exactly-once's results through a broker's failure?
+		var checked sync.WaitGroup
+		checked.Go(func() { a.checkReplication(runCtx) })
+		defer func() { a.cancelRun(nil); checked.Wait() }()
 	}
 	events := a.mgr.Events()
 	// The member's calls run on this goroutine from its start: the loop serves them.
