@@ -110,10 +110,7 @@ func (a *App) ensureTxn(topic string) bool {
 		return true
 	}
 	if err := a.producer().BeginTransaction(); err != nil {
-		// kgo refuses to begin when its producer ID failed for good (fenced, or a transaction state
-		// the coordinator no longer accepts, such as INVALID_TXN_STATE after it aborted on its
-		// own): a new producer is the way on. An authorization error is the application's end.
-		if c := classify(err); c == classRenewProducer || errors.As(err, new(*kerr.Error)) && c != classFatal {
+		if renewsProducer(err) {
 			a.produceErr.CompareAndSwap(nil, &ProduceError{Topic: topic, Partition: -1, Err: fmt.Errorf("%w: %w", sm.ErrProducerUnusable, err)})
 			return false
 		}
@@ -123,6 +120,18 @@ func (a *App) ensureTxn(topic string) bool {
 	a.mach.Begun()
 	a.txnEpoch.begin(a.txnGen.Load())
 	return true
+}
+
+// renewsProducer says whether a producer that cannot begin a transaction is replaced (the record is
+// refused, and the next commit aborts and renews the producer) rather than the application failed.
+// kgo refuses to begin when its producer ID failed for good in its eyes: fenced, a transaction state
+// the coordinator no longer accepts (INVALID_TXN_STATE after it aborted on its own), or a load of the
+// producer ID that failed on a connection kgo does not retry — one a stopping broker closed as it
+// was opened (*kgo.ErrFirstReadEOF, which kgo takes for a TLS or SASL mismatch), as in every rolling
+// restart. A new producer is the way on from each; only what the machine calls fatal (an
+// authorization error, the client closed) ends the application.
+func renewsProducer(err error) bool {
+	return classify(err) != classFatal
 }
 
 // discardPending drops every store's pending writes and fetches the inputs again from to, the last

@@ -163,3 +163,28 @@ func TestEnsureTxnWhenTheProducerCannotBegin(t *testing.T) {
 		})
 	}
 }
+
+// What BeginTransaction's failures lead to: a producer kgo gave up on — fenced, asked to abort, or
+// whose producer ID could not be loaded because a stopping broker closed the connection as it was
+// opened (kgo does not retry that) — is replaced; an authorization error or a closed client ends
+// the application.
+func TestRenewsProducer(t *testing.T) {
+	loadFail := fmt.Errorf("producer ID has a fatal, unrecoverable error, err: %w",
+		fmt.Errorf("unable to initialize a producer ID due to request failures: %w", &kgo.ErrFirstReadEOF{}))
+	for _, tc := range []struct {
+		err   error
+		renew bool
+	}{
+		{kerr.ProducerFenced, true},
+		{kerr.InvalidTxnState, true},
+		{kerr.TransactionAbortable, true},
+		{loadFail, true},
+		{kerr.TransactionalIDAuthorizationFailed, false},
+		{fmt.Errorf("begin: %w", kgo.ErrClientClosed), false},
+		{&TxnError{Err: kerr.ProducerFenced}, false},
+	} {
+		if got := renewsProducer(tc.err); got != tc.renew {
+			t.Errorf("renewsProducer(%v) = %v, want %v", tc.err, got, tc.renew)
+		}
+	}
+}
