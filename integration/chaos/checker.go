@@ -101,8 +101,12 @@ type Report struct {
 	Conns    Dist                   `json:"broker_connections"` // counts, not ms (soak)
 	Extra    map[string]interface{} `json:"extra,omitempty"`
 	// Markers are the transaction markers the driver wrote for hanging transactions (a broker
-	// limitation, see package integration/hanging).
-	Markers  []string `json:"markers,omitempty"`
+	// limitation, see package integration/hanging; only in a run with Config.RepairHangs).
+	Markers []string `json:"markers,omitempty"`
+	// Hanging are the hanging transactions the driver's detector found (each fails S4), and
+	// HangDetector says the detector ran (an exactly-once run without RepairHangs).
+	Hanging      []string `json:"hanging,omitempty"`
+	HangDetector bool     `json:"hang_detector,omitempty"`
 	Pass     bool     `json:"pass"`
 	WallSecs float64  `json:"wall_seconds"`
 }
@@ -198,6 +202,8 @@ func Check(run Run) Report {
 			}
 		case DKMarker:
 			rep.Markers = append(rep.Markers, r.Detail)
+		case DKHang:
+			rep.Hanging = append(rep.Hanging, r.Detail)
 		case DKSnapshot:
 			if r.Snap != nil {
 				snaps = append(snaps, r)

@@ -931,12 +931,14 @@ func TestReportTextFull(t *testing.T) {
 		Conns: Dist{N: 100, Median: 6, P95: 12, Max: 13},
 		EOS: &EOSSummary{Keys: 36, Inputs: 141876, OutputRecords: 141877, StoreKeys: 35, Lost: 1, Duplicated: 2,
 			OutputLost: 3, OutputDuplicated: 4, StoreLost: 5, StoreDuplicated: 6, VisibleRepeats: 7, VisibleGaps: 8, SettleMs: 1234},
-		S1:       Verdict{OK: true},
-		S2:       Verdict{OK: false, Count: 1, Violations: []string{"fault 3 (kill9 on p01#1): converged after 17500 ms, deadline 17000 ms"}},
-		S3:       Verdict{OK: true},
-		S4:       Verdict{OK: true},
-		Markers:  []string{"ended a hanging transaction: wrote the ABORT marker for chaos-output[1] producer 0 epoch 16 from offset 281"},
-		WallSecs: 997,
+		S1:           Verdict{OK: true},
+		S2:           Verdict{OK: false, Count: 1, Violations: []string{"fault 3 (kill9 on p01#1): converged after 17500 ms, deadline 17000 ms"}},
+		S3:           Verdict{OK: true},
+		S4:           Verdict{OK: true},
+		Markers:      []string{"ended a hanging transaction: wrote the ABORT marker for chaos-output[1] producer 0 epoch 16 from offset 281"},
+		Hanging:      []string{"hanging transaction: COMMIT marker for chaos-output[2] producer 3 epoch 1 from offset 9"},
+		HangDetector: true,
+		WallSecs:     997,
 	}
 	want := []string{
 		"app: eos (the counting application on the stream runtime, exactly_once_v2, Pebble store; 36 keys)",
@@ -956,8 +958,11 @@ func TestReportTextFull(t *testing.T) {
 		"S3 bounds per process: goroutines <= 100 + 0 x members, heap in use <= 64 + 0 MiB x members; over runs of 10 min or more the median of the last fifth <= 1.25 x (goroutines, +10) / 1.5 x (heap, +8 MiB) the median of the second fifth",
 		"broker connections: 100 samples, median 6, max 13 (bound 4 x clients x brokers + 16)",
 		"",
-		"hanging transactions the driver ended (a broker limitation: markers the coordinator skipped; see README): 1",
+		"hanging transactions the driver ended (a run about the single-node broker limitation, HANGS=abort: markers the coordinator skipped; see README): 1",
 		"ended a hanging transaction: wrote the ABORT marker for chaos-output[1] producer 0 epoch 16 from offset 281",
+		"",
+		"hanging transactions found by the detector (each fails S4): 1",
+		"hanging transaction: COMMIT marker for chaos-output[2] producer 3 epoch 1 from offset 9",
 		"",
 		"exactly-once (S4): 36 keys, 141876 input records, 141877 committed output records, 35 keys in the final stores, settled 1234 ms after the last fault",
 		"lost 1, duplicated 2 (output: 3 lost, 4 duplicated; stores: 5 lost, 6 duplicated); visible counts repeated 7, missing 8",
@@ -976,8 +981,8 @@ func TestReportTextFull(t *testing.T) {
 	}
 }
 
-// The markers the driver wrote for hanging transactions reach the report, in order, and decide no
-// verdict: the properties judge the group as before.
+// The markers the driver wrote for hanging transactions reach the report, in order; in a run of
+// plain members (no S4) they decide no verdict (an exactly-once run's verdict: TestS4HangsAndMarkers).
 func TestCheckReportsTheMarkersTheDriverWrote(t *testing.T) {
 	s := twoMembers()
 	s.d(DriverRecord{T: sec(3), Kind: DKMarker, Detail: "ended a hanging transaction: wrote the ABORT marker for log[1] producer 7 epoch 8 from offset 46"})

@@ -45,6 +45,19 @@ func checkS4(run Run, drv []DriverRecord, rep *Report) {
 	sum := &EOSSummary{}
 	rep.EOS = sum
 	defer func() { rep.S4.OK = rep.S4.Count == 0 }()
+	rep.HangDetector = !run.Config.RepairHangs
+	// A transaction the broker left hanging breaks exactly-once for whoever reads its partition
+	// (read_committed readers stop at it; the group's offsets stay unstable) whether or not the
+	// totals come out right; a marker the driver wrote is a repair, which only a run about the
+	// single-node broker limitation (RepairHangs) may make.
+	for _, r := range drv {
+		switch {
+		case r.Kind == DKHang:
+			rep.S4.add("hanging transaction found (the driver wrote nothing): %s", r.Detail)
+		case r.Kind == DKMarker && !run.Config.RepairHangs:
+			rep.S4.add("the driver wrote a transaction marker, in a run that may not repair: %s", r.Detail)
+		}
+	}
 	e := run.EOS
 	if e == nil {
 		rep.S4.add("no record of the input and output topics (eos.json): the driver did not read them")

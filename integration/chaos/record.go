@@ -88,6 +88,9 @@ const (
 	// DKMarker: a transaction marker the driver wrote for a hanging transaction (Detail; see
 	// package integration/hanging).
 	DKMarker = "marker"
+	// DKHang: a transaction the broker left hanging (open on a partition after its coordinator
+	// decided it), found by the driver's detector (Detail); it fails S4.
+	DKHang = "hang"
 	// DKEnd: the schedule ended; processes still alive count as alive until here.
 	DKEnd = "end"
 )
@@ -187,6 +190,13 @@ type Config struct {
 	ExtraDeadlineMs int64 `json:"extra_deadline_ms,omitempty"`
 	// Keys is the exactly-once mode's number of input keys.
 	Keys int `json:"keys,omitempty"`
+	// Voters is how many of the cluster's nodes are controllers (3 on the 3-node cluster: any one
+	// node, the active controller included, may fail).
+	Voters int `json:"voters,omitempty"`
+	// RepairHangs (HANGS=abort, one node only) is a run about the single-node broker limitation:
+	// the driver writes the ABORT marker of a transaction the broker left hanging and the markers
+	// do not fail S4. Otherwise the driver only detects hangs, and each one fails S4.
+	RepairHangs bool `json:"repair_hangs,omitempty"`
 }
 
 // EOSData is what the driver of an exactly-once run read from the brokers after the schedule

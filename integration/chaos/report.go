@@ -61,8 +61,14 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "broker connections: %d samples, median %.0f, max %.0f (bound %d x clients x brokers + %d)\n", r.Conns.N, r.Conns.Median, r.Conns.Max, c.ConnsPerClient, c.ConnsBase)
 	}
 	if len(r.Markers) > 0 {
-		fmt.Fprintf(w, "\nhanging transactions the driver ended (a broker limitation: markers the coordinator skipped; see README): %d\n", len(r.Markers))
+		fmt.Fprintf(w, "\nhanging transactions the driver ended (a run about the single-node broker limitation, HANGS=abort: markers the coordinator skipped; see README): %d\n", len(r.Markers))
 		for _, m := range r.Markers {
+			fmt.Fprintf(w, "  %s\n", m)
+		}
+	}
+	if r.HangDetector || len(r.Hanging) > 0 {
+		fmt.Fprintf(w, "\nhanging transactions found by the detector (each fails S4): %d\n", len(r.Hanging))
+		for _, m := range r.Hanging {
 			fmt.Fprintf(w, "  %s\n", m)
 		}
 	}

@@ -10,14 +10,20 @@ import (
 )
 
 // Ender follows the transaction log and, every Interval, the open transactions of Topics, and
-// writes the marker of each transaction the broker left hanging.
+// reports each transaction the broker left hanging (Found); with Repair it writes the ABORT marker
+// of those decided to abort instead, as an operator would (a commit-decided one is still reported).
 type Ender struct {
 	Seeds    []string
 	Opts     []kgo.Opt // more client options (a dialer, TLS)
 	Topics   []string  // the topics whose partitions are looked at (__consumer_offsets for the group's offsets)
 	Interval time.Duration
 	Grace    time.Duration
-	// Wrote is told every marker written (err nil) or that could not be (err set).
+	// Repair writes the ABORT markers of abort-decided hangs (for a run about the single-node broker
+	// limitation only); without it the Ender is a detector: it writes nothing.
+	Repair bool
+	// Found is told every hanging transaction not repaired, once.
+	Found func(m Marker)
+	// Wrote is told every marker written (err nil) or that could not be (err set), with Repair.
 	Wrote func(m Marker, err error)
 }
 
@@ -53,7 +59,7 @@ func (e *Ender) Run(ctx context.Context) error {
 			mu.Unlock()
 		}
 	})
-	w := &Watch{Grace: e.Grace}
+	w := &Watch{Grace: e.Grace, Commits: true, Once: !e.Repair}
 	t := time.NewTicker(e.Interval)
 	defer t.Stop()
 	for {
@@ -73,6 +79,12 @@ func (e *Ender) Run(ctx context.Context) error {
 		}
 		mu.Unlock()
 		for _, m := range w.Look(time.Now(), open, snap) {
+			if !e.Repair || m.Commit {
+				if e.Found != nil {
+					e.Found(m)
+				}
+				continue
+			}
 			err := writeMarker(ctx, adm, m)
 			if e.Wrote != nil {
 				e.Wrote(m, err)

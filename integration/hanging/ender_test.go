@@ -79,7 +79,7 @@ func TestEnderWritesTheDecidedMarker(t *testing.T) {
 	var wrote []Marker
 	var errs []error
 	done := make(chan struct{})
-	e := &Ender{Seeds: seeds, Topics: []string{"out", "open"}, Interval: 20 * time.Millisecond, Grace: 50 * time.Millisecond,
+	e := &Ender{Seeds: seeds, Topics: []string{"out", "open"}, Interval: 20 * time.Millisecond, Grace: 50 * time.Millisecond, Repair: true,
 		Wrote: func(m Marker, err error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -117,5 +117,86 @@ func TestEnderWritesTheDecidedMarker(t *testing.T) {
 			m.Txn.ProducerEpoch != want.ProducerEpoch || m.Txn.StartOffset != 0 {
 			t.Fatalf("marker %d: %v (error %v); want the ABORT marker for %v", i, m, errs[i], want)
 		}
+	}
+}
+
+// Without Repair the Ender is a detector: it reports the decided transaction a partition holds
+// open, a commit-decided one too, and writes no marker (the partitions hold no control record).
+func TestEnderDetectsWithoutWriting(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out", "__transaction_state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	seeds := c.ListenAddrs()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("decided"), kgo.TransactionTimeout(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Topic: "out", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	id, epoch, err := p.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.ProduceSync(ctx,
+		txnLogRecord("decided", id, epoch, kmsg.TransactionStateOngoing, "out", 0),
+		txnLogRecord("decided", id, epoch+1, kmsg.TransactionStatePrepareCommit, "out", 0),
+	).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan Marker, 16)
+	e := &Ender{Seeds: seeds, Topics: []string{"out"}, Interval: 20 * time.Millisecond, Grace: 50 * time.Millisecond,
+		Found: func(m Marker) { found <- m },
+		Wrote: func(m Marker, err error) { t.Errorf("a detector wrote the %v (%v)", m, err) }}
+	ectx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := e.Run(ectx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	var m Marker
+	select {
+	case m = <-found:
+	case <-ctx.Done():
+		t.Fatal("the hanging transaction was not found")
+	}
+	stop()
+	wg.Wait()
+	if !m.Commit || m.Txn.Topic != "out" || m.Txn.ProducerID != id || m.Txn.ProducerEpoch != epoch || !strings.HasPrefix(m.String(), "COMMIT marker") {
+		t.Fatalf("found %v, want the COMMIT-decided transaction of producer %d epoch %d on out[0]", m, id, epoch)
+	}
+	r, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("out"), kgo.KeepControlRecords(),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer rcancel()
+	var recs []*kgo.Record
+	for len(recs) < 1 && rctx.Err() == nil {
+		recs = append(recs, r.PollFetches(rctx).Records()...)
+	}
+	for _, rec := range recs {
+		if rec.Attrs.IsControl() {
+			t.Fatalf("out[0] holds a control record at offset %d: a detector wrote a marker", rec.Offset)
+		}
+	}
+	if len(recs) != 1 {
+		t.Fatalf("out[0] holds %d records, want the transaction's one", len(recs))
 	}
 }

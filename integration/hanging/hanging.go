@@ -1,17 +1,17 @@
-// Package hanging ends the transactions a broker leaves hanging, as an operator would, for the
-// tests that restart the broker under exactly-once applications (the chaos driver, the
-// integration suite's broker restart).
+// Package hanging finds the transactions a broker leaves hanging, for the tests and the chaos
+// driver that run exactly-once applications through broker faults: a hang fails them.
 //
-// It works around a broker limitation. When a transaction ends while its partitions have no
-// leader (on a single node: in the moment a controlled shutdown gave the leaderships up, or after a
-// crash, when the controller fences the node's previous incarnation before it unfences the new
-// one), the transaction coordinator takes the partitions for deleted and completes the transaction
-// without writing its markers ("Couldn't find leader endpoint for partitions …, these partitions
-// are likely deleted" in the broker's log). Its records and offsets then hang: read_committed
-// readers stop at them and OffsetFetch answers UNSTABLE_OFFSET_COMMIT, for good. Kafka's remedy is
-// an operator's (kafka-transactions.sh find-hanging, then abort); Ender writes the ABORT marker of
-// a transaction its coordinator decided to abort (Watch), as the coordinator should have, and
-// reports every one.
+// On one node a broker can leave one. When a transaction ends while its partitions have no leader
+// (on a single node: in the moment a controlled shutdown gave the leaderships up, or after a crash,
+// when the controller fences the node's previous incarnation before it unfences the new one), the
+// transaction coordinator takes the partitions for deleted and completes the transaction without
+// writing its markers ("Couldn't find leader endpoint for partitions …, these partitions are likely
+// deleted" in the broker's log). Its records and offsets then stay open on the partitions:
+// read_committed readers stop at them and OffsetFetch answers UNSTABLE_OFFSET_COMMIT until the same
+// producer's next transaction there ends it with its own marker. Watch finds such a transaction;
+// Ender follows a cluster and reports each one (Found), and, for a run about that broker limitation
+// only (Repair), writes the ABORT marker of one its coordinator decided to abort, as an operator
+// would with kafka-transactions.sh abort.
 package hanging
 
 import (
@@ -70,12 +70,19 @@ func ParseTxnRecord(key, value []byte) (r TxnRecord, ok bool, err error) {
 	return r, true, nil
 }
 
-// Marker is the ABORT marker written for a hanging transaction its coordinator decided to abort.
+// Marker is the marker a hanging transaction needs: ABORT, or COMMIT when its coordinator decided
+// to commit it (found only by a Watch with Commits; nothing here writes one).
 type Marker struct {
-	Txn OpenTxn
+	Txn    OpenTxn
+	Commit bool
 }
 
-func (m Marker) String() string { return fmt.Sprintf("ABORT marker for %v", m.Txn) }
+func (m Marker) String() string {
+	if m.Commit {
+		return fmt.Sprintf("COMMIT marker for %v", m.Txn)
+	}
+	return fmt.Sprintf("ABORT marker for %v", m.Txn)
+}
 
 // Watch finds hanging transactions and the marker each needs. A partition's open transaction
 // (producer, epoch) is decided when the transaction log holds, after the Ongoing record of that
@@ -84,17 +91,26 @@ func (m Marker) String() string { return fmt.Sprintf("ABORT marker for %v", m.Tx
 // was first seen decided: the coordinator writes markers within milliseconds of its decision, and a
 // marker written for a transaction that was only slow is the same one, harmless. An
 // undecided transaction is the coordinator's (it commits, aborts or times it out) and never touched;
-// neither, for now, is one decided to commit (see Look).
+// neither, for now, is one decided to commit (see Look), unless Commits asks for those too.
 type Watch struct {
 	Grace time.Duration
-	seen  map[OpenTxn]time.Time
+	// Commits also returns the transactions decided to commit that hang: for a detector, which
+	// reports every hang and writes nothing.
+	Commits bool
+	// Once returns every hang once, as a detector reports it; without it an abort-decided one is
+	// returned again after each Grace until its marker arrives (a repair that failed is tried
+	// again). A commit-decided one is returned once either way: nothing here writes its marker.
+	Once bool
+	seen map[OpenTxn]time.Time
+	// reported are the hangs returned already that are not returned again.
+	reported map[OpenTxn]bool
 }
 
 // Look takes one look: the partitions' open transactions and every producer's transaction log
 // records, in log order. It returns the markers due, each hanging transaction once per partition.
 func (w *Watch) Look(now time.Time, open []OpenTxn, log map[int64][]TxnRecord) []Marker {
 	if w.seen == nil {
-		w.seen = map[OpenTxn]time.Time{}
+		w.seen, w.reported = map[OpenTxn]time.Time{}, map[OpenTxn]bool{}
 	}
 	current := make(map[OpenTxn]bool, len(open))
 	var due []Marker
@@ -104,7 +120,8 @@ func (w *Watch) Look(now time.Time, open []OpenTxn, log map[int64][]TxnRecord) [
 		// offsets of records that were aborted. Until that is understood, a commit-decided hang is
 		// left to an operator.
 		commit, decided := Decision(log[o.ProducerID], o)
-		if !decided || commit {
+		if !decided || commit && !w.Commits || w.reported[o] {
+			current[o] = current[o] || w.reported[o]
 			continue
 		}
 		current[o] = true
@@ -114,13 +131,21 @@ func (w *Watch) Look(now time.Time, open []OpenTxn, log map[int64][]TxnRecord) [
 			first = now
 		}
 		if now.Sub(first) >= w.Grace {
-			due = append(due, Marker{Txn: o})
+			due = append(due, Marker{Txn: o, Commit: commit})
 			delete(w.seen, o)
+			if commit || w.Once {
+				w.reported[o] = true
+			}
 		}
 	}
 	for o := range w.seen {
 		if !current[o] {
 			delete(w.seen, o) // its marker arrived
+		}
+	}
+	for o := range w.reported {
+		if !current[o] {
+			delete(w.reported, o) // ended at last (the producer's next transaction)
 		}
 	}
 	return due

@@ -115,3 +115,71 @@ func TestParseTxnRecord(t *testing.T) {
 		t.Fatal("a truncated value: no error")
 	}
 }
+
+// A detector's Watch (Commits) also returns a commit-decided hang, marked Commit; an undecided one
+// never.
+func TestWatchWithCommitsReturnsEveryDecidedHang(t *testing.T) {
+	w := &Watch{Grace: 5 * time.Second, Commits: true}
+	t0 := time.Unix(1000, 0)
+	aborted := OpenTxn{Topic: "log", Partition: 1, ProducerID: 7, ProducerEpoch: 16, StartOffset: 46}
+	committed := OpenTxn{Topic: "log", Partition: 3, ProducerID: 8, ProducerEpoch: 4, StartOffset: 5}
+	undecided := OpenTxn{Topic: "log", Partition: 2, ProducerID: 7, ProducerEpoch: 16, StartOffset: 9}
+	log := map[int64][]TxnRecord{
+		7: {rec(16, kmsg.TransactionStateOngoing, 1), rec(17, kmsg.TransactionStatePrepareAbort, 1), rec(17, kmsg.TransactionStateOngoing, 2)},
+		8: {{ProducerID: 8, Epoch: 4, State: kmsg.TransactionStateOngoing, Partitions: map[string]map[int32]bool{"log": {3: true}}},
+			{ProducerID: 8, Epoch: 5, State: kmsg.TransactionStatePrepareCommit, Partitions: map[string]map[int32]bool{"log": {3: true}}}},
+	}
+	open := []OpenTxn{aborted, committed, undecided}
+	w.Look(t0, open, log)
+	m := w.Look(t0.Add(5*time.Second), open, log)
+	if len(m) != 2 || m[0] != (Marker{Txn: aborted}) || m[1] != (Marker{Txn: committed, Commit: true}) {
+		t.Fatalf("after the grace: %v, want the ABORT of %v and the COMMIT of %v", m, aborted, committed)
+	}
+}
+
+// A detector's Watch (Once) returns each hang once however long it stays open, and again only if
+// it closed and a new one opened; without Once an abort-decided hang is returned after each Grace
+// (its repair is tried again) and a commit-decided one still once.
+func TestWatchReturnsAHangOnce(t *testing.T) {
+	aborted := OpenTxn{Topic: "log", Partition: 1, ProducerID: 7, ProducerEpoch: 16, StartOffset: 46}
+	committed := OpenTxn{Topic: "log", Partition: 3, ProducerID: 8, ProducerEpoch: 4, StartOffset: 5}
+	log := map[int64][]TxnRecord{
+		7: {rec(16, kmsg.TransactionStateOngoing, 1), rec(17, kmsg.TransactionStatePrepareAbort, 1)},
+		8: {{ProducerID: 8, Epoch: 4, State: kmsg.TransactionStateOngoing, Partitions: map[string]map[int32]bool{"log": {3: true}}},
+			{ProducerID: 8, Epoch: 5, State: kmsg.TransactionStatePrepareCommit, Partitions: map[string]map[int32]bool{"log": {3: true}}}},
+	}
+	open := []OpenTxn{aborted, committed}
+	t0 := time.Unix(1000, 0)
+	for _, once := range []bool{true, false} {
+		w := &Watch{Grace: 5 * time.Second, Commits: true, Once: once}
+		var got []Marker
+		for s := 0; s <= 30; s++ {
+			got = append(got, w.Look(t0.Add(time.Duration(s)*time.Second), open, log)...)
+		}
+		abortN, commitN := 0, 0
+		for _, m := range got {
+			if m.Commit {
+				commitN++
+			} else {
+				abortN++
+			}
+		}
+		wantAborts := 1
+		if !once {
+			wantAborts = 5 // at 5, 11, 16, 21 and 26 s: each grace starts at the look after a return
+		}
+		if abortN != wantAborts || commitN != 1 {
+			t.Fatalf("Once %v: %d ABORT and %d COMMIT returns over 30 s of one hang each, want %d and 1", once, abortN, commitN, wantAborts)
+		}
+	}
+	w := &Watch{Grace: 5 * time.Second, Commits: true, Once: true}
+	w.Look(t0, open, log)
+	w.Look(t0.Add(5*time.Second), open, log)
+	w.Look(t0.Add(6*time.Second), nil, log) // both ended
+	if m := w.Look(t0.Add(7*time.Second), open, log); len(m) != 0 {
+		t.Fatalf("a hang seen again gets a new grace, got %v at once", m)
+	}
+	if m := w.Look(t0.Add(12*time.Second), open, log); len(m) != 2 {
+		t.Fatalf("after its new grace: %v, want both again", m)
+	}
+}

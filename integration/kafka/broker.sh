@@ -42,6 +42,11 @@
 #                          overrides the default (the last occurrence of a key wins). A value cannot
 #                          contain spaces. Used by tests that start a dedicated broker with a special config.
 #                          A cluster appends them to every node's server.properties.
+#   STREAMSGROUP_CLUSTER_VOTERS
+#                          cluster only: how many nodes (1..V) are controllers as well as brokers, the
+#                          voters of a static metadata quorum (default 1: node 1 alone; 3 on a 3-node
+#                          cluster is a production quorum, which keeps electing leaders while any one
+#                          node is down or crashed, node 1 included).
 #   STREAMSGROUP_CLUSTER_HEAP
 #                          JVM heap flags of each cluster node (default "-Xms128m -Xmx384m": three JVMs
 #                          must fit next to the tests on a small CI machine). The single node keeps its
@@ -368,6 +373,11 @@ status() {
 
 cluster_heap=${STREAMSGROUP_CLUSTER_HEAP:--Xms128m -Xmx384m}
 
+# voters prints how many nodes are controllers (STREAMSGROUP_CLUSTER_VOTERS at start, kept in the run
+# directory for restarts); voter_list the static quorum (id@host:port,…) when there are several.
+voters() { cat "$run_dir/voters" 2>/dev/null || echo 1; }
+voter_list() { cat "$run_dir/voter_list"; }
+
 is_cluster() { [ -f "$run_dir/nodes" ]; }
 node_count() { cat "$run_dir/nodes"; }
 node_dir() { printf '%s/node-%s' "$run_dir" "$1"; }
@@ -417,11 +427,13 @@ alive_nodes() {
 # write_node_config writes node $1's server.properties and log configuration: $2 nodes in all, $3 its
 # PLAINTEXT port, $4 the controller's port (node 1's CONTROLLER listener).
 write_node_config() {
-	local n=$1 count=$2 port=$3 cport=$4 dir rf roles listeners
+	local n=$1 count=$2 port=$3 cport=$4 dir rf roles listeners quorum
 	dir=$(node_dir "$n")
 	mkdir -p "$dir/data"
 	rf=$((count < 3 ? count : 3))
-	if [ "$n" = 1 ]; then
+	quorum="controller.quorum.bootstrap.servers=127.0.0.1:$cport"
+	if [ "$(voters)" -gt 1 ]; then quorum="controller.quorum.voters=$(voter_list)"; fi
+	if [ "$n" -le "$(voters)" ]; then
 		roles=broker,controller
 		listeners="PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
 	else
@@ -433,7 +445,7 @@ write_node_config() {
 	cat >"$dir/server.properties" <<EOF
 process.roles=$roles
 node.id=$n
-controller.quorum.bootstrap.servers=127.0.0.1:$cport
+$quorum
 listeners=$listeners
 advertised.listeners=$listeners
 controller.listener.names=CONTROLLER
@@ -469,7 +481,8 @@ format_node() {
 	dir=$(node_dir "$n")
 	[ -f "$dir/data/meta.properties" ] && return 0
 	local args=(format -t "$(cat "$run_dir/cluster.id")" -c "$dir/server.properties")
-	if [ "$n" = 1 ]; then args+=(--standalone); fi
+	# A static quorum (several voters, controller.quorum.voters) is formatted without it.
+	if [ "$n" = 1 ] && [ "$(voters)" = 1 ]; then args+=(--standalone); fi
 	# Mixed versions: the oldest release's metadata.version and features (see the top of broker.sh).
 	if [ -s "$run_dir/release" ]; then args+=(--release-version "$(cat "$run_dir/release")"); fi
 	java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$(node_libs "$n")/*" -Dlog4j2.configurationFile="$dir/log4j2.properties" \
@@ -594,19 +607,31 @@ cluster_start() {
 	rm -rf "$run_dir"
 	mkdir -p "$run_dir"
 	echo "$count" >"$run_dir/nodes"
+	local nvoters=${STREAMSGROUP_CLUSTER_VOTERS:-1}
+	case "$nvoters" in '' | *[!0-9]*) die "STREAMSGROUP_CLUSTER_VOTERS must be a number of nodes (got '$nvoters')" ;; esac
+	[ "$nvoters" -ge 1 ] && [ "$nvoters" -le "$count" ] || die "STREAMSGROUP_CLUSTER_VOTERS=$nvoters: want 1..$count controllers"
+	echo "$nvoters" >"$run_dir/voters"
 	metadata_release "${versions[@]}" >"$run_dir/release"
 	write_tools_log4j2
 	# Distinct free ports: one PLAINTEXT port per node, and the controller's.
 	local ports=() p n used=" "
-	while [ "${#ports[@]}" -le "$count" ]; do
+	while [ "${#ports[@]}" -lt $((count + nvoters)) ]; do
 		p=$(free_port)
 		case "$used" in *" $p "*) continue ;; esac
 		used+="$p "
 		ports+=("$p")
 	done
-	local cport=${ports[$count]} addrs=()
+	local cport=${ports[$count]} addrs=() vl=()
+	# Node n <= voters listens for the quorum on ports[count + n - 1].
+	for n in $(seq 1 "$nvoters"); do vl+=("$n@127.0.0.1:${ports[$((count + n - 1))]}"); done
+	(
+		IFS=,
+		echo "${vl[*]}"
+	) >"$run_dir/voter_list"
 	for n in $(seq 1 "$count"); do
-		write_node_config "$n" "$count" "${ports[$((n - 1))]}" "$cport"
+		local ncport=$cport
+		if [ "$n" -le "$nvoters" ]; then ncport=${ports[$((count + n - 1))]}; fi
+		write_node_config "$n" "$count" "${ports[$((n - 1))]}" "$ncport"
 		echo "${versions[$((n - 1))]}" >"$(node_dir "$n")/version"
 		addrs+=("127.0.0.1:${ports[$((n - 1))]}")
 	done
@@ -623,6 +648,7 @@ cluster_start() {
 		echo "STREAMSGROUP_BROKERS=$count"
 		echo "STREAMSGROUP_NODE_IDS=$(seq -s , 1 "$count")"
 		echo "STREAMSGROUP_CONTROLLER_NODE=1"
+		echo "STREAMSGROUP_CONTROLLER_NODES=$(seq -s , 1 "$nvoters")"
 		echo "STREAMSGROUP_CONTROLLER_ADDRESS=127.0.0.1:$cport"
 		echo "STREAMSGROUP_NODE_VERSIONS=$(
 			IFS=,
@@ -704,7 +730,7 @@ stop_node() {
 		log "node $n is not running"
 		return 0
 	fi
-	if [ "$sig" = TERM ] && [ "$n" != 1 ] && ! node_pid_alive 1; then
+	if [ "$sig" = TERM ] && [ "$n" != 1 ] && [ "$(voters)" = 1 ] && ! node_pid_alive 1; then
 		log "the controller (node 1) is down: node $n's controlled shutdown cannot complete; it is killed after 30 s"
 	fi
 	stop_pidfile "$(node_dir "$n")/pid" "$sig"

@@ -21,7 +21,8 @@ var (
 	networkFaults = []string{"net-latency", "net-reset", "net-cut-short", "net-cut-long"}
 	processFaults = []string{"kill9", "pause-short", "pause-long", "term-restart", "add", "remove"}
 	brokerFaults  = []string{"broker-restart"}
-	clusterFaults = []string{"coord-stop", "coord-elect"} // BROKERS >= 3
+	// BROKERS >= 3 (a quorum of three voters; broker-restart, all nodes at once, is left out).
+	clusterFaults = []string{"coord-stop", "coord-elect", "txn-coord-elect", "broker-crash", "rolling-restart", "broker-pause", "broker-cut"}
 )
 
 // plan is one fault as drawn from the seed, before it runs: everything random is drawn here, in a
@@ -32,6 +33,7 @@ type plan struct {
 	d      time.Duration // how long the fault lasts (pause, cut, latency, …)
 	delay  time.Duration // kill9 / term-restart: how long the process stays down
 	amount int           // net-latency: milliseconds
+	node   int           // cluster faults on one node: the node is the cluster's node(node mod count)
 }
 
 // draw picks the next fault. procs are the current process names, sorted; count bounds keep the
@@ -66,6 +68,20 @@ func draw(rng *rand.Rand, types []string, procs []string, lo, hi int, session ti
 		p.proc = target
 	case "coord-stop":
 		p.d = d1
+	}
+	// Cluster faults draw more, after the draws every fault makes: schedules without them stay what
+	// their seed always gave.
+	switch p.typ {
+	case "broker-crash":
+		p.node, p.delay = rng.IntN(1<<16), ms(0, 5*time.Second)
+	case "broker-pause":
+		// Past broker.session.timeout.ms (3 s): the controller fences the node and moves its
+		// leaderships while it cannot act, as it would a node cut off from everyone.
+		p.node, p.d = rng.IntN(1<<16), ms(4*time.Second, 8*time.Second)
+	case "broker-cut":
+		p.node, p.d = rng.IntN(1<<16), ms(1500*time.Millisecond, 5*time.Second)
+	case "txn-coord-elect":
+		p.node = rng.IntN(1 << 16)
 	}
 	return p
 }
@@ -145,6 +161,8 @@ func (d *driver) apply(ctx context.Context, n int, pl plan) (chaos.Fault, error)
 		err = d.broker.sh(ctx, "restart")
 	case "coord-stop", "coord-elect":
 		f.Detail, err = d.moveCoordinator(ctx, pl)
+	case "broker-crash", "rolling-restart", "broker-pause", "broker-cut", "txn-coord-elect":
+		f.Detail, err = d.clusterFault(ctx, pl)
 	default:
 		err = fmt.Errorf("unknown fault type %q", pl.typ)
 	}
@@ -215,13 +233,16 @@ func (d *driver) moveCoordinator(ctx context.Context, pl plan) (string, error) {
 		return "", fmt.Errorf("FindCoordinator: %v", c.Err)
 	}
 	ctrl := int32(1)
-	if pl.typ == "coord-stop" && c.NodeID != ctrl {
+	if pl.typ == "coord-stop" && (c.NodeID != ctrl || d.cfg.Voters > 1) {
 		node := fmt.Sprint(c.NodeID)
 		if err := d.broker.sh(ctx, "stop-node", node); err != nil {
 			return "", err
 		}
 		sleep(ctx, pl.d)
 		err := d.broker.sh(ctx, "start-node", node)
+		if err == nil && d.cfg.Voters > 1 {
+			err = d.waitInSync(ctx)
+		}
 		return fmt.Sprintf("coordinator node %s stopped for %v, started again", node, pl.d), err
 	}
 	md, err := d.broker.adm.Metadata(cctx, "__consumer_offsets")

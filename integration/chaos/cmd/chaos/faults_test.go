@@ -5,6 +5,7 @@ package main
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -82,5 +83,34 @@ func TestGroupPartition(t *testing.T) {
 	// A negative hash is made positive ("polygenelubricants" hashes to Integer.MIN_VALUE → 0).
 	if got := groupPartition("polygenelubricants", 3); got != 0 {
 		t.Fatalf("MIN_VALUE hash -> %d", got)
+	}
+}
+
+// On the 3-node cluster the schedule has the node faults and restarts node by node, never all at
+// once; each node fault names a node, drawn from the seed.
+func TestClusterTypes(t *testing.T) {
+	types, err := pickTypes("", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"broker-crash", "rolling-restart", "broker-pause", "broker-cut", "txn-coord-elect", "coord-stop", "coord-elect", "kill9"} {
+		if !slices.Contains(types, want) {
+			t.Errorf("the cluster's fault types %v lack %s", types, want)
+		}
+	}
+	if slices.Contains(types, "broker-restart") {
+		t.Errorf("the cluster restarts every node at once: %v", types)
+	}
+	rng := rand.New(rand.NewPCG(9, 0x5eed))
+	nodes := map[int]bool{}
+	for range 300 {
+		p := draw(rng, []string{"broker-crash", "broker-pause"}, []string{"a", "b"}, 2, 3, 6*time.Second)
+		nodes[p.node%3] = true
+		if p.typ == "broker-pause" && (p.d <= 3*time.Second || p.d > 8*time.Second) {
+			t.Errorf("broker-pause of %v is not past the brokers' session of 3 s", p.d)
+		}
+	}
+	if len(nodes) != 3 {
+		t.Errorf("300 node faults hit nodes %v, want all three", nodes)
 	}
 }

@@ -49,6 +49,7 @@ func (l *dlog) write(r chaos.DriverRecord) {
 type broker struct {
 	script string
 	runDir string
+	extra  []string // more environment for broker.sh (the cluster's voters and properties)
 	env    map[string]string
 	addrs  []string // every node's advertised host:port, in node order
 	nodes  []int32
@@ -59,7 +60,7 @@ type broker struct {
 
 func (b *broker) sh(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, "bash", append([]string{b.script}, args...)...)
-	cmd.Env = append(os.Environ(), "STREAMSGROUP_RUN_DIR="+b.runDir)
+	cmd.Env = append(append(os.Environ(), "STREAMSGROUP_RUN_DIR="+b.runDir), b.extra...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("broker.sh %s: %w\n%s", strings.Join(args, " "), err, out)
@@ -73,7 +74,12 @@ func clusterSupported(script string) bool {
 	return err == nil && strings.Contains(string(b), "stop-node") && strings.Contains(string(b), "--brokers")
 }
 
-func startBroker(ctx context.Context, script, runDir string, brokers int) (*broker, error) {
+// clusterProps are the cluster's server properties beyond broker.sh's: what production runs
+// exactly-once with. Every topic's writes need two in-sync replicas (the topics have three), and so
+// do the transaction log's.
+const clusterProps = "min.insync.replicas=2 transaction.state.log.min.isr=2"
+
+func startBroker(ctx context.Context, script, runDir string, brokers, voters int) (*broker, error) {
 	b := &broker{script: script, runDir: runDir}
 	args := []string{"start"}
 	if brokers > 1 {
@@ -81,6 +87,9 @@ func startBroker(ctx context.Context, script, runDir string, brokers int) (*brok
 			return nil, errors.New("BROKERS>1 needs broker.sh start --brokers N, which this broker.sh does not have yet")
 		}
 		args = append(args, "--brokers", strconv.Itoa(brokers))
+		if voters > 1 {
+			b.extra = []string{"STREAMSGROUP_CLUSTER_VOTERS=" + strconv.Itoa(voters), "STREAMSGROUP_BROKER_EXTRA=" + clusterProps}
+		}
 	}
 	if err := b.sh(ctx, args...); err != nil {
 		return b, err

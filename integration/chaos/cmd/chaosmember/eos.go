@@ -46,8 +46,9 @@ type eosMember struct {
 	held []string
 }
 
-func runEOS(ctx context.Context, lw *logw, name string, seeds []string, rewrite map[string]string, app, input, output, stateDir string, logger *slog.Logger) int {
+func runEOS(ctx context.Context, lw *logw, name string, seeds []string, rewrite map[string]string, app, input, output, stateDir, replication string, logger *slog.Logger) int {
 	cfg, err := config.FromMap(map[string]string{
+		"replication.factor":   replication,
 		"application.id":       app,
 		"bootstrap.servers":    seeds[0],
 		"processing.guarantee": string(config.ExactlyOnceV2),

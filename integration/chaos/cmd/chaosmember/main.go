@@ -71,6 +71,7 @@ func main() {
 	eos := flag.Bool("eos", false, "run the counting application on the stream runtime under exactly_once_v2 (one member)")
 	output := flag.String("output", chaos.EOSOutput, "-eos: the output topic")
 	stateDir := flag.String("state", "", "-eos: state.dir (kept across the process's restarts)")
+	replication := flag.String("replication", "-1", "-eos: replication.factor of the internal topics")
 	flag.Parse()
 	if *bootstrap == "" || *logPath == "" {
 		fmt.Fprintln(os.Stderr, "chaosmember: -bootstrap and -log are required")
@@ -113,7 +114,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "chaosmember: -eos runs one member (-members 1) and needs -state")
 			os.Exit(2)
 		}
-		code := runEOS(ctx, lw, *proc, strings.Split(*bootstrap, ","), rewrite, *app, *input, *output, *stateDir, logger)
+		code := runEOS(ctx, lw, *proc, strings.Split(*bootstrap, ","), rewrite, *app, *input, *output, *stateDir, *replication, logger)
 		stop()
 		os.Exit(code)
 	}
