@@ -34,7 +34,8 @@ const offsetsTopic = "__consumer_offsets"
 
 // Cluster is a dedicated multi-node Kafka cluster started with `broker.sh start --brokers N` (the
 // shared broker's script and Kafka version, its own run directory), stopped when the test ends. Node
-// 1 is the only controller: tests stop and kill broker-only nodes.
+// 1 is the only controller (tests stop and kill broker-only nodes) unless the cluster was started
+// with more voters (startProductionCluster: every node a controller too, any one may stop).
 type Cluster struct {
 	Addrs    map[int32]string // node ID -> host:port of its PLAINTEXT listener
 	Versions map[int32]string // node ID -> its Kafka version (all the same unless KAFKA_NODE_VERSIONS)
@@ -43,6 +44,7 @@ type Cluster struct {
 
 	script  string
 	env     []string
+	voters  int
 	mu      sync.Mutex
 	stopped map[int32]bool
 }
@@ -67,7 +69,12 @@ func startClusterEnv(t *testing.T, n int, env ...string) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{RunDir: dir, script: shared.Script, Addrs: make(map[int32]string), Versions: make(map[int32]string), stopped: make(map[int32]bool)}
+	c := &Cluster{RunDir: dir, script: shared.Script, Addrs: make(map[int32]string), Versions: make(map[int32]string), stopped: make(map[int32]bool), voters: 1}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "STREAMSGROUP_CLUSTER_VOTERS="); ok {
+			c.voters, _ = strconv.Atoi(v)
+		}
+	}
 	c.env = append(os.Environ(), "STREAMSGROUP_RUN_DIR="+dir)
 	if shared.Version != "" {
 		c.env = append(c.env, "KAFKA_VERSION="+shared.Version)
@@ -129,7 +136,7 @@ func (c *Cluster) run(args ...string) error {
 // a crash (SIGKILL) when kill is set. Node 1, the controller, is refused.
 func (c *Cluster) StopNode(t *testing.T, id int32, kill bool) {
 	t.Helper()
-	if id == 1 {
+	if id == 1 && c.voters == 1 {
 		t.Fatal("node 1 is the cluster's only controller: stopping it would stop every leadership change")
 	}
 	args := []string{"stop-node", strconv.Itoa(int(id))}
@@ -560,4 +567,76 @@ func memberGoroutines() map[string]string {
 		}
 	}
 	return out
+}
+
+// productionProps are the server properties of startProductionCluster beyond broker.sh's: every
+// write needs two in-sync replicas, the transaction log's too.
+const productionProps = "min.insync.replicas=2 transaction.state.log.min.isr=2"
+
+// startProductionCluster starts the cluster exactly-once is meant to run on: 3 nodes, each a
+// controller (a quorum of three, so any one node may fail, the active controller included) and a
+// broker; topics the test creates get 3 replicas (CreateTopic) and, like the internal topics of an
+// app with replication.factor=3, need 2 of them in sync.
+func startProductionCluster(t *testing.T) *Cluster {
+	t.Helper()
+	return startClusterEnv(t, 3, "STREAMSGROUP_CLUSTER_VOTERS=3", "STREAMSGROUP_BROKER_EXTRA="+productionProps)
+}
+
+// StartNode starts node id again (broker.sh start-node: on its ports and data) and waits until it
+// is registered.
+func (c *Cluster) StartNode(t *testing.T, id int32) {
+	t.Helper()
+	if err := c.run("start-node", strconv.Itoa(int(id))); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	delete(c.stopped, id)
+	c.mu.Unlock()
+}
+
+// WaitInSync waits until every partition of every topic (the internal ones too) has a leader and
+// all its replicas in sync: what an operator waits for before the next node of a rolling restart.
+func (c *Cluster) WaitInSync(t *testing.T, adm *kadm.Client) {
+	t.Helper()
+	Eventually(t, 2*time.Minute, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		tds, err := adm.ListTopicsWithInternal(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, td := range tds.Sorted() {
+			if td.Err != nil {
+				return false, fmt.Sprintf("%s: %v", td.Topic, td.Err)
+			}
+			for _, p := range td.Partitions.Sorted() {
+				if p.Leader < 0 || len(p.ISR) < len(p.Replicas) {
+					return false, fmt.Sprintf("%s[%d]: leader %d, in sync %v of %v", td.Topic, p.Partition, p.Leader, p.ISR, p.Replicas)
+				}
+			}
+		}
+		return true, ""
+	})
+}
+
+// LeadsNothing waits until node id leads no partition (the controller fenced it after a crash and
+// moved its leaderships).
+func (c *Cluster) LeadsNothing(t *testing.T, adm *kadm.Client, id int32) {
+	t.Helper()
+	Eventually(t, time.Minute, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		tds, err := adm.ListTopicsWithInternal(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, td := range tds.Sorted() {
+			for _, p := range td.Partitions.Sorted() {
+				if p.Leader == id {
+					return false, fmt.Sprintf("node %d still leads %s[%d]", id, td.Topic, p.Partition)
+				}
+			}
+		}
+		return true, ""
+	})
 }

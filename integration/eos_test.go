@@ -174,66 +174,6 @@ func TestEOSMemberKilledMidTransaction(t *testing.T) {
 	s.verifyFresh(t, want)
 }
 
-// TestEOSBrokerRestart (fault 4): the broker restarts under two exactly-once members while input
-// flows. Their open transactions fail or abort and the work is done again; afterwards the output
-// and the stores are exact. (While the broker is away the members' session guards fire: this test
-// then meets the fault TestEOSTasksLostDuringCommit provokes on purpose, counts past the number of
-// inputs, in some runs.)
-//
-// The members reach the broker through a proxy that is cut just before the broker's controlled
-// shutdown and restored once it is back: a transaction that ends in the moment the shutdown has given
-// the leaderships up is completed by its coordinator without markers and hangs for good (a broker
-// limitation, docs/runtime.md), which no client can end. Cutting the members off first keeps that
-// moment free of their requests, so every transaction the broker decides gets its markers, and the
-// test needs no operator's hand: a hang it still meets fails it (nothing is repaired).
-func TestEOSBrokerRestart(t *testing.T) {
-	s := newEOSSetup(t, 4)
-	if s.b.RunDir == "" {
-		t.Fatal("this test restarts the broker and needs its run directory (STREAMSGROUP_RUN_DIR)")
-	}
-	p := newResetProxy(t, s.b.Bootstrap)
-	viaProxy := []stream.Option{stream.WithClientOptions(proxyDialer(t, s.b, p))}
-	a := s.start(t, "a", rtOpts{cfg: eosCfg(t.TempDir()), opts: viaProxy})
-	b := s.start(t, "b", rtOpts{cfg: eosCfg(t.TempDir()), opts: viaProxy})
-	s.waitSplit(t, a, b)
-	f := feed(t, s.b.Client(t), s.input, 16, 20000)
-	f.waitMore(t, 300)
-	p.SetDown(true)
-	// What reached the coordinator before the cut is decided and marked while the leaderships are
-	// all there: no transaction of the group is left between its decision and its markers.
-	Eventually(t, settle, func() (bool, string) {
-		states, err := txnStates(t, s.b, s.group)
-		if err != nil {
-			return false, fmt.Sprintf("listing the transactions: %v", err)
-		}
-		for id, st := range states {
-			if st == "PrepareCommit" || st == "PrepareAbort" || st == "PrepareEpochFence" {
-				return false, fmt.Sprintf("transaction %s is %s", id, st)
-			}
-		}
-		return true, ""
-	})
-	s.b.Restart(t)
-	p.SetDown(false)
-	f.waitMore(t, 300)
-	deadline := time.Now().Add(settle)
-	for {
-		ok, why := s.split(a, b)
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the group did not recover within %v of the broker restart: %s; the group's transactions: %s "+
-				"(a member whose OnTasksAssigned fails on UNSTABLE_OFFSET_COMMIT — see the log — waits for a transaction "+
-				"that holds its tasks' offsets pending)", settle, why, openTxns(t, s.b, s.group))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	want := f.stop(t)
-	Eventually(t, 90*time.Second, func() (bool, string) { return caughtUp(t, s.b.Admin(t), s.group, s.input) })
-	s.finish(t, want, a, b)
-}
-
 // zombieMember is a commit.Member frozen at a snapshot: the member as a zombie still sees itself.
 type zombieMember struct{ snap membership.Snapshot }
 

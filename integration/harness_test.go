@@ -27,7 +27,7 @@ import (
 // already running (STREAMSGROUP_BOOTSTRAP, as written by `broker.sh start` into its env file), or
 // Main starts one with kafka/broker.sh and stops it when the tests are done.
 type Broker struct {
-	Bootstrap string // host:port of the PLAINTEXT listener
+	Bootstrap string // host:port of the PLAINTEXT listener (a cluster's: every node's, comma separated)
 	Version   string // Apache Kafka version, e.g. 4.4.0
 	Libs      string // directory of the broker's jars (for Kafka's own tools)
 	RunDir    string // the broker's run directory (config, data, log)
@@ -145,7 +145,7 @@ func (b *Broker) Restart(t testing.TB) {
 // Client returns a franz-go client for the broker, closed when the test ends.
 func (b *Broker) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Bootstrap)}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(b.Bootstrap, ",")...)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

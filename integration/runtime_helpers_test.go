@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,6 +85,7 @@ type rtApp struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error // Run's result, once done is closed
+	log    *logRing // the last lines it logged (info and above)
 
 	mu       sync.Mutex
 	restores []stream.RestoreBatch
@@ -102,7 +104,7 @@ func (r *rtApp) OnAssignmentChanged(owned tasks.Assignment) {
 // baseConfig is a runtime config for group on the test broker: quick retries, commits every 200 ms.
 func baseConfig(b *Broker, group string) config.Config {
 	cfg := config.Default(group)
-	cfg.BootstrapServers = []string{b.Bootstrap}
+	cfg.BootstrapServers = strings.Split(b.Bootstrap, ",")
 	cfg.RetryBackoff = 50 * time.Millisecond
 	cfg.RetryBackoffMax = 500 * time.Millisecond
 	cfg.RequestTimeout = 5 * time.Second
@@ -122,8 +124,8 @@ func (s *rtSetup) newApp(t *testing.T, name string, o rtOpts) *rtApp {
 	if proc == nil {
 		proc = stream.Typed(serde.String, serde.String, countTo(s.output))
 	}
-	r := &rtApp{name: name, done: make(chan struct{})}
 	ring, kring := newLogRing(400), newLogRing(200)
+	r := &rtApp{name: name, done: make(chan struct{}), log: ring}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the last things %s logged (info and above):\n%s\nand its kgo client:\n%s", name, ring.String(), kring.String())
