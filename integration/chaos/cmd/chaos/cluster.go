@@ -117,8 +117,8 @@ func (d *driver) clusterFault(ctx context.Context, pl plan) (string, error) {
 		sleep(ctx, pl.d)
 		return fmt.Sprintf("every member cut off from node %s (blackhole both ways) for %v", n, pl.d), heal()
 	case "txn-coord-elect":
-		moved, err := d.moveLeaders(ctx, "__transaction_state", node)
-		return fmt.Sprintf("the leadership of %d __transaction_state partitions moved away from node %s (transaction coordinators moved)", moved, n), err
+		from, moved, err := d.moveLeaders(ctx, "__transaction_state", node)
+		return fmt.Sprintf("the leadership of %d __transaction_state partitions moved away from node %d (transaction coordinators moved)", moved, from), err
 	}
 	return "", fmt.Errorf("not a cluster fault: %s", pl.typ)
 }
@@ -134,13 +134,27 @@ func (b *broker) nodePID(id int32) (int, error) {
 }
 
 // moveLeaders moves the leadership of every partition of topic led by node to the next replica
-// (its replicas reordered, the preferred one elected), as an operator moves coordinators.
-func (d *driver) moveLeaders(ctx context.Context, topic string, node int32) (int, error) {
+// (its replicas reordered, the preferred one elected), as an operator moves coordinators. A node
+// that leads none of them (leaderships gather on some nodes after restarts, as the preferred
+// leaders are not elected back) gives way to the node that leads the most. It returns the node the
+// leaderships moved from and how many moved.
+func (d *driver) moveLeaders(ctx context.Context, topic string, node int32) (int32, int, error) {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	md, err := d.broker.adm.Metadata(cctx, topic)
 	if err != nil {
-		return 0, err
+		return node, 0, err
+	}
+	led := map[int32]int{}
+	for _, pd := range md.Topics[topic].Partitions {
+		led[pd.Leader]++
+	}
+	if led[node] == 0 {
+		for _, id := range d.broker.nodes { // in node order: a seed gives the same choice
+			if led[id] > led[node] {
+				node = id
+			}
+		}
 	}
 	req := kadm.AlterPartitionAssignmentsReq{}
 	set := kadm.TopicsSet{}
@@ -155,25 +169,25 @@ func (d *driver) moveLeaders(ctx context.Context, topic string, node int32) (int
 		set.Add(topic, part)
 	}
 	if len(set) == 0 {
-		return 0, nil
+		return node, 0, nil
 	}
 	if _, err := d.broker.adm.AlterPartitionAssignments(cctx, req); err != nil {
-		return 0, err
+		return node, 0, err
 	}
 	res, err := d.broker.adm.ElectLeaders(cctx, kadm.ElectPreferredReplica, set)
 	if err != nil {
-		return 0, err
+		return node, 0, err
 	}
 	moved := 0
 	for _, ps := range res {
 		for _, r := range ps {
 			if r.Err != nil {
-				return moved, fmt.Errorf("electing %s[%d]: %w", r.Topic, r.Partition, r.Err)
+				return node, moved, fmt.Errorf("electing %s[%d]: %w", r.Topic, r.Partition, r.Err)
 			}
 			moved++
 		}
 	}
-	return moved, nil
+	return node, moved, nil
 }
 
 // leadsNothing says whether node leads no partition now (false when the metadata cannot be read).
