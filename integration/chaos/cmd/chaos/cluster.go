@@ -26,6 +26,12 @@ import (
 // clusterFault runs one of the cluster's node faults and returns its detail.
 func (d *driver) clusterFault(ctx context.Context, pl plan) (string, error) {
 	node := d.broker.nodes[pl.node%len(d.broker.nodes)]
+	if pl.typ == "broker-crash" || pl.typ == "broker-pause" || pl.typ == "broker-cut" {
+		// After restarts the leaderships gather on some nodes (the preferred leaders are not
+		// elected back): a drawn node that leads nothing gives way to the one that leads the most,
+		// so that the fault moves leaderships.
+		node = d.busiest(ctx, node)
+	}
 	n := strconv.Itoa(int(node))
 	switch pl.typ {
 	case "broker-crash":
@@ -188,6 +194,31 @@ func (d *driver) moveLeaders(ctx context.Context, topic string, node int32) (int
 		}
 	}
 	return node, moved, nil
+}
+
+// busiest returns node if it leads a partition, else the node (in node order) that leads the most.
+func (d *driver) busiest(ctx context.Context, node int32) int32 {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	tds, err := d.broker.adm.ListTopicsWithInternal(cctx)
+	if err != nil {
+		return node
+	}
+	led := map[int32]int{}
+	for _, td := range tds {
+		for _, p := range td.Partitions {
+			led[p.Leader]++
+		}
+	}
+	if led[node] > 0 {
+		return node
+	}
+	for _, id := range d.broker.nodes {
+		if led[id] > led[node] {
+			node = id
+		}
+	}
+	return node
 }
 
 // leadsNothing says whether node leads no partition now (false when the metadata cannot be read).
