@@ -870,3 +870,31 @@ func TestKeylessRecordsKeepZeroResults(t *testing.T) {
 	}
 	expect(t, streamtest.Output(d, "buckets", serde.Int64, serde.Int64), kv[int64, int64]{0, 1}, kv[int64, int64]{3, 1})
 }
+
+// replication.factor reaches every internal topic the program derives (the changelogs and the
+// repartition topic of a regrouping), as Kafka Streams sends it; the default leaves the broker's.
+func TestBuildAppliesReplicationFactor(t *testing.T) {
+	for _, rf := range []int16{-1, 3} {
+		b := NewBuilder()
+		users := Table(b, "in", Consumed[string, string]{})
+		GroupTableBy(users, func(k, v string) (string, string) { return v, k }).Count()
+		cfg := config.Default("app")
+		cfg.ReplicationFactor = rf
+		topo, _, err := b.Build(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, st := range topo.Subtopologies() {
+			for _, ti := range slices.Concat(st.StateChangelogTopics, st.RepartitionSourceTopics) {
+				n++
+				if ti.ReplicationFactor != rf {
+					t.Errorf("replication.factor=%d: %s has factor %d", rf, ti.Name, ti.ReplicationFactor)
+				}
+			}
+		}
+		if n < 3 {
+			t.Fatalf("replication.factor=%d: %d internal topics, want the table's and the count's changelogs and the repartition topic", rf, n)
+		}
+	}
+}
