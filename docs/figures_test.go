@@ -173,7 +173,10 @@ type chaosReport struct {
 	} `json:"processes"`
 	Conns   *summary `json:"broker_connections"`
 	Markers []string `json:"markers"` // markers the driver wrote for transactions the broker left hanging
-	Pass    bool     `json:"pass"`
+	// Hanging are the hanging transactions the driver's detector found; HangDetector says it ran.
+	Hanging      []string `json:"hanging"`
+	HangDetector bool     `json:"hang_detector"`
+	Pass         bool     `json:"pass"`
 	Wall    float64  `json:"wall_seconds"`
 }
 
@@ -201,6 +204,10 @@ func renderChaos(b []byte) (string, error) {
 		fmt.Fprintf(&w, "Exactly-once (S4) %s: %d keys, %d input records, %d committed output records; %d lost, %d duplicated; "+
 			"counts visible twice %d, never visible %d; settled %.1f s after the last fault.\n\n",
 			ok(r.S4), e.Keys, e.Inputs, e.Outputs, e.Lost, e.Duplicated, e.Repeats, e.Gaps, e.SettleMs/1000)
+		if r.HangDetector {
+			fmt.Fprintf(&w, "Transactions left hanging (still open on a partition 5 s after their coordinator's decision was seen), found by "+
+				"the driver's detector, which writes no marker: %d.\n\n", len(r.Hanging))
+		}
 		if n := len(r.Markers); n > 0 {
 			fmt.Fprintf(&w, "The driver ended %d transactions the broker left hanging, with their ABORT markers "+
 				"(a broker limitation, see integration/chaos/README.md).\n\n", n)
@@ -312,5 +319,21 @@ func TestRenderChaos(t *testing.T) {
 	if want := "The driver ended 3 transactions the broker left hanging, with their ABORT markers " +
 		"(a broker limitation, see integration/chaos/README.md).\n\n"; !strings.Contains(got, want) {
 		t.Fatalf("got\n%s\nwant it to say\n%s", got, want)
+	}
+	if strings.Contains(got, "found by the driver's detector") {
+		t.Fatalf("a run without the detector says what it found:\n%s", got)
+	}
+	// A run with the detector says how many hangs it found, none too.
+	for n, hanging := range []string{`[]`, `["hanging transaction: COMMIT marker for t[1]"]`} {
+		det := strings.Replace(eos, `"pass": true`, `"hang_detector": true, "hanging": `+hanging+`, "pass": true`, 1)
+		got, err = renderChaos([]byte(det))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("Transactions left hanging (still open on a partition 5 s after their coordinator's decision was seen), found by "+
+			"the driver's detector, which writes no marker: %d.\n\n", n)
+		if !strings.Contains(got, want) {
+			t.Fatalf("got\n%s\nwant it to say\n%s", got, want)
+		}
 	}
 }
