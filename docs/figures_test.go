@@ -177,7 +177,7 @@ type chaosReport struct {
 	Hanging      []string `json:"hanging"`
 	HangDetector bool     `json:"hang_detector"`
 	Pass         bool     `json:"pass"`
-	Wall    float64  `json:"wall_seconds"`
+	Wall         float64  `json:"wall_seconds"`
 }
 
 func renderChaos(b []byte) (string, error) {
