@@ -180,20 +180,8 @@ func (d *driver) moveLeaders(ctx context.Context, topic string, node int32) (int
 	if _, err := d.broker.adm.AlterPartitionAssignments(cctx, req); err != nil {
 		return node, 0, err
 	}
-	res, err := d.broker.adm.ElectLeaders(cctx, kadm.ElectPreferredReplica, set)
-	if err != nil {
-		return node, 0, err
-	}
-	moved := 0
-	for _, ps := range res {
-		for _, r := range ps {
-			if r.Err != nil {
-				return node, moved, fmt.Errorf("electing %s[%d]: %w", r.Topic, r.Partition, r.Err)
-			}
-			moved++
-		}
-	}
-	return node, moved, nil
+	moved, err := d.electPreferred(cctx, set)
+	return node, moved, err
 }
 
 // busiest returns node if it leads a partition, else the node (in node order) that leads the most.

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/streamsgroup/streamsgroup/integration/chaos"
 )
@@ -264,17 +266,43 @@ func (d *driver) moveCoordinator(ctx context.Context, pl plan) (string, error) {
 	}
 	set := kadm.TopicsSet{}
 	set.Add("__consumer_offsets", part)
-	res, err := d.broker.adm.ElectLeaders(cctx, kadm.ElectPreferredReplica, set)
-	if err == nil {
+	moved, err := d.electPreferred(cctx, set)
+	if err == nil && moved == 0 {
+		return fmt.Sprintf("__consumer_offsets-%d: node %d already led it (the metadata read was behind), nothing moved", part, next), nil
+	}
+	return fmt.Sprintf("__consumer_offsets-%d leadership moved from node %d to node %d", part, pd.Leader, next), err
+}
+
+// electPreferred elects the preferred replica of the partitions of set, after their replicas were
+// reordered, and returns how many leaderships moved. ELECTION_NOT_NEEDED (the reordering not applied
+// yet, or the preferred replica leading already, which a metadata read that was behind can hide) is
+// asked again a few times, then counted as no move.
+func (d *driver) electPreferred(ctx context.Context, set kadm.TopicsSet) (int, error) {
+	moved := 0
+	for try := 0; ; try++ {
+		res, err := d.broker.adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
+		if err != nil {
+			return moved, err
+		}
+		again := kadm.TopicsSet{}
 		for _, ps := range res {
 			for _, r := range ps {
-				if r.Err != nil {
-					err = r.Err
+				switch {
+				case r.Err == nil:
+					moved++
+				case errors.Is(r.Err, kerr.ElectionNotNeeded):
+					again.Add(r.Topic, r.Partition)
+				default:
+					return moved, fmt.Errorf("electing %s[%d]: %w", r.Topic, r.Partition, r.Err)
 				}
 			}
 		}
+		if len(again) == 0 || try == 10 {
+			return moved, nil
+		}
+		set = again
+		sleep(ctx, 300*time.Millisecond)
 	}
-	return fmt.Sprintf("__consumer_offsets-%d leadership moved from node %d to node %d", part, pd.Leader, next), err
 }
 
 // groupPartition is the __consumer_offsets partition of a group, as the broker computes it (the
