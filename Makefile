@@ -149,7 +149,7 @@ test: chaos-short
 
 ## chaos-eos-short: the exactly-once mode (APP=eos: the members run a counting app on the stream
 ## runtime under exactly_once_v2 with a Pebble store; the checker adds S4, every key's committed
-## output and stored count equal to its input count, and no transaction left hanging) on the 3-node
+## output and stored count equal to its input count, and no transaction found hanging) on the 3-node
 ## cluster it is meant for (BROKERS=3: a quorum of three, replication 3, min.insync.replicas=2), on a
 ## short known schedule, seed 72 and 8 faults unless SEED / FAULTS say otherwise: a node crashed, a
 ## node paused past the brokers' session, the members cut off from a node, a rolling restart, the

@@ -84,7 +84,7 @@ type rtApp struct {
 	app    *stream.App
 	cancel context.CancelFunc
 	done   chan struct{}
-	err    error // Run's result, once done is closed
+	err    error    // Run's result, once done is closed
 	log    *logRing // the last lines it logged (info and above)
 
 	mu       sync.Mutex

@@ -24,6 +24,7 @@ import (
 // WeakReplicationWarning says an application runs exactly_once_v2 on a cluster that cannot keep
 // its results through one broker's failure. Passed to WithWarningListener once per App, and logged.
 type WeakReplicationWarning struct {
+	// Group is the application.id.
 	Group string
 	// SingleReplica are the application's internal topics (changelogs, repartition topics) with
 	// one replica.
@@ -36,6 +37,7 @@ type WeakReplicationWarning struct {
 	Brokers int
 }
 
+// Error says what is weak, the risk, and what to run instead.
 func (w *WeakReplicationWarning) Error() string {
 	var why []string
 	if len(w.SingleReplica) > 0 {

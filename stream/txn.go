@@ -128,10 +128,17 @@ func (a *App) ensureTxn(topic string) bool {
 // the coordinator no longer accepts (INVALID_TXN_STATE after it aborted on its own), or a load of the
 // producer ID that failed on a connection kgo does not retry — one a stopping broker closed as it
 // was opened (*kgo.ErrFirstReadEOF, which kgo takes for a TLS or SASL mismatch), as in every rolling
-// restart. A new producer is the way on from each; only what the machine calls fatal (an
-// authorization error, the client closed) ends the application.
+// restart, or another broken connection. A new producer is the way on from each: its own
+// InitProducerId is bounded (task.timeout.ms), so a cluster that keeps refusing (a real TLS
+// mismatch) still ends the application then. An authorization error, a closed client or an error
+// of no known kind ends it at once.
 func renewsProducer(err error) bool {
-	return classify(err) != classFatal
+	c := classify(err)
+	if c == classFatal {
+		return false
+	}
+	return c == classRenewProducer || errors.As(err, new(*kerr.Error)) || errors.As(err, new(*kgo.ErrFirstReadEOF)) ||
+		sm.ClusterUnreachable(err)
 }
 
 // discardPending drops every store's pending writes and fetches the inputs again from to, the last

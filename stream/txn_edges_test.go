@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,6 +183,8 @@ func TestRenewsProducer(t *testing.T) {
 		{kerr.TransactionalIDAuthorizationFailed, false},
 		{fmt.Errorf("begin: %w", kgo.ErrClientClosed), false},
 		{&TxnError{Err: kerr.ProducerFenced}, false},
+		{errors.New("something else"), false},
+		{fmt.Errorf("dial: %w", syscall.ECONNREFUSED), true},
 	} {
 		if got := renewsProducer(tc.err); got != tc.renew {
 			t.Errorf("renewsProducer(%v) = %v, want %v", tc.err, got, tc.renew)

@@ -107,8 +107,10 @@ type Report struct {
 	// HangDetector says the detector ran (an exactly-once run without RepairHangs).
 	Hanging      []string `json:"hanging,omitempty"`
 	HangDetector bool     `json:"hang_detector,omitempty"`
-	Pass     bool     `json:"pass"`
-	WallSecs float64  `json:"wall_seconds"`
+	// HangLooks is how many looks the detector took (at every partition's open transactions).
+	HangLooks int     `json:"hang_looks,omitempty"`
+	Pass      bool    `json:"pass"`
+	WallSecs  float64 `json:"wall_seconds"`
 }
 
 type procKey struct {
@@ -204,6 +206,8 @@ func Check(run Run) Report {
 			rep.Markers = append(rep.Markers, r.Detail)
 		case DKHang:
 			rep.Hanging = append(rep.Hanging, r.Detail)
+		case DKHangLooks:
+			rep.HangLooks += r.Looks
 		case DKSnapshot:
 			if r.Snap != nil {
 				snaps = append(snaps, r)

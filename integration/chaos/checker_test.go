@@ -938,6 +938,7 @@ func TestReportTextFull(t *testing.T) {
 		Markers:      []string{"ended a hanging transaction: wrote the ABORT marker for chaos-output[1] producer 0 epoch 16 from offset 281"},
 		Hanging:      []string{"hanging transaction: COMMIT marker for chaos-output[2] producer 3 epoch 1 from offset 9"},
 		HangDetector: true,
+		HangLooks:    321,
 		WallSecs:     997,
 	}
 	want := []string{
@@ -961,7 +962,7 @@ func TestReportTextFull(t *testing.T) {
 		"hanging transactions the driver ended (a run about the single-node broker limitation, HANGS=abort: markers the coordinator skipped; see README): 1",
 		"ended a hanging transaction: wrote the ABORT marker for chaos-output[1] producer 0 epoch 16 from offset 281",
 		"",
-		"hanging transactions found by the detector (each fails S4): 1",
+		"hanging transactions found by the detector (321 looks; each fails S4): 1",
 		"hanging transaction: COMMIT marker for chaos-output[2] producer 3 epoch 1 from offset 9",
 		"",
 		"exactly-once (S4): 36 keys, 141876 input records, 141877 committed output records, 35 keys in the final stores, settled 1234 ms after the last fault",

@@ -46,6 +46,15 @@ func checkS4(run Run, drv []DriverRecord, rep *Report) {
 	rep.EOS = sum
 	defer func() { rep.S4.OK = rep.S4.Count == 0 }()
 	rep.HangDetector = !run.Config.RepairHangs
+	looks := 0
+	for _, r := range drv {
+		if r.Kind == DKHangLooks {
+			looks += r.Looks
+		}
+	}
+	if rep.HangDetector && looks == 0 {
+		rep.S4.add("the hang detector never looked at the open transactions (it found no hang for want of looking)")
+	}
 	// A transaction the broker left hanging breaks exactly-once for whoever reads its partition
 	// (read_committed readers stop at it; the group's offsets stay unstable) whether or not the
 	// totals come out right; a marker the driver wrote is a repair, which only a run about the

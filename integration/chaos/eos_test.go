@@ -21,6 +21,7 @@ var eosInputs = map[string]int64{"k000": 3, "k001": 2, "k002": 4}
 func eosRun(counts map[string][]int64, stores map[string]int64) *synth {
 	s := twoMembers()
 	s.run.Config.App = "eos"
+	s.d(DriverRecord{T: sec(9), Kind: DKHangLooks, Looks: 4})
 	e := &EOSData{Acked: map[string]int64{}, Input: map[string]int64{}, Settled: true, SettleMs: 1200}
 	for k, n := range eosInputs {
 		e.Acked[k], e.Input[k] = n, n
@@ -361,6 +362,26 @@ func TestS4HangsAndMarkers(t *testing.T) {
 		}
 		if !repair && (len(rep.S4.Violations) != 1 || !strings.Contains(rep.S4.Violations[0], marker)) {
 			t.Fatalf("the violation does not name the marker: %v", rep.S4.Violations)
+		}
+	}
+}
+
+// A detector that never looked found no hang for want of looking: S4 fails; with HANGS=abort (no
+// detector) nothing is asked of it.
+func TestS4DetectorThatNeverLooked(t *testing.T) {
+	for _, repair := range []bool{false, true} {
+		s := eosRun(nil, nil)
+		s.run.Config.RepairHangs = repair
+		kept := s.run.Driver[:0]
+		for _, r := range s.run.Driver {
+			if r.Kind != DKHangLooks {
+				kept = append(kept, r)
+			}
+		}
+		s.run.Driver = kept
+		rep := s.check(t)
+		if rep.S4.OK == !repair || !repair && (len(rep.S4.Violations) != 1 || !strings.Contains(rep.S4.Violations[0], "never looked")) {
+			t.Fatalf("no look, RepairHangs %v: S4 %v %v", repair, rep.S4.OK, rep.S4.Violations)
 		}
 	}
 }

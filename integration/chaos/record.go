@@ -91,6 +91,9 @@ const (
 	// DKHang: a transaction the broker left hanging (open on a partition after its coordinator
 	// decided it), found by the driver's detector (Detail); it fails S4.
 	DKHang = "hang"
+	// DKHangLooks: how many looks the detector took (Looks), written when it stops; a detector
+	// that never looked fails S4.
+	DKHangLooks = "hang-looks"
 	// DKEnd: the schedule ended; processes still alive count as alive until here.
 	DKEnd = "end"
 )
@@ -111,6 +114,7 @@ type DriverRecord struct {
 	Conns    int       `json:"conns,omitempty"`
 	Config   *Config   `json:"config,omitempty"`
 	Detail   string    `json:"detail,omitempty"`
+	Looks    int       `json:"looks,omitempty"` // DKHangLooks
 }
 
 // Fault is one fault of the schedule.

@@ -67,7 +67,7 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 	}
 	if r.HangDetector || len(r.Hanging) > 0 {
-		fmt.Fprintf(w, "\nhanging transactions found by the detector (each fails S4): %d\n", len(r.Hanging))
+		fmt.Fprintf(w, "\nhanging transactions found by the detector (%d looks; each fails S4): %d\n", r.HangLooks, len(r.Hanging))
 		for _, m := range r.Hanging {
 			fmt.Fprintf(w, "  %s\n", m)
 		}

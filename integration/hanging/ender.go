@@ -2,6 +2,7 @@ package hanging
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -13,11 +14,18 @@ import (
 // reports each transaction the broker left hanging (Found); with Repair it writes the ABORT marker
 // of those decided to abort instead, as an operator would (a commit-decided one is still reported).
 type Ender struct {
-	Seeds    []string
-	Opts     []kgo.Opt // more client options (a dialer, TLS)
-	Topics   []string  // the topics whose partitions are looked at (__consumer_offsets for the group's offsets)
+	// Seeds are the cluster's bootstrap addresses.
+	Seeds []string
+	// Opts are more client options (a dialer, TLS).
+	Opts []kgo.Opt
+	// Topics are the topics whose partitions are looked at (__consumer_offsets for the group's
+	// offsets).
+	Topics []string
+	// Interval is the time between two looks.
 	Interval time.Duration
-	Grace    time.Duration
+	// Grace is how long a transaction may stay open after its coordinator's decision was seen
+	// before it counts as hanging (the coordinator writes markers within milliseconds).
+	Grace time.Duration
 	// Repair writes the ABORT markers of abort-decided hangs (for a run about the single-node broker
 	// limitation only); without it the Ender is a detector: it writes nothing.
 	Repair bool
@@ -25,6 +33,10 @@ type Ender struct {
 	Found func(m Marker)
 	// Wrote is told every marker written (err nil) or that could not be (err set), with Repair.
 	Wrote func(m Marker, err error)
+	// Looked is told every look that read the open transactions of every partition of Topics: a
+	// detector that never looked found nothing for want of trying, which its user must tell apart
+	// from finding no hang.
+	Looked func()
 }
 
 // Run ends hanging transactions until ctx ends. A look that fails (the broker restarting) is
@@ -72,6 +84,9 @@ func (e *Ender) Run(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
+		if e.Looked != nil {
+			e.Looked()
+		}
 		mu.Lock()
 		snap := make(map[int64][]TxnRecord, len(txnLog))
 		for id, recs := range txnLog {
@@ -118,7 +133,7 @@ func openTxns(ctx context.Context, adm *kadm.Client, topics []string) ([]OpenTxn
 	for _, t := range ps {
 		for _, p := range t.Partitions {
 			if p.Err != nil {
-				continue
+				return nil, fmt.Errorf("describing the producers of %s[%d]: %w", p.Topic, p.Partition, p.Err)
 			}
 			for _, pr := range p.ActiveProducers {
 				if pr.CurrentTxnStartOffset >= 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,8 +159,9 @@ func TestEnderDetectsWithoutWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := make(chan Marker, 16)
+	var looks atomic.Int64
 	e := &Ender{Seeds: seeds, Topics: []string{"out"}, Interval: 20 * time.Millisecond, Grace: 50 * time.Millisecond,
-		Found: func(m Marker) { found <- m },
+		Found: func(m Marker) { found <- m }, Looked: func() { looks.Add(1) },
 		Wrote: func(m Marker, err error) { t.Errorf("a detector wrote the %v (%v)", m, err) }}
 	ectx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -176,6 +178,9 @@ func TestEnderDetectsWithoutWriting(t *testing.T) {
 	}
 	stop()
 	wg.Wait()
+	if looks.Load() < 2 {
+		t.Fatalf("%d looks told, yet a hang was found after its grace (at least two)", looks.Load())
+	}
 	if !m.Commit || m.Txn.Topic != "out" || m.Txn.ProducerID != id || m.Txn.ProducerEpoch != epoch || !strings.HasPrefix(m.String(), "COMMIT marker") {
 		t.Fatalf("found %v, want the COMMIT-decided transaction of producer %d epoch %d on out[0]", m, id, epoch)
 	}

@@ -77,6 +77,7 @@ type Marker struct {
 	Commit bool
 }
 
+// String names the marker and the transaction it ends.
 func (m Marker) String() string {
 	if m.Commit {
 		return fmt.Sprintf("COMMIT marker for %v", m.Txn)

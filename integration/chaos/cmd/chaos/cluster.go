@@ -62,6 +62,7 @@ func (d *driver) clusterFault(ctx context.Context, pl plan) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		ledAny := !d.leadsNothing(ctx, node)
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			return "", err
 		}
@@ -78,7 +79,10 @@ func (d *driver) clusterFault(ctx context.Context, pl plan) (string, error) {
 			return "", err
 		}
 		what := fmt.Sprintf("node %s stopped (SIGSTOP) for %v; its leaderships had moved after %v; resumed, in sync", n, pl.d, fenced.Round(time.Millisecond))
-		if fenced == 0 {
+		switch {
+		case !ledAny:
+			what = fmt.Sprintf("node %s (leading no partition) stopped (SIGSTOP) for %v; resumed, in sync", n, pl.d)
+		case fenced == 0:
 			what = fmt.Sprintf("node %s stopped (SIGSTOP) for %v, still leading partitions when resumed; in sync", n, pl.d)
 		}
 		return what, d.waitInSync(ctx)

@@ -17,8 +17,11 @@ import (
 // (which fails S4). Only a run about the single-node broker limitation (HANGS=abort, see the
 // README) writes the ABORT marker of an aborted one instead (DKMarker).
 func (d *driver) endHanging(ctx context.Context) {
+	looks := 0
+	defer func() { d.log.write(chaos.DriverRecord{Kind: chaos.DKHangLooks, Looks: looks}) }()
 	e := &hanging.Ender{
 		Repair: d.cfg.RepairHangs,
+		Looked: func() { looks++ }, // on Run's goroutine, which returns before the deferred write
 		Found: func(m hanging.Marker) {
 			what := "hanging transaction (the driver writes nothing): it needs the " + m.String()
 			fmt.Printf("chaos: %s\n", what)
