@@ -84,6 +84,12 @@ func (d *hangDetector) check(t *testing.T) {
 // its coordinator's decision. (A hang the same producer's next transaction ends sooner escapes it;
 // the exact totals are what catch that.)
 func TestEOSBrokerRestart(t *testing.T) {
+	if Get(t).StreamsHeartbeatMaxVersion(t) < 1 {
+		// A minute of a 3-node cluster per Kafka line would take make test past its 40 minutes; the
+		// transaction and replication paths it exercises are the same on 4.2 and 4.3 (it passed on
+		// 4.2.2 and 4.3.1 when it was written), and the chaos schedule's cluster runs 4.4.
+		t.Skip("the exactly-once cluster test runs against Kafka 4.4 only")
+	}
 	c := startProductionCluster(t)
 	s := &rtSetup{b: &Broker{Bootstrap: strings.Join(c.Seeds(), ",")}, group: Name(t, "app"), input: Name(t, "in"),
 		output: Name(t, "out"), all: taskRange("0", 4)}
