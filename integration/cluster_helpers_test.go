@@ -598,32 +598,34 @@ func (c *Cluster) StartNode(t *testing.T, id int32) {
 // all its replicas in sync: what an operator waits for before the next node of a rolling restart.
 func (c *Cluster) WaitInSync(t *testing.T, adm *kadm.Client) {
 	t.Helper()
-	Eventually(t, 2*time.Minute, func() (bool, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		tds, err := adm.ListTopicsWithInternal(ctx)
-		if err != nil {
-			return false, err.Error()
+	Eventually(t, 2*time.Minute, everyPartition(adm, func(td kadm.TopicDetail, p kadm.PartitionDetail) string {
+		if td.Err != nil {
+			return fmt.Sprintf("%s: %v", td.Topic, td.Err)
 		}
-		for _, td := range tds.Sorted() {
-			if td.Err != nil {
-				return false, fmt.Sprintf("%s: %v", td.Topic, td.Err)
-			}
-			for _, p := range td.Partitions.Sorted() {
-				if p.Leader < 0 || len(p.ISR) < len(p.Replicas) {
-					return false, fmt.Sprintf("%s[%d]: leader %d, in sync %v of %v", td.Topic, p.Partition, p.Leader, p.ISR, p.Replicas)
-				}
-			}
+		if p.Leader < 0 || len(p.ISR) < len(p.Replicas) {
+			return fmt.Sprintf("%s[%d]: leader %d, in sync %v of %v", td.Topic, p.Partition, p.Leader, p.ISR, p.Replicas)
 		}
-		return true, ""
-	})
+		return ""
+	}))
 }
 
 // LeadsNothing waits until node id leads no partition (the controller fenced it after a crash and
 // moved its leaderships).
 func (c *Cluster) LeadsNothing(t *testing.T, adm *kadm.Client, id int32) {
 	t.Helper()
-	Eventually(t, time.Minute, func() (bool, string) {
+	Eventually(t, time.Minute, everyPartition(adm, func(td kadm.TopicDetail, p kadm.PartitionDetail) string {
+		if p.Leader == id {
+			return fmt.Sprintf("node %d still leads %s[%d]", id, td.Topic, p.Partition)
+		}
+		return ""
+	}))
+}
+
+// everyPartition is an Eventually condition: every partition of every topic (the internal ones too)
+// passes bad (which says what is wrong, or ""); a topic with an error and no partitions is still
+// shown to bad once.
+func everyPartition(adm *kadm.Client, bad func(kadm.TopicDetail, kadm.PartitionDetail) string) func() (bool, string) {
+	return func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		tds, err := adm.ListTopicsWithInternal(ctx)
@@ -631,12 +633,16 @@ func (c *Cluster) LeadsNothing(t *testing.T, adm *kadm.Client, id int32) {
 			return false, err.Error()
 		}
 		for _, td := range tds.Sorted() {
-			for _, p := range td.Partitions.Sorted() {
-				if p.Leader == id {
-					return false, fmt.Sprintf("node %d still leads %s[%d]", id, td.Topic, p.Partition)
+			ps := td.Partitions.Sorted()
+			if len(ps) == 0 && td.Err != nil {
+				ps = []kadm.PartitionDetail{{Leader: -1}}
+			}
+			for _, p := range ps {
+				if why := bad(td, p); why != "" {
+					return false, why
 				}
 			}
 		}
 		return true, ""
-	})
+	}
 }
