@@ -163,6 +163,9 @@ type part struct {
 	resetting bool
 	origin    int64 // inputs: where consumption started (the committed or the reset offset), -1 unknown
 	held      bool  // inputs: fetching paused because the application holds enough of its records (Hold)
+	// rewinds counts the rewinds of an input (RewindTo): records handed out before the last one are
+	// stale, and the batch they came in moves the partition no more.
+	rewinds uint64
 }
 
 // New returns a Consumer over the user's client cl, which must be built for direct consumption
@@ -335,6 +338,10 @@ type Records struct {
 	// First is the offset of the first record fetched (a marker or a record), Next the offset after
 	// the last one: where the partition's position goes once the batch is done.
 	First, Next int64
+
+	// rewinds is the partition's rewind count when the records were handed out: a rewind while
+	// the batch is out (RewindTo) outranks what the batch's Done or Yield would say of them.
+	rewinds uint64
 }
 
 // Batch is what one Poll returned. Apply Restore to the tasks' stores and process Process, then call
@@ -426,7 +433,7 @@ func (c *Consumer) route(fetches kgo.Fetches) *Batch {
 		data := dropControl(recs)
 		switch {
 		case p.kind == tasks.Input && !replica && !t.stopped:
-			b.Process = append(b.Process, Records{Task: t.id, Role: Active, Partition: tp, HighWatermark: fp.HighWatermark, LastStable: fp.LastStableOffset, Records: data, First: first, Next: next})
+			b.Process = append(b.Process, Records{Task: t.id, Role: Active, Partition: tp, HighWatermark: fp.HighWatermark, LastStable: fp.LastStableOffset, Records: data, First: first, Next: next, rewinds: p.rewinds})
 		case p.kind == tasks.Changelog && replica && !t.stopped:
 			b.Restore = append(b.Restore, Records{Task: t.id, Role: t.role, Partition: tp, HighWatermark: fp.HighWatermark, Records: data, First: first, Next: next})
 		case p.kind == tasks.Input:
@@ -555,8 +562,8 @@ func (b *Batch) DoneBefore(unprocessed map[tasks.TopicPartition]int64) {
 	c.mu.Lock()
 	for _, r := range b.Process {
 		p := c.byTP[r.Partition]
-		if p == nil || p.task != r.Task || b.kept[r.Partition] {
-			continue
+		if p == nil || p.task != r.Task || b.kept[r.Partition] || p.rewinds != r.rewinds {
+			continue // not consumed here any more, kept, or rewound while the batch was out
 		}
 		next := r.Next
 		if stop, ok := unprocessed[r.Partition]; ok {
@@ -608,7 +615,10 @@ func (b *Batch) Yield(unprocessed map[tasks.TopicPartition]int64) {
 	for _, r := range b.Process {
 		p := c.byTP[r.Partition]
 		stop, ok := unprocessed[r.Partition]
-		if p == nil || p.task != r.Task || !ok || stop >= r.Next || b.kept[r.Partition] {
+		if p == nil || p.task != r.Task || !ok || stop >= r.Next || b.kept[r.Partition] || p.rewinds != r.rewinds {
+			// A partition rewound while the batch was out (a commit made meanwhile aborted) is
+			// fetched from where the rewind put it: going back only to the batch's records would
+			// skip those between the two, and the next commit would commit over them.
 			continue
 		}
 		stop = max(stop, r.First)
@@ -779,8 +789,10 @@ func (c *Consumer) Uncommitted() commit.Offsets {
 
 // Rewind moves the inputs of every active task back to their last committed positions (or to where
 // consumption started, when nothing was committed yet) and fetches them again from there: the work
-// since the last commit was undone (an aborted transaction) and must be done again. Call it between
-// batches or inside a callback, never while holding a Batch.
+// since the last commit was undone (an aborted transaction) and must be done again. It may be
+// called while a Batch is out (a commit made before the batch's records are processed, which
+// aborted): the batch's Done, DoneBefore and Yield then leave the rewound partitions where the
+// rewind put them.
 func (c *Consumer) Rewind() {
 	c.mu.Lock()
 	to := commit.Offsets{}
@@ -798,7 +810,8 @@ func (c *Consumer) Rewind() {
 // RewindTo is Rewind for an application that keeps its own committed positions (the stream
 // runtime's machine): every active task's input partition goes back to to[tp], or, when to has no
 // offset for it (never committed), to where its consumption started, and is fetched again from
-// there. What the Consumer reports as processed goes back with it.
+// there. What the Consumer reports as processed goes back with it. Like Rewind, it outranks a Batch
+// that is out.
 func (c *Consumer) RewindTo(to commit.Offsets) {
 	set := make(map[string]map[int32]kgo.EpochOffset)
 	c.mu.Lock()
@@ -818,6 +831,7 @@ func (c *Consumer) RewindTo(to commit.Offsets) {
 				continue
 			}
 			p.handed, p.done = back, back
+			p.rewinds++
 			if c.byTP[tp] == p {
 				if set[tp.Topic] == nil {
 					set[tp.Topic] = make(map[int32]kgo.EpochOffset)

@@ -1060,3 +1060,56 @@ func TestTurnIsABatchWithoutRecords(t *testing.T) {
 		t.Fatal("Turn with an ended context: no error")
 	}
 }
+
+// TestARewindWhileABatchIsOutWins: a rewind made while a batch is out (the runtime commits the
+// starting positions of new tasks before it processes the batch, and that commit aborted) takes the
+// partitions back to the last commit; handing the batch back afterwards, unprocessed, must not move
+// them forward to its first record again, or the records between the commit and the batch would
+// never be handed out and the next commit would commit over them (records lost under exactly-once).
+func TestARewindWhileABatchIsOutWins(t *testing.T) {
+	for _, back := range []struct {
+		name string
+		give func(*Batch)
+	}{
+		{"yield", func(b *Batch) { b.Yield(stopsAt(b)) }},
+		{"done before", func(b *Batch) { b.DoneBefore(stopsAt(b)) }},
+		{"done", func(b *Batch) { b.Done() }},
+	} {
+		t.Run(back.name, func(t *testing.T) {
+			e, b := twoPartitionBatch(t)
+			b.Done()
+			e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {8, 9}, tp("other", 1): {2}})
+			b = e.poll()
+			e.c.RewindTo(commit.Offsets{tp("other", 0): 5, tp("other", 1): 0})
+			eq(t, "client calls of the rewind", e.cl.takeOps(), []string{"set other[0]@5,other[1]@0"})
+			back.give(b)
+			if ops := e.cl.takeOps(); len(ops) != 0 {
+				t.Fatalf("the batch handed back after the rewind moved the client: %q", ops)
+			}
+			if got := e.c.Processed(set("1_0", "1_1")); got[tp("other", 0)] != 5 || got[tp("other", 1)] != 0 {
+				t.Fatalf("Processed = %v, want the rewind's other[0]=5 other[1]=0", got)
+			}
+			if p := e.c.Position(tp("other", 0)); p != 5 {
+				t.Fatalf("Position(other[0]) = %d, want 5", p)
+			}
+			e.cl.fetches <- fetch(9, map[tasks.TopicPartition][]int64{tp("other", 0): {5, 6, 7, 8, 9}, tp("other", 1): {0, 1, 2}})
+			b = e.poll()
+			if got := offsetsOf(b.Process); !slices.Equal(got, []string{"1_0 active other[0]:5,6,7,8,9", "1_1 active other[1]:0,1,2"}) {
+				t.Fatalf("handed out after the rewind %v, want everything since the last commit", got)
+			}
+			b.Done()
+			if got := e.c.Processed(set("1_0", "1_1")); got[tp("other", 0)] != 10 || got[tp("other", 1)] != 3 {
+				t.Fatalf("Processed = %v, want other[0]=10 other[1]=3", got)
+			}
+		})
+	}
+}
+
+// stopsAt says nothing of b's input records was processed.
+func stopsAt(b *Batch) map[tasks.TopicPartition]int64 {
+	m := map[tasks.TopicPartition]int64{}
+	for _, r := range b.Process {
+		m[r.Partition] = r.First
+	}
+	return m
+}
