@@ -15,7 +15,8 @@
 // Package storetest is the contract suite every Kind passes.
 //
 // Order: keys compare as unsigned bytes (bytes.Compare); Iterate walks [lower, upper) with nil
-// bounds open, over a snapshot taken at the call.
+// bounds open, over a snapshot taken at the call. Batch.DeleteRange deletes such a range in one
+// write, without reading it (window and session stores expire old segments with it).
 //
 // Concurrency: one goroutine writes (Apply) at a time; Get, Iterate, ApproximateCount and
 // Position may run beside it and beside each other, and see each batch whole or not at all.

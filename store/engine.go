@@ -26,16 +26,21 @@ type Engine interface {
 	// later writes; a value written as nil or empty comes back with length 0 and ok true.
 	Get(key []byte) (value []byte, ok bool, err error)
 	// Iterate returns an iterator over the keys in [lower, upper) in key order; a nil bound is
-	// open. The iterator sees the data as it was when Iterate was called (later writes are not
-	// seen), and must be closed. lower >= upper gives an empty iterator, not an error.
+	// open. The iterator sees the data as it was when Iterate was called (later writes, range
+	// deletes too, are not seen), and must be closed. lower >= upper gives an empty iterator, not
+	// an error.
 	Iterate(lower, upper []byte) (Iterator, error)
-	// ApproximateCount is about how many keys the store holds (exact for the in-memory store).
+	// ApproximateCount is about how many keys the store holds (exact for the in-memory store). A
+	// persistent Engine may count the keys of a range delete until it reclaims their space, but
+	// never counts more because of one.
 	ApproximateCount() (int64, error)
 	// Apply writes the batch atomically. When position >= 0 it also records, in the same atomic
 	// write, that the data now covers the changelog up to (not including) offset position; when
 	// position < 0 the recorded position stays as it was. A persistent Engine makes the write and
 	// the position durable together (R5: a position never claims more than the data holds).
-	// A nil *Batch is an empty one: Apply(nil, p) records the position only.
+	// A nil *Batch is an empty one: Apply(nil, p) records the position only. The ops are applied
+	// in order, a range delete (Op.Range) included: an Engine that meets an op it cannot apply
+	// returns an error and writes nothing, rather than applying it as something else.
 	Apply(b *Batch, position int64) error
 	// Position returns the changelog offset up to which the data is known to be complete (the
 	// next offset to restore from); ok is false for a store that has never recorded one.
@@ -128,8 +133,9 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Batch is an ordered list of writes applied atomically by Engine.Apply, in order: a put then a
-// delete of one key leaves it absent, a delete then a put leaves the put's value. The zero value is
-// empty and ready to use. The Batch keeps the slices it is given: do not change them until Apply has
+// delete of one key leaves it absent, a delete then a put leaves the put's value, and likewise a
+// range delete removes the puts before it in its range and none after it. The zero value is empty
+// and ready to use. The Batch keeps the slices it is given: do not change them until Apply has
 // returned (the Engine copies what it keeps).
 //
 // A put of a nil value writes a value of length 0; it is not a delete. (A changelog record with a
@@ -138,13 +144,28 @@ type Batch struct {
 	ops []Op
 }
 
-// Op is one write of a Batch: a put, or a delete when Delete is true (Value is then nil). Owned
-// says the Engine may keep Key and Value as they are, without a copy (Batch.PutOwned); an Engine
-// that copies what it keeps may ignore it.
+// Op is one write of a Batch, one of three kinds:
+//
+//   - a put of Value at Key (Delete and Range false);
+//   - a delete of Key (Delete true, Range false; Value is nil);
+//   - a range delete (Delete and Range true) of every key k with Key <= k < End, bytewise, where
+//     an empty Key is the first key and a nil End is open (past the last key); Key >= End (End
+//     not nil) deletes nothing. Value is nil.
+//
+// Range is a flag of its own because End alone cannot tell "open" (nil) from "not a range", and
+// because an Engine must never take a range delete for a delete of its lower bound: one that
+// only knows Delete would remove the wrong key and keep the range. Engines check Range first.
+//
+// Owned says the Engine may keep Key and Value as they are, without a copy (Batch.PutOwned); an
+// Engine that copies what it keeps may ignore it. It is false for deletes.
 type Op struct {
 	Key, Value []byte
-	Delete     bool
-	Owned      bool
+	// End is the exclusive upper bound of a range delete (nil: open); nil for other ops.
+	End    []byte
+	Delete bool
+	// Range marks a range delete of [Key, End) (Delete is true with it).
+	Range bool
+	Owned bool
 }
 
 // Put adds a write of value at key.
@@ -159,6 +180,16 @@ func (b *Batch) PutOwned(key, value []byte) {
 
 // Delete adds a delete of key.
 func (b *Batch) Delete(key []byte) { b.ops = append(b.ops, Op{Key: key, Delete: true}) }
+
+// DeleteRange adds a delete of every key in [lower, upper), bytewise: a nil or empty lower is the
+// first key, a nil upper is open, and lower >= upper deletes nothing. It is how window and
+// session stores drop an expired segment in one write, as Kafka Streams drops a RocksDB segment,
+// instead of reading the segment to delete its keys one by one (Pebble writes one range
+// tombstone; the in-memory store, once ordered, visits only the keys it deletes). The Batch keeps
+// lower and upper until Apply, as it keeps a put's slices; the Engine keeps neither.
+func (b *Batch) DeleteRange(lower, upper []byte) {
+	b.ops = append(b.ops, Op{Key: lower, End: upper, Delete: true, Range: true})
+}
 
 // Len is the number of writes.
 func (b *Batch) Len() int { return len(b.ops) }

@@ -144,6 +144,10 @@ func (e *memEngine) Apply(b *Batch, position int64) error {
 	}
 	if b != nil {
 		for _, op := range b.ops {
+			if op.Range {
+				e.deleteRange(op.Key, op.End)
+				continue
+			}
 			if op.Delete {
 				if e.tree == nil {
 					delete(e.m, string(op.Key))
@@ -172,6 +176,41 @@ func (e *memEngine) Apply(b *Batch, position int64) error {
 		e.pos, e.hasPos = position, true
 	}
 	return nil
+}
+
+// deleteRange deletes the keys in [lower, upper), upper nil open (e.mu held exclusively).
+//
+// It visits only the keys it deletes, a chunk of up to iterChunk at a time: the tree cannot be
+// changed while it is walked, and a chunk bounds what is gathered before the deletes (each starts
+// from lower again, which the keys already deleted no longer hold up). Deleting from the tree
+// copies the nodes it shares with iterators' snapshots, which so keep what they saw.
+//
+// A store still in the map (no order asked of it yet) moves to the tree first, once: a window
+// store expires its old segments with a range delete each time stream time passes a segment,
+// which during a replay of old records is many times a second, and a walk of every key each time
+// would make the replay quadratic.
+func (e *memEngine) deleteRange(lower, upper []byte) {
+	if upper != nil && bytes.Compare(lower, upper) >= 0 {
+		return
+	}
+	e.ordered()
+	chunk := make([]entry, 0, iterChunk)
+	for {
+		chunk = chunk[:0]
+		e.tree.AscendGreaterOrEqual(entry{key: lower}, func(en entry) bool {
+			if upper != nil && bytes.Compare(en.key, upper) >= 0 {
+				return false
+			}
+			chunk = append(chunk, en)
+			return len(chunk) < iterChunk
+		})
+		for _, en := range chunk {
+			e.tree.Delete(en)
+		}
+		if len(chunk) < iterChunk {
+			return
+		}
+	}
 }
 
 func (e *memEngine) Position() (int64, bool) {

@@ -190,11 +190,17 @@ func (e *engine) Iterate(lower, upper []byte) (_ store.Iterator, err error) {
 }
 
 // ApproximateCount estimates the number of keys, as RocksDB's estimate-num-keys does (which is
-// what Kafka Streams reports): the entries of the table files, less twice their deletions (a
+// what Kafka Streams reports): the entries of the table files, less twice their point deletions (a
 // deletion and the entry it deletes), plus the net puts minus deletes of the batches not yet
 // flushed to a table file. Overwrites of a key not yet compacted together count more than once,
 // and a deletion of an absent key counts minus one; compactions make it converge. An exact count
 // would cost a read before every write, to know whether a put adds a key.
+//
+// A range delete counts nothing, neither in a batch nor as a table's range tombstone: how many
+// keys it deletes is unknown without reading them, which is what it exists to avoid. The keys it
+// deletes keep counting until a flush or compaction drops them with it, so after a range delete
+// the estimate is too high for a while, never lower than the truth because of it. (Counting the
+// tombstone as a deletion, as RocksDB does, would take two keys off for a range of any size.)
 func (e *engine) ApproximateCount() (n int64, err error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -217,8 +223,10 @@ func (e *engine) ApproximateCount() (n int64, err error) {
 			if t.Properties == nil {
 				continue
 			}
-			entries += int64(t.Properties.NumEntries)
-			deletions += int64(t.Properties.NumDeletions)
+			// NumEntries and NumDeletions both include the range tombstones. (The properties of
+			// a virtual table are extrapolated, hence the guard on the subtraction.)
+			entries += int64(t.Properties.NumEntries) - int64(min(t.Properties.NumRangeDeletions, t.Properties.NumEntries))
+			deletions += int64(t.Properties.NumPointDeletions())
 			// The metadata records are entries of the tables whose range holds their keys.
 			for _, k := range [][]byte{identityKey, positionKey} {
 				if bytes.Compare(t.Smallest.UserKey, k) <= 0 && bytes.Compare(k, t.Largest.UserKey) <= 0 {
@@ -290,7 +298,9 @@ func (e *engine) Apply(b *store.Batch, position int64) (err error) {
 	}
 	var size int64
 	for _, op := range ops {
-		size += int64(len(op.Key) + len(op.Value))
+		// A range delete writes its two bounds, one tombstone, whatever it covers: the space it
+		// frees comes back only when a compaction drops the keys.
+		size += int64(len(op.Key) + len(op.Value) + len(op.End))
 	}
 	if err := e.roomFor(size, position >= 0); err != nil {
 		return e.fail("apply", err)
@@ -305,6 +315,12 @@ func (e *engine) Apply(b *store.Batch, position int64) (err error) {
 	defer pb.Close()
 	var n int64
 	for _, op := range ops {
+		if op.Range {
+			if err := deleteRange(pb, op.Key, op.End); err != nil {
+				return err
+			}
+			continue // n unchanged: see ApproximateCount
+		}
 		var d *pebble.DeferredBatchOp
 		if op.Delete {
 			d = pb.DeleteDeferred(1 + len(op.Key))
@@ -340,6 +356,30 @@ func (e *engine) Apply(b *store.Batch, position int64) (err error) {
 		e.pos.Store(position)
 	}
 	return nil
+}
+
+// deleteRange adds to pb a range tombstone over the data keys of [lower, upper), upper nil open.
+// An open upper bound ends at dataEnd, the end of the data key space, so that no range delete
+// reaches the metadata (which sorts before the data, and nothing sorts after it). An empty range
+// writes nothing: Pebble has no use for it.
+func deleteRange(pb *pebble.Batch, lower, upper []byte) error {
+	if upper != nil && bytes.Compare(lower, upper) >= 0 {
+		return nil
+	}
+	endLen := 1
+	if upper != nil {
+		endLen += len(upper)
+	}
+	d := pb.DeleteRangeDeferred(1+len(lower), endLen)
+	d.Key[0] = dataPrefix
+	copy(d.Key[1:], lower)
+	if upper != nil {
+		d.Value[0] = dataPrefix
+		copy(d.Value[1:], upper)
+	} else {
+		d.Value[0] = dataEnd
+	}
+	return d.Finish()
 }
 
 // Position is the last position recorded (read at Open, then kept by Apply).

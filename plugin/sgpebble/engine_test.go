@@ -504,6 +504,65 @@ func TestApproximateCount(t *testing.T) {
 	}
 }
 
+// TestApproximateCountAfterRangeDelete follows the estimate through a range delete: the keys it
+// deletes count until a compaction drops them with it, and its tombstone never counts as a key
+// nor as a deletion (which would take keys off a store a range delete left unchanged).
+func TestApproximateCountAfterRangeDelete(t *testing.T) {
+	k, loc := New(), newLoc(t)
+	e := open(t, k, loc)
+	db := e.(*engine).db
+	count := func(want int64, when string) {
+		t.Helper()
+		n, err := e.ApproximateCount()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Fatalf("%s: ApproximateCount = %d, want %d", when, n, want)
+		}
+	}
+	var b store.Batch
+	for i := range 100 {
+		b.Put(fmt.Appendf(nil, "k%03d", i), []byte("v"))
+	}
+	if err := e.Apply(&b, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	count(100, "flushed")
+	b.Reset()
+	b.DeleteRange([]byte("k010"), []byte("k090"))
+	if err := e.Apply(&b, 101); err != nil {
+		t.Fatal(err)
+	}
+	count(100, "range delete in the memtable")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	count(100, "range delete flushed beside the keys it deletes")
+	if err := db.Compact(t.Context(), []byte{0}, []byte{0xff}, false); err != nil {
+		t.Fatal(err)
+	}
+	count(20, "compacted")
+	// A range delete of keys that are absent changes nothing, in the memtable or flushed.
+	b.Reset()
+	b.DeleteRange([]byte("k010"), []byte("k090"))
+	b.DeleteRange([]byte("x"), nil)
+	if err := e.Apply(&b, 102); err != nil {
+		t.Fatal(err)
+	}
+	count(20, "range deletes of nothing in the memtable")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	count(20, "range deletes of nothing flushed")
+	if p, ok := e.Position(); !ok || p != 102 {
+		t.Fatalf("Position() = %d, %v; want 102", p, ok)
+	}
+}
+
 // TestConcurrentReaders writes batches that set ten keys to one value each, while readers check
 // that every iterator sees the ten equal (a batch is atomic and an iterator a snapshot), and that
 // Get and ApproximateCount work alongside. Run with -race.

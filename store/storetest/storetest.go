@@ -30,6 +30,7 @@ func Run(t *testing.T, kind store.Kind, newLoc func(t *testing.T) store.Location
 	t.Run("ManyKeys", s.testManyKeys)
 	t.Run("IterateSnapshot", s.testIterateSnapshot)
 	t.Run("BatchOrderAndAtomicity", s.testBatch)
+	t.Run("DeleteRange", s.testDeleteRange)
 	t.Run("Position", s.testPosition)
 	t.Run("Reopen", s.testReopen)
 	t.Run("ApproximateCount", s.testApproximateCount)
@@ -464,6 +465,314 @@ func (s *suite) testBatch(t *testing.T) {
 	wantScan(t, scan(t, e, nil, nil), []kv{{"w", "3"}, {"z", "2"}})
 }
 
+// rangeKeys are the keys the DeleteRange tests start from, in bytewise order; each holds its
+// key followed by "!".
+var rangeKeys = []string{"", "\x00", "a", "b", "b\x00", "c", "d", "d\x00", "\xff", "\xff\xff"}
+
+// withValues gives each key the value rangeKeys' keys hold.
+func withValues(keys ...string) []kv {
+	out := make([]kv, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, kv{k, k + "!"})
+	}
+	return out
+}
+
+// wantOnly checks that of rangeKeys exactly the keys of want (in order) remain: by Get first (so
+// a store not iterated yet is read as it is), then by a full iteration.
+func wantOnly(t *testing.T, e store.Engine, want ...string) {
+	t.Helper()
+	for _, k := range rangeKeys {
+		if slices.Contains(want, k) {
+			wantGet(t, e, k, some(k+"!"))
+		} else {
+			wantGet(t, e, k, nil)
+		}
+	}
+	wantScan(t, scan(t, e, nil, nil), withValues(want...))
+}
+
+// wantCountAfterRangeDelete checks the count after a range delete left n keys, where before was
+// the count before it: exact for a kind that is not persistent; for a persistent one an estimate
+// that the range delete did not raise (it may not lower it either: it cannot know how many keys it
+// deleted without reading them), and that is not zero while keys remain.
+func wantCountAfterRangeDelete(t *testing.T, s *suite, e store.Engine, before, n int64) {
+	t.Helper()
+	if !s.kind.Persistent() {
+		wantCount(t, s, e, n)
+		return
+	}
+	c, err := e.ApproximateCount()
+	if err != nil {
+		t.Fatalf("ApproximateCount: %v", err)
+	}
+	if c < 0 || c > before || (n > 0 && c == 0) {
+		t.Fatalf("ApproximateCount = %d after a range delete left %d keys (%d before it)", c, n, before)
+	}
+}
+
+func (s *suite) testDeleteRange(t *testing.T) {
+	t.Run("Ranges", s.testDeleteRanges)
+	t.Run("ManyKeys", s.testDeleteRangeManyKeys)
+	t.Run("BatchOrder", s.testDeleteRangeBatchOrder)
+	t.Run("WithPosition", s.testDeleteRangeWithPosition)
+	t.Run("IteratorSnapshot", s.testDeleteRangeSnapshot)
+	t.Run("BoundsNotKept", s.testDeleteRangeBoundsNotKept)
+	t.Run("Reopen", s.testDeleteRangeReopen)
+}
+
+// testDeleteRanges deletes one range from rangeKeys, in a store iterated before the delete and in
+// one never iterated (an Engine may keep these apart, as the in-memory one does).
+func (s *suite) testDeleteRanges(t *testing.T) {
+	cases := []struct {
+		name         string
+		lower, upper []byte
+		left         []string // the keys left, by hand
+	}{
+		{"middle", b("b"), b("d"), []string{"", "\x00", "a", "d", "d\x00", "\xff", "\xff\xff"}},
+		{"bounds absent as keys", b("a\x00"), b("c\x00"), []string{"", "\x00", "a", "d", "d\x00", "\xff", "\xff\xff"}},
+		{"one key", b("c"), b("c\x00"), []string{"", "\x00", "a", "b", "b\x00", "d", "d\x00", "\xff", "\xff\xff"}},
+		{"upper open", b("d"), nil, []string{"", "\x00", "a", "b", "b\x00", "c"}},
+		{"upper 0xff 0xff", b("c"), b("\xff\xff"), []string{"", "\x00", "a", "b", "b\x00", "\xff\xff"}},
+		{"lower open", nil, b("b"), []string{"b", "b\x00", "c", "d", "d\x00", "\xff", "\xff\xff"}},
+		{"lower empty key", []byte{}, b("\x00\x00"), []string{"a", "b", "b\x00", "c", "d", "d\x00", "\xff", "\xff\xff"}},
+		{"both open", nil, nil, nil},
+		{"empty key to open", []byte{}, nil, nil},
+		{"between keys", b("b\x00\x00"), b("c"), rangeKeys},
+		{"above every key", b("\xff\xff\xff"), nil, rangeKeys},
+		{"lower == upper", b("b"), b("b"), rangeKeys},
+		{"lower > upper", b("d"), b("b"), rangeKeys},
+		{"lower > upper, edge bytes", b("\xff"), b("\x00"), rangeKeys},
+		{"upper empty key", nil, []byte{}, rangeKeys},
+	}
+	for _, c := range cases {
+		for _, iterated := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/iterated=%v", c.name, iterated), func(t *testing.T) {
+				e, _ := s.fresh(t)
+				var bt store.Batch
+				for _, k := range rangeKeys {
+					bt.Put(b(k), b(k+"!"))
+				}
+				apply(t, e, &bt, -1)
+				if iterated {
+					wantScan(t, scan(t, e, nil, nil), withValues(rangeKeys...))
+				}
+				before, err := e.ApproximateCount()
+				if err != nil {
+					t.Fatal(err)
+				}
+				bt.Reset()
+				bt.DeleteRange(c.lower, c.upper)
+				if bt.Len() != 1 {
+					t.Fatalf("Len() = %d after one DeleteRange, want 1", bt.Len())
+				}
+				apply(t, e, &bt, -1)
+				wantCountAfterRangeDelete(t, s, e, before, int64(len(c.left)))
+				wantOnly(t, e, c.left...)
+				// The store goes on as before: a key of the range can be written again.
+				put(t, e, "c", "again")
+				wantGet(t, e, "c", some("again"))
+			})
+		}
+	}
+}
+
+// testDeleteRangeManyKeys deletes a range of many more keys than an Engine might handle at once
+// (a segment of a window store), in a store iterated before and in one never iterated.
+func (s *suite) testDeleteRangeManyKeys(t *testing.T) {
+	for _, iterated := range []bool{false, true} {
+		t.Run(fmt.Sprintf("iterated=%v", iterated), func(t *testing.T) {
+			e, _ := s.fresh(t)
+			const n = 700
+			var bt store.Batch
+			for i := range n {
+				bt.Put(fmt.Appendf(nil, "k%05d", (i*337)%n), b("v")) // every number once, out of order
+			}
+			apply(t, e, &bt, -1)
+			if iterated {
+				if got := len(scan(t, e, nil, nil)); got != n {
+					t.Fatalf("%d keys written, want %d", got, n)
+				}
+			}
+			before, err := e.ApproximateCount()
+			if err != nil {
+				t.Fatal(err)
+			}
+			bt.Reset()
+			bt.DeleteRange(b("k00010"), b("k00690")) // 680 keys, 10 left on each side
+			apply(t, e, &bt, -1)
+			var want []kv
+			for i := range 10 {
+				want = append(want, kv{fmt.Sprintf("k%05d", i), "v"})
+			}
+			for i := 690; i < n; i++ {
+				want = append(want, kv{fmt.Sprintf("k%05d", i), "v"})
+			}
+			wantGet(t, e, "k00009", some("v"))
+			wantGet(t, e, "k00010", nil)
+			wantGet(t, e, "k00350", nil)
+			wantGet(t, e, "k00689", nil)
+			wantGet(t, e, "k00690", some("v"))
+			wantCountAfterRangeDelete(t, s, e, before, 20)
+			wantScan(t, scan(t, e, nil, nil), want)
+		})
+	}
+}
+
+// testDeleteRangeBatchOrder mixes a range delete with writes before and after it in one batch:
+// they apply in order, so the range removes what was written before it and nothing after.
+func (s *suite) testDeleteRangeBatchOrder(t *testing.T) {
+	for _, iterated := range []bool{false, true} {
+		t.Run(fmt.Sprintf("iterated=%v", iterated), func(t *testing.T) {
+			e, _ := s.fresh(t)
+			put(t, e, "a", "1", "b", "1", "c", "1", "d", "1")
+			if iterated {
+				wantScan(t, scan(t, e, nil, nil), []kv{{"a", "1"}, {"b", "1"}, {"c", "1"}, {"d", "1"}})
+			}
+			var bt store.Batch
+			bt.Put(b("b"), b("2"))  // before the range, in it: deleted
+			bt.Put(b("bb"), b("2")) // a new key before the range, in it: deleted
+			bt.Delete(b("a"))       // outside the range: deleted on its own
+			bt.DeleteRange(b("b"), b("d"))
+			bt.Put(b("c"), b("3"))         // after the range, in it: kept
+			bt.Put(b("b\x00"), b("3"))     // likewise
+			bt.Delete(b("d"))              // after the range, outside it
+			bt.DeleteRange(b("z"), b("a")) // inverted: deletes nothing
+			bt.Put(b("e"), b("3"))
+			bt.DeleteRange(b("e"), b("e\x00")) // deletes the put just before it
+			bt.Put(b("f"), b("4"))
+			bt.DeleteRange(b("f\x00"), nil) // nothing after f yet
+			bt.Put(b("g"), b("4"))          // written after the open range: kept
+			if bt.Len() != 13 {
+				t.Fatalf("Batch.Len() = %d, want 13", bt.Len())
+			}
+			apply(t, e, &bt, -1)
+			wantGet(t, e, "a", nil)
+			wantGet(t, e, "b", nil)
+			wantGet(t, e, "bb", nil)
+			wantGet(t, e, "b\x00", some("3"))
+			wantGet(t, e, "c", some("3"))
+			wantGet(t, e, "d", nil)
+			wantGet(t, e, "e", nil)
+			wantGet(t, e, "f", some("4"))
+			wantGet(t, e, "g", some("4"))
+			wantScan(t, scan(t, e, nil, nil), []kv{{"b\x00", "3"}, {"c", "3"}, {"f", "4"}, {"g", "4"}})
+
+			// Overlapping ranges in one batch, and a put between them inside both.
+			bt.Reset()
+			bt.DeleteRange(b("b"), b("c\x00"))
+			bt.Put(b("c"), b("5"))
+			bt.DeleteRange(b("c"), b("f\x00"))
+			bt.Put(b("d"), b("5"))
+			apply(t, e, &bt, -1)
+			wantScan(t, scan(t, e, nil, nil), []kv{{"d", "5"}, {"g", "4"}})
+			if !s.kind.Persistent() {
+				wantCount(t, s, e, 2)
+			}
+		})
+	}
+}
+
+// testDeleteRangeWithPosition records a position in the Apply of a range delete: both take effect,
+// and a range delete never touches the recorded position, whatever its bounds.
+func (s *suite) testDeleteRangeWithPosition(t *testing.T) {
+	e, _ := s.fresh(t)
+	put(t, e, "a", "1", "b", "2", "c", "3")
+	var bt store.Batch
+	bt.DeleteRange(b("a"), b("c"))
+	apply(t, e, &bt, 7)
+	wantPosition(t, e, 7, true)
+	wantScan(t, scan(t, e, nil, nil), []kv{{"c", "3"}})
+	bt.Reset()
+	bt.DeleteRange(nil, nil)
+	apply(t, e, &bt, -1) // position -1: the position stays
+	wantPosition(t, e, 7, true)
+	wantScan(t, scan(t, e, nil, nil), nil)
+	bt.Reset()
+	bt.Put(b("d"), b("4"))
+	bt.DeleteRange(b("d\x00"), nil)
+	apply(t, e, &bt, 9)
+	wantPosition(t, e, 9, true)
+	wantScan(t, scan(t, e, nil, nil), []kv{{"d", "4"}})
+}
+
+// testDeleteRangeSnapshot opens iterators before a range delete: like any write, it is not seen
+// by them (Engine.Iterate), whether they had started or not.
+func (s *suite) testDeleteRangeSnapshot(t *testing.T) {
+	e, _ := s.fresh(t)
+	put(t, e, "a", "1", "b", "2", "c", "3", "d", "4")
+	unstarted, err := e.Iterate(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := e.Iterate(b("b"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !started.Next() || string(started.Key()) != "b" {
+		t.Fatalf("first entry from b: %q", started.Key())
+	}
+	var bt store.Batch
+	bt.DeleteRange(b("b"), nil)
+	bt.Put(b("c"), b("new"))
+	apply(t, e, &bt, -1)
+	wantScan(t, drain(t, unstarted), []kv{{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "4"}})
+	wantScan(t, drain(t, started), []kv{{"c", "3"}, {"d", "4"}})
+	// A new iterator sees the delete.
+	wantScan(t, scan(t, e, nil, nil), []kv{{"a", "1"}, {"c", "new"}})
+}
+
+// testDeleteRangeBoundsNotKept changes the bounds' buffers after Apply: the range deleted is the
+// one they held at Apply, and later writes are not deleted.
+func (s *suite) testDeleteRangeBoundsNotKept(t *testing.T) {
+	e, _ := s.fresh(t)
+	put(t, e, "a", "1", "b", "2", "c", "3")
+	lower, upper := b("b"), b("c")
+	var bt store.Batch
+	bt.DeleteRange(lower, upper)
+	apply(t, e, &bt, -1)
+	copy(lower, "a")
+	copy(upper, "z")
+	put(t, e, "b", "again")
+	wantScan(t, scan(t, e, nil, nil), []kv{{"a", "1"}, {"b", "again"}, {"c", "3"}})
+}
+
+// testDeleteRangeReopen closes the store after range deletes: a persistent kind keeps their
+// effect (and its position, which not even a range over every key deletes); another starts empty.
+func (s *suite) testDeleteRangeReopen(t *testing.T) {
+	loc := s.newLoc(t)
+	e := s.open(t, loc)
+	put(t, e, "a", "1", "b", "2", "c", "3", "\xff", "4")
+	var bt store.Batch
+	bt.DeleteRange(b("b"), b("c"))
+	apply(t, e, &bt, 42)
+	if err := e.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	e = s.open(t, loc)
+	if !s.kind.Persistent() {
+		wantPosition(t, e, 0, false)
+		wantScan(t, scan(t, e, nil, nil), nil)
+		return
+	}
+	wantPosition(t, e, 42, true)
+	wantGet(t, e, "b", nil)
+	wantScan(t, scan(t, e, nil, nil), []kv{{"a", "1"}, {"c", "3"}, {"\xff", "4"}})
+
+	// Every key, with the bounds open, and no position: the data goes, the position stays.
+	bt.Reset()
+	bt.DeleteRange(nil, nil)
+	bt.Put(b("z"), b("5"))
+	apply(t, e, &bt, -1)
+	if err := e.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	e = s.open(t, loc)
+	wantPosition(t, e, 42, true)
+	wantScan(t, scan(t, e, nil, nil), []kv{{"z", "5"}})
+	wantCount(t, s, e, 1)
+}
+
 func (s *suite) testPosition(t *testing.T) {
 	e, _ := s.fresh(t)
 	wantPosition(t, e, 0, false)
@@ -675,7 +984,11 @@ func (s *suite) testConcurrent(t *testing.T) {
 		bt.Put(b("x"), v)
 		bt.Put(b("y"), v)
 		bt.Put(fmt.Appendf(nil, "k%04d", i), v)
-		if i > 1 {
+		switch {
+		case i%2 == 0:
+			// Every older k, by one range delete (the snapshots must see it whole too).
+			bt.DeleteRange(b("k"), fmt.Appendf(nil, "k%04d", i))
+		case i > 1:
 			bt.Delete(fmt.Appendf(nil, "k%04d", i-1))
 		}
 		if err := e.Apply(&bt, int64(i)); err != nil {
@@ -783,12 +1096,23 @@ func (s *suite) testModel(t *testing.T) {
 				var bt store.Batch
 				n := rapid.IntRange(0, 8).Draw(rt, "writes")
 				for range n {
-					k := keyGen.Draw(rt, "key")
-					if rapid.IntRange(0, 2).Draw(rt, "delete") == 0 {
+					switch rapid.IntRange(0, 8).Draw(rt, "op") {
+					case 0, 1, 2:
+						k := keyGen.Draw(rt, "key")
 						bt.Delete([]byte(k))
 						delete(model, k)
 						continue
+					case 3:
+						lo, hi := boundGen.Draw(rt, "lower"), boundGen.Draw(rt, "upper")
+						bt.DeleteRange(lo, hi)
+						for k := range model {
+							if k >= string(lo) && (hi == nil || k < string(hi)) {
+								delete(model, k)
+							}
+						}
+						continue
 					}
+					k := keyGen.Draw(rt, "key")
 					v := valGen.Draw(rt, "value")
 					bt.Put([]byte(k), v)
 					model[k] = string(v)
