@@ -28,6 +28,14 @@ type Appender[T any] interface {
 	AppendEncode(dst []byte, v T) ([]byte, error)
 }
 
+// PartitionKeyer is implemented by a key serde whose records are partitioned by other bytes than
+// the key's: a windowed key by its inner key alone (Kafka Streams' WindowedStreamPartitioner), so
+// that every window of a key lands on the key's partition. The stream runtime partitions a record
+// sent with such a serde by murmur2 of PartitionKey, as Kafka Streams does.
+type PartitionKeyer[T any] interface {
+	PartitionKey(v T) ([]byte, error)
+}
+
 // DecodeError says bytes are not a value of the serde's type.
 type DecodeError struct {
 	// Serde names the serde ("int64", "string", "json").
