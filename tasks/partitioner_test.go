@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"context"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -26,5 +27,48 @@ func TestPartitionerSendsChangelogRecordsToTheirTask(t *testing.T) {
 				t.Errorf("key %q to %s went to partition %d, want %d as Kafka's default partitioner", key, topic, got, want)
 			}
 		}
+	}
+}
+
+// A record whose context carries a partition key goes where that key would (a windowed key to its
+// inner key's partition), and records without a key keep the default's stickiness across a batch.
+func TestPartitionerHeedsThePartitionKey(t *testing.T) {
+	r, err := NewRouter(topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"in"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := r.Partitioner().ForTopic("out")
+	// "word" goes to 3 of 8 (Kafka's murmur2, above); its windowed form by its inner key alone.
+	windowedKey := append([]byte("word"), 0, 0, 0, 0, 0, 0, 0x03, 0xe8)
+	rec := &kgo.Record{Topic: "out", Key: windowedKey, Context: WithPartitionKey(context.Background(), []byte("word"))}
+	if got := tp.Partition(rec, 8); got != 3 {
+		t.Fatalf("a windowed key went to %d, want its inner key's partition 3", got)
+	}
+	if !tp.RequiresConsistency(rec) || !tp.RequiresConsistency(&kgo.Record{Key: []byte("k")}) || tp.RequiresConsistency(&kgo.Record{}) {
+		t.Fatal("RequiresConsistency: keyed records must keep their partition, keyless ones need not")
+	}
+	if got := tp.Partition(&kgo.Record{Key: windowedKey, Context: context.Background()}, 8); got == 3 {
+		t.Fatal("a record without a partition key went by another key")
+	}
+	// An empty partition key is the empty key's partition (murmur2 of no bytes), not a keyless record.
+	empty := &kgo.Record{Key: []byte("x"), Context: WithPartitionKey(context.Background(), nil)}
+	if got, want := tp.Partition(empty, 8), tp.Partition(&kgo.Record{Key: []byte{}}, 8); got != want {
+		t.Fatalf("empty partition key to %d, want %d", got, want)
+	}
+	// Keyless records stick to one partition until a new batch.
+	first := tp.Partition(&kgo.Record{}, 1000)
+	if tp.Partition(&kgo.Record{}, 1000) != first {
+		t.Fatal("a keyless record left the sticky partition before a new batch")
+	}
+	moved := false
+	for range 20 {
+		tp.(kgo.TopicPartitionerOnNewBatch).OnNewBatch()
+		if tp.Partition(&kgo.Record{}, 1000) != first {
+			moved = true
+			break
+		}
+	}
+	if !moved {
+		t.Fatal("OnNewBatch was not passed on: keyless records stick to one partition for ever")
 	}
 }
