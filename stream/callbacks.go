@@ -200,6 +200,10 @@ func (a *App) openTask(ctx context.Context, id tasks.ID) (*task, error) {
 		s.acked.Store(-1) // none since the store was opened
 		if conn := a.connected[id.Subtopology]; conn != nil {
 			s.timestamped, s.headers = conn.timestamped[name], conn.headers[name]
+			if w, ok := conn.windows[name]; ok {
+				s.timestamped = w.timestamped
+				s.win = &windowState{retention: w.retention, observed: -1}
+			}
 		}
 		if a.eos() {
 			s.pend = newOverlay()

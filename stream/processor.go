@@ -143,6 +143,11 @@ func (c *Context) Thread() int { return c.app.index }
 // Task is the task whose record is being processed.
 func (c *Context) Task() tasks.ID { return c.task.id }
 
+// Dropped counts the record being processed as dropped (dropped-records-total, Stats.Dropped), as
+// Kafka Streams' processors count a record they skip: one without a key where a key is needed, one
+// too late for its window.
+func (c *Context) Dropped() { c.app.metrics.dropped.Add(1) }
+
 // Config is the application's configuration (Kafka Streams' ProcessorContext.appConfigs): what a
 // processor reads of the runtime's settings, such as statestore.cache.max.bytes.
 func (c *Context) Config() config.Config { return c.app.cfg }
@@ -209,6 +214,18 @@ func (c *Context) SendAt(topic string, ts time.Time, key, value []byte, headers 
 		return err
 	}
 	c.app.produce(c.task.id, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: ts})
+	return nil
+}
+
+// SendBy is SendAt with the partition chosen by partitionKey rather than by key: murmur2 of
+// partitionKey, as Kafka Streams' WindowedStreamPartitioner places a windowed key by its inner key
+// alone (a Topic whose key serde is a serde.PartitionKeyer sends this way by itself).
+func (c *Context) SendBy(topic string, ts time.Time, partitionKey, key, value []byte, headers ...kgo.RecordHeader) error {
+	if err := c.sendable(topic); err != nil {
+		return err
+	}
+	c.app.produce(c.task.id, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: ts,
+		Context: tasks.WithPartitionKey(c.app.deliveryContext(), partitionKey)})
 	return nil
 }
 
@@ -302,13 +319,17 @@ type Topic[K, V any] struct {
 	// rather than at every Send.
 	ka serde.Appender[K]
 	va serde.Appender[V]
+	// pk is ks as a serde.PartitionKeyer (nil when it is not): records go by its partition key.
+	pk serde.PartitionKeyer[K]
 }
 
-// Output returns the typed output topic name (a sink or repartition topic).
+// Output returns the typed output topic name (a sink or repartition topic). A key serde that is a
+// serde.PartitionKeyer (a windowed key's) places each record by its partition key (SendBy).
 func Output[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V]) Topic[K, V] {
 	t := Topic[K, V]{name: name, ks: ks, vs: vs}
 	t.ka, _ = ks.(serde.Appender[K])
 	t.va, _ = vs.(serde.Appender[V])
+	t.pk, _ = ks.(serde.PartitionKeyer[K])
 	return t
 }
 
@@ -322,6 +343,21 @@ func (t Topic[K, V]) Send(c *Context, key K, value V, headers ...kgo.RecordHeade
 
 // SendAt is Send with the record's timestamp given (see Context.SendAt).
 func (t Topic[K, V]) SendAt(c *Context, ts time.Time, key K, value V, headers ...kgo.RecordHeader) error {
+	if t.pk != nil {
+		pk, err := t.pk.PartitionKey(key)
+		if err != nil {
+			return fmt.Errorf("stream: encoding a key for %s: %w", t.name, err)
+		}
+		k, err := t.ks.Encode(key)
+		if err != nil {
+			return fmt.Errorf("stream: encoding a key for %s: %w", t.name, err)
+		}
+		v, err := t.vs.Encode(value)
+		if err != nil {
+			return fmt.Errorf("stream: encoding a value for %s: %w", t.name, err)
+		}
+		return c.SendBy(t.name, ts, pk, k, v, headers...)
+	}
 	if ka, va := t.ka, t.va; ka != nil && va != nil {
 		// Both into the loop's scratch, then into the record's own copy (it is written after Send
 		// returns), in the record's allocation when small.
@@ -353,7 +389,8 @@ func (t Topic[K, V]) SendAt(c *Context, ts time.Time, key K, value V, headers ..
 	return c.SendAt(t.name, ts, k, v, headers...)
 }
 
-// A Store is anything that names a state store: KeyValueStore, or a name of your own (StoreName).
+// A Store is anything that names a state store: KeyValueStore, WindowStore, or a name of your own
+// (StoreName).
 type Store interface{ Name() string }
 
 // TimestampedStore names a store whose values carry their timestamp, as Kafka Streams' timestamped
@@ -386,12 +423,15 @@ func (n StoreName) Name() string { return string(n) }
 // missing from the topology), naming the stores it has, and at run time p may reach only these
 // stores. A Processor not connected may reach every store of its subtopology.
 func Connect(p Processor, stores ...Store) Processor {
-	c := &connected{Processor: p, stores: map[string]bool{}, timestamped: map[string]bool{}, headers: map[string]bool{}}
+	c := &connected{Processor: p, stores: map[string]bool{}, timestamped: map[string]bool{}, headers: map[string]bool{},
+		windows: map[string]windowSpec{}}
 	c.flusher, _ = p.(Flusher)
 	for _, s := range stores {
 		c.names = append(c.names, s.Name())
 		c.stores[s.Name()] = true
-		switch s.(type) {
+		switch s := s.(type) {
+		case windowDecl:
+			c.windows[s.Name()] = s.spec()
 		case TimestampedStore:
 			c.timestamped[s.Name()] = true
 		case TimestampedHeadersStore:
@@ -409,9 +449,10 @@ type connected struct {
 	Processor
 	names       []string // as given
 	stores      map[string]bool
-	timestamped map[string]bool // the stores whose values carry their timestamp (TimestampedStore)
-	headers     map[string]bool // the stores whose changelog carries headers (TimestampedHeadersStore)
-	flusher     Flusher         // p, if it holds results back
+	timestamped map[string]bool       // the stores whose values carry their timestamp (TimestampedStore)
+	headers     map[string]bool       // the stores whose changelog carries headers (TimestampedHeadersStore)
+	windows     map[string]windowSpec // the window stores (Window, TimestampedWindowStore)
+	flusher     Flusher               // p, if it holds results back
 }
 
 // Flush passes a connected Flusher's Flush on (nothing otherwise), so that a connected processor

@@ -71,6 +71,8 @@ type kvStore struct {
 	timestamped bool
 	// headers: the changelog records carry the writing record's headers (TimestampedHeadersStore).
 	headers bool
+	// win is a window store's view of time (window.go); nil for a key-value store.
+	win *windowState
 }
 
 func (s *kvStore) fail(op string, err error) error {
@@ -83,17 +85,36 @@ func (s *kvStore) fail(op string, err error) error {
 
 // Get implements store.KeyValue: the open transaction's writes first.
 func (s *kvStore) Get(key []byte) ([]byte, bool, error) {
+	if s.win != nil {
+		ek, live, err := s.windowKey(key)
+		if err != nil || !live {
+			return nil, false, err
+		}
+		key = ek
+	}
 	if s.pend != nil {
 		if p, ok := s.pend.get(key); ok {
 			return p.value, !p.del, nil
 		}
 	}
-	return s.committedGet(key)
+	return s.engineGet(key)
 }
 
 // committedGet reads the engine only: what queries see (under exactly-once, the last committed
 // state).
 func (s *kvStore) committedGet(key []byte) ([]byte, bool, error) {
+	if s.win != nil {
+		ek, live, err := s.windowKey(key)
+		if err != nil || !live {
+			return nil, false, err
+		}
+		key = ek
+	}
+	return s.engineGet(key)
+}
+
+// engineGet reads the engine's key.
+func (s *kvStore) engineGet(key []byte) ([]byte, bool, error) {
 	v, ok, err := s.eng.Get(key)
 	if err != nil {
 		return nil, false, s.fail("get", err)
@@ -102,16 +123,30 @@ func (s *kvStore) committedGet(key []byte) ([]byte, bool, error) {
 }
 
 // Range implements store.KeyValue: the engine's entries with the open transaction's writes over
-// them.
+// them. A window store has no key order to range over (Fetch reads it).
 func (s *kvStore) Range(lower, upper []byte) (store.Iterator, error) {
-	it, err := s.committedRange(lower, upper)
-	if err != nil || s.pend == nil || s.pend.empty() {
-		return it, err
+	if s.win != nil {
+		return nil, s.errWindowRange()
+	}
+	return s.engineRange(lower, upper)
+}
+
+// engineRange is Range over the engine's keys.
+func (s *kvStore) engineRange(lower, upper []byte) (store.Iterator, error) {
+	it, err := s.eng.Iterate(lower, upper)
+	if err != nil {
+		return nil, s.fail("range", err)
+	}
+	if s.pend == nil || s.pend.empty() {
+		return it, nil
 	}
 	return newOverlaid(it, s.pend.within(lower, upper)), nil
 }
 
 func (s *kvStore) committedRange(lower, upper []byte) (store.Iterator, error) {
+	if s.win != nil {
+		return nil, s.errWindowRange()
+	}
 	it, err := s.eng.Iterate(lower, upper)
 	if err != nil {
 		return nil, s.fail("range", err)
@@ -151,6 +186,16 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 	if key == nil {
 		return fmt.Errorf("%w: store %s of task %s", ErrNullKey, s.name, s.task.id)
 	}
+	var start int64
+	if s.win != nil {
+		var err error
+		if start, err = startOf(key); err != nil {
+			return s.fail("write", err)
+		}
+		if s.win.observe(start); !s.win.live(start) {
+			return nil // expired already: Kafka Streams skips the write too
+		}
+	}
 	ts := s.task.ctx.ts
 	if s.timestamped && !del {
 		if len(value) < 8 {
@@ -176,17 +221,26 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 			r.Value = local[8:]
 		}
 	}
+	ek := r.Key // the engine's key: a window store's leads with its segment
+	if s.win != nil {
+		ek = engineKey(r.Key, start)
+	}
 	if s.pend != nil {
-		s.pend.put(r.Key, local, del)
+		s.pend.put(ek, local, del)
 	} else {
 		s.batch.Reset()
 		if del {
-			s.batch.Delete(r.Key)
+			s.batch.Delete(ek)
 		} else {
-			s.batch.PutOwned(r.Key, local)
+			s.batch.PutOwned(ek, local)
 		}
 		if err := s.eng.Apply(&s.batch, -1); err != nil {
 			return s.fail("write", err)
+		}
+	}
+	if s.win != nil {
+		if err := s.expire(); err != nil {
+			return err
 		}
 	}
 	r.Timestamp = ts
@@ -266,19 +320,35 @@ func (s *kvStore) restore(recs []*kgo.Record, next int64) error {
 	}
 	var b store.Batch
 	for _, r := range recs {
+		key := r.Key
+		if s.win != nil {
+			start, err := startOf(key)
+			if err != nil {
+				return s.fail("restore", fmt.Errorf("the changelog record %s[%d]@%d: %w", r.Topic, r.Partition, r.Offset, err))
+			}
+			if s.win.observe(start); !s.win.live(start) {
+				continue // expired: Kafka Streams' restore skips it too
+			}
+			key = engineKey(key, start)
+		}
 		switch {
 		case r.Value == nil:
-			b.Delete(r.Key)
+			b.Delete(key)
 		case s.timestamped: // the record's timestamp before its value, as the store keeps it
 			v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(r.Value)), uint64(r.Timestamp.UnixMilli()))
-			b.Put(r.Key, append(v, r.Value...))
+			b.Put(key, append(v, r.Value...))
 		default:
-			b.Put(r.Key, r.Value)
+			b.Put(key, r.Value)
 		}
 	}
 	pos := next
 	if err := s.eng.Apply(&b, pos); err != nil {
 		return s.fail("restore", err)
+	}
+	if s.win != nil {
+		if err := s.expire(); err != nil {
+			return err
+		}
 	}
 	s.checkpointed = pos
 	s.ackedTo(pos)
@@ -312,6 +382,9 @@ func (a *App) wipe(id tasks.ID, changelog tasks.TopicPartition) error {
 	s.eng, s.checkpointed = eng, -1
 	if s.pend != nil {
 		s.pend.clear()
+	}
+	if s.win != nil {
+		s.win.observed, s.win.expiredBelow = -1, 0 // empty: its time starts over with the restore
 	}
 	s.acked.Store(-1)
 	return nil

@@ -1,0 +1,308 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/windowed"
+)
+
+// Window stores. A window store keeps values by key and window start (Kafka Streams' WindowStore),
+// for a retention period: a window whose start is at or before the newest start written minus the
+// retention is gone. Its changelog carries Kafka Streams' window store keys (the key, the window's
+// start, a sequence number; windowed.AppendStoreKey) and values as a key-value store's do, so a Go
+// and a Java member restore each other's. It is a key-value store underneath (the same engines,
+// restore, standbys, checkpoints and transactions) whose engine keys are the changelog keys behind
+// the number of their window's segment: windowSegmentMs of window starts. Expiry deletes whole
+// segments with one range deletion, as Kafka Streams drops a RocksDB segment, never scanning.
+
+// windowSegmentMs is the span of window starts of one segment. It is fixed rather than derived from
+// the retention (Kafka Streams' RocksDB segments are retention/2, at least a minute) so that a
+// persistent store keeps its layout when the retention changes; segments are key prefixes here, not
+// databases, so a long retention with many segments costs nothing.
+const windowSegmentMs = 60_000
+
+// segmentKeyLen is the length of the segment number before an engine key.
+const segmentKeyLen = 8
+
+// windowSpec is how a window store was declared (Connect).
+type windowSpec struct {
+	retention   int64 // ms
+	timestamped bool
+}
+
+// windowState is a window store's view of time.
+type windowState struct {
+	retention int64
+	// observed is the newest window start written or restored (Kafka Streams' observedStreamTime of
+	// the store), -1 before any.
+	observed int64
+	// expiredBelow is the first segment not deleted yet by expiry.
+	expiredBelow int64
+}
+
+// ErrWindowKey is a window store key that is not one: shorter than a window start and a sequence
+// number, or a window start before the epoch.
+var ErrWindowKey = errors.New("stream: not a window store key (the key, an 8-byte window start at or after the epoch, a 4-byte sequence number)")
+
+// startOf is the window start of window store key k.
+func startOf(k []byte) (int64, error) {
+	_, start, _, err := windowed.SplitStoreKey(k)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrWindowKey, err)
+	}
+	if start < 0 {
+		return 0, fmt.Errorf("%w: the window starts at %d", ErrWindowKey, start)
+	}
+	return start, nil
+}
+
+// engineKey is the engine's key of window store key k starting at start: its segment, then k.
+func engineKey(k []byte, start int64) []byte {
+	ek := make([]byte, 0, segmentKeyLen+len(k))
+	ek = binary.BigEndian.AppendUint64(ek, uint64(start/windowSegmentMs))
+	return append(ek, k...)
+}
+
+// observe records a window start written or restored.
+func (w *windowState) observe(start int64) { w.observed = max(w.observed, start) }
+
+// live says whether the window starting at start is kept: after the newest start minus the
+// retention (Kafka Streams' in-memory window store; its RocksDB store hides the others from reads).
+func (w *windowState) live(start int64) bool {
+	return w.observed < 0 || start > w.observed-w.retention
+}
+
+// expiry is the range deletion of the segments that hold no live window any more, and whether one
+// is due (the newest start moved past a segment since the last one).
+func (w *windowState) expiry() (upper []byte, due bool) {
+	minLive := w.observed - w.retention + 1
+	if w.observed < 0 || minLive <= 0 {
+		return nil, false
+	}
+	seg := minLive / windowSegmentMs // the segment holding the oldest live start stays
+	if seg <= w.expiredBelow {
+		return nil, false
+	}
+	w.expiredBelow = seg
+	return binary.BigEndian.AppendUint64(nil, uint64(seg)), true
+}
+
+// expire deletes the segments of s that hold no live window, when due. The deletion goes to the
+// engine at once, outside any open transaction: an expired window is never read again, whatever
+// the transaction's outcome, as Kafka Streams drops segments.
+func (s *kvStore) expire() error {
+	upper, due := s.win.expiry()
+	if !due {
+		return nil
+	}
+	var b store.Batch
+	b.DeleteRange(nil, upper)
+	if err := s.eng.Apply(&b, -1); err != nil {
+		return s.fail("expire", err)
+	}
+	return nil
+}
+
+// windowKey is the engine key of window store key k for a read, and whether its window is live.
+func (s *kvStore) windowKey(k []byte) (ek []byte, live bool, err error) {
+	start, err := startOf(k)
+	if err != nil {
+		return nil, false, s.fail("get", err)
+	}
+	return engineKey(k, start), s.win.live(start), nil
+}
+
+// errWindowRange refuses a key-ordered range over a window store: its keys are ordered by segment.
+func (s *kvStore) errWindowRange() error {
+	return s.fail("range", fmt.Errorf("%s is a window store: read it with stream.Window's Fetch", s.name))
+}
+
+// fetch calls fn for the live windows of the key with bytes k whose start is in [from, to], in
+// order of their start, with the engine's view merged with the open transaction's writes. It visits
+// only the segments that hold entries (nextSegment), whatever the span asked.
+func (s *kvStore) fetch(k []byte, from, to int64, fn func(start int64, value []byte) bool) error {
+	from = max(from, 0, s.win.observed-s.win.retention+1)
+	for seg := from / windowSegmentMs; from <= to && seg <= to/windowSegmentMs; seg++ {
+		next, ok, err := s.nextSegment(seg)
+		if err != nil || !ok || next > to/windowSegmentMs {
+			return err
+		}
+		seg = next
+		first := seg * windowSegmentMs
+		lo := engineKey(windowed.AppendStoreKey(nil, k, max(from, first), 0), first)
+		// The greatest key of k in the segment is its last start there with the greatest sequence
+		// number; the bound after it is that key with a zero byte appended.
+		hi := append(engineKey(windowed.AppendStoreKey(nil, k, min(to, first+windowSegmentMs-1), -1), first), 0)
+		it, err := s.engineRange(lo, hi)
+		if err != nil {
+			return err
+		}
+		for it.Next() {
+			key, start, _, err := windowed.SplitStoreKey(it.Key()[segmentKeyLen:])
+			if err != nil || !bytes.Equal(key, k) {
+				continue // another key with k as its prefix, sorted among k's windows
+			}
+			if !fn(start, it.Value()) {
+				return errors.Join(it.Err(), it.Close())
+			}
+		}
+		if err := errors.Join(it.Err(), it.Close()); err != nil {
+			return s.fail("fetch", err)
+		}
+	}
+	return nil
+}
+
+// nextSegment is the first segment at or after seg that holds an entry, in the engine or in the
+// open transaction; ok is false when there is none.
+func (s *kvStore) nextSegment(seg int64) (next int64, ok bool, err error) {
+	lo := binary.BigEndian.AppendUint64(nil, uint64(seg))
+	it, err := s.eng.Iterate(lo, nil)
+	if err != nil {
+		return 0, false, s.fail("fetch", err)
+	}
+	if it.Next() && len(it.Key()) >= segmentKeyLen {
+		next, ok = int64(binary.BigEndian.Uint64(it.Key())), true
+	}
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return 0, false, s.fail("fetch", err)
+	}
+	if s.pend != nil {
+		s.pend.tree.AscendGreaterOrEqual(pending{key: lo}, func(p pending) bool {
+			if len(p.key) >= segmentKeyLen {
+				if n := int64(binary.BigEndian.Uint64(p.key)); !ok || n < next {
+					next, ok = n, true
+				}
+			}
+			return false
+		})
+	}
+	return next, ok, nil
+}
+
+// WindowStore is typed access to a window store by name (Kafka Streams' WindowStore): values by key
+// and window start, kept for a retention period (see Window). Declare it once and give it to
+// Connect with the processor that uses it, which tells New that the store is a window store.
+type WindowStore[K, V any] struct {
+	name        string
+	retention   int64
+	timestamped bool
+	ks          serde.Serde[K]
+	vs          serde.Serde[V]
+}
+
+// Window declares typed access to the window store name (its changelog is
+// topology.Names.WindowedChangelog(name, …)), which keeps each window until the newest window start
+// written is more than retention after its start. A retention under 1 ms is taken as 1 ms.
+func Window[K, V any](name string, retention time.Duration, ks serde.Serde[K], vs serde.Serde[V]) WindowStore[K, V] {
+	return WindowStore[K, V]{name: name, retention: max(retention.Milliseconds(), 1), ks: ks, vs: vs}
+}
+
+// TimestampedWindowStore declares the window store name whose values carry their timestamp, as
+// Kafka Streams' DSL keeps a windowed aggregation's results (each value is its timestamp, 8 bytes
+// big-endian milliseconds, then the value; the changelog carries the value with the timestamp as
+// the record's, as a TimestampedStore's does). Give it to Connect.
+func TimestampedWindowStore(name string, retention time.Duration) Store {
+	return WindowStore[[]byte, []byte]{name: name, retention: max(retention.Milliseconds(), 1), timestamped: true}
+}
+
+// Name is the store's name.
+func (w WindowStore[K, V]) Name() string { return w.name }
+
+func (w WindowStore[K, V]) spec() windowSpec {
+	return windowSpec{retention: w.retention, timestamped: w.timestamped}
+}
+
+// windowDecl is a Store that declares a window store.
+type windowDecl interface {
+	Store
+	spec() windowSpec
+}
+
+// key is the window store key of key and start, for sequence number 0.
+func (w WindowStore[K, V]) key(key K, start int64) ([]byte, error) {
+	k, err := w.ks.Encode(key)
+	if err != nil {
+		return nil, fmt.Errorf("stream: encoding a key of store %s: %w", w.name, err)
+	}
+	if start < 0 {
+		return nil, fmt.Errorf("stream: store %s: a window cannot start before the epoch (%d)", w.name, start)
+	}
+	return windowed.AppendStoreKey(make([]byte, 0, len(k)+12), k, start, 0), nil
+}
+
+// Put sets the value of key's window starting at start (Unix ms) in c's task's store (and its
+// changelog). A window that is no longer kept (its start too old for the retention) is not written,
+// as Kafka Streams skips it.
+func (w WindowStore[K, V]) Put(c *Context, key K, start int64, value V) error {
+	k, err := w.key(key, start)
+	if err != nil {
+		return err
+	}
+	v, err := w.vs.Encode(value)
+	if err != nil {
+		return fmt.Errorf("stream: encoding a value of store %s: %w", w.name, err)
+	}
+	if v == nil {
+		v = []byte{} // a value, not a deletion
+	}
+	return c.Store(w.name).Put(k, v)
+}
+
+// Get returns the value of key's window starting at start (Kafka Streams' fetch(key, time)), ok
+// false when absent or no longer kept.
+func (w WindowStore[K, V]) Get(c *Context, key K, start int64) (value V, ok bool, err error) {
+	k, err := w.key(key, start)
+	if err != nil {
+		return value, false, err
+	}
+	raw, ok, err := c.Store(w.name).Get(k)
+	if err != nil || !ok {
+		return value, false, err
+	}
+	if value, err = w.vs.Decode(raw); err != nil {
+		return value, false, fmt.Errorf("stream: a value in store %s: %w", w.name, err)
+	}
+	return value, true, nil
+}
+
+// Delete removes key's window starting at start (a tombstone in the changelog).
+func (w WindowStore[K, V]) Delete(c *Context, key K, start int64) error {
+	k, err := w.key(key, start)
+	if err != nil {
+		return err
+	}
+	return c.Store(w.name).Delete(k)
+}
+
+// Fetch calls fn for key's windows kept in c's task's store whose start is in [from, to] (Unix ms),
+// in order of their start (Kafka Streams' fetch(key, timeFrom, timeTo)), until fn returns false.
+func (w WindowStore[K, V]) Fetch(c *Context, key K, from, to int64, fn func(start int64, value V) bool) error {
+	k, err := w.ks.Encode(key)
+	if err != nil {
+		return fmt.Errorf("stream: encoding a key of store %s: %w", w.name, err)
+	}
+	st, ok := c.Store(w.name).(*kvStore)
+	if !ok || st.win == nil {
+		if u, isUnknown := c.Store(w.name).(unknownStore); isUnknown {
+			return u.err()
+		}
+		return fmt.Errorf("stream: store %s is not a window store: connect its processor with the stream.Window declaring it (stream.Connect)", w.name)
+	}
+	var derr error
+	err = st.fetch(k, from, to, func(start int64, raw []byte) bool {
+		v, err := w.vs.Decode(raw)
+		if err != nil {
+			derr = fmt.Errorf("stream: a value in store %s: %w", w.name, err)
+			return false
+		}
+		return fn(start, v)
+	})
+	return errors.Join(err, derr)
+}

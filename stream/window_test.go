@@ -1,0 +1,292 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/windowed"
+)
+
+// windowCounts is the window store of the tests: "counts" of subtopology 1, keeping windows for
+// 10 s after the newest start.
+var windowCounts = Window("counts", 10*time.Second, serde.String, serde.Int64)
+
+// windowTask is an active task of an App whose subtopology-1 processor uses counts as a window store.
+func windowTask(t *testing.T, decl Store, opts ...Option) (*App, *task, *produced) {
+	t.Helper()
+	procs := testProcs()
+	procs["1"] = Connect(procs["1"], decl)
+	a, _ := newTestApp(t, testConfig(), procs, opts...)
+	prod := fakeBroker(t, a)
+	tk := activeTask(t, a, tid("1", 1))
+	tk.ctx = Context{app: a, task: tk, ts: time.UnixMilli(500)}
+	return a, tk, prod
+}
+
+// wkey is Kafka Streams' window store key, written out: the key, the start (8 bytes), sequence 0.
+func wkey(k string, start int64) []byte {
+	b := append([]byte(k), 0, 0, 0, 0, 0, 0, 0, 0)
+	binary.BigEndian.PutUint64(b[len(k):], uint64(start))
+	return append(b, 0, 0, 0, 0)
+}
+
+func int64s(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+
+type fetched struct {
+	start int64
+	v     int64
+}
+
+func fetchAll(t *testing.T, c *Context, w WindowStore[string, int64], k string, from, to int64) []fetched {
+	t.Helper()
+	var out []fetched
+	mustNotErr(t, w.Fetch(c, k, from, to, func(start int64, v int64) bool {
+		out = append(out, fetched{start, v})
+		return true
+	}))
+	return out
+}
+
+// A window store writes Kafka Streams' window store keys to its changelog, reads its windows back by
+// key and start, and fetches a key's windows in order of their start, across segments.
+func TestWindowStoreWritesKafkaStreamsKeys(t *testing.T) {
+	a, tk, prod := windowTask(t, windowCounts)
+	c := &tk.ctx
+	for _, w := range []struct {
+		k     string
+		start int64
+		v     int64
+	}{{"k", 0, 1}, {"k", 5000, 2}, {"k2", 5000, 9}} {
+		mustNotErr(t, windowCounts.Put(c, w.k, w.start, w.v))
+	}
+	mustNotErr(t, windowCounts.Delete(c, "k2", 5000))
+	mustNotErr(t, windowCounts.Put(c, "k", 61000, 3))
+	mustNotErr(t, windowCounts.Put(c, "k", 60000, 4))
+	mustNotErr(t, windowCounts.Delete(c, "k2", 5000)) // expired by now: not written
+	flush(t, a)
+	recs := prod.all()
+	want := []struct {
+		key []byte
+		v   []byte
+	}{{wkey("k", 0), int64s(1)}, {wkey("k", 5000), int64s(2)}, {wkey("k2", 5000), int64s(9)}, {wkey("k2", 5000), nil},
+		{wkey("k", 61000), int64s(3)}, {wkey("k", 60000), int64s(4)}}
+	if len(recs) != len(want) {
+		t.Fatalf("%d changelog records, want %d", len(recs), len(want))
+	}
+	for i, w := range want {
+		if !bytes.Equal(recs[i].rec.Key, w.key) || !bytes.Equal(recs[i].rec.Value, w.v) || recs[i].rec.Topic != countsLog {
+			t.Errorf("changelog record %d: %s %x=%x, want %x=%x", i, recs[i].rec.Topic, recs[i].rec.Key, recs[i].rec.Value, w.key, w.v)
+		}
+	}
+	// The newest start is 61 000 with a retention of 10 s: the windows at 0 and 5 000 are gone.
+	if _, ok, err := windowCounts.Get(c, "k", 5000); ok || err != nil {
+		t.Fatalf("an expired window is read: %v %v", ok, err)
+	}
+	if v, ok, err := windowCounts.Get(c, "k", 61000); !ok || v != 3 || err != nil {
+		t.Fatalf("Get(k, 61000) = %d %v %v", v, ok, err)
+	}
+	if got := fetchAll(t, c, windowCounts, "k", 0, 1<<62); fmt.Sprint(got) != "[{60000 4} {61000 3}]" {
+		t.Fatalf("Fetch(k) = %v", got)
+	}
+	if got := fetchAll(t, c, windowCounts, "k", 60500, 61000); fmt.Sprint(got) != "[{61000 3}]" {
+		t.Fatalf("Fetch(k, 60500, 61000) = %v", got)
+	}
+	if got := fetchAll(t, c, windowCounts, "k", 61001, 60000); len(got) != 0 {
+		t.Fatalf("an empty span fetched %v", got)
+	}
+	// Segment 0 (starts 0 to 59 999) still holds a start that may be live (51 001 on): its expired
+	// windows are hidden, not deleted yet. Once the oldest live start is 60 001, it is deleted.
+	mustNotErr(t, windowCounts.Put(c, "k", 70000, 5))
+	if got := fetchAll(t, c, windowCounts, "k", 0, 1<<62); fmt.Sprint(got) != "[{61000 3} {70000 5}]" {
+		t.Fatalf("Fetch(k) = %v", got)
+	}
+	it, err := tk.stores["counts"].eng.Iterate(nil, nil)
+	mustNotErr(t, err)
+	n := 0
+	for it.Next() {
+		if seg := binary.BigEndian.Uint64(it.Key()); seg != 1 {
+			t.Errorf("an entry of segment %d is kept", seg)
+		}
+		n++
+	}
+	mustNotErr(t, it.Close())
+	if n != 3 {
+		t.Fatalf("%d entries kept, want the 3 of segment 1", n)
+	}
+	// A window older than the retention is not written at all.
+	mustNotErr(t, windowCounts.Put(c, "k", 100, 7))
+	if _, ok, _ := windowCounts.Get(c, "k", 100); ok {
+		t.Fatal("a write of an expired window was kept")
+	}
+	flush(t, a)
+	if len(prod.all()) != len(want)+1 {
+		t.Fatal("a write of an expired window reached the changelog")
+	}
+}
+
+// A key that has another key as its prefix is not taken for it: Fetch reads the key's own windows.
+func TestWindowStoreFetchKeepsKeysApart(t *testing.T) {
+	_, tk, _ := windowTask(t, windowCounts)
+	c := &tk.ctx
+	long := "a" + string([]byte{0, 0, 0, 0, 0, 0, 0x13})
+	mustNotErr(t, windowCounts.Put(c, "a", 1000, 1))
+	mustNotErr(t, windowCounts.Put(c, long, 1000, 2))
+	mustNotErr(t, windowCounts.Put(c, "a", 3000, 3))
+	mustNotErr(t, windowCounts.Put(c, "", 2000, 4))
+	if got := fetchAll(t, c, windowCounts, "a", 0, 5000); fmt.Sprint(got) != "[{1000 1} {3000 3}]" {
+		t.Fatalf("Fetch(a) = %v", got)
+	}
+	if got := fetchAll(t, c, windowCounts, long, 0, 5000); fmt.Sprint(got) != "[{1000 2}]" {
+		t.Fatalf("Fetch(long) = %v", got)
+	}
+	if got := fetchAll(t, c, windowCounts, "", 0, 5000); fmt.Sprint(got) != "[{2000 4}]" {
+		t.Fatalf("Fetch(empty key) = %v", got)
+	}
+	var first []int64
+	mustNotErr(t, windowCounts.Fetch(c, "a", 0, 5000, func(start int64, _ int64) bool { first = append(first, start); return false }))
+	if fmt.Sprint(first) != "[1000]" {
+		t.Fatalf("Fetch went on after false: %v", first)
+	}
+}
+
+// Restoring a window store reads Kafka Streams' keys from the changelog, skips windows expired
+// meanwhile, and refuses a key that is not a window store key with the record that held it.
+func TestWindowStoreRestore(t *testing.T) {
+	_, tk, _ := windowTask(t, TimestampedWindowStore("counts", 10*time.Second))
+	s := tk.stores["counts"]
+	if !s.timestamped || s.win == nil || s.win.retention != 10000 {
+		t.Fatalf("the store opened as %+v", s.win)
+	}
+	mustNotErr(t, s.restore([]*kgo.Record{
+		{Key: wkey("k", 1000), Value: []byte("a"), Timestamp: time.UnixMilli(1500), Offset: 0},
+		{Key: wkey("k", 30000), Value: []byte("b"), Timestamp: time.UnixMilli(30500), Offset: 1},
+		{Key: wkey("k", 2000), Value: []byte("c"), Timestamp: time.UnixMilli(2500), Offset: 2}, // expired by then
+		{Key: wkey("j", 25000), Value: []byte("d"), Timestamp: time.UnixMilli(25000), Offset: 3},
+		{Key: wkey("j", 25000), Value: nil, Offset: 4},
+	}, 5))
+	kv := KeyValue("counts", serde.Bytes, serde.Bytes)
+	c := &tk.ctx
+	if v, ok, err := kv.Get(c, wkey("k", 30000)); err != nil || !ok || !bytes.Equal(v, append(int64s(30500), 'b')) {
+		t.Fatalf("restored window: %x %v %v", v, ok, err)
+	}
+	for _, k := range [][]byte{wkey("k", 1000), wkey("k", 2000), wkey("j", 25000)} {
+		if _, ok, err := kv.Get(c, k); ok || err != nil {
+			t.Errorf("window %x: found %v, err %v", k, ok, err)
+		}
+	}
+	err := s.restore([]*kgo.Record{{Topic: countsLog, Partition: 1, Key: []byte("short"), Value: []byte("x"), Offset: 5}}, 6)
+	var se *store.Error
+	if !errors.As(err, &se) || !errors.Is(err, ErrWindowKey) || se.Op != "restore" {
+		t.Fatalf("a changelog key that is not a window key: %v", err)
+	}
+	if s.checkpointed != 5 {
+		t.Fatalf("a refused restore moved the position to %d", s.checkpointed)
+	}
+}
+
+// Under exactly-once a window store's writes wait in the open transaction: reads and Fetch see them,
+// the engine does not until the commit, and a key-ordered Range is refused.
+func TestWindowStoreInATransaction(t *testing.T) {
+	_, tk, _ := windowTask(t, windowCounts)
+	s := tk.stores["counts"]
+	s.pend = newOverlay()
+	c := &tk.ctx
+	mustNotErr(t, windowCounts.Put(c, "k", 55000, 1))
+	mustNotErr(t, windowCounts.Put(c, "k", 61000, 2))
+	if got := fetchAll(t, c, windowCounts, "k", 0, 100000); fmt.Sprint(got) != "[{55000 1} {61000 2}]" {
+		t.Fatalf("Fetch in the transaction = %v", got)
+	}
+	if _, ok, _ := s.committedGet(wkey("k", 55000)); ok {
+		t.Fatal("the engine holds a write of the open transaction")
+	}
+	mustNotErr(t, s.commitPending())
+	if v, ok, _ := s.committedGet(wkey("k", 61000)); !ok || !bytes.Equal(v, int64s(2)) {
+		t.Fatalf("committed: %x %v", v, ok)
+	}
+	if _, err := s.Range(nil, nil); err == nil {
+		t.Fatal("Range over a window store")
+	}
+	if _, err := s.committedRange(nil, nil); err == nil {
+		t.Fatal("a query's Range over a window store")
+	}
+	if _, _, err := s.Get([]byte("short")); !errors.Is(err, ErrWindowKey) {
+		t.Fatalf("Get of a key that is not a window key: %v", err)
+	}
+	if err := s.Put([]byte("short"), []byte("x")); !errors.Is(err, ErrWindowKey) {
+		t.Fatalf("Put of a key that is not a window key: %v", err)
+	}
+	if err := windowCounts.Put(c, "k", -1, 1); err == nil {
+		t.Fatal("a window starting before the epoch was written")
+	}
+	if _, err := startOf(windowed.AppendStoreKey(nil, []byte("k"), -5, 0)); !errors.Is(err, ErrWindowKey) {
+		t.Fatalf("a stored start before the epoch: %v", err)
+	}
+}
+
+// Fetch on a store that is not a window store, or not the processor's, says so.
+func TestWindowStoreMisuse(t *testing.T) {
+	_, tk, _ := windowTask(t, StoreName("counts"))
+	c := &tk.ctx
+	if err := windowCounts.Fetch(c, "k", 0, 1, func(int64, int64) bool { return true }); err == nil {
+		t.Fatal("Fetch on a key-value store")
+	}
+	other := Window("sums", time.Second, serde.String, serde.Int64)
+	if err := other.Fetch(c, "k", 0, 1, func(int64, int64) bool { return true }); !errors.Is(err, ErrUnknownStore) {
+		t.Fatalf("Fetch on a store the processor is not connected to: %v", err)
+	}
+	if windowCounts.Name() != "counts" {
+		t.Fatal("Name")
+	}
+}
+
+// A record whose key serde has a partition key (a windowed key) goes to the partition of its inner
+// key, whatever its window, as Kafka Streams' WindowedStreamPartitioner places it.
+func TestWindowedKeysArePartitionedByTheirInnerKey(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	prod := fakeBroker(t, a)
+	tk := activeTask(t, a, tid("1", 0))
+	c := &Context{app: a, task: tk, ts: time.UnixMilli(1000)}
+	out := Output("out", windowed.TimeKeySerde(serde.String, 1000), serde.Int64)
+	byOwnKey := kgo.StickyKeyPartitioner(nil).ForTopic("out")
+	differs := false
+	for _, start := range []int64{0, 1000, 2000, 3000, 4000, 5000} {
+		k := windowed.Key[string]{Key: "word", Window: windowed.Window{Start: start, End: start + 1000}}
+		mustNotErr(t, out.Send(c, k, start))
+		kb, _ := windowed.TimeKeySerde(serde.String, 1000).Encode(k)
+		differs = differs || byOwnKey.Partition(&kgo.Record{Key: kb}, 2) != 1
+	}
+	if !differs {
+		t.Fatal("the test's windowed keys all hash to the inner key's partition: it proves nothing")
+	}
+	flush(t, a)
+	recs := prod.all()
+	if len(recs) != 6 {
+		t.Fatalf("%d records", len(recs))
+	}
+	for _, r := range recs {
+		// murmur2("word") goes to 3 of 8 partitions (Kafka's default partitioner), so to 1 of 2.
+		if r.rec.Partition != 1 || r.rec.Topic != "out" || len(r.rec.Key) != 12 {
+			t.Errorf("record %x went to %s[%d], want out[1]", r.rec.Key, r.rec.Topic, r.rec.Partition)
+		}
+	}
+	if err := c.SendBy(countsLog, time.Time{}, nil, nil, nil); err == nil {
+		t.Error("SendBy to a changelog was accepted")
+	}
+	failing := Output("out", windowed.TimeKeySerde(failingSerde{}, 1000), serde.Int64)
+	if err := failing.Send(c, windowed.Key[string]{Key: "x"}, 1); err == nil {
+		t.Error("a partition key that does not encode was sent")
+	}
+}
+
+type failingSerde struct{}
+
+func (failingSerde) Encode(string) ([]byte, error) { return nil, errBoom }
+func (failingSerde) Decode([]byte) (string, error) { return "", errBoom }
