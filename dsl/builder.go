@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/stream"
@@ -28,6 +29,8 @@ type Builder struct {
 	copartitions [][][]*node
 	// cache is the record cache's budget, shared by the tables kept in stores (cache.go).
 	cache *recordCache
+	// windows are the window stores (windowed aggregations'), with their retention in ms.
+	windows map[string]int64
 }
 
 // AddStore adds a key-value store, with its changelog, for the processors given to Process that
@@ -202,6 +205,11 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 	if len(b.nodes) == 0 {
 		b.fail("the program reads no topic: start it with Stream")
 	}
+	if len(b.windows) > 0 && cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders {
+		// Kafka Streams 4.4 keeps headers in its windowed stores too; this builder's window stores
+		// do not yet, and a store Kafka Streams could not read back must not be written.
+		b.fail("windowed aggregations keep their stores in the DEFAULT format only: set %s=DEFAULT", config.KeyDSLStoreFormat)
+	}
 	if len(b.errs) > 0 {
 		return nil, nil, &ProgramError{Problems: b.errs}
 	}
@@ -242,7 +250,11 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		}
 		for _, st := range n.stores {
 			if !slices.ContainsFunc(s.def.StateChangelogTopics, func(ti topology.TopicInfo) bool { return ti.Name == names.ChangelogTopic(st) }) {
-				s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.KeyValueChangelog(st))
+				if retention, ok := b.windows[st]; ok {
+					s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.WindowedChangelog(st, retention))
+				} else {
+					s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.KeyValueChangelog(st))
+				}
 			}
 		}
 		if n.init != nil {
@@ -298,7 +310,10 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		for _, n := range s.nodes {
 			for _, st := range n.stores {
 				_, added := b.stores[st]
+				retention, isWindow := b.windows[st]
 				switch {
+				case isWindow:
+					stores = append(stores, stream.TimestampedWindowStore(st, time.Duration(retention)*time.Millisecond))
 				case added:
 					stores = append(stores, stream.StoreName(st))
 				case cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders:

@@ -120,10 +120,10 @@ func (tc *tableCache[K, V]) of(c *stream.Context) *cached[K, V] {
 // keyBytes encodes k into the owner's scratch.
 func (tc *tableCache[K, V]) keyBytes(cs *cached[K, V], k K) ([]byte, error) {
 	var err error
-	if a, ok := tc.t.ks.(serde.Appender[K]); ok {
+	if a, ok := tc.t.storeKeys().(serde.Appender[K]); ok {
 		cs.scratch, err = a.AppendEncode(cs.scratch[:0], k)
 	} else {
-		cs.scratch, err = tc.t.ks.Encode(k)
+		cs.scratch, err = tc.t.storeKeys().Encode(k)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dsl: encoding a key of store %s: %w", tc.t.store, err)

@@ -1,6 +1,10 @@
 package dsl
 
-import "github.com/streamsgroup/streamsgroup/serde"
+import (
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/serde"
+)
 
 // Consumed is how a source topic is read (Kafka Streams' Consumed): its serdes, and the source
 // node's name (Consumed.as); empty fields take the defaults.
@@ -37,6 +41,10 @@ type Materialized[K, V any] struct {
 	// CachingDisabled keeps the store out of the record cache (Materialized.withCachingDisabled):
 	// every update is written to it, its changelog and downstream at once.
 	CachingDisabled bool
+	// Retention is how long a window store keeps a window after its start, in stream time
+	// (Materialized.withRetention): at least the windows' size plus their grace period, which is
+	// the default. Ignored for a key-value store, as Kafka Streams ignores it.
+	Retention time.Duration
 }
 
 // Repartitioned is how Repartition writes its topic (Kafka Streams' Repartitioned): serdes, its

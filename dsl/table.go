@@ -18,8 +18,11 @@ type KTable[K, V any] struct {
 	ks    serde.Serde[K]
 	vs    serde.Serde[V]
 	store string
-	kv    stream.KeyValueStore[K, stamped[V]] // the store, typed (set by Build)
-	cache *tableCache[K, V]                   // the store's record cache (set by Build), if it has one
+	// storeKs is the serde of the store's keys when they are not ks's (a windowed table keeps its
+	// windows by Kafka Streams' window store keys, and writes them to topics with ks).
+	storeKs serde.Serde[K]
+	kv      stream.KeyValueStore[K, stamped[V]] // the store, typed (set by Build)
+	cache   *tableCache[K, V]                   // the store's record cache (set by Build), if it has one
 	// sources are the source nodes the table comes from (Kafka Streams' subTopologySourceNodes).
 	sources []*node
 	// sendOld: each update carries the value it replaced (Kafka Streams' sendOldValues).
@@ -52,13 +55,21 @@ func (t *KTable[K, V]) keepIn(store string, op string, uncached bool) {
 	}
 	n.onBuild = append(n.onBuild, func() {
 		ss := newStampedSerde(store, t.vs)
-		t.kv = stream.KeyValue(store, t.ks, serde.Serde[stamped[V]](ss))
+		t.kv = stream.KeyValue(store, t.storeKeys(), serde.Serde[stamped[V]](ss))
 		if !uncached {
 			tc := &tableCache[K, V]{rc: b.rc(), t: t, ss: ss}
 			t.cache = tc
 			n.flushers = append(n.flushers, flusher{flush: tc.flush, discard: tc.discard})
 		}
 	})
+}
+
+// storeKeys is the serde of the table's store keys.
+func (t *KTable[K, V]) storeKeys() serde.Serde[K] {
+	if t.storeKs != nil {
+		return t.storeKs
+	}
+	return t.ks
 }
 
 // read is k's latest value: through the record cache if the table has one, else from the store.

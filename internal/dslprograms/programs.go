@@ -7,10 +7,12 @@ package dslprograms
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/streamsgroup/streamsgroup/dsl"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
+	"github.com/streamsgroup/streamsgroup/windowed"
 )
 
 // Programs are the Go forms of the programs by name; t is the program's topic prefix (it reads
@@ -321,6 +323,27 @@ func init() {
 }
 
 func init() {
+	Programs["p-window-tumbling-count"] = func(b *dsl.Builder, t string) {
+		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		dsl.WindowedBy(g, windowed.OfSizeWithNoGrace(10*time.Second)).Count().
+			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
+	}
+	Programs["p-window-hopping-grace"] = func(b *dsl.Builder, t string) {
+		g := dsl.GroupBy(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v })
+		dsl.WindowedBy(g, windowed.OfSizeAndGrace(10*time.Second, 2*time.Second).AdvanceBy(5*time.Second)).
+			Count(dsl.Materialized[string, int64]{Name: "hop-counts"}).
+			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
+	}
+	Programs["p-window-reduce-aggregate"] = func(b *dsl.Builder, t string) {
+		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		dsl.WindowedBy(g, windowed.OfSizeWithNoGrace(time.Minute)).
+			Reduce(func(a, v string) string { return a + "+" + v }, dsl.Materialized[string, string]{Name: "joined", Retention: 5 * time.Minute}).
+			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], string]{})
+		dsl.WindowedAggregate(dsl.WindowedBy(g, windowed.OfSizeWithNoGrace(time.Minute)), func() int64 { return 100 },
+			func(_ string, v string, agg int64) int64 { return agg + int64(len(v)) }, dsl.Named("lengths"),
+			dsl.Materialized[string, int64]{Key: serde.String, Value: serde.Int64}).
+			ToStream().To(t+"-out2", dsl.Produced[windowed.Key[string], int64]{})
+	}
 	Programs["p-named-aggregations"] = func(b *dsl.Builder, t string) {
 		dsl.GroupBy(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v }, dsl.Grouped[string, string]{Name: "by-v"}).
 			Count(dsl.Named("cnt"), dsl.Materialized[string, int64]{Name: "counted"}).ToStream().To(t+"-out", dsl.Produced[string, int64]{})

@@ -1,11 +1,13 @@
 package io.github.streamsgroup.peer;
 
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
@@ -18,7 +20,10 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * The DSL programs the Go DSL (package dsl) is compared with: each is written here in Java and in
@@ -37,7 +42,8 @@ final class DslPrograms {
         "p-table-source-unnamed", "p-cogroup-one", "p-grouped-twice", "p-cogroup-after-aggregate",
         "p-table-filter-unnamed-materialized", "p-cogroup-after-totable", "p-count-filter", "p-table-filter-groupby",
         "p-table-unnamed-filter-groupby", "p-count-regroup", "p-mapvalues-null", "p-grouped-table-twice",
-        "p-process-forward", "p-processvalues", "p-named-aggregations");
+        "p-process-forward", "p-processvalues", "p-named-aggregations", "p-window-tumbling-count",
+        "p-window-hopping-grace", "p-window-reduce-aggregate");
 
     private DslPrograms() {
     }
@@ -465,6 +471,37 @@ final class DslPrograms {
                 b.<String, String>table(t + "-in3").groupBy((k, v) -> KeyValue.pair(v, k))
                     .count(Named.as("tcnt"))
                     .toStream().to(t + "-out3", longs);
+                break;
+            }
+            case "p-window-tumbling-count": {
+                // A tumbling count without grace; the windowed keys written with Kafka's
+                // TimeWindowedSerde (the key, then the window start).
+                b.<String, String>stream(t + "-in").groupByKey()
+                    .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(10)))
+                    .count()
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
+                break;
+            }
+            case "p-window-hopping-grace": {
+                // Hopping windows with a grace period after a key change (a repartition first), in a
+                // named store.
+                b.<String, String>stream(t + "-in").groupBy((k, v) -> v)
+                    .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2)).advanceBy(Duration.ofSeconds(5)))
+                    .count(Materialized.as("hop-counts"))
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
+                break;
+            }
+            case "p-window-reduce-aggregate": {
+                // A windowed reduce with a longer retention, and a named windowed aggregate.
+                KGroupedStream<String, String> g = b.<String, String>stream(t + "-in").groupByKey();
+                g.windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                    .reduce((a, v) -> a + "+" + v,
+                        Materialized.<String, String, WindowStore<Bytes, byte[]>>as("joined").withRetention(Duration.ofMinutes(5)))
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 60_000L), Serdes.String()));
+                g.windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                    .aggregate(() -> 100L, (k, v, agg) -> agg + v.length(), Named.as("lengths"),
+                        Materialized.with(Serdes.String(), Serdes.Long()))
+                    .toStream().to(t + "-out2", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 60_000L), Serdes.Long()));
                 break;
             }
             default:

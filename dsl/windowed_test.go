@@ -1,0 +1,273 @@
+package dsl
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/streamtest"
+	"github.com/streamsgroup/streamsgroup/windowed"
+)
+
+// Windowed aggregations through the test driver. Every expected output is written by hand from
+// Kafka Streams' documented semantics: a record counts in each window [start, start+size) holding
+// its timestamp, windows aligned to the epoch; a window takes records until the stream time (the
+// largest timestamp the aggregation saw) passes its end plus the grace period, later records are
+// dropped; each update is emitted with the largest timestamp of the records in the window.
+
+// wrec is one expected windowed output: key, window start, value, timestamp.
+type wrec[V comparable] struct {
+	k     string
+	start int64
+	v     V
+	ts    int64
+}
+
+func readWindowed[V comparable](t *testing.T, d *streamtest.Driver, topic string, size int64, vs serde.Serde[V]) []wrec[V] {
+	t.Helper()
+	recs, err := streamtest.Output(d, topic, windowed.TimeKeySerde(serde.String, size), vs).Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []wrec[V]
+	for _, r := range recs {
+		if r.Key.Window.End != r.Key.Window.Start+size {
+			t.Fatalf("window %v of size %d", r.Key.Window, size)
+		}
+		got = append(got, wrec[V]{r.Key.Key, r.Key.Window.Start, r.Value, r.Timestamp.UnixMilli()})
+	}
+	return got
+}
+
+func pipeAt(t *testing.T, d *streamtest.Driver, topic string, recs ...wrec[string]) {
+	t.Helper()
+	in := streamtest.Input(d, topic, serde.String, serde.String)
+	for _, r := range recs {
+		if err := in.Pipe(r.k, r.v, time.UnixMilli(r.ts)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A tumbling count: windows [0,10 s), [10 s, 20 s), …; with no grace, a record older than the
+// window the stream time is in is dropped.
+func TestTumblingWindowCount(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		WindowedBy(g, windowed.OfSizeWithNoGrace(10*time.Second)).Count(Materialized[string, int64]{Name: "counts"}).
+			ToStream().To("out", Produced[windowed.Key[string], int64]{})
+	})
+	pipeAt(t, d, "in",
+		wrec[string]{"a", 0, "x", 1000}, wrec[string]{"a", 0, "x", 5000}, wrec[string]{"b", 0, "x", 9000},
+		wrec[string]{"a", 0, "x", 12000},
+		wrec[string]{"a", 0, "x", 3000}, // its window [0, 10 s) closed at stream time 12 s: dropped
+		wrec[string]{"a", 0, "x", 19999}, wrec[string]{"a", 0, "x", 20000},
+		wrec[string]{"b", 0, "x", 11000}) // late for nothing: [10 s, 20 s) is open until 20 s
+	want := []wrec[int64]{{"a", 0, 1, 1000}, {"a", 0, 2, 5000}, {"b", 0, 1, 9000}, {"a", 10000, 1, 12000},
+		{"a", 10000, 2, 19999}, {"a", 20000, 1, 20000}}
+	// The output's keys are Kafka's TimeWindowedSerializer's: the key, then the window start.
+	raw, err := d.ReadRaw("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []wrec[int64]
+	for _, r := range raw {
+		k, w, err := windowed.SplitTimeKey(r.Key, 10000)
+		if err != nil || len(r.Key) != len(k)+8 || len(r.Value) != 8 {
+			t.Fatalf("output record %x=%x: %v", r.Key, r.Value, err)
+		}
+		got = append(got, wrec[int64]{string(k), w.Start, int64(binary.BigEndian.Uint64(r.Value)), r.Timestamp.UnixMilli()})
+	}
+	// b@11 s came after stream time 20 s: [10 s, 20 s) ends at 20 s, so it is closed (end <= 20 s).
+	if !slices.Equal(got, want) {
+		t.Fatalf("output\n got %v\nwant %v", got, want)
+	}
+	if n := d.App().Metrics().Dropped; n != 2 {
+		t.Fatalf("dropped %d records, want the 2 late ones", n)
+	}
+	// The changelog holds Kafka Streams' window store keys and the counts alone, stamped.
+	log, err := d.ReadRaw("ops-counts-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 6 {
+		t.Fatalf("%d changelog records, want 6", len(log))
+	}
+	wantKey := append([]byte("a"), 0, 0, 0, 0, 0, 0, 0x27, 0x10, 0, 0, 0, 0) // a, 10 000, sequence 0
+	if r := log[3]; !bytes.Equal(r.Key, wantKey) || binary.BigEndian.Uint64(r.Value) != 1 || r.Timestamp.UnixMilli() != 12000 {
+		t.Fatalf("changelog record %x=%x at %v, want %x=1 at 12000", r.Key, r.Value, r.Timestamp, wantKey)
+	}
+}
+
+// A hopping window count with a grace period: a record counts in every window holding it, and a
+// window closes once the stream time passes its end plus the grace.
+func TestHoppingWindowCountWithGrace(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		WindowedBy(g, windowed.OfSizeAndGrace(10*time.Second, 2*time.Second).AdvanceBy(5*time.Second)).Count().
+			ToStream().To("out", Produced[windowed.Key[string], int64]{})
+	})
+	pipeAt(t, d, "in",
+		wrec[string]{"a", 0, "x", 1000},  // [0,10)
+		wrec[string]{"a", 0, "x", 7000},  // [0,10) [5,15)
+		wrec[string]{"a", 0, "x", 16000}, // [10,20) [15,25)
+		wrec[string]{"a", 0, "x", 14500}, // stream time 16 s, closed at 14 s: [5,15) [10,20) still open
+		wrec[string]{"a", 0, "x", 17000}, // [10,20) [15,25)
+		wrec[string]{"a", 0, "x", 14000}) // stream time 17 s, closed at 15 s: [5,15) closed, [10,20) open
+	want := []wrec[int64]{
+		{"a", 0, 1, 1000},
+		{"a", 0, 2, 7000}, {"a", 5000, 1, 7000},
+		{"a", 10000, 1, 16000}, {"a", 15000, 1, 16000},
+		{"a", 5000, 2, 14500}, {"a", 10000, 2, 16000},
+		{"a", 10000, 3, 17000}, {"a", 15000, 2, 17000},
+		{"a", 10000, 4, 17000},
+	}
+	if got := readWindowed(t, d, "out", 10000, serde.Int64); !slices.Equal(got, want) {
+		t.Fatalf("output\n got %v\nwant %v", got, want)
+	}
+	if n := d.App().Metrics().Dropped; n != 1 {
+		t.Fatalf("dropped %d, want 1 (the record of 14 s for the window [5 s, 15 s))", n)
+	}
+}
+
+// Reduce keeps a window's first value as it is; Aggregate starts each window from its initializer.
+func TestWindowedReduceAndAggregate(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		w := WindowedBy(g, windowed.OfSizeWithNoGrace(time.Minute))
+		w.Reduce(func(agg, v string) string { return agg + "+" + v }).ToStream().To("joined", Produced[windowed.Key[string], string]{})
+		WindowedAggregate(w, func() int64 { return 100 }, func(_ string, v string, agg int64) int64 { return agg + int64(len(v)) }).
+			ToStream().To("lengths", Produced[windowed.Key[string], int64]{Value: serde.Int64})
+	})
+	pipeAt(t, d, "in", wrec[string]{"k", 0, "ab", 1000}, wrec[string]{"k", 0, "cde", 2000}, wrec[string]{"k", 0, "f", 61000})
+	if got, want := readWindowed(t, d, "joined", 60000, serde.String),
+		[]wrec[string]{{"k", 0, "ab", 1000}, {"k", 0, "ab+cde", 2000}, {"k", 60000, "f", 61000}}; !slices.Equal(got, want) {
+		t.Fatalf("reduce\n got %v\nwant %v", got, want)
+	}
+	if got, want := readWindowed(t, d, "lengths", 60000, serde.Int64),
+		[]wrec[int64]{{"k", 0, 102, 1000}, {"k", 0, 105, 2000}, {"k", 60000, 101, 61000}}; !slices.Equal(got, want) {
+		t.Fatalf("aggregate\n got %v\nwant %v", got, want)
+	}
+}
+
+// The record cache holds a window's updates until the commit, as it does a key's: what reaches the
+// output is each window's last update at least.
+func TestWindowedCountWithTheRecordCache(t *testing.T) {
+	cfg := config.Default("ops")
+	d := start(t, cfg, func(b *Builder) {
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		WindowedBy(g, windowed.OfSizeWithNoGrace(10*time.Second)).Count().ToStream().To("out", Produced[windowed.Key[string], int64]{})
+	})
+	defer func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	pipeAt(t, d, "in", wrec[string]{"a", 0, "x", 1000}, wrec[string]{"a", 0, "x", 2000}, wrec[string]{"a", 0, "x", 15000})
+	got := readWindowed(t, d, "out", 10000, serde.Int64)
+	last := map[string]int64{}
+	for _, r := range got {
+		last[fmt.Sprintf("%s %d", r.k, r.start)] = r.v
+	}
+	if last["a 0"] != 2 || last["a 10000"] != 1 || len(last) != 2 {
+		t.Fatalf("last counts %v (from %v)", last, got)
+	}
+}
+
+// The window store's changelog is declared as Kafka Streams declares it: compacted and deleted,
+// kept for the retention plus a day; a retention shorter than the windows and their grace, and
+// invalid windows, are program errors.
+func TestWindowedTopologyAndProgramErrors(t *testing.T) {
+	b := NewBuilder()
+	g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+	WindowedBy(g, windowed.OfSizeAndGrace(time.Minute, 30*time.Second)).Count(Materialized[string, int64]{Name: "counts"})
+	WindowedBy(g, windowed.OfSizeWithNoGrace(time.Minute)).Count(Materialized[string, int64]{Name: "kept", Retention: time.Hour})
+	topo, _, err := b.Build(config.Default("app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs := topo.Subtopologies()
+	if len(subs) != 1 || len(subs[0].StateChangelogTopics) != 2 {
+		t.Fatalf("subtopologies %+v", subs)
+	}
+	for i, want := range []string{"90000", "3600000"} {
+		cl := subs[0].StateChangelogTopics[i]
+		cfgs := cl.Configs
+		day := int64(24 * 60 * 60 * 1000)
+		var ms int64
+		fmt.Sscan(want, &ms)
+		if cfgs["cleanup.policy"] != "compact,delete" || cfgs["retention.ms"] != fmt.Sprint(ms+day) {
+			t.Errorf("changelog %s configs %v, want compact,delete and retention %d ms plus a day", cl.Name, cfgs, ms)
+		}
+	}
+
+	b = NewBuilder()
+	g = Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+	WindowedBy(g, windowed.OfSizeWithNoGrace(0)).Count()
+	WindowedBy(g, windowed.OfSizeAndGrace(time.Minute, time.Minute)).Count(Materialized[string, int64]{Name: "short", Retention: 90 * time.Second})
+	_, _, err = b.Build(config.Default("app"))
+	var pe *ProgramError
+	if !errors.As(err, &pe) || len(pe.Problems) != 2 || !errors.Is(pe.Problems[0], windowed.ErrWindows) {
+		t.Fatalf("Build: %v", err)
+	}
+}
+
+// A windowed aggregation under dsl.store.format=HEADERS is refused: its store would not be in the
+// format Kafka Streams keeps then.
+func TestWindowedAggregationRefusesTheHeadersFormat(t *testing.T) {
+	cfg := config.Default("app")
+	cfg.Runtime.DSLStoreFormat = config.DSLStoreFormatHeaders
+	b := NewBuilder()
+	WindowedBy(Stream(b, "in", Consumed[string, string]{}).GroupByKey(), windowed.OfSizeWithNoGrace(time.Minute)).Count()
+	_, _, err := b.Build(cfg)
+	var pe *ProgramError
+	if !errors.As(err, &pe) || len(pe.Problems) != 1 {
+		t.Fatalf("Build: %v", err)
+	}
+}
+
+// A record with a null value counts, and a reduce's null first value is a null aggregate (Kafka
+// Streams' reducer aggregator: aggregate == null ? value : reduce(aggregate, value)).
+func TestWindowedNullValues(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		w := WindowedBy(g, windowed.OfSizeWithNoGrace(time.Minute))
+		w.Count().ToStream().To("counts", Produced[windowed.Key[string], int64]{})
+		w.Reduce(func(agg, v string) string { return agg + "+" + v }).ToStream().To("joined", Produced[windowed.Key[string], string]{})
+	})
+	for _, r := range []struct {
+		v  []byte
+		ts int64
+	}{{nil, 1000}, {[]byte("a"), 2000}, {nil, 3000}} {
+		if err := d.Pipe("in", []byte("k"), r.v, time.UnixMilli(r.ts)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := readWindowed(t, d, "counts", 60000, serde.Int64),
+		[]wrec[int64]{{"k", 0, 1, 1000}, {"k", 0, 2, 2000}, {"k", 0, 3, 3000}}; !slices.Equal(got, want) {
+		t.Fatalf("counts\n got %v\nwant %v", got, want)
+	}
+	raw, err := d.ReadRaw("joined")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range raw {
+		if r.Value == nil {
+			got = append(got, "null")
+		} else {
+			got = append(got, string(r.Value))
+		}
+	}
+	// The null first value leaves the window empty; "a" is then its first value; a later null
+	// reaches the reducer as "" (Go's string has no null).
+	if want := []string{"null", "a", "a+"}; !slices.Equal(got, want) {
+		t.Fatalf("reduce %v, want %v", got, want)
+	}
+}
