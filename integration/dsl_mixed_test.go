@@ -19,6 +19,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
+	"github.com/streamsgroup/streamsgroup/windowed"
 )
 
 // goDSLApp runs a Go member of group built from program, until the test ends or stop.
@@ -166,6 +167,28 @@ func cogroupInput(net map[string]int64, keys, phase, n int) map[string][][2]stri
 	return map[string][][2]string{"-in": plus, "-in2": minus}
 }
 
+// A tumbling window count (DslPrograms' p-window-tumbling-count: 10 s windows, no grace) run by a
+// Kafka Streams member and a Go member in one group, tasks moving Java → Go → Java: windows that
+// span a hand-over are counted on from the window changelog the other runtime wrote (Kafka Streams'
+// window store keys, restored by each), and the outputs' windowed keys are Kafka's
+// TimeWindowedSerde's. Every key's window counts are 1…n once each, in order.
+func TestDSLWindowedCountMixedGroup(t *testing.T) {
+	// Recent, aligned times (an old timestamp would fall to the topics' retention), 400 ms apart,
+	// increasing: no record is late, and the windows at 20 s and 40 s span the hand-overs.
+	base := time.Now().Add(-5*time.Minute).UnixMilli() / 10000 * 10000
+	want := map[string]int64{}
+	mixedGroupRecords(t, "p-window-tumbling-count", func(phase int) map[string][]*kgo.Record {
+		var recs []*kgo.Record
+		for i := range 60 {
+			ts := base + int64((phase-1)*24000+i*400)
+			k := fmt.Sprintf("k%d", i%5)
+			recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(ts)})
+			want[string(windowed.AppendTimeKey(nil, []byte(k), ts/10000*10000))]++
+		}
+		return map[string][]*kgo.Record{"-in": recs}
+	}, func() map[string]int64 { return maps.Clone(want) }, true)
+}
+
 // mixedGroup runs program as one application of a Kafka Streams member and a Go member (the Go DSL's
 // form of the program), through three phases of input (produce gives each phase's records): both
 // members with the tasks split; the Go member alone after Kafka Streams left cleanly; Kafka Streams
@@ -179,6 +202,20 @@ func mixedGroup(t *testing.T, program string, produce func(phase int) [][2]strin
 // mixedGroupOn is mixedGroup with input on several topics: produce gives each phase's records by
 // the input's suffix (-in, -in2).
 func mixedGroupOn(t *testing.T, program string, produce func(phase int) map[string][][2]string, want func() map[string]int64, countedOnce bool) {
+	mixedGroupRecords(t, program, func(phase int) map[string][]*kgo.Record {
+		recs := map[string][]*kgo.Record{}
+		for suffix, kvs := range produce(phase) {
+			for _, kv := range kvs {
+				recs[suffix] = append(recs[suffix], &kgo.Record{Key: []byte(kv[0]), Value: []byte(kv[1])})
+			}
+		}
+		return recs
+	}, want, countedOnce)
+}
+
+// mixedGroupRecords is mixedGroupOn with the records given whole (their timestamps), written in
+// order to partition 0 of each input.
+func mixedGroupRecords(t *testing.T, program string, produce func(phase int) map[string][]*kgo.Record, want func() map[string]int64, countedOnce bool) {
 	b := Get(t)
 	if b.StreamsHeartbeatMaxVersion(t) < 1 {
 		t.Skip("the mixed Go/Java DSL group runs against Kafka 4.4 only, as TestDSLInterop")
@@ -201,8 +238,8 @@ func mixedGroupOn(t *testing.T, program string, produce func(phase int) map[stri
 	all := allTasks(topo, 2)
 	run := func(phase int) {
 		t.Helper()
-		for suffix, kvs := range produce(phase) {
-			produceValues(t, b, topics+suffix, kvs...)
+		for suffix, recs := range produce(phase) {
+			produceRecords(t, b, topics+suffix, recs...)
 		}
 		w := want()
 		Eventually(t, settle, func() (bool, string) {
