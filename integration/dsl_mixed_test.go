@@ -328,6 +328,25 @@ func TestDSLWordCountMixedGroupExactlyOnce(t *testing.T) {
 	}, func() map[string]int64 { return maps.Clone(want) }, true, 0)
 }
 
+// The tumbling window count (p-window-tumbling-count) under exactly_once_v2 with the Go member
+// killed while the input flows, as the word count above: a window's update processed twice, or
+// lost, in either runtime or across the hand-overs would break its counts 1…n.
+func TestDSLWindowedCountMixedGroupExactlyOnce(t *testing.T) {
+	base := time.Now().Add(-10*time.Minute).UnixMilli() / 10000 * 10000 // recent, aligned
+	next := base
+	want := map[string]int64{}
+	mixedGroupExactlyOnceRecords(t, "p-window-tumbling-count", func(phase, n int) map[string][]*kgo.Record {
+		var recs []*kgo.Record
+		for i := range n {
+			next += 250 // increasing: no record is late, and windows span the phases
+			k := fmt.Sprintf("k%d", i%5)
+			recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(next)})
+			want[string(windowed.AppendTimeKey(nil, []byte(k), next/10000*10000))]++
+		}
+		return map[string][]*kgo.Record{"-in": recs}
+	}, func() map[string]int64 { return maps.Clone(want) }, true, 0)
+}
+
 // The table regrouped and counted (p-table-groupby-count) under exactly_once_v2 with the Go member
 // killed, as the word count above: a user's move processed twice, or lost, would leave a region's
 // count wrong (each update subtracts from the old region and adds to the new one).
@@ -373,6 +392,21 @@ func TestDSLCogroupMixedGroupExactlyOnceCached(t *testing.T) {
 // 1…n once each.
 func mixedGroupExactlyOnce(t *testing.T, program string, produce func(phase, n int) map[string][][2]string, want func() map[string]int64,
 	countedOnce bool, cacheBytes int64) {
+	mixedGroupExactlyOnceRecords(t, program, func(phase, n int) map[string][]*kgo.Record {
+		recs := map[string][]*kgo.Record{}
+		for suffix, kvs := range produce(phase, n) {
+			for _, kv := range kvs {
+				recs[suffix] = append(recs[suffix], &kgo.Record{Key: []byte(kv[0]), Value: []byte(kv[1])})
+			}
+		}
+		return recs
+	}, want, countedOnce, cacheBytes)
+}
+
+// mixedGroupExactlyOnceRecords is mixedGroupExactlyOnce with the records given whole (their
+// timestamps), written in order to partition 0 of each input.
+func mixedGroupExactlyOnceRecords(t *testing.T, program string, produce func(phase, n int) map[string][]*kgo.Record, want func() map[string]int64,
+	countedOnce bool, cacheBytes int64) {
 	b := Get(t)
 	if b.StreamsHeartbeatMaxVersion(t) < 1 {
 		t.Skip("the mixed Go/Java DSL group runs against Kafka 4.4 only, as TestDSLInterop")
@@ -394,8 +428,8 @@ func mixedGroupExactlyOnce(t *testing.T, program string, produce func(phase, n i
 	deleteTopicsAtEnd(t, b, internalTopics(topo)...)
 	all := allTasks(topo, 2)
 	send := func(phase, n int) {
-		for suffix, kvs := range produce(phase, n) {
-			produceValues(t, b, topics+suffix, kvs...)
+		for suffix, recs := range produce(phase, n) {
+			produceRecords(t, b, topics+suffix, recs...)
 		}
 	}
 	done := func() (bool, string) {
