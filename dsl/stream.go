@@ -187,20 +187,57 @@ func (s *KStream[K, V]) To(topic string, p Produced[K, V]) {
 		s.b.fail("To(%q) needs Produced serdes for %s and %s", topic, typeName[K](), typeName[V]())
 	}
 	n := s.b.add(&node{name: s.b.nameOr(p.Name, "KSTREAM-SINK-"), kind: sinkNode, topic: topic}, s.n)
-	s.out.attach(sendTo(n, ks, vs))
+	s.out.attach(sendTo(n, ks, vs, true))
 }
 
-// sendTo writes each record to n's topic, named once Build knows it.
-func sendTo[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) func(*stream.Context, meta, K, V) error {
+// sendTo writes each record to n's topic, named once Build knows it. sink says n is a sink of To
+// (Kafka Streams' StreamSinkNode), which places a windowed key by its inner key; a repartition's
+// sink places it by the whole key, as Kafka Streams' does.
+func sendTo[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V], sink bool) func(*stream.Context, meta, K, V) error {
 	var out stream.Topic[K, V]
 	n.onBuild = append(n.onBuild, func() { out = stream.Output(n.sendTo, ks, vs) })
+	if pk, ok := ks.(serde.PartitionKeyer[K]); ok && sink {
+		return func(c *stream.Context, m meta, k K, v V) error {
+			return sendByInnerKey(c, out.Name(), pk, ks, vs, m, k, v)
+		}
+	}
 	return func(c *stream.Context, m meta, k K, v V) error { return send(c, out, ks, vs, m, k, v) }
+}
+
+// sendByInnerKey writes a record whose key serde has a partition key (a windowed key) to topic, on
+// the partition of that key, as Kafka Streams' WindowedStreamPartitioner places it, tombstones
+// included. A record without a key is spread as any keyless record.
+func sendByInnerKey[K, V any](c *stream.Context, topic string, pk serde.PartitionKeyer[K], ks serde.Serde[K], vs serde.Serde[V], m meta, k K, v V) error {
+	if m.nullKey {
+		return send(c, stream.Output(topic, ks, vs), ks, vs, m, k, v)
+	}
+	p, err := pk.PartitionKey(k)
+	if err != nil {
+		return fmt.Errorf("dsl: encoding a key for %s: %w", topic, err)
+	}
+	kb, err := ks.Encode(k)
+	if err != nil {
+		return fmt.Errorf("dsl: encoding a key for %s: %w", topic, err)
+	}
+	if kb == nil {
+		kb = []byte{}
+	}
+	var vb []byte
+	if !m.nullValue {
+		if vb, err = vs.Encode(v); err != nil {
+			return fmt.Errorf("dsl: encoding a value for %s: %w", topic, err)
+		}
+		if vb == nil {
+			vb = []byte{}
+		}
+	}
+	return c.SendBy(topic, recordTime(c, m), p, kb, vb, m.headersOf(c)...)
 }
 
 // repartitionTo writes each record with a key to the repartition topic of sink (Kafka Streams'
 // filter before a repartition drops those without).
 func repartitionTo[K, V any](sink *node, ks serde.Serde[K], vs serde.Serde[V]) func(*stream.Context, meta, K, V) error {
-	send := sendTo(sink, ks, vs)
+	send := sendTo(sink, ks, vs, false)
 	return func(c *stream.Context, m meta, k K, v V) error {
 		if m.nullKey {
 			return nil
@@ -392,10 +429,14 @@ func (s *KStream[K, V]) ToFunc(fn func(K, V) string, p Produced[K, V]) {
 		s.b.fail("ToFunc needs Produced serdes for %s and %s", typeName[K](), typeName[V]())
 	}
 	n := s.b.add(&node{name: s.b.nameOr(p.Name, "KSTREAM-SINK-"), kind: sinkNode}, s.n)
+	pk, byInner := ks.(serde.PartitionKeyer[K])
 	s.out.attach(func(c *stream.Context, m meta, k K, v V) error {
 		topic := fn(k, v)
 		if topic == "" {
 			return fmt.Errorf("dsl: the topic function of %s named no topic", n.name)
+		}
+		if byInner {
+			return sendByInnerKey(c, topic, pk, ks, vs, m, k, v)
 		}
 		return send(c, stream.Output(topic, ks, vs), ks, vs, m, k, v)
 	})

@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"math"
+	"sync"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -96,7 +97,7 @@ func windowedAggregate[K, V, VA any](w *TimeWindowedKStream[K, V], prefix string
 	if ks != nil {
 		t.storeKs = windowStoreKeys(ks, w.ws.Size())
 	}
-	agg := &windowAggregation[K, V, VA]{t: t, ws: w.ws, init: init, first: first, fn: fn, observed: map[tasks.ID]int64{}}
+	agg := &windowAggregation[K, V, VA]{t: t, ws: w.ws, init: init, first: first, fn: fn}
 	n.init = agg.start
 	in.attach(agg.process)
 	return t
@@ -120,14 +121,27 @@ type windowAggregation[K, V, VA any] struct {
 	first func(K, V) VA
 	fn    func(K, V, VA) VA
 	// observed is each task's stream time as this processor saw it (the largest timestamp of its
-	// records), -1 before its first; it starts over when the task starts (Init), as a Kafka
-	// Streams processor is created with its task.
-	observed map[tasks.ID]int64
+	// records), -1 before its first, as a *int64 by tasks.ID; it starts over when the task starts
+	// (Init), as a Kafka Streams processor is created with its task. A sync.Map: the processor is
+	// shared by the stream threads, each writing its own tasks' entries.
+	observed sync.Map
 }
 
 func (a *windowAggregation[K, V, VA]) start(c *stream.Context) error {
-	a.observed[c.Task()] = -1
+	t := int64(-1)
+	a.observed.Store(c.Task(), &t)
 	return nil
+}
+
+// streamTime is the task's stream time as this processor saw it, to be moved by the caller (the
+// task's thread).
+func (a *windowAggregation[K, V, VA]) streamTime(id tasks.ID) *int64 {
+	if p, ok := a.observed.Load(id); ok {
+		return p.(*int64)
+	}
+	t := int64(-1)
+	p, _ := a.observed.LoadOrStore(id, &t)
+	return p.(*int64)
 }
 
 func (a *windowAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, v V) error {
@@ -136,13 +150,9 @@ func (a *windowAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, v
 		return nil // Kafka Streams skips a record without a key, and counts it as dropped
 	}
 	ts := recordTime(c, md).UnixMilli()
-	observed, ok := a.observed[c.Task()]
-	if !ok {
-		observed = -1
-	}
-	observed = max(observed, ts)
-	a.observed[c.Task()] = observed
-	closed := observed - a.ws.Grace() // a window that ends at or before this takes nothing more
+	observed := a.streamTime(c.Task())
+	*observed = max(*observed, ts)
+	closed := *observed - a.ws.Grace() // a window that ends at or before this takes nothing more
 	for _, win := range a.ws.WindowsFor(ts) {
 		if win.End <= closed {
 			c.Dropped() // Kafka Streams logs and counts a record too late for its window, and skips it

@@ -177,7 +177,7 @@ func TestDSLWindowedCountMixedGroup(t *testing.T) {
 	// increasing: no record is late, and the windows at 20 s and 40 s span the hand-overs.
 	base := time.Now().Add(-5*time.Minute).UnixMilli() / 10000 * 10000
 	want := map[string]int64{}
-	mixedGroupRecords(t, "p-window-tumbling-count", func(phase int) map[string][]*kgo.Record {
+	topics := mixedGroupRecords(t, "p-window-tumbling-count", func(phase int) map[string][]*kgo.Record {
 		var recs []*kgo.Record
 		for i := range 60 {
 			ts := base + int64((phase-1)*24000+i*400)
@@ -186,7 +186,34 @@ func TestDSLWindowedCountMixedGroup(t *testing.T) {
 			want[string(windowed.AppendTimeKey(nil, []byte(k), ts/10000*10000))]++
 		}
 		return map[string][]*kgo.Record{"-in": recs}
-	}, func() map[string]int64 { return maps.Clone(want) }, true)
+	}, func() map[string]int64 { return maps.Clone(want) }, true, 2)
+	checkWindowedPlacement(t, Get(t), topics+"-out", 10000, 2)
+}
+
+// checkWindowedPlacement says whether every record of topic, written with windowed keys by either
+// runtime, is on its inner key's partition (murmur2, as Kafka Streams' WindowedStreamPartitioner
+// places it), and that the test's keys would not all be there by their whole key.
+func checkWindowedPlacement(t *testing.T, b *Broker, topic string, size int64, partitions int) {
+	t.Helper()
+	byKey := kgo.StickyKeyPartitioner(nil).ForTopic(topic)
+	n, elsewhere := 0, 0
+	readCommitted(t, clientsOf(t, b), topic, func(r *kgo.Record) {
+		inner, _, err := windowed.SplitTimeKey(r.Key, size)
+		if err != nil {
+			t.Errorf("%s[%d]@%d: %v", topic, r.Partition, r.Offset, err)
+			return
+		}
+		n++
+		if want := int32(byKey.Partition(&kgo.Record{Key: inner}, partitions)); r.Partition != want {
+			t.Errorf("%s[%d]@%d: window of %q on partition %d, want its inner key's %d", topic, r.Partition, r.Offset, inner, r.Partition, want)
+		}
+		if int32(byKey.Partition(&kgo.Record{Key: r.Key}, partitions)) != r.Partition {
+			elsewhere++
+		}
+	})
+	if n == 0 || elsewhere == 0 {
+		t.Fatalf("%d records, %d of them placed apart from their whole key: the check proves nothing", n, elsewhere)
+	}
 }
 
 // mixedGroup runs program as one application of a Kafka Streams member and a Go member (the Go DSL's
@@ -202,7 +229,7 @@ func mixedGroup(t *testing.T, program string, produce func(phase int) [][2]strin
 // mixedGroupOn is mixedGroup with input on several topics: produce gives each phase's records by
 // the input's suffix (-in, -in2).
 func mixedGroupOn(t *testing.T, program string, produce func(phase int) map[string][][2]string, want func() map[string]int64, countedOnce bool) {
-	mixedGroupRecords(t, program, func(phase int) map[string][]*kgo.Record {
+	_ = mixedGroupRecords(t, program, func(phase int) map[string][]*kgo.Record {
 		recs := map[string][]*kgo.Record{}
 		for suffix, kvs := range produce(phase) {
 			for _, kv := range kvs {
@@ -210,12 +237,14 @@ func mixedGroupOn(t *testing.T, program string, produce func(phase int) map[stri
 			}
 		}
 		return recs
-	}, want, countedOnce)
+	}, want, countedOnce, 1)
 }
 
 // mixedGroupRecords is mixedGroupOn with the records given whole (their timestamps), written in
-// order to partition 0 of each input.
-func mixedGroupRecords(t *testing.T, program string, produce func(phase int) map[string][]*kgo.Record, want func() map[string]int64, countedOnce bool) {
+// order to partition 0 of each input, and an output topic of outPartitions; it returns the
+// program's topic prefix.
+func mixedGroupRecords(t *testing.T, program string, produce func(phase int) map[string][]*kgo.Record, want func() map[string]int64, countedOnce bool,
+	outPartitions int32) string {
 	b := Get(t)
 	if b.StreamsHeartbeatMaxVersion(t) < 1 {
 		t.Skip("the mixed Go/Java DSL group runs against Kafka 4.4 only, as TestDSLInterop")
@@ -225,7 +254,7 @@ func mixedGroupRecords(t *testing.T, program string, produce func(phase int) map
 	group := prefix + "-app"
 	b.CreateTopic(t, topics+"-in", 2)
 	b.CreateTopic(t, topics+"-in2", 2)
-	b.CreateTopic(t, topics+"-out", 1)
+	b.CreateTopic(t, topics+"-out", outPartitions)
 	b.DeleteGroupAtEnd(t, group)
 	build := func(db *dsl.Builder) { dslprograms.Programs[program](db, topics) }
 	db := dsl.NewBuilder()
@@ -303,6 +332,7 @@ func mixedGroupRecords(t *testing.T, program string, produce func(phase int) map
 	if countedOnce {
 		checkCountedOnce(t, readCommittedCounts(t, clientsOf(t, b), topics+"-out"), want())
 	}
+	return topics
 }
 
 // The word count of a Kafka Streams member and a Go member (its Go DSL form, as a process of its

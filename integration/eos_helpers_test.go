@@ -157,6 +157,21 @@ func (f *feeder) stop(t *testing.T) map[string]int64 {
 // marker, which a read_committed reader never gets as a record otherwise.
 func readCommittedCounts(t *testing.T, newClient func(...kgo.Opt) *kgo.Client, topic string) map[string][]int64 {
 	t.Helper()
+	out := map[string][]int64{}
+	readCommitted(t, newClient, topic, func(r *kgo.Record) {
+		if len(r.Value) != 8 {
+			t.Errorf("output %s[%d]@%d: value of %d bytes", topic, r.Partition, r.Offset, len(r.Value))
+			return
+		}
+		out[string(r.Key)] = append(out[string(r.Key)], int64(binary.BigEndian.Uint64(r.Value)))
+	})
+	return out
+}
+
+// readCommitted calls fn with every record of topic (its transaction markers left out), read with
+// read_committed to its end once no transaction is open on it, in order within each partition.
+func readCommitted(t *testing.T, newClient func(...kgo.Opt) *kgo.Client, topic string, fn func(*kgo.Record)) {
+	t.Helper()
 	adm := kadm.NewClient(newClient())
 	var ends map[int32]int64
 	Eventually(t, 2*time.Minute, func() (bool, string) {
@@ -191,7 +206,6 @@ func readCommittedCounts(t *testing.T, newClient func(...kgo.Opt) *kgo.Client, t
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out := map[string][]int64{}
 	for len(remaining) > 0 {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -202,17 +216,11 @@ func readCommittedCounts(t *testing.T, newClient func(...kgo.Opt) *kgo.Client, t
 			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
 				delete(remaining, r.Partition)
 			}
-			if r.Attrs.IsControl() {
-				return
+			if !r.Attrs.IsControl() {
+				fn(r)
 			}
-			if len(r.Value) != 8 {
-				t.Errorf("output %s[%d]@%d: value of %d bytes", topic, r.Partition, r.Offset, len(r.Value))
-				return
-			}
-			out[string(r.Key)] = append(out[string(r.Key)], int64(binary.BigEndian.Uint64(r.Value)))
 		})
 	}
-	return out
 }
 
 // checkExact is the exactly-once oracle on the output: every key's committed counts are 1…n once

@@ -30,8 +30,9 @@ type Appender[T any] interface {
 
 // PartitionKeyer is implemented by a key serde whose records are partitioned by other bytes than
 // the key's: a windowed key by its inner key alone (Kafka Streams' WindowedStreamPartitioner), so
-// that every window of a key lands on the key's partition. The stream runtime partitions a record
-// sent with such a serde by murmur2 of PartitionKey, as Kafka Streams does.
+// that every window of a key lands on the key's partition. The DSL's To and ToFunc place a record
+// written with such a serde by murmur2 of PartitionKey (stream.Context.SendBy), as Kafka Streams'
+// sinks do; a repartition places it by its whole key, as Kafka Streams' does.
 type PartitionKeyer[T any] interface {
 	PartitionKey(v T) ([]byte, error)
 }

@@ -202,7 +202,7 @@ func (a *App) openTask(ctx context.Context, id tasks.ID) (*task, error) {
 			s.timestamped, s.headers = conn.timestamped[name], conn.headers[name]
 			if w, ok := conn.windows[name]; ok {
 				s.timestamped = w.timestamped
-				s.win = &windowState{retention: w.retention, observed: -1}
+				s.win = newWindowState(w.retention)
 			}
 		}
 		if a.eos() {

@@ -219,7 +219,8 @@ func (c *Context) SendAt(topic string, ts time.Time, key, value []byte, headers 
 
 // SendBy is SendAt with the partition chosen by partitionKey rather than by key: murmur2 of
 // partitionKey, as Kafka Streams' WindowedStreamPartitioner places a windowed key by its inner key
-// alone (a Topic whose key serde is a serde.PartitionKeyer sends this way by itself).
+// alone (the DSL's To does so for a key serde that is a serde.PartitionKeyer; a repartition does
+// not, as in Kafka Streams).
 func (c *Context) SendBy(topic string, ts time.Time, partitionKey, key, value []byte, headers ...kgo.RecordHeader) error {
 	if err := c.sendable(topic); err != nil {
 		return err
@@ -319,17 +320,13 @@ type Topic[K, V any] struct {
 	// rather than at every Send.
 	ka serde.Appender[K]
 	va serde.Appender[V]
-	// pk is ks as a serde.PartitionKeyer (nil when it is not): records go by its partition key.
-	pk serde.PartitionKeyer[K]
 }
 
-// Output returns the typed output topic name (a sink or repartition topic). A key serde that is a
-// serde.PartitionKeyer (a windowed key's) places each record by its partition key (SendBy).
+// Output returns the typed output topic name (a sink or repartition topic).
 func Output[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V]) Topic[K, V] {
 	t := Topic[K, V]{name: name, ks: ks, vs: vs}
 	t.ka, _ = ks.(serde.Appender[K])
 	t.va, _ = vs.(serde.Appender[V])
-	t.pk, _ = ks.(serde.PartitionKeyer[K])
 	return t
 }
 
@@ -343,21 +340,6 @@ func (t Topic[K, V]) Send(c *Context, key K, value V, headers ...kgo.RecordHeade
 
 // SendAt is Send with the record's timestamp given (see Context.SendAt).
 func (t Topic[K, V]) SendAt(c *Context, ts time.Time, key K, value V, headers ...kgo.RecordHeader) error {
-	if t.pk != nil {
-		pk, err := t.pk.PartitionKey(key)
-		if err != nil {
-			return fmt.Errorf("stream: encoding a key for %s: %w", t.name, err)
-		}
-		k, err := t.ks.Encode(key)
-		if err != nil {
-			return fmt.Errorf("stream: encoding a key for %s: %w", t.name, err)
-		}
-		v, err := t.vs.Encode(value)
-		if err != nil {
-			return fmt.Errorf("stream: encoding a value for %s: %w", t.name, err)
-		}
-		return c.SendBy(t.name, ts, pk, k, v, headers...)
-	}
 	if ka, va := t.ka, t.va; ka != nil && va != nil {
 		// Both into the loop's scratch, then into the record's own copy (it is written after Send
 		// returns), in the record's allocation when small.

@@ -86,7 +86,7 @@ func (s *kvStore) fail(op string, err error) error {
 // Get implements store.KeyValue: the open transaction's writes first.
 func (s *kvStore) Get(key []byte) ([]byte, bool, error) {
 	if s.win != nil {
-		ek, live, err := s.windowKey(key)
+		ek, live, err := s.windowKey(key, false)
 		if err != nil || !live {
 			return nil, false, err
 		}
@@ -104,7 +104,7 @@ func (s *kvStore) Get(key []byte) ([]byte, bool, error) {
 // state).
 func (s *kvStore) committedGet(key []byte) ([]byte, bool, error) {
 	if s.win != nil {
-		ek, live, err := s.windowKey(key)
+		ek, live, err := s.windowKey(key, true)
 		if err != nil || !live {
 			return nil, false, err
 		}
@@ -293,10 +293,21 @@ func (s *kvStore) commitPending() error {
 	if s.pend.empty() && (pos < 0 || pos == s.checkpointed) {
 		return nil
 	}
-	if err := s.eng.Apply(s.pend.batch(), pos); err != nil {
+	b := s.pend.batch()
+	if s.win != nil {
+		// The segments the transaction's windows let go are deleted with its writes, after them
+		// (a write into a segment expired by then is deleted too).
+		if upper, due := s.win.expiry(); due {
+			b.DeleteRange(nil, upper)
+		}
+	}
+	if err := s.eng.Apply(b, pos); err != nil {
 		return s.fail("commit", err)
 	}
 	s.pend.clear()
+	if s.win != nil {
+		s.win.commit()
+	}
 	if pos >= 0 {
 		s.checkpointed = pos
 	}
@@ -308,6 +319,9 @@ func (s *kvStore) commitPending() error {
 func (s *kvStore) dropPending() {
 	if s.pend != nil {
 		s.pend.clear()
+	}
+	if s.win != nil {
+		s.win.rollback()
 	}
 	s.acked.Store(s.checkpointed)
 }
@@ -342,13 +356,17 @@ func (s *kvStore) restore(recs []*kgo.Record, next int64) error {
 		}
 	}
 	pos := next
+	if s.win != nil {
+		// The segments the restored windows let go are deleted in the same atomic write.
+		if upper, due := s.win.expiry(); due {
+			b.DeleteRange(nil, upper)
+		}
+	}
 	if err := s.eng.Apply(&b, pos); err != nil {
 		return s.fail("restore", err)
 	}
 	if s.win != nil {
-		if err := s.expire(); err != nil {
-			return err
-		}
+		s.win.commit()
 	}
 	s.checkpointed = pos
 	s.ackedTo(pos)
@@ -384,7 +402,7 @@ func (a *App) wipe(id tasks.ID, changelog tasks.TopicPartition) error {
 		s.pend.clear()
 	}
 	if s.win != nil {
-		s.win.observed, s.win.expiredBelow = -1, 0 // empty: its time starts over with the restore
+		s.win.reset() // empty: its time starts over with the restore
 	}
 	s.acked.Store(-1)
 	return nil

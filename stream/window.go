@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -36,7 +37,9 @@ type windowSpec struct {
 	timestamped bool
 }
 
-// windowState is a window store's view of time.
+// windowState is a window store's view of time. Under exactly-once what the open transaction
+// wrote moves it too (reads see the transaction's writes), and an abort takes it back to the last
+// commit, as Kafka Streams restores an aborted task's stores from the committed changelog.
 type windowState struct {
 	retention int64
 	// observed is the newest window start written or restored (Kafka Streams' observedStreamTime of
@@ -44,7 +47,33 @@ type windowState struct {
 	observed int64
 	// expiredBelow is the first segment not deleted yet by expiry.
 	expiredBelow int64
+	// committedObserved and committedBelow are observed and expiredBelow as of the last commit.
+	committedObserved, committedBelow int64
+	// queried is committedObserved for queries, which read on other goroutines.
+	queried atomic.Int64
 }
+
+func newWindowState(retention int64) *windowState {
+	w := &windowState{retention: retention}
+	w.reset()
+	return w
+}
+
+// reset forgets the store's time (an empty store).
+func (w *windowState) reset() {
+	w.observed, w.expiredBelow, w.committedObserved, w.committedBelow = -1, 0, -1, 0
+	w.queried.Store(-1)
+}
+
+// commit records that what the store wrote is committed (a transaction, or any write under
+// at-least-once, or a restore).
+func (w *windowState) commit() {
+	w.committedObserved, w.committedBelow = w.observed, w.expiredBelow
+	w.queried.Store(w.observed)
+}
+
+// rollback takes the store's time back to the last commit (an aborted transaction).
+func (w *windowState) rollback() { w.observed, w.expiredBelow = w.committedObserved, w.committedBelow }
 
 // ErrWindowKey is a window store key that is not one: shorter than a window start and a sequence
 // number, or a window start before the epoch.
@@ -74,8 +103,10 @@ func (w *windowState) observe(start int64) { w.observed = max(w.observed, start)
 
 // live says whether the window starting at start is kept: after the newest start minus the
 // retention (Kafka Streams' in-memory window store; its RocksDB store hides the others from reads).
-func (w *windowState) live(start int64) bool {
-	return w.observed < 0 || start > w.observed-w.retention
+func (w *windowState) live(start int64) bool { return liveAt(w.observed, w.retention, start) }
+
+func liveAt(observed, retention, start int64) bool {
+	return observed < 0 || start > observed-retention
 }
 
 // expiry is the range deletion of the segments that hold no live window any more, and whether one
@@ -93,27 +124,35 @@ func (w *windowState) expiry() (upper []byte, due bool) {
 	return binary.BigEndian.AppendUint64(nil, uint64(seg)), true
 }
 
-// expire deletes the segments of s that hold no live window, when due. The deletion goes to the
-// engine at once, outside any open transaction: an expired window is never read again, whatever
-// the transaction's outcome, as Kafka Streams drops segments.
+// expire deletes the segments of s that hold no live window, when due, under at-least-once (where
+// every write is the engine's at once). Under exactly-once the deletion waits for the transaction's
+// commit and goes in its batch (commitPending): an abort then deletes nothing a replay needs, and a
+// crash cannot leave a store whose recorded position claims segments it deleted.
 func (s *kvStore) expire() error {
-	upper, due := s.win.expiry()
-	if !due {
+	if s.pend != nil {
 		return nil
 	}
-	var b store.Batch
-	b.DeleteRange(nil, upper)
-	if err := s.eng.Apply(&b, -1); err != nil {
-		return s.fail("expire", err)
+	upper, due := s.win.expiry()
+	if due {
+		var b store.Batch
+		b.DeleteRange(nil, upper)
+		if err := s.eng.Apply(&b, -1); err != nil {
+			return s.fail("expire", err)
+		}
 	}
+	s.win.commit()
 	return nil
 }
 
-// windowKey is the engine key of window store key k for a read, and whether its window is live.
-func (s *kvStore) windowKey(k []byte) (ek []byte, live bool, err error) {
+// windowKey is the engine key of window store key k for a read, and whether its window is live:
+// for the loop, with the open transaction's writes; for a query (committed), as of the last commit.
+func (s *kvStore) windowKey(k []byte, committed bool) (ek []byte, live bool, err error) {
 	start, err := startOf(k)
 	if err != nil {
 		return nil, false, s.fail("get", err)
+	}
+	if committed {
+		return engineKey(k, start), liveAt(s.win.queried.Load(), s.win.retention, start), nil
 	}
 	return engineKey(k, start), s.win.live(start), nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -247,46 +248,86 @@ func TestWindowStoreMisuse(t *testing.T) {
 	}
 }
 
-// A record whose key serde has a partition key (a windowed key) goes to the partition of its inner
-// key, whatever its window, as Kafka Streams' WindowedStreamPartitioner places it.
-func TestWindowedKeysArePartitionedByTheirInnerKey(t *testing.T) {
+// SendBy places a record by its partition key (a windowed key by its inner key, whatever its
+// window, as Kafka Streams' WindowedStreamPartitioner), while a typed Topic places it by its whole
+// key, as a Kafka Streams repartition does.
+func TestSendByPlacesARecordByItsPartitionKey(t *testing.T) {
 	a, _ := newTestApp(t, testConfig(), testProcs())
 	prod := fakeBroker(t, a)
 	tk := activeTask(t, a, tid("1", 0))
 	c := &Context{app: a, task: tk, ts: time.UnixMilli(1000)}
-	out := Output("out", windowed.TimeKeySerde(serde.String, 1000), serde.Int64)
+	ks := windowed.TimeKeySerde(serde.String, 1000)
 	byOwnKey := kgo.StickyKeyPartitioner(nil).ForTopic("out")
-	differs := false
+	var own []int32
 	for _, start := range []int64{0, 1000, 2000, 3000, 4000, 5000} {
-		k := windowed.Key[string]{Key: "word", Window: windowed.Window{Start: start, End: start + 1000}}
-		mustNotErr(t, out.Send(c, k, start))
-		kb, _ := windowed.TimeKeySerde(serde.String, 1000).Encode(k)
-		differs = differs || byOwnKey.Partition(&kgo.Record{Key: kb}, 2) != 1
+		kb, _ := ks.Encode(windowed.Key[string]{Key: "word", Window: windowed.Window{Start: start, End: start + 1000}})
+		mustNotErr(t, c.SendBy("out", c.ts, []byte("word"), kb, int64s(start)))
+		own = append(own, int32(byOwnKey.Partition(&kgo.Record{Key: kb}, 2)))
 	}
-	if !differs {
+	mustNotErr(t, Output("out", ks, serde.Int64).Send(c, windowed.Key[string]{Key: "word", Window: windowed.Window{Start: 0, End: 1000}}, 9))
+	if !slices.Contains(own, 0) {
 		t.Fatal("the test's windowed keys all hash to the inner key's partition: it proves nothing")
 	}
 	flush(t, a)
 	recs := prod.all()
-	if len(recs) != 6 {
+	if len(recs) != 7 {
 		t.Fatalf("%d records", len(recs))
 	}
-	for _, r := range recs {
+	for _, r := range recs[:6] {
 		// murmur2("word") goes to 3 of 8 partitions (Kafka's default partitioner), so to 1 of 2.
 		if r.rec.Partition != 1 || r.rec.Topic != "out" || len(r.rec.Key) != 12 {
 			t.Errorf("record %x went to %s[%d], want out[1]", r.rec.Key, r.rec.Topic, r.rec.Partition)
 		}
 	}
+	if recs[6].rec.Partition != own[0] {
+		t.Errorf("a typed send of a windowed key went to %d, want its whole key's partition %d", recs[6].rec.Partition, own[0])
+	}
 	if err := c.SendBy(countsLog, time.Time{}, nil, nil, nil); err == nil {
 		t.Error("SendBy to a changelog was accepted")
 	}
-	failing := Output("out", windowed.TimeKeySerde(failingSerde{}, 1000), serde.Int64)
-	if err := failing.Send(c, windowed.Key[string]{Key: "x"}, 1); err == nil {
-		t.Error("a partition key that does not encode was sent")
-	}
 }
 
-type failingSerde struct{}
-
-func (failingSerde) Encode(string) ([]byte, error) { return nil, errBoom }
-func (failingSerde) Decode([]byte) (string, error) { return "", errBoom }
+// Under exactly-once, expiry waits for the commit: an aborted transaction whose windows moved the
+// store's time on deletes nothing and takes the time back (the committed windows are read again,
+// as Kafka Streams' restore of an aborted task finds them); a committed one deletes the expired
+// segments in its own batch. Queries see the store's time as of the last commit.
+func TestWindowStoreExpiryFollowsTheTransaction(t *testing.T) {
+	a, tk, _ := windowTask(t, windowCounts)
+	s := tk.stores["counts"]
+	s.pend = newOverlay()
+	c := &tk.ctx
+	commit := func() {
+		t.Helper()
+		flush(t, a)
+		mustNotErr(t, s.commitPending())
+	}
+	mustNotErr(t, windowCounts.Put(c, "k", 125000, 1))
+	commit()
+	mustNotErr(t, windowCounts.Put(c, "other", 400000, 2))
+	if _, ok, _ := windowCounts.Get(c, "k", 125000); ok {
+		t.Fatal("the open transaction moved the store's time past k's window: it must not be read in it")
+	}
+	if v, ok, err := s.committedGet(wkey("k", 125000)); !ok || err != nil || !bytes.Equal(v, int64s(1)) {
+		t.Fatalf("a query (the committed state) does not see k's window: %x %v %v", v, ok, err)
+	}
+	s.dropPending() // the transaction aborted
+	if v, ok, err := windowCounts.Get(c, "k", 125000); !ok || err != nil || v != 1 {
+		t.Fatalf("after the abort k's committed window is gone: %d %v %v", v, ok, err)
+	}
+	mustNotErr(t, windowCounts.Put(c, "other", 400000, 2))
+	mustNotErr(t, windowCounts.Put(c, "k", 125000, 3)) // expired by now: skipped
+	commit()
+	if _, ok, _ := s.committedGet(wkey("k", 125000)); ok {
+		t.Fatal("a query reads a window the committed transaction let go")
+	}
+	it, err := s.eng.Iterate(nil, nil)
+	mustNotErr(t, err)
+	var segs []uint64
+	for it.Next() {
+		segs = append(segs, binary.BigEndian.Uint64(it.Key()))
+	}
+	mustNotErr(t, it.Close())
+	if fmt.Sprint(segs) != "[6]" {
+		t.Fatalf("segments kept %v, want only 6 (the window at 400 000): the commit deletes the expired ones", segs)
+	}
+}

@@ -63,10 +63,11 @@ func (w TimeWindows) Validate() error {
 
 // WindowsFor returns the windows a record of timestamp ts belongs to, in order of their start: with
 // tumbling windows one, with hopping windows size/advance or fewer near the epoch (no window starts
-// before 0), as Kafka Streams' windowsFor; none for a time before the epoch. The windows must be valid.
+// before 0), as Kafka Streams' windowsFor; none for a time before the epoch. Invalid windows (see
+// Validate) hold no record.
 func (w TimeWindows) WindowsFor(ts int64) []Window {
-	if ts < 0 {
-		return nil // no window holds a time before the epoch
+	if ts < 0 || w.advance <= 0 || w.size <= 0 {
+		return nil // no window holds a time before the epoch, and invalid windows hold nothing
 	}
 	start := max(0, ts-w.size+w.advance) / w.advance * w.advance
 	var out []Window

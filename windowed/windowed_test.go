@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,7 +149,11 @@ func TestWindowsFor(t *testing.T) {
 		{"hopping, near the epoch", hopping, 3000, []Window{w(0, 10000)}},
 		{"hopping, advance 1 ms", OfSizeWithNoGrace(3 * time.Millisecond).AdvanceBy(time.Millisecond), 10, []Window{w(8, 11), w(9, 12), w(10, 13)}},
 		{"before the epoch", tumbling, -1, nil},
+		{"invalid windows", TimeWindows{}, 5, nil},
+		{"an invalid advance", OfSizeWithNoGrace(time.Second).AdvanceBy(0), 5, nil},
 		{"at the largest time", OfSizeWithNoGrace(10 * time.Millisecond), math.MaxInt64, []Window{w(math.MaxInt64-7, math.MaxInt64)}},
+		{"hopping at the largest time", OfSizeWithNoGrace(10 * time.Millisecond).AdvanceBy(5 * time.Millisecond), math.MaxInt64,
+			[]Window{w(math.MaxInt64-7, math.MaxInt64), w(math.MaxInt64-2, math.MaxInt64)}},
 	} {
 		if got := c.ws.WindowsFor(c.ts); !slices.Equal(got, c.want) {
 			t.Errorf("%s: WindowsFor(%d) = %v, want %v", c.name, c.ts, got, c.want)
@@ -181,6 +186,16 @@ func TestTimeWindowsValidate(t *testing.T) {
 		err := c.ws.Validate()
 		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrWindows)) {
 			t.Errorf("%v: Validate = %v, want ok %v", c.ws, err, c.ok)
+		}
+	}
+	// Each refusal names what is wrong.
+	for ws, want := range map[TimeWindows]string{
+		OfSizeWithNoGrace(0):                           "the window size must be at least 1 ms, not 0 ms",
+		OfSizeWithNoGrace(time.Second).AdvanceBy(0):    "the advance must be at least 1 ms and at most the window size (1000 ms), not 0 ms",
+		OfSizeAndGrace(time.Second, -time.Millisecond): "the grace period must not be negative, not -1 ms",
+	} {
+		if err := ws.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: Validate = %v, want it to say %q", ws, err, want)
 		}
 	}
 }
