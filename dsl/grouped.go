@@ -121,27 +121,38 @@ func Aggregate[K, V, VA any](g *KGroupedStream[K, V], init func() VA, fn func(k 
 func aggregate[K, V, VA any](g *KGroupedStream[K, V], prefix string, named Named, m Materialized[K, VA], vaDefault serde.Serde[VA],
 	init func() VA, first func(K, V) VA, fn func(K, V, VA) VA) *KTable[K, VA] {
 	b := g.s.b
-	store := m.Name
+	store, name, ks, vas := aggregationOf(g, prefix, named, m, vaDefault)
+	parent, in := g.input(store)
+	n := b.add(&node{name: name, kind: processorNode}, parent)
+	t := aggregateTable(b, n, ks, vas, store, m.CachingDisabled, g.sourcesFrom(parent))
+	in.attach(aggregating(t, init, first, fn))
+	return t
+}
+
+// aggregationOf is what an aggregation of g is named and keeps its results with (Kafka Streams'
+// MaterializedInternal over the grouping's serdes): its store, named or generated from prefix (which
+// takes its number first), its node, named or generated, the key serde (m's, else the grouping's)
+// and the aggregate's (m's, else vaDefault, else VA's default).
+func aggregationOf[K, V, VA any](g *KGroupedStream[K, V], prefix string, named Named, m Materialized[K, VA], vaDefault serde.Serde[VA]) (
+	store, name string, ks serde.Serde[K], vas serde.Serde[VA]) {
+	b := g.s.b
+	store = m.Name
 	if store == "" {
 		store = b.newStoreName(prefix)
 	}
-	name := b.nameOr(string(named), prefix)
-	ks := m.Key
+	name = b.nameOr(string(named), prefix)
+	ks = m.Key
 	if ks == nil {
 		ks = g.ks
 	}
-	vas := m.Value
+	vas = m.Value
 	if vas == nil {
 		vas = vaDefault
 	}
 	if vas == nil {
 		vas = defaultSerde[VA]()
 	}
-	parent, in := g.input(store)
-	n := b.add(&node{name: name, kind: processorNode}, parent)
-	t := aggregateTable(b, n, ks, vas, store, m.CachingDisabled, g.sourcesFrom(parent))
-	in.attach(aggregating(t, init, first, fn))
-	return t
+	return store, name, ks, vas
 }
 
 // aggregateTable is the table an aggregation keeps in store: it always sends old values when asked

@@ -66,22 +66,7 @@ func WindowedAggregate[K, V, VA any](w *TimeWindowedKStream[K, V], init func() V
 func windowedAggregate[K, V, VA any](w *TimeWindowedKStream[K, V], prefix string, named Named, m Materialized[K, VA], vaDefault serde.Serde[VA],
 	init func() VA, first func(K, V) VA, fn func(K, V, VA) VA) *KTable[windowed.Key[K], VA] {
 	g, b := w.g, w.g.s.b
-	store := m.Name
-	if store == "" {
-		store = b.newStoreName(prefix)
-	}
-	name := b.nameOr(string(named), prefix)
-	ks := m.Key
-	if ks == nil {
-		ks = g.ks
-	}
-	vas := m.Value
-	if vas == nil {
-		vas = vaDefault
-	}
-	if vas == nil {
-		vas = defaultSerde[VA]()
-	}
+	store, name, ks, vas := aggregationOf(g, prefix, named, m, vaDefault)
 	retention := w.ws.Size() + w.ws.Grace()
 	if m.Retention != 0 {
 		retention = m.Retention.Milliseconds()

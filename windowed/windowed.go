@@ -134,10 +134,15 @@ func (s timeKeySerde[K]) Encode(k Key[K]) ([]byte, error) {
 
 func (s timeKeySerde[K]) Decode(b []byte) (Key[K], error) {
 	kb, w, err := SplitTimeKey(b, s.size)
+	return withInner(s.inner, kb, w, err)
+}
+
+// withInner is the windowed key of inner key bytes kb and window w, split from a layout with err.
+func withInner[K any](inner serde.Serde[K], kb []byte, w Window, err error) (Key[K], error) {
 	if err != nil {
 		return Key[K]{}, err
 	}
-	k, err := s.inner.Decode(kb)
+	k, err := inner.Decode(kb)
 	if err != nil {
 		return Key[K]{}, err
 	}
@@ -169,14 +174,7 @@ func (s sessionKeySerde[K]) Encode(k Key[K]) ([]byte, error) {
 
 func (s sessionKeySerde[K]) Decode(b []byte) (Key[K], error) {
 	kb, w, err := SplitSessionKey(b)
-	if err != nil {
-		return Key[K]{}, err
-	}
-	k, err := s.inner.Decode(kb)
-	if err != nil {
-		return Key[K]{}, err
-	}
-	return Key[K]{Key: k, Window: w}, nil
+	return withInner(s.inner, kb, w, err)
 }
 
 // PartitionKey implements serde.PartitionKeyer: the inner key's bytes.
