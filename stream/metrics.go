@@ -22,7 +22,9 @@ type Metrics struct {
 	ProcessTime time.Duration
 	// Dropped is dropped-records-total: records skipped by a LogAndContinue handler
 	// (processing.exception.handler, deserialization.exception.handler or
-	// production.exception.handler) or by default.timestamp.extractor.
+	// production.exception.handler), by default.timestamp.extractor, or by a processor that says
+	// so (Context.Dropped: the DSL's windowed aggregations for a record without a key or too late
+	// for its window).
 	Dropped uint64
 	// Restored is the changelog records applied to stores: active tasks restoring and standby or
 	// warm-up tasks keeping up (Kafka Streams' restore-total and update-total together).
