@@ -100,6 +100,9 @@ func TestWindowStoreWritesKafkaStreamsKeys(t *testing.T) {
 	if got := fetchAll(t, c, windowCounts, "k", 60500, 61000); fmt.Sprint(got) != "[{61000 3}]" {
 		t.Fatalf("Fetch(k, 60500, 61000) = %v", got)
 	}
+	if got := fetchAll(t, c, windowCounts, "k", 61000, 61000); fmt.Sprint(got) != "[{61000 3}]" {
+		t.Fatalf("Fetch(k, 61000, 61000) = %v: a span of one start holds that start", got)
+	}
 	if got := fetchAll(t, c, windowCounts, "k", 61001, 60000); len(got) != 0 {
 		t.Fatalf("an empty span fetched %v", got)
 	}
@@ -108,6 +111,9 @@ func TestWindowStoreWritesKafkaStreamsKeys(t *testing.T) {
 	mustNotErr(t, windowCounts.Put(c, "k", 70000, 5))
 	if got := fetchAll(t, c, windowCounts, "k", 0, 1<<62); fmt.Sprint(got) != "[{61000 3} {70000 5}]" {
 		t.Fatalf("Fetch(k) = %v", got)
+	}
+	if got := fetchAll(t, c, windowCounts, "k", 60000, 65000); fmt.Sprint(got) != "[{61000 3}]" {
+		t.Fatalf("Fetch(k, 60000, 65000) = %v: a window after the span's end in its segment was read", got)
 	}
 	it, err := tk.stores["counts"].eng.Iterate(nil, nil)
 	mustNotErr(t, err)
@@ -121,6 +127,9 @@ func TestWindowStoreWritesKafkaStreamsKeys(t *testing.T) {
 	mustNotErr(t, it.Close())
 	if n != 3 {
 		t.Fatalf("%d entries kept, want the 3 of segment 1", n)
+	}
+	if pos, ok := tk.stores["counts"].eng.Position(); ok {
+		t.Fatalf("expiry recorded a changelog position (%d): only acknowledged writes do", pos)
 	}
 	// A window older than the retention is not written at all.
 	mustNotErr(t, windowCounts.Put(c, "k", 100, 7))
@@ -150,6 +159,15 @@ func TestWindowStoreFetchKeepsKeysApart(t *testing.T) {
 	}
 	if got := fetchAll(t, c, windowCounts, "", 0, 5000); fmt.Sprint(got) != "[{2000 4}]" {
 		t.Fatalf("Fetch(empty key) = %v", got)
+	}
+	// A window store key with another sequence number (a join's store keeps duplicates so) is one of
+	// the key's windows too, after sequence 0 of the same start.
+	mustNotErr(t, tk.stores["counts"].Put(windowed.AppendStoreKey(nil, []byte("a"), 3000, 7), int64s(9)))
+	if got := fetchAll(t, c, windowCounts, "a", 0, 5000); fmt.Sprint(got) != "[{1000 1} {3000 3} {3000 9}]" {
+		t.Fatalf("Fetch(a) with a duplicate = %v", got)
+	}
+	if got := fetchAll(t, c, windowCounts, "a", 0, 3000); fmt.Sprint(got) != "[{1000 1} {3000 3} {3000 9}]" {
+		t.Fatalf("Fetch(a, 0, 3000) with a duplicate at its end = %v", got)
 	}
 	var first []int64
 	mustNotErr(t, windowCounts.Fetch(c, "a", 0, 5000, func(start int64, _ int64) bool { first = append(first, start); return false }))
@@ -329,5 +347,71 @@ func TestWindowStoreExpiryFollowsTheTransaction(t *testing.T) {
 	mustNotErr(t, it.Close())
 	if fmt.Sprint(segs) != "[6]" {
 		t.Fatalf("segments kept %v, want only 6 (the window at 400 000): the commit deletes the expired ones", segs)
+	}
+}
+
+// The window store's time at its edges, from Kafka Streams' in-memory window store: a window at
+// exactly the newest start minus the retention is gone, one a millisecond later is kept; before any
+// write (and after a wipe, a commit or a rollback of nothing) every window is kept, even with the
+// shortest retention.
+func TestWindowStateEdges(t *testing.T) {
+	w := newWindowState(10000)
+	w.observe(61000)
+	if w.live(51000) || !w.live(51001) {
+		t.Fatalf("live(51000) %v, live(51001) %v: want gone, kept", w.live(51000), w.live(51001))
+	}
+	short := newWindowState(1)
+	check := func(when string) {
+		t.Helper()
+		if !short.live(0) || !liveAt(short.queried.Load(), short.retention, 0) {
+			t.Fatalf("%s: a window at 0 is not kept before any write", when)
+		}
+	}
+	check("new")
+	short.rollback()
+	check("after a rollback of nothing")
+	short.commit()
+	check("after a commit of nothing")
+	short.observe(5)
+	short.reset()
+	check("after a reset")
+	if upper, due := short.expiry(); due || upper != nil {
+		t.Fatalf("expiry of an empty store: %x %v", upper, due)
+	}
+	// The oldest live start at exactly a segment's first (120 000, segment 2): segments 0 and 1 go,
+	// once; a millisecond earlier segment 1 still holds a live start.
+	e := newWindowState(10000)
+	e.observe(129998)
+	if upper, due := e.expiry(); !due || binary.BigEndian.Uint64(upper) != 1 {
+		t.Fatalf("expiry at 129 998: %x %v, want below segment 1", upper, due)
+	}
+	e.observe(129999)
+	if upper, due := e.expiry(); !due || binary.BigEndian.Uint64(upper) != 2 {
+		t.Fatalf("expiry at 129 999: %x %v, want below segment 2", upper, due)
+	}
+	if upper, due := e.expiry(); due {
+		t.Fatalf("expiry again with nothing new: %x", upper)
+	}
+}
+
+// Fetch under exactly-once visits every segment that holds a window, in the engine or in the open
+// transaction, in order: a committed window before a pending one in a later segment is read first.
+func TestWindowStoreFetchAcrossCommittedAndPendingSegments(t *testing.T) {
+	long := Window("counts", time.Hour, serde.String, serde.Int64)
+	a, tk, _ := windowTask(t, long)
+	s := tk.stores["counts"]
+	s.pend = newOverlay()
+	c := &tk.ctx
+	mustNotErr(t, long.Put(c, "k", 61000, 1))
+	flush(t, a)
+	mustNotErr(t, s.commitPending())
+	mustNotErr(t, long.Put(c, "k", 185000, 2))
+	var got []fetched
+	mustNotErr(t, long.Fetch(c, "k", 0, 200000, func(start int64, v int64) bool {
+		got = append(got, fetched{start, v})
+		return true
+	}))
+	if fmt.Sprint(got) != "[{61000 1} {185000 2}]" {
+		t.Fatalf("Fetch = %v, want the committed window of segment 1, then the pending one of segment 3", got)
 	}
 }
