@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -271,3 +272,75 @@ func TestWindowedNullValues(t *testing.T) {
 		t.Fatalf("reduce %v, want %v", got, want)
 	}
 }
+
+// A windowed count given an unnamed Materialized takes a store name it never uses before its own,
+// as Kafka Streams' TimeWindowedKStreamImpl.count(Materialized) does; a named one takes none.
+func TestWindowedCountMaterializedNames(t *testing.T) {
+	for _, c := range []struct {
+		m    Materialized[string, int64]
+		want string
+	}{
+		{Materialized[string, int64]{Key: serde.String}, "app-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog"},
+		{Materialized[string, int64]{Name: "named"}, "app-named-changelog"},
+	} {
+		b := NewBuilder()
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		WindowedBy(g, windowed.OfSizeWithNoGrace(time.Minute)).Count(c.m).ToStream().To("out", Produced[windowed.Key[string], int64]{})
+		topo, _, err := b.Build(config.Default("app"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := topo.Subtopologies()[0].StateChangelogTopics[0].Name; got != c.want {
+			t.Errorf("changelog %s, want %s", got, c.want)
+		}
+	}
+}
+
+// A record at the epoch counts in its window even with 1 ms windows and no grace: the stream time
+// before any record is unknown, not 0 or later.
+func TestWindowedCountAtTheEpoch(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		WindowedBy(g, windowed.OfSizeWithNoGrace(time.Millisecond)).Count().ToStream().To("out", Produced[windowed.Key[string], int64]{})
+	})
+	pipeAt(t, d, "in", wrec[string]{"a", 0, "x", 0}, wrec[string]{"a", 0, "x", 1})
+	if got, want := readWindowed(t, d, "out", 1, serde.Int64), []wrec[int64]{{"a", 0, 1, 0}, {"a", 1, 1, 1}}; !slices.Equal(got, want) {
+		t.Fatalf("output\n got %v\nwant %v", got, want)
+	}
+}
+
+// The window store's key serde: Kafka Streams' layout (the key, the start, sequence 0) read back with
+// the window's end from its size (the largest time when that overflows); a layout too short or an
+// inner key that does not decode is refused.
+func TestWindowStoreKeySerde(t *testing.T) {
+	s := windowStoreKeys(serde.String, 1000)
+	k := windowed.Key[string]{Key: "ab", Window: windowed.Window{Start: 5000, End: 6000}}
+	b, err := s.Encode(k)
+	if err != nil || !bytes.Equal(b, windowed.AppendStoreKey(nil, []byte("ab"), 5000, 0)) {
+		t.Fatalf("Encode = %x %v", b, err)
+	}
+	if got, err := s.Decode(b); err != nil || got != k {
+		t.Fatalf("Decode = %v %v", got, err)
+	}
+	if got, err := s.Decode(windowed.AppendStoreKey(nil, []byte("x"), math.MaxInt64-10, 0)); err != nil || got.Window.End != math.MaxInt64 {
+		t.Fatalf("Decode near the largest time = %v %v", got, err)
+	}
+	if got, err := s.Decode(windowed.AppendStoreKey(nil, []byte("x"), math.MaxInt64-1000, 0)); err != nil || got.Window.End != math.MaxInt64 {
+		t.Fatalf("Decode of a window ending at the largest time = %v %v", got, err)
+	}
+	var de *serde.DecodeError
+	if _, err := s.Decode([]byte{1, 2}); !errors.As(err, &de) {
+		t.Fatalf("a short key: %v", err)
+	}
+	if _, err := windowStoreKeys(serde.Int64, 1000).Decode(windowed.AppendStoreKey(nil, []byte{1}, 0, 0)); !errors.As(err, &de) || de.Serde != "int64" {
+		t.Fatalf("an inner key that does not decode: %v", err)
+	}
+	if _, err := windowStoreKeys(failing{}, 1000).Encode(k); err == nil {
+		t.Fatal("an inner key that does not encode was encoded")
+	}
+}
+
+type failing struct{}
+
+func (failing) Encode(string) ([]byte, error) { return nil, errors.New("no") }
+func (failing) Decode([]byte) (string, error) { return "", errors.New("no") }
