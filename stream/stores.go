@@ -491,12 +491,18 @@ func (s KeyValueStore[K, V]) getWith(st store.ReadOnly, key K, buf *[]byte) (val
 	if err != nil {
 		return value, false, fmt.Errorf("stream: encoding a key of store %s: %w", s.name, err)
 	}
+	return getDecoded(st, k, s.vs, s.name)
+}
+
+// getDecoded is the value of store key k in st (of store name), decoded with vs; ok false when
+// absent.
+func getDecoded[V any](st store.ReadOnly, k []byte, vs serde.Serde[V], name string) (value V, ok bool, err error) {
 	raw, ok, err := st.Get(k)
 	if err != nil || !ok {
 		return value, false, err
 	}
-	if value, err = s.vs.Decode(raw); err != nil {
-		return value, false, fmt.Errorf("stream: a value in store %s: %w", s.name, err)
+	if value, err = vs.Decode(raw); err != nil {
+		return value, false, fmt.Errorf("stream: a value in store %s: %w", name, err)
 	}
 	return value, true, nil
 }

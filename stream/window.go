@@ -301,14 +301,7 @@ func (w WindowStore[K, V]) Get(c *Context, key K, start int64) (value V, ok bool
 	if err != nil {
 		return value, false, err
 	}
-	raw, ok, err := c.Store(w.name).Get(k)
-	if err != nil || !ok {
-		return value, false, err
-	}
-	if value, err = w.vs.Decode(raw); err != nil {
-		return value, false, fmt.Errorf("stream: a value in store %s: %w", w.name, err)
-	}
-	return value, true, nil
+	return getDecoded(c.Store(w.name), k, w.vs, w.name)
 }
 
 // Delete removes key's window starting at start (a tombstone in the changelog).

@@ -405,7 +405,16 @@ func runTotals(t *testing.T, adm *kadm.Client, group, stateDir string, restored 
 		}
 		return err
 	})
-	app, err := stream.New(cfg, topo, stream.Processors{"0": proc}, stream.WithStores(sgpebble.New()),
+	runCaughtUp(t, adm, group, stateDir, cfg, topo, stream.Processors{"0": proc}, restored, nil)
+}
+
+// runCaughtUp runs the application of cfg, topo and procs in-process on Pebble stores until it is
+// Running and everything is committed, calls check (if any) with it, then stops it cleanly;
+// restored counts the changelog records it restored.
+func runCaughtUp(t *testing.T, adm *kadm.Client, group, stateDir string, cfg config.Config, topo *topology.Topology, procs stream.Processors,
+	restored *int, check func(*stream.App)) {
+	t.Helper()
+	app, err := stream.New(cfg, topo, procs, stream.WithStores(sgpebble.New()),
 		stream.WithRestoreListener(func(b stream.RestoreBatch) { *restored += b.Records }))
 	if err != nil {
 		t.Fatal(err)
@@ -420,6 +429,9 @@ func runTotals(t *testing.T, adm *kadm.Client, group, stateDir string, restored 
 		}
 		return caughtUp(adm, group)
 	})
+	if check != nil {
+		check(app)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("%s: Run: %v", stateDir, err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/dsl"
-	"github.com/streamsgroup/streamsgroup/plugin/sgpebble"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -102,25 +101,5 @@ func runWindowed(t *testing.T, adm *kadm.Client, group, stateDir string, restore
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := stream.New(cfg, topo, procs, stream.WithStores(sgpebble.New()),
-		stream.WithRestoreListener(func(b stream.RestoreBatch) { *restored += b.Records }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx) }()
-	eventually(t, 2*time.Minute, func() (bool, string) {
-		if s := app.State(); s != stream.Running {
-			return false, "state " + s.String()
-		}
-		return caughtUp(adm, group)
-	})
-	if check != nil {
-		check(app)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("%s: Run: %v", stateDir, err)
-	}
+	runCaughtUp(t, adm, group, stateDir, cfg, topo, procs, restored, check)
 }
