@@ -76,6 +76,15 @@ type node struct {
 	partitions int32
 	// stores are the key-value stores a stateful processor keeps.
 	stores []string
+	// reads are stores other nodes keep that the processor reads (a join's table): they put it in
+	// their subtopology, as Kafka Streams groups the processors connected to one store.
+	reads []string
+	// relaxedJoin: a join that takes records without a key (a left join): the repartitions before it
+	// keep such records (keepNullKeys), where the others drop them, as Kafka Streams 4.4 rewrites
+	// its repartitions.
+	relaxedJoin, keepNullKeys bool
+	// writer is a repartition source's sink.
+	writer *node
 	// init runs as each of the processor's tasks starts (a stream.Initializer's Init).
 	init func(c *stream.Context) error
 	// onBuild runs once Build named the node's topic (sendTo).
@@ -150,7 +159,7 @@ func (b *Builder) repartition(prefix string, partitions int32, parent *node) (si
 	}
 	filter := b.add(&node{name: filterName, kind: processorNode}, parent)
 	sink = b.add(&node{name: sinkName, kind: sinkNode, topic: topic, internal: true, partitions: partitions}, filter)
-	source = b.add(&node{name: sourceName, kind: sourceNode, topic: topic, internal: true, partitions: partitions})
+	source = b.add(&node{name: sourceName, kind: sourceNode, topic: topic, internal: true, partitions: partitions, writer: sink})
 	return sink, source
 }
 
@@ -215,10 +224,40 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 	}
 	b.built = true
 	names := topology.Names{AppID: cfg.ApplicationID, ReplicationFactor: max(cfg.ReplicationFactor, 0)}
+	// A repartition with a left join below it, however far, keeps records without a key.
+	relaxed := map[*node]bool{}
+	for _, n := range slices.Backward(b.nodes) {
+		if !n.relaxedJoin && !relaxed[n] {
+			continue
+		}
+		for _, p := range n.parents {
+			relaxed[p] = true
+		}
+		if n.writer != nil {
+			relaxed[n.writer] = true
+			n.writer.keepNullKeys = true
+		}
+	}
+	keepers := map[string]*node{}
+	for _, n := range b.nodes {
+		for _, st := range n.stores {
+			if keepers[st] == nil {
+				keepers[st] = n
+			}
+		}
+	}
+	unite := func(a, b *node) {
+		if r1, r2 := a.find(), b.find(); r1 != r2 {
+			r1.root = r2
+		}
+	}
 	for _, n := range b.nodes {
 		for _, p := range n.parents {
-			if r1, r2 := n.find(), p.find(); r1 != r2 {
-				r1.root = r2
+			unite(n, p)
+		}
+		for _, st := range n.reads {
+			if k := keepers[st]; k != nil {
+				unite(n, k)
 			}
 		}
 	}

@@ -68,6 +68,9 @@ type KStream[K, V any] struct {
 	// sources are the source nodes the stream comes from (Kafka Streams' subTopologySourceNodes),
 	// which a cogroup makes copartitioned.
 	sources []*node
+	// joinRep is the last repartition a join of the stream made, which an unnamed join of it reuses
+	// (join.go).
+	joinRep *KStream[K, V]
 }
 
 // Stream reads topic (Kafka Streams' StreamsBuilder.stream).
@@ -235,11 +238,12 @@ func sendByInnerKey[K, V any](c *stream.Context, topic string, pk serde.Partitio
 }
 
 // repartitionTo writes each record with a key to the repartition topic of sink (Kafka Streams'
-// filter before a repartition drops those without).
+// filter before a repartition drops those without), and those without one too when a left join
+// below takes them (sink.keepNullKeys).
 func repartitionTo[K, V any](sink *node, ks serde.Serde[K], vs serde.Serde[V]) func(*stream.Context, meta, K, V) error {
 	send := sendTo(sink, ks, vs, false)
 	return func(c *stream.Context, m meta, k K, v V) error {
-		if m.nullKey {
+		if m.nullKey && !sink.keepNullKeys {
 			return nil
 		}
 		return send(c, m, k, v)

@@ -30,6 +30,11 @@ type KTable[K, V any] struct {
 	// enableOld has the table send old values if it can, and says whether it does (Kafka Streams'
 	// enableSendingOldValues): a source table can when it has a store, or once force gives it one.
 	enableOld func(force bool) bool
+	// materialize keeps a source table without a store in the store it was given a name for, when a
+	// join reads it (Kafka Streams' KTableSource.materialize).
+	materialize func()
+	// getter reads a derived table without a store of its own through its parent (join.go).
+	getter func() ([]string, func(*stream.Context, K) (stamped[V], bool, error))
 }
 
 // change is a table's update of one key: the new value and the one it replaced (absent: null).
@@ -123,12 +128,13 @@ func sourceTable[K, V any](b *Builder, n *node, ks serde.Serde[K], vs serde.Serd
 	if store != "" {
 		t.keepIn(store, n.name, uncached)
 	}
+	t.materialize = func() { t.keepIn(unkept, n.name, uncached) }
 	t.enableOld = func(force bool) bool {
 		if t.store == "" {
 			if !force {
 				return false
 			}
-			t.keepIn(unkept, n.name, uncached)
+			t.materialize()
 		}
 		t.sendOld = true
 		return true
@@ -305,6 +311,7 @@ func (t *KTable[K, V]) filter(pred func(K, V) bool, not bool, op string, opts []
 	// Kafka Streams' filter sends old values whenever its parent can without a new store, to avoid
 	// deletions of keys that were never in its result.
 	f.sendOld = t.enableOld(false)
+	derivedGetter(f, t, func(k K, v V) (V, bool) { return v, pred(k, v) != not })
 	t.out.attach(func(c *stream.Context, md meta, k K, ch change[V]) error {
 		if ch.hasNew && pred(k, ch.new) == not {
 			ch.hasNew, ch.new = false, *new(V)
@@ -330,6 +337,7 @@ func MapTableValues[K, V, VR any](t *KTable[K, V], fn func(K, V) VR, opts ...Tab
 		vr := fn(k, v)
 		return vr, isNil == nil || !isNil(vr)
 	}
+	derivedGetter(f, t, func(k K, v V) (VR, bool) { return mapped(k, v, true) })
 	t.out.attach(func(c *stream.Context, md meta, k K, ch change[V]) error {
 		var out change[VR]
 		out.new, out.hasNew = mapped(k, ch.new, ch.hasNew)

@@ -354,3 +354,32 @@ func init() {
 			Count(dsl.Named("tcnt")).ToStream().To(t+"-out3", dsl.Produced[string, int64]{})
 	}
 }
+
+func init() {
+	Programs["p-join-stream-table"] = func(b *dsl.Builder, t string) {
+		in := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{})
+		users := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{})
+		dsl.Join(in, users, func(_, v, u string) string { return v + "@" + u }).To(t+"-out", dsl.Produced[string, string]{})
+		dsl.LeftJoin(in, users, func(_, v, u string, found bool) string {
+			if !found {
+				u = "-"
+			}
+			return v + "@" + u
+		}).To(t+"-out2", dsl.Produced[string, string]{})
+	}
+	Programs["p-join-rekeyed"] = func(b *dsl.Builder, t string) {
+		users := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{}, dsl.Materialized[string, string]{Name: "users"})
+		shown := dsl.MapTableValues(users.Filter(func(_, u string) bool { return !strings.HasPrefix(u, "x") }),
+			func(_, u string) string { return strings.ToUpper(u) })
+		byValue := dsl.SelectKey(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v })
+		dsl.Join(byValue, shown, func(k, v, u string) string { return k + ":" + v + "=" + u }, dsl.Joined[string, string, string]{Name: "enrich"}).
+			To(t+"-out", dsl.Produced[string, string]{})
+		swapped := dsl.Map(dsl.Stream(b, t+"-in3", dsl.Consumed[string, string]{}), func(k, v string) (string, string) { return v, k })
+		dsl.LeftJoin(swapped, users, func(_, v, u string, found bool) string {
+			if !found {
+				u = "null" // Java's string concatenation of a null
+			}
+			return v + "/" + u
+		}).To(t+"-out2", dsl.Produced[string, string]{})
+	}
+}

@@ -15,7 +15,9 @@ import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
@@ -43,7 +45,7 @@ final class DslPrograms {
         "p-table-filter-unnamed-materialized", "p-cogroup-after-totable", "p-count-filter", "p-table-filter-groupby",
         "p-table-unnamed-filter-groupby", "p-count-regroup", "p-mapvalues-null", "p-grouped-table-twice",
         "p-process-forward", "p-processvalues", "p-named-aggregations", "p-window-tumbling-count",
-        "p-window-hopping-grace", "p-window-reduce-aggregate");
+        "p-window-hopping-grace", "p-window-reduce-aggregate", "p-join-stream-table", "p-join-rekeyed");
 
     private DslPrograms() {
     }
@@ -502,6 +504,29 @@ final class DslPrograms {
                     .aggregate(() -> 100L, (k, v, agg) -> agg + v.length(), Named.as("lengths"),
                         Materialized.with(Serdes.String(), Serdes.Long()))
                     .toStream().to(t + "-out2", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 60_000L), Serdes.Long()));
+                break;
+            }
+            case "p-join-stream-table": {
+                // An inner and a left join of one stream with a table read from a topic (which the
+                // joins have kept in a generated store).
+                KStream<String, String> in = b.stream(t + "-in");
+                KTable<String, String> users = b.table(t + "-in2");
+                in.join(users, (v, u) -> v + "@" + u).to(t + "-out");
+                in.leftJoin(users, (v, u) -> v + "@" + (u == null ? "-" : u)).to(t + "-out2");
+                break;
+            }
+            case "p-join-rekeyed": {
+                // Joins after key changes (repartitions first): a named join with a filtered and
+                // mapped table read through its parent's named store, and a left join of a second
+                // stream that keeps records without a key.
+                KTable<String, String> users = b.table(t + "-in2", Materialized.as("users"));
+                KTable<String, String> shown = users.filter((k, u) -> !u.startsWith("x")).mapValues(u -> u.toUpperCase());
+                b.<String, String>stream(t + "-in").selectKey((k, v) -> v)
+                    .join(shown, (k, v, u) -> k + ":" + v + "=" + u, Joined.as("enrich"))
+                    .to(t + "-out");
+                b.<String, String>stream(t + "-in3").map((k, v) -> KeyValue.pair(v, k))
+                    .leftJoin(users, (v, u) -> v + "/" + u)
+                    .to(t + "-out2");
                 break;
             }
             default:

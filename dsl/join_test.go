@@ -1,0 +1,253 @@
+package dsl
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/streamtest"
+	"github.com/streamsgroup/streamsgroup/windowed"
+)
+
+// Stream-table joins, through the test driver. The expected outputs follow Kafka Streams'
+// documented semantics: only stream records produce results, each joined with the table's value
+// for its key at the time it is processed; an inner join drops records without a table value, a
+// left join keeps them; records with a null value are dropped, records with a null key by the
+// inner join only.
+
+// rawRec is one record written to a topic, as bytes (nil: null) and milliseconds.
+type rawRec struct {
+	k, v string
+	null bool // the value is null
+	ts   int64
+}
+
+func readRaw(t *testing.T, d *streamtest.Driver, topic string) []rawRec {
+	t.Helper()
+	raws, err := d.ReadRaw(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []rawRec
+	for _, r := range raws {
+		got = append(got, rawRec{k: string(r.Key), v: string(r.Value), null: r.Value == nil, ts: r.Timestamp.UnixMilli()})
+	}
+	return got
+}
+
+func pipeRaw(t *testing.T, d *streamtest.Driver, topic string, key, value []byte, ts int64) {
+	t.Helper()
+	if err := d.Pipe(topic, key, value, time.UnixMilli(ts)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Settle(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStreamTableJoin(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		orders := Stream(b, "orders", Consumed[string, int64]{Value: serde.Int64})
+		names := Table(b, "customers", Consumed[string, string]{})
+		Join(orders, names, func(k string, amount int64, name string) string {
+			return k + " " + name + " " + strings.Repeat("$", int(amount))
+		}).To("joined", Produced[string, string]{})
+		LeftJoin(orders, names, func(_ string, amount int64, name string, found bool) string {
+			if !found {
+				return "unknown"
+			}
+			return name
+		}).To("left", Produced[string, string]{})
+	})
+	i64 := func(n int64) []byte { b, _ := serde.Int64.Encode(n); return b }
+	pipeRaw(t, d, "orders", []byte("c1"), i64(1), 100) // no customer yet: the inner join drops it
+	pipeRaw(t, d, "customers", []byte("c1"), []byte("Ann"), 200)
+	pipeRaw(t, d, "orders", []byte("c1"), i64(2), 150) // earlier than the table's record: still joined
+	pipeRaw(t, d, "customers", []byte("c1"), []byte("Anna"), 300)
+	pipeRaw(t, d, "customers", []byte("c2"), []byte("Bo"), 310) // a table update alone makes no result
+	pipeRaw(t, d, "orders", []byte("c1"), i64(3), 400)
+	pipeRaw(t, d, "orders", []byte("c1"), nil, 410) // a null value: dropped by both
+	pipeRaw(t, d, "orders", nil, i64(1), 420)       // a null key: the left join keeps it
+	pipeRaw(t, d, "customers", []byte("c1"), nil, 500)
+	pipeRaw(t, d, "orders", []byte("c1"), i64(1), 600) // deleted from the table
+	pipeRaw(t, d, "orders", []byte("c2"), i64(1), 700)
+
+	want := []rawRec{{k: "c1", v: "c1 Ann $$", ts: 150}, {k: "c1", v: "c1 Anna $$$", ts: 400}, {k: "c2", v: "c2 Bo $", ts: 700}}
+	if got := readRaw(t, d, "joined"); !slices.Equal(got, want) {
+		t.Errorf("inner join\n got %v\nwant %v", got, want)
+	}
+	want = []rawRec{{k: "c1", v: "unknown", ts: 100}, {k: "c1", v: "Ann", ts: 150}, {k: "c1", v: "Anna", ts: 400},
+		{k: "", v: "unknown", ts: 420}, {k: "c1", v: "unknown", ts: 600}, {k: "c2", v: "Bo", ts: 700}}
+	got := readRaw(t, d, "left")
+	if !slices.Equal(got, want) {
+		t.Errorf("left join\n got %v\nwant %v", got, want)
+	}
+	raws, _ := d.ReadRaw("left")
+	if len(raws) > 3 && raws[3].Key != nil {
+		t.Errorf("the left join's record without a key was written with the key %q", raws[3].Key)
+	}
+	// Dropped: the inner join's record with a null key, and the null value by both joins.
+	if n := d.App().Metrics().Dropped; n != 3 {
+		t.Errorf("dropped %d records, want 3", n)
+	}
+}
+
+// A join reads the table through the record cache: an update the cache still holds, not yet in
+// the store, is what the join sees. The stream's records update the table first (its first child)
+// and are joined with it next, in one record's processing, long before any flush.
+func TestStreamTableJoinReadsTheCachedTable(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		in := Stream(b, "in", Consumed[string, string]{})
+		latest := in.ToTable(Materialized[string, string]{Name: "latest"})
+		Join(MapValues(in, func(_, v string) string { return v + "'" }), latest, func(_, v, l string) string { return v + "=" + l }).
+			To("out", Produced[string, string]{})
+	})
+	pipeRaw(t, d, "in", []byte("u"), []byte("a"), 1)
+	pipeRaw(t, d, "in", []byte("u"), []byte("b"), 2)
+	want := []rawRec{{k: "u", v: "a'=a", ts: 1}, {k: "u", v: "b'=b", ts: 2}}
+	if got := readRaw(t, d, "out"); !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// A filtered and mapped table without a store is read through its parent's store: a key the filter
+// rejects is not in it, and the mapping applies to what the join sees.
+func TestStreamTableJoinThroughDerivedTables(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		users := Table(b, "users", Consumed[string, string]{})
+		active := MapTableValues(users.FilterNot(func(_, v string) bool { return strings.HasPrefix(v, "-") }),
+			func(_, v string) int { return len(v) })
+		LeftJoin(Stream(b, "clicks", Consumed[string, string]{}), active, func(_, page string, n int, found bool) *string {
+			if !found {
+				return nil // a nil result is a null value
+			}
+			s := page + strings.Repeat("!", n)
+			return &s
+		}).To("out", Produced[string, *string]{Value: ptrSerde{}})
+	})
+	pipeRaw(t, d, "users", []byte("a"), []byte("xy"), 1)
+	pipeRaw(t, d, "users", []byte("b"), []byte("-gone"), 2)
+	pipeRaw(t, d, "clicks", []byte("a"), []byte("p"), 3)
+	pipeRaw(t, d, "clicks", []byte("b"), []byte("q"), 4)
+	pipeRaw(t, d, "clicks", []byte("c"), []byte("r"), 5)
+	want := []rawRec{{k: "a", v: "p!!", ts: 3}, {k: "b", null: true, ts: 4}, {k: "c", null: true, ts: 5}}
+	if got := readRaw(t, d, "out"); !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// ptrSerde writes a *string as its text (nil never reaches it: a nil result is a null value).
+type ptrSerde struct{}
+
+func (ptrSerde) Encode(s *string) ([]byte, error) { return []byte(*s), nil }
+func (ptrSerde) Decode(b []byte) (*string, error) { s := string(b); return &s, nil }
+
+// After a key change the stream is repartitioned before the join; records without a key reach a
+// left join through the repartition, and a grouping's repartition still drops them.
+func TestStreamTableJoinAfterAKeyChange(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		users := Table(b, "users", Consumed[string, string]{})
+		byUser := SelectKey(Stream(b, "clicks", Consumed[string, string]{}), func(_, v string) string { return v })
+		LeftJoin(byUser, users, func(k, v, u string, found bool) string { return k + "=" + u }).To("out", Produced[string, string]{})
+		byPage := SelectKey(Stream(b, "views", Consumed[string, string]{}), func(_, v string) string { return v })
+		byPage.GroupByKey().Count().ToStream().To("counts", Produced[string, int64]{})
+	})
+	pipeRaw(t, d, "users", []byte("ann"), []byte("Ann"), 1)
+	pipeRaw(t, d, "clicks", []byte("x"), []byte("ann"), 2)
+	pipeRaw(t, d, "clicks", []byte("y"), nil, 3) // its new key is null: kept for the left join, and dropped there (null value)
+	pipeRaw(t, d, "views", []byte("p"), nil, 4)  // its new key is null: the grouping's repartition drops it
+	pipeRaw(t, d, "views", []byte("q"), []byte("p"), 5)
+	if got, want := readRaw(t, d, "out"), []rawRec{{k: "ann", v: "ann=Ann", ts: 2}}; !slices.Equal(got, want) {
+		t.Errorf("join: got %v, want %v", got, want)
+	}
+	if got := readRaw(t, d, "counts"); len(got) != 1 || got[0].k != "p" {
+		t.Errorf("counts: got %v, want one count of p", got)
+	}
+	reps := map[string]int{}
+	for _, topic := range []string{"ops-KSTREAM-KEY-SELECT-0000000004-repartition", "ops-KSTREAM-AGGREGATE-STATE-STORE-0000000012-repartition"} {
+		raws, err := d.ReadRaw(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps[topic] = len(raws)
+	}
+	// The join's repartition carries the record whose new key is null; the grouping's does not.
+	if want := map[string]int{"ops-KSTREAM-KEY-SELECT-0000000004-repartition": 2, "ops-KSTREAM-AGGREGATE-STATE-STORE-0000000012-repartition": 1}; !mapsEqual(reps, want) {
+		t.Errorf("repartition topics hold %v records, want %v", reps, want)
+	}
+}
+
+func mapsEqual(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// A stream joined twice without names after a key change writes one repartition topic, which both
+// joins read.
+func TestTwoJoinsOfOneRekeyedStreamShareTheRepartition(t *testing.T) {
+	b := NewBuilder()
+	users := Table(b, "users", Consumed[string, string]{})
+	byUser := SelectKey(Stream(b, "clicks", Consumed[string, string]{}), func(_, v string) string { return v })
+	Join(byUser, users, func(_, v, u string) string { return u }).To("a", Produced[string, string]{})
+	LeftJoin(byUser, users, func(_, v, u string, _ bool) string { return u }).To("b", Produced[string, string]{})
+	topo, _, err := b.Build(config.Default("ops"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sinks []string
+	for _, s := range topo.Subtopologies() {
+		sinks = append(sinks, s.RepartitionSinkTopics...)
+	}
+	if want := []string{"ops-KSTREAM-KEY-SELECT-0000000004-repartition"}; !slices.Equal(sinks, want) {
+		t.Fatalf("repartition sinks %v, want %v", sinks, want)
+	}
+}
+
+func TestStreamTableJoinProgramErrors(t *testing.T) {
+	other := NewBuilder()
+	foreign := Table(other, "t", Consumed[string, string]{})
+	for name, program := range map[string]func(b *Builder){
+		"a table of another builder": func(b *Builder) {
+			Join(Stream(b, "in", Consumed[string, string]{}), foreign, func(_, v, u string) string { return v }).To("out", Produced[string, string]{})
+		},
+		"a windowed table": func(b *Builder) {
+			g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+			counts := WindowedBy(g, windowed.OfSizeWithNoGrace(time.Second)).Count()
+			keys := Map(Stream(b, "in2", Consumed[string, string]{}), func(k, v string) (windowed.Key[string], string) {
+				return windowed.Key[string]{Key: k}, v
+			})
+			Join(keys, counts, func(_ windowed.Key[string], v string, n int64) string { return v }).To("out", Produced[windowed.Key[string], string]{})
+		},
+		"a repartition without serdes": func(b *Builder) {
+			rekeyed := Map(Stream(b, "in", Consumed[string, string]{}), func(k, v string) (struct{ A int }, string) { return struct{ A int }{}, v })
+			users := Table(b, "users", Consumed[struct{ A int }, string]{Key: serde.JSON[struct{ A int }]()})
+			Join(rekeyed, users, func(_ struct{ A int }, v, u string) string { return v }).To("out", Produced[struct{ A int }, string]{Key: serde.JSON[struct{ A int }]()})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := NewBuilder()
+			program(b)
+			_, _, err := b.Build(config.Default("ops"))
+			var pe *ProgramError
+			if !errors.As(err, &pe) {
+				t.Fatalf("Build: %v, want a *ProgramError", err)
+			}
+			want := map[string]string{"a table of another builder": "same Builder", "a windowed table": "windowed table",
+				"a repartition without serdes": "Joined serdes"}[name]
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("Build: %v, want it to say %q", err, want)
+			}
+		})
+	}
+}
