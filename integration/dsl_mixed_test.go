@@ -190,6 +190,49 @@ func TestDSLWindowedCountMixedGroup(t *testing.T) {
 	checkWindowedPlacement(t, Get(t), topics+"-out", 10000, 2)
 }
 
+// A left join of a stream with a table (p-join-prices) by a Kafka Streams member and a Go member in
+// one group, tasks moving Java → Go → Java: each phase writes prices to the table's topic, then
+// quantities to the stream's, later in time; every quantity is joined with its key's price of that
+// phase (the runtimes order a task's inputs by time and wait for records the broker already has).
+// Keys priced only in the first phase are joined in the later ones with that price, restored from
+// the table's changelog the other runtime wrote; a key never priced gets -1.
+func TestDSLStreamTableJoinMixedGroup(t *testing.T) {
+	base := time.Now().Add(-5 * time.Minute).UnixMilli()
+	want := map[string]int64{}
+	mixedGroupRecords(t, "p-join-prices", func(phase int) map[string][]*kgo.Record {
+		at := func(ms int) time.Time { return time.UnixMilli(base + int64(phase*20000+ms)) }
+		var prices, qtys []*kgo.Record
+		price := map[string]int64{}
+		for i := range 4 {
+			k := fmt.Sprintf("item%d", i)
+			price[k] = int64(phase*100 + i)
+			prices = append(prices, &kgo.Record{Key: []byte(k), Value: []byte(fmt.Sprint(price[k])), Timestamp: at(i)})
+		}
+		if phase == 1 {
+			for i := range 3 {
+				k := fmt.Sprintf("old%d", i)
+				price[k] = int64(1000 + i)
+				prices = append(prices, &kgo.Record{Key: []byte(k), Value: []byte(fmt.Sprint(price[k])), Timestamp: at(10 + i)})
+			}
+		} else {
+			for i := range 3 {
+				price[fmt.Sprintf("old%d", i)] = int64(1000 + i)
+			}
+		}
+		price["none"] = -1
+		for j := range 3 {
+			for _, k := range slices.Sorted(maps.Keys(price)) {
+				qtys = append(qtys, &kgo.Record{Key: []byte(k), Value: []byte(fmt.Sprint(j)), Timestamp: at(1000 + j*100)})
+				want[k] = price[k] + int64(j)
+				if k == "none" {
+					want[k] = -1
+				}
+			}
+		}
+		return map[string][]*kgo.Record{"-in": qtys, "-in2": prices}
+	}, func() map[string]int64 { return maps.Clone(want) }, false, 1)
+}
+
 // checkWindowedPlacement says whether every record of topic, written with windowed keys by either
 // runtime, is on its inner key's partition (murmur2, as Kafka Streams' WindowedStreamPartitioner
 // places it), and that the test's keys would not all be there by their whole key.
@@ -267,8 +310,12 @@ func mixedGroupRecords(t *testing.T, program string, produce func(phase int) map
 	all := allTasks(topo, 2)
 	run := func(phase int) {
 		t.Helper()
-		for suffix, recs := range produce(phase) {
-			produceRecords(t, b, topics+suffix, recs...)
+		// The second input (a join's table) is written first: its records are older, and are on the
+		// broker when the first input's arrive, so a task that orders its inputs by time (as both
+		// runtimes do) processes them first.
+		in := produce(phase)
+		for _, suffix := range slices.Backward(slices.Sorted(maps.Keys(in))) {
+			produceRecords(t, b, topics+suffix, in[suffix]...)
 		}
 		w := want()
 		Eventually(t, settle, func() (bool, string) {
@@ -361,6 +408,33 @@ func TestDSLWordCountMixedGroupExactlyOnce(t *testing.T) {
 // The tumbling window count (p-window-tumbling-count) under exactly_once_v2 with the Go member
 // killed while the input flows, as the word count above: a window's update processed twice, or
 // lost, in either runtime or across the hand-overs would break its counts 1…n.
+// The stream-table join of a Kafka Streams member and a Go member under exactly_once_v2, the Go
+// member killed while quantities flow: prices (all 0) are written once, first; each key's
+// quantities are 1, 2, 3…, so read_committed its joined outputs must be 1…n once each — none
+// twice, none lost, and none -1 (a table the new owner did not restore from the other's changelog).
+func TestDSLStreamTableJoinMixedGroupExactlyOnce(t *testing.T) {
+	next := time.Now().Add(-10 * time.Minute).UnixMilli()
+	want := map[string]int64{}
+	priced := false
+	mixedGroupExactlyOnceRecords(t, "p-join-prices", func(phase, n int) map[string][]*kgo.Record {
+		in := map[string][]*kgo.Record{}
+		if !priced {
+			priced = true
+			for i := range 5 {
+				next++
+				in["-in2"] = append(in["-in2"], &kgo.Record{Key: []byte(fmt.Sprintf("item%d", i)), Value: []byte("0"), Timestamp: time.UnixMilli(next)})
+			}
+		}
+		for i := range n {
+			next += 50
+			k := fmt.Sprintf("item%d", i%5)
+			want[k]++
+			in["-in"] = append(in["-in"], &kgo.Record{Key: []byte(k), Value: []byte(fmt.Sprint(want[k])), Timestamp: time.UnixMilli(next)})
+		}
+		return in
+	}, func() map[string]int64 { return maps.Clone(want) }, true, 0)
+}
+
 func TestDSLWindowedCountMixedGroupExactlyOnce(t *testing.T) {
 	base := time.Now().Add(-10*time.Minute).UnixMilli() / 10000 * 10000 // recent, aligned
 	next := base
@@ -458,8 +532,9 @@ func mixedGroupExactlyOnceRecords(t *testing.T, program string, produce func(pha
 	deleteTopicsAtEnd(t, b, internalTopics(topo)...)
 	all := allTasks(topo, 2)
 	send := func(phase, n int) {
-		for suffix, recs := range produce(phase, n) {
-			produceRecords(t, b, topics+suffix, recs...)
+		in := produce(phase, n)
+		for _, suffix := range slices.Backward(slices.Sorted(maps.Keys(in))) { // a join's table first, as in mixedGroupRecords
+			produceRecords(t, b, topics+suffix, in[suffix]...)
 		}
 	}
 	done := func() (bool, string) {

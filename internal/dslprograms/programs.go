@@ -6,6 +6,7 @@ package dslprograms
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -367,6 +368,15 @@ func init() {
 			return v + "@" + u
 		}).To(t+"-out2", dsl.Produced[string, string]{})
 	}
+	Programs["p-join-prices"] = func(b *dsl.Builder, t string) {
+		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{})
+		dsl.LeftJoin(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), prices, func(_, q, p string, found bool) int64 {
+			if !found {
+				return -1
+			}
+			return mustInt(p) + mustInt(q)
+		}).To(t+"-out", dsl.Produced[string, int64]{})
+	}
 	Programs["p-join-rekeyed"] = func(b *dsl.Builder, t string) {
 		users := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{}, dsl.Materialized[string, string]{Name: "users"})
 		shown := dsl.MapTableValues(users.Filter(func(_, u string) bool { return !strings.HasPrefix(u, "x") }),
@@ -382,4 +392,14 @@ func init() {
 			return v + "/" + u
 		}).To(t+"-out2", dsl.Produced[string, string]{})
 	}
+}
+
+// mustInt is s as a decimal number; it panics otherwise, as Java's Long.parseLong throws (the
+// runtime handles both as the processor's error).
+func mustInt(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		panic(err)
+	}
+	return n
 }

@@ -45,7 +45,8 @@ final class DslPrograms {
         "p-table-filter-unnamed-materialized", "p-cogroup-after-totable", "p-count-filter", "p-table-filter-groupby",
         "p-table-unnamed-filter-groupby", "p-count-regroup", "p-mapvalues-null", "p-grouped-table-twice",
         "p-process-forward", "p-processvalues", "p-named-aggregations", "p-window-tumbling-count",
-        "p-window-hopping-grace", "p-window-reduce-aggregate", "p-join-stream-table", "p-join-rekeyed");
+        "p-window-hopping-grace", "p-window-reduce-aggregate", "p-join-stream-table", "p-join-rekeyed",
+        "p-join-prices");
 
     private DslPrograms() {
     }
@@ -527,6 +528,15 @@ final class DslPrograms {
                 b.<String, String>stream(t + "-in3").map((k, v) -> KeyValue.pair(v, k))
                     .leftJoin(users, (v, u) -> v + "/" + u)
                     .to(t + "-out2");
+                break;
+            }
+            case "p-join-prices": {
+                // A left join of quantities with a table of prices: each record's price plus its
+                // quantity, -1 without a price (the mixed-group test's program).
+                KTable<String, String> prices = b.table(t + "-in2");
+                b.<String, String>stream(t + "-in")
+                    .leftJoin(prices, (q, p) -> p == null ? -1L : Long.parseLong(p) + Long.parseLong(q))
+                    .to(t + "-out", longs);
                 break;
             }
             default:
