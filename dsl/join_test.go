@@ -251,3 +251,104 @@ func TestStreamTableJoinProgramErrors(t *testing.T) {
 		})
 	}
 }
+
+// Table-table joins, from Kafka Streams' documented semantics (the KTable-KTable join table of its
+// developer guide): an update of either side joins the other's current value; inner keeps keys
+// both hold, left every key of the left table, outer every key of either; a key a join no longer
+// holds is deleted downstream (once: a key absent before and after writes nothing). Each result
+// carries the later timestamp of the two values it joins.
+func TestTableTableJoins(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		l := Table(b, "left", Consumed[string, string]{})
+		r := Table(b, "right", Consumed[string, string]{})
+		show := func(s string, has bool) string {
+			if !has {
+				return "_"
+			}
+			return s
+		}
+		JoinTables(l, r, func(_, a, c string) string { return a + c }).ToStream().To("inner", Produced[string, string]{})
+		LeftJoinTables(l, r, func(_, a, c string, found bool) string { return a + show(c, found) }).ToStream().To("left-out", Produced[string, string]{})
+		OuterJoinTables(l, r, func(_, a string, hasA bool, c string, hasC bool) string { return show(a, hasA) + show(c, hasC) }).
+			ToStream().To("outer", Produced[string, string]{})
+	})
+	pipeRaw(t, d, "left", []byte("k"), []byte("a"), 10)
+	pipeRaw(t, d, "right", []byte("k"), []byte("b"), 5) // older than the left value: the result keeps 10
+	pipeRaw(t, d, "left", []byte("k"), []byte("c"), 20)
+	pipeRaw(t, d, "right", []byte("k"), nil, 30)
+	pipeRaw(t, d, "left", []byte("k"), nil, 40)
+	pipeRaw(t, d, "right", []byte("k"), []byte("d"), 50)
+	pipeRaw(t, d, "right", []byte("k"), nil, 60)
+	pipeRaw(t, d, "right", []byte("j"), nil, 70) // a key neither table ever held: nothing
+
+	del := func(ts int64) rawRec { return rawRec{k: "k", null: true, ts: ts} }
+	for _, c := range []struct {
+		topic string
+		want  []rawRec
+	}{
+		{"inner", []rawRec{{k: "k", v: "ab", ts: 10}, {k: "k", v: "cb", ts: 20}, del(30)}},
+		{"left-out", []rawRec{{k: "k", v: "a_", ts: 10}, {k: "k", v: "ab", ts: 10}, {k: "k", v: "cb", ts: 20}, {k: "k", v: "c_", ts: 30}, del(40)}},
+		{"outer", []rawRec{{k: "k", v: "a_", ts: 10}, {k: "k", v: "ab", ts: 10}, {k: "k", v: "cb", ts: 20}, {k: "k", v: "c_", ts: 30}, del(40),
+			{k: "k", v: "_d", ts: 50}, del(60)}},
+	} {
+		if got := readRaw(t, d, c.topic); !slices.Equal(got, c.want) {
+			t.Errorf("%s\n got %v\nwant %v", c.topic, got, c.want)
+		}
+	}
+}
+
+// A join's result kept in no store is read through both tables: a table joined with it sees the
+// joined value and its later timestamp; a joiner's nil result is a deletion.
+func TestTableJoinOfAJoin(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		a := Table(b, "a", Consumed[string, string]{})
+		bt := Table(b, "b", Consumed[string, string]{})
+		c := Table(b, "c", Consumed[string, string]{})
+		ab := JoinTables(a, bt, func(_, x, y string) *string {
+			if x == "none" {
+				return nil
+			}
+			s := x + y
+			return &s
+		})
+		JoinTables(c, ab, func(_, z string, xy *string) string { return z + "/" + *xy }).ToStream().To("out", Produced[string, string]{})
+	})
+	pipeRaw(t, d, "a", []byte("k"), []byte("x"), 30)
+	pipeRaw(t, d, "b", []byte("k"), []byte("y"), 10)
+	pipeRaw(t, d, "c", []byte("k"), []byte("z"), 20) // joined with ab's value, stamped 30
+	pipeRaw(t, d, "a", []byte("k"), []byte("none"), 40)
+	pipeRaw(t, d, "c", []byte("k"), []byte("w"), 50) // ab holds nothing for k now
+	want := []rawRec{{k: "k", v: "z/xy", ts: 30}, {k: "k", null: true, ts: 40}}
+	if got := readRaw(t, d, "out"); !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestTableTableJoinProgramErrors(t *testing.T) {
+	other := NewBuilder()
+	foreign := Table(other, "t", Consumed[string, string]{})
+	for name, program := range map[string]func(b *Builder){
+		"same Builder": func(b *Builder) {
+			JoinTables(Table(b, "in", Consumed[string, string]{}), foreign, func(_, v, u string) string { return v })
+		},
+		"windowed tables": func(b *Builder) {
+			g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+			w := WindowedBy(g, windowed.OfSizeWithNoGrace(time.Second))
+			OuterJoinTables(w.Count(), w.Count(), func(_ windowed.Key[string], _ int64, _ bool, _ int64, _ bool) int64 { return 0 })
+		},
+		"Materialized": func(b *Builder) {
+			LeftJoinTables(Table(b, "in", Consumed[string, string]{}), Table(b, "in2", Consumed[string, string]{}),
+				func(_, v, u string, _ bool) string { return v }, Materialized[string, int64]{Name: "x"})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := NewBuilder()
+			program(b)
+			_, _, err := b.Build(config.Default("ops"))
+			var pe *ProgramError
+			if !errors.As(err, &pe) || !strings.Contains(err.Error(), name) {
+				t.Fatalf("Build: %v, want a *ProgramError saying %q", err, name)
+			}
+		})
+	}
+}

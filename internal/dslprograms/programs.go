@@ -403,3 +403,38 @@ func mustInt(s string) int64 {
 	}
 	return n
 }
+
+func init() {
+	// orNull is a value as Java's string concatenation writes it: "null" for an absent one.
+	orNull := func(s string, has bool) string {
+		if !has {
+			return "null"
+		}
+		return s
+	}
+	Programs["p-join-tables"] = func(b *dsl.Builder, t string) {
+		left := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{})
+		right := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{})
+		inner := dsl.JoinTables(left, right, func(_, a, c string) string { return a + "+" + c })
+		dsl.GroupTableBy(inner, func(_, v string) (string, string) { return v[:1], v }).Count().
+			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+		dsl.LeftJoinTables(left, right, func(_, a, c string, found bool) string { return a + "+" + orNull(c, found) }, dsl.Named("lj")).
+			ToStream().To(t+"-out2", dsl.Produced[string, string]{})
+		dsl.OuterJoinTables(left, right, func(_, a string, hasA bool, c string, hasC bool) string { return orNull(a, hasA) + "+" + orNull(c, hasC) },
+			dsl.Materialized[string, string]{Name: "outer"}).
+			ToStream().To(t+"-out3", dsl.Produced[string, string]{})
+	}
+	Programs["p-join-tables-chained"] = func(b *dsl.Builder, t string) {
+		a := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{})
+		counts := dsl.Stream(b, t+"-in3", dsl.Consumed[string, string]{}).GroupByKey().Count()
+		both := dsl.LeftJoinTables(a, counts, func(_, v string, n int64, found bool) string {
+			return v + "#" + orNull(fmt.Sprint(n), found)
+		})
+		dsl.Join(dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{}), both, func(_, s, j string) string { return s + "->" + j }).
+			To(t+"-out", dsl.Produced[string, string]{})
+		dsl.JoinTables(a, counts, func(_, v string, n int64) int64 { return int64(len(v)) + n },
+			dsl.Materialized[string, int64]{Key: serde.String, Value: serde.Int64}).
+			Filter(func(_ string, n int64) bool { return n%2 == 0 }).
+			ToStream().To(t+"-out2", dsl.Produced[string, int64]{})
+	}
+}

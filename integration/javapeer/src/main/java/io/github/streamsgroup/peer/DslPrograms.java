@@ -46,7 +46,7 @@ final class DslPrograms {
         "p-table-unnamed-filter-groupby", "p-count-regroup", "p-mapvalues-null", "p-grouped-table-twice",
         "p-process-forward", "p-processvalues", "p-named-aggregations", "p-window-tumbling-count",
         "p-window-hopping-grace", "p-window-reduce-aggregate", "p-join-stream-table", "p-join-rekeyed",
-        "p-join-prices");
+        "p-join-prices", "p-join-tables", "p-join-tables-chained");
 
     private DslPrograms() {
     }
@@ -537,6 +537,31 @@ final class DslPrograms {
                 b.<String, String>stream(t + "-in")
                     .leftJoin(prices, (q, p) -> p == null ? -1L : Long.parseLong(p) + Long.parseLong(q))
                     .to(t + "-out", longs);
+                break;
+            }
+            case "p-join-tables": {
+                // The three table-table joins of two tables read from topics: inner (regrouped, so
+                // its old values are asked for), left (named) and outer (in a named store).
+                KTable<String, String> left = b.table(t + "-in");
+                KTable<String, String> right = b.table(t + "-in2");
+                left.join(right, (a, c) -> a + "+" + c)
+                    .groupBy((k, v) -> KeyValue.pair(v.substring(0, 1), v)).count()
+                    .toStream().to(t + "-out", longs);
+                left.leftJoin(right, (a, c) -> a + "+" + c, Named.as("lj")).toStream().to(t + "-out2");
+                left.outerJoin(right, (a, c) -> a + "+" + c, Materialized.as("outer")).toStream().to(t + "-out3");
+                break;
+            }
+            case "p-join-tables-chained": {
+                // A left join with a count, read by a stream-table join through the join (it has no
+                // store), and an inner join kept in a store an unnamed Materialized generates, then
+                // filtered.
+                KTable<String, String> a = b.table(t + "-in");
+                KTable<String, Long> counts = b.<String, String>stream(t + "-in3").groupByKey().count();
+                KTable<String, String> both = a.leftJoin(counts, (v, n) -> v + "#" + n);
+                b.<String, String>stream(t + "-in2").join(both, (s, j) -> s + "->" + j).to(t + "-out");
+                a.join(counts, (v, n) -> v.length() + n, Materialized.with(Serdes.String(), Serdes.Long()))
+                    .filter((k, n) -> n % 2 == 0)
+                    .toStream().to(t + "-out2", longs);
                 break;
             }
             default:
