@@ -420,7 +420,9 @@ func init() {
 			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
 		dsl.LeftJoinTables(left, right, func(_, a, c string, found bool) string { return a + "+" + orNull(c, found) }, dsl.Named("lj")).
 			ToStream().To(t+"-out2", dsl.Produced[string, string]{})
-		dsl.OuterJoinTables(left, right, func(_, a string, hasA bool, c string, hasC bool) string { return orNull(a, hasA) + "+" + orNull(c, hasC) },
+		dsl.OuterJoinTables(left, right, func(_, a string, hasA bool, c string, hasC bool) string {
+			return orNull(a, hasA) + "+" + orNull(c, hasC)
+		},
 			dsl.Materialized[string, string]{Name: "outer"}).
 			ToStream().To(t+"-out3", dsl.Produced[string, string]{})
 	}
