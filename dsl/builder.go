@@ -31,6 +31,8 @@ type Builder struct {
 	cache *recordCache
 	// windows are the window stores (windowed aggregations'), with their retention in ms.
 	windows map[string]int64
+	// buffers are the suppression buffers' stores.
+	buffers map[string]bool
 }
 
 // AddStore adds a key-value store, with its changelog, for the processors given to Process that
@@ -214,6 +216,11 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 	if len(b.nodes) == 0 {
 		b.fail("the program reads no topic: start it with Stream")
 	}
+	if len(b.buffers) > 0 && cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders {
+		// Kafka Streams 4.4 writes a headers-aware suppression buffer's changelog with more headers,
+		// which this builder's buffers do not write yet.
+		b.fail("Suppress keeps its buffer in the DEFAULT format only: set %s=DEFAULT", config.KeyDSLStoreFormat)
+	}
 	if len(b.windows) > 0 && cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders {
 		// Kafka Streams 4.4 keeps headers in its windowed stores too; this builder's window stores
 		// do not yet, and a store Kafka Streams could not read back must not be written.
@@ -353,6 +360,8 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 				switch {
 				case isWindow:
 					stores = append(stores, stream.TimestampedWindowStore(st, time.Duration(retention)*time.Millisecond))
+				case b.buffers[st]:
+					stores = append(stores, stream.SuppressionBufferStore(st))
 				case added:
 					stores = append(stores, stream.StoreName(st))
 				case cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders:

@@ -33,6 +33,11 @@ type KTable[K, V any] struct {
 	// materialize keeps a source table without a store in the store it was given a name for, when a
 	// join reads it (Kafka Streams' KTableSource.materialize).
 	materialize func()
+	// windowEnd is the end of a windowed table's key's window, and grace its windows' grace period in
+	// ms (set by a windowed aggregation, kept by the tables derived from it): what
+	// Suppress(UntilWindowCloses) holds updates by.
+	windowEnd func(K) int64
+	grace     int64
 	// getter reads a derived table without a store of its own through its parent (join.go).
 	getter func() ([]string, func(*stream.Context, K) (stamped[V], bool, error))
 }
@@ -255,7 +260,8 @@ func derived[K, V, VR any](t *KTable[K, V], op, prefix string, vr serde.Serde[VR
 		vs = vr
 	}
 	n := b.add(&node{name: name, kind: processorNode}, t.n)
-	f := &KTable[K, VR]{b: b, n: n, out: newFanout[K, change[VR]](b), ks: ks, vs: vs, sources: t.sources}
+	f := &KTable[K, VR]{b: b, n: n, out: newFanout[K, change[VR]](b), ks: ks, vs: vs, sources: t.sources,
+		windowEnd: t.windowEnd, grace: t.grace}
 	if m.Name != "" {
 		f.keepIn(m.Name, op, m.CachingDisabled)
 	}

@@ -82,6 +82,7 @@ func windowedAggregate[K, V, VA any](w *TimeWindowedKStream[K, V], prefix string
 	if ks != nil {
 		t.storeKs = windowStoreKeys(ks, w.ws.Size())
 	}
+	t.windowEnd, t.grace = func(k windowed.Key[K]) int64 { return k.Window.End }, w.ws.Grace()
 	agg := &windowAggregation[K, V, VA]{t: t, ws: w.ws, init: init, first: first, fn: fn}
 	n.init = agg.start
 	in.attach(agg.process)

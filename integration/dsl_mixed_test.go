@@ -233,6 +233,42 @@ func TestDSLStreamTableJoinMixedGroup(t *testing.T) {
 	}, func() map[string]int64 { return maps.Clone(want) }, false, 1)
 }
 
+// Each window's final count (Suppress(UntilWindowCloses), p-suppress-window-close: 10 s windows, 2 s
+// grace) by a Kafka Streams member and a Go member in one group, tasks moving Java → Go → Java. Each
+// phase counts two windows: the first closes within the phase; the second is still open when the
+// tasks move, its counts held in the suppression buffer, and closes in the next phase, on the other
+// runtime: its final count is emitted there only if that runtime restored the buffer the other one
+// wrote (no record of the window comes after the move).
+func TestDSLSuppressMixedGroup(t *testing.T) {
+	base := time.Now().Add(-10*time.Minute).UnixMilli() / 10000 * 10000
+	want := map[string]int64{}
+	mixedGroupRecords(t, "p-suppress-window-close", func(phase int) map[string][]*kgo.Record {
+		t0 := base + int64(phase-1)*30000
+		var recs []*kgo.Record
+		add := func(k string, ts int64) {
+			recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(ts)})
+		}
+		for i := range 10 { // the first window: two records of each key
+			add(fmt.Sprintf("k%d", i%5), t0+int64(i)*900)
+		}
+		for i := range 5 { // the second: one of each, held when the phase ends
+			add(fmt.Sprintf("k%d", i), t0+10000+int64(i)*1000)
+		}
+		add("tick", t0+19000) // stream time 19 s: the first window closed (end 10 s + 2 s grace), the second not
+		for i := range 5 {
+			want[string(windowed.AppendTimeKey(nil, []byte(fmt.Sprintf("k%d", i)), t0))] = 2
+			if phase > 1 { // the previous phase's second window, closed by this phase's first record
+				want[string(windowed.AppendTimeKey(nil, []byte(fmt.Sprintf("k%d", i)), t0-20000))] = 1
+			}
+		}
+		want[string(windowed.AppendTimeKey(nil, []byte("tick"), t0-30000+10000))] = 1
+		if phase == 1 {
+			delete(want, string(windowed.AppendTimeKey(nil, []byte("tick"), t0-30000+10000)))
+		}
+		return map[string][]*kgo.Record{"-in": recs}
+	}, func() map[string]int64 { return maps.Clone(want) }, false, 1)
+}
+
 // checkWindowedPlacement says whether every record of topic, written with windowed keys by either
 // runtime, is on its inner key's partition (murmur2, as Kafka Streams' WindowedStreamPartitioner
 // places it), and that the test's keys would not all be there by their whole key.

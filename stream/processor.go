@@ -164,6 +164,15 @@ func (c *Context) StreamTime() time.Time {
 	return time.UnixMilli(c.task.streamTime)
 }
 
+// RecordMetadata is the current record's topic, partition and offset (Kafka Streams'
+// ProcessorContext.recordMetadata); ok is false in Init and in punctuations.
+func (c *Context) RecordMetadata() (topic string, partition int32, offset int64, ok bool) {
+	if c.rec == nil {
+		return "", -1, -1, false
+	}
+	return c.rec.Topic, c.rec.Partition, c.rec.Offset, true
+}
+
 // Headers are the current record's headers (nil in a punctuation).
 func (c *Context) Headers() []kgo.RecordHeader {
 	if c.hasHeaders {
@@ -394,6 +403,18 @@ type TimestampedHeadersStore string
 // Name is the name.
 func (n TimestampedHeadersStore) Name() string { return string(n) }
 
+// SuppressionBufferStore names a key-value store kept as Kafka Streams keeps a suppression buffer's
+// changelog (its InMemoryTimeOrderedKeyValueChangeBuffer): every update's changelog record carries
+// the header v=3, which tells Kafka Streams the value's format, and a deletion's none. The values are
+// written as given (the DSL's Suppress writes Kafka Streams' buffer values). Give it to Connect.
+type SuppressionBufferStore string
+
+// Name is the name.
+func (n SuppressionBufferStore) Name() string { return string(n) }
+
+// suppressionBufferHeaders are the headers of a suppression buffer's changelog updates.
+var suppressionBufferHeaders = []kgo.RecordHeader{{Key: "v", Value: []byte{3}}}
+
 // StoreName is a store's name as a Store.
 type StoreName string
 
@@ -406,7 +427,7 @@ func (n StoreName) Name() string { return string(n) }
 // stores. A Processor not connected may reach every store of its subtopology.
 func Connect(p Processor, stores ...Store) Processor {
 	c := &connected{Processor: p, stores: map[string]bool{}, timestamped: map[string]bool{}, headers: map[string]bool{},
-		windows: map[string]windowSpec{}}
+		windows: map[string]windowSpec{}, logHeaders: map[string][]kgo.RecordHeader{}}
 	c.flusher, _ = p.(Flusher)
 	for _, s := range stores {
 		c.names = append(c.names, s.Name())
@@ -418,6 +439,8 @@ func Connect(p Processor, stores ...Store) Processor {
 			c.timestamped[s.Name()] = true
 		case TimestampedHeadersStore:
 			c.timestamped[s.Name()], c.headers[s.Name()] = true, true
+		case SuppressionBufferStore:
+			c.logHeaders[s.Name()] = suppressionBufferHeaders
 		}
 	}
 	if in, ok := p.(Initializer); ok {
@@ -434,7 +457,10 @@ type connected struct {
 	timestamped map[string]bool       // the stores whose values carry their timestamp (TimestampedStore)
 	headers     map[string]bool       // the stores whose changelog carries headers (TimestampedHeadersStore)
 	windows     map[string]windowSpec // the window stores (Window, TimestampedWindowStore)
-	flusher     Flusher               // p, if it holds results back
+	// logHeaders are the headers of the changelog updates of the stores that have fixed ones
+	// (SuppressionBufferStore).
+	logHeaders map[string][]kgo.RecordHeader
+	flusher    Flusher // p, if it holds results back
 }
 
 // Flush passes a connected Flusher's Flush on (nothing otherwise), so that a connected processor

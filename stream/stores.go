@@ -71,6 +71,9 @@ type kvStore struct {
 	timestamped bool
 	// headers: the changelog records carry the writing record's headers (TimestampedHeadersStore).
 	headers bool
+	// logHeaders are the headers of each update's changelog record, if the store has fixed ones
+	// (SuppressionBufferStore).
+	logHeaders []kgo.RecordHeader
 	// win is a window store's view of time (window.go); nil for a key-value store.
 	win *windowState
 }
@@ -244,6 +247,9 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 		}
 	}
 	r.Timestamp = ts
+	if s.logHeaders != nil && !del {
+		r.Headers = s.logHeaders
+	}
 	if s.headers && del {
 		// Kafka Streams' DSL stores a value with empty headers, and its headers-aware changelog
 		// writes the stored headers: an update carries none, a deletion the record's.

@@ -594,3 +594,38 @@ func TestConnectTimestampedStore(t *testing.T) {
 		t.Fatal("the stores did not open as connected")
 	}
 }
+
+// A SuppressionBufferStore's changelog updates carry the header v=3 (Kafka Streams reads the value's
+// format from it), its deletions none; other stores' updates carry no header of their own.
+func TestSuppressionBufferStoreChangelogHeaders(t *testing.T) {
+	_, tk, prod := windowTask(t, SuppressionBufferStore("counts"))
+	c := &tk.ctx
+	st := c.Store("counts")
+	mustNotErr(t, st.Put([]byte("k"), []byte("v")))
+	mustNotErr(t, st.Delete([]byte("k")))
+	recs := prod.all()
+	if len(recs) != 2 {
+		t.Fatalf("%d changelog records, want 2", len(recs))
+	}
+	if h := recs[0].rec.Headers; len(h) != 1 || h[0].Key != "v" || string(h[0].Value) != "\x03" {
+		t.Errorf("the update's headers %v, want v=3", h)
+	}
+	if h := recs[1].rec.Headers; len(h) != 0 || !recs[1].nilValue {
+		t.Errorf("the deletion's headers %v (null value %v), want none", h, recs[1].nilValue)
+	}
+	if SuppressionBufferStore("x").Name() != "x" {
+		t.Error("Name")
+	}
+}
+
+// RecordMetadata is the record's topic, partition and offset while one is processed, and none in
+// Init or a punctuation.
+func TestRecordMetadata(t *testing.T) {
+	c := &Context{rec: &Record{Topic: "in", Partition: 3, Offset: 42}}
+	if topic, p, o, ok := c.RecordMetadata(); topic != "in" || p != 3 || o != 42 || !ok {
+		t.Errorf("RecordMetadata() = %q %d %d %v", topic, p, o, ok)
+	}
+	if topic, p, o, ok := (&Context{}).RecordMetadata(); topic != "" || p != -1 || o != -1 || ok {
+		t.Errorf("without a record: %q %d %d %v", topic, p, o, ok)
+	}
+}

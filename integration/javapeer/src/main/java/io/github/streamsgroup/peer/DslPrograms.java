@@ -22,6 +22,7 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.Stores;
@@ -46,7 +47,8 @@ final class DslPrograms {
         "p-table-unnamed-filter-groupby", "p-count-regroup", "p-mapvalues-null", "p-grouped-table-twice",
         "p-process-forward", "p-processvalues", "p-named-aggregations", "p-window-tumbling-count",
         "p-window-hopping-grace", "p-window-reduce-aggregate", "p-join-stream-table", "p-join-rekeyed",
-        "p-join-prices", "p-join-tables", "p-join-tables-chained");
+        "p-join-prices", "p-join-tables", "p-join-tables-chained", "p-suppress-window-close",
+        "p-suppress-time-limit");
 
     private DslPrograms() {
     }
@@ -562,6 +564,29 @@ final class DslPrograms {
                 a.join(counts, (v, n) -> v.length() + n, Materialized.with(Serdes.String(), Serdes.Long()))
                     .filter((k, n) -> n % 2 == 0)
                     .toStream().to(t + "-out2", longs);
+                break;
+            }
+            case "p-suppress-window-close": {
+                // Each window's final count, once, when it closes (its end plus the grace). The
+                // buffer keeps the windowed keys with the table's serde, which the count's
+                // Materialized gives (Kafka Streams' default serde would not take a Windowed key).
+                b.<String, String>stream(t + "-in").groupByKey()
+                    .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2)))
+                    .count(Materialized.with(Serdes.String(), Serdes.Long()))
+                    .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
+                break;
+            }
+            case "p-suppress-time-limit": {
+                // A count's latest value once 5 s passed since its first held update, at most two
+                // keys held (the earliest emitted early); a table's updates, deletions included, 3 s
+                // late, held in memory only.
+                b.<String, String>stream(t + "-in").groupByKey().count()
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(5), Suppressed.BufferConfig.maxRecords(2)).withName("limited"))
+                    .toStream().to(t + "-out", longs);
+                b.<String, String>table(t + "-in2")
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(3), Suppressed.BufferConfig.unbounded().withLoggingDisabled()))
+                    .toStream().to(t + "-out2");
                 break;
             }
             default:

@@ -1,0 +1,200 @@
+package dsl
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/windowed"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Suppression, through the test driver; the expected outputs follow Kafka Streams' documented
+// semantics of suppress: untilWindowCloses emits each window's final result once, when stream time
+// passes the window's end plus its grace; untilTimeLimit emits a key's latest update once stream
+// time is the limit past the first update it held; a bounded buffer emits its earliest keys early,
+// or stops the application, when full.
+
+func TestSuppressUntilWindowCloses(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		WindowedBy(g, windowed.OfSizeAndGrace(10*time.Second, 5*time.Second)).
+			Count(Materialized[string, int64]{Key: serde.String, Value: serde.Int64}).
+			Suppress(UntilWindowCloses(BufferConfig{})).
+			ToStream().To("out", Produced[windowed.Key[string], int64]{})
+	})
+	in := func(k string, ts int64) { pipeRaw(t, d, "in", []byte(k), []byte("x"), ts) }
+	in("a", 1000)
+	in("a", 9000)
+	in("b", 9500)
+	in("a", 14999) // [10 s, 20 s); stream time 14.999 s: [0, 10 s) closes at 15 s
+	if got := readRaw(t, d, "out"); len(got) != 0 {
+		t.Fatalf("emitted before the window closed: %v", got)
+	}
+	in("a", 3000)  // late by the window, in time by the grace: counted
+	in("c", 15000) // stream time 15 s: [0, 10 s) is closed now
+	in("a", 2000)  // too late: dropped, the final count stays 3
+	in("c", 30000) // closes [10 s, 20 s)
+	got, err := d.ReadRaw("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type win struct {
+		key   string
+		start int64
+		count int64
+		ts    int64
+	}
+	var wins []win
+	for _, r := range got {
+		k, w, err := windowed.SplitTimeKey(r.Key, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wins = append(wins, win{string(k), w.Start, int64(binary.BigEndian.Uint64(r.Value)), r.Timestamp.UnixMilli()})
+	}
+	// In the order of their window ends, then keys' bytes; each with its latest record's timestamp.
+	want := []win{{"a", 0, 3, 9000}, {"b", 0, 1, 9500}, {"a", 10000, 1, 14999}, {"c", 10000, 1, 15000}}
+	if !slices.Equal(wins, want) {
+		t.Fatalf("emitted\n got %v\nwant %v", wins, want)
+	}
+}
+
+func TestSuppressUntilTimeLimitAndBounds(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		Table(b, "in", Consumed[string, string]{}).
+			Suppress(UntilTimeLimit(time.Second, BufferConfig{MaxRecords: 2})).
+			ToStream().To("out", Produced[string, string]{})
+	})
+	pipeRaw(t, d, "in", []byte("a"), []byte("1"), 0)
+	pipeRaw(t, d, "in", []byte("a"), []byte("2"), 500) // a held since 0: its time stays 0
+	pipeRaw(t, d, "in", []byte("b"), []byte("1"), 600)
+	pipeRaw(t, d, "in", []byte("c"), []byte("1"), 700)  // three held, two allowed: a (the earliest) goes early
+	pipeRaw(t, d, "in", []byte("b"), nil, 1600)         // b's time 600 is a second behind: its deletion goes
+	pipeRaw(t, d, "in", []byte("d"), []byte("1"), 1700) // c's time 700 is
+	want := []rawRec{{k: "a", v: "2", ts: 500}, {k: "b", null: true, ts: 1600}, {k: "c", v: "1", ts: 700}}
+	if got := readRaw(t, d, "out"); !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestSuppressBufferThatShutsDownWhenFull(t *testing.T) {
+	d := start(t, config.Default("ops"), func(b *Builder) {
+		Table(b, "in", Consumed[string, string]{}).
+			Suppress(UntilTimeLimit(time.Hour, BufferConfig{MaxBytes: 100, WhenFull: ShutDownWhenFull})).
+			ToStream().To("out", Produced[string, string]{})
+	})
+	for i := range 10 {
+		if err := d.Pipe("in", []byte{'k', byte('0' + i)}, []byte(strings.Repeat("v", 10)), time.UnixMilli(int64(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := d.Close()
+	if !errors.Is(err, ErrBufferFull) {
+		t.Fatalf("the application ended with %v, want ErrBufferFull", err)
+	}
+}
+
+// The buffer's changelog value is Kafka Streams' format v3, written here byte by byte from its
+// BufferValue and ProcessorRecordContext serializers.
+func TestSuppressionBufferFormat(t *testing.T) {
+	e := &buffered{key: []byte("k"), time: 0x0102, prior: []byte("p"), old: []byte("p"), new: []byte("nn"),
+		ctx: recordContext{ts: 7, offset: 9, topic: "t", partition: 2, headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}, {Key: "z"}}}}
+	want := []byte{
+		0, 0, 0, 0, 0, 0, 0, 7, // timestamp
+		0, 0, 0, 0, 0, 0, 0, 9, // offset
+		0, 0, 0, 1, 't', // topic
+		0, 0, 0, 2, // partition
+		0, 0, 0, 2, // headers
+		0, 0, 0, 1, 'h', 0, 0, 0, 1, 'v',
+		0, 0, 0, 1, 'z', 0xff, 0xff, 0xff, 0xff, // a null header value
+		0, 0, 0, 1, 'p', // prior
+		0xff, 0xff, 0xff, 0xfe, // old equal to prior
+		0, 0, 0, 2, 'n', 'n', // new
+		0, 0, 0, 0, 0, 0, 1, 2, // buffer time
+	}
+	if got := e.encode(); !bytes.Equal(got, want) {
+		t.Fatalf("encoded\n got %x\nwant %x", got, want)
+	}
+	back, err := decodeBuffered([]byte("k"), want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.oldIsPrior || string(back.old) != "p" || string(back.new) != "nn" || back.time != 0x0102 || back.ctx.topic != "t" ||
+		back.ctx.partition != 2 || back.ctx.ts != 7 || back.ctx.offset != 9 || len(back.ctx.headers) != 2 || back.ctx.headers[1].Value != nil {
+		t.Fatalf("decoded %+v", back)
+	}
+	// Null prior and old, an old that differs from the prior.
+	e2 := &buffered{key: []byte("k"), new: []byte("n"), ctx: recordContext{offset: -1, partition: -1}}
+	if got := e2.encode(); !bytes.Contains(got, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 'n'}) {
+		t.Fatalf("null prior and old: %x", got)
+	}
+	e3 := &buffered{key: []byte("k"), prior: []byte("a"), old: []byte("b"), ctx: recordContext{}}
+	b3 := e3.encode()
+	if back, err := decodeBuffered([]byte("k"), b3); err != nil || back.oldIsPrior || string(back.old) != "b" || back.new != nil {
+		t.Fatalf("decoded %+v, %v", back, err)
+	}
+	for _, bad := range [][]byte{nil, want[:len(want)-1], append(slices.Clone(want), 0)} {
+		if _, err := decodeBuffered([]byte("k"), bad); !errors.Is(err, ErrBufferFormat) {
+			t.Errorf("decoding %x: %v, want ErrBufferFormat", bad, err)
+		}
+	}
+}
+
+func FuzzDecodeBuffered(f *testing.F) {
+	f.Add((&buffered{key: []byte("k"), prior: []byte("p"), old: []byte("p"), new: []byte("n")}).encode())
+	f.Add((&buffered{key: []byte("k"), new: []byte("n"), ctx: recordContext{headers: []kgo.RecordHeader{{Key: "a"}}}}).encode())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := decodeBuffered([]byte("k"), b)
+		if err != nil {
+			if !errors.Is(err, ErrBufferFormat) {
+				t.Fatalf("an error that is not ErrBufferFormat: %v", err)
+			}
+			return
+		}
+		if again := e.encode(); !bytes.Equal(again, b) {
+			// The only other writing of one value: an old value equal to the prior written in full.
+			if back, err := decodeBuffered([]byte("k"), again); err != nil || !bytes.Equal(back.encode(), again) {
+				t.Fatalf("re-encoding %x gave %x", b, again)
+			}
+		}
+	})
+}
+
+func TestSuppressProgramErrors(t *testing.T) {
+	for name, program := range map[string]func(b *Builder){
+		"needs a table of a windowed aggregation": func(b *Builder) {
+			Table(b, "in", Consumed[string, string]{}).Suppress(UntilWindowCloses(BufferConfig{}))
+		},
+		"unbounded or shuts down when full": func(b *Builder) {
+			g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+			WindowedBy(g, windowed.OfSizeWithNoGrace(time.Second)).Count().Suppress(UntilWindowCloses(BufferConfig{MaxRecords: 3}))
+		},
+		"negative": func(b *Builder) {
+			Table(b, "in", Consumed[string, string]{}).Suppress(UntilTimeLimit(-time.Second, BufferConfig{}))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := NewBuilder()
+			program(b)
+			_, _, err := b.Build(config.Default("ops"))
+			var pe *ProgramError
+			if !errors.As(err, &pe) || !strings.Contains(err.Error(), name) {
+				t.Fatalf("Build: %v, want a *ProgramError saying %q", err, name)
+			}
+		})
+	}
+	b := NewBuilder()
+	Table(b, "in", Consumed[string, string]{}).Suppress(UntilTimeLimit(time.Second, BufferConfig{})).ToStream().To("out", Produced[string, string]{})
+	cfg := config.Default("ops")
+	cfg.Runtime.DSLStoreFormat = config.DSLStoreFormatHeaders
+	if _, _, err := b.Build(cfg); err == nil || !strings.Contains(err.Error(), "DEFAULT") {
+		t.Fatalf("Build with the HEADERS format: %v", err)
+	}
+}
