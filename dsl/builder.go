@@ -316,6 +316,11 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		for _, side := range sides {
 			var js []topology.JoinInput
 			for _, n := range side {
+				if n.kind != sourceNode {
+					// Kafka Streams names some tables' and streams' sources after processors (a
+					// cogroup's or a suppression's table, a reused join repartition): no topics.
+					continue
+				}
 				topic := n.topic
 				if n.internal {
 					topic = names.AppID + "-" + n.topic

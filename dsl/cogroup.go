@@ -92,7 +92,9 @@ func (c *CogroupedKStream[K, VA]) Aggregate(init func() VA, m ...Materialized[K,
 		aggs[i] = b.add(&node{name: b.newName("COGROUPKSTREAM-AGGREGATE-"), kind: processorNode, stores: []string{store}}, parents[i])
 	}
 	merge := b.add(&node{name: b.newName("COGROUPKSTREAM-MERGE-"), kind: processorNode}, aggs...)
-	t := aggregateTable(b, merge, ks, vas, store, mat.CachingDisabled, parents)
+	// Kafka Streams gives a cogroup's table its merge node as its source node: a join with it is
+	// copartitioned with none of the cogroup's topics.
+	t := aggregateTable(b, merge, ks, vas, store, mat.CachingDisabled, []*node{merge})
 	merge.stores = nil // the aggregating nodes keep the store, as Kafka Streams connects it
 	for _, in := range c.inputs {
 		in.attach(t, init)

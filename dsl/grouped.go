@@ -174,7 +174,8 @@ func aggregateTable[K, VA any](b *Builder, n *node, ks serde.Serde[K], vas serde
 func aggregating[K, V, VA any](t *KTable[K, VA], init func() VA, first func(K, V) VA, fn func(K, V, VA) VA) func(*stream.Context, meta, K, V) error {
 	return func(c *stream.Context, md meta, k K, v V) error {
 		if md.nullKey || md.nullValue {
-			return nil // Kafka Streams skips such records (and counts them as dropped)
+			c.Dropped()
+			return nil // Kafka Streams skips such records, and counts them as dropped
 		}
 		old, ok, err := t.read(c, k)
 		if err != nil {

@@ -213,7 +213,7 @@ func tableAggregate[K, V, VA any](g *KGroupedTable[K, V], prefix string, named N
 	}
 	if g.source == nil || g.name == "" {
 		sink := b.add(&node{name: sinkName, kind: sinkNode, topic: topic, internal: true}, g.sel)
-		source := b.add(&node{name: sourceName, kind: sourceNode, topic: topic, internal: true})
+		source := b.add(&node{name: sourceName, kind: sourceNode, topic: topic, internal: true, writer: sink})
 		gks, gvs := g.ks, g.vs
 		g.changes.attach(func(c *stream.Context, md meta, k K, ch change[V]) error {
 			kb, err := gks.Encode(k)

@@ -103,7 +103,7 @@ func streamTableJoin[K, V, VT, VR any](s *KStream[K, V], t *KTable[K, VT], fn fu
 // repartitionForJoin is s written to a repartition topic and read back, before a join (Kafka
 // Streams' repartitionForJoin): the topic is named after the join, or after s's node. An unnamed
 // join of a stream joined before reuses the last repartition made for it (its three numbers are
-// taken anyway), as Kafka Streams does.
+// taken anyway) with this join's serdes, as Kafka Streams does.
 func (s *KStream[K, V]) repartitionForJoin(ks serde.Serde[K], vs serde.Serde[V], name string) *KStream[K, V] {
 	b := s.b
 	if ks == nil {
@@ -120,10 +120,14 @@ func (s *KStream[K, V]) repartitionForJoin(ks serde.Serde[K], vs serde.Serde[V],
 		b.fail("the repartition before joining %q needs Joined serdes for %s and %s", prefix, typeName[K](), typeName[V]())
 	}
 	if name == "" && s.joinRep != nil {
+		// Kafka Streams reads the repartition again under a source name it generates and never adds:
+		// the join's copartition group then has no topic of this side (phantom is no source).
 		b.newName("KSTREAM-SINK-")
 		b.newName("KSTREAM-FILTER-")
-		b.newName("KSTREAM-SOURCE-")
-		return s.joinRep
+		phantom := &node{name: b.newName("KSTREAM-SOURCE-"), kind: processorNode}
+		r := *s.joinRep
+		r.ks, r.vs, r.sources, r.joinRep = ks, vs, []*node{phantom}, nil
+		return &r
 	}
 	sink, source := b.repartition(prefix, 0, s.n)
 	s.out.attach(repartitionTo(sink, ks, vs))

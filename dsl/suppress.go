@@ -114,7 +114,8 @@ func (t *KTable[K, V]) Suppress(s Suppressed) *KTable[K, V] {
 		}
 		b.buffers[store] = true
 	}
-	f := &KTable[K, V]{b: b, n: n, out: newFanout[K, change[V]](b), ks: t.ks, vs: t.vs, sources: t.sources,
+	// Kafka Streams gives the suppressed table its parent's node as its source node.
+	f := &KTable[K, V]{b: b, n: n, out: newFanout[K, change[V]](b), ks: t.ks, vs: t.vs, sources: []*node{t.n},
 		windowEnd: t.windowEnd, grace: t.grace}
 	f.enableOld = func(force bool) bool {
 		f.sendOld = t.enableOld(force)

@@ -146,7 +146,8 @@ func sourceTable[K, V any](b *Builder, n *node, ks serde.Serde[K], vs serde.Serd
 	}
 	in.attach(func(c *stream.Context, md meta, k K, v V) error {
 		if md.nullKey {
-			return nil // Kafka Streams skips a table record without a key
+			c.Dropped()
+			return nil // Kafka Streams skips a table record without a key, and counts it as dropped
 		}
 		ch := change[V]{new: v, hasNew: !md.nullValue}
 		md.nullValue = false

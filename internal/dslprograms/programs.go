@@ -458,3 +458,28 @@ func init() {
 			ToStream().To(t+"-out2", dsl.Produced[string, string]{})
 	}
 }
+
+func init() {
+	Programs["p-join-copartition-edges"] = func(b *dsl.Builder, t string) {
+		byV := dsl.SelectKey(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v })
+		dsl.Join(byV, dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{}), func(_, v, u string) string { return v + "|" + u }).
+			To(t+"-out", dsl.Produced[string, string]{})
+		dsl.Join(byV, dsl.Table(b, t+"-in3", dsl.Consumed[string, string]{}), func(_, v, u string) string { return v + "&" + u }).
+			To(t+"-out2", dsl.Produced[string, string]{})
+		co := dsl.Cogroup(dsl.Stream(b, t+"-in4", dsl.Consumed[string, string]{}).GroupByKey(), func(_, _ string, a int64) int64 { return a + 1 }).
+			Aggregate(func() int64 { return 0 }, dsl.Materialized[string, int64]{Key: serde.String, Value: serde.Int64})
+		dsl.Join(dsl.Stream(b, t+"-in5", dsl.Consumed[string, string]{}), co, func(_, v string, n int64) string { return v + fmt.Sprint(n) }).
+			To(t+"-out3", dsl.Produced[string, string]{})
+	}
+	Programs["p-join-keyless-regroup"] = func(b *dsl.Builder, t string) {
+		r := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).Repartition(dsl.Repartitioned[string, string]{})
+		r.To(t+"-out2", dsl.Produced[string, string]{})
+		counts := dsl.GroupTableBy(r.ToTable(), func(k, v string) (string, string) { return v, k }).Count().ToStream()
+		dsl.LeftJoin(counts, dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{}), func(_ string, n int64, u string, found bool) string {
+			if !found {
+				u = "null"
+			}
+			return fmt.Sprint(n) + "/" + u
+		}).To(t+"-out", dsl.Produced[string, string]{})
+	}
+}

@@ -48,7 +48,7 @@ final class DslPrograms {
         "p-process-forward", "p-processvalues", "p-named-aggregations", "p-window-tumbling-count",
         "p-window-hopping-grace", "p-window-reduce-aggregate", "p-join-stream-table", "p-join-rekeyed",
         "p-join-prices", "p-join-tables", "p-join-tables-chained", "p-suppress-window-close",
-        "p-suppress-time-limit");
+        "p-suppress-time-limit", "p-join-copartition-edges", "p-join-keyless-regroup");
 
     private DslPrograms() {
     }
@@ -587,6 +587,30 @@ final class DslPrograms {
                 b.<String, String>table(t + "-in2")
                     .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(3), Suppressed.BufferConfig.unbounded().withLoggingDisabled()))
                     .toStream().to(t + "-out2");
+                break;
+            }
+            case "p-join-copartition-edges": {
+                // A rekeyed stream joined with two tables (the second join reuses the repartition
+                // under a source name Kafka Streams never adds, so its copartition group holds the
+                // second table's topic alone), and a stream joined with a cogroup's table (whose
+                // source node is the cogroup's merge node: the group holds the stream's topic alone).
+                KStream<String, String> byV = b.<String, String>stream(t + "-in").selectKey((k, v) -> v);
+                byV.join(b.<String, String>table(t + "-in2"), (v, u) -> v + "|" + u).to(t + "-out");
+                byV.join(b.<String, String>table(t + "-in3"), (v, u) -> v + "&" + u).to(t + "-out2");
+                KTable<String, Long> co = b.<String, String>stream(t + "-in4").groupByKey()
+                    .<Long>cogroup((k, v, a) -> a + 1L)
+                    .aggregate(() -> 0L, Materialized.with(Serdes.String(), Serdes.Long()));
+                b.<String, String>stream(t + "-in5").join(co, (v, n) -> v + n).to(t + "-out3");
+                break;
+            }
+            case "p-join-keyless-regroup": {
+                // A left join below a regrouped table below a repartition: both repartitions keep
+                // records without a key (Kafka Streams rewrites only the others to drop them).
+                KStream<String, String> r = b.<String, String>stream(t + "-in").repartition();
+                r.to(t + "-out2");
+                r.toTable().groupBy((k, v) -> KeyValue.pair(v, k)).count().toStream()
+                    .leftJoin(b.<String, String>table(t + "-in2"), (n, u) -> n + "/" + u)
+                    .to(t + "-out");
                 break;
             }
             default:
