@@ -33,6 +33,8 @@ type Builder struct {
 	windows map[string]int64
 	// buffers are the suppression buffers' stores.
 	buffers map[string]bool
+	// sessions are the session stores (session aggregations'), with their retention in ms.
+	sessions map[string]int64
 }
 
 // AddStore adds a key-value store, with its changelog, for the processors given to Process that
@@ -221,7 +223,7 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		// which this builder's buffers do not write yet.
 		b.fail("Suppress keeps its buffer in the DEFAULT format only: set %s=DEFAULT", config.KeyDSLStoreFormat)
 	}
-	if len(b.windows) > 0 && cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders {
+	if len(b.windows)+len(b.sessions) > 0 && cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders {
 		// Kafka Streams 4.4 keeps headers in its windowed stores too; this builder's window stores
 		// do not yet, and a store Kafka Streams could not read back must not be written.
 		b.fail("windowed aggregations keep their stores in the DEFAULT format only: set %s=DEFAULT", config.KeyDSLStoreFormat)
@@ -298,6 +300,8 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 			if !slices.ContainsFunc(s.def.StateChangelogTopics, func(ti topology.TopicInfo) bool { return ti.Name == names.ChangelogTopic(st) }) {
 				if retention, ok := b.windows[st]; ok {
 					s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.WindowedChangelog(st, retention))
+				} else if retention, ok := b.sessions[st]; ok {
+					s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.WindowedChangelog(st, retention))
 				} else {
 					s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.KeyValueChangelog(st))
 				}
@@ -365,6 +369,8 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 				switch {
 				case isWindow:
 					stores = append(stores, stream.TimestampedWindowStore(st, time.Duration(retention)*time.Millisecond))
+				case b.sessions[st] > 0:
+					stores = append(stores, stream.Session[[]byte, []byte](st, time.Duration(b.sessions[st])*time.Millisecond, nil, nil))
 				case b.buffers[st]:
 					stores = append(stores, stream.SuppressionBufferStore(st))
 				case added:

@@ -2,12 +2,10 @@ package dsl
 
 import (
 	"math"
-	"sync"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
-	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/windowed"
 )
 
@@ -84,7 +82,7 @@ func windowedAggregate[K, V, VA any](w *TimeWindowedKStream[K, V], prefix string
 	}
 	t.windowEnd, t.grace = func(k windowed.Key[K]) int64 { return k.Window.End }, w.ws.Grace()
 	agg := &windowAggregation[K, V, VA]{t: t, ws: w.ws, init: init, first: first, fn: fn}
-	n.init = agg.start
+	n.init = agg.times.start
 	in.attach(agg.process)
 	return t
 }
@@ -106,28 +104,8 @@ type windowAggregation[K, V, VA any] struct {
 	init  func() VA
 	first func(K, V) VA
 	fn    func(K, V, VA) VA
-	// observed is each task's stream time as this processor saw it (the largest timestamp of its
-	// records), -1 before its first, as a *int64 by tasks.ID; it starts over when the task starts
-	// (Init), as a Kafka Streams processor is created with its task. A sync.Map: the processor is
-	// shared by the stream threads, each writing its own tasks' entries.
-	observed sync.Map
-}
-
-func (a *windowAggregation[K, V, VA]) start(c *stream.Context) error {
-	t := int64(-1)
-	a.observed.Store(c.Task(), &t)
-	return nil
-}
-
-// streamTime is the task's stream time as this processor saw it, to be moved by the caller (the
-// task's thread).
-func (a *windowAggregation[K, V, VA]) streamTime(id tasks.ID) *int64 {
-	if p, ok := a.observed.Load(id); ok {
-		return p.(*int64)
-	}
-	t := int64(-1)
-	p, _ := a.observed.LoadOrStore(id, &t)
-	return p.(*int64)
+	// times are each task's stream time as this processor saw it.
+	times streamTimes
 }
 
 func (a *windowAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, v V) error {
@@ -136,7 +114,7 @@ func (a *windowAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, v
 		return nil // Kafka Streams skips a record without a key, and counts it as dropped
 	}
 	ts := recordTime(c, md).UnixMilli()
-	observed := a.streamTime(c.Task())
+	observed := a.times.of(c.Task())
 	*observed = max(*observed, ts)
 	closed := *observed - a.ws.Grace() // a window that ends at or before this takes nothing more
 	for _, win := range a.ws.WindowsFor(ts) {

@@ -269,6 +269,30 @@ func TestDSLSuppressMixedGroup(t *testing.T) {
 	}, func() map[string]int64 { return maps.Clone(want) }, false, 1)
 }
 
+// Session counts (p-session-counts-only: a 5 s gap, 2 s grace) by a Kafka Streams member and a Go
+// member in one group, tasks moving Java → Go → Java. Each key's records come every 2 s through all
+// three phases, so its one session grows across both moves: the runtime that takes the task merges
+// each record into the session the other wrote to the session store's changelog, and the counts go
+// on (3, 6, 9); a runtime that did not restore it would start a new session at 3.
+func TestDSLSessionMixedGroup(t *testing.T) {
+	base := time.Now().Add(-10 * time.Minute).UnixMilli()
+	want := map[string]int64{}
+	mixedGroupRecords(t, "p-session-counts-only", func(phase int) map[string][]*kgo.Record {
+		var recs []*kgo.Record
+		for j := range 3 {
+			ts := base + int64(phase-1)*6000 + int64(j)*2000
+			for i := range 5 {
+				recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte("x"), Timestamp: time.UnixMilli(ts)})
+			}
+		}
+		end := base + int64(phase-1)*6000 + 4000
+		for i := range 5 {
+			want[string(windowed.AppendSessionKey(nil, []byte(fmt.Sprintf("k%d", i)), windowed.Window{Start: base, End: end}))] = int64(3 * phase)
+		}
+		return map[string][]*kgo.Record{"-in": recs}
+	}, func() map[string]int64 { return maps.Clone(want) }, false, 1)
+}
+
 // checkWindowedPlacement says whether every record of topic, written with windowed keys by either
 // runtime, is on its inner key's partition (murmur2, as Kafka Streams' WindowedStreamPartitioner
 // places it), and that the test's keys would not all be there by their whole key.

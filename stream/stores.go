@@ -192,7 +192,7 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 	var start int64
 	if s.win != nil {
 		var err error
-		if start, err = startOf(key); err != nil {
+		if start, err = s.win.timeOf(key); err != nil {
 			return s.fail("write", err)
 		}
 		if s.win.observe(start); !s.win.live(start) {
@@ -342,7 +342,7 @@ func (s *kvStore) restore(recs []*kgo.Record, next int64) error {
 	for _, r := range recs {
 		key := r.Key
 		if s.win != nil {
-			start, err := startOf(key)
+			start, err := s.win.timeOf(key)
 			if err != nil {
 				return s.fail("restore", fmt.Errorf("the changelog record %s[%d]@%d: %w", r.Topic, r.Partition, r.Offset, err))
 			}

@@ -31,10 +31,12 @@ const windowSegmentMs = 60_000
 // segmentKeyLen is the length of the segment number before an engine key.
 const segmentKeyLen = 8
 
-// windowSpec is how a window store was declared (Connect).
+// windowSpec is how a window or session store was declared (Connect).
 type windowSpec struct {
 	retention   int64 // ms
 	timestamped bool
+	// session: a session store (session.go), whose keys' time is the session's end.
+	session bool
 }
 
 // windowState is a window store's view of time. Under exactly-once what the open transaction
@@ -42,6 +44,9 @@ type windowSpec struct {
 // commit, as Kafka Streams restores an aborted task's stores from the committed changelog.
 type windowState struct {
 	retention int64
+	// session: the store is a session store, whose keys' time is their session's end (a window
+	// store's is its window's start).
+	session bool
 	// observed is the newest window start written or restored (Kafka Streams' observedStreamTime of
 	// the store), -1 before any.
 	observed int64
@@ -53,8 +58,8 @@ type windowState struct {
 	queried atomic.Int64
 }
 
-func newWindowState(retention int64) *windowState {
-	w := &windowState{retention: retention}
+func newWindowState(spec windowSpec) *windowState {
+	w := &windowState{retention: spec.retention, session: spec.session}
 	w.reset()
 	return w
 }
@@ -89,6 +94,15 @@ func startOf(k []byte) (int64, error) {
 		return 0, fmt.Errorf("%w: the window starts at %d", ErrWindowKey, start)
 	}
 	return start, nil
+}
+
+// timeOf is the time of store key k that its segment, retention and expiry go by: a window's start,
+// or a session's end.
+func (w *windowState) timeOf(k []byte) (int64, error) {
+	if w.session {
+		return endOf(k)
+	}
+	return startOf(k)
 }
 
 // engineKey is the engine's key of window store key k starting at start: its segment, then k.
@@ -147,7 +161,7 @@ func (s *kvStore) expire() error {
 // windowKey is the engine key of window store key k for a read, and whether its window is live:
 // for the loop, with the open transaction's writes; for a query (committed), as of the last commit.
 func (s *kvStore) windowKey(k []byte, committed bool) (ek []byte, live bool, err error) {
-	start, err := startOf(k)
+	start, err := s.win.timeOf(k)
 	if err != nil {
 		return nil, false, s.fail("get", err)
 	}
@@ -321,7 +335,7 @@ func (w WindowStore[K, V]) Fetch(c *Context, key K, from, to int64, fn func(star
 		return fmt.Errorf("stream: encoding a key of store %s: %w", w.name, err)
 	}
 	st, ok := c.Store(w.name).(*kvStore)
-	if !ok || st.win == nil {
+	if !ok || st.win == nil || st.win.session {
 		if u, isUnknown := c.Store(w.name).(unknownStore); isUnknown {
 			return u.err()
 		}

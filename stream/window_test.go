@@ -355,12 +355,12 @@ func TestWindowStoreExpiryFollowsTheTransaction(t *testing.T) {
 // write (and after a wipe, a commit or a rollback of nothing) every window is kept, even with the
 // shortest retention.
 func TestWindowStateEdges(t *testing.T) {
-	w := newWindowState(10000)
+	w := newWindowState(windowSpec{retention: 10000})
 	w.observe(61000)
 	if w.live(51000) || !w.live(51001) {
 		t.Fatalf("live(51000) %v, live(51001) %v: want gone, kept", w.live(51000), w.live(51001))
 	}
-	short := newWindowState(1)
+	short := newWindowState(windowSpec{retention: 1})
 	check := func(when string) {
 		t.Helper()
 		if !short.live(0) || !liveAt(short.queried.Load(), short.retention, 0) {
@@ -380,7 +380,7 @@ func TestWindowStateEdges(t *testing.T) {
 	}
 	// The oldest live start at exactly a segment's first (120 000, segment 2): segments 0 and 1 go,
 	// once; a millisecond earlier segment 1 still holds a live start.
-	e := newWindowState(10000)
+	e := newWindowState(windowSpec{retention: 10000})
 	e.observe(129998)
 	if upper, due := e.expiry(); !due || binary.BigEndian.Uint64(upper) != 1 {
 		t.Fatalf("expiry at 129 998: %x %v, want below segment 1", upper, due)

@@ -244,3 +244,18 @@ func FuzzWindowsFor(f *testing.F) {
 		}
 	})
 }
+
+func TestSessionWindows(t *testing.T) {
+	w := OfInactivityGapAndGrace(5*time.Second, 2*time.Second)
+	if w.Gap() != 5000 || w.Grace() != 2000 || w.Validate() != nil || w.String() != "SessionWindows{gap=5000 ms, grace=2000 ms}" {
+		t.Fatalf("%v: gap %d grace %d %v", w, w.Gap(), w.Grace(), w.Validate())
+	}
+	if w := OfInactivityGapWithNoGrace(time.Millisecond); w.Gap() != 1 || w.Grace() != 0 || w.Validate() != nil {
+		t.Fatalf("%v", w)
+	}
+	for _, bad := range []SessionWindows{OfInactivityGapWithNoGrace(0), OfInactivityGapAndGrace(time.Second, -time.Millisecond)} {
+		if err := bad.Validate(); !errors.Is(err, ErrWindows) {
+			t.Errorf("%v: %v, want ErrWindows", bad, err)
+		}
+	}
+}

@@ -483,3 +483,27 @@ func init() {
 		}).To(t+"-out", dsl.Produced[string, string]{})
 	}
 }
+
+func init() {
+	Programs["p-session-count"] = func(b *dsl.Builder, t string) {
+		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		dsl.SessionWindowedBy(g, windowed.OfInactivityGapAndGrace(5*time.Second, 2*time.Second)).Count().
+			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
+	}
+	Programs["p-session-counts-only"] = func(b *dsl.Builder, t string) {
+		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		dsl.SessionWindowedBy(g, windowed.OfInactivityGapAndGrace(5*time.Second, 2*time.Second)).Count().
+			ToStream().Filter(func(_ windowed.Key[string], n int64) bool { return n != 0 }). // a deletion's count reads 0
+			To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
+	}
+	Programs["p-session-reduce-aggregate"] = func(b *dsl.Builder, t string) {
+		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		dsl.SessionWindowedBy(g, windowed.OfInactivityGapWithNoGrace(3*time.Second)).
+			Reduce(func(a, v string) string { return a + "+" + v }, dsl.Materialized[string, string]{Name: "sessions", Retention: time.Minute}).
+			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], string]{})
+		dsl.SessionAggregate(dsl.SessionWindowedBy(g, windowed.OfInactivityGapWithNoGrace(3*time.Second)), func() int64 { return 0 },
+			func(_, v string, agg int64) int64 { return agg + int64(len(v)) }, func(_ string, a, b int64) int64 { return a + b },
+			dsl.Named("lens"), dsl.Materialized[string, int64]{Key: serde.String, Value: serde.Int64}).
+			ToStream().To(t+"-out2", dsl.Produced[windowed.Key[string], int64]{})
+	}
+}

@@ -22,10 +22,12 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.WindowStore;
 
 /**
@@ -48,7 +50,8 @@ final class DslPrograms {
         "p-process-forward", "p-processvalues", "p-named-aggregations", "p-window-tumbling-count",
         "p-window-hopping-grace", "p-window-reduce-aggregate", "p-join-stream-table", "p-join-rekeyed",
         "p-join-prices", "p-join-tables", "p-join-tables-chained", "p-suppress-window-close",
-        "p-suppress-time-limit", "p-join-copartition-edges", "p-join-keyless-regroup");
+        "p-suppress-time-limit", "p-join-copartition-edges", "p-join-keyless-regroup",
+        "p-session-count", "p-session-reduce-aggregate", "p-session-counts-only");
 
     private DslPrograms() {
     }
@@ -611,6 +614,38 @@ final class DslPrograms {
                 r.toTable().groupBy((k, v) -> KeyValue.pair(v, k)).count().toStream()
                     .leftJoin(b.<String, String>table(t + "-in2"), (n, u) -> n + "/" + u)
                     .to(t + "-out");
+                break;
+            }
+            case "p-session-count": {
+                // Sessions of a 5 s gap with a 2 s grace; merged sessions leave as tombstones.
+                b.<String, String>stream(t + "-in").groupByKey()
+                    .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+                    .count()
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+                break;
+            }
+            case "p-session-reduce-aggregate": {
+                // A session reduce whose merge order shows (concatenation), in a named store with a
+                // retention, and a named session aggregate with a merger.
+                KGroupedStream<String, String> g = b.<String, String>stream(t + "-in").groupByKey();
+                g.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofSeconds(3)))
+                    .reduce((a, v) -> a + "+" + v,
+                        Materialized.<String, String, SessionStore<Bytes, byte[]>>as("sessions").withRetention(Duration.ofMinutes(1)))
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
+                g.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofSeconds(3)))
+                    .aggregate(() -> 0L, (k, v, agg) -> agg + (v == null ? 0 : v.length()), (k, a1, a2) -> a1 + a2, Named.as("lens"),
+                        Materialized.with(Serdes.String(), Serdes.Long()))
+                    .toStream().to(t + "-out2", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+                break;
+            }
+            case "p-session-counts-only": {
+                // Session counts without the deletions of merged sessions (the mixed-group test's
+                // program: its outputs are all counts).
+                b.<String, String>stream(t + "-in").groupByKey()
+                    .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+                    .count()
+                    .toStream().filter((k, n) -> n != null)
+                    .to(t + "-out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
                 break;
             }
             default:

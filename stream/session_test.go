@@ -1,0 +1,112 @@
+package stream
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/windowed"
+)
+
+// 10 s after the newest end.
+var sessionCounts = Session("counts", 10*time.Second, serde.String, serde.Int64)
+
+func sess(start, end int64) windowed.Window { return windowed.Window{Start: start, End: end} }
+
+type found struct {
+	w windowed.Window
+	v int64
+}
+
+func findAll(t *testing.T, c *Context, k string, earliestEnd, latestStart int64) string {
+	t.Helper()
+	var out []found
+	mustNotErr(t, sessionCounts.FindSessions(c, k, earliestEnd, latestStart, func(w windowed.Window, v int64) bool {
+		out = append(out, found{w, v})
+		return true
+	}))
+	return fmt.Sprint(out)
+}
+
+// A session store writes Kafka Streams' session keys (key, end, start) to its changelog, reads a
+// session back, finds a key's sessions that end at or after a time and start at or before another,
+// in order of their end and start, across segments and apart from keys that extend it, and keeps
+// them for the retention after the newest end.
+func TestSessionStore(t *testing.T) {
+	a, tk, prod := windowTask(t, sessionCounts)
+	c := &tk.ctx
+	mustNotErr(t, sessionCounts.Put(c, "k", sess(1000, 2000), 1))
+	mustNotErr(t, sessionCounts.Put(c, "k", sess(500, 2000), 2))
+	mustNotErr(t, sessionCounts.Put(c, "kk", sess(1000, 1500), 9)) // a key with k as its prefix
+	mustNotErr(t, sessionCounts.Put(c, "k", sess(3000, 3000), 4))
+	mustNotErr(t, sessionCounts.Put(c, "k", sess(10000, 11000), 3))
+	flush(t, a)
+	recs := prod.all()
+	if len(recs) != 5 || !bytes.Equal(recs[0].rec.Key, windowed.AppendSessionKey(nil, []byte("k"), sess(1000, 2000))) || recs[0].rec.Topic != countsLog {
+		t.Fatalf("changelog records %d, the first %s %x", len(recs), recs[0].rec.Topic, recs[0].rec.Key)
+	}
+	if v, ok, err := sessionCounts.Get(c, "k", sess(500, 2000)); !ok || v != 2 || err != nil {
+		t.Fatalf("Get = %d %v %v", v, ok, err)
+	}
+	if got := findAll(t, c, "k", 0, 1<<62); got != "[{{500 2000} 2} {{1000 2000} 1} {{3000 3000} 4} {{10000 11000} 3}]" {
+		t.Fatalf("FindSessions(k, all) = %s", got)
+	}
+	if got := findAll(t, c, "k", 2001, 3000); got != "[{{3000 3000} 4}]" {
+		t.Fatalf("FindSessions(k, 2001, 3000) = %s: the bounds are inclusive", got)
+	}
+	if got := findAll(t, c, "k", 2000, 999); got != "[{{500 2000} 2}]" {
+		t.Fatalf("FindSessions(k, 2000, 999) = %s", got)
+	}
+	if got := findAll(t, c, "kk", 0, 1<<62); got != "[{{1000 1500} 9}]" {
+		t.Fatalf("FindSessions(kk) = %s", got)
+	}
+	mustNotErr(t, sessionCounts.Remove(c, "k", sess(1000, 2000)))
+	if got := findAll(t, c, "k", 0, 2000); got != "[{{500 2000} 2}]" {
+		t.Fatalf("after Remove: %s", got)
+	}
+	var stop int
+	mustNotErr(t, sessionCounts.FindSessions(c, "k", 0, 1<<62, func(windowed.Window, int64) bool { stop++; return false }))
+	if stop != 1 {
+		t.Fatalf("fn returning false was called %d times", stop)
+	}
+	// A session ending in the next segment: the newest end is 61 000, and with 10 s of retention the
+	// sessions ending at or before 51 000 are gone from reads, and writing one is skipped.
+	mustNotErr(t, sessionCounts.Put(c, "k", sess(58000, 61000), 6))
+	if got := findAll(t, c, "k", 0, 1<<62); got != "[{{58000 61000} 6}]" {
+		t.Fatalf("after expiry: %s", got)
+	}
+	if _, ok, _ := sessionCounts.Get(c, "k", sess(500, 2000)); ok {
+		t.Fatal("an expired session is read")
+	}
+	mustNotErr(t, sessionCounts.Put(c, "k", sess(100, 51000), 5))
+	if _, ok, _ := sessionCounts.Get(c, "k", sess(100, 51000)); ok {
+		t.Fatal("an expired session was written")
+	}
+}
+
+func TestSessionStoreMisuse(t *testing.T) {
+	_, tk, _ := windowTask(t, sessionCounts)
+	c := &tk.ctx
+	if err := sessionCounts.Put(c, "k", sess(5, 4), 1); err == nil {
+		t.Error("a session ending before its start was written")
+	}
+	if err := sessionCounts.Put(c, "k", sess(-1, 4), 1); err == nil {
+		t.Error("a session before the epoch was written")
+	}
+	if err := c.Store("counts").Put([]byte("short"), []byte{1}); !errors.Is(err, ErrSessionKey) {
+		t.Errorf("a raw key too short: %v, want ErrSessionKey", err)
+	}
+	if err := windowCounts.Fetch(c, "k", 0, 1, func(int64, int64) bool { return true }); err == nil {
+		t.Error("a session store was fetched as a window store")
+	}
+	_, wtk, _ := windowTask(t, windowCounts)
+	if err := sessionCounts.FindSessions(&wtk.ctx, "k", 0, 1, func(windowed.Window, int64) bool { return true }); err == nil {
+		t.Error("a window store was read as a session store")
+	}
+	if sessionCounts.Name() != "counts" || Session("x", 0, serde.String, serde.Int64).retention != 1 {
+		t.Error("Name or the least retention")
+	}
+}
