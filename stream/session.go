@@ -86,7 +86,9 @@ func Session[K, V any](name string, retention time.Duration, ks serde.Serde[K], 
 // Name is the store's name.
 func (s SessionStore[K, V]) Name() string { return s.name }
 
-func (s SessionStore[K, V]) spec() windowSpec { return windowSpec{retention: s.retention, session: true} }
+func (s SessionStore[K, V]) spec() windowSpec {
+	return windowSpec{retention: s.retention, session: true}
+}
 
 // key is the session store key of key and w.
 func (s SessionStore[K, V]) key(key K, w windowed.Window) ([]byte, error) {
