@@ -495,6 +495,35 @@ func TestDSLStreamTableJoinMixedGroupExactlyOnce(t *testing.T) {
 	}, func() map[string]int64 { return maps.Clone(want) }, true, 0)
 }
 
+// Session counts by a Kafka Streams member and a Go member under exactly_once_v2, the Go member
+// killed while records flow: every key's records come 100 ms apart, so each key has one session
+// from the first record to the last; read_committed, the count of that session must be the key's
+// number of records — none counted twice, none lost — whichever runtime merged each record into the
+// session the other left in the changelog, and whatever the kill aborted.
+func TestDSLSessionMixedGroupExactlyOnce(t *testing.T) {
+	base := time.Now().Add(-10 * time.Minute).UnixMilli()
+	next := base
+	want := map[string]int64{}
+	count := map[string]int64{}
+	mixedGroupExactlyOnceRecords(t, "p-session-counts-only", func(phase, n int) map[string][]*kgo.Record {
+		var recs []*kgo.Record
+		for i := range n {
+			next += 20 // each key's records 100 ms apart: one session each
+			k := fmt.Sprintf("k%d", i%5)
+			recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(next)})
+			count[k]++
+		}
+		clear(want)
+		for k, c := range count {
+			// The session from the key's first record to its last.
+			first := base + 20*int64(1+int(k[1]-'0'))
+			last := first + 100*(c-1)
+			want[string(windowed.AppendSessionKey(nil, []byte(k), windowed.Window{Start: first, End: last}))] = c
+		}
+		return map[string][]*kgo.Record{"-in": recs}
+	}, func() map[string]int64 { return maps.Clone(want) }, false, 0)
+}
+
 func TestDSLWindowedCountMixedGroupExactlyOnce(t *testing.T) {
 	base := time.Now().Add(-10*time.Minute).UnixMilli() / 10000 * 10000 // recent, aligned
 	next := base
