@@ -259,3 +259,18 @@ func TestSessionWindows(t *testing.T) {
 		}
 	}
 }
+
+func TestSlidingWindows(t *testing.T) {
+	w := OfTimeDifferenceAndGrace(5*time.Second, 2*time.Second)
+	if w.TimeDifference() != 5000 || w.Grace() != 2000 || w.Validate() != nil || w.String() != "SlidingWindows{timeDifference=5000 ms, grace=2000 ms}" {
+		t.Fatalf("%v", w)
+	}
+	if w := OfTimeDifferenceWithNoGrace(time.Millisecond); w.TimeDifference() != 1 || w.Grace() != 0 || w.Validate() != nil {
+		t.Fatalf("%v", w)
+	}
+	for _, bad := range []SlidingWindows{OfTimeDifferenceWithNoGrace(0), OfTimeDifferenceAndGrace(time.Second, -time.Millisecond)} {
+		if err := bad.Validate(); !errors.Is(err, ErrWindows) {
+			t.Errorf("%v: %v, want ErrWindows", bad, err)
+		}
+	}
+}

@@ -507,3 +507,14 @@ func init() {
 			ToStream().To(t+"-out2", dsl.Produced[windowed.Key[string], int64]{})
 	}
 }
+
+func init() {
+	Programs["p-sliding"] = func(b *dsl.Builder, t string) {
+		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		dsl.SlidingWindowedBy(g, windowed.OfTimeDifferenceAndGrace(5*time.Second, 2*time.Second)).Count().
+			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
+		dsl.SlidingWindowedBy(g, windowed.OfTimeDifferenceWithNoGrace(3*time.Second)).
+			Reduce(func(a, v string) string { return a + "+" + v }, dsl.Named("slide"), dsl.Materialized[string, string]{Name: "slid"}).
+			ToStream().To(t+"-out2", dsl.Produced[windowed.Key[string], string]{})
+	}
+}

@@ -23,6 +23,7 @@ import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
@@ -51,7 +52,8 @@ final class DslPrograms {
         "p-window-hopping-grace", "p-window-reduce-aggregate", "p-join-stream-table", "p-join-rekeyed",
         "p-join-prices", "p-join-tables", "p-join-tables-chained", "p-suppress-window-close",
         "p-suppress-time-limit", "p-join-copartition-edges", "p-join-keyless-regroup",
-        "p-session-count", "p-session-reduce-aggregate", "p-session-counts-only");
+        "p-session-count", "p-session-reduce-aggregate", "p-session-counts-only",
+        "p-sliding");
 
     private DslPrograms() {
     }
@@ -646,6 +648,18 @@ final class DslPrograms {
                     .count()
                     .toStream().filter((k, n) -> n != null)
                     .to(t + "-out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+                break;
+            }
+            case "p-sliding": {
+                // Sliding windows: a count (5 s apart, 2 s grace) and a reduce (3 s, no grace, named)
+                // that shows which records each window holds.
+                KGroupedStream<String, String> g = b.<String, String>stream(t + "-in").groupByKey();
+                g.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+                    .count()
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000L), Serdes.Long()));
+                g.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(3)))
+                    .reduce((a, v) -> a + "+" + v, Named.as("slide"), Materialized.as("slid"))
+                    .toStream().to(t + "-out2", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 3_000L), Serdes.String()));
                 break;
             }
             default:
