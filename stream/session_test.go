@@ -110,3 +110,20 @@ func TestSessionStoreMisuse(t *testing.T) {
 		t.Error("Name or the least retention")
 	}
 }
+
+// A session's end decides its life at the edges: one ending exactly the retention before the newest
+// end is gone, one ending a millisecond later is kept; a session may start at the epoch.
+func TestSessionStoreEdges(t *testing.T) {
+	_, tk, _ := windowTask(t, sessionCounts)
+	c := &tk.ctx
+	mustNotErr(t, sessionCounts.Put(c, "k", sess(0, 0), 1))
+	if v, ok, err := sessionCounts.Get(c, "k", sess(0, 0)); !ok || v != 1 || err != nil {
+		t.Fatalf("a session at the epoch: %d %v %v", v, ok, err)
+	}
+	mustNotErr(t, sessionCounts.Put(c, "k", sess(1000, 1000), 2))
+	mustNotErr(t, sessionCounts.Put(c, "k", sess(1001, 1001), 3))
+	mustNotErr(t, sessionCounts.Put(c, "k", sess(11000, 11000), 4)) // the newest end: 11 000
+	if got := findAll(t, c, "k", 0, 1<<62); got != "[{{1001 1001} 3} {{11000 11000} 4}]" {
+		t.Fatalf("FindSessions = %s: the session ending at 1 000 (10 s before) is gone, the one at 1 001 kept", got)
+	}
+}
