@@ -200,6 +200,11 @@ func (e *env) throughputRuns(pr *Processing, add func(*Proc, error), fail func(s
 		{"count-dsl", "count on the DSL, in-memory store", "dsl-count", "memory", alos, 0},
 		// And with the record cache on at Kafka's default size on both sides (statestore.cache.max.bytes).
 		{"count-dsl-cache", "count on the DSL, in-memory store, record cache (10 MiB)", "dsl-count-cache", "memory", alos, 0},
+		// Issue 28's DSL workloads, record cache off on both sides: a tumbling 1-minute count, a
+		// session count (5-minute gap), a stream-table join (each record with its key's previous value).
+		{"window-dsl", "tumbling 1-minute count on the DSL, in-memory window store", "dsl-window", "memory", alos, 0},
+		{"session-dsl", "session count (5-minute gap) on the DSL, in-memory session store", "dsl-session", "memory", alos, 0},
+		{"join-dsl", "stream-table join on the DSL (each record with its key's previous value), in-memory store", "dsl-join", "memory", alos, 0},
 		{"count-persistent", "count, persistent store (Go: Pebble, Kafka Streams: RocksDB)", "count", "persistent", alos, 0},
 		{"count-memory-eos", "count, in-memory store, exactly_once_v2", "count", "memory", eos, 0},
 		// The same count on two stream threads (num.stream.threads=2) on each side: what a second

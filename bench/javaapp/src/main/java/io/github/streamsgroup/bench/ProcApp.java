@@ -22,8 +22,13 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.StateRestoreListener;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
@@ -37,7 +42,7 @@ import org.apache.kafka.streams.state.Stores;
  * the Go runtime, with the same topics and serdes, in one KafkaStreams with one stream thread.
  *
  * <p>Flags ({@code --name=value}): {@code --bootstrap}, {@code --app}, {@code --input}, {@code
- * --output}, {@code --mode=map|count}, {@code --store=memory|rocksdb} (count), {@code
+ * --output}, {@code --mode=map|count|dsl-count|dsl-count-cache|dsl-window|dsl-session|dsl-join}, {@code --store=memory|rocksdb} (count), {@code
  * --guarantee=at_least_once|exactly_once_v2}, optional {@code --commit-ms}, {@code --state-dir},
  * {@code --expect-restore}, {@code --threads} (num.stream.threads, default 1).
  *
@@ -143,8 +148,44 @@ public final class ProcApp {
                 topology = builder.build();
                 break;
             }
+            case "dsl-window": {
+                // A tumbling 1-minute count, as bench/procapp -mode dsl-window, without the cache.
+                StreamsBuilder builder = new StreamsBuilder();
+                builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()))
+                    .peek((k, v) -> mark(0))
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.ByteArray()))
+                    .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                    .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("counts", Duration.ofMinutes(1), Duration.ofMinutes(1), false))
+                        .withCachingDisabled())
+                    .toStream().to(output, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 60_000L), Serdes.Long()));
+                topology = builder.build();
+                break;
+            }
+            case "dsl-session": {
+                // A session count with a 5-minute gap, as bench/procapp -mode dsl-session.
+                StreamsBuilder builder = new StreamsBuilder();
+                builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()))
+                    .peek((k, v) -> mark(0))
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.ByteArray()))
+                    .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMinutes(5)))
+                    .count(Materialized.<String, Long>as(Stores.inMemorySessionStore("counts", Duration.ofMinutes(5))).withCachingDisabled())
+                    .toStream().to(output, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+                topology = builder.build();
+                break;
+            }
+            case "dsl-join": {
+                // Each record joined with its key's previous value, as bench/procapp -mode dsl-join.
+                StreamsBuilder builder = new StreamsBuilder();
+                KStream<String, byte[]> in = builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()));
+                KTable<String, byte[]> t = in.peek((k, v) -> mark(0))
+                    .toTable(Materialized.<String, byte[]>as(Stores.inMemoryKeyValueStore("counts"))
+                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.ByteArray()).withCachingDisabled());
+                in.join(t, (v, tv) -> v).to(output, Produced.with(Serdes.String(), Serdes.ByteArray()));
+                topology = builder.build();
+                break;
+            }
             default:
-                throw new IllegalArgumentException("--mode: map, count, dsl-count or dsl-count-cache");
+                throw new IllegalArgumentException("--mode: map, count, dsl-count, dsl-count-cache, dsl-window, dsl-session or dsl-join");
         }
 
         Properties props = new Properties();
