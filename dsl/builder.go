@@ -35,6 +35,9 @@ type Builder struct {
 	buffers map[string]bool
 	// sessions are the session stores (session aggregations'), with their retention in ms.
 	sessions map[string]int64
+	// joinStores are the window stores of stream-stream joins, which retain duplicates, with their
+	// retention in ms.
+	joinStores map[string]int64
 }
 
 // AddStore adds a key-value store, with its changelog, for the processors given to Process that
@@ -300,6 +303,8 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 			if !slices.ContainsFunc(s.def.StateChangelogTopics, func(ti topology.TopicInfo) bool { return ti.Name == names.ChangelogTopic(st) }) {
 				if retention, ok := b.windows[st]; ok {
 					s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.WindowedChangelog(st, retention))
+				} else if retention, ok := b.joinStores[st]; ok {
+					s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.JoinWindowChangelog(st, retention))
 				} else if retention, ok := b.sessions[st]; ok {
 					s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.WindowedChangelog(st, retention))
 				} else {
@@ -369,6 +374,8 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 				switch {
 				case isWindow:
 					stores = append(stores, stream.TimestampedWindowStore(st, time.Duration(retention)*time.Millisecond))
+				case hasKey(b.joinStores, st):
+					stores = append(stores, stream.Window[[]byte, []byte](st, time.Duration(b.joinStores[st])*time.Millisecond, nil, nil).RetainDuplicates())
 				case b.sessions[st] > 0:
 					stores = append(stores, stream.Session[[]byte, []byte](st, time.Duration(b.sessions[st])*time.Millisecond, nil, nil))
 				case b.buffers[st]:
@@ -499,4 +506,10 @@ func Run(ctx context.Context, cfg config.Config, b *Builder, opts ...stream.Opti
 		return err
 	}
 	return app.Run(ctx)
+}
+
+// hasKey says whether m has k.
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
 }

@@ -352,3 +352,30 @@ func TestTableTableJoinProgramErrors(t *testing.T) {
 		})
 	}
 }
+
+// A stream-stream join, from Kafka Streams' documented semantics: a record joins every record of
+// the other stream with its key within the windows (seen from the left stream: at most Before
+// earlier, at most After later), whichever arrives second producing the result, stamped with the
+// later time; records without a key or value join nothing.
+func TestStreamStreamJoin(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		l := Stream(b, "left", Consumed[string, string]{})
+		r := Stream(b, "right", Consumed[string, string]{})
+		JoinStreams(l, r, func(k, a, c string) string { return k + ":" + a + c }, windowed.JoinOfTimeDifferenceWithNoGrace(10*time.Second).Before(time.Second)).
+			To("out", Produced[string, string]{})
+	})
+	pipeRaw(t, d, "left", []byte("k"), []byte("A"), 10000)
+	pipeRaw(t, d, "right", []byte("k"), []byte("b"), 20000) // 10 s after: joins (After 10 s)
+	pipeRaw(t, d, "right", []byte("k"), []byte("c"), 8999)  // 1.001 s before: out of the window
+	pipeRaw(t, d, "right", []byte("k"), []byte("d"), 9000)  // 1 s before: joins
+	pipeRaw(t, d, "left", []byte("k"), []byte("E"), 19000)  // joins b (1 s later: within After); c and d are more than Before earlier
+	pipeRaw(t, d, "left", []byte("k"), nil, 19500)
+	pipeRaw(t, d, "right", []byte("j"), []byte("x"), 19600) // another key
+	want := []rawRec{{k: "k", v: "k:Ab", ts: 20000}, {k: "k", v: "k:Ad", ts: 10000}, {k: "k", v: "k:Eb", ts: 20000}}
+	if got := readRaw(t, d, "out"); !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if n := d.App().Metrics().Dropped; n != 1 {
+		t.Fatalf("dropped %d, want the record without a value", n)
+	}
+}

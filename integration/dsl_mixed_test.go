@@ -293,6 +293,35 @@ func TestDSLSessionMixedGroup(t *testing.T) {
 	}, func() map[string]int64 { return maps.Clone(want) }, false, 1)
 }
 
+// A stream-stream join (p-join-streams-sum: the sum of two records' numbers within 3 s) by a Kafka
+// Streams member and a Go member in one group, tasks moving Java → Go → Java. Each phase writes left
+// records that no right record of the phase joins, and the next phase writes their right records,
+// 2.5 s later: those join only with left records the other runtime kept in its join window store,
+// which the new owner restored from the changelog the other wrote (keys w… join within a phase, so
+// the phase's records were processed before the move).
+func TestDSLStreamStreamJoinMixedGroup(t *testing.T) {
+	base := time.Now().Add(-10 * time.Minute).UnixMilli()
+	want := map[string]int64{}
+	mixedGroupRecords(t, "p-join-streams-sum", func(phase int) map[string][]*kgo.Record {
+		tp := base + int64(phase)*1500
+		var left, right []*kgo.Record
+		rec := func(k, v string, ts int64) *kgo.Record {
+			return &kgo.Record{Key: []byte(k), Value: []byte(v), Timestamp: time.UnixMilli(ts)}
+		}
+		for i := range 5 {
+			left = append(left, rec(fmt.Sprintf("k%d-%d", phase, i), "100", tp+int64(i)*10))
+			left = append(left, rec(fmt.Sprintf("w%d-%d", phase, i), "100", tp+int64(i)*10+1))
+			right = append(right, rec(fmt.Sprintf("w%d-%d", phase, i), fmt.Sprint(phase), tp+500+int64(i)*10))
+			want[fmt.Sprintf("w%d-%d", phase, i)] = 100 + int64(phase)
+			if phase > 1 { // the previous phase's left records, kept by the other runtime
+				right = append(right, rec(fmt.Sprintf("k%d-%d", phase-1, i), fmt.Sprint(phase), tp+1000+int64(i)*10))
+				want[fmt.Sprintf("k%d-%d", phase-1, i)] = 100 + int64(phase)
+			}
+		}
+		return map[string][]*kgo.Record{"-in": left, "-in2": right}
+	}, func() map[string]int64 { return maps.Clone(want) }, false, 1)
+}
+
 // checkWindowedPlacement says whether every record of topic, written with windowed keys by either
 // runtime, is on its inner key's partition (murmur2, as Kafka Streams' WindowedStreamPartitioner
 // places it), and that the test's keys would not all be there by their whole key.

@@ -37,6 +37,9 @@ type windowSpec struct {
 	timestamped bool
 	// session: a session store (session.go), whose keys' time is the session's end.
 	session bool
+	// duplicates: every Put adds a value (a window store that retains duplicates, as a stream-stream
+	// join's), numbered by the store's sequence.
+	duplicates bool
 }
 
 // windowState is a window store's view of time. Under exactly-once what the open transaction
@@ -47,6 +50,11 @@ type windowState struct {
 	// session: the store is a session store, whose keys' time is their session's end (a window
 	// store's is its window's start).
 	session bool
+	// seq is the sequence number of the last value put in a store that retains duplicates (Kafka
+	// Streams' seqnum: from 0 each time the store opens, the first put numbered 1).
+	seq int32
+	// duplicates: the store retains duplicates (windowSpec).
+	duplicates bool
 	// observed is the newest window start written or restored (Kafka Streams' observedStreamTime of
 	// the store), -1 before any.
 	observed int64
@@ -59,7 +67,7 @@ type windowState struct {
 }
 
 func newWindowState(spec windowSpec) *windowState {
-	w := &windowState{retention: spec.retention, session: spec.session}
+	w := &windowState{retention: spec.retention, session: spec.session, duplicates: spec.duplicates}
 	w.reset()
 	return w
 }
@@ -246,6 +254,7 @@ type WindowStore[K, V any] struct {
 	name        string
 	retention   int64
 	timestamped bool
+	duplicates  bool
 	ks          serde.Serde[K]
 	vs          serde.Serde[V]
 }
@@ -269,8 +278,21 @@ func TimestampedWindowStore(name string, retention time.Duration) Store {
 func (w WindowStore[K, V]) Name() string { return w.name }
 
 func (w WindowStore[K, V]) spec() windowSpec {
-	return windowSpec{retention: w.retention, timestamped: w.timestamped}
+	return windowSpec{retention: w.retention, timestamped: w.timestamped, duplicates: w.duplicates}
 }
+
+// RetainDuplicates returns the declaration of a store that keeps every value put (Kafka Streams'
+// retainDuplicates, as a stream-stream join's window stores do): each Put adds one under the next
+// number of the store's sequence (which starts over when the store opens, as Kafka Streams'), Fetch
+// returns all of a start's values in the order they were put, and Get and Delete are refused.
+func (w WindowStore[K, V]) RetainDuplicates() WindowStore[K, V] {
+	w.duplicates = true
+	return w
+}
+
+// ErrDuplicates is returned by Get and Delete of a window store that retains duplicates: its values
+// are read with Fetch and leave with their retention.
+var ErrDuplicates = errors.New("stream: a window store that retains duplicates is read with Fetch only")
 
 // windowDecl is a Store that declares a window store.
 type windowDecl interface {
@@ -298,6 +320,17 @@ func (w WindowStore[K, V]) Put(c *Context, key K, start int64, value V) error {
 	if err != nil {
 		return err
 	}
+	if w.duplicates {
+		st, err := w.windowStore(c)
+		if err != nil {
+			return err
+		}
+		if !st.win.duplicates {
+			return fmt.Errorf("stream: store %s does not retain duplicates: declare it with RetainDuplicates (stream.Connect)", w.name)
+		}
+		st.win.seq = (st.win.seq + 1) & 0x7fffffff
+		binary.BigEndian.PutUint32(k[len(k)-4:], uint32(st.win.seq))
+	}
 	v, err := w.vs.Encode(value)
 	if err != nil {
 		return fmt.Errorf("stream: encoding a value of store %s: %w", w.name, err)
@@ -311,6 +344,9 @@ func (w WindowStore[K, V]) Put(c *Context, key K, start int64, value V) error {
 // Get returns the value of key's window starting at start (Kafka Streams' fetch(key, time)), ok
 // false when absent or no longer kept.
 func (w WindowStore[K, V]) Get(c *Context, key K, start int64) (value V, ok bool, err error) {
+	if w.duplicates {
+		return value, false, ErrDuplicates
+	}
 	k, err := w.key(key, start)
 	if err != nil {
 		return value, false, err
@@ -320,6 +356,9 @@ func (w WindowStore[K, V]) Get(c *Context, key K, start int64) (value V, ok bool
 
 // Delete removes key's window starting at start (a tombstone in the changelog).
 func (w WindowStore[K, V]) Delete(c *Context, key K, start int64) error {
+	if w.duplicates {
+		return ErrDuplicates
+	}
 	k, err := w.key(key, start)
 	if err != nil {
 		return err
@@ -334,12 +373,9 @@ func (w WindowStore[K, V]) Fetch(c *Context, key K, from, to int64, fn func(star
 	if err != nil {
 		return fmt.Errorf("stream: encoding a key of store %s: %w", w.name, err)
 	}
-	st, ok := c.Store(w.name).(*kvStore)
-	if !ok || st.win == nil || st.win.session {
-		if u, isUnknown := c.Store(w.name).(unknownStore); isUnknown {
-			return u.err()
-		}
-		return fmt.Errorf("stream: store %s is not a window store: connect its processor with the stream.Window declaring it (stream.Connect)", w.name)
+	st, err := w.windowStore(c)
+	if err != nil {
+		return err
 	}
 	var derr error
 	err = st.fetch(k, from, to, func(start int64, raw []byte) bool {
@@ -351,4 +387,16 @@ func (w WindowStore[K, V]) Fetch(c *Context, key K, from, to int64, fn func(star
 		return fn(start, v)
 	})
 	return errors.Join(err, derr)
+}
+
+// windowStore is c's task's store of w, which must be a window store.
+func (w WindowStore[K, V]) windowStore(c *Context) (*kvStore, error) {
+	st, ok := c.Store(w.name).(*kvStore)
+	if !ok || st.win == nil || st.win.session {
+		if u, isUnknown := c.Store(w.name).(unknownStore); isUnknown {
+			return nil, u.err()
+		}
+		return nil, fmt.Errorf("stream: store %s is not a window store: connect its processor with the stream.Window declaring it (stream.Connect)", w.name)
+	}
+	return st, nil
 }

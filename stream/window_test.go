@@ -415,3 +415,35 @@ func TestWindowStoreFetchAcrossCommittedAndPendingSegments(t *testing.T) {
 		t.Fatalf("Fetch = %v, want the committed window of segment 1, then the pending one of segment 3", got)
 	}
 }
+
+// A window store that retains duplicates keeps every value put, numbered 1, 2, … by its sequence in
+// the changelog keys (Kafka Streams' seqnum), fetches them all in the order they were put, and
+// refuses Get and Delete; a store not declared so refuses such a Put.
+func TestWindowStoreRetainsDuplicates(t *testing.T) {
+	dups := windowCounts.RetainDuplicates()
+	a, tk, prod := windowTask(t, dups)
+	c := &tk.ctx
+	mustNotErr(t, dups.Put(c, "k", 1000, 1))
+	mustNotErr(t, dups.Put(c, "k", 1000, 2))
+	mustNotErr(t, dups.Put(c, "k", 500, 3))
+	if got := fetchAll(t, c, dups, "k", 0, 2000); fmt.Sprint(got) != "[{500 3} {1000 1} {1000 2}]" {
+		t.Fatalf("Fetch = %v", got)
+	}
+	flush(t, a)
+	recs := prod.all()
+	for i, seq := range []int32{1, 2, 3} {
+		if _, _, s, err := windowed.SplitStoreKey(recs[i].rec.Key); err != nil || s != seq {
+			t.Errorf("changelog record %d: sequence %d, want %d (%v)", i, s, seq, err)
+		}
+	}
+	if _, _, err := dups.Get(c, "k", 1000); !errors.Is(err, ErrDuplicates) {
+		t.Errorf("Get: %v, want ErrDuplicates", err)
+	}
+	if err := dups.Delete(c, "k", 1000); !errors.Is(err, ErrDuplicates) {
+		t.Errorf("Delete: %v, want ErrDuplicates", err)
+	}
+	_, plain, _ := windowTask(t, windowCounts)
+	if err := dups.Put(&plain.ctx, "k", 1000, 1); err == nil {
+		t.Error("a duplicate was put in a store that does not retain them")
+	}
+}

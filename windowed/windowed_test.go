@@ -274,3 +274,23 @@ func TestSlidingWindows(t *testing.T) {
 		}
 	}
 }
+
+func TestJoinWindows(t *testing.T) {
+	w := JoinOfTimeDifferenceAndGrace(5*time.Second, time.Second).Before(2 * time.Second)
+	if w.BeforeMs() != 2000 || w.AfterMs() != 5000 || w.Size() != 7000 || w.Grace() != 1000 || w.Validate() != nil ||
+		w.String() != "JoinWindows{before=2000 ms, after=5000 ms, grace=1000 ms}" {
+		t.Fatalf("%v", w)
+	}
+	if w := JoinOfTimeDifferenceWithNoGrace(time.Second).After(0); w.AfterMs() != 0 || w.Size() != 1000 || w.Validate() != nil {
+		t.Fatalf("%v", w)
+	}
+	if w := JoinOfTimeDifferenceWithNoGrace(time.Second).Before(-time.Second); w.Validate() != nil || w.Size() != 0 {
+		t.Fatalf("%v: %v (a negative bound with a size of 0 is valid)", w, w.Validate())
+	}
+	for _, bad := range []JoinWindows{JoinOfTimeDifferenceWithNoGrace(time.Second).Before(-time.Second - time.Millisecond),
+		JoinOfTimeDifferenceAndGrace(time.Second, -time.Millisecond)} {
+		if err := bad.Validate(); !errors.Is(err, ErrWindows) {
+			t.Errorf("%v: %v, want ErrWindows", bad, err)
+		}
+	}
+}

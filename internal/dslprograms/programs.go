@@ -518,3 +518,26 @@ func init() {
 			ToStream().To(t+"-out2", dsl.Produced[windowed.Key[string], string]{})
 	}
 }
+
+func init() {
+	Programs["p-join-streams"] = func(b *dsl.Builder, t string) {
+		left := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{})
+		right := dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{})
+		dsl.JoinStreams(left, right, func(_, a, c string) string { return a + "*" + c },
+			windowed.JoinOfTimeDifferenceAndGrace(5*time.Second, time.Second).Before(2*time.Second)).
+			To(t+"-out", dsl.Produced[string, string]{})
+	}
+	Programs["p-join-streams-sum"] = func(b *dsl.Builder, t string) {
+		left := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{})
+		dsl.JoinStreams(left, dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{}), func(_, a, c string) int64 { return mustInt(a) + mustInt(c) },
+			windowed.JoinOfTimeDifferenceWithNoGrace(3*time.Second)).
+			To(t+"-out", dsl.Produced[string, int64]{})
+	}
+	Programs["p-join-streams-named"] = func(b *dsl.Builder, t string) {
+		l := dsl.SelectKey(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v })
+		r := dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{})
+		dsl.JoinStreams(l, r, func(_, a, c string) string { return a + "*" + c }, windowed.JoinOfTimeDifferenceWithNoGrace(3*time.Second),
+			dsl.StreamJoined[string, string, string]{Name: "sj", StoreName: "st"}).
+			To(t+"-out", dsl.Produced[string, string]{})
+	}
+}

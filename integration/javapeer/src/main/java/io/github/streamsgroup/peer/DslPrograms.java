@@ -15,6 +15,7 @@ import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
@@ -24,6 +25,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
@@ -53,7 +55,7 @@ final class DslPrograms {
         "p-join-prices", "p-join-tables", "p-join-tables-chained", "p-suppress-window-close",
         "p-suppress-time-limit", "p-join-copartition-edges", "p-join-keyless-regroup",
         "p-session-count", "p-session-reduce-aggregate", "p-session-counts-only",
-        "p-sliding");
+        "p-sliding", "p-join-streams", "p-join-streams-named", "p-join-streams-sum");
 
     private DslPrograms() {
     }
@@ -660,6 +662,34 @@ final class DslPrograms {
                 g.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(3)))
                     .reduce((a, v) -> a + "+" + v, Named.as("slide"), Materialized.as("slid"))
                     .toStream().to(t + "-out2", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 3_000L), Serdes.String()));
+                break;
+            }
+            case "p-join-streams": {
+                // A stream-stream inner join, asymmetric (2 s before, 5 s after) with a 1 s grace.
+                KStream<String, String> left = b.stream(t + "-in");
+                KStream<String, String> right = b.stream(t + "-in2");
+                left.join(right, (a, c) -> a + "*" + c,
+                        JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(1)).before(Duration.ofSeconds(2)))
+                    .to(t + "-out");
+                break;
+            }
+            case "p-join-streams-named": {
+                // A named stream-stream join with named stores, one side rekeyed (repartitioned
+                // first, as <name>-left).
+                KStream<String, String> l = b.<String, String>stream(t + "-in").selectKey((k, v) -> v);
+                KStream<String, String> r = b.stream(t + "-in2");
+                l.join(r, (a, c) -> a + "*" + c, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(3)),
+                        StreamJoined.<String, String, String>as("st").withName("sj"))
+                    .to(t + "-out");
+                break;
+            }
+            case "p-join-streams-sum": {
+                // The sum of the numbers of two streams' records within 3 s of each other (the
+                // mixed-group test's program).
+                KStream<String, String> left = b.stream(t + "-in");
+                left.join(b.<String, String>stream(t + "-in2"), (a, c) -> Long.parseLong(a) + Long.parseLong(c),
+                        JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(3)))
+                    .to(t + "-out", longs);
                 break;
             }
             default:
