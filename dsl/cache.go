@@ -102,6 +102,7 @@ type entry[K, V any] struct {
 	has, dirty   bool
 	at           time.Time
 	headers      []kgo.RecordHeader
+	origin       streamhook.Origin // the record that made the update (Kafka Streams' cached record context)
 	size         int64
 	lru, dirties links[K, V] // its places in the owner's two orders
 }
@@ -191,6 +192,7 @@ func (tc *tableCache[K, V]) put(c *stream.Context, k K, v V, has bool, at time.T
 		}
 	}
 	e.k, e.v, e.vb, e.has, e.at, e.headers = k, tc.copied(v), vb, has, at, c.Headers()
+	e.origin.Topic, e.origin.Partition, e.origin.Offset, e.origin.OK = c.RecordMetadata()
 	cs.resize(e, int64(len(e.key)+len(vb))+entryOverhead)
 	cs.lru.push(e)
 	e.dirty = true
@@ -286,7 +288,7 @@ func (tc *tableCache[K, V]) write(c *stream.Context, e *entry[K, V]) error {
 	if !e.has && !ok {
 		return nil
 	}
-	restore := streamhook.As(c, e.at, e.headers)
+	restore := streamhook.As(c, e.at, e.headers, e.origin)
 	defer restore()
 	st := c.Store(t.store)
 	if e.has {

@@ -116,7 +116,7 @@ func sessionAggregate[K, V, VA any](w *SessionWindowedKStream[K, V], prefix stri
 	if ks == nil || vas == nil {
 		b.fail("the session store %q of %s needs serdes for %s and %s (Materialized)", store, name, typeName[K](), typeName[VA]())
 	}
-	agg := &sessionAggregation[K, V, VA]{t: t, sw: w.sw, folds: folds}
+	agg := &sessionAggregation[K, V, VA]{t: t, sw: w.sw, folds: folds, isNil: nilCheck[VA]()}
 	n.onBuild = append(n.onBuild, func() {
 		agg.store = stream.Session(store, time.Duration(retention)*time.Millisecond, ks, vas)
 		t.kv = stream.KeyValue(store, sks, serde.Serde[stamped[VA]](plainStamped[VA]{vas}))
@@ -144,6 +144,7 @@ type sessionAggregation[K, V, VA any] struct {
 	folds *sessionFolds[K, V, VA]
 	store stream.SessionStore[K, VA]
 	times streamTimes
+	isNil func(VA) bool // VA's nil test, if it has one
 }
 
 func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, v V) error {
@@ -194,7 +195,7 @@ func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 			if a.t.sendOld {
 				ch.old, ch.hasOld = s.v, true
 			}
-			if err := a.t.forward(c, meta{at: time.UnixMilli(s.w.End)}, sk, ch); err != nil {
+			if err := a.t.forward(c, sessionMeta(s.w), sk, ch); err != nil {
 				return err
 			}
 		}
@@ -205,9 +206,9 @@ func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 	} else {
 		ch.new = a.folds.first(k, v) // a reduce's first value
 	}
-	// A reduce whose first value is null has a null aggregate: Kafka Streams writes (deletes) and
-	// hands the null on.
-	ch.hasNew = has || !md.nullValue
+	// A reduce whose first value is null has a null aggregate, and so has an aggregator returning the
+	// nil of its type: Kafka Streams writes (deletes) and hands the null on.
+	ch.hasNew = (has || !md.nullValue) && (a.isNil == nil || !a.isNil(ch.new))
 	sk := windowed.Key[K]{Key: k, Window: mw}
 	if ch.hasNew {
 		err = a.t.kv.Put(c, sk, stamped[VA]{v: ch.new})
@@ -217,7 +218,13 @@ func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 	if err != nil {
 		return err
 	}
-	return a.t.forward(c, meta{at: time.UnixMilli(mw.End)}, sk, ch)
+	return a.t.forward(c, sessionMeta(mw), sk, ch)
+}
+
+// sessionMeta is the record context of a session's update: its end as the timestamp, and no
+// headers (Kafka Streams' session aggregation forwards a new record, without the input's headers).
+func sessionMeta(w windowed.Window) meta {
+	return meta{at: time.UnixMilli(w.End), ownHeaders: true}
 }
 
 // streamTimes are each task's stream time as one processor saw it (the largest timestamp of its

@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/windowed"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Session aggregations, through the test driver; the expected outputs follow Kafka Streams'
@@ -90,5 +91,24 @@ func TestSessionProgramErrors(t *testing.T) {
 	cfg.Runtime.DSLStoreFormat = config.DSLStoreFormatHeaders
 	if _, _, err := b.Build(cfg); err == nil || !strings.Contains(err.Error(), "DEFAULT") {
 		t.Fatalf("Build with the HEADERS format: %v", err)
+	}
+}
+
+// A session's updates carry no headers: Kafka Streams' session aggregation forwards new records,
+// not the input's (uncached, as this one always is).
+func TestSessionUpdatesCarryNoHeaders(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		SessionWindowedBy(Stream(b, "in", Consumed[string, string]{}).GroupByKey(), windowed.OfInactivityGapWithNoGrace(time.Second)).Count().
+			ToStream().To("out", Produced[windowed.Key[string], int64]{})
+	})
+	if err := d.Pipe("in", []byte("k"), []byte("x"), time.UnixMilli(1), kgo.RecordHeader{Key: "h", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	raws, err := d.ReadRaw("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raws) != 1 || len(raws[0].Headers) != 0 {
+		t.Fatalf("outputs %+v, want one without headers", raws)
 	}
 }

@@ -128,8 +128,10 @@ func (t *KTable[K, V]) Suppress(s Suppressed) *KTable[K, V] {
 	n.init = sp.start
 	n.flushers = append(n.flushers, flusher{flush: sp.flush, discard: sp.discard})
 	t.out.attach(sp.process)
-	// Kafka Streams' suppression takes its parent's value getter as it is made, which keeps a table
-	// read from a topic in its store.
+	// Kafka Streams' suppression has its parent send old values (the buffer keeps the value before
+	// the updates it holds, for its value getter) and takes its parent's value getter as it is made,
+	// which keeps a table read from a topic in its store.
+	t.enableOld(true)
 	stores, get := t.valueGetter()
 	f.getter = func() ([]string, func(*stream.Context, K) (stamped[V], bool, error)) {
 		return stores, func(c *stream.Context, k K) (stamped[V], bool, error) { return sp.get(c, k, get) }
@@ -158,7 +160,8 @@ type buffered struct {
 	prior []byte // the value before the first update held (nil: null)
 	old   []byte // the update's old value (nil: null)
 	new   []byte // the update's new value (nil: null)
-	// oldIsPrior: old is prior itself (the key's first update held), which Kafka Streams counts once.
+	// oldIsPrior: old equals prior (always so for a key's first update held), which Kafka Streams
+	// keeps and counts once.
 	oldIsPrior bool
 	ctx        recordContext
 	index      int // in the heap
@@ -297,7 +300,7 @@ func (sp *suppression[K, V]) process(c *stream.Context, md meta, k K, ch change[
 	if e, ok := tb.byKey[string(kb)]; ok {
 		// Kafka Streams keeps a held key where it is: its first update's time, and the value before it.
 		tb.size -= e.sizeEstimate()
-		e.old, e.new, e.oldIsPrior, e.ctx = oldB, newB, false, rc
+		e.old, e.new, e.oldIsPrior, e.ctx = oldB, newB, sameValue(e.prior, oldB), rc
 		tb.size += e.sizeEstimate()
 	} else {
 		e := &buffered{key: kb, time: bt, prior: oldB, old: oldB, new: newB, oldIsPrior: true, ctx: rc}
@@ -385,8 +388,13 @@ func (sp *suppression[K, V]) get(c *stream.Context, k K, parent func(*stream.Con
 		return stamped[V]{}, false, nil
 	}
 	v, err := sp.f.vs.Decode(e.prior)
-	return stamped[V]{v: v, at: time.UnixMilli(e.ctx.ts)}, err == nil, err
+	// Kafka Streams gives the prior value no timestamp (RecordQueue.UNKNOWN, -1).
+	return stamped[V]{v: v, at: time.UnixMilli(-1)}, err == nil, err
 }
+
+// sameValue says whether two values (nil: null) are equal, as Kafka Streams' BufferValue finds an
+// old value equal to the prior one and keeps it once.
+func sameValue(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
 
 // flush writes what changed in the buffer since the last commit to its store and changelog (Kafka
 // Streams logs a buffer's dirty keys at commit): a held key's update, or a tombstone for a key
@@ -520,8 +528,9 @@ func decodeBuffered(key, v []byte) (*buffered, error) {
 	e.prior, priorLen = r.bytes()
 	e.old, oldLen = r.bytes()
 	if oldLen == oldIsPriorValueLength {
-		e.old, e.oldIsPrior = e.prior, true
+		e.old = e.prior
 	}
+	e.oldIsPrior = sameValue(e.prior, e.old)
 	e.new, newLen = r.bytes()
 	if priorLen == oldIsPriorValueLength || newLen == oldIsPriorValueLength {
 		r.err = true

@@ -124,15 +124,18 @@ type Context struct {
 	// headers replace the record's while a record cache writes an update it held (streamhook.As).
 	headers    []kgo.RecordHeader
 	hasHeaders bool
+	// origin replaces the record's topic, partition and offset likewise (RecordMetadata).
+	origin    streamhook.Origin
+	hasOrigin bool
 }
 
 func init() {
 	streamhook.SetClock = func(app any, now func() time.Time) { app.(*App).now = now }
-	streamhook.As = func(c any, ts time.Time, headers []kgo.RecordHeader) func() {
+	streamhook.As = func(c any, ts time.Time, headers []kgo.RecordHeader, origin streamhook.Origin) func() {
 		ctx := c.(*Context)
-		ts0, h0, has0 := ctx.ts, ctx.headers, ctx.hasHeaders
-		ctx.ts, ctx.headers, ctx.hasHeaders = ts, headers, true
-		return func() { ctx.ts, ctx.headers, ctx.hasHeaders = ts0, h0, has0 }
+		ts0, h0, has0, o0, hasO0 := ctx.ts, ctx.headers, ctx.hasHeaders, ctx.origin, ctx.hasOrigin
+		ctx.ts, ctx.headers, ctx.hasHeaders, ctx.origin, ctx.hasOrigin = ts, headers, true, origin, true
+		return func() { ctx.ts, ctx.headers, ctx.hasHeaders, ctx.origin, ctx.hasOrigin = ts0, h0, has0, o0, hasO0 }
 	}
 }
 
@@ -167,6 +170,12 @@ func (c *Context) StreamTime() time.Time {
 // RecordMetadata is the current record's topic, partition and offset (Kafka Streams'
 // ProcessorContext.recordMetadata); ok is false in Init and in punctuations.
 func (c *Context) RecordMetadata() (topic string, partition int32, offset int64, ok bool) {
+	if c.hasOrigin {
+		if !c.origin.OK {
+			return "", -1, -1, false
+		}
+		return c.origin.Topic, c.origin.Partition, c.origin.Offset, true
+	}
 	if c.rec == nil {
 		return "", -1, -1, false
 	}

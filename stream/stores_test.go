@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamsgroup/streamsgroup/internal/streamhook"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -628,4 +629,24 @@ func TestRecordMetadata(t *testing.T) {
 	if topic, p, o, ok := (&Context{}).RecordMetadata(); topic != "" || p != -1 || o != -1 || ok {
 		t.Errorf("without a record: %q %d %d %v", topic, p, o, ok)
 	}
+}
+
+// A record cache writing an update it held gives the context that update's record: its timestamp,
+// headers and origin (streamhook.As), as Kafka Streams' cache flush sets the entry's record context;
+// restore brings the current record's back.
+func TestContextAsACachedUpdate(t *testing.T) {
+	c := &Context{rec: &Record{Topic: "in", Partition: 1, Offset: 7}, ts: time.UnixMilli(5)}
+	restore := streamhook.As(c, time.UnixMilli(9), []kgo.RecordHeader{{Key: "h"}}, streamhook.Origin{Topic: "other", Partition: 2, Offset: 3, OK: true})
+	if topic, p, o, ok := c.RecordMetadata(); topic != "other" || p != 2 || o != 3 || !ok || c.Timestamp().UnixMilli() != 9 || len(c.Headers()) != 1 {
+		t.Fatalf("as the cached update: %q %d %d %v, %v %v", topic, p, o, ok, c.Timestamp(), c.Headers())
+	}
+	restore()
+	if topic, _, o, _ := c.RecordMetadata(); topic != "in" || o != 7 || c.Timestamp().UnixMilli() != 5 || c.Headers() != nil {
+		t.Fatalf("restored: %q %d %v %v", topic, o, c.Timestamp(), c.Headers())
+	}
+	restore = streamhook.As(c, time.UnixMilli(9), nil, streamhook.Origin{})
+	if _, p, o, ok := c.RecordMetadata(); ok || p != -1 || o != -1 {
+		t.Fatalf("an update from no record: %d %d %v", p, o, ok)
+	}
+	restore()
 }

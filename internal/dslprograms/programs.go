@@ -541,3 +541,55 @@ func init() {
 			To(t+"-out", dsl.Produced[string, string]{})
 	}
 }
+
+func init() {
+	Programs["p-suppress-getter"] = func(b *dsl.Builder, t string) {
+		counts := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey().Count().
+			Suppress(dsl.UntilTimeLimit(10*time.Second, dsl.BufferConfig{}))
+		dsl.Join(dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{}), counts, func(_, s string, n int64) string { return s + "#" + fmt.Sprint(n) }).
+			To(t+"-out", dsl.Produced[string, string]{})
+	}
+	Programs["p-suppress-leftjoin-ts"] = func(b *dsl.Builder, t string) {
+		counts := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey().Count().
+			Suppress(dsl.UntilTimeLimit(10*time.Second, dsl.BufferConfig{}))
+		other := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{})
+		dsl.LeftJoinTables(counts, other, func(_ string, n int64, s string, found bool) string {
+			if !found {
+				s = "null"
+			}
+			return fmt.Sprint(n) + "/" + s
+		}).ToStream().To(t+"-out", dsl.Produced[string, string]{})
+	}
+	Programs["p-suppress-bytes"] = func(b *dsl.Builder, t string) {
+		dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey().Count().
+			Suppress(dsl.UntilTimeLimit(100*time.Second, dsl.BufferConfig{MaxBytes: 65})).
+			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
+	Programs["p-session-suppress-regroup"] = func(b *dsl.Builder, t string) {
+		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		s := dsl.SessionWindowedBy(g, windowed.OfInactivityGapAndGrace(5*time.Second, 2*time.Second)).
+			Count(dsl.Materialized[string, int64]{Key: serde.String, Value: serde.Int64})
+		s.Suppress(dsl.UntilWindowCloses(dsl.BufferConfig{})).
+			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
+		dsl.GroupTableBy(s, func(wk windowed.Key[string], n int64) (string, int64) { return wk.Key, n },
+			dsl.Grouped[string, int64]{Key: serde.String, Value: serde.Int64}).
+			Reduce(func(a, v int64) int64 { return a + v }, func(a, v int64) int64 { return a - v }).
+			ToStream().To(t+"-out2", dsl.Produced[string, int64]{})
+	}
+}
+
+func init() {
+	Programs["p-self-join"] = func(b *dsl.Builder, t string) {
+		a := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{})
+		dsl.JoinTables(a, a.Filter(func(_, v string) bool { return len(v) > 1 }), func(_, x, y string) string { return x + "=" + y }).
+			ToStream().To(t+"-out", dsl.Produced[string, string]{})
+	}
+}
+
+func init() {
+	Programs["p-suppress-dedup"] = func(b *dsl.Builder, t string) {
+		dsl.Table(b, t+"-in", dsl.Consumed[string, string]{}).
+			Suppress(dsl.UntilTimeLimit(10*time.Second, dsl.BufferConfig{MaxBytes: 111})).
+			ToStream().To(t+"-out", dsl.Produced[string, string]{})
+	}
+}

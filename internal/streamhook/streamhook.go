@@ -11,9 +11,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// As gives c (a *stream.Context) the timestamp and headers of a cached update, for the writes made
-// through it until restore is called.
-var As func(c any, ts time.Time, headers []kgo.RecordHeader) (restore func())
+// Origin is where a cached update's record came from: its topic, partition and offset (ok false
+// when it came from none, as in a punctuation).
+type Origin struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	OK        bool
+}
+
+// As gives c (a *stream.Context) the timestamp, headers and origin of a cached update, for the
+// writes made through it until restore is called.
+var As func(c any, ts time.Time, headers []kgo.RecordHeader, origin Origin) (restore func())
 
 // SetClock makes now the wall clock of app (a *stream.App, before its Run) and of its threads.
 var SetClock func(app any, now func() time.Time)

@@ -55,7 +55,9 @@ final class DslPrograms {
         "p-join-prices", "p-join-tables", "p-join-tables-chained", "p-suppress-window-close",
         "p-suppress-time-limit", "p-join-copartition-edges", "p-join-keyless-regroup",
         "p-session-count", "p-session-reduce-aggregate", "p-session-counts-only",
-        "p-sliding", "p-join-streams", "p-join-streams-named", "p-join-streams-sum");
+        "p-sliding", "p-join-streams", "p-join-streams-named", "p-join-streams-sum",
+        "p-suppress-getter", "p-suppress-leftjoin-ts", "p-suppress-bytes", "p-session-suppress-regroup", "p-self-join",
+        "p-suppress-dedup");
 
     private DslPrograms() {
     }
@@ -690,6 +692,47 @@ final class DslPrograms {
                 left.join(b.<String, String>stream(t + "-in2"), (a, c) -> Long.parseLong(a) + Long.parseLong(c),
                         JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(3)))
                     .to(t + "-out", longs);
+                break;
+            }
+            case "p-suppress-getter": {
+                KTable<String, Long> counts = b.<String, String>stream(t + "-in").groupByKey().count()
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(10), Suppressed.BufferConfig.unbounded()));
+                b.<String, String>stream(t + "-in2").join(counts, (s, n) -> s + "#" + n).to(t + "-out");
+                break;
+            }
+            case "p-suppress-leftjoin-ts": {
+                KTable<String, Long> counts = b.<String, String>stream(t + "-in").groupByKey().count()
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(10), Suppressed.BufferConfig.unbounded()));
+                KTable<String, String> other = b.table(t + "-in2");
+                counts.leftJoin(other, (n, s) -> n + "/" + s).toStream().to(t + "-out");
+                break;
+            }
+            case "p-suppress-bytes": {
+                b.<String, String>stream(t + "-in").groupByKey().count()
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(100), Suppressed.BufferConfig.maxBytes(65)))
+                    .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-session-suppress-regroup": {
+                KTable<org.apache.kafka.streams.kstream.Windowed<String>, Long> s = b.<String, String>stream(t + "-in").groupByKey()
+                    .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+                    .count(Materialized.with(Serdes.String(), Serdes.Long()));
+                s.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+                s.groupBy((wk, n) -> KeyValue.pair(wk.key(), n), org.apache.kafka.streams.kstream.Grouped.with(Serdes.String(), Serdes.Long()))
+                    .reduce((a, v) -> a + v, (a, v) -> a - v)
+                    .toStream().to(t + "-out2", longs);
+                break;
+            }
+            case "p-self-join": {
+                KTable<String, String> a = b.table(t + "-in");
+                a.join(a.filter((k, v) -> v.length() > 1), (x, y) -> x + "=" + y).toStream().to(t + "-out");
+                break;
+            }
+            case "p-suppress-dedup": {
+                b.<String, String>table(t + "-in")
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(10), Suppressed.BufferConfig.maxBytes(111)))
+                    .toStream().to(t + "-out");
                 break;
             }
             default:
