@@ -127,3 +127,15 @@ func TestSessionStoreEdges(t *testing.T) {
 		t.Fatalf("FindSessions = %s: the session ending at 1 000 (10 s before) is gone, the one at 1 001 kept", got)
 	}
 }
+
+// Sessions live in two segments are each found once, in order of their end.
+func TestSessionStoreFindsAcrossSegments(t *testing.T) {
+	_, tk, _ := windowTask(t, sessionCounts)
+	c := &tk.ctx
+	mustNotErr(t, sessionCounts.Put(c, "k", sess(59000, 59000), 1)) // segment 0
+	mustNotErr(t, sessionCounts.Put(c, "k", sess(60000, 61000), 2)) // segment 1
+	mustNotErr(t, sessionCounts.Put(c, "j", sess(58000, 59500), 3)) // another key in segment 0
+	if got := findAll(t, c, "k", 0, 1<<62); got != "[{{59000 59000} 1} {{60000 61000} 2}]" {
+		t.Fatalf("FindSessions = %s", got)
+	}
+}
