@@ -68,7 +68,14 @@ const (
 	// processing its input again on top of that state (default false: the application stops with a
 	// *stream.OrphanedStateError). See docs/upgrades.md.
 	KeyAllowStateWithoutCommittedOffsets = "allow.state.without.committed.offsets"
+	// KeyOuterJoinEmitInterval is Kafka Streams' internal key of how often, in wall-clock ms, a
+	// stream-stream left or outer join looks for the records no other joined whose window closed
+	// (StreamsConfig.InternalConfig's; default 1000, 0 at every record, as TopologyTestDriver sets it).
+	KeyOuterJoinEmitInterval = "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"
 )
+
+// DefaultOuterJoinEmitInterval is KeyOuterJoinEmitInterval's default.
+const DefaultOuterJoinEmitInterval = time.Second
 
 // DSLStoreFormat is dsl.store.format: the format of the DSL's stores.
 type DSLStoreFormat string
@@ -259,6 +266,22 @@ type Runtime struct {
 	// default) refuses it: the application stops with a *stream.OrphanedStateError before the task
 	// processes a record.
 	AllowStateWithoutCommittedOffsets bool
+	// OuterJoinEmitInterval (KeyOuterJoinEmitInterval) is how often, in wall-clock time, a
+	// stream-stream left or outer join looks for the records no other joined whose window closed.
+	// Zero means DefaultOuterJoinEmitInterval; a negative value looks at every record (FromMap reads
+	// 0 so).
+	OuterJoinEmitInterval time.Duration
+}
+
+// OuterJoinEmitEvery is OuterJoinEmitInterval in ms: its default when zero, 0 when negative.
+func (r Runtime) OuterJoinEmitEvery() int64 {
+	switch {
+	case r.OuterJoinEmitInterval == 0:
+		return DefaultOuterJoinEmitInterval.Milliseconds()
+	case r.OuterJoinEmitInterval < 0:
+		return 0
+	}
+	return r.OuterJoinEmitInterval.Milliseconds()
 }
 
 // CacheBytes is the record cache's size: StateStoreCacheMaxBytes, its default when zero, 0 (no
@@ -318,7 +341,8 @@ func isRuntimeKey(key string) bool {
 		KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyTimestampExtractor, KeyDeadLetterQueueTopic,
 		KeyProductionExceptionHandler, KeyDefaultProductionExceptionHandler, KeyDeliveryTimeout, KeyProducerDeliveryTimeout,
 		KeyMaxTaskIdle, KeyBufferedRecordsPerPartition, KeyNumStreamThreads, KeyTopologyOptimization,
-		KeyStateStoreCacheMaxBytes, KeyCacheMaxBytesBuffering, KeyDSLStoreFormat, KeyAllowStateWithoutCommittedOffsets:
+		KeyStateStoreCacheMaxBytes, KeyCacheMaxBytesBuffering, KeyDSLStoreFormat, KeyAllowStateWithoutCommittedOffsets,
+		KeyOuterJoinEmitInterval:
 		return true
 	}
 	return false
@@ -407,6 +431,20 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 		r.StateStoreCacheMaxBytes = n
 		if n == 0 {
 			r.StateStoreCacheMaxBytes = -1 // zero is the default here; -1 is "no cache"
+		}
+	case KeyOuterJoinEmitInterval:
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			p.add(key, raw, "%s", numberReason(err, "LONG", math.MaxInt64))
+			return
+		}
+		if n < 0 {
+			p.add(key, raw, "must be at least 0 (0 looks at every record)")
+			return
+		}
+		r.OuterJoinEmitInterval = time.Duration(min(n, maxMillis)) * time.Millisecond
+		if n == 0 {
+			r.OuterJoinEmitInterval = -1 // zero is the default here; -1 is "at every record"
 		}
 	case KeyAllowStateWithoutCommittedOffsets:
 		// A BOOLEAN as Kafka's ConfigDef reads one: true or false, in any case.

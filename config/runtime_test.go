@@ -64,6 +64,8 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyNumStreamThreads, "-2", "at least 1"},
 		{KeyNumStreamThreads, "two", "INT"},
 		{KeyTopologyOptimization, "all", "only none"},
+		{KeyOuterJoinEmitInterval, "-1", "at least 0"},
+		{KeyOuterJoinEmitInterval, "1s", "LONG"},
 		{KeyTopologyOptimization, "reuse.ktable.source.topics", "only none"},
 	} {
 		_, err := FromMap(map[string]string{KeyApplicationID: "a", tc.key: tc.val})
@@ -286,6 +288,20 @@ func TestAllowStateWithoutCommittedOffsets(t *testing.T) {
 		c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyAllowStateWithoutCommittedOffsets: v})
 		if err != nil || c.Runtime.AllowStateWithoutCommittedOffsets != want {
 			t.Errorf("%q: %v, %v; want %v", v, c.Runtime.AllowStateWithoutCommittedOffsets, err, want)
+		}
+	}
+}
+
+// Kafka Streams' internal emit interval of stream-stream outer joins: 1 s by default, any ms given,
+// 0 at every record.
+func TestOuterJoinEmitInterval(t *testing.T) {
+	if n := Default("a").Runtime.OuterJoinEmitEvery(); n != 1000 {
+		t.Fatalf("default %d ms, want 1000", n)
+	}
+	for v, want := range map[string]int64{"250": 250, "0": 0, "1000": 1000} {
+		c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyOuterJoinEmitInterval: v})
+		if err != nil || c.Runtime.OuterJoinEmitEvery() != want {
+			t.Errorf("%q: %d, %v; want %d", v, c.Runtime.OuterJoinEmitEvery(), err, want)
 		}
 	}
 }

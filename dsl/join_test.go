@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"strings"
@@ -377,5 +378,87 @@ func TestStreamStreamJoin(t *testing.T) {
 	}
 	if n := d.App().Metrics().Dropped; n != 1 {
 		t.Fatalf("dropped %d, want the record without a value", n)
+	}
+}
+
+// The shared store of a stream-stream outer join holds Kafka Streams' ListValueStore lists: 1 (the
+// variable-size strategy), the count, each value length-prefixed.
+func TestJoinStoreLists(t *testing.T) {
+	l, err := appendListValue(nil, []byte("ab"))
+	if err != nil || !bytes.Equal(l, []byte{1, 0, 0, 0, 1, 0, 0, 0, 2, 'a', 'b'}) {
+		t.Fatalf("%x %v", l, err)
+	}
+	l, err = appendListValue(l, []byte{})
+	if err != nil || !bytes.Equal(l, []byte{1, 0, 0, 0, 2, 0, 0, 0, 2, 'a', 'b', 0, 0, 0, 0}) {
+		t.Fatalf("%x %v", l, err)
+	}
+	for _, bad := range [][]byte{{}, {0, 0, 0, 0, 0}, {1, 0, 0, 0, 1}, {1, 0, 0, 0, 1, 0, 0, 0, 3, 'a'}, {1, 0, 0, 0, 0, 9}, {1, 0xff, 0xff, 0xff, 0xff}} {
+		if _, err := splitListValue(bad); !errors.Is(err, ErrJoinStore) {
+			t.Errorf("%x: %v, want ErrJoinStore", bad, err)
+		}
+	}
+	if _, _, _, err := splitSharedKey([]byte{0, 0, 0, 0, 0, 0, 0, 1, 2, 'k'}); !errors.Is(err, ErrJoinStore) {
+		t.Errorf("a side byte of 2: %v", err)
+	}
+	if ts, left, k, err := splitSharedKey([]byte{0, 0, 0, 0, 0, 0, 0, 7, 1, 'k'}); ts != 7 || !left || string(k) != "k" || err != nil {
+		t.Errorf("%d %v %q %v", ts, left, k, err)
+	}
+}
+
+func FuzzJoinStoreList(f *testing.F) {
+	f.Add([]byte{1, 0, 0, 0, 1, 0, 0, 0, 2, 'a', 'b'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		values, err := splitListValue(b)
+		if err != nil {
+			if !errors.Is(err, ErrJoinStore) {
+				t.Fatal(err)
+			}
+			return
+		}
+		var again []byte
+		for _, v := range values {
+			if again, err = appendListValue(again, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(values) > 0 && !bytes.Equal(again, b) {
+			t.Fatalf("%x read and written again is %x", b, again)
+		}
+	})
+}
+
+// A stream-stream left join emits a left record no right record joined once its window closed (its
+// time plus After plus the grace, in stream time), with its own time; a right record that comes in
+// time joins it instead. An outer join does so for both sides. (streamtest looks at every record,
+// as TopologyTestDriver does.)
+func TestStreamStreamLeftAndOuterJoin(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		l := Stream(b, "left", Consumed[string, string]{})
+		r := Stream(b, "right", Consumed[string, string]{})
+		jw := windowed.JoinOfTimeDifferenceWithNoGrace(time.Second)
+		LeftJoinStreams(l, r, func(_, a, c string, found bool) string {
+			if !found {
+				return a + "-"
+			}
+			return a + c
+		}, jw).To("left-out", Produced[string, string]{})
+		OuterJoinStreams(l, r, func(_, a string, hasA bool, c string, hasC bool) string {
+			return map[bool]string{true: a, false: "-"}[hasA] + map[bool]string{true: c, false: "-"}[hasC]
+		}, jw).To("outer-out", Produced[string, string]{})
+	})
+	pipeRaw(t, d, "left", []byte("k"), []byte("A"), 1000)
+	pipeRaw(t, d, "right", []byte("j"), []byte("x"), 1500)
+	pipeRaw(t, d, "left", []byte("k"), []byte("B"), 1800)
+	// b: stream time 2.7 s, past A's window (1 s + 1 s) and x's (1.5 s + 1 s): they are emitted first;
+	// then b joins B (0.9 s before it), whose window is still open, and not A (1.7 s before).
+	pipeRaw(t, d, "right", []byte("k"), []byte("b"), 2700)
+	pipeRaw(t, d, "left", []byte("m"), []byte("C"), 2800) // C's window is open: nothing yet
+	want := []rawRec{{k: "k", v: "A-", ts: 1000}, {k: "k", v: "Bb", ts: 2700}}
+	if got := readRaw(t, d, "left-out"); !slices.Equal(got, want) {
+		t.Errorf("left join: got %v, want %v", got, want)
+	}
+	want = []rawRec{{k: "k", v: "A-", ts: 1000}, {k: "j", v: "-x", ts: 1500}, {k: "k", v: "Bb", ts: 2700}}
+	if got := readRaw(t, d, "outer-out"); !slices.Equal(got, want) {
+		t.Errorf("outer join: got %v, want %v", got, want)
 	}
 }

@@ -116,12 +116,17 @@ func (e *memEngine) Iterate(lower, upper []byte) (Iterator, error) {
 	if lower != nil && upper != nil && bytes.Compare(lower, upper) >= 0 {
 		return &memIterator{i: -1, done: true}, nil
 	}
-	return &memIterator{
-		snap:  e.tree.Clone(),
-		lower: bytes.Clone(lower),
-		upper: bytes.Clone(upper),
-		i:     -1,
-	}, nil
+	// The first chunk is read from the tree itself, under the lock: most iterations (a window's or a
+	// session's few entries) end within it and need no snapshot, whose copy-on-write would make
+	// every later write copy a path of the tree. The rest, if any, is read from a snapshot.
+	it := &memIterator{snap: e.tree, lower: bytes.Clone(lower), upper: bytes.Clone(upper), i: -1}
+	it.fill()
+	if it.done {
+		it.snap = nil
+	} else {
+		it.snap = e.tree.Clone()
+	}
+	return it, nil
 }
 
 func (e *memEngine) ApproximateCount() (int64, error) {

@@ -151,6 +151,11 @@ func (c *Context) Task() tasks.ID { return c.task.id }
 // too late for its window.
 func (c *Context) Dropped() { c.app.metrics.dropped.Add(1) }
 
+// CurrentSystemTime is the wall clock's time (Kafka Streams' ProcessorContext.currentSystemTimeMs):
+// what a processor throttles work by, as a stream-stream outer join throttles its emission of
+// records no other joined.
+func (c *Context) CurrentSystemTime() time.Time { return c.app.now() }
+
 // Config is the application's configuration (Kafka Streams' ProcessorContext.appConfigs): what a
 // processor reads of the runtime's settings, such as statestore.cache.max.bytes.
 func (c *Context) Config() config.Config { return c.app.cfg }

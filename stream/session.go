@@ -37,9 +37,10 @@ func endOf(k []byte) (int64, error) {
 // Streams' findSessions), with the engine's view merged with the open transaction's writes.
 func (s *kvStore) findSessions(k []byte, earliestEnd, latestStart int64, fn func(w windowed.Window, value []byte) bool) error {
 	from := max(earliestEnd, 0, s.win.observed-s.win.retention+1)
-	for seg := from / windowSegmentMs; ; seg++ {
-		next, ok, err := s.nextSegment(seg)
-		if err != nil || !ok {
+	last := s.win.observed / windowSegmentMs // no session ends after the newest end
+	for seg := from / windowSegmentMs; seg <= last; seg++ {
+		next, ok, err := s.segmentFrom(seg, last)
+		if err != nil || !ok || next > last {
 			return err
 		}
 		seg = next
@@ -64,6 +65,7 @@ func (s *kvStore) findSessions(k []byte, earliestEnd, latestStart int64, fn func
 			return s.fail("find sessions", err)
 		}
 	}
+	return nil
 }
 
 // SessionStore is typed access to a session store by name (Kafka Streams' SessionStore): values by

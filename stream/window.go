@@ -186,12 +186,13 @@ func (s *kvStore) errWindowRange() error {
 
 // fetch calls fn for the live windows of the key with bytes k whose start is in [from, to], in
 // order of their start, with the engine's view merged with the open transaction's writes. It visits
-// only the segments that hold entries (nextSegment), whatever the span asked.
+// the segments up to the newest start, over a long span only those that hold entries.
 func (s *kvStore) fetch(k []byte, from, to int64, fn func(start int64, value []byte) bool) error {
 	from = max(from, 0, s.win.observed-s.win.retention+1)
-	for seg := from / windowSegmentMs; from <= to && seg <= to/windowSegmentMs; seg++ {
-		next, ok, err := s.nextSegment(seg)
-		if err != nil || !ok || next > to/windowSegmentMs {
+	last := min(to, s.win.observed) / windowSegmentMs // no window starts after the newest start
+	for seg := from / windowSegmentMs; from <= to && seg <= last; seg++ {
+		next, ok, err := s.segmentFrom(seg, last)
+		if err != nil || !ok || next > last {
 			return err
 		}
 		seg = next
@@ -218,6 +219,19 @@ func (s *kvStore) fetch(k []byte, from, to int64, fn func(start int64, value []b
 		}
 	}
 	return nil
+}
+
+// fewSegments is how many segments a fetch visits one by one; over a longer span it looks for the
+// next segment that holds an entry first (nextSegment), which costs an iterator of its own.
+const fewSegments = 8
+
+// segmentFrom is the segment a fetch over segments seg to last visits next: seg itself when few are
+// left, else the first one at or after seg that holds an entry (ok false: none).
+func (s *kvStore) segmentFrom(seg, last int64) (next int64, ok bool, err error) {
+	if last-seg < fewSegments {
+		return seg, true, nil
+	}
+	return s.nextSegment(seg)
 }
 
 // nextSegment is the first segment at or after seg that holds an entry, in the engine or in the

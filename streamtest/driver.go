@@ -112,6 +112,11 @@ func New(cfg config.Config, topo *topology.Topology, procs stream.Processors, op
 	if cfg.Runtime.CommitInterval == config.Default(cfg.ApplicationID).Runtime.CommitInterval {
 		cfg.Runtime.CommitInterval = 10 * time.Millisecond
 	}
+	if cfg.Runtime.OuterJoinEmitInterval == 0 {
+		// TopologyTestDriver has stream-stream left and outer joins look for records not joined at
+		// every record, not once a second of wall-clock time.
+		cfg.Runtime.OuterJoinEmitInterval = -1
+	}
 	if cfg.Runtime.StateStoreCacheMaxBytes == 0 {
 		// With the record cache, what a table writes depends on when commits happen; without it,
 		// every update is written, as Kafka Streams' TopologyTestDriver writes them for records piped

@@ -593,3 +593,23 @@ func init() {
 			ToStream().To(t+"-out", dsl.Produced[string, string]{})
 	}
 }
+
+func init() {
+	Programs["p-join-streams-left-outer"] = func(b *dsl.Builder, t string) {
+		orNull := func(s string, has bool) string {
+			if !has {
+				return "null"
+			}
+			return s
+		}
+		left := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{})
+		right := dsl.Stream(b, t+"-in2", dsl.Consumed[string, string]{})
+		dsl.LeftJoinStreams(left, right, func(_, a, c string, found bool) string { return a + "*" + orNull(c, found) },
+			windowed.JoinOfTimeDifferenceAndGrace(2*time.Second, time.Second)).
+			To(t+"-out", dsl.Produced[string, string]{})
+		dsl.OuterJoinStreams(left, right, func(_, a string, hasA bool, c string, hasC bool) string { return orNull(a, hasA) + "*" + orNull(c, hasC) },
+			windowed.JoinOfTimeDifferenceWithNoGrace(3*time.Second).After(time.Second),
+			dsl.StreamJoined[string, string, string]{Name: "outer", StoreName: "oj"}).
+			To(t+"-out2", dsl.Produced[string, string]{})
+	}
+}

@@ -57,7 +57,7 @@ final class DslPrograms {
         "p-session-count", "p-session-reduce-aggregate", "p-session-counts-only",
         "p-sliding", "p-join-streams", "p-join-streams-named", "p-join-streams-sum",
         "p-suppress-getter", "p-suppress-leftjoin-ts", "p-suppress-bytes", "p-session-suppress-regroup", "p-self-join",
-        "p-suppress-dedup");
+        "p-suppress-dedup", "p-join-streams-left-outer");
 
     private DslPrograms() {
     }
@@ -733,6 +733,20 @@ final class DslPrograms {
                 b.<String, String>table(t + "-in")
                     .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(10), Suppressed.BufferConfig.maxBytes(111)))
                     .toStream().to(t + "-out");
+                break;
+            }
+            case "p-join-streams-left-outer": {
+                // A stream-stream left join and an outer join (named, with named stores): records
+                // joined, records no other joined (emitted once their window closes; the join looks
+                // at every newest record, as TopologyTestDriver turns its wall-clock throttle off),
+                // and records without a key.
+                KStream<String, String> left = b.stream(t + "-in");
+                KStream<String, String> right = b.stream(t + "-in2");
+                left.leftJoin(right, (a, c) -> a + "*" + c, JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(2), Duration.ofSeconds(1)))
+                    .to(t + "-out");
+                left.outerJoin(right, (a, c) -> a + "*" + c, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(3)).after(Duration.ofSeconds(1)),
+                        StreamJoined.<String, String, String>as("oj").withName("outer"))
+                    .to(t + "-out2");
                 break;
             }
             default:
