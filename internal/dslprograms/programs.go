@@ -607,7 +607,9 @@ func init() {
 		dsl.LeftJoinStreams(left, right, func(_, a, c string, found bool) string { return a + "*" + orNull(c, found) },
 			windowed.JoinOfTimeDifferenceAndGrace(2*time.Second, time.Second)).
 			To(t+"-out", dsl.Produced[string, string]{})
-		dsl.OuterJoinStreams(left, right, func(_, a string, hasA bool, c string, hasC bool) string { return orNull(a, hasA) + "*" + orNull(c, hasC) },
+		dsl.OuterJoinStreams(left, right, func(_, a string, hasA bool, c string, hasC bool) string {
+			return orNull(a, hasA) + "*" + orNull(c, hasC)
+		},
 			windowed.JoinOfTimeDifferenceWithNoGrace(3*time.Second).After(time.Second),
 			dsl.StreamJoined[string, string, string]{Name: "outer", StoreName: "oj"}).
 			To(t+"-out2", dsl.Produced[string, string]{})
