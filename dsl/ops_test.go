@@ -898,3 +898,19 @@ func TestBuildAppliesReplicationFactor(t *testing.T) {
 		}
 	}
 }
+
+// expectProgramErrors builds each program and wants Build's *ProgramError to say its name.
+func expectProgramErrors(t *testing.T, programs map[string]func(b *Builder)) {
+	t.Helper()
+	for name, program := range programs {
+		t.Run(name, func(t *testing.T) {
+			b := NewBuilder()
+			program(b)
+			_, _, err := b.Build(config.Default("ops"))
+			var pe *ProgramError
+			if !errors.As(err, &pe) || !strings.Contains(err.Error(), name) {
+				t.Fatalf("Build: %v, want a *ProgramError saying %q", err, name)
+			}
+		})
+	}
+}

@@ -2,13 +2,10 @@ package dsl
 
 import (
 	"encoding/binary"
-	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/windowed"
 )
 
@@ -53,7 +50,7 @@ func TestSlidingCount(t *testing.T) {
 }
 
 func TestSlidingProgramErrors(t *testing.T) {
-	for name, program := range map[string]func(b *Builder){
+	expectProgramErrors(t, map[string]func(b *Builder){
 		"time difference": func(b *Builder) {
 			SlidingWindowedBy(Stream(b, "in", Consumed[string, string]{}).GroupByKey(), windowed.OfTimeDifferenceWithNoGrace(0)).Count()
 		},
@@ -61,15 +58,5 @@ func TestSlidingProgramErrors(t *testing.T) {
 			SlidingWindowedBy(Stream(b, "in", Consumed[string, string]{}).GroupByKey(), windowed.OfTimeDifferenceWithNoGrace(time.Minute)).
 				Count(Materialized[string, int64]{Name: "s", Retention: time.Minute})
 		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			b := NewBuilder()
-			program(b)
-			_, _, err := b.Build(config.Default("ops"))
-			var pe *ProgramError
-			if !errors.As(err, &pe) || !strings.Contains(err.Error(), name) {
-				t.Fatalf("Build: %v, want a *ProgramError saying %q", err, name)
-			}
-		})
-	}
+	})
 }

@@ -168,7 +168,7 @@ func FuzzDecodeBuffered(f *testing.F) {
 }
 
 func TestSuppressProgramErrors(t *testing.T) {
-	for name, program := range map[string]func(b *Builder){
+	expectProgramErrors(t, map[string]func(b *Builder){
 		"needs a table of a windowed aggregation": func(b *Builder) {
 			Table(b, "in", Consumed[string, string]{}).Suppress(UntilWindowCloses(BufferConfig{}))
 		},
@@ -179,17 +179,7 @@ func TestSuppressProgramErrors(t *testing.T) {
 		"negative": func(b *Builder) {
 			Table(b, "in", Consumed[string, string]{}).Suppress(UntilTimeLimit(-time.Second, BufferConfig{}))
 		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			b := NewBuilder()
-			program(b)
-			_, _, err := b.Build(config.Default("ops"))
-			var pe *ProgramError
-			if !errors.As(err, &pe) || !strings.Contains(err.Error(), name) {
-				t.Fatalf("Build: %v, want a *ProgramError saying %q", err, name)
-			}
-		})
-	}
+	})
 	b := NewBuilder()
 	Table(b, "in", Consumed[string, string]{}).Suppress(UntilTimeLimit(time.Second, BufferConfig{})).ToStream().To("out", Produced[string, string]{})
 	cfg := config.Default("ops")
