@@ -38,6 +38,9 @@ type Builder struct {
 	// joinStores are the window stores of stream-stream joins, which retain duplicates, with their
 	// retention in ms.
 	joinStores map[string]int64
+	// plainStores are key-value stores of the DSL's own that keep their values as written, without a
+	// timestamp (a stream-stream join's store of records not joined yet).
+	plainStores map[string]bool
 }
 
 // AddStore adds a key-value store, with its changelog, for the processors given to Process that
@@ -374,6 +377,8 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 				switch {
 				case isWindow:
 					stores = append(stores, stream.TimestampedWindowStore(st, time.Duration(retention)*time.Millisecond))
+				case b.plainStores[st]:
+					stores = append(stores, stream.StoreName(st))
 				case hasKey(b.joinStores, st):
 					stores = append(stores, stream.Window[[]byte, []byte](st, time.Duration(b.joinStores[st])*time.Millisecond, nil, nil).RetainDuplicates())
 				case b.sessions[st] > 0:

@@ -437,3 +437,24 @@ func TestStreamStreamLeftAndOuterJoin(t *testing.T) {
 		t.Errorf("outer join: got %v, want %v", got, want)
 	}
 }
+
+// A stream-stream left join's store of records not joined yet writes its changelog as Kafka Streams'
+// ListValueStore does: the key (the time, 1 for the left side, the key), the whole list (1, the
+// count, each side-tagged value length-prefixed), stamped with the record's time.
+func TestStreamStreamJoinSharedStoreChangelog(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		LeftJoinStreams(Stream(b, "left", Consumed[string, string]{}), Stream(b, "right", Consumed[string, string]{}),
+			func(_, a, c string, _ bool) string { return a + c }, windowed.JoinOfTimeDifferenceWithNoGrace(time.Second),
+			StreamJoined[string, string, string]{StoreName: "sj"}).To("out", Produced[string, string]{})
+	})
+	pipeRaw(t, d, "left", []byte("k"), []byte("A"), 1000)
+	raws, err := d.ReadRaw("ops-sj-left-shared-join-store-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKey := []byte{0, 0, 0, 0, 0, 0, 0x03, 0xe8, 1, 'k'}
+	wantValue := []byte{1, 0, 0, 0, 1, 0, 0, 0, 2, 1, 'A'}
+	if len(raws) != 1 || !bytes.Equal(raws[0].Key, wantKey) || !bytes.Equal(raws[0].Value, wantValue) || raws[0].Timestamp.UnixMilli() != 1000 {
+		t.Fatalf("changelog %+v, want %x=%x at 1000", raws, wantKey, wantValue)
+	}
+}

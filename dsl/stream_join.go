@@ -149,6 +149,10 @@ func streamStreamJoin[K, V, VO, VR any](s *KStream[K, V], other *KStream[K, VO],
 	if shared != "" {
 		tj.stores = []string{shared}
 		oj.reads = append(oj.reads, shared)
+		if b.plainStores == nil {
+			b.plainStores = map[string]bool{}
+		}
+		b.plainStores[shared] = true // Kafka Streams' plain-format ListValueStore, whatever dsl.store.format says
 	}
 	merge := b.add(&node{name: mergeName, kind: processorNode}, tj, oj)
 	if leftOuter || rightOuter {

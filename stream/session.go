@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -37,7 +38,7 @@ func endOf(k []byte) (int64, error) {
 // Streams' findSessions), with the engine's view merged with the open transaction's writes.
 func (s *kvStore) findSessions(k []byte, earliestEnd, latestStart int64, fn func(w windowed.Window, value []byte) bool) error {
 	from := max(earliestEnd, 0, s.win.observed-s.win.retention+1)
-	last := s.win.observed / windowSegmentMs // no session ends after the newest end
+	last := s.win.lastSegment(math.MaxInt64)
 	for seg := from / windowSegmentMs; seg <= last; seg++ {
 		next, ok, err := s.segmentFrom(seg, last)
 		if err != nil || !ok || next > last {

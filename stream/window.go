@@ -189,7 +189,7 @@ func (s *kvStore) errWindowRange() error {
 // the segments up to the newest start, over a long span only those that hold entries.
 func (s *kvStore) fetch(k []byte, from, to int64, fn func(start int64, value []byte) bool) error {
 	from = max(from, 0, s.win.observed-s.win.retention+1)
-	last := min(to, s.win.observed) / windowSegmentMs // no window starts after the newest start
+	last := s.win.lastSegment(to)
 	for seg := from / windowSegmentMs; from <= to && seg <= last; seg++ {
 		next, ok, err := s.segmentFrom(seg, last)
 		if err != nil || !ok || next > last {
@@ -219,6 +219,16 @@ func (s *kvStore) fetch(k []byte, from, to int64, fn func(start int64, value []b
 		}
 	}
 	return nil
+}
+
+// lastSegment is the last segment a scan up to time to visits: none holds a time after the newest
+// written, when the store knows it (a persistent store reopened without a restore does not until
+// its next write).
+func (w *windowState) lastSegment(to int64) int64 {
+	if w.observed >= 0 {
+		to = min(to, w.observed)
+	}
+	return to / windowSegmentMs
 }
 
 // fewSegments is how many segments a fetch visits one by one; over a longer span it looks for the

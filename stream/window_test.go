@@ -447,3 +447,24 @@ func TestWindowStoreRetainsDuplicates(t *testing.T) {
 		t.Error("a duplicate was put in a store that does not retain them")
 	}
 }
+
+// A store that does not know its newest time yet (a persistent store reopened on its data, before
+// its next write) still reads every segment: a window fetch and a session look-up find what it holds
+// past the first minute.
+func TestWindowAndSessionStoresReadEverySegmentBeforeTheirTimeIsKnown(t *testing.T) {
+	_, tk, _ := windowTask(t, windowCounts)
+	c := &tk.ctx
+	mustNotErr(t, windowCounts.Put(c, "k", 125000, 1))
+	mustNotErr(t, windowCounts.Put(c, "k", 126000, 2))
+	tk.stores["counts"].win.reset() // as a reopened persistent store starts
+	if got := fetchAll(t, c, windowCounts, "k", 0, 200000); fmt.Sprint(got) != "[{125000 1} {126000 2}]" {
+		t.Fatalf("Fetch after the reopen = %v", got)
+	}
+	_, st, _ := windowTask(t, sessionCounts)
+	sc := &st.ctx
+	mustNotErr(t, sessionCounts.Put(sc, "k", windowed.Window{Start: 120000, End: 125000}, 3))
+	st.stores["counts"].win.reset()
+	if got := findAll(t, sc, "k", 0, 1<<62); got != "[{{120000 125000} 3}]" {
+		t.Fatalf("FindSessions after the reopen = %s", got)
+	}
+}
