@@ -40,10 +40,12 @@ func TestDSLProgramsJoinKafkaStreamsGroups(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		topos[group], apps[group] = topo, p
-		for _, in := range []string{"-in", "-in2", "-in3"} {
-			b.CreateTopic(t, topics+in, partitions)
+		for _, s := range topo.Subtopologies() { // the program's inputs, however many it reads
+			for _, in := range s.SourceTopics {
+				b.CreateTopic(t, in, partitions)
+			}
 		}
-		for _, out := range []string{"-out", "-out2", "-rest", "-out-0", "-out-1"} {
+		for _, out := range []string{"-out", "-out2", "-out3", "-rest", "-out-0", "-out-1"} {
 			b.CreateTopic(t, topics+out, 1)
 		}
 		b.DeleteGroupAtEnd(t, group)
