@@ -95,7 +95,9 @@ func TestSuppressBufferThatShutsDownWhenFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := d.Close()
+	// Settle returns when the records are processed and committed, or with the application's error.
+	err := d.Settle()
+	d.Close()
 	if !errors.Is(err, ErrBufferFull) {
 		t.Fatalf("the application ended with %v, want ErrBufferFull", err)
 	}
