@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/stream"
@@ -29,18 +28,27 @@ type Builder struct {
 	copartitions [][][]*node
 	// cache is the record cache's budget, shared by the tables kept in stores (cache.go).
 	cache *recordCache
-	// windows are the window stores (windowed aggregations'), with their retention in ms.
-	windows map[string]int64
-	// buffers are the suppression buffers' stores.
-	buffers map[string]bool
-	// sessions are the session stores (session aggregations'), with their retention in ms.
-	sessions map[string]int64
-	// joinStores are the window stores of stream-stream joins, which retain duplicates, with their
-	// retention in ms.
-	joinStores map[string]int64
-	// plainStores are key-value stores of the DSL's own that keep their values as written, without a
-	// timestamp (a stream-stream join's store of records not joined yet).
-	plainStores map[string]bool
+	// kinds are the DSL's own stores that are not timestamped key-value stores (window, session,
+	// join and suppression stores): how each is declared and its changelog.
+	kinds map[string]storeKind
+}
+
+// storeKind is how Build declares one of the DSL's own stores that is not a timestamped key-value
+// store.
+type storeKind struct {
+	decl      stream.Store
+	changelog func(topology.Names) topology.TopicInfo
+	// notHeaders, when set, is what keeps the store, which dsl.store.format=HEADERS is refused for
+	// (Kafka Streams 4.4 writes more headers in its changelog than this builder does yet).
+	notHeaders string
+}
+
+// declare records how Build declares store.
+func (b *Builder) declare(store string, k storeKind) {
+	if b.kinds == nil {
+		b.kinds = map[string]storeKind{}
+	}
+	b.kinds[store] = k
 }
 
 // AddStore adds a key-value store, with its changelog, for the processors given to Process that
@@ -224,15 +232,17 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 	if len(b.nodes) == 0 {
 		b.fail("the program reads no topic: start it with Stream")
 	}
-	if len(b.buffers) > 0 && cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders {
-		// Kafka Streams 4.4 writes a headers-aware suppression buffer's changelog with more headers,
-		// which this builder's buffers do not write yet.
-		b.fail("Suppress keeps its buffer in the DEFAULT format only: set %s=DEFAULT", config.KeyDSLStoreFormat)
-	}
-	if len(b.windows)+len(b.sessions) > 0 && cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders {
-		// Kafka Streams 4.4 keeps headers in its windowed stores too; this builder's window stores
-		// do not yet, and a store Kafka Streams could not read back must not be written.
-		b.fail("windowed aggregations keep their stores in the DEFAULT format only: set %s=DEFAULT", config.KeyDSLStoreFormat)
+	if cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders {
+		var what []string
+		for _, k := range b.kinds {
+			if k.notHeaders != "" && !slices.Contains(what, k.notHeaders) {
+				what = append(what, k.notHeaders)
+			}
+		}
+		slices.Sort(what)
+		for _, w := range what {
+			b.fail("%s in the DEFAULT format only: set %s=DEFAULT", w, config.KeyDSLStoreFormat)
+		}
 	}
 	if len(b.errs) > 0 {
 		return nil, nil, &ProgramError{Problems: b.errs}
@@ -304,15 +314,11 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		}
 		for _, st := range n.stores {
 			if !slices.ContainsFunc(s.def.StateChangelogTopics, func(ti topology.TopicInfo) bool { return ti.Name == names.ChangelogTopic(st) }) {
-				if retention, ok := b.windows[st]; ok {
-					s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.WindowedChangelog(st, retention))
-				} else if retention, ok := b.joinStores[st]; ok {
-					s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.JoinWindowChangelog(st, retention))
-				} else if retention, ok := b.sessions[st]; ok {
-					s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.WindowedChangelog(st, retention))
-				} else {
-					s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, names.KeyValueChangelog(st))
+				ti := names.KeyValueChangelog(st)
+				if k, ok := b.kinds[st]; ok {
+					ti = k.changelog(names)
 				}
+				s.def.StateChangelogTopics = append(s.def.StateChangelogTopics, ti)
 			}
 		}
 		if n.init != nil {
@@ -373,18 +379,10 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		for _, n := range s.nodes {
 			for _, st := range n.stores {
 				_, added := b.stores[st]
-				retention, isWindow := b.windows[st]
+				k, special := b.kinds[st]
 				switch {
-				case isWindow:
-					stores = append(stores, stream.TimestampedWindowStore(st, time.Duration(retention)*time.Millisecond))
-				case b.plainStores[st]:
-					stores = append(stores, stream.StoreName(st))
-				case hasKey(b.joinStores, st):
-					stores = append(stores, stream.Window[[]byte, []byte](st, time.Duration(b.joinStores[st])*time.Millisecond, nil, nil).RetainDuplicates())
-				case b.sessions[st] > 0:
-					stores = append(stores, stream.Session[[]byte, []byte](st, time.Duration(b.sessions[st])*time.Millisecond, nil, nil))
-				case b.buffers[st]:
-					stores = append(stores, stream.SuppressionBufferStore(st))
+				case special:
+					stores = append(stores, k.decl)
 				case added:
 					stores = append(stores, stream.StoreName(st))
 				case cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders:
@@ -511,10 +509,4 @@ func Run(ctx context.Context, cfg config.Config, b *Builder, opts ...stream.Opti
 		return err
 	}
 	return app.Run(ctx)
-}
-
-// hasKey says whether m has k.
-func hasKey[V any](m map[string]V, k string) bool {
-	_, ok := m[k]
-	return ok
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/topology"
 	"github.com/streamsgroup/streamsgroup/windowed"
 )
 
@@ -95,10 +96,11 @@ func sessionAggregate[K, V, VA any](w *SessionWindowedKStream[K, V], prefix stri
 	}
 	parent, in := g.input(store)
 	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, parent)
-	if b.sessions == nil {
-		b.sessions = map[string]int64{}
-	}
-	b.sessions[store] = retention
+	b.declare(store, storeKind{
+		decl:       stream.Session[[]byte, []byte](store, time.Duration(retention)*time.Millisecond, nil, nil),
+		changelog:  func(n topology.Names) topology.TopicInfo { return n.WindowedChangelog(store, retention) },
+		notHeaders: "windowed aggregations keep their stores",
+	})
 	var sks serde.Serde[windowed.Key[K]]
 	if ks != nil {
 		sks = windowed.SessionKeySerde(ks)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
+	"github.com/streamsgroup/streamsgroup/topology"
 	"github.com/streamsgroup/streamsgroup/windowed"
 )
 
@@ -138,10 +139,13 @@ func streamStreamJoin[K, V, VO, VR any](s *KStream[K, V], other *KStream[K, VO],
 		b.fail("the stores of %s %q need StreamJoined serdes for %s, %s and %s", op, mergeName, typeName[K](), typeName[V](), typeName[VO]())
 	}
 	retention := jw.Size() + jw.Grace()
-	if b.joinStores == nil {
-		b.joinStores = map[string]int64{}
+	// Kafka Streams keeps a join's stores in the plain format, whatever dsl.store.format says.
+	for _, st := range []string{thisStore, otherStore} {
+		b.declare(st, storeKind{
+			decl:      stream.Window[[]byte, []byte](st, time.Duration(retention)*time.Millisecond, nil, nil).RetainDuplicates(),
+			changelog: func(n topology.Names) topology.TopicInfo { return n.JoinWindowChangelog(st, retention) },
+		})
 	}
-	b.joinStores[thisStore], b.joinStores[otherStore] = retention, retention
 	tw := b.add(&node{name: thisWindowed, kind: processorNode, stores: []string{thisStore}}, s.n)
 	ow := b.add(&node{name: otherWindowed, kind: processorNode, stores: []string{otherStore}}, other.n)
 	tj := b.add(&node{name: thisName, kind: processorNode, reads: []string{otherStore}}, tw)
@@ -149,10 +153,9 @@ func streamStreamJoin[K, V, VO, VR any](s *KStream[K, V], other *KStream[K, VO],
 	if shared != "" {
 		tj.stores = []string{shared}
 		oj.reads = append(oj.reads, shared)
-		if b.plainStores == nil {
-			b.plainStores = map[string]bool{}
-		}
-		b.plainStores[shared] = true // Kafka Streams' plain-format ListValueStore, whatever dsl.store.format says
+		// Kafka Streams' plain-format ListValueStore, whatever dsl.store.format says.
+		b.declare(shared, storeKind{decl: stream.StoreName(shared),
+			changelog: func(n topology.Names) topology.TopicInfo { return n.KeyValueChangelog(shared) }})
 	}
 	merge := b.add(&node{name: mergeName, kind: processorNode}, tj, oj)
 	if leftOuter || rightOuter {

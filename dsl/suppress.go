@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
+	"github.com/streamsgroup/streamsgroup/topology"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -109,10 +110,9 @@ func (t *KTable[K, V]) Suppress(s Suppressed) *KTable[K, V] {
 	n := b.add(&node{name: name, kind: processorNode}, t.n)
 	if !s.buffer.LoggingDisabled {
 		n.stores = []string{store}
-		if b.buffers == nil {
-			b.buffers = map[string]bool{}
-		}
-		b.buffers[store] = true
+		b.declare(store, storeKind{decl: stream.SuppressionBufferStore(store),
+			changelog:  func(n topology.Names) topology.TopicInfo { return n.KeyValueChangelog(store) },
+			notHeaders: "Suppress keeps its buffer"})
 	}
 	// Kafka Streams gives the suppressed table its parent's node as its source node.
 	f := &KTable[K, V]{b: b, n: n, out: newFanout[K, change[V]](b), ks: t.ks, vs: t.vs, sources: []*node{t.n},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
+	"github.com/streamsgroup/streamsgroup/topology"
 	"github.com/streamsgroup/streamsgroup/windowed"
 )
 
@@ -195,8 +196,9 @@ func (s storeKeySerde[K]) Decode(b []byte) (windowed.Key[K], error) {
 
 // windowStore records that store is a window store keeping windows for retention ms.
 func (b *Builder) windowStore(store string, retention int64) {
-	if b.windows == nil {
-		b.windows = map[string]int64{}
-	}
-	b.windows[store] = retention
+	b.declare(store, storeKind{
+		decl:       stream.TimestampedWindowStore(store, time.Duration(retention)*time.Millisecond),
+		changelog:  func(n topology.Names) topology.TopicInfo { return n.WindowedChangelog(store, retention) },
+		notHeaders: "windowed aggregations keep their stores",
+	})
 }
