@@ -553,17 +553,3 @@ func (j *joinTimes) of(c *stream.Context) *joinTime {
 	p, _ := j.m.LoadOrStore(c.Task(), &joinTime{streamTime: -1, minTime: math.MaxInt64})
 	return p.(*joinTime)
 }
-
-// runAll runs the emissions a fetch collected (outside the fetch: what they reach may write to
-// stores), after its error.
-func runAll(err error, pending []func() error) error {
-	if err != nil {
-		return err
-	}
-	for _, p := range pending {
-		if err := p(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
