@@ -97,6 +97,8 @@ type Topology struct {
 	byID map[string]int
 	id   ID
 	java JavaRuntime
+	// globals are the global stores (WithGlobalStores): not in the heartbeat, not in the ID.
+	globals []GlobalStore
 }
 
 // New validates the subtopologies and returns the topology in canonical form. The order in which
@@ -137,7 +139,7 @@ func (t *Topology) WithReplicationFactor(rf int16) *Topology {
 	if rf <= 0 {
 		return t
 	}
-	c := &Topology{byID: t.byID, java: t.java, subs: make([]Subtopology, len(t.subs))}
+	c := &Topology{byID: t.byID, java: t.java, globals: t.globals, subs: make([]Subtopology, len(t.subs))}
 	for i, s := range t.subs {
 		s = s.clone()
 		for _, infos := range [][]TopicInfo{s.RepartitionSourceTopics, s.StateChangelogTopics} {
