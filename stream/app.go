@@ -393,6 +393,7 @@ func New(cfg config.Config, topo *topology.Topology, procs Processors, opts ...O
 	for _, st := range topo.Subtopologies() {
 		a.ordering = a.ordering || len(st.SourceTopics)+len(st.RepartitionSourceTopics) > 1
 	}
+	p.global = newGlobalState(a)
 	if err := a.checkProcessors(); err != nil {
 		return nil, err
 	}
@@ -458,6 +459,13 @@ func (a *App) checkConnections() error {
 		a.connected[sub] = c
 		have := slices.Sorted(maps.Keys(a.storesOf[sub]))
 		for _, name := range c.names {
+			if g := a.proc.global; g != nil && g.stores[name] != nil {
+				if own := g.stores[name].def.Subtopology; own != sub {
+					problems = append(problems, fmt.Sprintf("the processor of subtopology %q is connected to global store %q: every processor reads a global store without "+
+						"connecting to it, and only the processor of global subtopology %q writes it", sub, name, own))
+				}
+				continue
+			}
 			if _, ok := a.storesOf[sub][name]; !ok {
 				problems = append(problems, fmt.Sprintf("the processor of subtopology %q uses store %q, which the subtopology does not have "+
 					"(its stores: %q; a store's changelog topology.Names.KeyValueChangelog(%q) declares it)", sub, name, have, name))
@@ -478,8 +486,15 @@ func (a *App) checkProcessors() error {
 			problems = append(problems, fmt.Sprintf("subtopology %q has no processor", st.ID))
 		}
 	}
+	globals := map[string]bool{}
+	for _, g := range a.topo.GlobalStores() {
+		globals[g.Subtopology] = true
+		if a.procs[g.Subtopology] == nil {
+			problems = append(problems, fmt.Sprintf("global subtopology %q (store %q) has no processor", g.Subtopology, g.Name))
+		}
+	}
 	for id := range a.procs {
-		if !a.topo.HasSubtopology(id) {
+		if !a.topo.HasSubtopology(id) && !globals[id] {
 			problems = append(problems, fmt.Sprintf("a processor is given for subtopology %q, which the topology does not have", id))
 		}
 	}
@@ -510,6 +525,12 @@ func (a *App) mapStores() error {
 		}
 		a.storesOf[st.ID] = m
 	}
+	for _, g := range a.topo.GlobalStores() {
+		if known[g.Name] {
+			return fmt.Errorf("stream: store %q is both a global store and a store of a subtopology", g.Name)
+		}
+		known[g.Name] = true
+	}
 	for n := range a.o.kinds {
 		if n != "" && !known[n] {
 			return fmt.Errorf("stream: WithStores names store %q, which no subtopology has (a changelog topic %s)", n, topology.Names{AppID: a.cfg.ApplicationID}.ChangelogTopic(n))
@@ -530,6 +551,11 @@ func (a *App) kindOf(name string) store.Kind {
 }
 
 func (a *App) persistent() bool {
+	for _, g := range a.topo.GlobalStores() {
+		if a.kindOf(g.Name).Persistent() {
+			return true
+		}
+	}
 	for _, m := range a.storesOf {
 		for name := range m {
 			if a.kindOf(name).Persistent() {
@@ -754,6 +780,25 @@ func (a *App) Run(ctx context.Context) (err error) {
 	}
 	p.publish()
 	p.cancel = cancel
+	if g := p.global; g != nil {
+		// Kafka Streams restores its global stores before its stream threads start: no member
+		// joins the group before they hold their topics.
+		if err := g.start(runCtx); err != nil {
+			if ferr := p.firstErr(); ferr != nil {
+				return ferr
+			}
+			if ctx.Err() != nil {
+				return nil // stopped while restoring: nothing else was started
+			}
+			return err
+		}
+		defer func() {
+			cancel(nil)
+			if cerr := g.stop(); cerr != nil && err == nil {
+				err = fmt.Errorf("stream: the application stopped, but a global store failed to close: %w", cerr)
+			}
+		}()
+	}
 	for _, t := range p.threads {
 		t.runCtx, t.cancelRun = context.WithCancelCause(runCtx)
 		// Rebalancing from the start, as Kafka Streams' start() moves to it at once: a thread still

@@ -37,6 +37,9 @@ type process struct {
 	// clientID and instanceID are the application's client.id (application.id when unset) and
 	// group.instance.id, which its threads' are named after.
 	clientID, instanceID string
+	// global is the process's global stores (nil when the topology has none), which every thread
+	// reads.
+	global *globalState
 
 	// cancel ends every thread's run (a thread's fatal error stops the others cleanly, as Kafka
 	// Streams' default SHUTDOWN_CLIENT does).

@@ -131,6 +131,15 @@ type Context struct {
 
 func init() {
 	streamhook.SetClock = func(app any, now func() time.Time) { app.(*App).now = now }
+	streamhook.GlobalApplied = func(app any) map[string]int64 {
+		out := map[string]int64{}
+		if g := app.(*App).proc.global; g != nil {
+			for tp, o := range g.Positions() {
+				out[fmt.Sprintf("%s/%d", tp.Topic, tp.Partition)] = o
+			}
+		}
+		return out
+	}
 	streamhook.As = func(c any, ts time.Time, headers []kgo.RecordHeader, origin streamhook.Origin) func() {
 		ctx := c.(*Context)
 		ts0, h0, has0, o0, hasO0 := ctx.ts, ctx.headers, ctx.hasHeaders, ctx.origin, ctx.hasOrigin
@@ -208,6 +217,16 @@ func (c *Context) Store(name string) store.KeyValue {
 	if t.lastStore.kv != nil && t.lastStore.name == name {
 		return t.lastStore.kv
 	}
+	if g := c.app.proc.global; g != nil {
+		if s := g.stores[name]; s != nil {
+			var kv store.KeyValue = globalReader{s}
+			if t.global && s.def.Subtopology == t.id.Subtopology {
+				kv = globalWriter{globalReader{s}}
+			}
+			t.lastStore.name, t.lastStore.kv = name, kv
+			return kv
+		}
+	}
 	if conn := c.app.connected[t.id.Subtopology]; conn != nil && !conn.stores[name] {
 		return unknownStore{name: name, task: t.id, connected: conn.names}
 	}
@@ -257,6 +276,9 @@ func (c *Context) SendBy(topic string, ts time.Time, partitionKey, key, value []
 func (c *Context) sendable(topic string) error {
 	if topic == "" {
 		return errors.New("stream: Send needs a topic")
+	}
+	if c.task.global {
+		return ErrGlobalContext
 	}
 	if topic != c.task.lastSent {
 		if c.app.changelogs[topic] {
@@ -315,6 +337,9 @@ func (c *Context) Schedule(interval time.Duration, typ PunctuationType, fn Punct
 	}
 	if fn == nil {
 		return nil, errors.New("stream: Schedule needs a function")
+	}
+	if c.task.global {
+		return nil, ErrGlobalContext
 	}
 	// The machine keeps the schedule (as Kafka Streams schedules them: wall-clock one interval from
 	// now; stream-time on the grid of the interval from time 0); the task keeps the function.

@@ -24,6 +24,9 @@ var ErrNotRunning = errors.New("stream: the application is not running")
 // Range merges them in key order. Keys live in the task of their partition, so a key another
 // member holds is absent here (see KeyMetadata). Safe on any goroutine.
 func (a *App) Store(name string) (store.ReadOnly, error) {
+	if g := a.proc.global; g != nil && g.stores[name] != nil {
+		return globalQuery{a: a, s: g.stores[name]}, nil
+	}
 	if !a.knownStore(name) {
 		return nil, fmt.Errorf("%w %q: no subtopology of the topology has it", ErrUnknownStore, name)
 	}
@@ -37,6 +40,52 @@ func (a *App) knownStore(name string) bool {
 		}
 	}
 	return false
+}
+
+// globalQuery is a global store read from outside the processors: whole on every process, and
+// there only while Run runs (its engine is opened at start and closed at the end).
+type globalQuery struct {
+	a *App
+	s *globalStore
+}
+
+func (q globalQuery) reader() (globalReader, error) {
+	if !q.a.ran.Load() || q.a.stopped.Load() || !q.s.open.Load() {
+		return globalReader{}, ErrNotRunning
+	}
+	return globalReader{q.s}, nil
+}
+
+func (q globalQuery) Get(key []byte) ([]byte, bool, error) {
+	r, err := q.reader()
+	if err != nil {
+		return nil, false, err
+	}
+	return r.Get(key)
+}
+
+func (q globalQuery) Range(lower, upper []byte) (store.Iterator, error) {
+	r, err := q.reader()
+	if err != nil {
+		return nil, err
+	}
+	return r.Range(lower, upper)
+}
+
+func (q globalQuery) Prefix(prefix []byte) (store.Iterator, error) {
+	r, err := q.reader()
+	if err != nil {
+		return nil, err
+	}
+	return r.Prefix(prefix)
+}
+
+func (q globalQuery) ApproximateCount() (int64, error) {
+	r, err := q.reader()
+	if err != nil {
+		return 0, err
+	}
+	return r.ApproximateCount()
 }
 
 // Query returns the value of key in the local stores of this process (see App.Store).

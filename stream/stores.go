@@ -20,6 +20,8 @@ import (
 type task struct {
 	id     tasks.ID
 	active bool
+	// global marks the pseudo-task a global store's records are processed in (global.go).
+	global bool
 	// stores by name, and by changelog topic (restore records name the topic).
 	stores      map[string]*kvStore
 	byChangelog map[string]*kvStore

@@ -32,17 +32,18 @@ const Wait = 30 * time.Second
 // Driver runs one application (a topology and its processors, as stream.New takes them) until
 // Close.
 type Driver struct {
-	c      *kfake.Cluster
-	g      *coordinator
-	cl     *kgo.Client
-	adm    *kadm.Client
-	app    *stream.App
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error // Run's result, once done is closed
-	dir    string
-	inputs []string         // the topics the application reads (sources and repartition topics)
-	read   map[string]int64 // per output topic, the next offset to read
+	c       *kfake.Cluster
+	g       *coordinator
+	cl      *kgo.Client
+	adm     *kadm.Client
+	app     *stream.App
+	cancel  context.CancelFunc
+	done    chan struct{}
+	err     error // Run's result, once done is closed
+	dir     string
+	inputs  []string         // the topics the application reads (sources and repartition topics)
+	globals []string         // the topics of its global stores
+	read    map[string]int64 // per output topic, the next offset to read
 	// ahead is how far the application's wall clock is ahead of the real one (AdvanceWallClock).
 	ahead atomic.Int64
 }
@@ -61,6 +62,9 @@ func New(cfg config.Config, topo *topology.Topology, procs stream.Processors, op
 		for _, ti := range slices.Concat(s.RepartitionSourceTopics, s.StateChangelogTopics) {
 			seed = append(seed, ti.Name)
 		}
+	}
+	for _, g := range topo.GlobalStores() {
+		seed = append(seed, g.Topic)
 	}
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1), kfake.SeedTopics(1, seed...))
 	if err != nil {
@@ -94,6 +98,9 @@ func New(cfg config.Config, topo *topology.Topology, procs stream.Processors, op
 		names[t.TopicID] = *t.Topic
 	}
 	d.g = newCoordinator(c, subs, names)
+	for _, g := range topo.GlobalStores() {
+		d.globals = append(d.globals, g.Topic)
+	}
 	for _, s := range topo.Subtopologies() {
 		d.inputs = append(d.inputs, s.SourceTopics...)
 		for _, ti := range s.RepartitionSourceTopics {
@@ -172,7 +179,8 @@ func (d *Driver) Pipe(topic string, key, value []byte, ts time.Time, headers ...
 }
 
 // Settle waits until the application processed every record of its inputs (source and repartition
-// topics) and committed it, or failed (its error).
+// topics) and committed it, and its global stores hold every record of their topics, or until it
+// failed (its error).
 func (d *Driver) Settle() error {
 	var behind []string
 	err := d.until(func() bool {
@@ -191,6 +199,19 @@ func (d *Driver) Settle() error {
 				behind = append(behind, fmt.Sprintf("%s committed %d of %d", tp, c, o.Offset))
 			}
 		})
+		if len(d.globals) > 0 {
+			ends, err := d.adm.ListEndOffsets(ctx, d.globals...)
+			if err != nil {
+				behind = append(behind, err.Error())
+				return false
+			}
+			applied := streamhook.GlobalApplied(d.app)
+			ends.Each(func(o kadm.ListedOffset) {
+				if at := applied[fmt.Sprintf("%s/%d", o.Topic, o.Partition)]; o.Err == nil && at < o.Offset {
+					behind = append(behind, fmt.Sprintf("global topic %s[%d] applied to %d of %d", o.Topic, o.Partition, at, o.Offset))
+				}
+			})
+		}
 		return len(behind) == 0
 	})
 	if err != nil && len(behind) > 0 {

@@ -2,7 +2,8 @@
 // does not offer applications: the DSL's record cache gives a stream.Context the record context of
 // a cached update while it writes it (As), as Kafka Streams' cache flush sets the entry's record
 // context; the test driver (package streamtest) gives an App its clock (SetClock), to advance wall-
-// clock time as Kafka Streams' TopologyTestDriver does. Package stream sets both.
+// clock time as Kafka Streams' TopologyTestDriver does, and waits on its global stores
+// (GlobalApplied). Package stream sets them.
 package streamhook
 
 import (
@@ -26,3 +27,9 @@ var As func(c any, ts time.Time, headers []kgo.RecordHeader, origin Origin) (res
 
 // SetClock makes now the wall clock of app (a *stream.App, before its Run) and of its threads.
 var SetClock func(app any, now func() time.Time)
+
+// GlobalApplied reports, for app (a *stream.App), the next offset of each partition of its global
+// stores' topics its global stores have applied ("topic/partition" keys; empty before they were
+// restored): the test driver waits on it, as Kafka Streams' TopologyTestDriver applies a record of
+// a global topic before the next record is piped.
+var GlobalApplied func(app any) map[string]int64
