@@ -101,6 +101,8 @@ type node struct {
 	// keep such records (keepNullKeys), where the others drop them, as Kafka Streams 4.4 rewrites
 	// its repartitions.
 	relaxedJoin, keepNullKeys bool
+	// global: a node of a global table (GlobalTable), whose subtopology is a global store's.
+	global bool
 	// writer is a repartition source's sink.
 	writer *node
 	// init runs as each of the processor's tasks starts (a stream.Initializer's Init).
@@ -281,7 +283,7 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 			unite(n, p)
 		}
 		for _, st := range n.reads {
-			if k := keepers[st]; k != nil {
+			if k := keepers[st]; k != nil && !k.global {
 				unite(n, k)
 			}
 		}
@@ -300,6 +302,18 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		}
 		s := subs[id]
 		switch {
+		case n.global:
+			if n.kind == sourceNode {
+				s.global = &topology.GlobalStore{Topic: n.topic}
+				s.entries[n.topic] = n.entry
+			} else {
+				s.global.Name = n.stores[0]
+			}
+			if n.init != nil {
+				s.inits = append(s.inits, n.init)
+			}
+			s.nodes = append(s.nodes, n)
+			continue
 		case n.kind == sourceNode && n.internal:
 			s.def.RepartitionSourceTopics = append(s.def.RepartitionSourceTopics, names.Repartition(n.topic[:len(n.topic)-len("-repartition")], n.partitions))
 			s.entries[names.AppID+"-"+n.topic] = n.entry
@@ -367,12 +381,20 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 			s.flushers = append(s.flushers, n.flushers...)
 		}
 	}
-	defs := make([]topology.Subtopology, len(subs))
+	var defs []topology.Subtopology
+	var globals []topology.GlobalStore
 	procs := stream.Processors{}
 	for i, s := range subs {
+		// Kafka Streams numbers a global store's node group among the subtopologies, and leaves
+		// it out of what it sends.
 		s.def.ID = fmt.Sprint(i)
-		slices.Sort(s.def.SourceTopics)
-		defs[i] = s.def
+		if s.global != nil {
+			s.global.Subtopology = s.def.ID
+			globals = append(globals, *s.global)
+		} else {
+			slices.Sort(s.def.SourceTopics)
+			defs = append(defs, s.def)
+		}
 		// The DSL's own stores keep each value's timestamp, as Kafka Streams' do; the stores added
 		// for Process are plain.
 		var stores []stream.Store
@@ -400,6 +422,9 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 		procs[s.def.ID] = stream.Connect(s, stores...)
 	}
 	topo, err := topology.New(defs...)
+	if err == nil && len(globals) > 0 {
+		topo, err = topo.WithGlobalStores(globals...)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("dsl: the derived topology is not valid: %w", err)
 	}
@@ -414,7 +439,9 @@ type flusher struct {
 
 // subtopology is one subtopology's processor: each input topic's source node.
 type subtopology struct {
-	def      topology.Subtopology
+	def topology.Subtopology
+	// global is the global store the subtopology keeps, if it is a global table's.
+	global   *topology.GlobalStore
 	flushers []flusher
 	cache    *recordCache
 	entries  map[string]func(*stream.Context, *stream.Record) error

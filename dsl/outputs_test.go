@@ -141,6 +141,9 @@ func TestProgramsOutputAsKafkaStreams(t *testing.T) {
 			for _, s := range topo.Subtopologies() {
 				reads = append(reads, s.SourceTopics...)
 			}
+			for _, g := range topo.GlobalStores() {
+				reads = append(reads, g.Topic)
+			}
 			// One record at a time, as TopologyTestDriver processes each before the next.
 			for _, in := range recs {
 				topic := prefix + "-" + in.suffix

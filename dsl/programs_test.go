@@ -69,8 +69,13 @@ func TestProgramsMatchKafkaStreams(t *testing.T) {
 					t.Errorf("no processor for subtopology %s", s.ID)
 				}
 			}
-			if len(procs) != len(got.Subtopologies()) {
-				t.Errorf("%d processors for %d subtopologies", len(procs), len(got.Subtopologies()))
+			for _, g := range got.GlobalStores() {
+				if procs[g.Subtopology] == nil {
+					t.Errorf("no processor for global subtopology %s", g.Subtopology)
+				}
+			}
+			if n := len(got.Subtopologies()) + len(got.GlobalStores()); len(procs) != n {
+				t.Errorf("%d processors for %d subtopologies (global ones too)", len(procs), n)
 			}
 		})
 	}

@@ -374,9 +374,10 @@ func mixedGroupOn(t *testing.T, program string, produce func(phase int) map[stri
 
 // mixedGroupRecords is mixedGroupOn with the records given whole (their timestamps), written in
 // order to partition 0 of each input, and an output topic of outPartitions; it returns the
-// program's topic prefix.
+// program's topic prefix. prefill's records (by the input's suffix) are written before any member
+// starts (a global table's, which each runtime reads whole before it processes).
 func mixedGroupRecords(t *testing.T, program string, produce func(phase int) map[string][]*kgo.Record, want func() map[string]int64, countedOnce bool,
-	outPartitions int32) string {
+	outPartitions int32, prefill ...map[string][]*kgo.Record) string {
 	b := Get(t)
 	if b.StreamsHeartbeatMaxVersion(t) < 1 {
 		t.Skip("the mixed Go/Java DSL group runs against Kafka 4.4 only, as TestDSLInterop")
@@ -388,6 +389,7 @@ func mixedGroupRecords(t *testing.T, program string, produce func(phase int) map
 	b.CreateTopic(t, topics+"-in2", 2)
 	b.CreateTopic(t, topics+"-out", outPartitions)
 	b.DeleteGroupAtEnd(t, group)
+	writePrefill(t, b, topics, prefill)
 	build := func(db *dsl.Builder) { dslprograms.Programs[program](db, topics) }
 	db := dsl.NewBuilder()
 	build(db)
@@ -626,9 +628,9 @@ func mixedGroupExactlyOnce(t *testing.T, program string, produce func(phase, n i
 }
 
 // mixedGroupExactlyOnceRecords is mixedGroupExactlyOnce with the records given whole (their
-// timestamps), written in order to partition 0 of each input.
+// timestamps), written in order to partition 0 of each input; prefill as for mixedGroupRecords.
 func mixedGroupExactlyOnceRecords(t *testing.T, program string, produce func(phase, n int) map[string][]*kgo.Record, want func() map[string]int64,
-	countedOnce bool, cacheBytes int64) {
+	countedOnce bool, cacheBytes int64, prefill ...map[string][]*kgo.Record) {
 	b := Get(t)
 	if b.StreamsHeartbeatMaxVersion(t) < 1 {
 		t.Skip("the mixed Go/Java DSL group runs against Kafka 4.4 only, as TestDSLInterop")
@@ -639,6 +641,7 @@ func mixedGroupExactlyOnceRecords(t *testing.T, program string, produce func(pha
 	b.CreateTopic(t, topics+"-in2", 2)
 	b.CreateTopic(t, topics+"-out", 1)
 	b.DeleteGroupAtEnd(t, group)
+	writePrefill(t, b, topics, prefill)
 	groupSession(t, b, group, 6000) // a killed member's tasks move within seconds
 	warmTransactions(t, b)
 	db := dsl.NewBuilder()
@@ -724,6 +727,86 @@ func mixedGroupExactlyOnceRecords(t *testing.T, program string, produce func(pha
 	if exit := goMember.stop(t); exit != "ok" {
 		t.Fatalf("the Go member did not stop cleanly: %q", exit)
 	}
+}
+
+// writePrefill writes the records of prefill to the topics of their suffixes (under prefix topics).
+func writePrefill(t *testing.T, b *Broker, topics string, prefill []map[string][]*kgo.Record) {
+	t.Helper()
+	for _, in := range prefill {
+		for _, suffix := range slices.Sorted(maps.Keys(in)) {
+			produceRecords(t, b, topics+suffix, in[suffix]...)
+		}
+	}
+}
+
+// A left join of quantities with a global table of prices (p-join-global-prices) by a Kafka Streams
+// member and a Go member in one group, tasks moving Java → Go → Java. The prices are written before
+// any member starts, spread over both partitions of their topic: each runtime reads the global
+// table whole before it processes a record, so every quantity, whichever task and runtime
+// processes it, is joined with its key's price (a key never priced gets -1). The third phase's
+// Kafka Streams member starts while the Go member runs, and reads the table itself.
+func TestDSLGlobalTableJoinMixedGroup(t *testing.T) {
+	base := time.Now().Add(-5 * time.Minute).UnixMilli()
+	prices, price := globalPrices(base)
+	want := map[string]int64{}
+	mixedGroupRecords(t, "p-join-global-prices", func(phase int) map[string][]*kgo.Record {
+		var qtys []*kgo.Record
+		for j := range 3 {
+			// Each key's quantities on one partition (their last output is the last written), the
+			// keys on both: no co-partitioning with the table is needed.
+			for i, k := range slices.Sorted(maps.Keys(price)) {
+				q := int64(phase*10 + j)
+				qtys = append(qtys, &kgo.Record{Key: []byte(k), Value: []byte(fmt.Sprint(q)), Partition: int32(i % 2),
+					Timestamp: time.UnixMilli(base + int64(phase*20000+j))})
+				want[k] = price[k] + q
+				if price[k] < 0 {
+					want[k] = -1
+				}
+			}
+		}
+		return map[string][]*kgo.Record{"-in": qtys}
+	}, func() map[string]int64 { return maps.Clone(want) }, false, 1, map[string][]*kgo.Record{"-in2": prices})
+}
+
+// The same join under exactly_once_v2, the Go member killed while quantities flow: every price is
+// 0 and each key's quantities are 1, 2, 3…, so read_committed its outputs must be 1…n once each —
+// none twice, none lost, and none -1 (a quantity joined before its runtime held the whole table).
+func TestDSLGlobalTableJoinMixedGroupExactlyOnce(t *testing.T) {
+	next := time.Now().Add(-10 * time.Minute).UnixMilli()
+	var prices []*kgo.Record
+	for i := range 5 {
+		// Keys spread over both partitions: every process reads every partition of a global topic.
+		prices = append(prices, &kgo.Record{Key: []byte(fmt.Sprintf("item%d", i)), Value: []byte("0"), Partition: int32(i % 2), Timestamp: time.UnixMilli(next)})
+	}
+	want := map[string]int64{}
+	mixedGroupExactlyOnceRecords(t, "p-join-global-prices", func(phase, n int) map[string][]*kgo.Record {
+		in := map[string][]*kgo.Record{}
+		for i := range n {
+			next += 50
+			k := fmt.Sprintf("item%d", i%5)
+			want[k]++
+			in["-in"] = append(in["-in"], &kgo.Record{Key: []byte(k), Value: []byte(fmt.Sprint(want[k])), Timestamp: time.UnixMilli(next)})
+		}
+		return in
+	}, func() map[string]int64 { return maps.Clone(want) }, true, 0, map[string][]*kgo.Record{"-in2": prices})
+}
+
+// globalPrices are the prices of TestDSLGlobalTableJoinMixedGroup: item0…item5 on both partitions
+// of the topic, one of them updated and one deleted later in the topic, and "none" never priced.
+func globalPrices(base int64) ([]*kgo.Record, map[string]int64) {
+	price := map[string]int64{}
+	var recs []*kgo.Record
+	for i := range 6 {
+		k := fmt.Sprintf("item%d", i)
+		price[k] = int64(100 + i)
+		recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte(fmt.Sprint(price[k])), Partition: int32(i % 2), Timestamp: time.UnixMilli(base + int64(i))})
+	}
+	price["item1"] = 500
+	recs = append(recs, &kgo.Record{Key: []byte("item1"), Value: []byte("500"), Partition: 1, Timestamp: time.UnixMilli(base + 10)})
+	price["item2"] = -1
+	recs = append(recs, &kgo.Record{Key: []byte("item2"), Partition: 0, Timestamp: time.UnixMilli(base + 11)})
+	price["none"] = -1
+	return recs, price
 }
 
 // internalTopics are topo's repartition and changelog topics.

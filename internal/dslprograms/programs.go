@@ -368,6 +368,42 @@ func init() {
 			return v + "@" + u
 		}).To(t+"-out2", dsl.Produced[string, string]{})
 	}
+	Programs["p-join-global"] = func(b *dsl.Builder, t string) {
+		users := dsl.GlobalTable(b, t+"-in2", dsl.Consumed[string, string]{})
+		in := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{})
+		byValue := func(_, v string) string { return v }
+		dsl.JoinGlobal(in, users, byValue, func(_, v, u string) string { return v + "@" + u }).To(t+"-out", dsl.Produced[string, string]{})
+		dsl.LeftJoinGlobal(in, users, byValue, func(_, v, u string, found bool) string {
+			if !found {
+				u = "-"
+			}
+			return v + "@" + u
+		}).To(t+"-out2", dsl.Produced[string, string]{})
+	}
+	Programs["p-join-global-named"] = func(b *dsl.Builder, t string) {
+		in := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{})
+		users := dsl.GlobalTable(b, t+"-in2", dsl.Consumed[string, string]{Name: "users-in"}, dsl.Materialized[string, string]{Name: "users"})
+		byValue := dsl.SelectKey(in, func(_, v string) string { return v })
+		joined := dsl.LeftJoinGlobal(byValue, users, func(k, _ string) string { return k }, func(_, v, u string, found bool) string {
+			if !found {
+				u = "null"
+			}
+			return v + "=" + u
+		}, "enrich")
+		joined.GroupByKey().Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+		dsl.JoinGlobal(dsl.Stream(b, t+"-in3", dsl.Consumed[string, string]{}), users, func(_, v string) string { return v },
+			func(_, v, u string) string { return v + "/" + u }).To(t+"-out2", dsl.Produced[string, string]{})
+	}
+	Programs["p-join-global-prices"] = func(b *dsl.Builder, t string) {
+		prices := dsl.GlobalTable(b, t+"-in2", dsl.Consumed[string, string]{})
+		dsl.LeftJoinGlobal(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), prices, func(k, _ string) string { return k },
+			func(_, q, p string, found bool) int64 {
+				if !found {
+					return -1
+				}
+				return mustInt(p) + mustInt(q)
+			}).To(t+"-out", dsl.Produced[string, int64]{})
+	}
 	Programs["p-join-prices"] = func(b *dsl.Builder, t string) {
 		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{})
 		dsl.LeftJoin(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), prices, func(_, q, p string, found bool) int64 {

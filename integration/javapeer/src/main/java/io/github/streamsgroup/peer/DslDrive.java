@@ -68,6 +68,9 @@ public final class DslDrive {
                         }
                     }
                 }
+                for (org.apache.kafka.streams.TopologyDescription.GlobalStore g : topo.describe().globalStores()) {
+                    read.addAll(g.source().topicSet()); // a global table's topic
+                }
                 for (In in : inputs) {
                     if (!read.contains(t + "-" + in.suffix)) {
                         continue; // a topic the program does not read

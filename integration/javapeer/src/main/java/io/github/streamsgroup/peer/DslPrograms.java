@@ -13,6 +13,7 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.JoinWindows;
@@ -57,7 +58,8 @@ final class DslPrograms {
         "p-session-count", "p-session-reduce-aggregate", "p-session-counts-only",
         "p-sliding", "p-join-streams", "p-join-streams-named", "p-join-streams-sum",
         "p-suppress-getter", "p-suppress-leftjoin-ts", "p-suppress-bytes", "p-session-suppress-regroup", "p-self-join",
-        "p-suppress-dedup", "p-join-streams-left-outer");
+        "p-suppress-dedup", "p-join-streams-left-outer", "p-join-global", "p-join-global-named",
+        "p-join-global-prices");
 
     private DslPrograms() {
     }
@@ -747,6 +749,36 @@ final class DslPrograms {
                 left.outerJoin(right, (a, c) -> a + "*" + c, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(3)).after(Duration.ofSeconds(1)),
                         StreamJoined.<String, String, String>as("oj").withName("outer"))
                     .to(t + "-out2");
+                break;
+            }
+            case "p-join-global": {
+                // A global table declared first (its node group takes subtopology 0, which the
+                // heartbeat leaves out), an inner and a left join looking it up by the record's
+                // value.
+                GlobalKTable<String, String> users = b.globalTable(t + "-in2");
+                KStream<String, String> in = b.stream(t + "-in");
+                in.join(users, (k, v) -> v, (v, u) -> v + "@" + u).to(t + "-out");
+                in.leftJoin(users, (k, v) -> v, (v, u) -> v + "@" + (u == null ? "-" : u)).to(t + "-out2");
+                break;
+            }
+            case "p-join-global-named": {
+                // A named global table between two streams; a stream rekeyed before a named left
+                // join, which needs no repartition, and counted after it, which does.
+                KStream<String, String> in = b.stream(t + "-in");
+                GlobalKTable<String, String> users = b.globalTable(t + "-in2", Consumed.as("users-in"), Materialized.as("users"));
+                in.selectKey((k, v) -> v)
+                    .leftJoin(users, (k, v) -> k, (v, u) -> v + "=" + u, Named.as("enrich"))
+                    .groupByKey().count().toStream().to(t + "-out", Produced.with(Serdes.String(), Serdes.Long()));
+                b.<String, String>stream(t + "-in3").join(users, (k, v) -> v, (v, u) -> v + "/" + u).to(t + "-out2");
+                break;
+            }
+            case "p-join-global-prices": {
+                // Quantities left-joined with a global table of prices by their key: the price
+                // plus the quantity, -1 without a price (the mixed-group test's program).
+                GlobalKTable<String, String> prices = b.globalTable(t + "-in2");
+                b.<String, String>stream(t + "-in")
+                    .leftJoin(prices, (k, q) -> k, (q, p) -> p == null ? -1L : Long.parseLong(p) + Long.parseLong(q))
+                    .to(t + "-out", Produced.with(Serdes.String(), Serdes.Long()));
                 break;
             }
             default:
