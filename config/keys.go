@@ -23,7 +23,7 @@ var keysRead = []string{KeyApplicationID, KeyBootstrapServers, KeyTopologyEpoch,
 	KeyRequestTimeout, KeyStateDir, KeyGroupProtocol, KeyCommitInterval, KeyProcessingGuarantee,
 	KeyStateCleanupDelay, KeyProcessingExceptionHandler, KeyDeserializationExceptionHandler, KeyAutoOffsetReset,
 	KeyTransactionTimeout, KeyProducerTransactionTimeout, KeyPollInterval, KeyClientID, KeyTimestampExtractor, KeyDeadLetterQueueTopic,
-	KeyProductionExceptionHandler, KeyDeliveryTimeout}
+	KeyProductionExceptionHandler, KeyDeliveryTimeout, KeyCompressionType}
 
 // The security keys (security.go) are read by FromMap too, and so are suggested for typos.
 func init() { keysRead = append(keysRead, securityKeys...) }

@@ -57,6 +57,7 @@ func FromMap(m map[string]string) (Config, error) {
 			// read above, by parseSecurity
 		case key == KeyTransactionTimeout && m[KeyProducerTransactionTimeout] != "",
 			key == KeyDeliveryTimeout && m[KeyProducerDeliveryTimeout] != "",
+			key == KeyCompressionType && m[KeyProducerCompressionType] != "",
 			key == KeyCacheMaxBytesBuffering && m[KeyStateStoreCacheMaxBytes] != "":
 			// the producer. key (the newer name) wins, as in Kafka Streams (read in its own turn)
 		case isRuntimeKey(key):

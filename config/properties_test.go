@@ -215,6 +215,9 @@ func propertiesOf(c Config) map[string]string {
 	put(KeyProductionExceptionHandler, map[ErrorPolicy]string{RetryOrFail: "DefaultProductionExceptionHandler",
 		LogAndContinue: "org.apache.kafka.streams.errors.LogAndContinueProductionExceptionHandler"}[c.Runtime.OnProductionError])
 	put(KeyDeliveryTimeout, msStr(c.Runtime.DeliveryTimeout))
+	if c.Runtime.Compression != "" {
+		put(KeyCompressionType, string(c.Runtime.Compression))
+	}
 	put(KeyMaxTaskIdle, msStr(c.Runtime.MaxTaskIdle))
 	if c.Runtime.BufferedRecordsPerPartition != 0 {
 		put(KeyBufferedRecordsPerPartition, strconv.Itoa(c.Runtime.BufferedRecordsPerPartition))
@@ -275,16 +278,18 @@ func genConfig(t *rapid.T) Config {
 		User:               rapid.MapOfN(rapid.Map(rapid.StringN(0, 6, -1), func(s string) string { return PrefixUser + s }), rapid.String(), 0, 3).Draw(t, "user"),
 	}
 	c.Runtime = Runtime{
-		Guarantee:                         AtLeastOnce,
-		CommitInterval:                    ms("commit.interval.ms", 0, 1<<40),
-		StateCleanupDelay:                 ms("state.cleanup.delay.ms", 0, 1<<40),
-		OnProcessingError:                 rapid.SampledFrom([]ErrorPolicy{LogAndFail, LogAndContinue}).Draw(t, "processing.exception.handler"),
-		OnDeserializationError:            rapid.SampledFrom([]ErrorPolicy{LogAndFail, LogAndContinue}).Draw(t, "deserialization.exception.handler"),
-		ResetLatest:                       rapid.Bool().Draw(t, "auto.offset.reset=latest"),
-		TransactionTimeout:                ms("transaction.timeout.ms", 1, math.MaxInt32),
-		PollInterval:                      ms("poll.ms", 0, 1<<40),
-		OnProductionError:                 rapid.SampledFrom([]ErrorPolicy{RetryOrFail, LogAndContinue}).Draw(t, "production.exception.handler"),
-		DeliveryTimeout:                   ms("delivery.timeout.ms", 1, math.MaxInt32),
+		Guarantee:              AtLeastOnce,
+		CommitInterval:         ms("commit.interval.ms", 0, 1<<40),
+		StateCleanupDelay:      ms("state.cleanup.delay.ms", 0, 1<<40),
+		OnProcessingError:      rapid.SampledFrom([]ErrorPolicy{LogAndFail, LogAndContinue}).Draw(t, "processing.exception.handler"),
+		OnDeserializationError: rapid.SampledFrom([]ErrorPolicy{LogAndFail, LogAndContinue}).Draw(t, "deserialization.exception.handler"),
+		ResetLatest:            rapid.Bool().Draw(t, "auto.offset.reset=latest"),
+		TransactionTimeout:     ms("transaction.timeout.ms", 1, math.MaxInt32),
+		PollInterval:           ms("poll.ms", 0, 1<<40),
+		OnProductionError:      rapid.SampledFrom([]ErrorPolicy{RetryOrFail, LogAndContinue}).Draw(t, "production.exception.handler"),
+		DeliveryTimeout:        ms("delivery.timeout.ms", 1, math.MaxInt32),
+		Compression: rapid.SampledFrom([]Compression{"", CompressionNone, CompressionGzip, CompressionSnappy, CompressionLz4,
+			CompressionZstd}).Draw(t, "compression.type"),
 		DeadLetterQueueTopic:              rapid.OneOf(rapid.Just(""), rapid.StringMatching(`[a-z][a-z0-9._-]{0,20}`)).Draw(t, "errors.dead.letter.queue.topic.name"),
 		MaxTaskIdle:                       ms("max.task.idle.ms", -1, 1<<40),
 		BufferedRecordsPerPartition:       rapid.IntRange(0, math.MaxInt32).Draw(t, "buffered.records.per.partition"),

@@ -46,6 +46,10 @@ const (
 	// producer. prefix, which wins): how long a record may wait to be written.
 	KeyDeliveryTimeout         = "delivery.timeout.ms"
 	KeyProducerDeliveryTimeout = "producer.delivery.timeout.ms"
+	// KeyCompressionType is the producer's compression.type (also read with Kafka Streams'
+	// producer. prefix, which wins): how the runtime's writes are compressed.
+	KeyCompressionType         = "compression.type"
+	KeyProducerCompressionType = "producer.compression.type"
 	// KeyMaxTaskIdle is Kafka Streams' max.task.idle.ms: how long a task with several input
 	// partitions waits for records of an empty one before it processes the others' (-1: never).
 	KeyMaxTaskIdle = "max.task.idle.ms"
@@ -178,6 +182,18 @@ func (p ErrorPolicy) String() string {
 	return "LogAndFail"
 }
 
+// Compression is a producer's compression.type.
+type Compression string
+
+// The codecs of compression.type.
+const (
+	CompressionNone   Compression = "none"
+	CompressionGzip   Compression = "gzip"
+	CompressionSnappy Compression = "snappy"
+	CompressionLz4    Compression = "lz4"
+	CompressionZstd   Compression = "zstd"
+)
+
 // Delivery is DeliveryTimeout, or its default when zero.
 func (r Runtime) Delivery() time.Duration {
 	if r.DeliveryTimeout == 0 {
@@ -230,6 +246,9 @@ type Runtime struct {
 	// DeliveryTimeout (delivery.timeout.ms) is how long a record may wait to be written before it
 	// fails. Zero means DefaultDeliveryTimeout.
 	DeliveryTimeout time.Duration
+	// Compression (compression.type) is the codec of the runtime's writes: none (Kafka's default,
+	// and so Kafka Streams'), gzip, snappy, lz4 or zstd. "" means none.
+	Compression Compression
 	// DeadLetterQueueTopic (errors.dead.letter.queue.topic.name) is where an input record that a
 	// processor or its serdes failed on is written, with Kafka Streams' error headers, whatever the
 	// handler then does. "" (the default): nowhere.
@@ -342,7 +361,7 @@ func isRuntimeKey(key string) bool {
 		KeyProductionExceptionHandler, KeyDefaultProductionExceptionHandler, KeyDeliveryTimeout, KeyProducerDeliveryTimeout,
 		KeyMaxTaskIdle, KeyBufferedRecordsPerPartition, KeyNumStreamThreads, KeyTopologyOptimization,
 		KeyStateStoreCacheMaxBytes, KeyCacheMaxBytesBuffering, KeyDSLStoreFormat, KeyAllowStateWithoutCommittedOffsets,
-		KeyOuterJoinEmitInterval:
+		KeyOuterJoinEmitInterval, KeyCompressionType, KeyProducerCompressionType:
 		return true
 	}
 	return false
@@ -520,6 +539,13 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 			r.OnProductionError = policy
 		default:
 			r.OnDeserializationError = policy
+		}
+	case KeyCompressionType, KeyProducerCompressionType:
+		switch c := Compression(strings.ToLower(val)); c {
+		case CompressionNone, CompressionGzip, CompressionSnappy, CompressionLz4, CompressionZstd:
+			r.Compression = c
+		default:
+			p.add(key, raw, "must be one of none, gzip, snappy, lz4, zstd (Kafka's producer codecs)")
 		}
 	case KeyDeliveryTimeout, KeyProducerDeliveryTimeout:
 		n, err := strconv.ParseInt(val, 10, 32)

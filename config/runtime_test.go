@@ -67,6 +67,8 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyOuterJoinEmitInterval, "-1", "at least 0"},
 		{KeyOuterJoinEmitInterval, "1s", "LONG"},
 		{KeyTopologyOptimization, "reuse.ktable.source.topics", "only none"},
+		{KeyCompressionType, "brotli", "none, gzip, snappy, lz4, zstd"},
+		{KeyProducerCompressionType, "producer", "none, gzip, snappy, lz4, zstd"},
 	} {
 		_, err := FromMap(map[string]string{KeyApplicationID: "a", tc.key: tc.val})
 		var ce *Error
@@ -249,6 +251,25 @@ func TestProductionHandlerAndDeliveryTimeout(t *testing.T) {
 	d := Default("a").Runtime
 	if d.OnProductionError != RetryOrFail || d.Delivery() != 2*time.Minute {
 		t.Fatalf("defaults %+v", d)
+	}
+}
+
+// compression.type: Kafka's producer default (none), each codec in any case, and the producer.
+// form, which wins.
+func TestCompressionType(t *testing.T) {
+	if d := Default("a").Runtime.Compression; d != "" {
+		t.Fatalf("default %q, want \"\" (none)", d)
+	}
+	for v, want := range map[string]Compression{"none": CompressionNone, "GZIP": CompressionGzip, " snappy ": CompressionSnappy,
+		"lz4": CompressionLz4, "zstd": CompressionZstd} {
+		c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyCompressionType: v})
+		if err != nil || c.Runtime.Compression != want {
+			t.Errorf("%s=%q: %q, %v; want %q", KeyCompressionType, v, c.Runtime.Compression, err, want)
+		}
+	}
+	c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyCompressionType: "gzip", KeyProducerCompressionType: "zstd"})
+	if err != nil || c.Runtime.Compression != CompressionZstd {
+		t.Fatalf("both keys: %q, %v; want the producer. one's zstd", c.Runtime.Compression, err)
 	}
 }
 

@@ -605,6 +605,21 @@ func (a *App) fatalErr() error {
 	return nil
 }
 
+// compressionCodec is kgo's codec for compression.type.
+func compressionCodec(c config.Compression) kgo.CompressionCodec {
+	switch c {
+	case config.CompressionGzip:
+		return kgo.GzipCompression()
+	case config.CompressionSnappy:
+		return kgo.SnappyCompression()
+	case config.CompressionLz4:
+		return kgo.Lz4Compression()
+	case config.CompressionZstd:
+		return kgo.ZstdCompression()
+	}
+	return kgo.NoCompression()
+}
+
 // build makes the client and the pieces: the client (and under exactly-once the transactional
 // producer); the member, whose listener is the App (memberCalls); the committer bound to it; the
 // consumer, which fetches what the App asks for.
@@ -623,6 +638,8 @@ func (a *App) build() error {
 		// limit (1,000,012 bytes) would.
 		kgo.ProducerBatchMaxBytes(1<<20),
 		kgo.ProducerLinger(5*time.Millisecond),
+		// compression.type: Kafka's producer compresses nothing unless told (kgo's default is snappy).
+		kgo.ProducerBatchCompression(compressionCodec(a.cfg.Runtime.Compression)),
 		// Bounded buffers: one fetch at a time of at most 256 KiB (128 KiB per partition), and at
 		// most 16 MiB of records waiting to be produced. The fetch limit counts compressed bytes,
 		// and every fetched record is held decoded (a kgo.Record each, its key and value in the

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -363,5 +365,17 @@ func TestConnectChecksTheStoresAtNew(t *testing.T) {
 	bt := activeTask(t, b, tid("1", 0))
 	if _, _, err := (&Context{app: b, task: bt}).Store("sums").Get([]byte("k")); err != nil {
 		t.Fatalf("a processor without connections: %v", err)
+	}
+}
+
+// compression.type picks kgo's codec; unset is Kafka's default, none (kgo's own would be snappy).
+func TestCompressionCodec(t *testing.T) {
+	for c, want := range map[config.Compression]kgo.CompressionCodec{
+		"": kgo.NoCompression(), config.CompressionNone: kgo.NoCompression(), config.CompressionGzip: kgo.GzipCompression(),
+		config.CompressionSnappy: kgo.SnappyCompression(), config.CompressionLz4: kgo.Lz4Compression(), config.CompressionZstd: kgo.ZstdCompression(),
+	} {
+		if got := compressionCodec(c); got != want {
+			t.Errorf("%q: %v, want %v", c, got, want)
+		}
 	}
 }

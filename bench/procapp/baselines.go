@@ -71,7 +71,8 @@ func handwritten(ctx context.Context, bootstrap, appID, input, output string) er
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(router.Partitioner()),
+	// Uncompressed writes, as the runtime's and Kafka Streams' (Kafka's compression.type default).
+	cl, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(router.Partitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.FetchMaxBytes(256<<10), kgo.FetchMaxPartitionBytes(128<<10))...)
 	if err != nil {
 		return err
@@ -162,6 +163,7 @@ func handwritten(ctx context.Context, bootstrap, appID, input, output string) er
 func pipe(ctx context.Context, bootstrap, group, input, output string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ConsumerGroup(group), kgo.ConsumeTopics(input),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.DefaultProduceTopic(output),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), // as the runtime writes (Kafka's compression.type default)
 		kgo.FetchMaxBytes(256<<10), kgo.FetchMaxPartitionBytes(128<<10))
 	if err != nil {
 		return err
