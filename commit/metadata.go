@@ -3,6 +3,9 @@ package commit
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
+	"maps"
+	"slices"
 
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
@@ -75,4 +78,56 @@ func (c *Committer) metadataOf(tp tasks.TopicPartition) *string {
 	}
 	s := c.meta.CommitMetadata(tp)
 	return &s
+}
+
+// ErrProcessorMetadata says processor metadata bytes are not Kafka Streams' ProcessorMetadata.
+var ErrProcessorMetadata = errors.New("commit: processor metadata is not Kafka Streams' ProcessorMetadata")
+
+// EncodeProcessorMetadata serializes processor metadata (named longs: a windowed aggregation's last
+// emitted window close time under its store's name) as Kafka Streams' ProcessorMetadata does: the
+// number of entries, then each key's UTF-8 length, bytes and value, big-endian; nothing for none.
+// Keys are written sorted (Kafka Streams writes them in its map's order, which readers ignore).
+func EncodeProcessorMetadata(m map[string]int64) []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(m)))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(k)))
+		b = append(b, k...)
+		b = binary.BigEndian.AppendUint64(b, uint64(m[k]))
+	}
+	return b
+}
+
+// DecodeProcessorMetadata reads processor metadata as Kafka Streams' ProcessorMetadata.deserialize
+// does: empty bytes are no metadata; an entry count the bytes cannot hold, a key length past the
+// end or entries cut short are ErrProcessorMetadata (Kafka Streams then takes the partition's
+// metadata as unknown).
+func DecodeProcessorMetadata(b []byte) (map[string]int64, error) {
+	m := map[string]int64{}
+	if len(b) == 0 {
+		return m, nil
+	}
+	if len(b) < 4 {
+		return nil, ErrProcessorMetadata
+	}
+	n := int32(binary.BigEndian.Uint32(b))
+	b = b[4:]
+	if int(n) > len(b)/12 {
+		return nil, ErrProcessorMetadata
+	}
+	for range n {
+		if len(b) < 4 {
+			return nil, ErrProcessorMetadata
+		}
+		kl := int32(binary.BigEndian.Uint32(b))
+		b = b[4:]
+		if kl < 0 || int(kl) > len(b) || len(b)-int(kl) < 8 {
+			return nil, ErrProcessorMetadata
+		}
+		m[string(b[:kl])] = int64(binary.BigEndian.Uint64(b[kl:]))
+		b = b[kl+8:]
+	}
+	return m, nil
 }

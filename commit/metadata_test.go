@@ -1,7 +1,10 @@
 package commit
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"maps"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -143,4 +146,60 @@ func mustCommit(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Kafka Streams' ProcessorMetadata bytes, written out by hand: entries (int32), then per entry the
+// key's length (int32), its UTF-8 bytes and the value (int64), big-endian.
+func TestProcessorMetadataIsKafkaStreams(t *testing.T) {
+	one := []byte{0, 0, 0, 1, 0, 0, 0, 1, 'k', 0, 0, 0, 0, 0, 0, 0, 7}
+	if got := EncodeProcessorMetadata(map[string]int64{"k": 7}); !bytes.Equal(got, one) {
+		t.Errorf("encode {k:7} = %x, want %x", got, one)
+	}
+	two := []byte{0, 0, 0, 2, 0, 0, 0, 1, 'a', 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 2, 'b', 'c', 0, 0, 0, 0, 0, 0, 1, 0}
+	if got := EncodeProcessorMetadata(map[string]int64{"bc": 256, "a": -1}); !bytes.Equal(got, two) {
+		t.Errorf("encode {a:-1, bc:256} = %x, want %x (keys sorted)", got, two)
+	}
+	if got := EncodeProcessorMetadata(nil); len(got) != 0 {
+		t.Errorf("encode {} = %x, want nothing", got)
+	}
+	for _, c := range []struct {
+		b    []byte
+		want map[string]int64
+	}{
+		{nil, map[string]int64{}},
+		{one, map[string]int64{"k": 7}},
+		{two, map[string]int64{"a": -1, "bc": 256}},
+		{[]byte{0xff, 0xff, 0xff, 0xff}, map[string]int64{}}, // a negative count: no entries, as Java's loop
+	} {
+		got, err := DecodeProcessorMetadata(c.b)
+		if err != nil || !maps.Equal(got, c.want) {
+			t.Errorf("decode %x = %v %v, want %v", c.b, got, err, c.want)
+		}
+	}
+	for _, b := range [][]byte{
+		{0, 0, 1}, // shorter than a count
+		{0, 0, 0, 2, 0, 0, 0, 1, 'k', 0, 0, 0, 0, 0, 0, 0, 7},        // two entries announced, room for one
+		{0, 0, 0, 1, 0, 0, 0, 9, 'k', 0, 0, 0, 0, 0, 0, 0, 7},        // a key longer than what is left
+		{0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0}, // a negative key length
+		{0, 0, 0, 1, 0, 0, 0, 5, 'k', 'e', 'y', 's', 's', 0, 0, 0},   // the value cut short
+	} {
+		if _, err := DecodeProcessorMetadata(b); !errors.Is(err, ErrProcessorMetadata) {
+			t.Errorf("decode %x: %v, want ErrProcessorMetadata", b, err)
+		}
+	}
+}
+
+func FuzzDecodeProcessorMetadata(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 0, 0, 0, 1, 'k', 0, 0, 0, 0, 0, 0, 0, 7})
+	f.Add([]byte{})
+	f.Add([]byte{0x7f, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeProcessorMetadata(b) // never panics
+		if err != nil {
+			return
+		}
+		if again, err := DecodeProcessorMetadata(EncodeProcessorMetadata(m)); err != nil || !maps.Equal(again, m) {
+			t.Fatalf("%x decodes to %v, which does not survive its own encoding (%v, %v)", b, m, again, err)
+		}
+	})
 }
