@@ -225,6 +225,9 @@ func propertiesOf(c Config) map[string]string {
 	if c.Runtime.NumStreamThreads != 0 {
 		put(KeyNumStreamThreads, strconv.Itoa(c.Runtime.NumStreamThreads))
 	}
+	if c.Runtime.GlobalProcessingErrors {
+		put(KeyGlobalProcessingExceptionHandler, "true")
+	}
 	if c.Runtime.AllowStateWithoutCommittedOffsets {
 		put(KeyAllowStateWithoutCommittedOffsets, "TRUE")
 	}
@@ -297,6 +300,7 @@ func genConfig(t *rapid.T) Config {
 		StateStoreCacheMaxBytes:           rapid.Int64Range(-1, 1<<40).Draw(t, "statestore.cache.max.bytes"),
 		DSLStoreFormat:                    rapid.SampledFrom([]DSLStoreFormat{"", DSLStoreFormatDefault, DSLStoreFormatHeaders}).Draw(t, "dsl.store.format"),
 		AllowStateWithoutCommittedOffsets: rapid.Bool().Draw(t, "allow.state.without.committed.offsets"),
+		GlobalProcessingErrors:            rapid.Bool().Draw(t, "processing.exception.handler.global.enabled"),
 		Timestamps:                        rapid.SampledFrom([]TimestampPolicy{FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp, WallclockTimestamp}).Draw(t, "default.timestamp.extractor"),
 	}
 	c.RetryBackoffMax = c.RetryBackoff + ms("retry.backoff.max.ms above retry.backoff.ms", 0, 1<<30)

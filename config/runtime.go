@@ -76,6 +76,15 @@ const (
 	// stream-stream left or outer join looks for the records no other joined whose window closed
 	// (StreamsConfig.InternalConfig's; default 1000, 0 at every record, as TopologyTestDriver sets it).
 	KeyOuterJoinEmitInterval = "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"
+	// KeyWindowedEmitInterval is Kafka Streams' internal key of how often, in wall-clock ms, a
+	// windowed aggregation that emits final results (EmitStrategy.onWindowClose) looks for windows
+	// that closed (StreamsConfig.InternalConfig's; default 1000, 0 at every record, as
+	// TopologyTestDriver sets it).
+	KeyWindowedEmitInterval = "__emit.interval.ms.kstreams.windowed.aggregation__"
+	// KeyGlobalProcessingExceptionHandler is Kafka Streams' processing.exception.handler.global.enabled:
+	// whether processing.exception.handler also decides on the records of global stores' topics
+	// (default false: a global store's processor that fails stops the application).
+	KeyGlobalProcessingExceptionHandler = "processing.exception.handler.global.enabled"
 )
 
 // DefaultOuterJoinEmitInterval is KeyOuterJoinEmitInterval's default.
@@ -290,6 +299,26 @@ type Runtime struct {
 	// Zero means DefaultOuterJoinEmitInterval; a negative value looks at every record (FromMap reads
 	// 0 so).
 	OuterJoinEmitInterval time.Duration
+	// WindowedEmitInterval (KeyWindowedEmitInterval) is how often, in wall-clock time, a windowed
+	// aggregation that emits final results looks for windows that closed. Zero means
+	// DefaultOuterJoinEmitInterval's second too; a negative value looks at every record (FromMap
+	// reads 0 so).
+	WindowedEmitInterval time.Duration
+	// GlobalProcessingErrors (processing.exception.handler.global.enabled) has
+	// processing.exception.handler decide on the records of global stores' topics too; false (the
+	// default): a global store's processor that fails stops the application, as in Kafka Streams.
+	GlobalProcessingErrors bool
+}
+
+// WindowedEmitEvery is WindowedEmitInterval in ms: its default (1000) when zero, 0 when negative.
+func (r Runtime) WindowedEmitEvery() int64 {
+	switch {
+	case r.WindowedEmitInterval == 0:
+		return DefaultOuterJoinEmitInterval.Milliseconds()
+	case r.WindowedEmitInterval < 0:
+		return 0
+	}
+	return r.WindowedEmitInterval.Milliseconds()
 }
 
 // OuterJoinEmitEvery is OuterJoinEmitInterval in ms: its default when zero, 0 when negative.
@@ -361,7 +390,8 @@ func isRuntimeKey(key string) bool {
 		KeyProductionExceptionHandler, KeyDefaultProductionExceptionHandler, KeyDeliveryTimeout, KeyProducerDeliveryTimeout,
 		KeyMaxTaskIdle, KeyBufferedRecordsPerPartition, KeyNumStreamThreads, KeyTopologyOptimization,
 		KeyStateStoreCacheMaxBytes, KeyCacheMaxBytesBuffering, KeyDSLStoreFormat, KeyAllowStateWithoutCommittedOffsets,
-		KeyOuterJoinEmitInterval, KeyCompressionType, KeyProducerCompressionType:
+		KeyOuterJoinEmitInterval, KeyCompressionType, KeyProducerCompressionType, KeyWindowedEmitInterval,
+		KeyGlobalProcessingExceptionHandler:
 		return true
 	}
 	return false
@@ -451,7 +481,7 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 		if n == 0 {
 			r.StateStoreCacheMaxBytes = -1 // zero is the default here; -1 is "no cache"
 		}
-	case KeyOuterJoinEmitInterval:
+	case KeyOuterJoinEmitInterval, KeyWindowedEmitInterval:
 		n, err := strconv.ParseInt(val, 10, 64)
 		if err != nil {
 			p.add(key, raw, "%s", numberReason(err, "LONG", math.MaxInt64))
@@ -461,19 +491,30 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 			p.add(key, raw, "must be at least 0 (0 looks at every record)")
 			return
 		}
-		r.OuterJoinEmitInterval = time.Duration(min(n, maxMillis)) * time.Millisecond
+		d := time.Duration(min(n, maxMillis)) * time.Millisecond
 		if n == 0 {
-			r.OuterJoinEmitInterval = -1 // zero is the default here; -1 is "at every record"
+			d = -1 // zero is the default here; -1 is "at every record"
 		}
-	case KeyAllowStateWithoutCommittedOffsets:
+		if key == KeyOuterJoinEmitInterval {
+			r.OuterJoinEmitInterval = d
+		} else {
+			r.WindowedEmitInterval = d
+		}
+	case KeyAllowStateWithoutCommittedOffsets, KeyGlobalProcessingExceptionHandler:
 		// A BOOLEAN as Kafka's ConfigDef reads one: true or false, in any case.
+		var b bool
 		switch {
 		case strings.EqualFold(val, "true"):
-			r.AllowStateWithoutCommittedOffsets = true
+			b = true
 		case strings.EqualFold(val, "false"):
-			r.AllowStateWithoutCommittedOffsets = false
 		default:
 			p.add(key, raw, "must be true or false")
+			return
+		}
+		if key == KeyAllowStateWithoutCommittedOffsets {
+			r.AllowStateWithoutCommittedOffsets = b
+		} else {
+			r.GlobalProcessingErrors = b
 		}
 	case KeyDSLStoreFormat:
 		switch f := DSLStoreFormat(strings.ToUpper(val)); f {

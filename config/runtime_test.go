@@ -68,6 +68,9 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyOuterJoinEmitInterval, "1s", "LONG"},
 		{KeyTopologyOptimization, "reuse.ktable.source.topics", "only none"},
 		{KeyCompressionType, "brotli", "none, gzip, snappy, lz4, zstd"},
+		{KeyWindowedEmitInterval, "-1", "at least 0"},
+		{KeyWindowedEmitInterval, "x", "LONG"},
+		{KeyGlobalProcessingExceptionHandler, "yes", "true or false"},
 		{KeyProducerCompressionType, "producer", "none, gzip, snappy, lz4, zstd"},
 	} {
 		_, err := FromMap(map[string]string{KeyApplicationID: "a", tc.key: tc.val})
@@ -315,6 +318,25 @@ func TestAllowStateWithoutCommittedOffsets(t *testing.T) {
 
 // Kafka Streams' internal emit interval of stream-stream outer joins: 1 s by default, any ms given,
 // 0 at every record.
+func TestWindowedEmitIntervalAndGlobalHandler(t *testing.T) {
+	d := Default("a").Runtime
+	if d.WindowedEmitEvery() != 1000 || d.GlobalProcessingErrors {
+		t.Fatalf("defaults: %d ms, global handler %v; want 1000 and false", d.WindowedEmitEvery(), d.GlobalProcessingErrors)
+	}
+	for v, want := range map[string]int64{"0": 0, "250": 250} {
+		c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyWindowedEmitInterval: v})
+		if err != nil || c.Runtime.WindowedEmitEvery() != want || c.Runtime.OuterJoinEmitEvery() != 1000 {
+			t.Errorf("%q: %d, %v; want %d (and the outer join's untouched)", v, c.Runtime.WindowedEmitEvery(), err, want)
+		}
+	}
+	for v, want := range map[string]bool{"true": true, "TRUE": true, "false": false} {
+		c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyGlobalProcessingExceptionHandler: v})
+		if err != nil || c.Runtime.GlobalProcessingErrors != want || c.Runtime.AllowStateWithoutCommittedOffsets {
+			t.Errorf("%q: %v, %v; want %v", v, c.Runtime.GlobalProcessingErrors, err, want)
+		}
+	}
+}
+
 func TestOuterJoinEmitInterval(t *testing.T) {
 	if n := Default("a").Runtime.OuterJoinEmitEvery(); n != 1000 {
 		t.Fatalf("default %d ms, want 1000", n)

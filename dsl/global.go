@@ -1,6 +1,9 @@
 package dsl
 
 import (
+	"encoding/binary"
+
+	"github.com/streamsgroup/streamsgroup/internal/streamhook"
 	"github.com/streamsgroup/streamsgroup/stream"
 )
 
@@ -16,7 +19,10 @@ type GlobalKTable[K, V any] struct {
 
 // GlobalTable reads topic as a global table (Kafka Streams' StreamsBuilder.globalTable): each
 // record is its key's latest value, a null value deletes it, a record without a key is dropped.
-// The table is kept in a store of every process, named by m (a Materialized without a name, or
+// Before the application starts, the table is restored from its topic as Kafka Streams restores
+// it, each record copied as it is (a record that does not decode is kept, one without a key
+// skipped, neither counted); the records that come later go through the Consumed serdes. The
+// table is kept in a store of every process, named by m (a Materialized without a name, or
 // none, gives it the name <topic>-STATE-STORE-<n>, as Kafka Streams names it); it has no changelog,
 // since its topic is one, and no record cache. Kafka Streams keeps it with the Consumed serdes.
 func GlobalTable[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Materialized[K, V]) *GlobalKTable[K, V] {
@@ -42,7 +48,24 @@ func GlobalTable[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Mate
 	source := b.add(&node{name: sourceName, kind: sourceNode, topic: topic, global: true})
 	n := b.add(&node{name: b.nameOr(c.Name, "KTABLE-SOURCE-"), kind: processorNode, global: true}, source)
 	in := newFanout[K, V](b)
-	source.entry = sourceEntry(in, ks, vs)
+	decoded := sourceEntry(in, ks, vs)
+	source.entry = func(c *stream.Context, r *stream.Record) error {
+		if !streamhook.Restoring(c) {
+			return decoded(c, r)
+		}
+		// Kafka Streams restores a global table's store from its topic without its processor:
+		// each record with a key copied as it is (not decoded), its timestamp before its value, as
+		// the DSL's stores keep values; a null value deletes.
+		if r.Key == nil {
+			return nil
+		}
+		st := c.Store(name)
+		if r.Value == nil {
+			return st.Delete(r.Key)
+		}
+		v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(r.Value)), uint64(r.Timestamp.UnixMilli()))
+		return st.Put(r.Key, append(v, r.Value...))
+	}
 	// Not cached: the global store is written as each record of its topic comes, which is what a
 	// join reads.
 	t := sourceTable(b, n, ks, vs, name, "", true, []*node{source}, in)

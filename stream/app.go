@@ -797,6 +797,12 @@ func (a *App) Run(ctx context.Context) (err error) {
 	}
 	p.publish()
 	p.cancel = cancel
+	for _, t := range p.threads {
+		t.runCtx, t.cancelRun = context.WithCancelCause(runCtx)
+		// Rebalancing from the start, as Kafka Streams' start() moves to it at once: a thread still
+		// building its clients (or the global stores restoring) does not hold the App back in CREATED.
+		t.setState(Rebalancing)
+	}
 	if g := p.global; g != nil {
 		// Kafka Streams restores its global stores before its stream threads start: no member
 		// joins the group before they hold their topics.
@@ -815,12 +821,6 @@ func (a *App) Run(ctx context.Context) (err error) {
 				err = fmt.Errorf("stream: the application stopped, but a global store failed to close: %w", cerr)
 			}
 		}()
-	}
-	for _, t := range p.threads {
-		t.runCtx, t.cancelRun = context.WithCancelCause(runCtx)
-		// Rebalancing from the start, as Kafka Streams' start() moves to it at once: a thread still
-		// building its clients does not hold the App back in CREATED.
-		t.setState(Rebalancing)
 	}
 	defer a.stopped.Store(true) // queries say ErrNotRunning from now on
 	errs := make([]error, len(p.threads))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
@@ -31,8 +32,9 @@ import (
 //
 // What this runtime chose where Kafka Streams differs: a global store is rebuilt from its topic at
 // every start (Kafka Streams keeps a checkpoint of a persistent one and reads only the tail); a
-// record of a global topic that fails follows deserialization.exception.handler and
-// processing.exception.handler, without a dead-letter record.
+// record of a global topic that fails follows deserialization.exception.handler (and
+// processing.exception.handler only with processing.exception.handler.global.enabled, as in Kafka
+// Streams 4.4), without a dead-letter record.
 
 // ErrGlobalStoreReadOnly is returned by a write to a global store from a processor other than the
 // one that keeps it current: a global store holds what its topic holds, and only its topic changes
@@ -55,6 +57,10 @@ type globalState struct {
 	// task is the pseudo-task of each global subtopology its records are processed in.
 	tasks map[string]*task
 	done  chan struct{}
+	// ctx is what Context.Context gives the global stores' processors: it ends with Run.
+	ctx context.Context
+	// restoring is true while start reads the topics up to their ends (streamhook.Restoring).
+	restoring atomic.Bool
 }
 
 // globalStore is one global store: an Engine its processor writes directly (no changelog: its topic
@@ -95,6 +101,7 @@ func (g *globalState) names() []string { return slices.Sorted(maps.Keys(g.stores
 // for it). An error leaves nothing running.
 func (g *globalState) start(ctx context.Context) (err error) {
 	a := g.app
+	g.ctx = ctx
 	defer func() {
 		if err != nil {
 			g.close()
@@ -125,14 +132,21 @@ func (g *globalState) start(ctx context.Context) (err error) {
 	}
 	// The global consumer's own client, as Kafka Streams' global consumer is one of its own:
 	// transaction markers kept, so that a position reaches a topic's last stable offset.
-	opts = append(opts, kgo.ClientID(a.proc.clientID+"-global"), kgo.KeepControlRecords())
+	opts = append(opts, kgo.ClientID(a.proc.clientID+"-global"), kgo.KeepControlRecords(),
+		// Kafka Streams' global consumer has auto.offset.reset=none: records deleted before the
+		// client read them are an error, never silently skipped (their deletions with them).
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()))
 	if a.eos() {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	if g.cl, err = kgo.NewClient(append(opts, a.o.client...)...); err != nil {
 		return fmt.Errorf("stream: building the global stores' client: %w", err)
 	}
-	ends, err := g.ends(ctx)
+	starts, err := g.listed(ctx, false)
+	if err != nil {
+		return err
+	}
+	ends, err := g.listed(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -146,15 +160,19 @@ func (g *globalState) start(ctx context.Context) (err error) {
 		}
 	}
 	assign := map[string]map[int32]kgo.Offset{}
-	for tp := range ends {
+	for tp, start := range starts {
 		if assign[tp.Topic] == nil {
 			assign[tp.Topic] = map[int32]kgo.Offset{}
 		}
-		assign[tp.Topic][tp.Partition] = kgo.NewOffset().AtStart()
-		g.positions[tp] = 0
+		// From the first record kept: a partition whose records were all deleted has nothing to
+		// read up to its end.
+		assign[tp.Topic][tp.Partition] = kgo.NewOffset().At(start)
+		g.positions[tp] = start
 	}
 	g.cl.AddConsumePartitions(assign)
 	started := a.now()
+	g.restoring.Store(true)
+	defer g.restoring.Store(false)
 	for !g.caughtUp(ends) {
 		fs := g.cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -170,32 +188,36 @@ func (g *globalState) start(ctx context.Context) (err error) {
 	return nil
 }
 
-// ends lists the end of every partition of the global topics: the last stable offsets under
-// exactly-once (what read_committed reaches), the high watermarks otherwise. A topic that does not
-// exist is an error: Kafka Streams' global thread fails without its topic too.
-func (g *globalState) ends(ctx context.Context) (map[tasks.TopicPartition]int64, error) {
+// listed lists every partition of the global topics: its end (the last stable offset under
+// exactly-once, what read_committed reaches; the high watermark otherwise), or its start (the
+// first offset kept). A topic that does not exist is an error: Kafka Streams' global thread fails
+// without its topic too.
+func (g *globalState) listed(ctx context.Context, end bool) (map[tasks.TopicPartition]int64, error) {
 	topics := slices.Sorted(maps.Keys(g.topics))
 	adm := kadm.NewClient(g.cl)
 	for {
 		var listed kadm.ListedOffsets
 		var err error
-		if g.app.eos() {
+		switch {
+		case !end:
+			listed, err = adm.ListStartOffsets(ctx, topics...)
+		case g.app.eos():
 			listed, err = adm.ListCommittedOffsets(ctx, topics...)
-		} else {
+		default:
 			listed, err = adm.ListEndOffsets(ctx, topics...)
 		}
 		if err == nil {
 			out := map[tasks.TopicPartition]int64{}
 			var missing []string
 			for _, topic := range topics {
-				ps, ok := listed[topic]
-				if !ok || len(ps) == 0 {
+				ps := listed[topic]
+				if o, ok := ps[-1]; len(ps) == 0 || ok && errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
 					missing = append(missing, topic)
 					continue
 				}
 				for p, o := range ps {
 					if o.Err != nil {
-						err = o.Err
+						err = fmt.Errorf("%s[%d]: %w", topic, p, o.Err)
 					}
 					out[tasks.TopicPartition{Topic: topic, Partition: p}] = o.Offset
 				}
@@ -210,7 +232,7 @@ func (g *globalState) ends(ctx context.Context) (map[tasks.TopicPartition]int64,
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		g.app.log.Warn("listing the ends of the global stores' topics failed; retrying", "err", err)
+		g.app.log.Warn("listing the partitions of the global stores' topics failed; retrying", "err", err)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -253,8 +275,14 @@ func (g *globalState) follow(ctx context.Context) {
 // them (and past transaction markers).
 func (g *globalState) apply(fs kgo.Fetches) error {
 	for _, fe := range fs.Errors() {
-		if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) {
+		switch {
+		case errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded):
 			continue
+		case errors.Is(fe.Err, kerr.OffsetOutOfRange):
+			// As Kafka Streams' global thread: records were deleted before this process read them,
+			// so the store may miss their changes; a restart rebuilds it from what the topic holds.
+			return fmt.Errorf("stream: global topic %s[%d]: records were deleted before this process read them (%w); "+
+				"the application stops, and its next start rebuilds the global stores from what the topic holds", fe.Topic, fe.Partition, fe.Err)
 		}
 		return fmt.Errorf("stream: reading global topic %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
 	}
@@ -302,7 +330,7 @@ func (g *globalState) process(kr *kgo.Record) error {
 		}
 		return &DeserializationError{Task: t.id, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Err: err}
 	}
-	if a.cfg.Runtime.OnProcessingError == config.LogAndContinue {
+	if a.cfg.Runtime.GlobalProcessingErrors && a.cfg.Runtime.OnProcessingError == config.LogAndContinue {
 		a.metrics.dropped.Add(1)
 		a.log.Warn("skipping a record of a global topic its processor failed on (processing.exception.handler=LogAndContinue)",
 			"store", s.def.Name, "topic", kr.Topic, "partition", kr.Partition, "offset", kr.Offset, "err", err)

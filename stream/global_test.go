@@ -209,22 +209,27 @@ func TestGlobalRecordErrorsFollowTheHandlers(t *testing.T) {
 		}
 		return c.Store("users").Put([]byte(k), []byte("n"))
 	})
+	negative := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	cases := []struct {
 		name          string
 		value         []byte
 		deser, proc   config.ErrorPolicy
+		global        bool // processing.exception.handler.global.enabled
 		wantErr       any
 		wantProcessed bool
 	}{
-		{"undecodable, fail", []byte("x"), config.LogAndFail, config.LogAndFail, new(*stream.DeserializationError), false},
-		{"undecodable, continue", []byte("x"), config.LogAndContinue, config.LogAndFail, nil, true},
-		{"failing, fail", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, config.LogAndFail, config.LogAndFail, new(*stream.ProcessingError), false},
-		{"failing, continue", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, config.LogAndFail, config.LogAndContinue, nil, true},
+		{"undecodable, fail", []byte("x"), config.LogAndFail, config.LogAndFail, false, new(*stream.DeserializationError), false},
+		{"undecodable, continue", []byte("x"), config.LogAndContinue, config.LogAndFail, false, nil, true},
+		{"failing, fail", negative, config.LogAndFail, config.LogAndFail, true, new(*stream.ProcessingError), false},
+		{"failing, continue", negative, config.LogAndFail, config.LogAndContinue, true, nil, true},
+		// Kafka Streams 4.4 applies processing.exception.handler to global stores only when told.
+		{"failing, continue, not for globals", negative, config.LogAndFail, config.LogAndContinue, false, new(*stream.ProcessingError), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default("handlers")
 			cfg.Runtime.OnDeserializationError, cfg.Runtime.OnProcessingError = tc.deser, tc.proc
+			cfg.Runtime.GlobalProcessingErrors = tc.global
 			topo, err := topology.MustNew(topology.Subtopology{ID: "1", SourceTopics: []string{"in"}}).
 				WithGlobalStores(topology.GlobalStore{Subtopology: "0", Name: "users", Topic: "users-in"})
 			if err != nil {

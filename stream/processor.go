@@ -131,6 +131,10 @@ type Context struct {
 
 func init() {
 	streamhook.SetClock = func(app any, now func() time.Time) { app.(*App).now = now }
+	streamhook.Restoring = func(c any) bool {
+		ctx := c.(*Context)
+		return ctx.task.global && ctx.app.proc.global.restoring.Load()
+	}
 	streamhook.GlobalApplied = func(app any) map[string]int64 {
 		out := map[string]int64{}
 		if g := app.(*App).proc.global; g != nil {
@@ -357,7 +361,12 @@ func (c *Context) Schedule(interval time.Duration, typ PunctuationType, fn Punct
 
 // Context returns a context.Context that ends when the application stops, for calls a processor
 // makes (a lookup in another system).
-func (c *Context) Context() context.Context { return c.app.runCtx }
+func (c *Context) Context() context.Context {
+	if c.task != nil && c.task.global {
+		return c.app.proc.global.ctx
+	}
+	return c.app.runCtx
+}
 
 // Topic is a typed output: the topic's name with the serdes of its keys and values.
 type Topic[K, V any] struct {

@@ -43,6 +43,7 @@ type Driver struct {
 	dir     string
 	inputs  []string         // the topics the application reads (sources and repartition topics)
 	globals []string         // the topics of its global stores
+	eos     bool             // the application runs exactly_once_v2
 	read    map[string]int64 // per output topic, the next offset to read
 	// ahead is how far the application's wall clock is ahead of the real one (AdvanceWallClock).
 	ahead atomic.Int64
@@ -109,6 +110,7 @@ func New(cfg config.Config, topo *topology.Topology, procs stream.Processors, op
 	}
 
 	cfg = cfg.Clone()
+	d.eos = cfg.Runtime.Guarantee == config.ExactlyOnceV2
 	cfg.BootstrapServers = c.ListenAddrs()
 	if cfg.StateDir == "" {
 		if d.dir, err = os.MkdirTemp("", "streamtest-"); err != nil {
@@ -200,7 +202,11 @@ func (d *Driver) Settle() error {
 			}
 		})
 		if len(d.globals) > 0 {
-			ends, err := d.adm.ListEndOffsets(ctx, d.globals...)
+			list := d.adm.ListEndOffsets
+			if d.eos {
+				list = d.adm.ListCommittedOffsets // what read_committed reaches
+			}
+			ends, err := list(ctx, d.globals...)
 			if err != nil {
 				behind = append(behind, err.Error())
 				return false

@@ -33,3 +33,8 @@ var SetClock func(app any, now func() time.Time)
 // restored): the test driver waits on it, as Kafka Streams' TopologyTestDriver applies a record of
 // a global topic before the next record is piped.
 var GlobalApplied func(app any) map[string]int64
+
+// Restoring reports whether c (a *stream.Context) is a global store's processor reading its topic
+// up to its end before the application starts: the DSL's global tables then copy each record as it
+// is, as Kafka Streams restores them without their processor.
+var Restoring func(c any) bool
