@@ -116,6 +116,8 @@ type Machine struct {
 	// partition; inputsOf the partitions of each active task.
 	positions map[tasks.TopicPartition]*position
 	inputsOf  map[tasks.ID][]tasks.TopicPartition
+	// meta is each active task's processor metadata (positions.go).
+	meta map[tasks.ID]*processorMeta
 }
 
 // The transaction's bookkeeping is fed by methods rather than Step, since it moves with every
@@ -156,7 +158,7 @@ func (m *Machine) txnTaskSet() tasks.Set {
 // New returns a machine for cfg.
 func New(cfg Config) *Machine {
 	return &Machine{cfg: cfg, held: map[tasks.ID]*heldTask{}, positions: map[tasks.TopicPartition]*position{},
-		inputsOf: map[tasks.ID][]tasks.TopicPartition{}}
+		inputsOf: map[tasks.ID][]tasks.TopicPartition{}, meta: map[tasks.ID]*processorMeta{}}
 }
 
 // phase is where a run is: which result it waits for.

@@ -1,6 +1,8 @@
 package streammachine
 
 import (
+	"maps"
+
 	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/tasks"
 )
@@ -27,9 +29,14 @@ type position struct {
 	// time and committedTime are the partition time as processed and as of the last commit;
 	// commit.UnknownPartitionTime when none is known.
 	time, committedTime int64
-	// processor is the processor metadata read with the committed offset (a Java member's windowed
-	// operators keep their last emitted times there), committed again as it is.
-	processor []byte
+}
+
+// processorMeta is a task's processor metadata (Kafka Streams' ProcessorMetadata: named longs, such
+// as a windowed aggregation's last emitted window close time under its store's name), committed
+// with every input partition's offset and read back from them when the task starts here, whichever
+// member, Go or Java, committed it.
+type processorMeta struct {
+	cur, committed map[string]int64
 }
 
 // CommittedInputs is what the group's committed offsets held for the input partitions of tasks
@@ -50,6 +57,7 @@ func (m *Machine) startInputs(id tasks.ID, c CommittedInputs) {
 		return
 	}
 	tps := m.cfg.Inputs(id)
+	meta := map[string]int64{}
 	for _, tp := range tps {
 		p := &position{task: id, done: -1, committed: -1, time: commit.UnknownPartitionTime, committedTime: commit.UnknownPartitionTime}
 		if o, ok := c.Offsets[tp]; ok && o >= 0 {
@@ -57,13 +65,43 @@ func (m *Machine) startInputs(id tasks.ID, c CommittedInputs) {
 			if md, ok := c.Metadata[tp]; ok {
 				// The committed time is where the partition stands now, whatever this member held of
 				// it before; metadata that is not Kafka Streams' leaves it unknown.
-				p.time, p.processor = commit.DecodeMetadata(md)
+				var processor []byte
+				p.time, processor = commit.DecodeMetadata(md)
 				p.committedTime = p.time
+				// Each partition's metadata merged, the larger value of a key winning, as Kafka
+				// Streams' ProcessorMetadata.update merges them; bytes that are not its format are
+				// none, as Kafka Streams reads them.
+				if pm, err := commit.DecodeProcessorMetadata(processor); err == nil {
+					for k, v := range pm {
+						if old, ok := meta[k]; !ok || v > old {
+							meta[k] = v
+						}
+					}
+				}
 			}
 		}
 		m.positions[tp] = p
 	}
 	m.inputsOf[id] = tps
+	m.meta[id] = &processorMeta{cur: meta, committed: maps.Clone(meta)}
+}
+
+// ProcessorMetadata is active task id's processor metadata value of key (ok false when it has
+// none): what a processor recorded with SetProcessorMetadata, or what the task's last commit held.
+func (m *Machine) ProcessorMetadata(id tasks.ID, key string) (v int64, ok bool) {
+	if pm := m.meta[id]; pm != nil {
+		v, ok = pm.cur[key]
+	}
+	return v, ok
+}
+
+// SetProcessorMetadata sets active task id's processor metadata value of key: the task's next
+// commit carries it with every input partition's offset; an abort takes it back to the last
+// commit's. A task that is not active here is left alone.
+func (m *Machine) SetProcessorMetadata(id tasks.ID, key string, v int64) {
+	if pm := m.meta[id]; pm != nil {
+		pm.cur[key] = v
+	}
 }
 
 // dropInputs forgets the positions of task id's inputs (it is no longer active here).
@@ -72,6 +110,7 @@ func (m *Machine) dropInputs(id tasks.ID) {
 		delete(m.positions, tp)
 	}
 	delete(m.inputsOf, id)
+	delete(m.meta, id)
 }
 
 // Processed records that the records of input partition tp before offset next were processed. A
@@ -132,11 +171,15 @@ func (m *Machine) HasCommitted(id tasks.ID) bool {
 }
 
 // CommitMetadata is the metadata committed with input partition tp's offset: its partition time in
-// Kafka Streams' format (unknown: -1), with the processor metadata its last commit had. The shell's
-// committer asks while it builds a commit the machine asked for.
+// Kafka Streams' format (unknown: -1), with its task's processor metadata. The shell's committer
+// asks while it builds a commit the machine asked for.
 func (m *Machine) CommitMetadata(tp tasks.TopicPartition) string {
 	if p := m.positions[tp]; p != nil {
-		return commit.EncodeMetadata(p.time, p.processor)
+		var processor []byte
+		if pm := m.meta[p.task]; pm != nil {
+			processor = commit.EncodeProcessorMetadata(pm.cur)
+		}
+		return commit.EncodeMetadata(p.time, processor)
 	}
 	return commit.EncodeMetadata(commit.UnknownPartitionTime, nil)
 }
@@ -173,6 +216,9 @@ func (m *Machine) markCommitted(offs commit.Offsets) {
 	for tp, o := range offs {
 		if p := m.positions[tp]; p != nil {
 			p.committed, p.committedTime = o, p.time
+			if pm := m.meta[p.task]; pm != nil {
+				pm.committed = maps.Clone(pm.cur)
+			}
 		}
 	}
 }
@@ -182,6 +228,9 @@ func (m *Machine) markCommitted(offs commit.Offsets) {
 // where its consumption started (auto.offset.reset), as DropPending and RetryFromLastCommit carry it.
 func (m *Machine) rewind() commit.Offsets {
 	to := make(commit.Offsets, len(m.positions))
+	for _, pm := range m.meta {
+		pm.cur = maps.Clone(pm.committed)
+	}
 	for tp, p := range m.positions {
 		p.done, p.time = p.committed, p.committedTime
 		if p.committed >= 0 {

@@ -43,15 +43,16 @@ func TestPositionsStartFromTheCommittedMetadata(t *testing.T) {
 	if got := s.m.CommitMetadata(tp0); got != "AgAAAAAAAADIAAAAAQAAAAFrAAAAAAAAAAc=" { // 200, then {"k": 7}
 		t.Errorf("tp0's metadata %q", got)
 	}
-	if got := s.m.CommitMetadata(tp1); got != "Av//////////" {
-		t.Errorf("an unknown time is committed as %q; want Kafka Streams' -1 (Av//////////)", got)
+	// The task's processor metadata goes with each of its partitions, as Kafka Streams commits it.
+	if got := s.m.CommitMetadata(tp1); got != "Av//////////AAAAAQAAAAFrAAAAAAAAAAc=" {
+		t.Errorf("an unknown time is committed as %q; want Kafka Streams' -1 (Av//////////), then {\"k\": 7}", got)
 	}
 	if got := s.m.CommitMetadata(tasks.TopicPartition{Topic: "other"}); got != "Av//////////" {
 		t.Errorf("a partition of no active task: %q", got)
 	}
 	s.m.Processed(tp1, 12)
 	s.m.Advanced(tp1, 500)
-	if got := s.m.CommitMetadata(tp1); got != "AgAAAAAAAAH0" { // 500
+	if got := s.m.CommitMetadata(tp1); got != "AgAAAAAAAAH0AAAAAQAAAAFrAAAAAAAAAAc=" { // 500, then {"k": 7}
 		t.Errorf("tp1's metadata %q", got)
 	}
 	if got := s.m.StreamTime(task0); got != 500 {
@@ -65,6 +66,72 @@ func TestPositionsStartFromTheCommittedMetadata(t *testing.T) {
 	}
 	if f.m.HasCommitted(task1) || f.m.StreamTime(task1) != -1 {
 		t.Error("a task not held has a position")
+	}
+}
+
+// Processor metadata (Kafka Streams' ProcessorMetadata): read from every input partition's committed
+// metadata and merged, the larger value of a key winning; set by the task's processors; committed
+// with every input's offset; taken back to the last commit's by a rewind; gone with the task.
+func TestProcessorMetadata(t *testing.T) {
+	s := newScript(t, ExactlyOnce, true)
+	enc := func(ms int64, m map[string]int64) string {
+		return commit.EncodeMetadata(ms, commit.EncodeProcessorMetadata(m))
+	}
+	s.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp0: 7, tp1: 9},
+		Metadata: map[tasks.TopicPartition]string{
+			tp0: enc(10, map[string]int64{"a": 5, "b": 1}),
+			tp1: commit.EncodeMetadata(20, []byte{0, 0, 0, 9}), // not ProcessorMetadata: none from tp1
+		}})
+	if v, ok := s.m.ProcessorMetadata(task0, "a"); !ok || v != 5 {
+		t.Fatalf("a = %d %v, want 5", v, ok)
+	}
+	if _, ok := s.m.ProcessorMetadata(task0, "c"); ok {
+		t.Fatal("c is set")
+	}
+	if _, ok := s.m.ProcessorMetadata(task1, "a"); ok {
+		t.Fatal("a task not held has metadata")
+	}
+	s.m.SetProcessorMetadata(task1, "a", 1) // not active here: nothing
+	// Merged from two partitions: the larger value wins.
+	m := newScript(t, AtLeastOnce, true)
+	m.activate(CommittedInputs{Tasks: tasks.NewSet(task0), Offsets: commit.Offsets{tp0: 7, tp1: 9},
+		Metadata: map[tasks.TopicPartition]string{tp0: enc(1, map[string]int64{"a": 5, "b": 9}), tp1: enc(1, map[string]int64{"a": 8, "b": 2})}})
+	if a, _ := m.m.ProcessorMetadata(task0, "a"); a != 8 {
+		t.Errorf("merged a = %d, want 8", a)
+	}
+	if b, _ := m.m.ProcessorMetadata(task0, "b"); b != 9 {
+		t.Errorf("merged b = %d, want 9", b)
+	}
+
+	s.m.SetProcessorMetadata(task0, "a", 50)
+	s.m.SetProcessorMetadata(task0, "c", -3)
+	want := map[string]int64{"a": 50, "b": 1, "c": -3}
+	for _, tp := range []tasks.TopicPartition{tp0, tp1} {
+		_, processor := commit.DecodeMetadata(s.m.CommitMetadata(tp))
+		if got, err := commit.DecodeProcessorMetadata(processor); err != nil || !maps.Equal(got, want) {
+			t.Errorf("%s commits %v %v, want %v", tp, got, err, want)
+		}
+	}
+	// A rewind (an abort) takes the values back to the last commit's.
+	s.m.rewind()
+	if a, _ := s.m.ProcessorMetadata(task0, "a"); a != 5 {
+		t.Errorf("after a rewind a = %d, want the committed 5", a)
+	}
+	if _, ok := s.m.ProcessorMetadata(task0, "c"); ok {
+		t.Error("after a rewind c is still set")
+	}
+	// A commit makes them the ones a rewind goes back to.
+	s.m.SetProcessorMetadata(task0, "a", 60)
+	s.m.Processed(tp0, 8)
+	s.m.markCommitted(commit.Offsets{tp0: 8})
+	s.m.SetProcessorMetadata(task0, "a", 70)
+	s.m.rewind()
+	if a, _ := s.m.ProcessorMetadata(task0, "a"); a != 60 {
+		t.Errorf("after a commit and a rewind a = %d, want 60", a)
+	}
+	s.m.dropInputs(task0)
+	if _, ok := s.m.ProcessorMetadata(task0, "a"); ok {
+		t.Error("a task no longer held keeps its metadata")
 	}
 }
 
