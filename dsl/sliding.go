@@ -80,7 +80,7 @@ func slidingAggregate[K, V, VA any](w *SlidingWindowedKStream[K, V], prefix stri
 	}
 	parent, in := g.input(store)
 	n := b.add(&node{name: name, kind: processorNode}, parent)
-	b.windowStore(store, retention)
+	b.windowStore(store, retention, retention)
 	// Sliding aggregations read the store by ranges of windows, which the record cache cannot
 	// answer: they write through it (see docs/dsl.md).
 	t := aggregateTable(b, n, windowedKeys(ks, d), vas, store, true, g.sourcesFrom(parent))

@@ -1,9 +1,13 @@
 package dsl
 
 import (
+	"errors"
 	"math"
+	"slices"
+	"sync"
 	"time"
 
+	"github.com/streamsgroup/streamsgroup/internal/streamhook"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -14,8 +18,32 @@ import (
 // window (Kafka Streams' TimeWindowedKStream): Count, Reduce and WindowedAggregate make a table
 // keyed by windowed.Key, kept in a window store whose changelog Kafka Streams reads.
 type TimeWindowedKStream[K, V any] struct {
-	g  *KGroupedStream[K, V]
-	ws windowed.TimeWindows
+	g    *KGroupedStream[K, V]
+	ws   windowed.TimeWindows
+	emit EmitStrategy
+}
+
+// EmitStrategy is when a windowed aggregation hands its results on (Kafka Streams' EmitStrategy).
+type EmitStrategy int
+
+const (
+	// OnWindowUpdate hands every update of a window on (Kafka Streams' EmitStrategy.onWindowUpdate,
+	// the default), through the record cache when the table has one.
+	OnWindowUpdate EmitStrategy = iota
+	// OnWindowClose hands each window on once, with its final result, when it closes: when the
+	// stream time passes its end plus the grace (Kafka Streams' EmitStrategy.onWindowClose).
+	OnWindowClose
+)
+
+// Emit sets when the aggregations of w hand their results on (Kafka Streams'
+// TimeWindowedKStream.emitStrategy): OnWindowUpdate (the default) or OnWindowClose.
+func (w *TimeWindowedKStream[K, V]) Emit(e EmitStrategy) *TimeWindowedKStream[K, V] {
+	if e != OnWindowUpdate && e != OnWindowClose {
+		w.g.s.b.fail("Emit: unknown emit strategy %d", e)
+	}
+	c := *w
+	c.emit = e
+	return &c
 }
 
 // WindowedBy groups the records of g into the time windows ws (Kafka Streams'
@@ -76,14 +104,30 @@ func windowedAggregate[K, V, VA any](w *TimeWindowedKStream[K, V], prefix string
 	}
 	parent, in := g.input(store)
 	n := b.add(&node{name: name, kind: processorNode}, parent)
-	b.windowStore(store, retention)
-	t := aggregateTable(b, n, windowedKeys(ks, w.ws.Size()), vas, store, m.CachingDisabled, g.sourcesFrom(parent))
+	final := w.emit == OnWindowClose
+	live := retention
+	if final {
+		// Kafka Streams keeps an aggregation that emits final results in its time-ordered window
+		// store, which still reads a window that starts exactly the retention before the newest
+		// (its other window stores read only later ones): one more millisecond here.
+		live++
+	}
+	b.windowStore(store, retention, live)
+	// Emitting final results, the aggregation reads its closed windows from the store by time: it
+	// writes through to it (no record cache; Kafka Streams' cache there changes only how many
+	// changelog records the updates take, not what is emitted).
+	t := aggregateTable(b, n, windowedKeys(ks, w.ws.Size()), vas, store, m.CachingDisabled || final, g.sourcesFrom(parent))
 	if ks != nil {
 		t.storeKs = windowStoreKeys(ks, w.ws.Size())
 	}
 	t.windowEnd, t.grace = func(k windowed.Key[K]) int64 { return k.Window.End }, w.ws.Grace()
-	agg := &windowAggregation[K, V, VA]{t: t, ws: w.ws, init: init, first: first, fn: fn}
-	n.init = agg.times.start
+	agg := &windowAggregation[K, V, VA]{t: t, ws: w.ws, init: init, first: first, fn: fn, final: final, store: store}
+	if final && ks != nil && vas != nil {
+		n.onBuild = append(n.onBuild, func() {
+			agg.windows = stream.Window(store, time.Duration(live)*time.Millisecond, ks, serde.Serde[stamped[VA]](newStampedSerde(store, vas)))
+		})
+	}
+	n.init = agg.start
 	in.attach(agg.process)
 	return t
 }
@@ -107,6 +151,82 @@ type windowAggregation[K, V, VA any] struct {
 	fn    func(K, V, VA) VA
 	// times are each task's stream time as this processor saw it.
 	times streamTimes
+	// final: the aggregation emits each window once, when it closes (OnWindowClose), reading the
+	// closed ones from windows, its store by time; emits are each task's emit state.
+	final   bool
+	store   string
+	windows stream.WindowStore[K, stamped[VA]]
+	emits   sync.Map // tasks.ID → *emitState
+}
+
+// emitState is one task's progress emitting final results (Kafka Streams'
+// AbstractKStreamTimeWindowAggregateProcessor): the last window close time it emitted up to (-1:
+// none), kept in the task's processor metadata under the store's name so that the task's next
+// owner, Go or Java, goes on from it; and when the wall clock next lets it look.
+type emitState struct {
+	last, next int64
+}
+
+// start starts a task: its stream time unknown, its emit state from the processor metadata its
+// offsets were committed with.
+func (a *windowAggregation[K, V, VA]) start(c *stream.Context) error {
+	if err := a.times.start(c); err != nil {
+		return err
+	}
+	if a.final {
+		last, ok := streamhook.ProcessorMetadata(c, a.store)
+		if !ok {
+			last = -1
+		}
+		a.emits.Store(c.Task(), &emitState{last: last})
+	}
+	return nil
+}
+
+// emitFinal emits the windows that closed since the last emit (Kafka Streams'
+// maybeForwardFinalResult), at most once per __emit.interval.ms.kstreams.windowed.aggregation__
+// of wall-clock time, each with its final aggregate and timestamp and the current record's
+// headers, in order of window start and key.
+func (a *windowAggregation[K, V, VA]) emitFinal(c *stream.Context, md meta, closeTime int64) error {
+	p, ok := a.emits.Load(c.Task())
+	if !ok {
+		p, _ = a.emits.LoadOrStore(c.Task(), &emitState{last: -1})
+	}
+	st := p.(*emitState)
+	now := c.CurrentSystemTime().UnixMilli()
+	if now < st.next {
+		return nil
+	}
+	st.next = now + c.Config().Runtime.WindowedEmitEvery()
+	if st.last >= 0 && st.last >= closeTime {
+		return nil // the close time has not moved
+	}
+	size := a.ws.Size()
+	upper := closeTime - size // the last window start that closed
+	if upper < 0 {
+		return nil
+	}
+	lower := int64(0)
+	if st.last >= 0 {
+		lower = max(0, st.last-size) + 1
+		// No window closed since the last emit when the same windows hold both bounds.
+		if slices.Equal(a.ws.WindowsFor(upper), a.ws.WindowsFor(lower-1)) {
+			return nil
+		}
+	}
+	headers := md.headersOf(c)
+	var ferr error
+	err := a.windows.FetchAll(c, lower, upper, func(k K, start int64, v stamped[VA]) bool {
+		wk := windowed.Key[K]{Key: k, Window: windowed.Window{Start: start, End: start + size}}
+		ferr = a.t.out.emit(c, meta{at: v.at, headers: headers, ownHeaders: true}, wk, change[VA]{new: v.v, hasNew: true})
+		return ferr == nil
+	})
+	if err = errors.Join(err, ferr); err != nil {
+		return err
+	}
+	st.last = closeTime
+	streamhook.SetProcessorMetadata(c, a.store, closeTime)
+	return nil
 }
 
 func (a *windowAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, v V) error {
@@ -151,9 +271,15 @@ func (a *windowAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, v
 		if !a.t.sendOld {
 			ch.old, ch.hasOld = *new(VA), false
 		}
+		if a.final {
+			continue // handed on when the window closes
+		}
 		if err := a.t.forward(c, meta{at: when}, wk, ch); err != nil {
 			return err
 		}
+	}
+	if a.final {
+		return a.emitFinal(c, md, closed)
 	}
 	return nil
 }
@@ -194,10 +320,11 @@ func (s storeKeySerde[K]) Decode(b []byte) (windowed.Key[K], error) {
 	return windowed.Key[K]{Key: k, Window: windowed.Window{Start: start, End: end}}, nil
 }
 
-// windowStore records that store is a window store keeping windows for retention ms.
-func (b *Builder) windowStore(store string, retention int64) {
+// windowStore records that store is a window store keeping windows for retention ms (its
+// changelog's), of which the runtime reads those that start after the newest start minus live ms.
+func (b *Builder) windowStore(store string, retention, live int64) {
 	b.declare(store, storeKind{
-		decl:       stream.TimestampedWindowStore(store, time.Duration(retention)*time.Millisecond),
+		decl:       stream.TimestampedWindowStore(store, time.Duration(live)*time.Millisecond),
 		changelog:  func(n topology.Names) topology.TopicInfo { return n.WindowedChangelog(store, retention) },
 		notHeaders: "windowed aggregations keep their stores",
 	})

@@ -38,6 +38,9 @@ func startGoDSLApp(t *testing.T, b *Broker, group, name string, program func(*ds
 	// The Kafka Streams members run with statestore.cache.max.bytes=0, so that every count is written
 	// (the tests check each key's counts 1…n); so does this one.
 	cfg.Runtime.StateStoreCacheMaxBytes = -1
+	// And, as they, windowed aggregations that emit final results look at every record (the
+	// internal __emit.interval.ms.kstreams.windowed.aggregation__ at 0), not once a second.
+	cfg.Runtime.WindowedEmitInterval = -1
 	db := dsl.NewBuilder()
 	program(db)
 	topo, procs, err := db.Build(cfg)
@@ -726,6 +729,58 @@ func mixedGroupExactlyOnceRecords(t *testing.T, program string, produce func(pha
 	}
 	if exit := goMember.stop(t); exit != "ok" {
 		t.Fatalf("the Go member did not stop cleanly: %q", exit)
+	}
+}
+
+// Final window counts (EmitStrategy.onWindowClose, p-window-emit-final-retained: 10 s windows, 2 s
+// grace, kept 5 minutes) by a Kafka Streams member and a Go member in one group, tasks moving Java →
+// Go → Java. Time runs on across the phases; each phase counts one window whole and starts the next,
+// which closes in the next phase, on the other runtime. A window stays in the store long after it was
+// emitted, so only the last emitted close time, committed with the offsets in Kafka Streams'
+// processor metadata, keeps the next owner from emitting it again: every window must be emitted
+// once, with its final count, whichever runtime wrote the metadata and whichever read it.
+func TestDSLWindowEmitFinalMixedGroup(t *testing.T) {
+	base := time.Now().Add(-10*time.Minute).UnixMilli() / 10000 * 10000
+	want := map[string]int64{}
+	topics := mixedGroupRecords(t, "p-window-emit-final-retained", func(phase int) map[string][]*kgo.Record {
+		t0 := base + int64(phase-1)*20000
+		var recs []*kgo.Record
+		add := func(k string, ts int64) {
+			recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(ts)})
+		}
+		for i := range 10 { // the first window: two records of each key
+			add(fmt.Sprintf("k%d", i%5), t0+int64(i)*900)
+		}
+		for i := range 5 { // the second: one of each, still open when the phase ends
+			add(fmt.Sprintf("k%d", i), t0+10000+int64(i)*1000)
+		}
+		add("tick", t0+19000) // stream time 19 s: the first window closed (end 10 s + 2 s grace), the second not
+		for i := range 5 {
+			want[string(windowed.AppendTimeKey(nil, []byte(fmt.Sprintf("k%d", i)), t0))] = 2
+			if phase > 1 { // the previous phase's second window, closed by this phase's records
+				want[string(windowed.AppendTimeKey(nil, []byte(fmt.Sprintf("k%d", i)), t0-10000))] = 1
+			}
+		}
+		if phase > 1 {
+			want[string(windowed.AppendTimeKey(nil, []byte("tick"), t0-10000))] = 1
+		}
+		return map[string][]*kgo.Record{"-in": recs}
+	}, func() map[string]int64 { return maps.Clone(want) }, false, 1)
+	got := readCommittedCounts(t, clientsOf(t, Get(t)), topics+"-out")
+	var bad []string
+	for k, n := range want {
+		if s := got[k]; len(s) != 1 || s[0] != n {
+			bad = append(bad, fmt.Sprintf("window %x: emitted %v, want %d once", k, s, n))
+		}
+	}
+	for k, s := range got {
+		if _, ok := want[k]; !ok {
+			bad = append(bad, fmt.Sprintf("window %x: emitted %v, not closed", k, s))
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		t.Fatalf("final counts:\n%s", strings.Join(bad, "\n"))
 	}
 }
 

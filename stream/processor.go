@@ -131,6 +131,18 @@ type Context struct {
 
 func init() {
 	streamhook.SetClock = func(app any, now func() time.Time) { app.(*App).now = now }
+	streamhook.ProcessorMetadata = func(c any, key string) (int64, bool) {
+		ctx := c.(*Context)
+		if ctx.task.global { // outside the machine, on a goroutine of its own
+			return 0, false
+		}
+		return ctx.app.mach.ProcessorMetadata(ctx.task.id, key)
+	}
+	streamhook.SetProcessorMetadata = func(c any, key string, v int64) {
+		if ctx := c.(*Context); !ctx.task.global {
+			ctx.app.mach.SetProcessorMetadata(ctx.task.id, key, v)
+		}
+	}
 	streamhook.Restoring = func(c any) bool {
 		ctx := c.(*Context)
 		return ctx.task.global && ctx.app.proc.global.restoring.Load()

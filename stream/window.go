@@ -2,9 +2,11 @@ package stream
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -221,6 +223,52 @@ func (s *kvStore) fetch(k []byte, from, to int64, fn func(start int64, value []b
 	return nil
 }
 
+// fetchAll calls fn for every live window of the store whose start is in [from, to], in order of
+// their start, then key bytes, then sequence number (Kafka Streams' fetchAll(timeFrom, timeTo) on
+// its time-ordered window store), with the engine's view merged with the open transaction's
+// writes. Each segment's entries are read, then sorted: a segment is keyed by window key first.
+func (s *kvStore) fetchAll(from, to int64, fn func(key []byte, start int64, value []byte) bool) error {
+	from = max(from, 0, s.win.observed-s.win.retention+1)
+	last := s.win.lastSegment(to)
+	type entry struct {
+		key, value []byte
+		start      int64
+		seq        int32
+	}
+	for seg := from / windowSegmentMs; from <= to && seg <= last; seg++ {
+		next, ok, err := s.segmentFrom(seg, last)
+		if err != nil || !ok || next > last {
+			return err
+		}
+		seg = next
+		lo := binary.BigEndian.AppendUint64(nil, uint64(seg))
+		it, err := s.engineRange(lo, binary.BigEndian.AppendUint64(nil, uint64(seg+1)))
+		if err != nil {
+			return err
+		}
+		var es []entry
+		for it.Next() {
+			key, start, seq, err := windowed.SplitStoreKey(it.Key()[segmentKeyLen:])
+			if err != nil || start < from || start > to {
+				continue
+			}
+			es = append(es, entry{key: bytes.Clone(key), value: bytes.Clone(it.Value()), start: start, seq: seq})
+		}
+		if err := errors.Join(it.Err(), it.Close()); err != nil {
+			return s.fail("fetch", err)
+		}
+		slices.SortFunc(es, func(a, b entry) int {
+			return cmp.Or(cmp.Compare(a.start, b.start), bytes.Compare(a.key, b.key), cmp.Compare(a.seq, b.seq))
+		})
+		for _, e := range es {
+			if !fn(e.key, e.start, e.value) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
 // lastSegment is the last segment a scan up to time to visits: none holds a time after the newest
 // written, when the store knows it (a persistent store reopened without a restore does not until
 // its next write).
@@ -409,6 +457,32 @@ func (w WindowStore[K, V]) Fetch(c *Context, key K, from, to int64, fn func(star
 			return false
 		}
 		return fn(start, v)
+	})
+	return errors.Join(err, derr)
+}
+
+// FetchAll calls fn for every window kept in c's task's store whose start is in [from, to] (Unix
+// ms), whatever its key, in order of their start, then of their keys' bytes (Kafka Streams'
+// fetchAll(timeFrom, timeTo) on its time-ordered window store, what an aggregation that emits its
+// final results reads), until fn returns false.
+func (w WindowStore[K, V]) FetchAll(c *Context, from, to int64, fn func(key K, start int64, value V) bool) error {
+	st, err := w.windowStore(c)
+	if err != nil {
+		return err
+	}
+	var derr error
+	err = st.fetchAll(from, to, func(kb []byte, start int64, raw []byte) bool {
+		k, err := w.ks.Decode(kb)
+		if err != nil {
+			derr = fmt.Errorf("stream: a key in store %s: %w", w.name, err)
+			return false
+		}
+		v, err := w.vs.Decode(raw)
+		if err != nil {
+			derr = fmt.Errorf("stream: a value in store %s: %w", w.name, err)
+			return false
+		}
+		return fn(k, start, v)
 	})
 	return errors.Join(err, derr)
 }

@@ -468,3 +468,52 @@ func TestWindowAndSessionStoresReadEverySegmentBeforeTheirTimeIsKnown(t *testing
 		t.Fatalf("FindSessions after the reopen = %s", got)
 	}
 }
+
+// FetchAll reads every key's windows with a start in [from, to], ordered by start, then key bytes,
+// then sequence (Kafka Streams' time-ordered fetchAll), across segments and the open transaction's
+// writes, without the expired ones; it stops when fn returns false.
+func TestWindowStoreFetchAll(t *testing.T) {
+	long := Window("counts", 10*time.Minute, serde.String, serde.Int64)
+	a, tk, _ := windowTask(t, long)
+	s := tk.stores["counts"]
+	s.pend = newOverlay()
+	c := &tk.ctx
+	mustNotErr(t, long.Put(c, "b", 1000, 1))
+	mustNotErr(t, long.Put(c, "a", 61000, 2)) // the next segment
+	mustNotErr(t, long.Put(c, "a", 1000, 3))
+	flush(t, a)
+	mustNotErr(t, s.commitPending())
+	mustNotErr(t, long.Put(c, "c", 1000, 4))  // pending
+	mustNotErr(t, long.Put(c, "", 2000, 5))   // the empty key
+	mustNotErr(t, long.Put(c, "b", 90000, 6)) // past to
+	mustNotErr(t, s.Put(windowed.AppendStoreKey(nil, []byte("a"), 1000, 3), int64s(7)))
+	all := func(from, to int64, n int) string {
+		var out []string
+		mustNotErr(t, long.FetchAll(c, from, to, func(k string, start, v int64) bool {
+			out = append(out, fmt.Sprintf("%s@%d=%d", k, start, v))
+			return len(out) < n
+		}))
+		return fmt.Sprint(out)
+	}
+	if got := all(0, 61000, 100); got != "[a@1000=3 a@1000=7 b@1000=1 c@1000=4 @2000=5 a@61000=2]" {
+		t.Fatalf("FetchAll(0, 61000) = %s", got)
+	}
+	if got := all(1001, 61000, 100); got != "[@2000=5 a@61000=2]" {
+		t.Fatalf("FetchAll(1001, 61000) = %s", got)
+	}
+	if got := all(0, 61000, 2); got != "[a@1000=3 a@1000=7]" {
+		t.Fatalf("FetchAll went on after false: %s", got)
+	}
+	if got := all(5000, 4000, 100); got != "[]" {
+		t.Fatalf("FetchAll over an empty span = %s", got)
+	}
+	// Windows past the retention are gone: a start 10 minutes after 1000 expires every start up to it.
+	mustNotErr(t, long.Put(c, "z", 601000, 8))
+	if got := all(0, 100000, 100); got != "[@2000=5 a@61000=2 b@90000=6]" {
+		t.Fatalf("FetchAll after expiry = %s", got)
+	}
+	_, plain, _ := windowTask(t, StoreName("counts"))
+	if err := long.FetchAll(&plain.ctx, 0, 1, func(string, int64, int64) bool { return true }); err == nil {
+		t.Fatal("FetchAll of a store not declared a window store")
+	}
+}

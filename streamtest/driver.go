@@ -126,6 +126,10 @@ func New(cfg config.Config, topo *topology.Topology, procs stream.Processors, op
 		// every record, not once a second of wall-clock time.
 		cfg.Runtime.OuterJoinEmitInterval = -1
 	}
+	if cfg.Runtime.WindowedEmitInterval == 0 {
+		// And windowed aggregations that emit final results look for closed windows at every record.
+		cfg.Runtime.WindowedEmitInterval = -1
+	}
 	if cfg.Runtime.StateStoreCacheMaxBytes == 0 {
 		// With the record cache, what a table writes depends on when commits happen; without it,
 		// every update is written, as Kafka Streams' TopologyTestDriver writes them for records piped

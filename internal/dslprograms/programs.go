@@ -329,6 +329,26 @@ func init() {
 		dsl.WindowedBy(g, windowed.OfSizeWithNoGrace(10*time.Second)).Count().
 			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
 	}
+	Programs["p-window-emit-final"] = func(b *dsl.Builder, t string) {
+		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		dsl.WindowedBy(g, windowed.OfSizeAndGrace(10*time.Second, 2*time.Second)).Emit(dsl.OnWindowClose).Count().
+			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
+	}
+	Programs["p-window-emit-final-retained"] = func(b *dsl.Builder, t string) {
+		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		dsl.WindowedBy(g, windowed.OfSizeAndGrace(10*time.Second, 2*time.Second)).Emit(dsl.OnWindowClose).
+			Count(dsl.Materialized[string, int64]{Name: "retained", Retention: 5 * time.Minute}).
+			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
+	}
+	Programs["p-window-emit-final-hopping"] = func(b *dsl.Builder, t string) {
+		g := dsl.GroupBy(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v })
+		hop := windowed.OfSizeWithNoGrace(10 * time.Second).AdvanceBy(5 * time.Second)
+		dsl.WindowedBy(g, hop).Emit(dsl.OnWindowClose).
+			Reduce(func(a, v string) string { return a + "+" + v }, dsl.Named("final"), dsl.Materialized[string, string]{Name: "final-store"}).
+			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], string]{})
+		dsl.WindowedBy(g, hop).Emit(dsl.OnWindowUpdate).Count().
+			ToStream().To(t+"-out2", dsl.Produced[windowed.Key[string], int64]{})
+	}
 	Programs["p-window-hopping-grace"] = func(b *dsl.Builder, t string) {
 		g := dsl.GroupBy(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), func(_, v string) string { return v })
 		dsl.WindowedBy(g, windowed.OfSizeAndGrace(10*time.Second, 2*time.Second).AdvanceBy(5*time.Second)).

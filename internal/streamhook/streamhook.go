@@ -38,3 +38,11 @@ var GlobalApplied func(app any) map[string]int64
 // up to its end before the application starts: the DSL's global tables then copy each record as it
 // is, as Kafka Streams restores them without their processor.
 var Restoring func(c any) bool
+
+// ProcessorMetadata reads, and SetProcessorMetadata sets, a value of the processor metadata of c's
+// task (c a *stream.Context): Kafka Streams' ProcessorMetadata, committed with the task's offsets,
+// where a windowed aggregation that emits final results keeps its last emitted window close time.
+var (
+	ProcessorMetadata    func(c any, key string) (int64, bool)
+	SetProcessorMetadata func(c any, key string, v int64)
+)

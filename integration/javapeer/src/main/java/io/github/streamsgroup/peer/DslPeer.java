@@ -138,6 +138,10 @@ public final class DslPeer {
             Properties props = props(app, bootstrap, stateDir);
             props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, optimization);
             props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
+            // Windowed aggregations that emit final results look for closed windows at every record
+            // (as TopologyTestDriver has them), not once a second of wall-clock time: a test's last
+            // record of a phase then emits what it closed.
+            props.put("__emit.interval.ms.kstreams.windowed.aggregation__", flags.getOrDefault("windowed-emit-interval-ms", "0"));
             props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, Long.parseLong(cacheBytes));
             props.put("dsl.store.format", storeFormat);
             Topology topology = build(e.getValue(), topics + "-" + e.getValue(), props);

@@ -13,6 +13,7 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
@@ -59,7 +60,8 @@ final class DslPrograms {
         "p-sliding", "p-join-streams", "p-join-streams-named", "p-join-streams-sum",
         "p-suppress-getter", "p-suppress-leftjoin-ts", "p-suppress-bytes", "p-session-suppress-regroup", "p-self-join",
         "p-suppress-dedup", "p-join-streams-left-outer", "p-join-global", "p-join-global-named",
-        "p-join-global-prices");
+        "p-join-global-prices", "p-window-emit-final", "p-window-emit-final-hopping",
+        "p-window-emit-final-retained");
 
     private DslPrograms() {
     }
@@ -749,6 +751,40 @@ final class DslPrograms {
                 left.outerJoin(right, (a, c) -> a + "*" + c, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(3)).after(Duration.ofSeconds(1)),
                         StreamJoined.<String, String, String>as("oj").withName("outer"))
                     .to(t + "-out2");
+                break;
+            }
+            case "p-window-emit-final": {
+                // A tumbling count with a grace that emits each window once, when it closes.
+                b.<String, String>stream(t + "-in").groupByKey()
+                    .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2)))
+                    .emitStrategy(EmitStrategy.onWindowClose())
+                    .count()
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
+                break;
+            }
+            case "p-window-emit-final-retained": {
+                // Final counts of windows kept 5 minutes: a window stays in the store after it was
+                // emitted, so only the last emitted close time (the processor metadata committed with
+                // the offsets) keeps the task's next owner from emitting it again.
+                b.<String, String>stream(t + "-in").groupByKey()
+                    .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2)))
+                    .emitStrategy(EmitStrategy.onWindowClose())
+                    .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("retained").withRetention(Duration.ofMinutes(5)))
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
+                break;
+            }
+            case "p-window-emit-final-hopping": {
+                // Hopping windows without a grace after a key change, a named reduce in a named store
+                // that emits final results, and the same windows emitting every update beside it.
+                KGroupedStream<String, String> g = b.<String, String>stream(t + "-in").groupBy((k, v) -> v);
+                g.windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(10)).advanceBy(Duration.ofSeconds(5)))
+                    .emitStrategy(EmitStrategy.onWindowClose())
+                    .reduce((a, v) -> a + "+" + v, Named.as("final"), Materialized.as("final-store"))
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.String()));
+                g.windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(10)).advanceBy(Duration.ofSeconds(5)))
+                    .emitStrategy(EmitStrategy.onWindowUpdate())
+                    .count()
+                    .toStream().to(t + "-out2", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
                 break;
             }
             case "p-join-global": {

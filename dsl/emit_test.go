@@ -1,0 +1,92 @@
+package dsl
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/windowed"
+)
+
+// Windowed aggregations that emit final results (Emit(OnWindowClose)), through the test driver.
+// The expected outputs follow Kafka Streams' documented semantics of EmitStrategy.onWindowClose:
+// nothing while a window is open; once the stream time passes a window's end plus the grace, the
+// window is emitted once, with its final aggregate and the largest timestamp of its records, in
+// order of window start and then key; records too late for their window are dropped.
+
+func emitFinalCount(b *Builder) {
+	g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+	WindowedBy(g, windowed.OfSizeAndGrace(10*time.Second, 2*time.Second)).Emit(OnWindowClose).Count().
+		ToStream().To("out", Produced[windowed.Key[string], int64]{})
+}
+
+func TestWindowedCountEmitsFinalResults(t *testing.T) {
+	d := run(t, emitFinalCount)
+	out := func() []wrec[int64] { return readWindowed(t, d, "out", 10000, serde.Int64) }
+	pipeAt(t, d, "in", wrec[string]{"b", 0, "x", 3000}, wrec[string]{"a", 0, "x", 1000}, wrec[string]{"a", 0, "x", 9999},
+		wrec[string]{"a", 0, "x", 10000}, wrec[string]{"a", 0, "x", 11999})
+	if got := out(); len(got) != 0 {
+		t.Fatalf("emitted %v while the first window is open (stream time 11999, its end plus grace 12000)", got)
+	}
+	pipeAt(t, d, "in", wrec[string]{"c", 0, "x", 12000}) // the first window closes
+	want := []wrec[int64]{{"a", 0, 2, 9999}, {"b", 0, 1, 3000}}
+	if got := out(); !slices.Equal(got, want) {
+		t.Fatalf("at 12000: %v, want %v", got, want)
+	}
+	pipeAt(t, d, "in", wrec[string]{"a", 0, "x", 5000}, // too late: dropped, the window emitted stays
+		wrec[string]{"a", 0, "x", 13000}) // no other window closed: nothing
+	if got := out(); len(got) != 0 {
+		t.Fatalf("emitted %v, want nothing", got)
+	}
+	if n := d.App().Metrics().Dropped; n != 1 {
+		t.Fatalf("dropped %d records, want the late one", n)
+	}
+	pipeAt(t, d, "in", wrec[string]{"a", 0, "x", 22000}) // closes [10 s, 20 s)
+	want = []wrec[int64]{{"a", 10000, 3, 13000}, {"c", 10000, 1, 12000}}
+	if got := out(); !slices.Equal(got, want) {
+		t.Fatalf("at 22000: %v, want %v", got, want)
+	}
+	// A record far ahead: the store keeps windows for their size plus the grace after the newest,
+	// and the record's own window is written first, so [20 s, 30 s) is gone before it could be
+	// emitted, as in Kafka Streams (a longer Materialized retention keeps it).
+	pipeAt(t, d, "in", wrec[string]{"a", 0, "x", 60000})
+	if got := out(); len(got) != 0 {
+		t.Fatalf("at 60000: %v, want nothing", got)
+	}
+}
+
+// The wall clock throttles the look for closed windows (Kafka Streams'
+// __emit.interval.ms.kstreams.windowed.aggregation__): a record that closes a window within the
+// interval after the last look emits nothing; the first record after it emits what closed.
+func TestWindowedEmitFinalIsThrottledByTheWallClock(t *testing.T) {
+	cfg := config.Default("ops")
+	cfg.Runtime.WindowedEmitInterval = time.Hour
+	d := start(t, cfg, emitFinalCount)
+	defer d.Close()
+	out := func() []wrec[int64] { return readWindowed(t, d, "out", 10000, serde.Int64) }
+	pipeAt(t, d, "in", wrec[string]{"a", 0, "x", 1000}) // the first look: nothing closed
+	pipeAt(t, d, "in", wrec[string]{"a", 0, "x", 12000})
+	if got := out(); len(got) != 0 {
+		t.Fatalf("emitted %v within the interval", got)
+	}
+	if err := d.AdvanceWallClock(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	pipeAt(t, d, "in", wrec[string]{"a", 0, "x", 12500})
+	want := []wrec[int64]{{"a", 0, 1, 1000}}
+	if got := out(); !slices.Equal(got, want) {
+		t.Fatalf("after the interval: %v, want %v", got, want)
+	}
+}
+
+func TestEmitStrategyProgramErrors(t *testing.T) {
+	expectProgramErrors(t, map[string]func(b *Builder){
+		"unknown emit strategy": func(b *Builder) {
+			g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+			WindowedBy(g, windowed.OfSizeWithNoGrace(time.Second)).Emit(EmitStrategy(7)).Count().
+				ToStream().To("out", Produced[windowed.Key[string], int64]{})
+		},
+	})
+}
