@@ -90,3 +90,32 @@ func TestEmitStrategyProgramErrors(t *testing.T) {
 		},
 	})
 }
+
+// Sliding windows emitting final results: each window [start, start+d] (records d apart or less
+// share one) is emitted once the stream time minus the grace passes its end, with its final count
+// and the timestamp of its latest record.
+func TestSlidingCountEmitsFinalResults(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		SlidingWindowedBy(g, windowed.OfTimeDifferenceWithNoGrace(5*time.Second)).Emit(OnWindowClose).Count().
+			ToStream().To("out", Produced[windowed.Key[string], int64]{})
+	})
+	out := func() []wrec[int64] { return readWindowed(t, d, "out", 5000, serde.Int64) }
+	pipeAt(t, d, "in", wrec[string]{"a", 0, "x", 10000})
+	if got := out(); len(got) != 0 {
+		t.Fatalf("emitted %v before any window closed", got)
+	}
+	// At 12000 [5000, 10000], which holds 10000, has closed (no grace); [7000, 12000] holds both.
+	pipeAt(t, d, "in", wrec[string]{"a", 0, "x", 12000})
+	want := []wrec[int64]{{"a", 5000, 1, 10000}}
+	if got := out(); !slices.Equal(got, want) {
+		t.Fatalf("at 12000: %v, want %v", got, want)
+	}
+	pipeAt(t, d, "in", wrec[string]{"a", 0, "x", 20000})
+	// [7000, 12000] and [10001, 15001], the right window of 10000, which holds 12000, have closed;
+	// [15000, 20000] is still open.
+	want = []wrec[int64]{{"a", 7000, 2, 12000}, {"a", 10001, 1, 12000}}
+	if got := out(); !slices.Equal(got, want) {
+		t.Fatalf("at 20000: %v, want %v", got, want)
+	}
+}

@@ -13,8 +13,18 @@ import (
 // window (Kafka Streams' SlidingWindowedKStream): Count, Reduce and SlidingAggregate make a table
 // keyed by windowed.Key, kept in a window store whose changelog Kafka Streams reads.
 type SlidingWindowedKStream[K, V any] struct {
-	g  *KGroupedStream[K, V]
-	sw windowed.SlidingWindows
+	g    *KGroupedStream[K, V]
+	sw   windowed.SlidingWindows
+	emit EmitStrategy
+}
+
+// Emit sets when the aggregations of w hand their results on (Kafka Streams'
+// SlidingWindowedKStream.emitStrategy): OnWindowUpdate (the default) or OnWindowClose.
+func (w *SlidingWindowedKStream[K, V]) Emit(e EmitStrategy) *SlidingWindowedKStream[K, V] {
+	checkEmit(w.g.s.b, e)
+	c := *w
+	c.emit = e
+	return &c
 }
 
 // SlidingWindowedBy groups the records of g into sliding windows (Kafka Streams'
@@ -80,7 +90,12 @@ func slidingAggregate[K, V, VA any](w *SlidingWindowedKStream[K, V], prefix stri
 	}
 	parent, in := g.input(store)
 	n := b.add(&node{name: name, kind: processorNode}, parent)
-	b.windowStore(store, retention, retention)
+	final := w.emit == OnWindowClose
+	live := retention
+	if final {
+		live++ // Kafka Streams' time-ordered window store (see windowedAggregate)
+	}
+	b.windowStore(store, retention, live)
 	// Sliding aggregations read the store by ranges of windows, which the record cache cannot
 	// answer: they write through it (see docs/dsl.md).
 	t := aggregateTable(b, n, windowedKeys(ks, d), vas, store, true, g.sourcesFrom(parent))
@@ -91,10 +106,21 @@ func slidingAggregate[K, V, VA any](w *SlidingWindowedKStream[K, V], prefix stri
 	agg := &slidingAggregation[K, V, VA]{t: t, d: d, grace: w.sw.Grace(), folds: folds}
 	n.onBuild = append(n.onBuild, func() {
 		if ks != nil && vas != nil {
-			agg.store = stream.Window(store, time.Duration(retention)*time.Millisecond, ks, serde.Serde[stamped[VA]](newStampedSerde(store, vas)))
+			agg.store = stream.Window(store, time.Duration(live)*time.Millisecond, ks, serde.Serde[stamped[VA]](newStampedSerde(store, vas)))
 		}
 	})
-	n.init = agg.times.start
+	if final {
+		// Kafka Streams' bounds for sliding windows, whose ends are inclusive: from the last
+		// emitted close time's window start to the last window that ended before the close time,
+		// read every time (KStreamSlidingWindowAggregate's emitRange… and shouldRangeFetch).
+		agg.final = newFinalEmitter(b, n, t, store, live, d, ks, vas, func(last, close int64) (lower, upper int64, fetch bool) {
+			if last >= 0 {
+				lower = max(0, last-d)
+			}
+			return lower, close - d - 1, true
+		})
+	}
+	n.init = agg.start
 	in.attach(agg.process)
 	return t
 }
@@ -108,6 +134,20 @@ type slidingAggregation[K, V, VA any] struct {
 	folds *slidingFolds[K, V, VA]
 	store stream.WindowStore[K, stamped[VA]]
 	times streamTimes
+	// final emits each window once, when it closes (OnWindowClose); nil when every update is
+	// handed on.
+	final *finalEmitter[K, VA]
+}
+
+// start starts a task: its stream time unknown, its emit state from the processor metadata.
+func (a *slidingAggregation[K, V, VA]) start(c *stream.Context) error {
+	if err := a.times.start(c); err != nil {
+		return err
+	}
+	if a.final != nil {
+		a.final.start(c)
+	}
+	return nil
 }
 
 // slidingAgg is a window's aggregate as Kafka Streams' algorithm handles it: absent (null: a
@@ -146,9 +186,12 @@ func (a *slidingAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 		return nil
 	}
 	if ts < a.d {
-		return a.processEarly(r)
+		return a.processEarly(r) // Kafka Streams emits no final results after an early record
 	}
-	return a.processReverse(r)
+	if err := a.processReverse(r); err != nil || a.final == nil {
+		return err
+	}
+	return a.final.emit(c, md, r.close)
 }
 
 // fetch is the key's windows starting in [from, to], in order of their start.
@@ -325,6 +368,9 @@ func (a *slidingAggregation[K, V, VA]) write(r slidingRecord[K, V], start int64,
 	when := time.UnixMilli(at)
 	if err := a.t.write(r.c, wk, ch.new, ch.hasNew, when); err != nil {
 		return err
+	}
+	if a.final != nil {
+		return nil // handed on when the window closes
 	}
 	if !a.t.sendOld {
 		ch.old, ch.hasOld = *new(VA), false

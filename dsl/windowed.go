@@ -1,13 +1,10 @@
 package dsl
 
 import (
-	"errors"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
-	"github.com/streamsgroup/streamsgroup/internal/streamhook"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -23,24 +20,10 @@ type TimeWindowedKStream[K, V any] struct {
 	emit EmitStrategy
 }
 
-// EmitStrategy is when a windowed aggregation hands its results on (Kafka Streams' EmitStrategy).
-type EmitStrategy int
-
-const (
-	// OnWindowUpdate hands every update of a window on (Kafka Streams' EmitStrategy.onWindowUpdate,
-	// the default), through the record cache when the table has one.
-	OnWindowUpdate EmitStrategy = iota
-	// OnWindowClose hands each window on once, with its final result, when it closes: when the
-	// stream time passes its end plus the grace (Kafka Streams' EmitStrategy.onWindowClose).
-	OnWindowClose
-)
-
 // Emit sets when the aggregations of w hand their results on (Kafka Streams'
 // TimeWindowedKStream.emitStrategy): OnWindowUpdate (the default) or OnWindowClose.
 func (w *TimeWindowedKStream[K, V]) Emit(e EmitStrategy) *TimeWindowedKStream[K, V] {
-	if e != OnWindowUpdate && e != OnWindowClose {
-		w.g.s.b.fail("Emit: unknown emit strategy %d", e)
-	}
+	checkEmit(w.g.s.b, e)
 	c := *w
 	c.emit = e
 	return &c
@@ -121,10 +104,19 @@ func windowedAggregate[K, V, VA any](w *TimeWindowedKStream[K, V], prefix string
 		t.storeKs = windowStoreKeys(ks, w.ws.Size())
 	}
 	t.windowEnd, t.grace = func(k windowed.Key[K]) int64 { return k.Window.End }, w.ws.Grace()
-	agg := &windowAggregation[K, V, VA]{t: t, ws: w.ws, init: init, first: first, fn: fn, final: final, store: store}
-	if final && ks != nil && vas != nil {
-		n.onBuild = append(n.onBuild, func() {
-			agg.windows = stream.Window(store, time.Duration(live)*time.Millisecond, ks, serde.Serde[stamped[VA]](newStampedSerde(store, vas)))
+	agg := &windowAggregation[K, V, VA]{t: t, ws: w.ws, init: init, first: first, fn: fn}
+	if final {
+		// Kafka Streams' bounds for time windows: the windows that start after the last emitted
+		// close time's first window up to the last that closed, fetched only when that moved by a
+		// window (KStreamWindowAggregate's emitRange… and shouldRangeFetch).
+		size := w.ws.Size()
+		agg.final = newFinalEmitter(b, n, t, store, live, size, ks, vas, func(last, close int64) (lower, upper int64, fetch bool) {
+			upper = close - size
+			if last < 0 {
+				return 0, upper, true
+			}
+			lower = max(0, last-size) + 1
+			return lower, upper, !slices.Equal(w.ws.WindowsFor(upper), w.ws.WindowsFor(lower-1))
 		})
 	}
 	n.init = agg.start
@@ -151,81 +143,19 @@ type windowAggregation[K, V, VA any] struct {
 	fn    func(K, V, VA) VA
 	// times are each task's stream time as this processor saw it.
 	times streamTimes
-	// final: the aggregation emits each window once, when it closes (OnWindowClose), reading the
-	// closed ones from windows, its store by time; emits are each task's emit state.
-	final   bool
-	store   string
-	windows stream.WindowStore[K, stamped[VA]]
-	emits   sync.Map // tasks.ID → *emitState
+	// final emits each window once, when it closes (OnWindowClose); nil when every update is
+	// handed on.
+	final *finalEmitter[K, VA]
 }
 
-// emitState is one task's progress emitting final results (Kafka Streams'
-// AbstractKStreamTimeWindowAggregateProcessor): the last window close time it emitted up to (-1:
-// none), kept in the task's processor metadata under the store's name so that the task's next
-// owner, Go or Java, goes on from it; and when the wall clock next lets it look.
-type emitState struct {
-	last, next int64
-}
-
-// start starts a task: its stream time unknown, its emit state from the processor metadata its
-// offsets were committed with.
+// start starts a task: its stream time unknown, its emit state from the processor metadata.
 func (a *windowAggregation[K, V, VA]) start(c *stream.Context) error {
 	if err := a.times.start(c); err != nil {
 		return err
 	}
-	if a.final {
-		last, ok := streamhook.ProcessorMetadata(c, a.store)
-		if !ok {
-			last = -1
-		}
-		a.emits.Store(c.Task(), &emitState{last: last})
+	if a.final != nil {
+		a.final.start(c)
 	}
-	return nil
-}
-
-// emitFinal emits the windows that closed since the last emit (Kafka Streams'
-// maybeForwardFinalResult), at most once per __emit.interval.ms.kstreams.windowed.aggregation__
-// of wall-clock time, each with its final aggregate and timestamp and the current record's
-// headers, in order of window start and key.
-func (a *windowAggregation[K, V, VA]) emitFinal(c *stream.Context, md meta, closeTime int64) error {
-	p, ok := a.emits.Load(c.Task())
-	if !ok {
-		p, _ = a.emits.LoadOrStore(c.Task(), &emitState{last: -1})
-	}
-	st := p.(*emitState)
-	now := c.CurrentSystemTime().UnixMilli()
-	if now < st.next {
-		return nil
-	}
-	st.next = now + c.Config().Runtime.WindowedEmitEvery()
-	if st.last >= 0 && st.last >= closeTime {
-		return nil // the close time has not moved
-	}
-	size := a.ws.Size()
-	upper := closeTime - size // the last window start that closed
-	if upper < 0 {
-		return nil
-	}
-	lower := int64(0)
-	if st.last >= 0 {
-		lower = max(0, st.last-size) + 1
-		// No window closed since the last emit when the same windows hold both bounds.
-		if slices.Equal(a.ws.WindowsFor(upper), a.ws.WindowsFor(lower-1)) {
-			return nil
-		}
-	}
-	headers := md.headersOf(c)
-	var ferr error
-	err := a.windows.FetchAll(c, lower, upper, func(k K, start int64, v stamped[VA]) bool {
-		wk := windowed.Key[K]{Key: k, Window: windowed.Window{Start: start, End: start + size}}
-		ferr = a.t.out.emit(c, meta{at: v.at, headers: headers, ownHeaders: true}, wk, change[VA]{new: v.v, hasNew: true})
-		return ferr == nil
-	})
-	if err = errors.Join(err, ferr); err != nil {
-		return err
-	}
-	st.last = closeTime
-	streamhook.SetProcessorMetadata(c, a.store, closeTime)
 	return nil
 }
 
@@ -271,15 +201,15 @@ func (a *windowAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, v
 		if !a.t.sendOld {
 			ch.old, ch.hasOld = *new(VA), false
 		}
-		if a.final {
+		if a.final != nil {
 			continue // handed on when the window closes
 		}
 		if err := a.t.forward(c, meta{at: when}, wk, ch); err != nil {
 			return err
 		}
 	}
-	if a.final {
-		return a.emitFinal(c, md, closed)
+	if a.final != nil {
+		return a.final.emit(c, md, closed)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ final class DslPrograms {
         "p-suppress-getter", "p-suppress-leftjoin-ts", "p-suppress-bytes", "p-session-suppress-regroup", "p-self-join",
         "p-suppress-dedup", "p-join-streams-left-outer", "p-join-global", "p-join-global-named",
         "p-join-global-prices", "p-window-emit-final", "p-window-emit-final-hopping",
-        "p-window-emit-final-retained");
+        "p-window-emit-final-retained", "p-sliding-emit-final");
 
     private DslPrograms() {
     }
@@ -666,6 +666,19 @@ final class DslPrograms {
                     .count()
                     .toStream().to(t + "-out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000L), Serdes.Long()));
                 g.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(3)))
+                    .reduce((a, v) -> a + "+" + v, Named.as("slide"), Materialized.as("slid"))
+                    .toStream().to(t + "-out2", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 3_000L), Serdes.String()));
+                break;
+            }
+            case "p-sliding-emit-final": {
+                // The sliding count and reduce of p-sliding, emitting each window once, when it closes.
+                KGroupedStream<String, String> g = b.<String, String>stream(t + "-in").groupByKey();
+                g.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+                    .emitStrategy(EmitStrategy.onWindowClose())
+                    .count()
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000L), Serdes.Long()));
+                g.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(3)))
+                    .emitStrategy(EmitStrategy.onWindowClose())
                     .reduce((a, v) -> a + "+" + v, Named.as("slide"), Materialized.as("slid"))
                     .toStream().to(t + "-out2", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 3_000L), Serdes.String()));
                 break;

@@ -1,0 +1,112 @@
+package dsl
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/internal/streamhook"
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/stream"
+	"github.com/streamsgroup/streamsgroup/windowed"
+)
+
+// EmitStrategy is when a windowed aggregation hands its results on (Kafka Streams' EmitStrategy).
+type EmitStrategy int
+
+const (
+	// OnWindowUpdate hands every update of a window on (Kafka Streams' EmitStrategy.onWindowUpdate,
+	// the default), through the record cache when the table has one.
+	OnWindowUpdate EmitStrategy = iota
+	// OnWindowClose hands each window on once, with its final result, when it closes: when the
+	// stream time passes its end plus the grace (Kafka Streams' EmitStrategy.onWindowClose).
+	OnWindowClose
+)
+
+// checkEmit refuses an EmitStrategy that is neither.
+func checkEmit(b *Builder, e EmitStrategy) {
+	if e != OnWindowUpdate && e != OnWindowClose {
+		b.fail("Emit: unknown emit strategy %d", e)
+	}
+}
+
+// finalEmitter emits the windows of a windowed aggregation once each, when they close (Kafka
+// Streams' AbstractKStreamTimeWindowAggregateProcessor under ON_WINDOW_CLOSE): after each record,
+// at most once per __emit.interval.ms.kstreams.windowed.aggregation__ of wall-clock time and only
+// when the close time moved, it reads the windows that closed since the last emit from the store by
+// time (stream.WindowStore.FetchAll) and hands each on with its final aggregate and timestamp and
+// the current record's headers, in order of window start and key. The last emitted close time is
+// kept in the task's processor metadata under the store's name, so that the task's next owner, Go
+// or Java, goes on from it instead of emitting the windows still in the store again.
+type finalEmitter[K, VA any] struct {
+	t       *KTable[windowed.Key[K], VA]
+	store   string
+	windows stream.WindowStore[K, stamped[VA]]
+	size    int64 // a window's end minus its start
+	// bounds are the window starts to read for close time close after the last emitted one (-1:
+	// none), inclusive, and whether to read them at all (the windows' kind's rules).
+	bounds func(last, close int64) (lower, upper int64, fetch bool)
+	emits  sync.Map // tasks.ID → *emitState (the processor is shared by the stream threads)
+}
+
+// emitState is one task's progress: the last window close time it emitted up to (-1: none), and
+// when the wall clock next lets it look.
+type emitState struct {
+	last, next int64
+}
+
+// newFinalEmitter makes the emitter of t, kept in store (read with windows live ms, its keys ks and
+// its values vas once built).
+func newFinalEmitter[K, VA any](b *Builder, n *node, t *KTable[windowed.Key[K], VA], store string, live, size int64,
+	ks serde.Serde[K], vas serde.Serde[VA], bounds func(last, close int64) (lower, upper int64, fetch bool)) *finalEmitter[K, VA] {
+	e := &finalEmitter[K, VA]{t: t, store: store, size: size, bounds: bounds}
+	if ks != nil && vas != nil {
+		n.onBuild = append(n.onBuild, func() {
+			e.windows = stream.Window(store, time.Duration(live)*time.Millisecond, ks, serde.Serde[stamped[VA]](newStampedSerde(store, vas)))
+		})
+	}
+	return e
+}
+
+// start starts c's task from the close time its processor metadata holds.
+func (e *finalEmitter[K, VA]) start(c *stream.Context) {
+	last, ok := streamhook.ProcessorMetadata(c, e.store)
+	if !ok {
+		last = -1
+	}
+	e.emits.Store(c.Task(), &emitState{last: last})
+}
+
+// emit emits what closed by closeTime (Kafka Streams' maybeForwardFinalResult).
+func (e *finalEmitter[K, VA]) emit(c *stream.Context, md meta, closeTime int64) error {
+	p, ok := e.emits.Load(c.Task())
+	if !ok {
+		p, _ = e.emits.LoadOrStore(c.Task(), &emitState{last: -1})
+	}
+	st := p.(*emitState)
+	now := c.CurrentSystemTime().UnixMilli()
+	if now < st.next {
+		return nil
+	}
+	st.next = now + c.Config().Runtime.WindowedEmitEvery()
+	if st.last >= 0 && st.last >= closeTime {
+		return nil // the close time has not moved
+	}
+	lower, upper, fetch := e.bounds(st.last, closeTime)
+	if upper < 0 || !fetch {
+		return nil // no window closed ever, or none since the last emit
+	}
+	headers := md.headersOf(c)
+	var ferr error
+	err := e.windows.FetchAll(c, lower, upper, func(k K, start int64, v stamped[VA]) bool {
+		wk := windowed.Key[K]{Key: k, Window: windowed.Window{Start: start, End: start + e.size}}
+		ferr = e.t.out.emit(c, meta{at: v.at, headers: headers, ownHeaders: true}, wk, change[VA]{new: v.v, hasNew: true})
+		return ferr == nil
+	})
+	if err = errors.Join(err, ferr); err != nil {
+		return err
+	}
+	st.last = closeTime
+	streamhook.SetProcessorMetadata(c, e.store, closeTime)
+	return nil
+}
