@@ -972,7 +972,7 @@ func TestReportTextFull(t *testing.T) {
 		"S2 FAIL (1 violations): converged within the deadline after every fault",
 		"fault 3 (kill9 on p01#1): converged after 17500 ms, deadline 17000 ms",
 		"S3 PASS: no fatal event, no unexpected exit, bounded goroutines/heap/connections",
-		"S4 PASS: every key's committed output and stored count equal its input count; visible counts exactly 1..n",
+		"S4 PASS: every key's (and window's) committed output and stored count equal its input count; visible counts exactly 1..n",
 		"",
 		"reproduce: APP=eos SEED=20261201 make chaos",
 		"",

@@ -32,11 +32,19 @@ type EOSSummary struct {
 	VisibleRepeats int64   `json:"visible_repeats"`
 	VisibleGaps    int64   `json:"visible_gaps"`
 	SettleMs       float64 `json:"settle_ms"`
+	// Windows, WindowOutputRecords, WindowLost and WindowDuplicated are the windowed count's: the
+	// windows checked, their committed output records, and how far each window's last committed
+	// count falls short of or exceeds the input records it holds, summed.
+	Windows             int   `json:"windows,omitempty"`
+	WindowOutputRecords int   `json:"window_output_records,omitempty"`
+	WindowLost          int64 `json:"window_lost,omitempty"`
+	WindowDuplicated    int64 `json:"window_duplicated,omitempty"`
 }
 
 // checkS4 is S4, for an exactly-once run (Config.App "eos"): after the schedule, every key's total
 // in the committed output (its last count) and in the stores (the members' final dumps) equals the
-// number of input records with that key, and the committed counts of each key are exactly 1..n.
+// number of input records with that key, and the committed counts of each key are exactly 1..n;
+// and so for every window of the windowed count (checkWindows).
 func checkS4(run Run, drv []DriverRecord, rep *Report) {
 	rep.S4.OK = true
 	if run.Config.App != "eos" {
@@ -246,6 +254,53 @@ func checkS4(run Run, drv []DriverRecord, rep *Report) {
 				where = "stored by " + storedBy[k].String()
 			}
 			rep.S4.add("key %s: %d input records, the store's count is %d, %s (%d lost, %d duplicated)", k, n, sv, where, sl, sd)
+		}
+	}
+	checkWindows(e, sum, rep)
+}
+
+// checkWindows is S4 for the windowed count: every window's committed counts (the windowed
+// output topic, per window in partition and offset order) are exactly 1, 2, …, m in order, m the
+// input records the window holds by their timestamps. Reports of runs before the windowed count
+// have neither side, and are not checked for it.
+func checkWindows(e *EOSData, sum *EOSSummary, rep *Report) {
+	if e.InputWindows == nil && len(e.WindowOutput) == 0 {
+		return
+	}
+	out := slices.Clone(e.WindowOutput)
+	slices.SortStableFunc(out, func(a, b OutputRecord) int {
+		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+	})
+	sum.WindowOutputRecords = len(out)
+	seqs := map[string][]int64{}
+	parts := map[string]int32{}
+	wins := map[string]bool{}
+	for w := range e.InputWindows {
+		wins[w] = true
+	}
+	for _, r := range out {
+		if p, ok := parts[r.Key]; ok && p != r.Partition {
+			rep.S4.add("window %s: output in partitions %d and %d", r.Key, p, r.Partition)
+		}
+		parts[r.Key] = r.Partition
+		seqs[r.Key] = append(seqs[r.Key], r.Count)
+		wins[r.Key] = true
+	}
+	sum.Windows = len(wins)
+	for _, w := range slices.Sorted(maps.Keys(wins)) {
+		m, seq := e.InputWindows[w], seqs[w]
+		ok := int64(len(seq)) == m
+		for i := 0; ok && i < len(seq); i++ {
+			ok = seq[i] == int64(i+1)
+		}
+		var last int64
+		if len(seq) > 0 {
+			last = seq[len(seq)-1]
+		}
+		sum.WindowLost += max(m-last, 0)
+		sum.WindowDuplicated += max(last-m, 0)
+		if !ok {
+			rep.S4.add("window %s: %d input records, committed counts %s (want 1..%d once each, in order)", w, m, seqText(seq), m)
 		}
 	}
 }

@@ -385,3 +385,62 @@ func TestS4DetectorThatNeverLooked(t *testing.T) {
 		}
 	}
 }
+
+// The windowed count's part of S4: every window's committed counts are 1..m once each, in order, m
+// the input records the window holds. The exact run passes; one windowed count lost, duplicated,
+// repeated or missing, or a window only on one side, fails S4 with the window named.
+func TestS4Windows(t *testing.T) {
+	w1, w2 := WindowKey("k000", 0), WindowKey("k000", 10000)
+	run := func(inputs map[string]int64, outputs map[string][]int64) Report {
+		t.Helper()
+		s := eosRun(nil, nil)
+		s.run.EOS.InputWindows = inputs
+		for p, w := range []string{w1, w2} {
+			for i, c := range outputs[w] {
+				s.run.EOS.WindowOutput = append(s.run.EOS.WindowOutput, OutputRecord{Partition: int32(p), Offset: int64(i), Key: w, Count: c})
+			}
+		}
+		return s.check(t)
+	}
+	inputs := map[string]int64{w1: 2, w2: 1}
+	rep := run(inputs, map[string][]int64{w1: {1, 2}, w2: {1}})
+	if !rep.S4.OK || rep.EOS.Windows != 2 || rep.EOS.WindowOutputRecords != 3 || rep.EOS.WindowLost != 0 || rep.EOS.WindowDuplicated != 0 {
+		t.Fatalf("the exact windows: %v, %+v", rep.S4.Violations, rep.EOS)
+	}
+	if !strings.Contains(rep.Text(), "windowed count: 2 windows, 3 committed output records, lost 0, duplicated 0") {
+		t.Fatalf("the text does not report the windows:\n%s", rep.Text())
+	}
+	for _, c := range []struct {
+		name      string
+		inputs    map[string]int64
+		outputs   map[string][]int64
+		lost, dup int64
+		want      string
+	}{
+		{"a window's last count lost", inputs, map[string][]int64{w1: {1}, w2: {1}}, 1, 0, "window k000@0: 2 input records, committed counts 1 (want 1..2"},
+		{"a window counted twice", inputs, map[string][]int64{w1: {1, 2, 3}, w2: {1}}, 0, 1, "window k000@0: 2 input records, committed counts 1-3"},
+		{"a count visible twice", inputs, map[string][]int64{w1: {1, 1, 2}, w2: {1}}, 0, 0, "window k000@0: 2 input records, committed counts 1,1-2"},
+		{"a window never counted", inputs, map[string][]int64{w1: {1, 2}}, 1, 0, "window k000@10000: 1 input records, committed counts none"},
+		{"a window no input holds", map[string]int64{w1: 2}, map[string][]int64{w1: {1, 2}, w2: {1}}, 0, 1, "window k000@10000: 0 input records, committed counts 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := run(c.inputs, c.outputs)
+			if rep.S4.OK || rep.Pass {
+				t.Fatal("S4 passed")
+			}
+			if len(rep.S4.Violations) != 1 || !strings.Contains(rep.S4.Violations[0], c.want) {
+				t.Fatalf("violations %q, want one saying %q", rep.S4.Violations, c.want)
+			}
+			if rep.EOS.WindowLost != c.lost || rep.EOS.WindowDuplicated != c.dup {
+				t.Fatalf("lost %d duplicated %d, want %d and %d", rep.EOS.WindowLost, rep.EOS.WindowDuplicated, c.lost, c.dup)
+			}
+		})
+	}
+	// A run before the windowed count (no windows on either side) is not checked for them.
+	if rep := run(nil, nil); !rep.S4.OK || rep.EOS.Windows != 0 {
+		t.Fatalf("an old report: %v", rep.S4.Violations)
+	}
+	if WindowOf(19999) != 10000 || WindowOf(20000) != 20000 || WindowOf(-1) != -10000 {
+		t.Fatal("WindowOf")
+	}
+}

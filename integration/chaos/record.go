@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Kinds of member records (Record.Kind).
@@ -42,10 +43,23 @@ const (
 const (
 	EOSStore  = "counts"
 	EOSOutput = "chaos-output"
+	// EOSWindowStore and EOSWindowOutput are the windowed count's: a window store of each key's
+	// records per tumbling window of EOSWindowMs (by the record's timestamp), kept EOSWindowRetention,
+	// and the topic each window's new count goes to, keyed by WindowKey.
+	EOSWindowStore     = "window-counts"
+	EOSWindowOutput    = "chaos-windows"
+	EOSWindowMs        = 10_000
+	EOSWindowRetention = 2 * time.Hour
 	// EOSRoundHeader is the output record header that carries the input record's value: the
 	// driver's round number, 1, 2, … per key.
 	EOSRoundHeader = "round"
 )
+
+// WindowKey names key's window of EOSWindowMs that starts at start (Unix ms): "<key>@<start>".
+func WindowKey(key string, start int64) string { return key + "@" + strconv.FormatInt(start, 10) }
+
+// WindowOf is the start of the window of EOSWindowMs that holds ms.
+func WindowOf(ms int64) int64 { return ms - ((ms%EOSWindowMs)+EOSWindowMs)%EOSWindowMs }
 
 // Record is one line of a member process's log. Every record names its process, the process's
 // incarnation (a restarted process is a new incarnation, with new member IDs) and, except samples,
@@ -221,6 +235,11 @@ type EOSData struct {
 	// Output is the output topic read with read_committed from its start to its end, per partition
 	// in offset order.
 	Output []OutputRecord `json:"output"`
+	// InputWindows counts, per window (WindowKey), the input records the window holds by their
+	// timestamps; WindowOutput is the windowed count's topic read like Output. Both empty in
+	// reports of runs before the windowed count (S4 then checks no windows).
+	InputWindows map[string]int64 `json:"input_windows,omitempty"`
+	WindowOutput []OutputRecord   `json:"window_output,omitempty"`
 	// Settled says every input record was processed and committed (the group's committed offsets
 	// reached the input's end) before the members were stopped; SettleMs is how long that took
 	// after the last fault.

@@ -77,6 +77,10 @@ func (r *Report) WriteText(w io.Writer) {
 			e.Keys, e.Inputs, e.OutputRecords, e.StoreKeys, e.SettleMs)
 		fmt.Fprintf(w, "  lost %d, duplicated %d (output: %d lost, %d duplicated; stores: %d lost, %d duplicated); visible counts repeated %d, missing %d\n",
 			e.Lost, e.Duplicated, e.OutputLost, e.OutputDuplicated, e.StoreLost, e.StoreDuplicated, e.VisibleRepeats, e.VisibleGaps)
+		if e.Windows > 0 {
+			fmt.Fprintf(w, "  windowed count: %d windows, %d committed output records, lost %d, duplicated %d\n",
+				e.Windows, e.WindowOutputRecords, e.WindowLost, e.WindowDuplicated)
+		}
 	}
 	fmt.Fprintln(w)
 	verdicts := []struct {
@@ -93,7 +97,7 @@ func (r *Report) WriteText(w io.Writer) {
 			name string
 			v    Verdict
 			what string
-		}{"S4", r.S4, "every key's committed output and stored count equal its input count; visible counts exactly 1..n"})
+		}{"S4", r.S4, "every key's (and window's) committed output and stored count equal its input count; visible counts exactly 1..n"})
 	}
 	for _, v := range verdicts {
 		verdict := "PASS"

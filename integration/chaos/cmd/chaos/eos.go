@@ -136,8 +136,10 @@ func (d *driver) finishEOS(ctx context.Context, lastFaultEnd time.Time) {
 	}
 	e.Input = map[string]int64{}
 	e.InputRounds = map[string][]int64{}
+	e.InputWindows = map[string]int64{}
 	for _, r := range in {
 		e.Input[string(r.Key)]++
+		e.InputWindows[chaos.WindowKey(string(r.Key), chaos.WindowOf(r.Timestamp.UnixMilli()))]++
 		round, perr := strconv.ParseInt(string(r.Value), 10, 64)
 		if perr != nil {
 			e.Err = fmt.Sprintf("input %d@%d: the value %q is not a round number", r.Partition, r.Offset, r.Value)
@@ -162,6 +164,19 @@ func (d *driver) finishEOS(ctx context.Context, lastFaultEnd time.Time) {
 			}
 		}
 		e.Output = append(e.Output, o)
+	}
+	wout, err := d.readTopic(rctx, chaos.EOSWindowOutput)
+	if err != nil {
+		e.Err = errors.Join(errors.New(e.Err), err).Error()
+	}
+	for _, r := range wout {
+		n, derr := serde.Int64.Decode(r.Value)
+		if derr != nil {
+			e.Err = fmt.Sprintf("windowed output %d@%d: %v", r.Partition, r.Offset, derr)
+			continue
+		}
+		e.WindowOutput = append(e.WindowOutput, chaos.OutputRecord{Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Count: n,
+			Time: r.Timestamp.UnixMilli()})
 	}
 }
 

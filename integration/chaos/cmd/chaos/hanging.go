@@ -27,8 +27,9 @@ func (d *driver) endHanging(ctx context.Context) {
 			fmt.Printf("chaos: %s\n", what)
 			d.log.write(chaos.DriverRecord{Kind: chaos.DKHang, Detail: what})
 		},
-		Seeds:    d.broker.addrs,
-		Topics:   []string{topology.Names{AppID: d.cfg.Group}.ChangelogTopic(chaos.EOSStore), chaos.EOSOutput, "__consumer_offsets"},
+		Seeds: d.broker.addrs,
+		Topics: []string{topology.Names{AppID: d.cfg.Group}.ChangelogTopic(chaos.EOSStore), chaos.EOSOutput,
+			topology.Names{AppID: d.cfg.Group}.ChangelogTopic(chaos.EOSWindowStore), chaos.EOSWindowOutput, "__consumer_offsets"},
 		Interval: 2 * time.Second,
 		// The coordinator writes markers within milliseconds of its decision.
 		Grace: 5 * time.Second,

@@ -357,8 +357,10 @@ func (d *driver) run(ctx context.Context) error {
 	if d.cfg.App == "eos" {
 		// On the cluster every topic has 3 replicas and min.insync.replicas=2 (the cluster's
 		// default, clusterProps): one node may fail without losing an acknowledged write.
-		if _, err := d.broker.adm.CreateTopic(tctx, 4, rf, nil, chaos.EOSOutput); err != nil {
-			return fmt.Errorf("creating the output topic: %w", err)
+		for _, topic := range []string{chaos.EOSOutput, chaos.EOSWindowOutput} {
+			if _, err := d.broker.adm.CreateTopic(tctx, 4, rf, nil, topic); err != nil {
+				return fmt.Errorf("creating the output topic %s: %w", topic, err)
+			}
 		}
 	}
 	if d.toxi, err = startToxi(ctx, toxiBin, filepath.Join(d.dir, "toxiproxy.log")); err != nil {

@@ -32,8 +32,12 @@ import (
 // serde.Int64). SIGTERM first logs the store's contents (a KindStore record: every key of the
 // process's active tasks with its committed count), then stops the App (commit, leave).
 
-// eosCounts is the counting application's store.
-var eosCounts = stream.KeyValue(chaos.EOSStore, serde.String, serde.Int64)
+// eosCounts is the counting application's store; eosWindows its windowed count's (each key's
+// records per tumbling window of chaos.EOSWindowMs by their timestamps).
+var (
+	eosCounts  = stream.KeyValue(chaos.EOSStore, serde.String, serde.Int64)
+	eosWindows = stream.Window(chaos.EOSWindowStore, chaos.EOSWindowRetention, serde.String, serde.Int64)
+)
 
 // eosMember is the App with what the checker needs logged from its hooks.
 type eosMember struct {
@@ -59,13 +63,16 @@ func runEOS(ctx context.Context, lw *logw, name string, seeds []string, rewrite 
 		return 2
 	}
 	cfg.BootstrapServers = seeds
+	names := topology.Names{AppID: app}
 	topo, err := topology.New(topology.Subtopology{ID: "0", SourceTopics: []string{input},
-		StateChangelogTopics: []topology.TopicInfo{topology.Names{AppID: app}.KeyValueChangelog(eosCounts.Name())}})
+		StateChangelogTopics: []topology.TopicInfo{names.KeyValueChangelog(eosCounts.Name()),
+			names.WindowedChangelog(eosWindows.Name(), chaos.EOSWindowRetention.Milliseconds())}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaosmember:", err)
 		return 2
 	}
 	out := stream.Output(output, serde.String, serde.Int64)
+	windowsOut := stream.Output(chaos.EOSWindowOutput, serde.String, serde.Int64)
 	// The output carries the input's value (the driver's round number) in a header, so that S4 can
 	// name the input record behind a count that went wrong.
 	count := stream.Typed(serde.String, serde.String, func(c *stream.Context, key, round string) error {
@@ -76,7 +83,19 @@ func runEOS(ctx context.Context, lw *logw, name string, seeds []string, rewrite 
 		if err := eosCounts.Put(c, key, n+1); err != nil {
 			return err
 		}
-		return out.Send(c, key, n+1, kgo.RecordHeader{Key: chaos.EOSRoundHeader, Value: []byte(round)})
+		if err := out.Send(c, key, n+1, kgo.RecordHeader{Key: chaos.EOSRoundHeader, Value: []byte(round)}); err != nil {
+			return err
+		}
+		// The windowed count: the record's window's count, and its new value to the windowed output.
+		start := chaos.WindowOf(c.Timestamp().UnixMilli())
+		w, _, err := eosWindows.Get(c, key, start)
+		if err != nil {
+			return err
+		}
+		if err := eosWindows.Put(c, key, start, w+1); err != nil {
+			return err
+		}
+		return windowsOut.Send(c, chaos.WindowKey(key, start), w+1)
 	})
 	if !logger.Enabled(context.Background(), slog.LevelDebug) {
 		// The runtime's warnings (aborted transactions, retries) go to the process's stderr file,
@@ -85,7 +104,7 @@ func runEOS(ctx context.Context, lw *logw, name string, seeds []string, rewrite 
 	}
 	m := &eosMember{name: name, lw: lw}
 	var d net.Dialer
-	m.app, err = stream.New(cfg, topo, stream.Processors{"0": count},
+	m.app, err = stream.New(cfg, topo, stream.Processors{"0": stream.Connect(count, eosCounts, eosWindows)},
 		stream.WithStores(sgpebble.New()),
 		stream.WithLogger(logger.With("member", name)),
 		stream.WithHooks(m),
