@@ -487,13 +487,11 @@ func parseRuntime(c *Config, key, raw string, p *problems) {
 			p.add(key, raw, "%s", numberReason(err, "LONG", math.MaxInt64))
 			return
 		}
-		if n < 0 {
-			p.add(key, raw, "must be at least 0 (0 looks at every record)")
-			return
-		}
 		d := time.Duration(min(n, maxMillis)) * time.Millisecond
-		if n == 0 {
-			d = -1 // zero is the default here; -1 is "at every record"
+		if n <= 0 {
+			// Zero is the default here; -1 is "at every record", which is what Kafka Streams' throttle
+			// does with 0 or a negative interval (it reads the key as any LONG).
+			d = -1
 		}
 		if key == KeyOuterJoinEmitInterval {
 			r.OuterJoinEmitInterval = d

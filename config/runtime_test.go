@@ -64,11 +64,9 @@ func TestRuntimeRefusals(t *testing.T) {
 		{KeyNumStreamThreads, "-2", "at least 1"},
 		{KeyNumStreamThreads, "two", "INT"},
 		{KeyTopologyOptimization, "all", "only none"},
-		{KeyOuterJoinEmitInterval, "-1", "at least 0"},
 		{KeyOuterJoinEmitInterval, "1s", "LONG"},
 		{KeyTopologyOptimization, "reuse.ktable.source.topics", "only none"},
 		{KeyCompressionType, "brotli", "none, gzip, snappy, lz4, zstd"},
-		{KeyWindowedEmitInterval, "-1", "at least 0"},
 		{KeyWindowedEmitInterval, "x", "LONG"},
 		{KeyGlobalProcessingExceptionHandler, "yes", "true or false"},
 		{KeyProducerCompressionType, "producer", "none, gzip, snappy, lz4, zstd"},
@@ -323,7 +321,7 @@ func TestWindowedEmitIntervalAndGlobalHandler(t *testing.T) {
 	if d.WindowedEmitEvery() != 1000 || d.GlobalProcessingErrors {
 		t.Fatalf("defaults: %d ms, global handler %v; want 1000 and false", d.WindowedEmitEvery(), d.GlobalProcessingErrors)
 	}
-	for v, want := range map[string]int64{"0": 0, "250": 250} {
+	for v, want := range map[string]int64{"0": 0, "250": 250, "-5": 0} {
 		c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyWindowedEmitInterval: v})
 		if err != nil || c.Runtime.WindowedEmitEvery() != want || c.Runtime.OuterJoinEmitEvery() != 1000 {
 			t.Errorf("%q: %d, %v; want %d (and the outer join's untouched)", v, c.Runtime.WindowedEmitEvery(), err, want)
@@ -341,7 +339,7 @@ func TestOuterJoinEmitInterval(t *testing.T) {
 	if n := Default("a").Runtime.OuterJoinEmitEvery(); n != 1000 {
 		t.Fatalf("default %d ms, want 1000", n)
 	}
-	for v, want := range map[string]int64{"250": 250, "0": 0, "1000": 1000} {
+	for v, want := range map[string]int64{"250": 250, "0": 0, "1000": 1000, "-1": 0} {
 		c, err := FromMap(map[string]string{KeyApplicationID: "a", KeyOuterJoinEmitInterval: v})
 		if err != nil || c.Runtime.OuterJoinEmitEvery() != want {
 			t.Errorf("%q: %d, %v; want %d", v, c.Runtime.OuterJoinEmitEvery(), err, want)

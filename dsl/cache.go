@@ -296,7 +296,7 @@ func (tc *tableCache[K, V]) write(c *stream.Context, e *entry[K, V]) error {
 	} else {
 		err = st.Delete([]byte(e.key))
 	}
-	if err != nil {
+	if err != nil || t.quietFlush {
 		return err
 	}
 	ch := change[V]{new: tc.copied(e.v), hasNew: e.has}

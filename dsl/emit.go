@@ -1,7 +1,11 @@
 package dsl
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +45,7 @@ func checkEmit(b *Builder, e EmitStrategy) {
 type finalEmitter[K, VA any] struct {
 	t       *KTable[windowed.Key[K], VA]
 	store   string
+	ks      serde.Serde[K]
 	windows stream.WindowStore[K, stamped[VA]]
 	size    int64 // a window's end minus its start
 	// bounds are the window starts to read for close time close after the last emitted one (-1:
@@ -59,7 +64,7 @@ type emitState struct {
 // its values vas once built).
 func newFinalEmitter[K, VA any](b *Builder, n *node, t *KTable[windowed.Key[K], VA], store string, live, size int64,
 	ks serde.Serde[K], vas serde.Serde[VA], bounds func(last, close int64) (lower, upper int64, fetch bool)) *finalEmitter[K, VA] {
-	e := &finalEmitter[K, VA]{t: t, store: store, size: size, bounds: bounds}
+	e := &finalEmitter[K, VA]{t: t, store: store, ks: ks, size: size, bounds: bounds}
 	if ks != nil && vas != nil {
 		n.onBuild = append(n.onBuild, func() {
 			e.windows = stream.Window(store, time.Duration(live)*time.Millisecond, ks, serde.Serde[stamped[VA]](newStampedSerde(store, vas)))
@@ -96,17 +101,69 @@ func (e *finalEmitter[K, VA]) emit(c *stream.Context, md meta, closeTime int64) 
 	if upper < 0 || !fetch {
 		return nil // no window closed ever, or none since the last emit
 	}
-	headers := md.headersOf(c)
-	var ferr error
-	err := e.windows.FetchAll(c, lower, upper, func(k K, start int64, v stamped[VA]) bool {
-		wk := windowed.Key[K]{Key: k, Window: windowed.Window{Start: start, End: start + e.size}}
-		ferr = e.t.out.emit(c, meta{at: v.at, headers: headers, ownHeaders: true}, wk, change[VA]{new: v.v, hasNew: true})
-		return ferr == nil
-	})
-	if err = errors.Join(err, ferr); err != nil {
+	closed, err := e.closed(c, lower, upper)
+	if err != nil {
 		return err
+	}
+	headers := md.headersOf(c)
+	for _, w := range closed {
+		wk := windowed.Key[K]{Key: w.k, Window: windowed.Window{Start: w.start, End: w.start + e.size}}
+		if err := e.t.out.emit(c, meta{at: w.v.at, headers: headers, ownHeaders: true}, wk, change[VA]{new: w.v.v, hasNew: true}); err != nil {
+			return err
+		}
 	}
 	st.last = closeTime
 	streamhook.SetProcessorMetadata(c, e.store, closeTime)
 	return nil
+}
+
+// closedWindow is a window to emit: its key (and the key's bytes, its order), start and aggregate.
+type closedWindow[K, VA any] struct {
+	k     K
+	kb    []byte
+	start int64
+	v     stamped[VA]
+}
+
+// closed is the windows starting in [lower, upper] as Kafka Streams' caching time-ordered window
+// store reads them (TimeOrderedCachingWindowStore.fetchAll): the store's, which hides the windows
+// past its retention as of what was written to it, merged with the record cache's entries of the
+// task, which win (a deleted one hides the store's) and are read whatever their age; in order of
+// start, then key bytes.
+func (e *finalEmitter[K, VA]) closed(c *stream.Context, lower, upper int64) ([]closedWindow[K, VA], error) {
+	byKey := map[string]closedWindow[K, VA]{}
+	var kerr error
+	err := e.windows.FetchAll(c, lower, upper, func(k K, start int64, v stamped[VA]) bool {
+		kb, err := e.ks.Encode(k)
+		if err != nil {
+			kerr = err
+			return false
+		}
+		byKey[string(windowed.AppendStoreKey(nil, kb, start, 0))] = closedWindow[K, VA]{k: k, kb: kb, start: start, v: v}
+		return true
+	})
+	if err = errors.Join(err, kerr); err != nil {
+		return nil, err
+	}
+	if e.t.cached() {
+		for key, ent := range e.t.cache.of(c).m {
+			start := ent.k.Window.Start
+			if start < lower || start > upper {
+				continue
+			}
+			if !ent.has {
+				delete(byKey, key)
+				continue
+			}
+			kb, _, _, err := windowed.SplitStoreKey([]byte(key))
+			if err != nil {
+				return nil, err
+			}
+			byKey[key] = closedWindow[K, VA]{k: ent.k.Key, kb: kb, start: start, v: stamped[VA]{v: ent.v, at: ent.at}}
+		}
+	}
+	out := slices.SortedFunc(maps.Values(byKey), func(a, b closedWindow[K, VA]) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), bytes.Compare(a.kb, b.kb))
+	})
+	return out, nil
 }

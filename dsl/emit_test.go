@@ -7,6 +7,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/streamtest"
 	"github.com/streamsgroup/streamsgroup/windowed"
 )
 
@@ -117,5 +118,44 @@ func TestSlidingCountEmitsFinalResults(t *testing.T) {
 	want = []wrec[int64]{{"a", 7000, 2, 12000}, {"a", 10001, 1, 12000}}
 	if got := out(); !slices.Equal(got, want) {
 		t.Fatalf("at 20000: %v, want %v", got, want)
+	}
+}
+
+// With the record cache on (Kafka's default size), the windows the cache holds are emitted whatever
+// the store's retention says: Kafka Streams' caching time-ordered window store merges its cache into
+// what the store returns, and its store learns of newer windows only when the cache writes them.
+// A key idle for longer than the retention still gets its final result, where without the cache
+// the store has already let the window go (the uncached expectations below).
+func TestWindowedEmitFinalReadsTheRecordCache(t *testing.T) {
+	program := func(b *Builder) {
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		WindowedBy(g, windowed.OfSizeWithNoGrace(10*time.Second)).Emit(OnWindowClose).Count().
+			ToStream().To("out", Produced[windowed.Key[string], int64]{})
+	}
+	for _, c := range []struct {
+		name  string
+		cache int64
+		want  []wrec[int64]
+	}{
+		{"cache on", 10 << 20, []wrec[int64]{{"a", 0, 1, 5000}}},
+		{"cache off", -1, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := config.Default("ops")
+			cfg.Runtime.StateStoreCacheMaxBytes = c.cache
+			d := start(t, cfg, program)
+			defer d.Close()
+			in := streamtest.Input(d, "in", serde.String, serde.String)
+			for _, ts := range []int64{5000, 25000} {
+				if err := in.Pipe("a", "x", time.UnixMilli(ts)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Whether or not a commit wrote the cache between the two records, the second one's window
+			// is in the cache, not the store, when the first window is looked for.
+			if got := readWindowed(t, d, "out", 10000, serde.Int64); !slices.Equal(got, c.want) {
+				t.Fatalf("emitted %v, want %v", got, c.want)
+			}
+		})
 	}
 }

@@ -27,6 +27,9 @@ type KTable[K, V any] struct {
 	sources []*node
 	// sendOld: each update carries the value it replaced (Kafka Streams' sendOldValues).
 	sendOld bool
+	// quietFlush: the record cache's flush writes the store and hands nothing on (an aggregation
+	// that emits final results, whose updates Kafka Streams' cache does not forward either).
+	quietFlush bool
 	// enableOld has the table send old values if it can, and says whether it does (Kafka Streams'
 	// enableSendingOldValues): a source table can when it has a store, or once force gives it one.
 	enableOld func(force bool) bool

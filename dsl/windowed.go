@@ -96,10 +96,9 @@ func windowedAggregate[K, V, VA any](w *TimeWindowedKStream[K, V], prefix string
 		live++
 	}
 	b.windowStore(store, retention, live)
-	// Emitting final results, the aggregation reads its closed windows from the store by time: it
-	// writes through to it (no record cache; Kafka Streams' cache there changes only how many
-	// changelog records the updates take, not what is emitted).
-	t := aggregateTable(b, n, windowedKeys(ks, w.ws.Size()), vas, store, m.CachingDisabled || final, g.sourcesFrom(parent))
+	t := aggregateTable(b, n, windowedKeys(ks, w.ws.Size()), vas, store, m.CachingDisabled, g.sourcesFrom(parent))
+	// Emitting final results, the record cache's flush writes the store and hands nothing on.
+	t.quietFlush = final
 	if ks != nil {
 		t.storeKs = windowStoreKeys(ks, w.ws.Size())
 	}

@@ -12,9 +12,11 @@
 //	-mode handwritten  count, written by hand on the runtime's pieces (membership, consume, commit)
 //	               with a map per task as its store (baselines.go)
 //	-mode pipe     a bare kgo consume→produce pipe in a classic consumer group (baselines.go)
-//	-mode dsl-count, dsl-count-cache, dsl-window, dsl-session, dsl-join  the DSL's count (without and
-//	               with the record cache), tumbling 1-minute count, session count (5-minute gap) and
-//	               stream-table join (each record with its key's previous value), as ProcApp's
+//	-mode dsl-count, dsl-count-cache, dsl-window, dsl-hopping, dsl-session, dsl-join, dsl-stream-join
+//	               the DSL's count (without and with the record cache), tumbling 1-minute count,
+//	               hopping 1-minute count (10 s advance), session count (5-minute gap), stream-table
+//	               join (each record with its key's previous value) and stream-stream join (the
+//	               input with a mapped copy, within 1 ms), as ProcApp's
 //
 // -store memory|pebble picks the store of count (store.Memory or plugin/sgpebble), -guarantee
 // at_least_once|exactly_once_v2 the processing guarantee. Stdout carries only these lines, times in
@@ -86,7 +88,7 @@ func main() {
 	appID := flag.String("app", "", "application.id (the group)")
 	input := flag.String("input", "", "input topic")
 	output := flag.String("output", "", "output topic (map, count)")
-	mode := flag.String("mode", "count", "map, count, dsl-count, dsl-count-cache, dsl-window, dsl-session, dsl-join, consume, handwritten or pipe")
+	mode := flag.String("mode", "count", "map, count, dsl-count, dsl-count-cache, dsl-window, dsl-hopping, dsl-session, dsl-join, dsl-stream-join, consume, handwritten or pipe")
 	kind := flag.String("store", "memory", "store of count: memory or pebble")
 	guarantee := flag.String("guarantee", "at_least_once", "processing.guarantee: at_least_once or exactly_once_v2")
 	commitMS := flag.Int("commit-ms", 0, "commit.interval.ms (0: the runtime's default for the guarantee)")
@@ -153,7 +155,7 @@ func main() {
 	var topo *topology.Topology
 	var proc stream.Processor
 	var opts []stream.Option
-	var dslStore stream.Store // the store a DSL mode declares, given to Connect again around the marking wrapper
+	var dslStores []stream.Store // the stores a DSL mode declares, given to Connect again around the marking wrapper
 	var restored atomic.Int64 // the active restores' records (every stream thread's)
 	switch *mode {
 	case "map":
@@ -225,29 +227,45 @@ func main() {
 		}
 		proc = dslMarked{inner: procs["0"], mark: mark}
 		opts = append(opts, stream.WithStores(store.Memory))
-	case "dsl-window", "dsl-session", "dsl-join":
+	case "dsl-window", "dsl-session", "dsl-join", "dsl-hopping", "dsl-stream-join":
 		// Issue 28's DSL workloads, without the record cache on either side: a tumbling 1-minute count,
 		// a session count (a 5-minute gap: each key's records make one growing session), and a
 		// stream-table join of each record with its key's previous value (the stream read as a table
 		// first, then joined with it).
 		b := dsl.NewBuilder()
 		in := dsl.Stream(b, *input, dsl.Consumed[string, []byte]{})
-		var decl stream.Store
+		var decl []stream.Store
 		switch *mode {
 		case "dsl-window":
 			dsl.WindowedBy(in.GroupByKey(), windowed.OfSizeWithNoGrace(time.Minute)).
 				Count(dsl.Materialized[string, int64]{Name: "counts", CachingDisabled: true}).
 				ToStream().To(*output, dsl.Produced[windowed.Key[string], int64]{})
-			decl = stream.TimestampedWindowStore("counts", time.Minute)
+			decl = []stream.Store{stream.TimestampedWindowStore("counts", time.Minute)}
+		case "dsl-hopping":
+			// Hopping 1-minute windows advancing by 10 s: every record counts in six windows.
+			dsl.WindowedBy(in.GroupByKey(), windowed.OfSizeWithNoGrace(time.Minute).AdvanceBy(10*time.Second)).
+				Count(dsl.Materialized[string, int64]{Name: "counts", CachingDisabled: true}).
+				ToStream().To(*output, dsl.Produced[windowed.Key[string], int64]{})
+			decl = []stream.Store{stream.TimestampedWindowStore("counts", time.Minute)}
+		case "dsl-stream-join":
+			// A stream-stream join of the input with itself (a mapped copy) within 1 ms: every record
+			// kept in both join stores and looked up in the other, few joined (a key's records are
+			// about 10 ms apart in the bench's input).
+			copied := dsl.MapValues(in, func(_ string, v []byte) []byte { return v })
+			dsl.JoinStreams(in, copied, func(_ string, v, _ []byte) []byte { return v },
+				windowed.JoinOfTimeDifferenceWithNoGrace(time.Millisecond), dsl.StreamJoined[string, []byte, []byte]{StoreName: "j"}).
+				To(*output, dsl.Produced[string, []byte]{})
+			decl = []stream.Store{stream.Window[[]byte, []byte]("j-this-join-store", 2*time.Millisecond, nil, nil).RetainDuplicates(),
+				stream.Window[[]byte, []byte]("j-other-join-store", 2*time.Millisecond, nil, nil).RetainDuplicates()}
 		case "dsl-session":
 			dsl.SessionWindowedBy(in.GroupByKey(), windowed.OfInactivityGapWithNoGrace(5*time.Minute)).
 				Count(dsl.Materialized[string, int64]{Name: "counts"}).
 				ToStream().To(*output, dsl.Produced[windowed.Key[string], int64]{})
-			decl = stream.Session[[]byte, []byte]("counts", 5*time.Minute, nil, nil)
+			decl = []stream.Store{stream.Session[[]byte, []byte]("counts", 5*time.Minute, nil, nil)}
 		default:
 			t := in.ToTable(dsl.Materialized[string, []byte]{Name: "counts", CachingDisabled: true})
 			dsl.Join(in, t, func(_ string, v, _ []byte) []byte { return v }).To(*output, dsl.Produced[string, []byte]{})
-			decl = stream.TimestampedStore("counts")
+			decl = []stream.Store{stream.TimestampedStore("counts")}
 		}
 		var procs stream.Processors
 		if topo, procs, err = b.Build(cfg); err != nil {
@@ -255,9 +273,9 @@ func main() {
 		}
 		proc = dslMarked{inner: procs["0"], mark: mark}
 		opts = append(opts, stream.WithStores(store.Memory))
-		dslStore = decl
+		dslStores = decl
 	default:
-		fail(fmt.Errorf("-mode %q: map, count, dsl-count, dsl-count-cache, dsl-window, dsl-session, dsl-join or consume", *mode))
+		fail(fmt.Errorf("-mode %q: map, count, dsl-count, dsl-count-cache, dsl-window, dsl-hopping, dsl-session, dsl-join, dsl-stream-join or consume", *mode))
 	}
 	proc = marked{Processor: proc, init: func(c *stream.Context) {
 		p := c.Task().Partition
@@ -267,10 +285,10 @@ func main() {
 		emit("READY %d %d %d", micros(), p, restored.Load())
 	}}
 	if strings.HasPrefix(*mode, "dsl-count") {
-		dslStore = stream.TimestampedStore("counts")
+		dslStores = []stream.Store{stream.TimestampedStore("counts")}
 	}
-	if dslStore != nil {
-		proc = stream.Connect(proc, dslStore) // as the DSL declares its store
+	if dslStores != nil {
+		proc = stream.Connect(proc, dslStores...) // as the DSL declares its stores
 	}
 	app, err := stream.New(cfg, topo, stream.Processors{"0": proc}, opts...)
 	if err != nil {

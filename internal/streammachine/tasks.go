@@ -257,6 +257,7 @@ func (m *Machine) allLost() []Action {
 	clear(m.schedules)
 	clear(m.positions)
 	clear(m.inputsOf)
+	clear(m.meta)
 	m.assigning = nil
 	return append(acts, Done{})
 }

@@ -205,6 +205,8 @@ func (e *env) throughputRuns(pr *Processing, add func(*Proc, error), fail func(s
 		{"window-dsl", "tumbling 1-minute count on the DSL, in-memory window store", "dsl-window", "memory", alos, 0},
 		{"session-dsl", "session count (5-minute gap) on the DSL, in-memory session store", "dsl-session", "memory", alos, 0},
 		{"join-dsl", "stream-table join on the DSL (each record with its key's previous value), in-memory store", "dsl-join", "memory", alos, 0},
+		{"hopping-dsl", "hopping 1-minute count advancing by 10 s on the DSL, in-memory window store", "dsl-hopping", "memory", alos, 0},
+		{"stream-join-dsl", "stream-stream join on the DSL (the input with a mapped copy, within 1 ms), in-memory join stores", "dsl-stream-join", "memory", alos, 0},
 		{"count-persistent", "count, persistent store (Go: Pebble, Kafka Streams: RocksDB)", "count", "persistent", alos, 0},
 		{"count-memory-eos", "count, in-memory store, exactly_once_v2", "count", "memory", eos, 0},
 		// The same count on two stream threads (num.stream.threads=2) on each side: what a second

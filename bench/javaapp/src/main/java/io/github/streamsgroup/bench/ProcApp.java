@@ -22,11 +22,13 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.StateRestoreListener;
@@ -42,7 +44,7 @@ import org.apache.kafka.streams.state.Stores;
  * the Go runtime, with the same topics and serdes, in one KafkaStreams with one stream thread.
  *
  * <p>Flags ({@code --name=value}): {@code --bootstrap}, {@code --app}, {@code --input}, {@code
- * --output}, {@code --mode=map|count|dsl-count|dsl-count-cache|dsl-window|dsl-session|dsl-join}, {@code --store=memory|rocksdb} (count), {@code
+ * --output}, {@code --mode=map|count|dsl-count|dsl-count-cache|dsl-window|dsl-hopping|dsl-session|dsl-join|dsl-stream-join}, {@code --store=memory|rocksdb} (count), {@code
  * --guarantee=at_least_once|exactly_once_v2}, optional {@code --commit-ms}, {@code --state-dir},
  * {@code --expect-restore}, {@code --threads} (num.stream.threads, default 1).
  *
@@ -161,6 +163,35 @@ public final class ProcApp {
                 topology = builder.build();
                 break;
             }
+            case "dsl-hopping": {
+                // Hopping 1-minute windows advancing by 10 s, as bench/procapp -mode dsl-hopping.
+                StreamsBuilder builder = new StreamsBuilder();
+                builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()))
+                    .peek((k, v) -> mark(0))
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.ByteArray()))
+                    .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)).advanceBy(Duration.ofSeconds(10)))
+                    .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("counts", Duration.ofMinutes(1), Duration.ofMinutes(1), false))
+                        .withCachingDisabled())
+                    .toStream().to(output, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 60_000L), Serdes.Long()));
+                topology = builder.build();
+                break;
+            }
+            case "dsl-stream-join": {
+                // A stream-stream join of the input with a mapped copy within 1 ms, in-memory join
+                // stores, as bench/procapp -mode dsl-stream-join.
+                StreamsBuilder builder = new StreamsBuilder();
+                KStream<String, byte[]> in = builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()));
+                KStream<String, byte[]> marked = in.peek((k, v) -> mark(0));
+                KStream<String, byte[]> copied = marked.mapValues(v -> v);
+                marked.join(copied, (v, c) -> v, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(1)),
+                        StreamJoined.<String, byte[], byte[]>with(
+                                Stores.inMemoryWindowStore("j-this-join-store", Duration.ofMillis(2), Duration.ofMillis(2), true),
+                                Stores.inMemoryWindowStore("j-other-join-store", Duration.ofMillis(2), Duration.ofMillis(2), true))
+                            .withKeySerde(Serdes.String()).withValueSerde(Serdes.ByteArray()).withOtherValueSerde(Serdes.ByteArray()))
+                    .to(output, Produced.with(Serdes.String(), Serdes.ByteArray()));
+                topology = builder.build();
+                break;
+            }
             case "dsl-session": {
                 // A session count with a 5-minute gap, as bench/procapp -mode dsl-session.
                 StreamsBuilder builder = new StreamsBuilder();
@@ -185,7 +216,7 @@ public final class ProcApp {
                 break;
             }
             default:
-                throw new IllegalArgumentException("--mode: map, count, dsl-count, dsl-count-cache, dsl-window, dsl-session or dsl-join");
+                throw new IllegalArgumentException("--mode: map, count, dsl-count, dsl-count-cache, dsl-window, dsl-hopping, dsl-session, dsl-join or dsl-stream-join");
         }
 
         Properties props = new Properties();
