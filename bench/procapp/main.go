@@ -156,7 +156,7 @@ func main() {
 	var proc stream.Processor
 	var opts []stream.Option
 	var dslStores []stream.Store // the stores a DSL mode declares, given to Connect again around the marking wrapper
-	var restored atomic.Int64 // the active restores' records (every stream thread's)
+	var restored atomic.Int64    // the active restores' records (every stream thread's)
 	switch *mode {
 	case "map":
 		topo = topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{*input}})
