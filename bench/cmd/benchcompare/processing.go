@@ -251,6 +251,9 @@ func (e *env) throughputRuns(pr *Processing, add func(*Proc, error), fail func(s
 	}
 }
 
+// issue28Workloads are the DSL workloads of issue 28 (windows and joins).
+var issue28Workloads = []string{"window-dsl", "hopping-dsl", "session-dsl", "join-dsl", "stream-join-dsl"}
+
 // baselines are the Go-only apps of the throughput scenario that measure what the runtime itself
 // costs: the same count written by hand on the pieces (membership, consume, commit; a map per task
 // as its store), and a bare kgo consume→produce pipe in a classic consumer group (every record to
@@ -856,6 +859,18 @@ func goals(pr *Processing) []Goal {
 		out = append(out, Goal{Name: "count-dsl-cache: Go ÷ Kafka Streams, records per CPU-s (record cache on, both sides)", Target: "≥ 3", Value: r, Met: r >= 3})
 		m := g.PeakRSSMiB / j.PeakRSSMiB
 		out = append(out, Goal{Name: "count-dsl-cache: Go ÷ Kafka Streams, peak RSS (record cache on, both sides)", Target: "≤ 0.2", Value: m, Met: m <= 0.2})
+	}
+	// Issue 28: the DSL's windowed and join workloads side by side with Kafka Streams' (record
+	// cache off on both sides).
+	for _, id := range issue28Workloads {
+		g, j := pr.run(id, Go), pr.run(id, Java)
+		if g == nil || j == nil || j.RecPerCPU == 0 || j.PeakRSSMiB == 0 {
+			continue
+		}
+		r := g.RecPerCPU / j.RecPerCPU
+		out = append(out, Goal{Name: id + ": Go ÷ Kafka Streams, records per CPU-s", Target: "≥ 3", Value: r, Met: r >= 3})
+		m := g.PeakRSSMiB / j.PeakRSSMiB
+		out = append(out, Goal{Name: id + ": Go ÷ Kafka Streams, peak RSS", Target: "≤ 0.2", Value: m, Met: m <= 0.2})
 	}
 	if g, j := pr.run("count-memory-eos", Go), pr.run("count-memory-eos", Java); g != nil && j != nil && j.RecPerCPU > 0 {
 		r := g.RecPerCPU / j.RecPerCPU
