@@ -202,7 +202,7 @@ func (a *App) openTask(ctx context.Context, id tasks.ID) (*task, error) {
 			s.timestamped, s.headers, s.logHeaders = conn.timestamped[name], conn.headers[name], conn.logHeaders[name]
 			if w, ok := conn.windows[name]; ok {
 				s.timestamped = w.timestamped
-				s.win = newWindowState(w)
+				s.win = newWindowState(w, kind.Persistent())
 			}
 		}
 		if a.eos() {

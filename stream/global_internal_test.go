@@ -138,10 +138,47 @@ func TestGlobalRestoreOfAPartitionWhoseRecordsWereDeleted(t *testing.T) {
 }
 
 // A global store whose topic does not exist stops the start with an error naming it, as Kafka
-// Streams' global thread fails.
+// Streams' global thread fails; what the start built is released (its client closed).
 func TestGlobalTopicMissing(t *testing.T) {
-	_, err := startGlobalOnly(t, []string{"in"}, func(*kgo.Client, *kadm.Client) {})
+	r, err := startGlobalOnly(t, []string{"in"}, func(*kgo.Client, *kadm.Client) {})
 	if err == nil || !strings.Contains(err.Error(), `topics ["users-in"] do not exist`) || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("start: %v, want the missing topic named", err)
 	}
+	if r.g.cl != nil || r.g.stores["users"].open.Load() {
+		t.Fatal("a failed start left its client or its store open")
+	}
 }
+
+// A global store's processor whose Init fails stops the start with its error.
+func TestGlobalProcessorInitFails(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "users-in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cfg := config.Default("global")
+	cfg.BootstrapServers = c.ListenAddrs()
+	topo, err := topology.MustNew(topology.Subtopology{ID: "1", SourceTopics: []string{"in"}}).
+		WithGlobalStores(topology.GlobalStore{Subtopology: "0", Name: "users", Topic: "users-in"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errInit := errors.New("no")
+	nop := ProcessorFunc(func(*Context, *Record) error { return nil })
+	a, err := New(cfg, topo, Processors{"0": initFails{nop, errInit}, "1": nop}, WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := a.proc.global.start(ctx); !errors.Is(err, errInit) || !strings.Contains(err.Error(), `global subtopology "0" failed to start`) {
+		t.Fatalf("start: %v, want the Init's error", err)
+	}
+}
+
+type initFails struct {
+	Processor
+	err error
+}
+
+func (p initFails) Init(*Context) error { return p.err }

@@ -39,16 +39,16 @@ func endOf(k []byte) (int64, error) {
 func (s *kvStore) findSessions(k []byte, earliestEnd, latestStart int64, fn func(w windowed.Window, value []byte) bool) error {
 	from := max(earliestEnd, 0, s.win.observed-s.win.retention+1)
 	last := s.win.lastSegment(math.MaxInt64)
-	for seg := from / windowSegmentMs; seg <= last; seg++ {
+	for seg := from / s.win.span; seg <= last; seg++ {
 		next, ok, err := s.segmentFrom(seg, last)
 		if err != nil || !ok || next > last {
 			return err
 		}
 		seg = next
-		lo := engineKey(k, seg*windowSegmentMs)
+		lo := segmentKey(k, seg)
 		// k's sessions in the segment, and those of longer keys with k as their prefix, which the
 		// loop skips: every key that starts with the segment and k sorts below k and 17 bytes of 0xff.
-		hi := append(engineKey(k, seg*windowSegmentMs), bytes.Repeat([]byte{0xff}, 17)...)
+		hi := append(segmentKey(k, seg), bytes.Repeat([]byte{0xff}, 17)...)
 		it, err := s.engineRange(lo, hi)
 		if err != nil {
 			return err

@@ -228,7 +228,7 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 	}
 	ek := r.Key // the engine's key: a window store's leads with its segment
 	if s.win != nil {
-		ek = engineKey(r.Key, start)
+		ek = s.win.engineKey(r.Key, start)
 	}
 	if s.pend != nil {
 		s.pend.put(ek, local, del)
@@ -351,7 +351,7 @@ func (s *kvStore) restore(recs []*kgo.Record, next int64) error {
 			if s.win.observe(start); !s.win.live(start) {
 				continue // expired: Kafka Streams' restore skips it too
 			}
-			key = engineKey(key, start)
+			key = s.win.engineKey(key, start)
 		}
 		switch {
 		case r.Value == nil:

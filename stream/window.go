@@ -24,10 +24,14 @@ import (
 // the number of their window's segment: windowSegmentMs of window starts. Expiry deletes whole
 // segments with one range deletion, as Kafka Streams drops a RocksDB segment, never scanning.
 
-// windowSegmentMs is the span of window starts of one segment. It is fixed rather than derived from
-// the retention (Kafka Streams' RocksDB segments are retention/2, at least a minute) so that a
-// persistent store keeps its layout when the retention changes; segments are key prefixes here, not
-// databases, so a long retention with many segments costs nothing.
+// windowSegmentMs is the span of window starts of one segment of a persistent store. It is fixed
+// rather than derived from the retention (Kafka Streams' RocksDB segments are retention/2, at least
+// a minute) so that a persistent store keeps its layout when the retention changes; segments are
+// key prefixes here, not databases, so a long retention with many segments costs nothing. An
+// in-memory store, rebuilt from its changelog at every start, has segments as long as its retention
+// when that is shorter (a stream-stream join's store over a window of milliseconds), so that it
+// holds at most about twice its retention, as Kafka Streams' in-memory window store drops each
+// window at its retention.
 const windowSegmentMs = 60_000
 
 // segmentKeyLen is the length of the segment number before an engine key.
@@ -49,6 +53,8 @@ type windowSpec struct {
 // commit, as Kafka Streams restores an aborted task's stores from the committed changelog.
 type windowState struct {
 	retention int64
+	// span is the window starts of one segment (windowSegmentMs, or less for an in-memory store).
+	span int64
 	// session: the store is a session store, whose keys' time is their session's end (a window
 	// store's is its window's start).
 	session bool
@@ -68,8 +74,12 @@ type windowState struct {
 	queried atomic.Int64
 }
 
-func newWindowState(spec windowSpec) *windowState {
-	w := &windowState{retention: spec.retention, session: spec.session, duplicates: spec.duplicates}
+// newWindowState is the state of a store declared as spec, persistent or in memory.
+func newWindowState(spec windowSpec, persistent bool) *windowState {
+	w := &windowState{retention: spec.retention, session: spec.session, duplicates: spec.duplicates, span: windowSegmentMs}
+	if !persistent && spec.retention > 0 && spec.retention < windowSegmentMs {
+		w.span = spec.retention
+	}
 	w.reset()
 	return w
 }
@@ -116,9 +126,12 @@ func (w *windowState) timeOf(k []byte) (int64, error) {
 }
 
 // engineKey is the engine's key of window store key k starting at start: its segment, then k.
-func engineKey(k []byte, start int64) []byte {
+func (w *windowState) engineKey(k []byte, start int64) []byte { return segmentKey(k, start/w.span) }
+
+// segmentKey is the engine's key of window store key k in segment seg.
+func segmentKey(k []byte, seg int64) []byte {
 	ek := make([]byte, 0, segmentKeyLen+len(k))
-	ek = binary.BigEndian.AppendUint64(ek, uint64(start/windowSegmentMs))
+	ek = binary.BigEndian.AppendUint64(ek, uint64(seg))
 	return append(ek, k...)
 }
 
@@ -140,7 +153,7 @@ func (w *windowState) expiry() (upper []byte, due bool) {
 	if w.observed < 0 || minLive <= 0 {
 		return nil, false
 	}
-	seg := minLive / windowSegmentMs // the segment holding the oldest live start stays
+	seg := minLive / w.span // the segment holding the oldest live start stays
 	if seg <= w.expiredBelow {
 		return nil, false
 	}
@@ -176,9 +189,9 @@ func (s *kvStore) windowKey(k []byte, committed bool) (ek []byte, live bool, err
 		return nil, false, s.fail("get", err)
 	}
 	if committed {
-		return engineKey(k, start), liveAt(s.win.queried.Load(), s.win.retention, start), nil
+		return s.win.engineKey(k, start), liveAt(s.win.queried.Load(), s.win.retention, start), nil
 	}
-	return engineKey(k, start), s.win.live(start), nil
+	return s.win.engineKey(k, start), s.win.live(start), nil
 }
 
 // errWindowRange refuses a key-ordered range over a window store: its keys are ordered by segment.
@@ -192,17 +205,18 @@ func (s *kvStore) errWindowRange() error {
 func (s *kvStore) fetch(k []byte, from, to int64, fn func(start int64, value []byte) bool) error {
 	from = max(from, 0, s.win.observed-s.win.retention+1)
 	last := s.win.lastSegment(to)
-	for seg := from / windowSegmentMs; from <= to && seg <= last; seg++ {
+	span := s.win.span
+	for seg := from / span; from <= to && seg <= last; seg++ {
 		next, ok, err := s.segmentFrom(seg, last)
 		if err != nil || !ok || next > last {
 			return err
 		}
 		seg = next
-		first := seg * windowSegmentMs
-		lo := engineKey(windowed.AppendStoreKey(nil, k, max(from, first), 0), first)
+		first := seg * span
+		lo := segmentKey(windowed.AppendStoreKey(nil, k, max(from, first), 0), seg)
 		// The greatest key of k in the segment is its last start there with the greatest sequence
 		// number; the bound after it is that key with a zero byte appended.
-		hi := append(engineKey(windowed.AppendStoreKey(nil, k, min(to, first+windowSegmentMs-1), -1), first), 0)
+		hi := append(segmentKey(windowed.AppendStoreKey(nil, k, min(to, first+span-1), -1), seg), 0)
 		it, err := s.engineRange(lo, hi)
 		if err != nil {
 			return err
@@ -235,7 +249,7 @@ func (s *kvStore) fetchAll(from, to int64, fn func(key []byte, start int64, valu
 		start      int64
 		seq        int32
 	}
-	for seg := from / windowSegmentMs; from <= to && seg <= last; seg++ {
+	for seg := from / s.win.span; from <= to && seg <= last; seg++ {
 		next, ok, err := s.segmentFrom(seg, last)
 		if err != nil || !ok || next > last {
 			return err
@@ -276,7 +290,7 @@ func (w *windowState) lastSegment(to int64) int64 {
 	if w.observed >= 0 {
 		to = min(to, w.observed)
 	}
-	return to / windowSegmentMs
+	return to / w.span
 }
 
 // fewSegments is how many segments a fetch visits one by one; over a longer span it looks for the

@@ -106,8 +106,8 @@ func TestWindowStoreWritesKafkaStreamsKeys(t *testing.T) {
 	if got := fetchAll(t, c, windowCounts, "k", 61001, 60000); len(got) != 0 {
 		t.Fatalf("an empty span fetched %v", got)
 	}
-	// Segment 0 (starts 0 to 59 999) still holds a start that may be live (51 001 on): its expired
-	// windows are hidden, not deleted yet. Once the oldest live start is 60 001, it is deleted.
+	// A segment that still holds a start that may be live keeps its expired windows, hidden, until
+	// the oldest live start passes it; then it is deleted (at 70 000 the oldest live start is 60 001).
 	mustNotErr(t, windowCounts.Put(c, "k", 70000, 5))
 	if got := fetchAll(t, c, windowCounts, "k", 0, 1<<62); fmt.Sprint(got) != "[{61000 3} {70000 5}]" {
 		t.Fatalf("Fetch(k) = %v", got)
@@ -115,18 +115,21 @@ func TestWindowStoreWritesKafkaStreamsKeys(t *testing.T) {
 	if got := fetchAll(t, c, windowCounts, "k", 60000, 65000); fmt.Sprint(got) != "[{61000 3}]" {
 		t.Fatalf("Fetch(k, 60000, 65000) = %v: a window after the span's end in its segment was read", got)
 	}
+	// (A 10 s in-memory store has segments of 10 s: 60 000 and 61 000 in one, 70 000 in the next,
+	// the earlier ones deleted.)
+	span := tk.stores["counts"].win.span
 	it, err := tk.stores["counts"].eng.Iterate(nil, nil)
 	mustNotErr(t, err)
 	n := 0
 	for it.Next() {
-		if seg := binary.BigEndian.Uint64(it.Key()); seg != 1 {
-			t.Errorf("an entry of segment %d is kept", seg)
+		if seg := int64(binary.BigEndian.Uint64(it.Key())); seg < 60000/span || seg > 70000/span {
+			t.Errorf("an entry of segment %d is kept (segments of %d ms)", seg, span)
 		}
 		n++
 	}
 	mustNotErr(t, it.Close())
 	if n != 3 {
-		t.Fatalf("%d entries kept, want the 3 of segment 1", n)
+		t.Fatalf("%d entries kept, want the 3 of the segments of 60 000 to 70 000", n)
 	}
 	if pos, ok := tk.stores["counts"].eng.Position(); ok {
 		t.Fatalf("expiry recorded a changelog position (%d): only acknowledged writes do", pos)
@@ -345,8 +348,8 @@ func TestWindowStoreExpiryFollowsTheTransaction(t *testing.T) {
 		segs = append(segs, binary.BigEndian.Uint64(it.Key()))
 	}
 	mustNotErr(t, it.Close())
-	if fmt.Sprint(segs) != "[6]" {
-		t.Fatalf("segments kept %v, want only 6 (the window at 400 000): the commit deletes the expired ones", segs)
+	if want := fmt.Sprint([]int64{400000 / s.win.span}); fmt.Sprint(segs) != want {
+		t.Fatalf("segments kept %v, want only %s (the window at 400 000): the commit deletes the expired ones", segs, want)
 	}
 }
 
@@ -355,12 +358,12 @@ func TestWindowStoreExpiryFollowsTheTransaction(t *testing.T) {
 // write (and after a wipe, a commit or a rollback of nothing) every window is kept, even with the
 // shortest retention.
 func TestWindowStateEdges(t *testing.T) {
-	w := newWindowState(windowSpec{retention: 10000})
+	w := newWindowState(windowSpec{retention: 10000}, true)
 	w.observe(61000)
 	if w.live(51000) || !w.live(51001) {
 		t.Fatalf("live(51000) %v, live(51001) %v: want gone, kept", w.live(51000), w.live(51001))
 	}
-	short := newWindowState(windowSpec{retention: 1})
+	short := newWindowState(windowSpec{retention: 1}, true)
 	check := func(when string) {
 		t.Helper()
 		if !short.live(0) || !liveAt(short.queried.Load(), short.retention, 0) {
@@ -380,7 +383,7 @@ func TestWindowStateEdges(t *testing.T) {
 	}
 	// The oldest live start at exactly a segment's first (120 000, segment 2): segments 0 and 1 go,
 	// once; a millisecond earlier segment 1 still holds a live start.
-	e := newWindowState(windowSpec{retention: 10000})
+	e := newWindowState(windowSpec{retention: 10000}, true)
 	e.observe(129998)
 	if upper, due := e.expiry(); !due || binary.BigEndian.Uint64(upper) != 1 {
 		t.Fatalf("expiry at 129 998: %x %v, want below segment 1", upper, due)
@@ -515,5 +518,32 @@ func TestWindowStoreFetchAll(t *testing.T) {
 	_, plain, _ := windowTask(t, StoreName("counts"))
 	if err := long.FetchAll(&plain.ctx, 0, 1, func(string, int64, int64) bool { return true }); err == nil {
 		t.Fatal("FetchAll of a store not declared a window store")
+	}
+}
+
+// An in-memory window store whose retention is shorter than a segment (a stream-stream join's store
+// over a window of milliseconds) has segments as long as its retention: it holds at most about
+// twice its retention, where a minute's segments would hold every window of the minute. A persistent
+// store keeps minute segments, its layout whatever the retention.
+func TestShortInMemoryWindowStoreExpiresBySegmentsOfItsRetention(t *testing.T) {
+	short := Window("counts", 10*time.Millisecond, serde.String, serde.Int64)
+	_, tk, _ := windowTask(t, short)
+	c := &tk.ctx
+	for start := int64(0); start < 1000; start += 5 {
+		mustNotErr(t, short.Put(c, "k", start, start))
+	}
+	n, err := tk.stores["counts"].eng.ApproximateCount()
+	mustNotErr(t, err)
+	if n > 5 {
+		t.Fatalf("the store holds %d windows of a 10 ms retention written every 5 ms; want at most 5", n)
+	}
+	if got := fetchAll(t, c, short, "k", 0, 2000); fmt.Sprint(got) != "[{990 990} {995 995}]" {
+		t.Fatalf("Fetch = %v, want the windows of the last 10 ms", got)
+	}
+	if w := newWindowState(windowSpec{retention: 10}, true); w.span != windowSegmentMs {
+		t.Fatalf("a persistent store's span %d, want %d", w.span, windowSegmentMs)
+	}
+	if w := newWindowState(windowSpec{retention: 10 * windowSegmentMs}, false); w.span != windowSegmentMs {
+		t.Fatalf("a long in-memory store's span %d, want %d", w.span, windowSegmentMs)
 	}
 }

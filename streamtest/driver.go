@@ -244,11 +244,10 @@ func (d *Driver) ReadRaw(topic string) ([]Raw, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), Wait)
 	defer cancel()
-	ends, err := d.adm.ListEndOffsets(ctx, topic)
+	end, ok, err := d.endOf(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
-	end, ok := ends.Lookup(topic, 0)
 	from := d.read[topic]
 	if !ok || end.Err != nil || end.Offset <= from {
 		return nil, nil
@@ -280,6 +279,40 @@ func (d *Driver) ReadRaw(topic string) ([]Raw, error) {
 	}
 	d.read[topic] = from
 	return out, nil
+}
+
+// endOf is the end offset of partition 0 of topic; ok is false when the topic does not exist. The
+// broker is asked whether it exists first (a metadata request of its own): the client's cached
+// metadata may not know yet of an output topic the application created since the last read, and
+// its end would then be missed.
+func (d *Driver) endOf(ctx context.Context, topic string) (end kadm.ListedOffset, ok bool, err error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	req.AllowAutoTopicCreation = false
+	meta, err := req.RequestWith(ctx, d.cl)
+	if err != nil {
+		return end, false, err
+	}
+	if len(meta.Topics) != 1 || meta.Topics[0].ErrorCode != 0 || len(meta.Topics[0].Partitions) == 0 {
+		return end, false, nil // no such topic: nothing was written to it
+	}
+	for {
+		ends, err := d.adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return end, false, err
+		}
+		if end, ok = ends.Lookup(topic, 0); ok && end.Err == nil {
+			return end, true, nil
+		}
+		// The broker has the topic; the client learns of it at its next metadata refresh.
+		select {
+		case <-ctx.Done():
+			return end, false, fmt.Errorf("streamtest: the end of %s: %w", topic, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // Store returns the application's store name (its committed state), after settling the
