@@ -45,6 +45,9 @@ func TestDSLProgramsJoinKafkaStreamsGroups(t *testing.T) {
 				b.CreateTopic(t, in, partitions)
 			}
 		}
+		for _, g := range topo.GlobalStores() { // and its global tables' topics, which no task reads
+			b.CreateTopic(t, g.Topic, partitions)
+		}
 		for _, out := range []string{"-out", "-out2", "-out3", "-rest", "-out-0", "-out-1"} {
 			b.CreateTopic(t, topics+out, 1)
 		}
