@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"cmp"
 	"encoding/binary"
 
 	"github.com/streamsgroup/streamsgroup/internal/streamhook"
@@ -26,30 +27,10 @@ type GlobalKTable[K, V any] struct {
 // none, gives it the name <topic>-STATE-STORE-<n>, as Kafka Streams names it); it has no changelog,
 // since its topic is one, and no record cache. Kafka Streams keeps it with the Consumed serdes.
 func GlobalTable[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Materialized[K, V]) *GlobalKTable[K, V] {
-	var mat Materialized[K, V]
-	if len(m) > 0 {
-		mat = m[0]
-	}
-	ks, vs := orDefault(c.Key), orDefault(c.Value)
-	if topic == "" {
-		b.fail("GlobalTable needs a topic")
-	}
-	if ks == nil || vs == nil {
-		b.fail("GlobalTable(%q) needs Consumed serdes for %s and %s", topic, typeName[K](), typeName[V]())
-	}
-	name := mat.Name
-	if name == "" {
-		name = b.newStoreName(topic + "-")
-	}
-	sourceName := b.newName("KSTREAM-SOURCE-")
-	if c.Name != "" {
-		sourceName = c.Name + "-source"
-	}
-	source := b.add(&node{name: sourceName, kind: sourceNode, topic: topic, global: true})
-	n := b.add(&node{name: b.nameOr(c.Name, "KTABLE-SOURCE-"), kind: processorNode, global: true}, source)
-	in := newFanout[K, V](b)
-	decoded := sourceEntry(in, ks, vs)
-	source.entry = func(c *stream.Context, r *stream.Record) error {
+	ts := newTableSource(b, "GlobalTable", topic, c, m, true)
+	name := cmp.Or(ts.mat.Name, ts.generated) // a global table is always kept
+	decoded := sourceEntry(ts.in, ts.ks, ts.vs)
+	ts.source.entry = func(c *stream.Context, r *stream.Record) error {
 		if !streamhook.Restoring(c) {
 			return decoded(c, r)
 		}
@@ -68,7 +49,7 @@ func GlobalTable[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Mate
 	}
 	// Not cached: the global store is written as each record of its topic comes, which is what a
 	// join reads.
-	t := sourceTable(b, n, ks, vs, name, "", true, []*node{source}, in)
+	t := sourceTable(b, ts.n, ts.ks, ts.vs, name, "", true, []*node{ts.source}, ts.in)
 	return &GlobalKTable[K, V]{b: b, t: t}
 }
 

@@ -217,31 +217,49 @@ func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 // values (GroupTableBy), under the generated name <topic>-STATE-STORE-<n>. The records are read, and
 // kept, with c's serdes: m's are not used (as in Kafka Streams).
 func Table[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Materialized[K, V]) *KTable[K, V] {
-	var mat Materialized[K, V]
+	ts := newTableSource(b, "Table", topic, c, m, false)
+	ts.source.entry = sourceEntry(ts.in, ts.ks, ts.vs)
+	// Kafka Streams keeps the table with the Consumed serdes too: it overrides the Materialized ones.
+	return sourceTable(b, ts.n, ts.ks, ts.vs, ts.mat.Name, ts.generated, ts.mat.CachingDisabled, []*node{ts.source}, ts.in)
+}
+
+// tableSource is what a table read from a topic starts with (Table, GlobalTable): its serdes (the
+// Consumed ones), its Materialized, the store name generated when that names none, its source node
+// and its KTABLE-SOURCE node, and what the source hands on.
+type tableSource[K, V any] struct {
+	ks        serde.Serde[K]
+	vs        serde.Serde[V]
+	mat       Materialized[K, V]
+	generated string
+	source, n *node
+	in        *fanout[K, V]
+}
+
+// newTableSource adds the nodes of a table read from topic with Kafka Streams' names: the store's
+// generated name takes its number first (when m names none), then the source's and the
+// processor's (Consumed.Name gives <name>-source and <name>).
+func newTableSource[K, V any](b *Builder, op, topic string, c Consumed[K, V], m []Materialized[K, V], global bool) tableSource[K, V] {
+	ts := tableSource[K, V]{ks: orDefault(c.Key), vs: orDefault(c.Value)}
 	if len(m) > 0 {
-		mat = m[0]
+		ts.mat = m[0]
 	}
-	ks, vs := orDefault(c.Key), orDefault(c.Value)
 	if topic == "" {
-		b.fail("Table needs a topic")
+		b.fail("%s needs a topic", op)
 	}
-	if ks == nil || vs == nil {
-		b.fail("Table(%q) needs Consumed serdes for %s and %s", topic, typeName[K](), typeName[V]())
+	if ts.ks == nil || ts.vs == nil {
+		b.fail("%s(%q) needs Consumed serdes for %s and %s", op, topic, typeName[K](), typeName[V]())
 	}
-	unkept := ""
-	if mat.Name == "" {
-		unkept = b.newStoreName(topic + "-")
+	if ts.mat.Name == "" {
+		ts.generated = b.newStoreName(topic + "-")
 	}
 	sourceName := b.newName("KSTREAM-SOURCE-")
 	if c.Name != "" {
 		sourceName = c.Name + "-source"
 	}
-	source := b.add(&node{name: sourceName, kind: sourceNode, topic: topic})
-	n := b.add(&node{name: b.nameOr(c.Name, "KTABLE-SOURCE-"), kind: processorNode}, source)
-	in := newFanout[K, V](b)
-	source.entry = sourceEntry(in, ks, vs)
-	// Kafka Streams keeps the table with the Consumed serdes too: it overrides the Materialized ones.
-	return sourceTable(b, n, ks, vs, mat.Name, unkept, mat.CachingDisabled, []*node{source}, in)
+	ts.source = b.add(&node{name: sourceName, kind: sourceNode, topic: topic, global: global})
+	ts.n = b.add(&node{name: b.nameOr(c.Name, "KTABLE-SOURCE-"), kind: processorNode, global: global}, ts.source)
+	ts.in = newFanout[K, V](b)
+	return ts
 }
 
 // derived adds a table operation's node below t and the table it makes (Kafka Streams' filter and
