@@ -315,7 +315,10 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 			s.nodes = append(s.nodes, n)
 			continue
 		case n.kind == sourceNode && n.internal:
-			s.def.RepartitionSourceTopics = append(s.def.RepartitionSourceTopics, names.Repartition(n.topic[:len(n.topic)-len("-repartition")], n.partitions))
+			// A repartition topic's, or a foreign-key join's (…-topic), with a repartition's configs.
+			ti := names.Repartition("", n.partitions)
+			ti.Name = names.AppID + "-" + n.topic
+			s.def.RepartitionSourceTopics = append(s.def.RepartitionSourceTopics, ti)
 			s.entries[names.AppID+"-"+n.topic] = n.entry
 		case n.kind == sourceNode:
 			s.def.SourceTopics = append(s.def.SourceTopics, n.topic)

@@ -288,6 +288,21 @@ func (c *Context) SendBy(topic string, ts time.Time, partitionKey, key, value []
 	return nil
 }
 
+// SendTo is SendAt to the given partition of topic, as a Kafka Streams StreamPartitioner that names
+// one places a record (the DSL's foreign-key join sends each response back to the partition of the
+// table row that subscribed). The partition must exist: the write fails otherwise.
+func (c *Context) SendTo(topic string, partition int32, ts time.Time, key, value []byte, headers ...kgo.RecordHeader) error {
+	if err := c.sendable(topic); err != nil {
+		return err
+	}
+	if partition < 0 {
+		return fmt.Errorf("stream: SendTo partition %d of %s", partition, topic)
+	}
+	c.app.produce(c.task.id, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: ts,
+		Context: tasks.WithPartition(c.app.deliveryContext(), partition)})
+	return nil
+}
+
 // sendable refuses a topic Send may not write.
 func (c *Context) sendable(topic string) error {
 	if topic == "" {
@@ -463,6 +478,15 @@ type TimestampedHeadersStore string
 // Name is the name.
 func (n TimestampedHeadersStore) Name() string { return string(n) }
 
+// RecordHeadersStore names a TimestampedStore whose changelog records carry the headers of the
+// record that wrote them, as Kafka Streams 4.4's headers-aware stores write theirs when they keep
+// each record's headers with its value (the foreign-key join's subscription store, whatever
+// dsl.store.format says). The values it keeps are a TimestampedStore's.
+type RecordHeadersStore string
+
+// Name is the name.
+func (n RecordHeadersStore) Name() string { return string(n) }
+
 // SuppressionBufferStore names a key-value store kept as Kafka Streams keeps a suppression buffer's
 // changelog (its InMemoryTimeOrderedKeyValueChangeBuffer): every update's changelog record carries
 // the header v=3, which tells Kafka Streams the value's format, and a deletion's none. The values are
@@ -486,7 +510,7 @@ func (n StoreName) Name() string { return string(n) }
 // missing from the topology), naming the stores it has, and at run time p may reach only these
 // stores. A Processor not connected may reach every store of its subtopology.
 func Connect(p Processor, stores ...Store) Processor {
-	c := &connected{Processor: p, stores: map[string]bool{}, timestamped: map[string]bool{}, headers: map[string]bool{},
+	c := &connected{Processor: p, stores: map[string]bool{}, timestamped: map[string]bool{}, headers: map[string]headerMode{},
 		windows: map[string]windowSpec{}, logHeaders: map[string][]kgo.RecordHeader{}}
 	c.flusher, _ = p.(Flusher)
 	for _, s := range stores {
@@ -498,7 +522,9 @@ func Connect(p Processor, stores ...Store) Processor {
 		case TimestampedStore:
 			c.timestamped[s.Name()] = true
 		case TimestampedHeadersStore:
-			c.timestamped[s.Name()], c.headers[s.Name()] = true, true
+			c.timestamped[s.Name()], c.headers[s.Name()] = true, headersOnDelete
+		case RecordHeadersStore:
+			c.timestamped[s.Name()], c.headers[s.Name()] = true, headersAlways
 		case SuppressionBufferStore:
 			c.logHeaders[s.Name()] = suppressionBufferHeaders
 		}
@@ -515,7 +541,7 @@ type connected struct {
 	names       []string // as given
 	stores      map[string]bool
 	timestamped map[string]bool       // the stores whose values carry their timestamp (TimestampedStore)
-	headers     map[string]bool       // the stores whose changelog carries headers (TimestampedHeadersStore)
+	headers     map[string]headerMode // the stores whose changelog carries headers (TimestampedHeadersStore, RecordHeadersStore)
 	windows     map[string]windowSpec // the window stores (Window, TimestampedWindowStore)
 	// logHeaders are the headers of the changelog updates of the stores that have fixed ones
 	// (SuppressionBufferStore).

@@ -71,14 +71,25 @@ type kvStore struct {
 	promise promiser
 	// timestamped: each value is its timestamp and the value (TimestampedStore).
 	timestamped bool
-	// headers: the changelog records carry the writing record's headers (TimestampedHeadersStore).
-	headers bool
+	// headers says which changelog records carry the writing record's headers (TimestampedHeadersStore,
+	// RecordHeadersStore).
+	headers headerMode
 	// logHeaders are the headers of each update's changelog record, if the store has fixed ones
 	// (SuppressionBufferStore).
 	logHeaders []kgo.RecordHeader
 	// win is a window store's view of time (window.go); nil for a key-value store.
 	win *windowState
 }
+
+// headerMode is which of a store's changelog records carry the headers of the record that wrote
+// them.
+type headerMode uint8
+
+const (
+	headersNone     headerMode = iota // none (Kafka Streams' plain and timestamped stores)
+	headersOnDelete                   // deletions only (TimestampedHeadersStore)
+	headersAlways                     // every record (RecordHeadersStore)
+)
 
 func (s *kvStore) fail(op string, err error) error {
 	var se *store.Error
@@ -252,9 +263,10 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 	if s.logHeaders != nil && !del {
 		r.Headers = s.logHeaders
 	}
-	if s.headers && del {
-		// Kafka Streams' DSL stores a value with empty headers, and its headers-aware changelog
-		// writes the stored headers: an update carries none, a deletion the record's.
+	if s.headers == headersAlways || s.headers == headersOnDelete && del {
+		// Kafka Streams' headers-aware changelog writes the stored headers, or the record's for a
+		// deletion. Its DSL stores keep empty headers, so an update carries none; the
+		// subscription store keeps the record's.
 		r.Headers = slices.Clone(s.task.ctx.Headers())
 	}
 	s.app.produceChangelog(r, s)

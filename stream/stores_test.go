@@ -650,3 +650,38 @@ func TestContextAsACachedUpdate(t *testing.T) {
 	}
 	restore()
 }
+
+// A RecordHeadersStore's changelog records carry the headers of the record that wrote them, updates
+// and deletions alike; a TimestampedHeadersStore's updates carry none and its deletions the
+// record's.
+func TestRecordHeadersStoreChangelogHeaders(t *testing.T) {
+	h := []kgo.RecordHeader{{Key: "trace", Value: []byte("7")}}
+	for _, tc := range []struct {
+		decl       Store
+		onUpdate   bool
+		onDeletion bool
+	}{
+		{RecordHeadersStore("counts"), true, true},
+		{TimestampedHeadersStore("counts"), false, true},
+		{TimestampedStore("counts"), false, false},
+	} {
+		_, tk, prod := windowTask(t, tc.decl)
+		tk.ctx.headers, tk.ctx.hasHeaders = h, true
+		st := tk.ctx.Store("counts")
+		mustNotErr(t, st.Put([]byte("k"), append(int64s(9), 'v')))
+		mustNotErr(t, st.Delete([]byte("k")))
+		recs := prod.all()
+		if len(recs) != 2 {
+			t.Fatalf("%T: %d changelog records, want 2", tc.decl, len(recs))
+		}
+		for i, want := range []bool{tc.onUpdate, tc.onDeletion} {
+			got := recs[i].rec.Headers
+			if want && (len(got) != 1 || got[0].Key != "trace" || string(got[0].Value) != "7") || !want && len(got) != 0 {
+				t.Errorf("%T: record %d's headers %v, want the record's: %v", tc.decl, i, got, want)
+			}
+		}
+		if tc.decl.Name() != "counts" {
+			t.Errorf("%T: Name %q", tc.decl, tc.decl.Name())
+		}
+	}
+}

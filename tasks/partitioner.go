@@ -36,6 +36,16 @@ func WithPartitionKey(ctx context.Context, key []byte) context.Context {
 	return context.WithValue(ctx, partitionKey{}, key)
 }
 
+// fixedPartition is the context key of WithPartition.
+type fixedPartition struct{}
+
+// WithPartition returns ctx carrying partition: a record produced with it as its context goes to
+// that partition of its topic, as a Kafka Streams StreamPartitioner that names one places it (the
+// foreign-key join's responses go back to the partition their subscription came from).
+func WithPartition(ctx context.Context, partition int32) context.Context {
+	return context.WithValue(ctx, fixedPartition{}, partition)
+}
+
 // keyed is the default partitioner of a topic with partition keys (WithPartitionKey) heeded. It
 // passes OnNewBatch on, which keeps the default's stickiness for records without a key.
 type keyed struct{ kgo.TopicPartitioner }
@@ -49,7 +59,19 @@ func keyOf(r *kgo.Record) ([]byte, bool) {
 	return k, ok
 }
 
+// partitionOf is the partition r's context fixes, if it fixes one.
+func partitionOf(r *kgo.Record) (int32, bool) {
+	if r.Context == nil {
+		return 0, false
+	}
+	p, ok := r.Context.Value(fixedPartition{}).(int32)
+	return p, ok
+}
+
 func (k keyed) RequiresConsistency(r *kgo.Record) bool {
+	if _, ok := partitionOf(r); ok {
+		return true
+	}
 	if _, ok := keyOf(r); ok {
 		return true
 	}
@@ -57,6 +79,9 @@ func (k keyed) RequiresConsistency(r *kgo.Record) bool {
 }
 
 func (k keyed) Partition(r *kgo.Record, n int) int {
+	if p, ok := partitionOf(r); ok {
+		return int(p)
+	}
 	if pk, ok := keyOf(r); ok {
 		return k.TopicPartitioner.Partition(&kgo.Record{Key: pk}, n)
 	}

@@ -72,3 +72,23 @@ func TestPartitionerHeedsThePartitionKey(t *testing.T) {
 		t.Fatal("OnNewBatch was not passed on: keyless records stick to one partition for ever")
 	}
 }
+
+// A record whose context fixes a partition goes there, whatever its key or partition key, and keeps
+// it.
+func TestPartitionerHeedsAFixedPartition(t *testing.T) {
+	r, err := NewRouter(topology.MustNew(topology.Subtopology{ID: "0", SourceTopics: []string{"in"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := r.Partitioner().ForTopic("out")
+	for _, p := range []int32{0, 5, 7} {
+		// "word" alone would go to 3 of 8 (above).
+		rec := &kgo.Record{Key: []byte("word"), Context: WithPartition(WithPartitionKey(context.Background(), []byte("word")), p)}
+		if got := tp.Partition(rec, 8); got != int(p) {
+			t.Errorf("a record for partition %d went to %d", p, got)
+		}
+		if keyless := (&kgo.Record{Context: WithPartition(context.Background(), p)}); !tp.RequiresConsistency(keyless) || tp.Partition(keyless, 8) != int(p) {
+			t.Errorf("a keyless record for partition %d did not keep it", p)
+		}
+	}
+}

@@ -482,6 +482,51 @@ func init() {
 			dsl.Materialized[string, string]{Name: "outer"}).
 			ToStream().To(t+"-out3", dsl.Produced[string, string]{})
 	}
+	// customerOf is the customer of an order "customer|item" (nil: it names none).
+	customerOf := func(_ string, order string) []byte {
+		i := strings.IndexByte(order, '|')
+		if i < 0 {
+			return nil
+		}
+		return []byte(order[:i])
+	}
+	Programs["p-fk-join"] = func(b *dsl.Builder, t string) {
+		orders := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{})
+		customers := dsl.Table(b, t+"-in2", dsl.Consumed[[]byte, string]{})
+		dsl.JoinForeignKey(orders, customers, customerOf, func(_, o, c string) string { return o + "@" + c }).
+			ToStream().To(t+"-out", dsl.Produced[string, string]{})
+		dsl.LeftJoinForeignKey(orders, customers, customerOf, func(_, o, c string, found bool) string { return o + "@" + orNull(c, found) }).
+			ToStream().To(t+"-out2", dsl.Produced[string, string]{})
+	}
+	Programs["p-fk-join-named"] = func(b *dsl.Builder, t string) {
+		orders := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{}, dsl.Materialized[string, string]{Name: "orders"})
+		customers := dsl.Table(b, t+"-in2", dsl.Consumed[[]byte, string]{}).
+			Filter(func(_ []byte, v string) bool { return !strings.HasPrefix(v, "x") })
+		joined := dsl.JoinForeignKey(orders, customers, customerOf, func(_, _, c string) string { return c },
+			dsl.Named("fkj"), dsl.Materialized[string, string]{Name: "fkj-out"})
+		dsl.GroupTableBy(joined, func(k, v string) (string, string) { return v, k }).Count().
+			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+		byKey := func(k, v string) []byte {
+			if k == "o3" {
+				return nil
+			}
+			return customerOf(k, v)
+		}
+		lj := dsl.LeftJoinForeignKey(orders, customers, byKey, func(_, o, c string, found bool) string { return o + "@" + orNull(c, found) }, dsl.Named("fkl"))
+		dsl.MapTableValues(lj, func(_, v string) string { return strings.ToUpper(v) }).
+			ToStream().To(t+"-out2", dsl.Produced[string, string]{})
+	}
+	Programs["p-fk-join-prices"] = func(b *dsl.Builder, t string) {
+		orders := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{})
+		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{})
+		dsl.JoinForeignKey(orders, prices, func(_, o string) string { return o[:strings.IndexByte(o, '#')] },
+			func(_, o, p string) int64 {
+				price, _ := strconv.ParseInt(p, 10, 64)
+				qty, _ := strconv.ParseInt(o[strings.IndexByte(o, '#')+1:], 10, 64)
+				return price + qty
+			}).
+			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+	}
 	Programs["p-join-tables-chained"] = func(b *dsl.Builder, t string) {
 		a := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{})
 		counts := dsl.Stream(b, t+"-in3", dsl.Consumed[string, string]{}).GroupByKey().Count()

@@ -29,6 +29,7 @@ import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.Stores;
@@ -61,9 +62,16 @@ final class DslPrograms {
         "p-suppress-getter", "p-suppress-leftjoin-ts", "p-suppress-bytes", "p-session-suppress-regroup", "p-self-join",
         "p-suppress-dedup", "p-join-streams-left-outer", "p-join-global", "p-join-global-named",
         "p-join-global-prices", "p-window-emit-final", "p-window-emit-final-hopping",
-        "p-window-emit-final-retained", "p-sliding-emit-final");
+        "p-window-emit-final-retained", "p-sliding-emit-final", "p-fk-join", "p-fk-join-named",
+        "p-fk-join-prices");
 
     private DslPrograms() {
+    }
+
+    /** The customer of an order "customer|item", or null when it names none. */
+    private static String customerOf(String order) {
+        int i = order.indexOf('|');
+        return i < 0 ? null : order.substring(0, i);
     }
 
     static Topology build(String program, String t, Properties props) {
@@ -681,6 +689,37 @@ final class DslPrograms {
                     .emitStrategy(EmitStrategy.onWindowClose())
                     .reduce((a, v) -> a + "+" + v, Named.as("slide"), Materialized.as("slid"))
                     .toStream().to(t + "-out2", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 3_000L), Serdes.String()));
+                break;
+            }
+            case "p-fk-join": {
+                // Orders ("customer|item") joined with customers by the customer, inner and left: a
+                // value without '|' has no foreign key.
+                KTable<String, String> orders = b.table(t + "-in");
+                KTable<String, String> customers = b.table(t + "-in2");
+                orders.join(customers, DslPrograms::customerOf, (o, c) -> o + "@" + c).toStream().to(t + "-out");
+                orders.leftJoin(customers, DslPrograms::customerOf, (o, c) -> o + "@" + c).toStream().to(t + "-out2");
+                break;
+            }
+            case "p-fk-join-named": {
+                // Named joins: with a store, regrouped (its old values asked for), and with the key
+                // in the extractor; the foreign table filtered (read through its source's store).
+                KTable<String, String> orders = b.table(t + "-in", Materialized.as("orders"));
+                KTable<String, String> customers = b.<String, String>table(t + "-in2").filter((k, v) -> !v.startsWith("x"));
+                orders.join(customers, DslPrograms::customerOf, (o, c) -> c, TableJoined.as("fkj"), Materialized.as("fkj-out"))
+                    .groupBy((k, v) -> KeyValue.pair(v, k)).count()
+                    .toStream().to(t + "-out", longs);
+                orders.leftJoin(customers, (k, v) -> k.equals("o3") ? null : customerOf(v), (o, c) -> o + "@" + c, TableJoined.as("fkl"))
+                    .mapValues(v -> v.toUpperCase())
+                    .toStream().to(t + "-out2");
+                break;
+            }
+            case "p-fk-join-prices": {
+                // Orders ("item#quantity") priced by their item: the price plus the quantity, a Long.
+                KTable<String, String> orders = b.table(t + "-in");
+                KTable<String, String> prices = b.table(t + "-in2");
+                orders.join(prices, o -> o.substring(0, o.indexOf('#')),
+                        (o, p) -> Long.parseLong(p) + Long.parseLong(o.substring(o.indexOf('#') + 1)))
+                    .toStream().to(t + "-out", longs);
                 break;
             }
             case "p-join-streams": {
