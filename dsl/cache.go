@@ -169,7 +169,7 @@ func (tc *tableCache[K, V]) copied(v V) V {
 
 // put caches k's update (has false: a deletion) at, with the record's headers, then evicts while
 // the thread's entries exceed its share of the budget.
-func (tc *tableCache[K, V]) put(c *stream.Context, k K, v V, has bool, at time.Time) error {
+func (tc *tableCache[K, V]) put(c *stream.Context, md meta, k K, v V, has bool, at time.Time) error {
 	cs := tc.of(c)
 	kb, err := tc.keyBytes(cs, k)
 	if err != nil {
@@ -191,7 +191,7 @@ func (tc *tableCache[K, V]) put(c *stream.Context, k K, v V, has bool, at time.T
 			cs.undirty(e)
 		}
 	}
-	e.k, e.v, e.vb, e.has, e.at, e.headers = k, tc.copied(v), vb, has, at, c.Headers()
+	e.k, e.v, e.vb, e.has, e.at, e.headers = k, tc.copied(v), vb, has, at, md.headersOf(c)
 	e.origin.Topic, e.origin.Partition, e.origin.Offset, e.origin.OK = c.RecordMetadata()
 	cs.resize(e, int64(len(e.key)+len(vb))+entryOverhead)
 	cs.lru.push(e)

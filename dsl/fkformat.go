@@ -77,6 +77,10 @@ func decodeSubscription(b []byte) (subscription, error) {
 		return s, errSubscriptionFormat
 	}
 	s.version, s.hash.set = b[0]&0x7f, b[0]&0x80 == 0
+	if s.version > subscriptionVersion {
+		// Kafka Streams' deserializer refuses it (UnsupportedVersionException).
+		return s, fmt.Errorf("%w: version %d (this member reads up to %d)", errSubscriptionFormat, s.version, subscriptionVersion)
+	}
 	if b[1] > byte(propagateOnlyIfFK) {
 		return s, fmt.Errorf("%w: unknown instruction %d", errSubscriptionFormat, b[1])
 	}
@@ -134,6 +138,10 @@ func decodeResponse(b []byte) (response, error) {
 		return r, errResponseFormat
 	}
 	r.version, r.hash.set, b = b[0]&0x7f, b[0]&0x80 == 0, b[1:]
+	if r.version != 0 {
+		// Kafka Streams' deserializer refuses it (UnsupportedVersionException).
+		return r, fmt.Errorf("%w: version %d (this member reads version 0)", errResponseFormat, r.version)
+	}
 	if r.hash.set {
 		if len(b) < 16 {
 			return r, errResponseFormat

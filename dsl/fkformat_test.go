@@ -82,7 +82,7 @@ func TestSubscriptionFormat(t *testing.T) {
 			t.Errorf("decode % x = %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
 	}
-	for _, bad := range [][]byte{nil, {1}, {1, 4, 'x', 0, 0, 0, 0}, {1, 2, 1, 2}, {0x81, 2, 0, 0}} {
+	for _, bad := range [][]byte{nil, {1}, {1, 4, 'x', 0, 0, 0, 0}, {1, 2, 1, 2}, {0x81, 2, 0, 0}, {0x82, 3, 'x', 0, 0, 0, 0}} {
 		if _, err := decodeSubscription(bad); !errors.Is(err, errSubscriptionFormat) {
 			t.Errorf("decode % x: %v, want errSubscriptionFormat", bad, err)
 		}
@@ -108,11 +108,11 @@ func TestResponseFormat(t *testing.T) {
 	if err != nil || r.value != nil || r.hash != h {
 		t.Errorf("an empty value = %+v, %v; want none", r, err)
 	}
-	r, err = decodeResponse([]byte{0x85, 'x'})
-	if err != nil || r.version != 5 || r.hash.set || string(r.value) != "x" {
-		t.Errorf("version 5 without hash = %+v, %v", r, err)
+	r, err = decodeResponse([]byte{0x80, 'x'})
+	if err != nil || r.hash.set || string(r.value) != "x" {
+		t.Errorf("without a hash = %+v, %v", r, err)
 	}
-	for _, bad := range [][]byte{nil, {0, 1, 2}} {
+	for _, bad := range [][]byte{nil, {0, 1, 2}, {0x81, 'x'}, {1}} { // cut short, versions 1 and 1 with a hash
 		if _, err := decodeResponse(bad); !errors.Is(err, errResponseFormat) {
 			t.Errorf("decode % x: %v, want errResponseFormat", bad, err)
 		}

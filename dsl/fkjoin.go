@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/topology"
 )
@@ -54,6 +56,8 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 	if t.storeKs != nil || other.storeKs != nil {
 		b.fail("%s: windowed tables cannot be joined", op)
 	}
+	t.unversioned(op)
+	other.unversioned(op)
 	if fk == nil || fn == nil {
 		b.fail("%s needs a foreign-key extractor and a joiner", op)
 	}
@@ -149,17 +153,27 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 				return err
 			}
 		}
-		pk, err := t.ks.Encode(k)
-		if err != nil {
-			return fmt.Errorf("dsl: encoding a key of the table joined by %s: %w", sendName, err)
-		}
+		// The key and the hash are made only for a subscription sent, as Kafka Streams serializes
+		// them (an update that sends none encodes nothing).
+		var pk []byte
 		var hash valueHash
-		if ch.hasNew {
-			if hash, err = hashOf(ch.new); err != nil {
-				return err
-			}
-		}
 		subscribe := func(to []byte, instr fkInstruction) error {
+			if pk == nil {
+				if pk, err = t.ks.Encode(k); err != nil {
+					return fmt.Errorf("dsl: encoding a key of the table joined by %s: %w", sendName, err)
+				}
+				if pk == nil {
+					pk = []byte{}
+				}
+				if ch.hasNew {
+					if hash, err = hashOf(ch.new); err != nil {
+						return err
+					}
+				}
+			}
+			// The partition the answer comes back to is the task's: every input of the table's
+			// subtopology is co-partitioned (Kafka Streams takes the record's, the same but in a
+			// punctuation, where it has none).
 			v := encodeSubscription(subscription{version: subscriptionVersion, hash: hash, instr: instr, pk: pk, partition: c.Task().Partition})
 			return c.SendAt(subSink.sendTo, recordTime(c, md), to, v, md.headersOf(c)...)
 		}
@@ -202,12 +216,12 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 
 	// other's side: a subscription is kept (or removed) and answered with the foreign row's value
 	// (Kafka Streams' SubscriptionReceiveProcessorSupplier and SubscriptionJoinProcessorSupplier).
-	answer := func(c *stream.Context, at time.Time, s subscription, value []byte) error {
+	answer := func(c *stream.Context, at time.Time, headers []kgo.RecordHeader, s subscription, value []byte) error {
 		r := encodeResponse(response{hash: s.hash, value: value})
 		if s.version > 0 {
-			return c.SendTo(respSink.sendTo, s.partition, at, s.pk, r, c.Headers()...)
+			return c.SendTo(respSink.sendTo, s.partition, at, s.pk, r, headers...)
 		}
-		return c.SendAt(respSink.sendTo, at, s.pk, r, c.Headers()...) // no partition before version 1: by key
+		return c.SendAt(respSink.sendTo, at, s.pk, r, headers...) // no partition before version 1: by key
 	}
 	subSource.entry = func(c *stream.Context, r *stream.Record) error {
 		if r.Value == nil {
@@ -220,9 +234,6 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 		if r.Key == nil && s.instr != propagateNullIfNoFK {
 			c.Dropped()
 			return nil
-		}
-		if s.version > subscriptionVersion {
-			return fmt.Errorf("dsl: a foreign-key subscription of version %d: this member reads up to %d", s.version, subscriptionVersion)
 		}
 		var ko KO
 		if r.Key != nil {
@@ -256,13 +267,13 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 		}
 		switch {
 		case s.instr == deleteAndPropagate || s.instr == propagateNullIfNoFK && !found:
-			return answer(c, at, s, nil)
+			return answer(c, at, c.Headers(), s, nil)
 		case found:
 			vb, err := other.vs.Encode(fv.v)
 			if err != nil {
 				return fmt.Errorf("dsl: encoding a value of the table joined by %s: %w", sendName, err)
 			}
-			return answer(c, at, s, vb)
+			return answer(c, at, c.Headers(), s, vb)
 		}
 		return nil
 	}
@@ -293,6 +304,10 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 			s.pk = append([]byte(nil), it.Key()[len(prefix):]...)
 			subs = append(subs, s)
 		}
+		if err := it.Err(); err != nil {
+			it.Close()
+			return err
+		}
 		if err := it.Close(); err != nil {
 			return err
 		}
@@ -302,9 +317,9 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 				return fmt.Errorf("dsl: encoding a value of the table joined by %s: %w", sendName, err)
 			}
 		}
-		at := recordTime(c, md)
+		at, headers := recordTime(c, md), md.headersOf(c)
 		for _, s := range subs {
-			if err := answer(c, at, s, vb); err != nil {
+			if err := answer(c, at, headers, s, vb); err != nil {
 				return err
 			}
 		}
@@ -325,9 +340,6 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 		resp, err := decodeResponse(r.Value)
 		if err != nil {
 			return stream.UndecodableRecord(fmt.Errorf("value: %w", err))
-		}
-		if resp.version != 0 {
-			return fmt.Errorf("dsl: a foreign-key response of version %d: this member reads version 0", resp.version)
 		}
 		var vo VO
 		hasVO := resp.value != nil

@@ -202,3 +202,35 @@ func TestForeignKeyJoinExtractorPanics(t *testing.T) {
 		t.Fatalf("%v, want the extractor's panic", err)
 	}
 }
+
+// An answer to a foreign row's update carries that update's headers, as Kafka Streams forwards the
+// update's record: here the update a suppression releases later, while another record is processed.
+func TestForeignKeyJoinAnswersCarryTheForeignUpdatesHeaders(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		orders := Table(b, "orders", Consumed[string, string]{})
+		customers := Table(b, "customers", Consumed[string, string]{}).Suppress(UntilTimeLimit(time.Second, BufferConfig{}))
+		JoinForeignKey(orders, customers, func(_, v string) string { return v[:strings.IndexByte(v, '|')] },
+			func(_, o, c string) string { return o + "@" + c }).
+			ToStream().To("out", Produced[string, string]{})
+	})
+	pipeRaw(t, d, "orders", []byte("o1"), []byte("c1|apple"), 1000)
+	for _, r := range []struct {
+		k, v, h string
+		ts      int64
+	}{{"c1", "Alice", "a", 1000}, {"c2", "Bob", "b", 3000}} {
+		if err := d.Pipe("customers", []byte(r.k), []byte(r.v), time.UnixMilli(r.ts), kgo.RecordHeader{Key: "h", Value: []byte(r.h)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Settle(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raws, err := d.ReadRaw("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// c1's update, held until c2's record moved time past its limit, answers o1 with c1's header.
+	if len(raws) != 1 || string(raws[0].Value) != "c1|apple@Alice" || len(raws[0].Headers) != 1 || string(raws[0].Headers[0].Value) != "a" {
+		t.Fatalf("out %+v, want o1 joined with Alice, with the header h=a", raws)
+	}
+}

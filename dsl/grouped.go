@@ -198,7 +198,7 @@ func aggregating[K, V, VA any](t *KTable[K, VA], init func() VA, first func(K, V
 			ch.new = fn(k, v, ch.old)
 		}
 		ch.hasNew = true
-		if err := t.write(c, k, ch.new, true, at); err != nil {
+		if err := t.write(c, meta{}, k, ch.new, true, at); err != nil {
 			return err
 		}
 		if !t.sendOld {

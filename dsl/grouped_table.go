@@ -32,6 +32,7 @@ type KGroupedTable[K, V any] struct {
 // Kafka Streams does. A selected key or value that is nil (of a type that has nil) is skipped.
 func GroupTableBy[K, V, KR, VR any](t *KTable[K, V], fn func(K, V) (KR, VR), g ...Grouped[KR, VR]) *KGroupedTable[KR, VR] {
 	b := t.b
+	t.unversioned("GroupTableBy")
 	var gr Grouped[KR, VR]
 	if len(g) > 0 {
 		gr = g[0]
@@ -285,7 +286,7 @@ func tableUpdate[K, V, VA any](t *KTable[K, VA], c *stream.Context, k K, ch chan
 			out.new, out.hasNew = start(k, ch.new), true
 		}
 	}
-	if err := t.write(c, k, out.new, out.hasNew, at); err != nil {
+	if err := t.write(c, meta{}, k, out.new, out.hasNew, at); err != nil {
 		return err
 	}
 	return t.forward(c, meta{at: at}, k, out)

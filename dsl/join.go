@@ -1,6 +1,8 @@
 package dsl
 
 import (
+	"time"
+
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 )
@@ -16,6 +18,12 @@ type Joined[K, V, VT any] struct {
 	Value      serde.Serde[V]
 	OtherValue serde.Serde[VT]
 	Name       string
+	// GracePeriod holds each record back until the stream time is this far past it, then joins the
+	// records held in time order (Kafka Streams' Joined.withGracePeriod): an update of the table
+	// that comes late, within the grace, is still seen by the records before it. The table must be
+	// kept in a versioned store (Materialized.HistoryRetention); the records wait in the store
+	// <join name>-Buffer.
+	GracePeriod time.Duration
 }
 
 // Join joins each record of s with its key's latest value in t (Kafka Streams' KStream.join with a
@@ -70,6 +78,15 @@ func streamTableJoin[K, V, VT, VR any](s *KStream[K, V], t *KTable[K, VT], fn fu
 	stores, get := t.valueGetter()
 	name := b.nameOr(jd.Name, prefix)
 	n := b.add(&node{name: name, kind: processorNode, reads: stores, relaxedJoin: left}, s.n)
+	var buf *joinBuffer[K, V]
+	switch {
+	case jd.GracePeriod < 0:
+		b.fail("%s %q: a negative grace period %v", op, name, jd.GracePeriod)
+	case jd.GracePeriod > 0 && t.ver == nil:
+		b.fail("%s %q: a grace period needs a table kept in a versioned store (Materialized.HistoryRetention), as in Kafka Streams", op, name)
+	case jd.GracePeriod > 0:
+		buf = newJoinBuffer(b, n, name+"-Buffer", jd.GracePeriod.Milliseconds(), orDefault(cmpSerde(jd.Key, s.ks)), orDefault(cmpSerde(jd.Value, s.vs)), op)
+	}
 	ks := jd.Key
 	if ks == nil {
 		ks = s.ks
@@ -77,15 +94,20 @@ func streamTableJoin[K, V, VT, VR any](s *KStream[K, V], t *KTable[K, VT], fn fu
 	out := &KStream[K, VR]{b: b, n: n, out: newFanout[K, VR](b), ks: ks, vs: defaultSerde[VR](), sources: append(append([]*node(nil), s.sources...), t.sources...)}
 	b.copartitions = append(b.copartitions, [][]*node{s.sources, t.sources})
 	isNil := nilCheck[VR]()
-	s.out.attach(func(c *stream.Context, md meta, k K, v V) error {
-		if md.nullValue || md.nullKey && !left {
-			c.Dropped() // Kafka Streams logs and counts a record without a join key or value, and skips it
-			return nil
-		}
+	join := func(c *stream.Context, md meta, k K, v V) error {
 		var vt stamped[VT]
 		found := false
-		if !md.nullKey {
-			var err error
+		var err error
+		switch {
+		case md.nullKey:
+		case t.ver != nil:
+			// A versioned table is read as of the record's time (Kafka Streams' KIP-914).
+			var at time.Time
+			if vt.v, at, found, err = t.ver.GetAsOf(c, k, recordTime(c, md)); err != nil {
+				return err
+			}
+			vt.at = at
+		default:
 			if vt, found, err = get(c, k); err != nil {
 				return err
 			}
@@ -96,8 +118,28 @@ func streamTableJoin[K, V, VT, VR any](s *KStream[K, V], t *KTable[K, VT], fn fu
 		vr := fn(k, v, vt.v, found)
 		md.nullValue = nullFrom(isNil, vr, false)
 		return out.out.emit(c, md, k, vr)
+	}
+	s.out.attach(func(c *stream.Context, md meta, k K, v V) error {
+		if md.nullValue || md.nullKey && !left {
+			c.Dropped() // Kafka Streams logs and counts a record without a join key or value, and skips it
+			return nil
+		}
+		if buf != nil && !md.nullKey {
+			// Kafka Streams 4.4 fails on a record without a key here (its buffer refuses a null
+			// key); it is joined at once, as without a grace.
+			return buf.process(c, md, k, v, join)
+		}
+		return join(c, md, k, v)
 	})
 	return out
+}
+
+// cmpSerde is a, or b when a is nil.
+func cmpSerde[T any](a, b serde.Serde[T]) serde.Serde[T] {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // repartitionForJoin is s written to a repartition topic and read back, before a join (Kafka

@@ -45,6 +45,12 @@ type Materialized[K, V any] struct {
 	// (Materialized.withRetention): at least the windows' size plus their grace period, which is
 	// the default. Ignored for a key-value store, as Kafka Streams ignores it.
 	Retention time.Duration
+	// HistoryRetention, when set, keeps a table read from a topic (Table, ToTable) in a versioned
+	// store named Name that keeps every version of each key for this long (Kafka Streams'
+	// Materialized.as(Stores.persistentVersionedKeyValueStore(Name, HistoryRetention))): a stream
+	// joined with the table finds the value valid at each record's time, and a Joined.GracePeriod
+	// can hold records back. Such a table is joined with streams or turned into a stream only.
+	HistoryRetention time.Duration
 }
 
 // Repartitioned is how Repartition writes its topic (Kafka Streams' Repartitioned): serdes, its
@@ -75,6 +81,9 @@ func tableOptions[K, V any](b *Builder, op string, opts []TableOption) (named Na
 			named = o
 		case Materialized[K, V]:
 			m, materialized = o, true
+			if o.HistoryRetention != 0 && op != "ToTable" {
+				b.fail("%s: a versioned store (Materialized.HistoryRetention) keeps a table read from a topic (Table, ToTable) only", op)
+			}
 		default:
 			b.fail("%s: the option %T is not Named or Materialized[%s, %s]", op, o, typeName[K](), typeName[V]())
 		}

@@ -366,7 +366,7 @@ func (a *slidingAggregation[K, V, VA]) update(r slidingRecord[K, V], start int64
 func (a *slidingAggregation[K, V, VA]) write(r slidingRecord[K, V], start int64, ch change[VA], at int64) error {
 	wk := windowed.Key[K]{Key: r.k, Window: windowed.Window{Start: start, End: start + a.d}}
 	when := time.UnixMilli(at)
-	if err := a.t.write(r.c, wk, ch.new, ch.hasNew, when); err != nil {
+	if err := a.t.write(r.c, meta{}, wk, ch.new, ch.hasNew, when); err != nil {
 		return err
 	}
 	if a.final != nil {

@@ -87,6 +87,7 @@ var ErrBufferFull = errors.New("dsl: a suppression buffer exceeded its bounds")
 // record.
 func (t *KTable[K, V]) Suppress(s Suppressed) *KTable[K, V] {
 	b := t.b
+	t.unversioned("Suppress")
 	name, store := s.name, s.name+"-store"
 	if s.name == "" {
 		name = b.newName("KTABLE-SUPPRESS-")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
+	"github.com/streamsgroup/streamsgroup/topology"
 )
 
 // KTable is a changelog stream: the latest value of each key (Kafka Streams' KTable). Its updates
@@ -22,7 +23,9 @@ type KTable[K, V any] struct {
 	// windows by Kafka Streams' window store keys, and writes them to topics with ks).
 	storeKs serde.Serde[K]
 	kv      stream.KeyValueStore[K, stamped[V]] // the store, typed (set by Build)
-	cache   *tableCache[K, V]                   // the store's record cache (set by Build), if it has one
+	// ver is the table's versioned store (Materialized.HistoryRetention), nil for another.
+	ver   *stream.VersionedStore[K, V]
+	cache *tableCache[K, V] // the store's record cache (set by Build), if it has one
 	// sources are the source nodes the table comes from (Kafka Streams' subTopologySourceNodes).
 	sources []*node
 	// sendOld: each update carries the value it replaced (Kafka Streams' sendOldValues).
@@ -85,8 +88,39 @@ func (t *KTable[K, V]) storeKeys() serde.Serde[K] {
 	return t.ks
 }
 
+// keepVersioned keeps the table in the versioned store named store with history retention h: no
+// record cache (Kafka Streams caches no versioned store).
+func (t *KTable[K, V]) keepVersioned(store string, h time.Duration, op string) {
+	b := t.b
+	t.store = store
+	t.n.stores = []string{store}
+	if t.ks == nil || t.vs == nil {
+		b.fail("the versioned store %q of %s needs serdes for %s and %s", store, op, typeName[K](), typeName[V]())
+		return
+	}
+	if h < 0 {
+		b.fail("the versioned store %q of %s: a negative history retention %v", store, op, h)
+	}
+	ver := stream.Versioned(store, h, t.ks, t.vs)
+	t.ver = &ver
+	b.declare(store, storeKind{decl: ver, changelog: func(n topology.Names) topology.TopicInfo {
+		return n.VersionedChangelog(store, h.Milliseconds())
+	}})
+}
+
+// unversioned fails the program when t is kept in a versioned store: op is not supported on one.
+func (t *KTable[K, V]) unversioned(op string) {
+	if t.ver != nil {
+		t.b.fail("%s: the table in the versioned store %q can only be joined with a stream or turned into a stream (ToStream)", op, t.store)
+	}
+}
+
 // read is k's latest value: through the record cache if the table has one, else from the store.
 func (t *KTable[K, V]) read(c *stream.Context, k K) (stamped[V], bool, error) {
+	if t.ver != nil {
+		v, at, ok, err := t.ver.Get(c, k)
+		return stamped[V]{v: v, at: at}, ok, err
+	}
 	if t.cached() {
 		return t.cache.get(c, k)
 	}
@@ -94,11 +128,11 @@ func (t *KTable[K, V]) read(c *stream.Context, k K) (stamped[V], bool, error) {
 }
 
 // write keeps k's new value v (has false: deletes k) with timestamp at: in the record cache if the
-// table has one, else in the store.
-func (t *KTable[K, V]) write(c *stream.Context, k K, v V, has bool, at time.Time) error {
+// table has one (with the headers of md's record, which its flush hands on), else in the store.
+func (t *KTable[K, V]) write(c *stream.Context, md meta, k K, v V, has bool, at time.Time) error {
 	switch {
 	case t.cached():
-		return t.cache.put(c, k, v, has, at)
+		return t.cache.put(c, md, k, v, has, at)
 	case has:
 		return t.kv.Put(c, k, stamped[V]{v: v, at: at})
 	}
@@ -131,9 +165,17 @@ func (t *KTable[K, V]) ToStream(named ...Named) *KStream[K, V] {
 // sourceTable makes the table a source table (Kafka Streams' KTableSource) reads: it has a store
 // when one is named, else it gets the generated one (unkept) only when an operation needs its old
 // values; in reads the records.
-func sourceTable[K, V any](b *Builder, n *node, ks serde.Serde[K], vs serde.Serde[V], store, unkept string, uncached bool, sources []*node, in *fanout[K, V]) *KTable[K, V] {
+func sourceTable[K, V any](b *Builder, n *node, ks serde.Serde[K], vs serde.Serde[V], store, unkept string, uncached bool, sources []*node, in *fanout[K, V],
+	history ...time.Duration) *KTable[K, V] {
 	t := &KTable[K, V]{b: b, n: n, out: newFanout[K, change[V]](b), ks: ks, vs: vs, sources: sources}
-	if store != "" {
+	switch {
+	case len(history) > 0 && history[0] != 0:
+		if store == "" {
+			b.fail("%s: a versioned store (Materialized.HistoryRetention) needs a name", n.name)
+		} else {
+			t.keepVersioned(store, history[0], n.name)
+		}
+	case store != "":
 		t.keepIn(store, n.name, uncached)
 	}
 	t.materialize = func() { t.keepIn(unkept, n.name, uncached) }
@@ -157,6 +199,9 @@ func sourceTable[K, V any](b *Builder, n *node, ks serde.Serde[K], vs serde.Serd
 		if t.store == "" {
 			return t.out.emit(c, md, k, ch)
 		}
+		if t.ver != nil {
+			return versionedUpdate(t, c, md, k, ch)
+		}
 		if t.sendOld {
 			old, ok, err := t.read(c, k)
 			if err != nil {
@@ -164,12 +209,37 @@ func sourceTable[K, V any](b *Builder, n *node, ks serde.Serde[K], vs serde.Serd
 			}
 			ch.old, ch.hasOld = old.v, ok
 		}
-		if err := t.write(c, k, ch.new, ch.hasNew, recordTime(c, md)); err != nil {
+		if err := t.write(c, md, k, ch.new, ch.hasNew, recordTime(c, md)); err != nil {
 			return err
 		}
 		return t.forward(c, md, k, ch)
 	})
 	return t
+}
+
+// versionedUpdate is a source table's update of k kept in its versioned store, as Kafka Streams'
+// KTableSource writes one: at the record's time, with the latest value before it as the old one; a
+// version too old for the store's history is neither kept nor handed on.
+func versionedUpdate[K, V any](t *KTable[K, V], c *stream.Context, md meta, k K, ch change[V]) error {
+	if t.sendOld {
+		old, ok, err := t.read(c, k)
+		if err != nil {
+			return err
+		}
+		ch.old, ch.hasOld = old.v, ok
+	}
+	at := recordTime(c, md)
+	var res stream.PutResult
+	var err error
+	if ch.hasNew {
+		res, err = t.ver.Put(c, k, ch.new, at)
+	} else {
+		res, err = t.ver.Delete(c, k, at)
+	}
+	if err != nil || !res.Put {
+		return err
+	}
+	return t.out.emit(c, md, k, ch)
 }
 
 // ToTable reads the stream as a table (Kafka Streams' toTable): each record is its key's latest
@@ -207,7 +277,7 @@ func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 	if parent != s.n {
 		sources = []*node{parent}
 	}
-	return sourceTable(b, n, ks, vs, m.Name, unkept, m.CachingDisabled, sources, in)
+	return sourceTable(b, n, ks, vs, m.Name, unkept, m.CachingDisabled, sources, in, m.HistoryRetention)
 }
 
 // Table reads topic as a table (Kafka Streams' StreamsBuilder.table): each record is its key's
@@ -220,7 +290,7 @@ func Table[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Materializ
 	ts := newTableSource(b, "Table", topic, c, m, false)
 	ts.source.entry = sourceEntry(ts.in, ts.ks, ts.vs)
 	// Kafka Streams keeps the table with the Consumed serdes too: it overrides the Materialized ones.
-	return sourceTable(b, ts.n, ts.ks, ts.vs, ts.mat.Name, ts.generated, ts.mat.CachingDisabled, []*node{ts.source}, ts.in)
+	return sourceTable(b, ts.n, ts.ks, ts.vs, ts.mat.Name, ts.generated, ts.mat.CachingDisabled, []*node{ts.source}, ts.in, ts.mat.HistoryRetention)
 }
 
 // tableSource is what a table read from a topic starts with (Table, GlobalTable): its serdes (the
@@ -267,6 +337,7 @@ func newTableSource[K, V any](b *Builder, op, topic string, c Consumed[K, V], m 
 // store or t can give them.
 func derived[K, V, VR any](t *KTable[K, V], op, prefix string, vr serde.Serde[VR], opts []TableOption) *KTable[K, VR] {
 	b := t.b
+	t.unversioned(op)
 	named, m, materialized := tableOptions[K, VR](b, op, opts)
 	// Kafka Streams keeps the result only in a store the user named; an unnamed Materialized takes
 	// a number before the node's, for compatibility.
@@ -315,7 +386,7 @@ func (f *KTable[K, V]) emitDerived(c *stream.Context, md meta, k K, ch change[V]
 	if f.store == "" {
 		return f.out.emit(c, md, k, ch)
 	}
-	if err := f.write(c, k, ch.new, ch.hasNew, recordTime(c, md)); err != nil {
+	if err := f.write(c, md, k, ch.new, ch.hasNew, recordTime(c, md)); err != nil {
 		return err
 	}
 	return f.forward(c, md, k, ch)

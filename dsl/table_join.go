@@ -75,6 +75,8 @@ func joinTables[K, V, VO, VR any](t *KTable[K, V], other *KTable[K, VO], op stri
 	if t.storeKs != nil || other.storeKs != nil {
 		b.fail("%s: windowed tables cannot be joined", op)
 	}
+	t.unversioned(op)
+	other.unversioned(op)
 	store := m.Name
 	if materialized && store == "" {
 		store = b.newStoreName("KTABLE-MERGE-") // Kafka Streams keeps an unnamed Materialized's result in a generated store

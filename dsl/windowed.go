@@ -194,7 +194,7 @@ func (a *windowAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, v
 		// and hands the null on.
 		ch.hasNew = found || a.first == nil || !md.nullValue
 		when := time.UnixMilli(at)
-		if err := a.t.write(c, wk, ch.new, ch.hasNew, when); err != nil {
+		if err := a.t.write(c, meta{}, wk, ch.new, ch.hasNew, when); err != nil {
 			return err
 		}
 		if !a.t.sendOld {

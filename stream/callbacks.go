@@ -204,6 +204,9 @@ func (a *App) openTask(ctx context.Context, id tasks.ID) (*task, error) {
 				s.timestamped = w.timestamped
 				s.win = newWindowState(w, kind.Persistent())
 			}
+			if h, ok := conn.versioned[name]; ok {
+				s.ver = &versionState{history: h}
+			}
 		}
 		if a.eos() {
 			s.pend = newOverlay()

@@ -511,7 +511,7 @@ func (n StoreName) Name() string { return string(n) }
 // stores. A Processor not connected may reach every store of its subtopology.
 func Connect(p Processor, stores ...Store) Processor {
 	c := &connected{Processor: p, stores: map[string]bool{}, timestamped: map[string]bool{}, headers: map[string]headerMode{},
-		windows: map[string]windowSpec{}, logHeaders: map[string][]kgo.RecordHeader{}}
+		windows: map[string]windowSpec{}, versioned: map[string]int64{}, logHeaders: map[string][]kgo.RecordHeader{}}
 	c.flusher, _ = p.(Flusher)
 	for _, s := range stores {
 		c.names = append(c.names, s.Name())
@@ -519,6 +519,8 @@ func Connect(p Processor, stores ...Store) Processor {
 		switch s := s.(type) {
 		case windowDecl:
 			c.windows[s.Name()] = s.spec()
+		case versionedDecl:
+			c.versioned[s.Name()] = s.versionedHistory()
 		case TimestampedStore:
 			c.timestamped[s.Name()] = true
 		case TimestampedHeadersStore:
@@ -543,6 +545,7 @@ type connected struct {
 	timestamped map[string]bool       // the stores whose values carry their timestamp (TimestampedStore)
 	headers     map[string]headerMode // the stores whose changelog carries headers (TimestampedHeadersStore, RecordHeadersStore)
 	windows     map[string]windowSpec // the window stores (Window, TimestampedWindowStore)
+	versioned   map[string]int64      // the versioned stores (Versioned): their history retention in ms
 	// logHeaders are the headers of the changelog updates of the stores that have fixed ones
 	// (SuppressionBufferStore).
 	logHeaders map[string][]kgo.RecordHeader

@@ -79,6 +79,8 @@ type kvStore struct {
 	logHeaders []kgo.RecordHeader
 	// win is a window store's view of time (window.go); nil for a key-value store.
 	win *windowState
+	// ver is a versioned store's retention (versioned.go); nil for other stores.
+	ver *versionState
 }
 
 // headerMode is which of a store's changelog records carry the headers of the record that wrote
@@ -241,24 +243,40 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 	if s.win != nil {
 		ek = s.win.engineKey(r.Key, start)
 	}
-	if s.pend != nil {
-		s.pend.put(ek, local, del)
-	} else {
-		s.batch.Reset()
-		if del {
-			s.batch.Delete(ek)
-		} else {
-			s.batch.PutOwned(ek, local)
-		}
-		if err := s.eng.Apply(&s.batch, -1); err != nil {
-			return s.fail("write", err)
-		}
+	if err := s.applyWrite(ek, local, del); err != nil {
+		return err
 	}
 	if s.win != nil {
 		if err := s.expire(); err != nil {
 			return err
 		}
 	}
+	s.logWrite(r, ts, del)
+	return nil
+}
+
+// applyWrite writes the engine's key ek (a deletion, or local, which the store keeps): into the
+// open transaction under exactly-once, else into the engine at once.
+func (s *kvStore) applyWrite(ek, local []byte, del bool) error {
+	if s.pend != nil {
+		s.pend.put(ek, local, del)
+		return nil
+	}
+	s.batch.Reset()
+	if del {
+		s.batch.Delete(ek)
+	} else {
+		s.batch.PutOwned(ek, local)
+	}
+	if err := s.eng.Apply(&s.batch, -1); err != nil {
+		return s.fail("write", err)
+	}
+	return nil
+}
+
+// logWrite writes r, a write of the store (del: a deletion), to its changelog, at ts with the
+// headers the store's changelog carries.
+func (s *kvStore) logWrite(r *kgo.Record, ts time.Time, del bool) {
 	r.Timestamp = ts
 	if s.logHeaders != nil && !del {
 		r.Headers = s.logHeaders
@@ -270,7 +288,6 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 		r.Headers = slices.Clone(s.task.ctx.Headers())
 	}
 	s.app.produceChangelog(r, s)
-	return nil
 }
 
 // ackedAt records an acknowledged changelog write.
@@ -353,6 +370,12 @@ func (s *kvStore) restore(recs []*kgo.Record, next int64) error {
 		return nil // nothing new: no write
 	}
 	var b store.Batch
+	if s.ver != nil {
+		if err := s.restoreVersions(recs, &b); err != nil {
+			return err
+		}
+		recs = nil
+	}
 	for _, r := range recs {
 		key := r.Key
 		if s.win != nil {

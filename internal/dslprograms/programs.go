@@ -527,6 +527,29 @@ func init() {
 			}).
 			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
 	}
+	Programs["p-join-versioned"] = func(b *dsl.Builder, t string) {
+		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{},
+			dsl.Materialized[string, string]{Name: "prices", HistoryRetention: 30 * time.Second})
+		orders := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{})
+		at := func(_, o, p string) string { return o + "@" + p }
+		dsl.Join(orders, prices, at).To(t+"-out", dsl.Produced[string, string]{})
+		dsl.Join(orders, prices, at, dsl.Joined[string, string, string]{GracePeriod: time.Second}).
+			To(t+"-out2", dsl.Produced[string, string]{})
+		dsl.LeftJoin(orders, prices, func(_, o, p string, found bool) string { return o + "@" + orNull(p, found) },
+			dsl.Joined[string, string, string]{Name: "graced", GracePeriod: 3 * time.Second}).
+			To(t+"-out3", dsl.Produced[string, string]{})
+		prices.ToStream().To(t+"-out4", dsl.Produced[string, string]{})
+	}
+	Programs["p-join-versioned-prices"] = func(b *dsl.Builder, t string) {
+		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{},
+			dsl.Materialized[string, string]{Name: "prices", HistoryRetention: 10 * time.Minute})
+		dsl.Join(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), prices, func(_, q, p string) int64 {
+			price, _ := strconv.ParseInt(p, 10, 64)
+			qty, _ := strconv.ParseInt(q, 10, 64)
+			return price*1000 + qty
+		}, dsl.Joined[string, string, string]{Name: "priced", GracePeriod: 5 * time.Second}).
+			To(t+"-out", dsl.Produced[string, int64]{})
+	}
 	Programs["p-join-tables-chained"] = func(b *dsl.Builder, t string) {
 		a := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{})
 		counts := dsl.Stream(b, t+"-in3", dsl.Consumed[string, string]{}).GroupByKey().Count()

@@ -63,7 +63,7 @@ final class DslPrograms {
         "p-suppress-dedup", "p-join-streams-left-outer", "p-join-global", "p-join-global-named",
         "p-join-global-prices", "p-window-emit-final", "p-window-emit-final-hopping",
         "p-window-emit-final-retained", "p-sliding-emit-final", "p-fk-join", "p-fk-join-named",
-        "p-fk-join-prices");
+        "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices");
 
     private DslPrograms() {
     }
@@ -720,6 +720,35 @@ final class DslPrograms {
                 orders.join(prices, o -> o.substring(0, o.indexOf('#')),
                         (o, p) -> Long.parseLong(p) + Long.parseLong(o.substring(o.indexOf('#') + 1)))
                     .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-join-versioned": {
+                // A stream joined with a versioned table, as of each record's time: inner without a
+                // grace, inner with an unnamed grace, left with a named one (records held until the
+                // stream time passes them by the grace, then joined in time order); the table's
+                // updates, out of order ones and too old ones included, as a stream.
+                KTable<String, String> prices = b.table(t + "-in2",
+                    Materialized.as(Stores.persistentVersionedKeyValueStore("prices", Duration.ofSeconds(30))));
+                KStream<String, String> orders = b.stream(t + "-in");
+                orders.join(prices, (o, p) -> o + "@" + p).to(t + "-out");
+                orders.join(prices, (o, p) -> o + "@" + p,
+                        Joined.<String, String, String>with(null, null, null).withGracePeriod(Duration.ofSeconds(1)))
+                    .to(t + "-out2");
+                orders.leftJoin(prices, (o, p) -> o + "@" + p,
+                        Joined.<String, String, String>as("graced").withGracePeriod(Duration.ofSeconds(3)))
+                    .to(t + "-out3");
+                prices.toStream().to(t + "-out4");
+                break;
+            }
+            case "p-join-versioned-prices": {
+                // Quantities priced as of their time by a versioned table (10 min of history), held
+                // 5 s: price * 1000 + quantity, a Long.
+                KTable<String, String> prices = b.table(t + "-in2",
+                    Materialized.as(Stores.persistentVersionedKeyValueStore("prices", Duration.ofMinutes(10))));
+                b.<String, String>stream(t + "-in")
+                    .join(prices, (q, p) -> Long.parseLong(p) * 1000 + Long.parseLong(q),
+                        Joined.<String, String, String>as("priced").withGracePeriod(Duration.ofSeconds(5)))
+                    .to(t + "-out", longs);
                 break;
             }
             case "p-join-streams": {

@@ -1,0 +1,127 @@
+package dsl
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/streamsgroup/streamsgroup/serde"
+)
+
+// Versioned tables and stream-table joins with a grace period, through the test driver. Their
+// outputs for ordered, out-of-order, late and too-old records are compared with Kafka Streams' in the
+// program p-join-versioned (outputs_test.go); these tests pin what it cannot reach.
+
+// versionedProgram joins orders with prices kept 30 s: left, with a grace of 2 s, named graced.
+func versionedProgram(b *Builder) {
+	prices := Table(b, "prices", Consumed[string, string]{}, Materialized[string, string]{Name: "prices", HistoryRetention: 30 * time.Second})
+	orders := Stream(b, "orders", Consumed[string, string]{})
+	LeftJoin(orders, prices, func(_, o, p string, found bool) string {
+		if !found {
+			return o + "@none"
+		}
+		return o + "@" + p
+	}, Joined[string, string, string]{Name: "graced", GracePeriod: 2 * time.Second}).To("out", Produced[string, string]{})
+}
+
+// The records held are written to the buffer's changelog in Kafka Streams' format — the key a 0
+// byte (its time-first prefix), the time (8 bytes), the key and a sequence number from 1; the value a BufferValue (the record's
+// context, no prior or old value, the new value) and 8 bytes of time 0 — and deleted (a tombstone)
+// once joined. The versioned store's changelog carries each version at its time.
+func TestJoinBufferChangelog(t *testing.T) {
+	d := run(t, versionedProgram)
+	pipeRaw(t, d, "prices", []byte("a"), []byte("10"), 1000)
+	pipeRaw(t, d, "orders", []byte("a"), []byte("o1"), 1500)
+	pipeRaw(t, d, "orders", []byte("a"), []byte("o2"), 3600) // moves time 2.1 s past o1: o1 is joined
+	raws, err := d.ReadRaw("ops-graced-Buffer-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(ts int64, seq uint32) []byte {
+		k := binary.BigEndian.AppendUint64([]byte{0}, uint64(ts))
+		return binary.BigEndian.AppendUint32(append(k, 'a'), seq)
+	}
+	value := func(ts, offset int64, v string) []byte {
+		b := binary.BigEndian.AppendUint64(nil, uint64(ts))
+		b = binary.BigEndian.AppendUint64(b, uint64(offset))
+		b = binary.BigEndian.AppendUint32(b, uint32(len("orders")))
+		b = append(b, "orders"...)
+		b = binary.BigEndian.AppendUint32(b, 0)              // partition
+		b = binary.BigEndian.AppendUint32(b, 0)              // no headers
+		b = binary.BigEndian.AppendUint32(b, 0xffffffff)     // no prior value
+		b = binary.BigEndian.AppendUint32(b, 0xffffffff)     // no old value
+		b = binary.BigEndian.AppendUint32(b, uint32(len(v))) // the new value
+		b = append(b, v...)
+		return binary.BigEndian.AppendUint64(b, 0)
+	}
+	want := []struct {
+		k, v []byte
+	}{{key(1500, 1), value(1500, 0, "o1")}, {key(3600, 2), value(3600, 1, "o2")}, {key(1500, 1), nil}}
+	if len(raws) != len(want) {
+		t.Fatalf("%d buffer changelog records, want %d: %+v", len(raws), len(want), raws)
+	}
+	for i, w := range want {
+		if !bytes.Equal(raws[i].Key, w.k) || !bytes.Equal(raws[i].Value, w.v) || (w.v == nil) != (raws[i].Value == nil) {
+			t.Errorf("record %d: % x = % x\nwant % x = % x", i, raws[i].Key, raws[i].Value, w.k, w.v)
+		}
+	}
+	if got := readRaw(t, d, "out"); len(got) != 1 || got[0] != (rawRec{"a", "o1@10", false, 1500}) {
+		t.Errorf("out %v, want o1 joined with 10 at 1500", got)
+	}
+	raws, err = d.ReadRaw("ops-prices-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raws) != 1 || string(raws[0].Key) != "a" || string(raws[0].Value) != "10" || raws[0].Timestamp.UnixMilli() != 1000 {
+		t.Errorf("versioned store changelog %+v, want a=10 at 1000", raws)
+	}
+}
+
+// A record without a key is joined at once, with no table value, where Kafka Streams 4.4's buffer
+// fails on it (a NullPointerException); one without a value is dropped, as in Kafka Streams.
+func TestJoinBufferRecordsWithoutKeyOrValue(t *testing.T) {
+	d := run(t, versionedProgram)
+	pipeRaw(t, d, "orders", nil, []byte("o1"), 1000)
+	pipeRaw(t, d, "orders", []byte("a"), nil, 1000)
+	if got := readRaw(t, d, "out"); len(got) != 1 || got[0] != (rawRec{"", "o1@none", false, 1000}) {
+		t.Fatalf("out %v, want the keyless record joined with nothing at once", got)
+	}
+	if n := d.App().Metrics().Dropped; n != 1 {
+		t.Errorf("dropped %d, want the record without a value", n)
+	}
+}
+
+// A program that uses a versioned table or a grace period where Kafka Streams does not allow it is
+// refused, naming the operation.
+func TestVersionedProgramErrors(t *testing.T) {
+	versioned := func(b *Builder) *KTable[string, string] {
+		return Table(b, "prices", Consumed[string, string]{}, Materialized[string, string]{Name: "prices", HistoryRetention: time.Minute})
+	}
+	expectProgramErrors(t, map[string]func(b *Builder){
+		"a grace period needs a table kept in a versioned store": func(b *Builder) {
+			Join(Stream(b, "in", Consumed[string, string]{}), Table(b, "t", Consumed[string, string]{}),
+				func(_, v, _ string) string { return v }, Joined[string, string, string]{GracePeriod: time.Second}).To("out", Produced[string, string]{})
+		},
+		"a negative grace period": func(b *Builder) {
+			Join(Stream(b, "in", Consumed[string, string]{}), versioned(b),
+				func(_, v, _ string) string { return v }, Joined[string, string, string]{GracePeriod: -time.Second}).To("out", Produced[string, string]{})
+		},
+		"a versioned store (Materialized.HistoryRetention) needs a name": func(b *Builder) {
+			Table(b, "prices", Consumed[string, string]{}, Materialized[string, string]{HistoryRetention: time.Minute}).ToStream().To("out", Produced[string, string]{})
+		},
+		"Filter: the table in the versioned store \"prices\" can only be joined with a stream": func(b *Builder) {
+			versioned(b).Filter(func(_, _ string) bool { return true }).ToStream().To("out", Produced[string, string]{})
+		},
+		"GroupTableBy: the table in the versioned store": func(b *Builder) {
+			GroupTableBy(versioned(b), func(k, v string) (string, string) { return v, k }).Count().ToStream().To("out", Produced[string, int64]{})
+		},
+		"Count: a versioned store (Materialized.HistoryRetention) keeps a table read from a topic": func(b *Builder) {
+			Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count(Materialized[string, int64]{Name: "c", HistoryRetention: time.Minute})
+		},
+		"the records held for the grace period need serdes": func(b *Builder) {
+			Join(MapValues(Stream(b, "in", Consumed[string, point]{Value: serde.JSON[point]()}), func(_ string, p point) point { return p }), versioned(b),
+				func(_ string, p point, _ string) string { return "" }, Joined[string, point, string]{GracePeriod: time.Second}).To("out", Produced[string, string]{})
+		},
+	})
+}

@@ -1,0 +1,155 @@
+package stream
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/serde"
+)
+
+// The expected answers below follow Kafka Streams' VersionedKeyValueStore contract: a version is
+// valid from its timestamp until the next version's; get(key) is the latest value; get(key, asOf)
+// the value valid at asOf, nothing for a deletion; a put older than the stream time minus the
+// history retention is not written; a read as of a time older than that finds only a latest
+// version that old.
+
+var prices = Versioned("counts", 10*time.Second, serde.String, serde.String)
+
+func at(ms int64) time.Time { return time.UnixMilli(ms) }
+
+type asOf struct {
+	at   int64
+	v    string
+	from int64
+	ok   bool
+}
+
+func expectAsOf(t *testing.T, c *Context, k string, want ...asOf) {
+	t.Helper()
+	for _, w := range want {
+		v, from, ok, err := prices.GetAsOf(c, k, at(w.at))
+		if err != nil || ok != w.ok || ok && (v != w.v || from.UnixMilli() != w.from) {
+			t.Errorf("GetAsOf(%s, %d) = %q from %d, %v, %v; want %q from %d, %v", k, w.at, v, from.UnixMilli(), ok, err, w.v, w.from, w.ok)
+		}
+	}
+}
+
+func mustPut(t *testing.T, c *Context, k, v string, ts int64, want PutResult) {
+	t.Helper()
+	got, err := prices.Put(c, k, v, at(ts))
+	if err != nil || got != want {
+		t.Fatalf("Put(%s, %s, %d) = %+v, %v; want %+v", k, v, ts, got, err, want)
+	}
+}
+
+func TestVersionedStoreReadsAsOf(t *testing.T) {
+	_, tk, prod := windowTask(t, prices)
+	c := &tk.ctx
+	mustPut(t, c, "k", "v1", 1000, PutResult{Put: true, Latest: true})
+	mustPut(t, c, "k", "v2", 3000, PutResult{Put: true, Latest: true})
+	mustPut(t, c, "k", "v0", 2000, PutResult{Put: true, ValidTo: at(3000)}) // out of order: between the two
+	if v, from, ok, err := prices.Get(c, "k"); err != nil || !ok || v != "v2" || from.UnixMilli() != 3000 {
+		t.Fatalf("Get = %q from %d, %v, %v; want v2 from 3000", v, from.UnixMilli(), ok, err)
+	}
+	expectAsOf(t, c, "k", asOf{at: 999}, asOf{1000, "v1", 1000, true}, asOf{1999, "v1", 1000, true},
+		asOf{2000, "v0", 2000, true}, asOf{2999, "v0", 2000, true}, asOf{3000, "v2", 3000, true}, asOf{at: 5000, v: "v2", from: 3000, ok: true})
+	if r, err := prices.Delete(c, "k", at(4000)); err != nil || !r.Put || !r.Latest {
+		t.Fatalf("Delete = %+v, %v", r, err)
+	}
+	if _, _, ok, err := prices.Get(c, "k"); ok || err != nil {
+		t.Fatalf("Get after the deletion: %v, %v; want nothing", ok, err)
+	}
+	expectAsOf(t, c, "k", asOf{3999, "v2", 3000, true}, asOf{at: 4000}, asOf{at: 9000})
+	mustPut(t, c, "k", "v3", 3000, PutResult{Put: true, ValidTo: at(4000)}) // replaces the version from 3000
+	expectAsOf(t, c, "k", asOf{3500, "v3", 3000, true}, asOf{at: 4500})
+	expectAsOf(t, c, "other", asOf{at: 5000})
+
+	// The changelog: each version as the key, the value (null for a deletion), its time.
+	recs := prod.all()
+	want := []struct {
+		k, v string
+		del  bool
+		ts   int64
+	}{{"k", "v1", false, 1000}, {"k", "v2", false, 3000}, {"k", "v0", false, 2000}, {"k", "", true, 4000}, {"k", "v3", false, 3000}}
+	if len(recs) != len(want) {
+		t.Fatalf("%d changelog records, want %d", len(recs), len(want))
+	}
+	for i, w := range want {
+		r := recs[i]
+		if string(r.key) != w.k || r.nilValue != w.del || !w.del && string(r.value) != w.v || r.rec.Timestamp.UnixMilli() != w.ts {
+			t.Errorf("changelog record %d: %q=%q (null %v) at %d; want %+v", i, r.key, r.value, r.nilValue, r.rec.Timestamp.UnixMilli(), w)
+		}
+	}
+}
+
+// A version older than the stream time minus the history retention is not written (nor logged); a
+// read that old finds only a latest version that old; versions no read within the history can
+// reach are deleted when their key is written again, and the latest never expires.
+func TestVersionedStoreHistoryRetention(t *testing.T) {
+	_, tk, prod := windowTask(t, prices)
+	c := &tk.ctx
+	mustPut(t, c, "old", "o", 1000, PutResult{Put: true, Latest: true})
+	mustPut(t, c, "k", "a", 1000, PutResult{Put: true, Latest: true})
+	mustPut(t, c, "k", "b", 2000, PutResult{Put: true, Latest: true})
+	mustPut(t, c, "k", "c", 30000, PutResult{Put: true, Latest: true}) // stream time 30 s: history from 20 s
+	mustPut(t, c, "k", "late", 19999, PutResult{})                     // older than the history
+	mustPut(t, c, "k", "edge", 20000, PutResult{Put: true, ValidTo: at(30000)})
+	expectAsOf(t, c, "k", asOf{at: 19999}, asOf{20000, "edge", 20000, true}, asOf{30000, "c", 30000, true})
+	expectAsOf(t, c, "old", asOf{at: 500}, asOf{5000, "o", 1000, true}, asOf{40000, "o", 1000, true})
+	if n := len(prod.all()); n != 5 {
+		t.Errorf("%d changelog records, want 5 (the late version is not logged)", n)
+	}
+	// Of k's versions, a (ended at 2 s) is gone; b (ended at 20 s, when edge began) too; edge and c stay.
+	var left []int64
+	if err := tk.stores["counts"].versions([]byte("k"), 1<<62, func(v version) bool {
+		left = append(left, v.ts)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 2 || left[0] != 30000 || left[1] != 20000 {
+		t.Errorf("k's versions %v, want [30000 20000]", left)
+	}
+}
+
+// A restore puts each changelog record as a version at its time, skipping those older than the
+// restored stream time minus the history, and the stream time is restored with them.
+func TestVersionedStoreRestore(t *testing.T) {
+	_, tk, _ := windowTask(t, prices)
+	s := tk.stores["counts"]
+	err := s.restore([]*kgo.Record{
+		{Key: []byte("k"), Value: []byte("v1"), Timestamp: at(1000)},
+		{Key: []byte("k"), Value: []byte("v2"), Timestamp: at(20000)},
+		{Key: []byte("k"), Value: []byte("skipped"), Timestamp: at(5000)}, // older than 20 s - 10 s
+		{Key: []byte("j"), Value: nil, Timestamp: at(15000)},
+		{Key: []byte("j"), Value: []byte("x"), Timestamp: at(12000)},
+	}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &tk.ctx
+	expectAsOf(t, c, "k", asOf{19999, "v1", 1000, true}, asOf{20000, "v2", 20000, true})
+	expectAsOf(t, c, "j", asOf{12500, "x", 12000, true}, asOf{at: 15000})
+	if st, err := s.streamTime(); err != nil || st != 20000 {
+		t.Fatalf("stream time %d, %v; want 20000", st, err)
+	}
+	mustPut(t, c, "k", "late", 9999, PutResult{}) // the restored stream time holds
+}
+
+// A versioned store reached through another declaration, or another store reached as a versioned
+// one, is refused.
+func TestVersionedStoreKinds(t *testing.T) {
+	_, tk, _ := windowTask(t, TimestampedStore("counts"))
+	if _, err := prices.Put(&tk.ctx, "k", "v", at(1)); !errors.Is(err, ErrVersionedStore) {
+		t.Fatalf("Put on a timestamped store: %v, want ErrVersionedStore", err)
+	}
+	if _, _, _, err := Versioned("nope", time.Second, serde.String, serde.String).Get(&tk.ctx, "k"); !errors.Is(err, ErrUnknownStore) {
+		t.Fatalf("Get on an unknown store: %v, want ErrUnknownStore", err)
+	}
+	if prices.Name() != "counts" || prices.HistoryRetention() != 10*time.Second {
+		t.Fatal("Name, HistoryRetention")
+	}
+}
