@@ -38,6 +38,9 @@ type Builder struct {
 type storeKind struct {
 	decl      stream.Store
 	changelog func(topology.Names) topology.TopicInfo
+	// headersDecl, when set, is how the store is declared with dsl.store.format=HEADERS (Kafka
+	// Streams 4.4's headers-aware stores); decl is used otherwise.
+	headersDecl stream.Store
 	// notHeaders, when set, is what keeps the store, which dsl.store.format=HEADERS is refused for
 	// (Kafka Streams 4.4 writes more headers in its changelog than this builder does yet).
 	notHeaders string
@@ -406,6 +409,8 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 				_, added := b.stores[st]
 				k, special := b.kinds[st]
 				switch {
+				case special && k.headersDecl != nil && cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders:
+					stores = append(stores, k.headersDecl)
 				case special:
 					stores = append(stores, k.decl)
 				case added:

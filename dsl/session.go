@@ -96,10 +96,11 @@ func sessionAggregate[K, V, VA any](w *SessionWindowedKStream[K, V], prefix stri
 	}
 	parent, in := g.input(store)
 	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, parent)
+	decl := stream.Session[[]byte, []byte](store, time.Duration(retention)*time.Millisecond, nil, nil)
 	b.declare(store, storeKind{
-		decl:       stream.Session[[]byte, []byte](store, time.Duration(retention)*time.Millisecond, nil, nil),
-		changelog:  func(n topology.Names) topology.TopicInfo { return n.WindowedChangelog(store, retention) },
-		notHeaders: "windowed aggregations keep their stores",
+		decl:        decl,
+		headersDecl: decl.WithHeaders(),
+		changelog:   func(n topology.Names) topology.TopicInfo { return n.WindowedChangelog(store, retention) },
 	})
 	var sks serde.Serde[windowed.Key[K]]
 	if ks != nil {

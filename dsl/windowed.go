@@ -253,8 +253,8 @@ func (s storeKeySerde[K]) Decode(b []byte) (windowed.Key[K], error) {
 // changelog's), of which the runtime reads those that start after the newest start minus live ms.
 func (b *Builder) windowStore(store string, retention, live int64) {
 	b.declare(store, storeKind{
-		decl:       stream.TimestampedWindowStore(store, time.Duration(live)*time.Millisecond),
-		changelog:  func(n topology.Names) topology.TopicInfo { return n.WindowedChangelog(store, retention) },
-		notHeaders: "windowed aggregations keep their stores",
+		decl:        stream.TimestampedWindowStore(store, time.Duration(live)*time.Millisecond),
+		headersDecl: stream.TimestampedHeadersWindowStore(store, time.Duration(live)*time.Millisecond),
+		changelog:   func(n topology.Names) topology.TopicInfo { return n.WindowedChangelog(store, retention) },
 	})
 }

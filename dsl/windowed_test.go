@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -219,17 +222,62 @@ func TestWindowedTopologyAndProgramErrors(t *testing.T) {
 	}
 }
 
-// A windowed aggregation under dsl.store.format=HEADERS is refused: its store would not be in the
-// format Kafka Streams keeps then.
-func TestWindowedAggregationRefusesTheHeadersFormat(t *testing.T) {
-	cfg := config.Default("app")
+// Under dsl.store.format=HEADERS windowed and session aggregations keep Kafka Streams 4.4's
+// headers-aware stores: their changelog updates carry no headers (the DSL keeps each aggregate with
+// empty ones) and a removal carries the headers of the record that removed (here a session merge),
+// as its ChangeLoggingTimestampedWindowBytesStoreWithHeaders and
+// ChangeLoggingSessionBytesStoreWithHeaders write them. A suppression is still refused.
+func TestWindowedAggregationsInTheHeadersFormat(t *testing.T) {
+	cfg := config.Default("ops")
 	cfg.Runtime.DSLStoreFormat = config.DSLStoreFormatHeaders
+	d := start(t, cfg, func(b *Builder) {
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		WindowedBy(g, windowed.OfSizeWithNoGrace(time.Minute)).Count(Materialized[string, int64]{Name: "tumbling"})
+		SessionWindowedBy(g, windowed.OfInactivityGapWithNoGrace(5*time.Second)).Count(Materialized[string, int64]{Name: "sessions"})
+	})
+	defer d.Close()
+	for _, r := range []struct {
+		h  string
+		ts int64
+	}{{"a", 1000}, {"b", 3000}} {
+		if err := d.Pipe("in", []byte("k"), []byte("v"), time.UnixMilli(r.ts), kgo.RecordHeader{Key: "h", Value: []byte(r.h)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Settle(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	headersOf := func(topic string) []string {
+		raws, err := d.ReadRaw(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range raws {
+			var hs string
+			for _, h := range r.Headers {
+				hs += h.Key + "=" + string(h.Value)
+			}
+			out = append(out, fmt.Sprintf("null=%v headers=%q", r.Value == nil, hs))
+		}
+		return out
+	}
+	if got, want := headersOf("ops-tumbling-changelog"), []string{`null=false headers=""`, `null=false headers=""`}; !slices.Equal(got, want) {
+		t.Errorf("window store changelog %v, want %v", got, want)
+	}
+	// The session [1 s, 1 s], then its removal by the record at 3 s (with that record's headers)
+	// and the merged session [1 s, 3 s].
+	if got, want := headersOf("ops-sessions-changelog"), []string{`null=false headers=""`, `null=true headers="h=b"`, `null=false headers=""`}; !slices.Equal(got, want) {
+		t.Errorf("session store changelog %v, want %v", got, want)
+	}
+
 	b := NewBuilder()
-	WindowedBy(Stream(b, "in", Consumed[string, string]{}).GroupByKey(), windowed.OfSizeWithNoGrace(time.Minute)).Count()
+	WindowedBy(Stream(b, "in", Consumed[string, string]{}).GroupByKey(), windowed.OfSizeWithNoGrace(time.Minute)).Count().
+		Suppress(UntilWindowCloses(BufferConfig{}))
 	_, _, err := b.Build(cfg)
 	var pe *ProgramError
-	if !errors.As(err, &pe) || len(pe.Problems) != 1 {
-		t.Fatalf("Build: %v", err)
+	if !errors.As(err, &pe) || len(pe.Problems) != 1 || !strings.Contains(err.Error(), "Suppress") {
+		t.Fatalf("Build of a suppression: %v, want it refused", err)
 	}
 }
 

@@ -519,6 +519,9 @@ func Connect(p Processor, stores ...Store) Processor {
 		switch s := s.(type) {
 		case windowDecl:
 			c.windows[s.Name()] = s.spec()
+			if s.spec().headers {
+				c.headers[s.Name()] = headersOnDelete
+			}
 		case versionedDecl:
 			c.versioned[s.Name()] = s.versionedHistory()
 		case TimestampedStore:

@@ -75,6 +75,7 @@ func (s *kvStore) findSessions(k []byte, earliestEnd, latestStart int64, fn func
 type SessionStore[K, V any] struct {
 	name      string
 	retention int64
+	headers   bool
 	ks        serde.Serde[K]
 	vs        serde.Serde[V]
 }
@@ -90,7 +91,16 @@ func Session[K, V any](name string, retention time.Duration, ks serde.Serde[K], 
 func (s SessionStore[K, V]) Name() string { return s.name }
 
 func (s SessionStore[K, V]) spec() windowSpec {
-	return windowSpec{retention: s.retention, session: true}
+	return windowSpec{retention: s.retention, session: true, headers: s.headers}
+}
+
+// WithHeaders returns the declaration of a session store whose changelog is written as Kafka
+// Streams 4.4's headers-aware session stores write theirs (the DSL's, with dsl.store.format=HEADERS):
+// the DSL keeps each aggregate with empty headers, so an update's record carries none, and a
+// removal's carries the headers of the record that removed the session (a merge).
+func (s SessionStore[K, V]) WithHeaders() SessionStore[K, V] {
+	s.headers = true
+	return s
 }
 
 // key is the session store key of key and w.

@@ -46,6 +46,9 @@ type windowSpec struct {
 	// duplicates: every Put adds a value (a window store that retains duplicates, as a stream-stream
 	// join's), numbered by the store's sequence.
 	duplicates bool
+	// headers: the changelog is written as Kafka Streams 4.4's headers-aware window and session
+	// stores write theirs (a deletion carries the headers of the record that deleted).
+	headers bool
 }
 
 // windowState is a window store's view of time. Under exactly-once what the open transaction
@@ -341,6 +344,7 @@ type WindowStore[K, V any] struct {
 	retention   int64
 	timestamped bool
 	duplicates  bool
+	headers     bool
 	ks          serde.Serde[K]
 	vs          serde.Serde[V]
 }
@@ -360,11 +364,19 @@ func TimestampedWindowStore(name string, retention time.Duration) Store {
 	return WindowStore[[]byte, []byte]{name: name, retention: max(retention.Milliseconds(), 1), timestamped: true}
 }
 
+// TimestampedHeadersWindowStore declares a TimestampedWindowStore whose changelog is written as
+// Kafka Streams 4.4's headers-aware window stores write theirs (the DSL's, with
+// dsl.store.format=HEADERS): the DSL keeps each value with empty headers, so an update's record
+// carries none, and a deletion's carries the headers of the record that deleted.
+func TimestampedHeadersWindowStore(name string, retention time.Duration) Store {
+	return WindowStore[[]byte, []byte]{name: name, retention: max(retention.Milliseconds(), 1), timestamped: true, headers: true}
+}
+
 // Name is the store's name.
 func (w WindowStore[K, V]) Name() string { return w.name }
 
 func (w WindowStore[K, V]) spec() windowSpec {
-	return windowSpec{retention: w.retention, timestamped: w.timestamped, duplicates: w.duplicates}
+	return windowSpec{retention: w.retention, timestamped: w.timestamped, duplicates: w.duplicates, headers: w.headers}
 }
 
 // RetainDuplicates returns the declaration of a store that keeps every value put (Kafka Streams'
