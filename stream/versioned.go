@@ -319,9 +319,6 @@ func (s *kvStore) putVersion(key, value []byte, ts int64) (PutResult, error) {
 		}
 		newer = t
 	}
-	if !res.Latest && res.ValidTo.UnixMilli() <= st-s.ver.history {
-		return PutResult{}, nil // it would be history no read can reach
-	}
 	for _, ek := range expired {
 		if err := s.applyWrite(ek, nil, true); err != nil {
 			return PutResult{}, err

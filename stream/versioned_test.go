@@ -49,7 +49,8 @@ func TestVersionedStoreReadsAsOf(t *testing.T) {
 	_, tk, prod := windowTask(t, prices)
 	c := &tk.ctx
 	mustPut(t, c, "k", "v1", 1000, PutResult{Put: true, Latest: true})
-	mustPut(t, c, "k", "v2", 3000, PutResult{Put: true, Latest: true})
+	mustPut(t, c, "k", "v2x", 3000, PutResult{Put: true, Latest: true})
+	mustPut(t, c, "k", "v2", 3000, PutResult{Put: true, Latest: true}) // replaces the latest
 	mustPut(t, c, "k", "v0", 2000, PutResult{Put: true, ValidTo: at(3000)}) // out of order: between the two
 	if v, from, ok, err := prices.Get(c, "k"); err != nil || !ok || v != "v2" || from.UnixMilli() != 3000 {
 		t.Fatalf("Get = %q from %d, %v, %v; want v2 from 3000", v, from.UnixMilli(), ok, err)
@@ -73,7 +74,7 @@ func TestVersionedStoreReadsAsOf(t *testing.T) {
 		k, v string
 		del  bool
 		ts   int64
-	}{{"k", "v1", false, 1000}, {"k", "v2", false, 3000}, {"k", "v0", false, 2000}, {"k", "", true, 4000}, {"k", "v3", false, 3000}}
+	}{{"k", "v1", false, 1000}, {"k", "v2x", false, 3000}, {"k", "v2", false, 3000}, {"k", "v0", false, 2000}, {"k", "", true, 4000}, {"k", "v3", false, 3000}}
 	if len(recs) != len(want) {
 		t.Fatalf("%d changelog records, want %d", len(recs), len(want))
 	}
@@ -94,13 +95,18 @@ func TestVersionedStoreHistoryRetention(t *testing.T) {
 	mustPut(t, c, "old", "o", 1000, PutResult{Put: true, Latest: true})
 	mustPut(t, c, "k", "a", 1000, PutResult{Put: true, Latest: true})
 	mustPut(t, c, "k", "b", 2000, PutResult{Put: true, Latest: true})
+	mustPut(t, c, "two", "first", 15000, PutResult{Put: true, Latest: true})
 	mustPut(t, c, "k", "c", 30000, PutResult{Put: true, Latest: true}) // stream time 30 s: history from 20 s
 	mustPut(t, c, "k", "late", 19999, PutResult{})                     // older than the history
 	mustPut(t, c, "k", "edge", 20000, PutResult{Put: true, ValidTo: at(30000)})
 	expectAsOf(t, c, "k", asOf{at: 19999}, asOf{20000, "edge", 20000, true}, asOf{30000, "c", 30000, true})
 	expectAsOf(t, c, "old", asOf{at: 500}, asOf{5000, "o", 1000, true}, asOf{40000, "o", 1000, true})
-	if n := len(prod.all()); n != 5 {
-		t.Errorf("%d changelog records, want 5 (the late version is not logged)", n)
+	// Past the history a read finds only a latest version that old, not an older one still kept.
+	// (two's first version, from 15 s, still ends within the history: at 25 s.)
+	mustPut(t, c, "two", "second", 25000, PutResult{Put: true, Latest: true})
+	expectAsOf(t, c, "two", asOf{at: 16000}, asOf{20000, "first", 15000, true}, asOf{26000, "second", 25000, true})
+	if n := len(prod.all()); n != 7 {
+		t.Errorf("%d changelog records, want 7 (the late version is not logged)", n)
 	}
 	// Of k's versions, a (ended at 2 s) is gone; b (ended at 20 s, when edge began) too; edge and c stay.
 	var left []int64
@@ -124,6 +130,7 @@ func TestVersionedStoreRestore(t *testing.T) {
 		{Key: []byte("k"), Value: []byte("v1"), Timestamp: at(1000)},
 		{Key: []byte("k"), Value: []byte("v2"), Timestamp: at(20000)},
 		{Key: []byte("k"), Value: []byte("skipped"), Timestamp: at(5000)}, // older than 20 s - 10 s
+		{Key: []byte("e"), Value: []byte("edge"), Timestamp: at(10000)},   // exactly 20 s - 10 s: kept
 		{Key: []byte("j"), Value: nil, Timestamp: at(15000)},
 		{Key: []byte("j"), Value: []byte("x"), Timestamp: at(12000)},
 	}, 5)
@@ -133,6 +140,7 @@ func TestVersionedStoreRestore(t *testing.T) {
 	c := &tk.ctx
 	expectAsOf(t, c, "k", asOf{19999, "v1", 1000, true}, asOf{20000, "v2", 20000, true})
 	expectAsOf(t, c, "j", asOf{12500, "x", 12000, true}, asOf{at: 15000})
+	expectAsOf(t, c, "e", asOf{10000, "edge", 10000, true})
 	if st, err := s.streamTime(); err != nil || st != 20000 {
 		t.Fatalf("stream time %d, %v; want 20000", st, err)
 	}
@@ -151,5 +159,24 @@ func TestVersionedStoreKinds(t *testing.T) {
 	}
 	if prices.Name() != "counts" || prices.HistoryRetention() != 10*time.Second {
 		t.Fatal("Name, HistoryRetention")
+	}
+}
+
+// A store with no history keeps the latest version only: its first version, at time 0, is written
+// (the stream time starts before any), and a later one at the same time replaces it.
+func TestVersionedStoreWithoutHistory(t *testing.T) {
+	now := Versioned("counts", 0, serde.String, serde.String)
+	_, tk, _ := windowTask(t, now)
+	c := &tk.ctx
+	for _, v := range []string{"a", "b"} {
+		if r, err := now.Put(c, "k", v, at(0)); err != nil || r != (PutResult{Put: true, Latest: true}) {
+			t.Fatalf("Put(%s) at 0 = %+v, %v; want written and latest", v, r, err)
+		}
+	}
+	if v, _, ok, err := now.GetAsOf(c, "k", at(0)); err != nil || !ok || v != "b" {
+		t.Fatalf("GetAsOf(0) = %q, %v, %v; want b", v, ok, err)
+	}
+	if r, err := now.Put(c, "k", "late", at(-1)); err != nil || r.Put {
+		t.Fatalf("Put at -1 = %+v, %v; want not written", r, err)
 	}
 }
