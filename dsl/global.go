@@ -28,6 +28,9 @@ type GlobalKTable[K, V any] struct {
 // since its topic is one, and no record cache. Kafka Streams keeps it with the Consumed serdes.
 func GlobalTable[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Materialized[K, V]) *GlobalKTable[K, V] {
 	ts := newTableSource(b, "GlobalTable", topic, c, m, true)
+	if ts.mat.HistoryRetention != 0 {
+		b.fail("GlobalTable(%q): a global table cannot be kept in a versioned store (Materialized.HistoryRetention), as in Kafka Streams", topic)
+	}
 	name := cmp.Or(ts.mat.Name, ts.generated) // a global table is always kept
 	decoded := sourceEntry(ts.in, ts.ks, ts.vs)
 	ts.source.entry = func(c *stream.Context, r *stream.Record) error {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/streamsgroup/streamsgroup/internal/streamhook"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -55,15 +56,20 @@ func newJoinBuffer[K, V any](b *Builder, n *node, store string, grace int64, ks 
 		jb.tasks.Store(c.Task(), &joinBufferState{})
 		return nil
 	}
-	// An aborted transaction takes the store back: the task's state is read again from it.
+	// An aborted transaction takes the store back: the task's time is read again from it. The
+	// sequence goes on (Kafka Streams' buffer object survives the abort), so a record held again
+	// cannot take the key of one the store still holds.
 	n.flushers = append(n.flushers, flusher{flush: func(*stream.Context) error { return nil }, discard: func(c *stream.Context) {
-		jb.tasks.Store(c.Task(), &joinBufferState{})
+		if v, ok := jb.tasks.Load(c.Task()); ok {
+			v.(*joinBufferState).loaded = false
+		}
 	}})
 	return jb
 }
 
 // state is c's task's state, its observed time read from the store when it has not been since the
-// task started: the newest time the store holds.
+// task started (or since an abort): the newest time the store holds; the sequence continues after
+// the greatest number it holds.
 func (jb *joinBuffer[K, V]) state(c *stream.Context) (*joinBufferState, error) {
 	v, ok := jb.tasks.Load(c.Task())
 	if !ok {
@@ -79,6 +85,7 @@ func (jb *joinBuffer[K, V]) state(c *stream.Context) (*joinBufferState, error) {
 		for it.Next() {
 			if k := it.Key(); len(k) >= bufferKeyLen {
 				st.observed = max(st.observed, int64(binary.BigEndian.Uint64(k[1:])))
+				st.seq = max(st.seq, int32(binary.BigEndian.Uint32(k[len(k)-4:]))&0x7fffffff)
 			}
 		}
 		if err := it.Err(); err != nil {
@@ -163,8 +170,13 @@ func (jb *joinBuffer[K, V]) evict(c *stream.Context, st *joinBufferState, join f
 		if err != nil {
 			return fmt.Errorf("dsl: the join buffer %s: value: %w", jb.store, err)
 		}
+		// The held record is joined in its own context (Kafka Streams sets the evicted record's
+		// context): what is downstream sees its time, headers and origin.
 		md := meta{at: time.UnixMilli(e.ctx.ts), headers: e.ctx.headers, ownHeaders: true}
-		if err := join(c, md, k, v); err != nil {
+		restore := streamhook.As(c, md.at, e.ctx.headers, streamhook.Origin{Topic: e.ctx.topic, Partition: e.ctx.partition, Offset: e.ctx.offset, OK: true})
+		err = join(c, md, k, v)
+		restore()
+		if err != nil {
 			return err
 		}
 		if err := s.Delete(h.key); err != nil {

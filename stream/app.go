@@ -470,6 +470,9 @@ func (a *App) checkConnections() error {
 				problems = append(problems, fmt.Sprintf("the processor of subtopology %q uses store %q, which the subtopology does not have "+
 					"(its stores: %q; a store's changelog topology.Names.KeyValueChangelog(%q) declares it)", sub, name, have, name))
 			}
+			if h, ok := c.versioned[name]; ok && h < 0 {
+				problems = append(problems, fmt.Sprintf("the versioned store %q has a negative history retention (%d ms)", name, h))
+			}
 		}
 	}
 	if len(problems) > 0 {

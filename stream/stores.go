@@ -204,6 +204,9 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 	if key == nil {
 		return fmt.Errorf("%w: store %s of task %s", ErrNullKey, s.name, s.task.id)
 	}
+	if s.ver != nil {
+		return fmt.Errorf("%w: %s is written with stream.Versioned's Put and Delete", ErrVersionedStore, s.name)
+	}
 	var start int64
 	if s.win != nil {
 		var err error
@@ -371,7 +374,7 @@ func (s *kvStore) restore(recs []*kgo.Record, next int64) error {
 	}
 	var b store.Batch
 	if s.ver != nil {
-		if err := s.restoreVersions(recs, &b); err != nil {
+		if err := s.restoreVersions(recs); err != nil {
 			return err
 		}
 		recs = nil

@@ -21,12 +21,14 @@ import (
 // the value (null for a deletion), the version's timestamp as the record's — so Go and Java members
 // restore each other's. It is a key-value store underneath (the same engines, restore, standbys,
 // checkpoints and transactions) whose engine keys are the key's versions, newest first; the store's
-// stream time is kept beside them, so that it survives a restart that restores only the tail.
+// stream time is kept beside them, so that it survives a restart that restores only the tail, and
+// an index of the versions by the time they stop being needed (the next version's start, or a
+// latest deletion's own), so that expiry deletes them without a scan, as Kafka Streams drops its
+// segments.
 //
 // As in Kafka Streams, a version older than the stream time minus the history retention is not
-// written (Put says so), a read as of a time that old finds only a latest version that old, and the
-// latest version of a key never expires. Versions no read within the retention can reach are
-// deleted when their key is written again.
+// written (Put says so; it is counted dropped and logged), a read as of a time that old finds only a
+// latest version that old, and the latest value of a key never expires.
 
 // VersionedStore is a versioned store of keys K and values V, by name, given to Connect to declare
 // it (Kafka Streams' VersionedKeyValueStore).
@@ -174,6 +176,26 @@ const (
 	verTombstone = 0
 )
 
+// verIndexPrefix leads the expiry index's keys: the time a version stops being needed (ordered),
+// then the version's own key after its leading byte.
+const verIndexPrefix = 2
+
+// verIndexKey is the index key of key's version from ts, no longer needed once the history starts at
+// or after end.
+func verIndexKey(end int64, key []byte, ts int64) []byte {
+	k := appendOrdered([]byte{verIndexPrefix}, end)
+	k = binary.BigEndian.AppendUint32(k, uint32(len(key)))
+	return appendOrdered(append(k, key...), ts)
+}
+
+// appendOrdered appends ts so that times sort in order, negative ones first.
+func appendOrdered(b []byte, ts int64) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(ts)^1<<63)
+}
+
+// orderedAt reads a time appendOrdered wrote in b (8 bytes).
+func orderedAt(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^ 1<<63) }
+
 // verPrefix is the engine key prefix of key's versions: 0, the key's length (4 bytes), the key.
 func verPrefix(key []byte) []byte {
 	p := make([]byte, 0, 1+4+len(key)+8)
@@ -239,7 +261,7 @@ func (s *kvStore) versions(key []byte, from int64, fn func(v version) bool) erro
 			break
 		}
 	}
-	return it.Close()
+	return errors.Join(it.Err(), it.Close())
 }
 
 // getVersion is key's value valid at asOf (math.MaxInt64: its latest), as Kafka Streams'
@@ -285,84 +307,181 @@ func (s *kvStore) putVersion(key, value []byte, ts int64) (PutResult, error) {
 		return PutResult{}, err
 	}
 	if ts < st-s.ver.history {
+		// Kafka Streams counts it dropped, and its changelog layer logs it anyway (a restore skips
+		// it by the same rule).
+		s.app.metrics.dropped.Add(1)
+		s.logVersion(key, value, ts)
 		return PutResult{}, nil
 	}
+	res, err := s.insertVersion(key, value, ts, st, s.applyWrite)
+	if err != nil {
+		return PutResult{}, err
+	}
+	s.logVersion(key, value, ts)
+	return res, nil
+}
+
+// insertVersion writes key's version from ts (value nil: a deletion) with write, the store's stream
+// time st before it: the stream time moved, the version, the expiry index of the versions whose
+// end it changes, and the expiry of those no read can reach any more.
+func (s *kvStore) insertVersion(key, value []byte, ts, st int64, write func(ek, local []byte, del bool) error) (PutResult, error) {
 	if ts > st {
 		st = ts
-		if err := s.applyWrite(verTimeKey, binary.BigEndian.AppendUint64(nil, uint64(st)), false); err != nil {
+		if err := write(verTimeKey, binary.BigEndian.AppendUint64(nil, uint64(st)), false); err != nil {
 			return PutResult{}, err
 		}
 	}
 	// The key's versions, newest first: the oldest newer than this one is where this one ends
-	// (validTo); a version ending at or before the history's start is one no read can reach.
-	var times []int64
-	err = s.versions(key, math.MaxInt64, func(v version) bool {
-		times = append(times, v.ts)
+	// (validTo), and this one is where the newest older one now ends.
+	var vs []version
+	err := s.versions(key, math.MaxInt64, func(v version) bool {
+		vs = append(vs, v)
 		return true
 	})
 	if err != nil {
 		return PutResult{}, err
 	}
-	res := PutResult{Put: true, Latest: len(times) == 0 || times[0] <= ts}
-	var expired [][]byte
-	newer := int64(math.MaxInt64) // the existing version after the one looked at
-	for _, t := range times {
-		if t > ts {
-			res.ValidTo = time.UnixMilli(t)
+	res := PutResult{Put: true, Latest: len(vs) == 0 || vs[0].ts <= ts}
+	var newer, older *version // the nearest on either side; same: the version this one replaces
+	var same *version
+	for i := range vs {
+		switch v := &vs[i]; {
+		case v.ts > ts:
+			newer = v
+		case v.ts == ts:
+			same = v
+		case older == nil:
+			older = v
 		}
-		end := newer
-		if ts > t && ts < end {
-			end = ts // this version ends where the one written starts
-		}
-		if t != ts && end != math.MaxInt64 && end <= st-s.ver.history {
-			expired = append(expired, verKey(key, t))
-		}
-		newer = t
 	}
-	for _, ek := range expired {
-		if err := s.applyWrite(ek, nil, true); err != nil {
+	// The index says when each version stops being needed: a version that is not the latest when
+	// the next one starts, a latest deletion at its own time.
+	index := func(v version, end int64, del bool) error {
+		return write(verIndexKey(end, key, v.ts), []byte{}, del)
+	}
+	endOf := func(v *version, next *version) (int64, bool) {
+		switch {
+		case next != nil:
+			return next.ts, true
+		case v.value == nil:
+			return v.ts, true // a latest deletion
+		}
+		return 0, false // a latest value never expires
+	}
+	this := version{ts: ts, value: value}
+	if same != nil {
+		if e, ok := endOf(same, newer); ok {
+			if err := index(*same, e, true); err != nil {
+				return PutResult{}, err
+			}
+		}
+	} else if older != nil {
+		if e, ok := endOf(older, newer); ok {
+			if err := index(*older, e, true); err != nil {
+				return PutResult{}, err
+			}
+		}
+		if err := index(*older, ts, false); err != nil {
 			return PutResult{}, err
 		}
+	}
+	if e, ok := endOf(&this, newer); ok {
+		if err := index(this, e, false); err != nil {
+			return PutResult{}, err
+		}
+	}
+	if newer != nil {
+		res.ValidTo = time.UnixMilli(newer.ts)
 	}
 	local := []byte{verTombstone}
 	if value != nil {
 		local = append(append(make([]byte, 0, 1+len(value)), verValue), value...)
 	}
-	if err := s.applyWrite(verKey(key, ts), local, false); err != nil {
+	if err := write(verKey(key, ts), local, false); err != nil {
 		return PutResult{}, err
 	}
+	return res, s.expireVersions(st, write)
+}
+
+// expireVersions deletes the versions that stopped being needed at or before the history's start
+// (st minus the history retention), by the index, without a scan of the others: no read within the
+// history can reach them, and past it a read finds only a latest value, which never expires.
+func (s *kvStore) expireVersions(st int64, write func(ek, local []byte, del bool) error) error {
+	bound := st - s.ver.history
+	upper := []byte{verIndexPrefix + 1}
+	if bound < math.MaxInt64 {
+		upper = appendOrdered([]byte{verIndexPrefix}, bound+1)
+	}
+	it, err := s.engineRange([]byte{verIndexPrefix}, upper)
+	if err != nil {
+		return err
+	}
+	var due [][]byte
+	for it.Next() {
+		due = append(due, bytes.Clone(it.Key()))
+	}
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return err
+	}
+	for _, ik := range due {
+		if len(ik) < 1+8+4 {
+			return s.fail("expire", fmt.Errorf("%w: a versioned store index key of %d bytes", store.ErrCorrupt, len(ik)))
+		}
+		if err := write(ik, nil, true); err != nil {
+			return err
+		}
+		// The version's key is the index key after its end: the same prefix layout and time.
+		vk := append([]byte{0}, ik[1+8:]...)
+		if len(vk) < 1+4+8 {
+			return s.fail("expire", fmt.Errorf("%w: a versioned store index key of %d bytes", store.ErrCorrupt, len(ik)))
+		}
+		vk = appendInverted(vk[:len(vk)-8], orderedAt(vk[len(vk)-8:]))
+		if err := write(vk, nil, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logVersion writes key's version from ts (value nil: a deletion) to the store's changelog.
+func (s *kvStore) logVersion(key, value []byte, ts int64) {
 	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition, Key: bytes.Clone(key)}
 	if value != nil {
 		r.Value = bytes.Clone(value)
 	}
 	s.logWrite(r, time.UnixMilli(ts), value == nil)
-	return res, nil
 }
 
 // restoreVersions applies changelog records of a versioned store, each a version at its record's
 // time, as Kafka Streams' restore puts them: one older than the stream time minus the history
-// retention was never written, and is skipped. Unreachable versions stay until their key is written
-// again.
-func (s *kvStore) restoreVersions(recs []*kgo.Record, b *store.Batch) error {
-	st, err := s.streamTime()
-	if err != nil {
-		return err
+// retention was never written, and is skipped. Each is written to the engine at once (the next
+// reads its effect); the caller records the position after.
+func (s *kvStore) restoreVersions(recs []*kgo.Record) error {
+	var one store.Batch
+	write := func(ek, local []byte, del bool) error {
+		one.Reset()
+		if del {
+			one.Delete(ek)
+		} else {
+			one.Put(ek, local)
+		}
+		if err := s.eng.Apply(&one, -1); err != nil {
+			return s.fail("restore", err)
+		}
+		return nil
 	}
-	st0 := st
 	for _, r := range recs {
+		st, err := s.streamTime()
+		if err != nil {
+			return err
+		}
 		ts := r.Timestamp.UnixMilli()
-		if ts < st-s.ver.history {
+		if ts < st-s.ver.history || r.Key == nil {
 			continue
 		}
-		st = max(st, ts)
-		local := []byte{verTombstone}
-		if r.Value != nil {
-			local = append(append(make([]byte, 0, 1+len(r.Value)), verValue), r.Value...)
+		if _, err := s.insertVersion(r.Key, r.Value, ts, st, write); err != nil {
+			return err
 		}
-		b.Put(verKey(r.Key, ts), local)
-	}
-	if st != st0 {
-		b.Put(verTimeKey, binary.BigEndian.AppendUint64(nil, uint64(st)))
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package stream
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +52,7 @@ func TestVersionedStoreReadsAsOf(t *testing.T) {
 	c := &tk.ctx
 	mustPut(t, c, "k", "v1", 1000, PutResult{Put: true, Latest: true})
 	mustPut(t, c, "k", "v2x", 3000, PutResult{Put: true, Latest: true})
-	mustPut(t, c, "k", "v2", 3000, PutResult{Put: true, Latest: true}) // replaces the latest
+	mustPut(t, c, "k", "v2", 3000, PutResult{Put: true, Latest: true})      // replaces the latest
 	mustPut(t, c, "k", "v0", 2000, PutResult{Put: true, ValidTo: at(3000)}) // out of order: between the two
 	if v, from, ok, err := prices.Get(c, "k"); err != nil || !ok || v != "v2" || from.UnixMilli() != 3000 {
 		t.Fatalf("Get = %q from %d, %v, %v; want v2 from 3000", v, from.UnixMilli(), ok, err)
@@ -105,8 +107,8 @@ func TestVersionedStoreHistoryRetention(t *testing.T) {
 	// (two's first version, from 15 s, still ends within the history: at 25 s.)
 	mustPut(t, c, "two", "second", 25000, PutResult{Put: true, Latest: true})
 	expectAsOf(t, c, "two", asOf{at: 16000}, asOf{20000, "first", 15000, true}, asOf{26000, "second", 25000, true})
-	if n := len(prod.all()); n != 7 {
-		t.Errorf("%d changelog records, want 7 (the late version is not logged)", n)
+	if n := len(prod.all()); n != 8 {
+		t.Errorf("%d changelog records, want 8 (the late version is logged too)", n)
 	}
 	// Of k's versions, a (ended at 2 s) is gone; b (ended at 20 s, when edge began) too; edge and c stay.
 	var left []int64
@@ -179,4 +181,65 @@ func TestVersionedStoreWithoutHistory(t *testing.T) {
 	if r, err := now.Put(c, "k", "late", at(-1)); err != nil || r.Put {
 		t.Fatalf("Put at -1 = %+v, %v; want not written", r, err)
 	}
+}
+
+// A versioned store's engine is written through Versioned only (a raw write would break its
+// layout), a version refused for its age is counted dropped and still logged (as Kafka Streams'
+// changelog layer logs every put), and a negative history retention is refused by New.
+func TestVersionedStoreGuards(t *testing.T) {
+	a, tk, prod := windowTask(t, prices)
+	c := &tk.ctx
+	if err := c.Store("counts").Put([]byte("k"), []byte("v")); !errors.Is(err, ErrVersionedStore) {
+		t.Fatalf("a raw Put: %v, want ErrVersionedStore", err)
+	}
+	mustPut(t, c, "k", "new", 60000, PutResult{Put: true, Latest: true})
+	mustPut(t, c, "k", "old", 1000, PutResult{})
+	if n := a.Metrics().Dropped; n != 1 {
+		t.Errorf("dropped %d, want the refused version", n)
+	}
+	if recs := prod.all(); len(recs) != 2 || string(recs[1].value) != "old" || recs[1].rec.Timestamp.UnixMilli() != 1000 {
+		t.Errorf("changelog %+v, want both versions logged", recs)
+	}
+	procs := testProcs()
+	procs["1"] = Connect(procs["1"], Versioned("counts", -time.Second, serde.String, serde.String))
+	if _, err := New(testConfig(), testTopo(), procs, quiet()); err == nil || !strings.Contains(err.Error(), "negative history retention") {
+		t.Fatalf("New with a negative history: %v", err)
+	}
+}
+
+// Versions no read can reach any more are deleted as the stream time moves, whichever key is
+// written: here keys each written twice then deleted, one second apart, with 10 s of history. Only
+// the keys whose deletion is within the history keep entries; every key reads as absent.
+func TestVersionedStoreExpiresByTime(t *testing.T) {
+	_, tk, _ := windowTask(t, prices)
+	c := &tk.ctx
+	for i := range int64(100) {
+		k := fmt.Sprintf("k%02d", i)
+		mustPut(t, c, k, "a", i*1000, PutResult{Put: true, Latest: true})
+		mustPut(t, c, k, "b", i*1000+1, PutResult{Put: true, Latest: true})
+		if r, err := prices.Delete(c, k, at(i*1000+2)); err != nil || !r.Put {
+			t.Fatalf("Delete(%s): %+v, %v", k, r, err)
+		}
+	}
+	// Stream time 99002: the history starts at 89002, so k89's deletion (89002) and everything before
+	// it are gone; k90 … k99 keep their three versions.
+	it, err := c.Store("counts").Prefix([]byte{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for it.Next() {
+		n++
+	}
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if n != 30 {
+		t.Errorf("%d versions kept, want 30 (k90 … k99, three each)", n)
+	}
+	for i := range int64(100) {
+		k := fmt.Sprintf("k%02d", i)
+		expectAsOf(t, c, k, asOf{at: 99002}, asOf{at: i*1000 + 2})
+	}
+	expectAsOf(t, c, "k95", asOf{95000, "a", 95000, true}, asOf{95001, "b", 95001, true})
 }
