@@ -3,8 +3,11 @@ package dsl
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/serde"
 )
@@ -119,9 +122,47 @@ func TestVersionedProgramErrors(t *testing.T) {
 		"Count: a versioned store (Materialized.HistoryRetention) keeps a table read from a topic": func(b *Builder) {
 			Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count(Materialized[string, int64]{Name: "c", HistoryRetention: time.Minute})
 		},
+		"a global table cannot be kept in a versioned store": func(b *Builder) {
+			GlobalTable(b, "g", Consumed[string, string]{}, Materialized[string, string]{Name: "g", HistoryRetention: time.Minute})
+			Stream(b, "in", Consumed[string, string]{}).To("out", Produced[string, string]{})
+		},
 		"the records held for the grace period need serdes": func(b *Builder) {
 			Join(MapValues(Stream(b, "in", Consumed[string, point]{Value: serde.JSON[point]()}), func(_ string, p point) point { return p }), versioned(b),
 				func(_ string, p point, _ string) string { return "" }, Joined[string, point, string]{GracePeriod: time.Second}).To("out", Produced[string, string]{})
 		},
 	})
+}
+
+// A record held is joined in its own context: a processor after the join sees its time, headers and
+// origin (topic and offset), not those of the record that released it.
+func TestJoinBufferJoinsInTheHeldRecordsContext(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		prices := Table(b, "prices", Consumed[string, string]{}, Materialized[string, string]{Name: "prices", HistoryRetention: time.Minute})
+		joined := Join(Stream(b, "orders", Consumed[string, string]{}), prices, func(_, o, p string) string { return o + "@" + p },
+			Joined[string, string, string]{GracePeriod: time.Second})
+		Process(joined, ProcessorFunc[string, string, string, string](func(c ProcessorContext[string, string], r Record[string, string]) error {
+			var h string
+			for _, x := range c.Headers() {
+				h += string(x.Value)
+			}
+			_, _, offset, _ := c.RecordMetadata()
+			r.Value = fmt.Sprintf("%s h=%s at=%d offset=%d", r.Value, h, c.Timestamp().UnixMilli(), offset)
+			return c.Forward(r)
+		})).To("out", Produced[string, string]{})
+	})
+	pipeRaw(t, d, "prices", []byte("a"), []byte("10"), 1000)
+	for _, r := range []struct {
+		v, h string
+		ts   int64
+	}{{"o1", "first", 2000}, {"o2", "second", 3500}} {
+		if err := d.Pipe("orders", []byte("a"), []byte(r.v), time.UnixMilli(r.ts), kgo.RecordHeader{Key: "h", Value: []byte(r.h)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Settle(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readRaw(t, d, "out"); len(got) != 1 || got[0] != (rawRec{"a", "o1@10 h=first at=2000 offset=0", false, 2000}) {
+		t.Fatalf("out %v, want o1 joined in its own context", got)
+	}
 }
