@@ -116,6 +116,7 @@ func sessionAggregate[K, V, VA any](w *SessionWindowedKStream[K, V], prefix stri
 		return true
 	}
 	t.windowEnd, t.grace = func(k windowed.Key[K]) int64 { return k.Window.End }, w.sw.Gap()+w.sw.Grace()
+	t.windows = &windowQuery{ks: ks}
 	if ks == nil || vas == nil {
 		b.fail("the session store %q of %s needs serdes for %s and %s (Materialized)", store, name, typeName[K](), typeName[VA]())
 	}

@@ -102,6 +102,7 @@ func slidingAggregate[K, V, VA any](w *SlidingWindowedKStream[K, V], prefix stri
 	if ks != nil {
 		t.storeKs = windowStoreKeys(ks, d)
 	}
+	t.windows = &windowQuery{ks: ks, size: d}
 	t.windowEnd, t.grace = func(k windowed.Key[K]) int64 { return k.Window.End }, w.sw.Grace()
 	agg := &slidingAggregation[K, V, VA]{t: t, d: d, grace: w.sw.Grace(), folds: folds}
 	n.onBuild = append(n.onBuild, func() {

@@ -44,6 +44,9 @@ type KTable[K, V any] struct {
 	// Suppress(UntilWindowCloses) holds updates by.
 	windowEnd func(K) int64
 	grace     int64
+	// windows is how a windowed aggregation's table is queried (query.go): its inner key serde, its
+	// windows' size (0: sessions). Nil for another table.
+	windows *windowQuery
 	// getter reads a derived table without a store of its own through its parent (join.go).
 	getter func() ([]string, func(*stream.Context, K) (stamped[V], bool, error))
 }

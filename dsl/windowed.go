@@ -102,6 +102,7 @@ func windowedAggregate[K, V, VA any](w *TimeWindowedKStream[K, V], prefix string
 	if ks != nil {
 		t.storeKs = windowStoreKeys(ks, w.ws.Size())
 	}
+	t.windows = &windowQuery{ks: ks, size: w.ws.Size()}
 	t.windowEnd, t.grace = func(k windowed.Key[K]) int64 { return k.Window.End }, w.ws.Grace()
 	agg := &windowAggregation[K, V, VA]{t: t, ws: w.ws, init: init, first: first, fn: fn}
 	if final {

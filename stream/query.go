@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/heartbeat"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/windowed"
 )
 
 // ErrNotRunning is returned by queries before Run built the member, or after it returned.
@@ -265,4 +267,88 @@ func (a *App) KeyMetadata(ctx context.Context, name string, key []byte) (md KeyM
 	}
 	sort.Slice(md.Standby, func(i, j int) bool { return md.Standby[i].String() < md.Standby[j].String() })
 	return md, ok, nil
+}
+
+// localWindowStores are the local active tasks' stores named name that are window stores (session
+// false) or session stores (session true), in order of their partition; an unknown name, or a store
+// of another kind, is an error.
+func (a *App) localWindowStores(name string, session bool) ([]*kvStore, error) {
+	if !a.knownStore(name) {
+		return nil, fmt.Errorf("%w %q: no subtopology of the topology has it", ErrUnknownStore, name)
+	}
+	stores := localStore{a: a, name: name}.stores()
+	for _, s := range stores {
+		if s.win == nil || s.win.session != session {
+			kind := "window"
+			if session {
+				kind = "session"
+			}
+			return nil, fmt.Errorf("stream: store %s is not a %s store", name, kind)
+		}
+	}
+	return stores, nil
+}
+
+// Query calls fn for key's windows in the local stores of this process whose start is in [from,
+// to] (Unix ms), in order of their start, until fn returns false (Kafka Streams' interactive query
+// ReadOnlyWindowStore.fetch(key, timeFrom, timeTo)): what the last commit of the task holding the
+// key left (see App.Store). Safe on any goroutine.
+func (w WindowStore[K, V]) Query(a *App, key K, from, to int64, fn func(start int64, value V) bool) error {
+	k, err := w.ks.Encode(key)
+	if err != nil {
+		return fmt.Errorf("stream: encoding a key of store %s: %w", w.name, err)
+	}
+	stores, err := a.localWindowStores(w.name, false)
+	if err != nil {
+		return err
+	}
+	var derr error
+	more := true
+	for _, s := range stores {
+		err := s.fetchAs(true, k, from, to, func(start int64, raw []byte) bool {
+			v, err := w.vs.Decode(raw)
+			if err != nil {
+				derr = fmt.Errorf("stream: a value in store %s: %w", w.name, err)
+				return false
+			}
+			more = fn(start, v)
+			return more
+		})
+		if err != nil || derr != nil || !more {
+			return errors.Join(err, derr)
+		}
+	}
+	return nil
+}
+
+// Query calls fn for key's sessions in the local stores of this process, in order of their end,
+// then their start, until fn returns false (Kafka Streams' interactive query
+// ReadOnlySessionStore.fetch(key)): what the last commit of the task holding the key left (see
+// App.Store). Safe on any goroutine.
+func (s SessionStore[K, V]) Query(a *App, key K, fn func(w windowed.Window, value V) bool) error {
+	k, err := s.ks.Encode(key)
+	if err != nil {
+		return fmt.Errorf("stream: encoding a key of store %s: %w", s.name, err)
+	}
+	stores, err := a.localWindowStores(s.name, true)
+	if err != nil {
+		return err
+	}
+	var derr error
+	more := true
+	for _, st := range stores {
+		err := st.findSessionsAs(true, k, 0, math.MaxInt64, func(w windowed.Window, raw []byte) bool {
+			v, err := s.vs.Decode(raw)
+			if err != nil {
+				derr = fmt.Errorf("stream: a value in store %s: %w", s.name, err)
+				return false
+			}
+			more = fn(w, v)
+			return more
+		})
+		if err != nil || derr != nil || !more {
+			return errors.Join(err, derr)
+		}
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/windowed"
 )
 
 // queryApp holds subtopology 1's tasks 1_0 (keys a c e) and 1_1 (b d) as active tasks, 1_2 (z) as
@@ -317,5 +318,70 @@ func TestKeyMetadataAfterRunReturned(t *testing.T) {
 	if _, _, err := a.KeyMetadata(ctx, "counts", []byte("k")); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("BUG (stream/query.go KeyMetadata): after Run returned, KeyMetadata gives %q instead of ErrNotRunning: "+
 			"it checks only a.cl == nil, and Run closes the client without clearing it", err)
+	}
+}
+
+// A window store's query reads key's windows from the local stores as of the last commit, in order
+// of their start within [from, to], and stops when fn says so; a write of the open transaction is
+// not seen until it commits. A session store's query reads key's sessions in order of their end.
+func TestWindowAndSessionQueries(t *testing.T) {
+	a, tk, _ := windowTask(t, windowCounts)
+	s := tk.stores["counts"]
+	c := &tk.ctx
+	mustNotErr(t, windowCounts.Put(c, "k", 1000, 1))
+	mustNotErr(t, windowCounts.Put(c, "k", 5000, 2))
+	mustNotErr(t, windowCounts.Put(c, "j", 3000, 9))
+	query := func(from, to int64, limit int) string {
+		var got []fetched
+		mustNotErr(t, windowCounts.Query(a, "k", from, to, func(start int64, v int64) bool {
+			got = append(got, fetched{start, v})
+			return len(got) < limit
+		}))
+		return fmt.Sprint(got)
+	}
+	if got := query(0, 10000, 10); got != "[{1000 1} {5000 2}]" {
+		t.Errorf("Query [0, 10 s] = %s", got)
+	}
+	if got := query(2000, 10000, 10); got != "[{5000 2}]" {
+		t.Errorf("Query [2 s, 10 s] = %s", got)
+	}
+	if got := query(0, 10000, 1); got != "[{1000 1}]" {
+		t.Errorf("Query stopped after one = %s", got)
+	}
+	s.pend = newOverlay()
+	mustNotErr(t, windowCounts.Put(c, "k", 7000, 3))
+	if got := query(0, 10000, 10); got != "[{1000 1} {5000 2}]" {
+		t.Errorf("Query with an open transaction = %s, want the committed windows only", got)
+	}
+	mustNotErr(t, s.commitPending())
+	if got := query(0, 10000, 10); got != "[{1000 1} {5000 2} {7000 3}]" {
+		t.Errorf("Query after the commit = %s", got)
+	}
+	if err := Session("counts", time.Minute, serde.String, serde.Int64).Query(a, "k", func(windowed.Window, int64) bool { return true }); err == nil {
+		t.Error("a session query of a window store")
+	}
+	if err := Window("nope", time.Minute, serde.String, serde.Int64).Query(a, "k", 0, 1, func(int64, int64) bool { return true }); !errors.Is(err, ErrUnknownStore) {
+		t.Errorf("a query of an unknown store: %v", err)
+	}
+
+	sessions := Session("counts", time.Minute, serde.String, serde.Int64)
+	a, tk, _ = windowTask(t, sessions)
+	c = &tk.ctx
+	for _, x := range []struct {
+		w windowed.Window
+		v int64
+	}{{windowed.Window{Start: 1000, End: 4000}, 2}, {windowed.Window{Start: 9000, End: 9000}, 1}, {windowed.Window{Start: 500, End: 6000}, 3}} {
+		mustNotErr(t, sessions.Put(c, "k", x.w, x.v))
+	}
+	var got []string
+	mustNotErr(t, sessions.Query(a, "k", func(w windowed.Window, v int64) bool {
+		got = append(got, fmt.Sprintf("[%d,%d]=%d", w.Start, w.End, v))
+		return true
+	}))
+	if fmt.Sprint(got) != "[[1000,4000]=2 [500,6000]=3 [9000,9000]=1]" {
+		t.Errorf("session Query = %v, want in order of their end", got)
+	}
+	if err := Window("counts", time.Minute, serde.String, serde.Int64).Query(a, "k", 0, 1, func(int64, int64) bool { return true }); err == nil {
+		t.Error("a window query of a session store")
 	}
 }

@@ -37,10 +37,17 @@ func endOf(k []byte) (int64, error) {
 // earliestEnd and start at or before latestStart, in order of their end, then start (Kafka
 // Streams' findSessions), with the engine's view merged with the open transaction's writes.
 func (s *kvStore) findSessions(k []byte, earliestEnd, latestStart int64, fn func(w windowed.Window, value []byte) bool) error {
-	from := max(earliestEnd, 0, s.win.observed-s.win.retention+1)
-	last := s.win.lastSegment(math.MaxInt64)
+	return s.findSessionsAs(false, k, earliestEnd, latestStart, fn)
+}
+
+// findSessionsAs is findSessions as a processor reads (query false) or as a query does (what was
+// committed, as of the last commit).
+func (s *kvStore) findSessionsAs(query bool, k []byte, earliestEnd, latestStart int64, fn func(w windowed.Window, value []byte) bool) error {
+	observed := s.observedAs(query)
+	from := max(earliestEnd, 0, observed-s.win.retention+1)
+	last := lastSegment(observed, s.win.span, math.MaxInt64)
 	for seg := from / s.win.span; seg <= last; seg++ {
-		next, ok, err := s.segmentFrom(seg, last)
+		next, ok, err := s.segmentFrom(query, seg, last)
 		if err != nil || !ok || next > last {
 			return err
 		}
@@ -49,7 +56,7 @@ func (s *kvStore) findSessions(k []byte, earliestEnd, latestStart int64, fn func
 		// k's sessions in the segment, and those of longer keys with k as their prefix, which the
 		// loop skips: every key that starts with the segment and k sorts below k and 17 bytes of 0xff.
 		hi := append(segmentKey(k, seg), bytes.Repeat([]byte{0xff}, 17)...)
-		it, err := s.engineRange(lo, hi)
+		it, err := s.rangeAs(query, lo, hi)
 		if err != nil {
 			return err
 		}

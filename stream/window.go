@@ -206,11 +206,18 @@ func (s *kvStore) errWindowRange() error {
 // order of their start, with the engine's view merged with the open transaction's writes. It visits
 // the segments up to the newest start, over a long span only those that hold entries.
 func (s *kvStore) fetch(k []byte, from, to int64, fn func(start int64, value []byte) bool) error {
-	from = max(from, 0, s.win.observed-s.win.retention+1)
-	last := s.win.lastSegment(to)
+	return s.fetchAs(false, k, from, to, fn)
+}
+
+// fetchAs is fetch as a processor reads (query false) or as a query does (query true: what was
+// committed, as of the last commit, safe beside the task's thread).
+func (s *kvStore) fetchAs(query bool, k []byte, from, to int64, fn func(start int64, value []byte) bool) error {
+	observed := s.observedAs(query)
+	from = max(from, 0, observed-s.win.retention+1)
+	last := lastSegment(observed, s.win.span, to)
 	span := s.win.span
 	for seg := from / span; from <= to && seg <= last; seg++ {
-		next, ok, err := s.segmentFrom(seg, last)
+		next, ok, err := s.segmentFrom(query, seg, last)
 		if err != nil || !ok || next > last {
 			return err
 		}
@@ -220,7 +227,7 @@ func (s *kvStore) fetch(k []byte, from, to int64, fn func(start int64, value []b
 		// The greatest key of k in the segment is its last start there with the greatest sequence
 		// number; the bound after it is that key with a zero byte appended.
 		hi := append(segmentKey(windowed.AppendStoreKey(nil, k, min(to, first+span-1), -1), seg), 0)
-		it, err := s.engineRange(lo, hi)
+		it, err := s.rangeAs(query, lo, hi)
 		if err != nil {
 			return err
 		}
@@ -246,14 +253,14 @@ func (s *kvStore) fetch(k []byte, from, to int64, fn func(start int64, value []b
 // writes. Each segment's entries are read, then sorted: a segment is keyed by window key first.
 func (s *kvStore) fetchAll(from, to int64, fn func(key []byte, start int64, value []byte) bool) error {
 	from = max(from, 0, s.win.observed-s.win.retention+1)
-	last := s.win.lastSegment(to)
+	last := lastSegment(s.win.observed, s.win.span, to)
 	type entry struct {
 		key, value []byte
 		start      int64
 		seq        int32
 	}
 	for seg := from / s.win.span; from <= to && seg <= last; seg++ {
-		next, ok, err := s.segmentFrom(seg, last)
+		next, ok, err := s.segmentFrom(false, seg, last)
 		if err != nil || !ok || next > last {
 			return err
 		}
@@ -289,11 +296,33 @@ func (s *kvStore) fetchAll(from, to int64, fn func(key []byte, start int64, valu
 // lastSegment is the last segment a scan up to time to visits: none holds a time after the newest
 // written, when the store knows it (a persistent store reopened without a restore does not until
 // its next write).
-func (w *windowState) lastSegment(to int64) int64 {
-	if w.observed >= 0 {
-		to = min(to, w.observed)
+func lastSegment(observed, span, to int64) int64 {
+	if observed >= 0 {
+		to = min(to, observed)
 	}
-	return to / w.span
+	return to / span
+}
+
+// observedAs is the newest window time the store wrote, as a processor sees it (query false) or as
+// a query does (as of the last commit).
+func (s *kvStore) observedAs(query bool) int64 {
+	if query {
+		return s.win.queried.Load()
+	}
+	return s.win.observed
+}
+
+// rangeAs is a range over the engine's keys as a processor reads it, with the open transaction's
+// writes (query false), or as a query does, the engine alone (what was committed).
+func (s *kvStore) rangeAs(query bool, lower, upper []byte) (store.Iterator, error) {
+	if !query {
+		return s.engineRange(lower, upper)
+	}
+	it, err := s.eng.Iterate(lower, upper)
+	if err != nil {
+		return nil, s.fail("range", err)
+	}
+	return it, nil
 }
 
 // fewSegments is how many segments a fetch visits one by one; over a longer span it looks for the
@@ -302,16 +331,16 @@ const fewSegments = 8
 
 // segmentFrom is the segment a fetch over segments seg to last visits next: seg itself when few are
 // left, else the first one at or after seg that holds an entry (ok false: none).
-func (s *kvStore) segmentFrom(seg, last int64) (next int64, ok bool, err error) {
+func (s *kvStore) segmentFrom(query bool, seg, last int64) (next int64, ok bool, err error) {
 	if last-seg < fewSegments {
 		return seg, true, nil
 	}
-	return s.nextSegment(seg)
+	return s.nextSegment(query, seg)
 }
 
 // nextSegment is the first segment at or after seg that holds an entry, in the engine or in the
 // open transaction; ok is false when there is none.
-func (s *kvStore) nextSegment(seg int64) (next int64, ok bool, err error) {
+func (s *kvStore) nextSegment(query bool, seg int64) (next int64, ok bool, err error) {
 	lo := binary.BigEndian.AppendUint64(nil, uint64(seg))
 	it, err := s.eng.Iterate(lo, nil)
 	if err != nil {
@@ -323,7 +352,7 @@ func (s *kvStore) nextSegment(seg int64) (next int64, ok bool, err error) {
 	if err := errors.Join(it.Err(), it.Close()); err != nil {
 		return 0, false, s.fail("fetch", err)
 	}
-	if s.pend != nil {
+	if s.pend != nil && !query {
 		s.pend.tree.AscendGreaterOrEqual(pending{key: lo}, func(p pending) bool {
 			if len(p.key) >= segmentKeyLen {
 				if n := int64(binary.BigEndian.Uint64(p.key)); !ok || n < next {
