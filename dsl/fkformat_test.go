@@ -82,6 +82,23 @@ func TestSubscriptionFormat(t *testing.T) {
 			t.Errorf("decode % x = %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
 	}
+	// The shortest of each layout: an empty primary key, with and without a hash, versions 0 and 1.
+	h16 := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	for _, tc := range []struct {
+		in   []byte
+		want subscription
+	}{
+		{[]byte{0x80, 2}, subscription{version: 0, instr: propagateNullIfNoFK, pk: []byte{}}},
+		{append([]byte{0, 2}, h16...), subscription{version: 0, instr: propagateNullIfNoFK, pk: []byte{},
+			hash: valueHash{h: [2]uint64{0x0102030405060708, 0x090a0b0c0d0e0f10}, set: true}}},
+		{[]byte{0x81, 3, 0, 0, 0, 5}, subscription{version: 1, instr: propagateOnlyIfFK, pk: []byte{}, partition: 5}},
+	} {
+		got, err := decodeSubscription(tc.in)
+		if err != nil || got.version != tc.want.version || got.hash != tc.want.hash || got.instr != tc.want.instr ||
+			len(got.pk) != 0 || got.partition != tc.want.partition {
+			t.Errorf("decode % x = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
 	for _, bad := range [][]byte{nil, {1}, {1, 4, 'x', 0, 0, 0, 0}, {1, 2, 1, 2}, {0x81, 2, 0, 0}, {0x82, 3, 'x', 0, 0, 0, 0}} {
 		if _, err := decodeSubscription(bad); !errors.Is(err, errSubscriptionFormat) {
 			t.Errorf("decode % x: %v, want errSubscriptionFormat", bad, err)
