@@ -23,8 +23,16 @@ func (p partitioner) ForTopic(topic string) kgo.TopicPartitioner {
 	return keyed{kgo.StickyKeyPartitioner(nil).ForTopic(topic)}
 }
 
-// partitionKey is the context key of WithPartitionKey.
-type partitionKey struct{}
+// placementKey is the context key of WithPartitionKey and WithPartition: one key, so that the
+// partitioner looks the record's context up once (a lookup walks the whole context chain).
+type placementKey struct{}
+
+// placement is where a record's context places it: by a partition key, or at a fixed partition.
+type placement struct {
+	key       []byte
+	partition int32
+	fixed     bool
+}
 
 // WithPartitionKey returns ctx carrying key: a record produced with it as its context (kgo.Record's
 // Context) is partitioned by murmur2 of key rather than of its own key, as Kafka Streams'
@@ -33,57 +41,43 @@ func WithPartitionKey(ctx context.Context, key []byte) context.Context {
 	if key == nil {
 		key = []byte{} // an empty key is a key
 	}
-	return context.WithValue(ctx, partitionKey{}, key)
+	return context.WithValue(ctx, placementKey{}, placement{key: key})
 }
-
-// fixedPartition is the context key of WithPartition.
-type fixedPartition struct{}
 
 // WithPartition returns ctx carrying partition: a record produced with it as its context goes to
 // that partition of its topic, as a Kafka Streams StreamPartitioner that names one places it (the
 // foreign-key join's responses go back to the partition their subscription came from).
 func WithPartition(ctx context.Context, partition int32) context.Context {
-	return context.WithValue(ctx, fixedPartition{}, partition)
+	return context.WithValue(ctx, placementKey{}, placement{partition: partition, fixed: true})
 }
 
-// keyed is the default partitioner of a topic with partition keys (WithPartitionKey) heeded. It
-// passes OnNewBatch on, which keeps the default's stickiness for records without a key.
+// keyed is the default partitioner of a topic with partition keys (WithPartitionKey) and fixed
+// partitions (WithPartition) heeded. It passes OnNewBatch on, which keeps the default's stickiness
+// for records without a key.
 type keyed struct{ kgo.TopicPartitioner }
 
-// keyOf is the partition key of r, if its context carries one.
-func keyOf(r *kgo.Record) ([]byte, bool) {
+// placementOf is where r's context places it, if it does.
+func placementOf(r *kgo.Record) (placement, bool) {
 	if r.Context == nil {
-		return nil, false
+		return placement{}, false
 	}
-	k, ok := r.Context.Value(partitionKey{}).([]byte)
-	return k, ok
-}
-
-// partitionOf is the partition r's context fixes, if it fixes one.
-func partitionOf(r *kgo.Record) (int32, bool) {
-	if r.Context == nil {
-		return 0, false
-	}
-	p, ok := r.Context.Value(fixedPartition{}).(int32)
+	p, ok := r.Context.Value(placementKey{}).(placement)
 	return p, ok
 }
 
 func (k keyed) RequiresConsistency(r *kgo.Record) bool {
-	if _, ok := partitionOf(r); ok {
-		return true
-	}
-	if _, ok := keyOf(r); ok {
+	if _, ok := placementOf(r); ok {
 		return true
 	}
 	return k.TopicPartitioner.RequiresConsistency(r)
 }
 
 func (k keyed) Partition(r *kgo.Record, n int) int {
-	if p, ok := partitionOf(r); ok {
-		return int(p)
-	}
-	if pk, ok := keyOf(r); ok {
-		return k.TopicPartitioner.Partition(&kgo.Record{Key: pk}, n)
+	if p, ok := placementOf(r); ok {
+		if p.fixed {
+			return int(p.partition)
+		}
+		return k.TopicPartitioner.Partition(&kgo.Record{Key: p.key}, n)
 	}
 	return k.TopicPartitioner.Partition(r, n)
 }
