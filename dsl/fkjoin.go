@@ -49,15 +49,9 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 	fk func(K, V) KO, fn func(k K, v V, vo VO, found bool) VR, opts []TableOption) *KTable[K, VR] {
 	b := t.b
 	named, m, _ := tableOptions[K, VR](b, op, opts)
-	if other == nil || other.b != b {
-		b.fail("%s needs a table of the same Builder", op)
+	if !joinable(t, other, op) {
 		return &KTable[K, VR]{b: b, n: t.n, out: newFanout[K, change[VR]](b)}
 	}
-	if t.storeKs != nil || other.storeKs != nil {
-		b.fail("%s: windowed tables cannot be joined", op)
-	}
-	t.unversioned(op)
-	other.unversioned(op)
 	if fk == nil || fn == nil {
 		b.fail("%s needs a foreign-key extractor and a joiner", op)
 	}

@@ -68,15 +68,9 @@ func joinTables[K, V, VO, VR any](t *KTable[K, V], other *KTable[K, VO], op stri
 	fn func(k K, v V, hasV bool, vo VO, hasVO bool) VR, opts []TableOption) *KTable[K, VR] {
 	b := t.b
 	named, m, materialized := tableOptions[K, VR](b, op, opts)
-	if other == nil || other.b != b {
-		b.fail("%s needs a table of the same Builder", op)
+	if !joinable(t, other, op) {
 		return &KTable[K, VR]{b: b, n: t.n, out: newFanout[K, change[VR]](b)}
 	}
-	if t.storeKs != nil || other.storeKs != nil {
-		b.fail("%s: windowed tables cannot be joined", op)
-	}
-	t.unversioned(op)
-	other.unversioned(op)
 	store := m.Name
 	if materialized && store == "" {
 		store = b.newStoreName("KTABLE-MERGE-") // Kafka Streams keeps an unnamed Materialized's result in a generated store
@@ -138,6 +132,21 @@ func joinTables[K, V, VO, VR any](t *KTable[K, V], other *KTable[K, VO], op stri
 		}
 	}
 	return f
+}
+
+// joinable says whether op can join other with t: a table of the same Builder (else the program
+// fails); windowed and versioned tables fail the program too.
+func joinable[K, V, KO, VO any](t *KTable[K, V], other *KTable[KO, VO], op string) bool {
+	if other == nil || other.b != t.b {
+		t.b.fail("%s needs a table of the same Builder", op)
+		return false
+	}
+	if t.storeKs != nil || other.storeKs != nil {
+		t.b.fail("%s: windowed tables cannot be joined", op)
+	}
+	t.unversioned(op)
+	other.unversioned(op)
+	return true
 }
 
 // joinUpdate is one side's processing of an update of its table's key k: the other table's value
