@@ -3,10 +3,13 @@ package dsl
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -456,5 +459,43 @@ func TestStreamStreamJoinSharedStoreChangelog(t *testing.T) {
 	wantValue := []byte{1, 0, 0, 0, 1, 0, 0, 0, 2, 1, 'A'}
 	if len(raws) != 1 || !bytes.Equal(raws[0].Key, wantKey) || !bytes.Equal(raws[0].Value, wantValue) || raws[0].Timestamp.UnixMilli() != 1000 {
 		t.Fatalf("changelog %+v, want %x=%x at 1000", raws, wantKey, wantValue)
+	}
+}
+
+// A stream-stream join's window stores are headers-aware in Kafka Streams 4.4 whatever
+// dsl.store.format says (KStreamJoinWindow keeps each record with its headers): every changelog
+// record carries the headers of the record it holds, and its plain value; the shared store of a left
+// join's records not joined yet stays plain (no headers).
+func TestStreamStreamJoinStoresCarryTheRecordsHeaders(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		LeftJoinStreams(Stream(b, "left", Consumed[string, string]{}), Stream(b, "right", Consumed[string, string]{}),
+			func(_, a, c string, _ bool) string { return a + c }, windowed.JoinOfTimeDifferenceWithNoGrace(time.Second),
+			StreamJoined[string, string, string]{StoreName: "sj"}).To("out", Produced[string, string]{})
+	})
+	for _, r := range []struct{ topic, v, h string }{{"left", "A", "l"}, {"right", "b", "r"}} {
+		if err := d.Pipe(r.topic, []byte("k"), []byte(r.v), time.UnixMilli(1000), kgo.RecordHeader{Key: "h", Value: []byte(r.h)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Settle(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for topic, want := range map[string]string{"ops-sj-this-join-store-changelog": "A h=l", "ops-sj-outer-other-join-store-changelog": "b h=r"} {
+		raws, err := d.ReadRaw(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(raws) != 1 || len(raws[0].Headers) != 1 || fmt.Sprintf("%s %s=%s", raws[0].Value, raws[0].Headers[0].Key, raws[0].Headers[0].Value) != want {
+			t.Errorf("%s: %+v, want one record %s", topic, raws, want)
+		}
+	}
+	raws, err := d.ReadRaw("ops-sj-left-shared-join-store-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range raws {
+		if len(r.Headers) != 0 {
+			t.Errorf("the shared store's changelog record carries headers %v", r.Headers)
+		}
 	}
 }

@@ -26,7 +26,8 @@ var ErrNotWindowed = errors.New("dsl: not a windowed aggregation's table")
 // QueryWindows calls fn for key's windows of the windowed aggregation t whose start is in [from,
 // to], from the local stores of app, in order of their start, until fn returns false (Kafka Streams'
 // interactive query ReadOnlyWindowStore.fetch(key, timeFrom, timeTo) of a windowed aggregation's
-// store): what the last commit of the task holding the key left. For a session aggregation's table
+// store): what the task holding the key wrote to its store (under exactly-once, what it last
+// committed; not what the record cache holds unflushed). For a session aggregation's table
 // it visits key's sessions that start in [from, to], in order of their end (Kafka Streams'
 // ReadOnlySessionStore.fetch(key), bounded). Safe on any goroutine; see stream.App.Store for where
 // keys live.

@@ -139,10 +139,11 @@ func streamStreamJoin[K, V, VO, VR any](s *KStream[K, V], other *KStream[K, VO],
 		b.fail("the stores of %s %q need StreamJoined serdes for %s, %s and %s", op, mergeName, typeName[K](), typeName[V](), typeName[VO]())
 	}
 	retention := jw.Size() + jw.Grace()
-	// Kafka Streams keeps a join's stores in the plain format, whatever dsl.store.format says.
+	// Kafka Streams 4.4 keeps a join's window stores headers-aware, whatever dsl.store.format says:
+	// each record with its headers, which every changelog record carries (the values are plain).
 	for _, st := range []string{thisStore, otherStore} {
 		b.declare(st, storeKind{
-			decl:      stream.Window[[]byte, []byte](st, time.Duration(retention)*time.Millisecond, nil, nil).RetainDuplicates(),
+			decl:      stream.Window[[]byte, []byte](st, time.Duration(retention)*time.Millisecond, nil, nil).RetainDuplicates().WithRecordHeaders(),
 			changelog: func(n topology.Names) topology.TopicInfo { return n.JoinWindowChangelog(st, retention) },
 		})
 	}

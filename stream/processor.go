@@ -519,7 +519,10 @@ func Connect(p Processor, stores ...Store) Processor {
 		switch s := s.(type) {
 		case windowDecl:
 			c.windows[s.Name()] = s.spec()
-			if s.spec().headers {
+			switch spec := s.spec(); {
+			case spec.recordHeaders:
+				c.headers[s.Name()] = headersAlways
+			case spec.headers:
 				c.headers[s.Name()] = headersOnDelete
 			}
 		case versionedDecl:

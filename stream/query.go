@@ -291,8 +291,8 @@ func (a *App) localWindowStores(name string, session bool) ([]*kvStore, error) {
 
 // Query calls fn for key's windows in the local stores of this process whose start is in [from,
 // to] (Unix ms), in order of their start, until fn returns false (Kafka Streams' interactive query
-// ReadOnlyWindowStore.fetch(key, timeFrom, timeTo)): what the last commit of the task holding the
-// key left (see App.Store). Safe on any goroutine.
+// ReadOnlyWindowStore.fetch(key, timeFrom, timeTo)): what the task holding the key wrote (under
+// exactly-once, what it last committed; see App.Store). Safe on any goroutine.
 func (w WindowStore[K, V]) Query(a *App, key K, from, to int64, fn func(start int64, value V) bool) error {
 	k, err := w.ks.Encode(key)
 	if err != nil {
@@ -323,8 +323,8 @@ func (w WindowStore[K, V]) Query(a *App, key K, from, to int64, fn func(start in
 
 // Query calls fn for key's sessions in the local stores of this process, in order of their end,
 // then their start, until fn returns false (Kafka Streams' interactive query
-// ReadOnlySessionStore.fetch(key)): what the last commit of the task holding the key left (see
-// App.Store). Safe on any goroutine.
+// ReadOnlySessionStore.fetch(key)): what the task holding the key wrote (under exactly-once, what it
+// last committed; see App.Store). Safe on any goroutine.
 func (s SessionStore[K, V]) Query(a *App, key K, fn func(w windowed.Window, value V) bool) error {
 	k, err := s.ks.Encode(key)
 	if err != nil {

@@ -49,6 +49,9 @@ type windowSpec struct {
 	// headers: the changelog is written as Kafka Streams 4.4's headers-aware window and session
 	// stores write theirs (a deletion carries the headers of the record that deleted).
 	headers bool
+	// recordHeaders: every changelog record carries the headers of the record that wrote it (a
+	// store that keeps each record's headers with its value, as a stream-stream join's).
+	recordHeaders bool
 }
 
 // windowState is a window store's view of time. Under exactly-once what the open transaction
@@ -374,6 +377,7 @@ type WindowStore[K, V any] struct {
 	timestamped bool
 	duplicates  bool
 	headers     bool
+	recHeaders  bool
 	ks          serde.Serde[K]
 	vs          serde.Serde[V]
 }
@@ -405,7 +409,17 @@ func TimestampedHeadersWindowStore(name string, retention time.Duration) Store {
 func (w WindowStore[K, V]) Name() string { return w.name }
 
 func (w WindowStore[K, V]) spec() windowSpec {
-	return windowSpec{retention: w.retention, timestamped: w.timestamped, duplicates: w.duplicates, headers: w.headers}
+	return windowSpec{retention: w.retention, timestamped: w.timestamped, duplicates: w.duplicates, headers: w.headers,
+		recordHeaders: w.recHeaders}
+}
+
+// WithRecordHeaders returns the declaration of a store whose changelog records carry the headers of
+// the record that wrote them, as Kafka Streams 4.4's headers-aware window stores write theirs when
+// they keep each record's headers with its value (a stream-stream join's, whatever
+// dsl.store.format says).
+func (w WindowStore[K, V]) WithRecordHeaders() WindowStore[K, V] {
+	w.recHeaders = true
+	return w
 }
 
 // RetainDuplicates returns the declaration of a store that keeps every value put (Kafka Streams'
