@@ -6,6 +6,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/internal/streamhook"
 	"github.com/streamsgroup/streamsgroup/stream"
 )
 
@@ -32,6 +33,13 @@ type ProcessorContext[K, V any] struct {
 // a zero Timestamp is the current record's (or punctuation's).
 func (c ProcessorContext[K, V]) Forward(r Record[K, V]) error {
 	m := meta{nullKey: r.NullKey, nullValue: r.NullValue, at: r.Timestamp, headers: r.Headers, ownHeaders: true}
+	// What is downstream runs in the forwarded record's context, as Kafka Streams' forward sets the
+	// record context: its time and headers (a store's changelog, a Send, a processor's Context see
+	// them); the origin stays the record being processed.
+	var o streamhook.Origin
+	o.Topic, o.Partition, o.Offset, o.OK = c.RecordMetadata()
+	restore := streamhook.As(c.Context, recordTime(c.Context, m), r.Headers, o)
+	defer restore()
 	return c.out.emit(c.Context, m, r.Key, r.Value)
 }
 

@@ -392,3 +392,35 @@ type failing struct{}
 
 func (failing) Encode(string) ([]byte, error) { return nil, errors.New("no") }
 func (failing) Decode([]byte) (string, error) { return "", errors.New("no") }
+
+// What is downstream of a processor's Forward runs in the forwarded record's context, as Kafka
+// Streams' forward sets the record context: a session merged away by a forwarded record is removed
+// with that record's headers under dsl.store.format=HEADERS, not with the input's.
+func TestForwardedRecordsContextReachesTheStores(t *testing.T) {
+	cfg := config.Default("ops")
+	cfg.Runtime.DSLStoreFormat = config.DSLStoreFormatHeaders
+	d := start(t, cfg, func(b *Builder) {
+		tagged := ProcessValues(Stream(b, "in", Consumed[string, string]{}),
+			ProcessorFunc[string, string, string, string](func(c ProcessorContext[string, string], r Record[string, string]) error {
+				r.Headers = []kgo.RecordHeader{{Key: "pv", Value: []byte("x")}}
+				return c.Forward(r)
+			}))
+		SessionWindowedBy(tagged.GroupByKey(), windowed.OfInactivityGapWithNoGrace(5*time.Second)).Count(Materialized[string, int64]{Name: "sessions"})
+	})
+	defer d.Close()
+	for _, ts := range []int64{1000, 3000} {
+		if err := d.Pipe("in", []byte("k"), []byte("v"), time.UnixMilli(ts), kgo.RecordHeader{Key: "h", Value: []byte("in")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Settle(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raws, err := d.ReadRaw("ops-sessions-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raws) != 3 || raws[1].Value != nil || len(raws[1].Headers) != 1 || raws[1].Headers[0].Key != "pv" {
+		t.Fatalf("session store changelog %+v, want the merge's removal with the forwarded record's header pv=x", raws)
+	}
+}
