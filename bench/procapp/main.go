@@ -255,8 +255,8 @@ func main() {
 			dsl.JoinStreams(in, copied, func(_ string, v, _ []byte) []byte { return v },
 				windowed.JoinOfTimeDifferenceWithNoGrace(time.Millisecond), dsl.StreamJoined[string, []byte, []byte]{StoreName: "j"}).
 				To(*output, dsl.Produced[string, []byte]{})
-			decl = []stream.Store{stream.Window[[]byte, []byte]("j-this-join-store", 2*time.Millisecond, nil, nil).RetainDuplicates(),
-				stream.Window[[]byte, []byte]("j-other-join-store", 2*time.Millisecond, nil, nil).RetainDuplicates()}
+			decl = []stream.Store{stream.Window[[]byte, []byte]("j-this-join-store", 2*time.Millisecond, nil, nil).RetainDuplicates().WithRecordHeaders(),
+				stream.Window[[]byte, []byte]("j-other-join-store", 2*time.Millisecond, nil, nil).RetainDuplicates().WithRecordHeaders()}
 		case "dsl-session":
 			dsl.SessionWindowedBy(in.GroupByKey(), windowed.OfInactivityGapWithNoGrace(5*time.Minute)).
 				Count(dsl.Materialized[string, int64]{Name: "counts"}).
