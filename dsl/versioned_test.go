@@ -166,3 +166,30 @@ func TestJoinBufferJoinsInTheHeldRecordsContext(t *testing.T) {
 		t.Fatalf("out %v, want o1 joined in its own context", got)
 	}
 }
+
+// The grace's edges: a record exactly the grace behind the newest time held is held, then joined at
+// once (Kafka Streams joins at once only what is older), a record at time 0 is released when the
+// newest time reaches the grace, and an empty key is a key.
+func TestJoinBufferEdges(t *testing.T) {
+	d := run(t, versionedProgram)
+	pipeRaw(t, d, "prices", []byte(""), []byte("7"), 0)
+	pipeRaw(t, d, "orders", []byte(""), []byte("o0"), 0)
+	pipeRaw(t, d, "orders", []byte(""), []byte("o1"), 2000) // releases o0: 2000 - 2000 = 0
+	pipeRaw(t, d, "orders", []byte(""), []byte("edge"), 0)  // exactly 2000 - 2000: held, then released
+	want := []rawRec{{"", "o0@7", false, 0}, {"", "edge@7", false, 0}}
+	if got := readRaw(t, d, "out"); !equalRecs(got, want) {
+		t.Fatalf("out %v\nwant %v", got, want)
+	}
+	raws, err := d.ReadRaw("ops-graced-Buffer-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// o0 held and released, o1 held, edge held and released.
+	var got []string
+	for _, r := range raws {
+		got = append(got, fmt.Sprintf("%d:%v", binary.BigEndian.Uint64(r.Key[1:9]), r.Value == nil))
+	}
+	if fmt.Sprint(got) != "[0:false 2000:false 0:true 0:false 0:true]" {
+		t.Fatalf("buffer changelog (time:tombstone) %v", got)
+	}
+}
