@@ -218,12 +218,7 @@ func TestForeignKeyJoinAnswersCarryTheForeignUpdatesHeaders(t *testing.T) {
 		k, v, h string
 		ts      int64
 	}{{"c1", "Alice", "a", 1000}, {"c2", "Bob", "b", 3000}} {
-		if err := d.Pipe("customers", []byte(r.k), []byte(r.v), time.UnixMilli(r.ts), kgo.RecordHeader{Key: "h", Value: []byte(r.h)}); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Settle(); err != nil {
-			t.Fatal(err)
-		}
+		pipeRaw(t, d, "customers", []byte(r.k), []byte(r.v), r.ts, kgo.RecordHeader{Key: "h", Value: []byte(r.h)})
 	}
 	raws, err := d.ReadRaw("out")
 	if err != nil {

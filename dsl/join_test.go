@@ -43,9 +43,10 @@ func readRaw(t *testing.T, d *streamtest.Driver, topic string) []rawRec {
 	return got
 }
 
-func pipeRaw(t *testing.T, d *streamtest.Driver, topic string, key, value []byte, ts int64) {
+// pipeRaw pipes one record (with headers, if given) and waits until it is processed.
+func pipeRaw(t *testing.T, d *streamtest.Driver, topic string, key, value []byte, ts int64, headers ...kgo.RecordHeader) {
 	t.Helper()
-	if err := d.Pipe(topic, key, value, time.UnixMilli(ts)); err != nil {
+	if err := d.Pipe(topic, key, value, time.UnixMilli(ts), headers...); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Settle(); err != nil {
@@ -473,12 +474,7 @@ func TestStreamStreamJoinStoresCarryTheRecordsHeaders(t *testing.T) {
 			StreamJoined[string, string, string]{StoreName: "sj"}).To("out", Produced[string, string]{})
 	})
 	for _, r := range []struct{ topic, v, h string }{{"left", "A", "l"}, {"right", "b", "r"}} {
-		if err := d.Pipe(r.topic, []byte("k"), []byte(r.v), time.UnixMilli(1000), kgo.RecordHeader{Key: "h", Value: []byte(r.h)}); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Settle(); err != nil {
-			t.Fatal(err)
-		}
+		pipeRaw(t, d, r.topic, []byte("k"), []byte(r.v), 1000, kgo.RecordHeader{Key: "h", Value: []byte(r.h)})
 	}
 	for topic, want := range map[string]string{"ops-sj-this-join-store-changelog": "A h=l", "ops-sj-outer-other-join-store-changelog": "b h=r"} {
 		raws, err := d.ReadRaw(topic)

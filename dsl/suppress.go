@@ -441,7 +441,7 @@ func (sp *suppression[K, V]) discard(c *stream.Context) {
 func encodeNonNil[V any](vs serde.Serde[V], v V) ([]byte, error) {
 	b, err := vs.Encode(v)
 	if err != nil {
-		return nil, fmt.Errorf("dsl: encoding a value for the suppression buffer: %w", err)
+		return nil, fmt.Errorf("dsl: encoding a value to hold in a buffer (a suppression's or a join's grace): %w", err)
 	}
 	if b == nil {
 		b = []byte{}

@@ -155,12 +155,7 @@ func TestJoinBufferJoinsInTheHeldRecordsContext(t *testing.T) {
 		v, h string
 		ts   int64
 	}{{"o1", "first", 2000}, {"o2", "second", 3500}} {
-		if err := d.Pipe("orders", []byte("a"), []byte(r.v), time.UnixMilli(r.ts), kgo.RecordHeader{Key: "h", Value: []byte(r.h)}); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Settle(); err != nil {
-			t.Fatal(err)
-		}
+		pipeRaw(t, d, "orders", []byte("a"), []byte(r.v), r.ts, kgo.RecordHeader{Key: "h", Value: []byte(r.h)})
 	}
 	if got := readRaw(t, d, "out"); len(got) != 1 || got[0] != (rawRec{"a", "o1@10 h=first at=2000 offset=0", false, 2000}) {
 		t.Fatalf("out %v, want o1 joined in its own context", got)

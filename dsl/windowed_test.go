@@ -240,12 +240,7 @@ func TestWindowedAggregationsInTheHeadersFormat(t *testing.T) {
 		h  string
 		ts int64
 	}{{"a", 1000}, {"b", 3000}} {
-		if err := d.Pipe("in", []byte("k"), []byte("v"), time.UnixMilli(r.ts), kgo.RecordHeader{Key: "h", Value: []byte(r.h)}); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Settle(); err != nil {
-			t.Fatal(err)
-		}
+		pipeRaw(t, d, "in", []byte("k"), []byte("v"), r.ts, kgo.RecordHeader{Key: "h", Value: []byte(r.h)})
 	}
 	headersOf := func(topic string) []string {
 		raws, err := d.ReadRaw(topic)
@@ -409,12 +404,7 @@ func TestForwardedRecordsContextReachesTheStores(t *testing.T) {
 	})
 	defer d.Close()
 	for _, ts := range []int64{1000, 3000} {
-		if err := d.Pipe("in", []byte("k"), []byte("v"), time.UnixMilli(ts), kgo.RecordHeader{Key: "h", Value: []byte("in")}); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Settle(); err != nil {
-			t.Fatal(err)
-		}
+		pipeRaw(t, d, "in", []byte("k"), []byte("v"), ts, kgo.RecordHeader{Key: "h", Value: []byte("in")})
 	}
 	raws, err := d.ReadRaw("ops-sessions-changelog")
 	if err != nil {

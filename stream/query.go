@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/windowed"
@@ -302,23 +303,9 @@ func (w WindowStore[K, V]) Query(a *App, key K, from, to int64, fn func(start in
 	if err != nil {
 		return err
 	}
-	var derr error
-	more := true
-	for _, s := range stores {
-		err := s.fetchAs(true, k, from, to, func(start int64, raw []byte) bool {
-			v, err := w.vs.Decode(raw)
-			if err != nil {
-				derr = fmt.Errorf("stream: a value in store %s: %w", w.name, err)
-				return false
-			}
-			more = fn(start, v)
-			return more
-		})
-		if err != nil || derr != nil || !more {
-			return errors.Join(err, derr)
-		}
-	}
-	return nil
+	return queryEach(stores, w.name, w.vs, func(s *kvStore, visit func(int64, []byte) bool) error {
+		return s.fetchAs(true, k, from, to, visit)
+	}, fn)
 }
 
 // Query calls fn for key's sessions in the local stores of this process, in order of their end,
@@ -334,16 +321,25 @@ func (s SessionStore[K, V]) Query(a *App, key K, fn func(w windowed.Window, valu
 	if err != nil {
 		return err
 	}
+	return queryEach(stores, s.name, s.vs, func(st *kvStore, visit func(windowed.Window, []byte) bool) error {
+		return st.findSessionsAs(true, k, 0, math.MaxInt64, visit)
+	}, fn)
+}
+
+// queryEach runs scan over each store, handing fn each value it visits decoded with vs, until fn
+// returns false or a value does not decode.
+func queryEach[T, V any](stores []*kvStore, name string, vs serde.Serde[V], scan func(*kvStore, func(T, []byte) bool) error,
+	fn func(T, V) bool) error {
 	var derr error
 	more := true
-	for _, st := range stores {
-		err := st.findSessionsAs(true, k, 0, math.MaxInt64, func(w windowed.Window, raw []byte) bool {
-			v, err := s.vs.Decode(raw)
+	for _, s := range stores {
+		err := scan(s, func(at T, raw []byte) bool {
+			v, err := vs.Decode(raw)
 			if err != nil {
-				derr = fmt.Errorf("stream: a value in store %s: %w", s.name, err)
+				derr = fmt.Errorf("stream: a value in store %s: %w", name, err)
 				return false
 			}
-			more = fn(w, v)
+			more = fn(at, v)
 			return more
 		})
 		if err != nil || derr != nil || !more {
