@@ -175,8 +175,10 @@ func (m *Machine) heartbeatDone(now time.Time, in HeartbeatDone) []Action {
 		return append(out, m.answered(now, r)...)
 	case PrepareLeaving:
 		return append(out, m.answeredWhileLeaving(now, r, err)...)
+	case Leaving:
+		return append(out, m.heartbeatDoneWhileLeaving(now)...) // the leave may go now
 	}
-	return out // Unsubscribed, Fenced, Leaving, Fatal: the answer changes nothing
+	return out // Unsubscribed, Fenced, Fatal: the answer changes nothing
 }
 
 // reachedCoordinator says whether a heartbeat's raw result came from the group's coordinator: an

@@ -23,6 +23,7 @@ type leaveIntent struct {
 	// The leave heartbeat, once the revocation is done (Leaving).
 	deadline time.Time // the end of the leave budget, from the first attempt
 	inFlight bool      // a SendLeave{Seq: Machine.leaveSeq} is out
+	awaitHB  bool      // the leave waits for the answer to the heartbeat that was out (leaveRevoked)
 	failures int       // attempts that failed and may pass
 	retryAt  time.Time // the next attempt; zero when none is scheduled
 	last     error     // the last failure, named when the budget ends an attempt
@@ -110,19 +111,51 @@ func (m *Machine) leaveRevoked(now time.Time, j job, err error) []Action {
 		return append(out, m.finish(nil)...)
 	}
 	out = append(out, m.transition(Leaving)...)
-	if !m.hb.reached && !m.hb.inFlight {
-		// No coordinator is known: the last heartbeat did not reach one, and none is out that
-		// might have.
-		return append(out, m.leaveEnded(errNoCoordinator)...)
-	}
 	l.deadline = now.Add(m.cfg.LeaveBudget)
-	return append(out, m.sendLeave(now)...)
+	if m.hb.inFlight {
+		// The leave waits for the answer to the heartbeat that is out. Each request goes from its
+		// own goroutine, and one still looking up its coordinator goes after a later one that
+		// found it cached: a leave sent now could reach the broker first, and a join heartbeat
+		// (epoch 0) arriving after it would put the member back in the group until its session
+		// times out, where the next step (deleting the group, resetting its offsets) needs it
+		// gone. The Java client has one heartbeat request in flight at a time.
+		l.awaitHB = true
+		l.last = errHeartbeatOut
+		return out
+	}
+	return append(out, m.leaveAfterHeartbeat(now)...)
+}
+
+// errHeartbeatOut is why a leave given up was never sent: the heartbeat it waited for was not
+// answered within the leave budget.
+var errHeartbeatOut = errors.New("the heartbeat out before the leave was not answered, so the leave was not sent")
+
+// leaveAfterHeartbeat sends the leave heartbeat once no other heartbeat is out, to the coordinator
+// the last one reached; when it reached none, the leave is skipped.
+func (m *Machine) leaveAfterHeartbeat(now time.Time) []Action {
+	if !m.hb.reached {
+		return m.leaveEnded(errNoCoordinator)
+	}
+	return m.sendLeave(now)
+}
+
+// heartbeatDoneWhileLeaving lets the leave go once the heartbeat it waited for was answered.
+func (m *Machine) heartbeatDoneWhileLeaving(now time.Time) []Action {
+	l := m.leave
+	if l == nil || !l.awaitHB {
+		return nil
+	}
+	l.awaitHB, l.last = false, nil
+	return m.leaveAfterHeartbeat(now)
 }
 
 // leaveRetryAt is when the leave heartbeat is tried again (zero: not now).
 func (m *Machine) leaveRetryAt() time.Time {
 	if m.state != Leaving || m.leave == nil || m.leave.inFlight {
 		return time.Time{}
+	}
+	if m.leave.awaitHB {
+		return m.leave.deadline // the heartbeat it waits for was not answered in time: given up then
 	}
 	return m.leave.retryAt
 }

@@ -91,21 +91,94 @@ func TestLeaveIsSentToACoordinatorThatAnswered(t *testing.T) {
 	}
 }
 
-// A heartbeat still out when the leave is due went to a coordinator the transport found (or is
-// finding): the member may be in the group there, so the leave goes.
-func TestLeaveIsSentWhileAHeartbeatIsOut(t *testing.T) {
-	h := newHarness(t)
-	h.stableWith(active("0_0"))
-	h.advance(interval)
-	h.mustSend()
-	h.cut(errors.New("dial tcp: connection refused")) // the coordinator is forgotten...
-	h.advance(time.Second)
-	h.mustSend() // ...and the next heartbeat looks it up again: out when the member leaves
-	h.close(CloseDefault)
-	h.complete(nil)
-	if len(h.leaves) != 1 {
-		t.Fatalf("%d leave heartbeats, want 1", len(h.leaves))
+// A heartbeat still out when the leave is due may reach the broker after a leave sent at once (each
+// request goes from its own goroutine; one still looking up its coordinator goes after a later one):
+// a join heartbeat arriving after the leave would put the member back in the group. So the leave
+// waits for that heartbeat's answer, then goes to the coordinator it reached, and is skipped when it
+// reached none; the heartbeat not answered within the leave budget gives the leave up unsent.
+func TestLeaveWaitsForTheHeartbeatThatIsOut(t *testing.T) {
+	// outAtLeave brings a member whose coordinator was forgotten to LEAVING with a heartbeat out
+	// that looks it up again, and checks that no leave went yet.
+	outAtLeave := func(t *testing.T) *harness {
+		h := newHarness(t)
+		h.stableWith(active("0_0"))
+		h.advance(interval)
+		h.mustSend()
+		h.cut(errors.New("dial tcp: connection refused")) // the coordinator is forgotten...
+		h.advance(time.Second)
+		h.mustSend() // ...and the next heartbeat looks it up again: out when the member leaves
+		h.close(CloseDefault)
+		h.complete(nil)
+		h.expectState(Leaving)
+		if len(h.leaves) != 0 {
+			t.Fatalf("%d leave heartbeats while a heartbeat is out, want none yet", len(h.leaves))
+		}
+		return h
 	}
+	t.Run("answered: the leave goes", func(t *testing.T) {
+		h := outAtLeave(t)
+		h.advance(time.Second)
+		h.answer(resp(1, nil))
+		if len(h.leaves) != 1 || h.leaves[0].Request.MemberEpoch != -1 {
+			t.Fatalf("leaves %+v, want one at epoch -1", h.leaves)
+		}
+		// The leave has what is left of its budget, counted from the revocation's end.
+		if want := h.m.cfg.LeaveBudget - time.Second; h.leaves[0].Timeout != want {
+			t.Fatalf("leave timeout %v, want %v", h.leaves[0].Timeout, want)
+		}
+		h.leaveAnswered(0)
+		h.expectState(Unsubscribed)
+		if len(h.stopped) != 1 || h.stopped[0].Err != nil {
+			t.Fatalf("stopped %+v, want one Stopped(nil)", h.stopped)
+		}
+		if left := h.lastEvent(EventLeft); left.Err != nil {
+			t.Fatalf("EventLeft error %v, want none", left.Err)
+		}
+	})
+	t.Run("answered with an error from the coordinator: the leave goes", func(t *testing.T) {
+		h := outAtLeave(t)
+		h.fail(kerr.CoordinatorLoadInProgress.Code)
+		if len(h.leaves) != 1 {
+			t.Fatalf("%d leave heartbeats, want 1", len(h.leaves))
+		}
+	})
+	t.Run("not sent: no coordinator is known, the leave is skipped", func(t *testing.T) {
+		h := outAtLeave(t)
+		h.cut(errors.New("dial tcp: connection refused"))
+		if len(h.leaves) != 0 {
+			t.Fatalf("%d leave heartbeats, want none", len(h.leaves))
+		}
+		h.expectState(Unsubscribed)
+		if left := h.lastEvent(EventLeft); !errors.Is(left.Err, errNoCoordinator) {
+			t.Fatalf("EventLeft error %v, want %v", left.Err, errNoCoordinator)
+		}
+	})
+	t.Run("not answered within the leave budget: given up unsent", func(t *testing.T) {
+		h := outAtLeave(t)
+		if next := h.m.Next(); !next.Equal(h.now.Add(h.m.cfg.LeaveBudget)) {
+			t.Fatalf("next wake-up in %v, want the leave budget %v", next.Sub(h.now), h.m.cfg.LeaveBudget)
+		}
+		h.advance(h.m.cfg.LeaveBudget - time.Millisecond)
+		h.step(Tick{})
+		h.expectState(Leaving)
+		h.advance(time.Millisecond)
+		h.step(Tick{})
+		if len(h.leaves) != 0 {
+			t.Fatalf("%d leave heartbeats, want none", len(h.leaves))
+		}
+		h.expectState(Unsubscribed)
+		if len(h.stopped) != 1 || h.stopped[0].Err != nil {
+			t.Fatalf("stopped %+v, want one Stopped(nil)", h.stopped)
+		}
+		if left := h.lastEvent(EventLeft); !errors.Is(left.Err, errHeartbeatOut) {
+			t.Fatalf("EventLeft error %v, want %v", left.Err, errHeartbeatOut)
+		}
+		// Its answer coming later changes nothing.
+		h.answer(resp(1, nil))
+		if len(h.leaves) != 0 || len(h.stopped) != 1 {
+			t.Fatalf("a late answer sent %d leaves, stopped %d times", len(h.leaves), len(h.stopped))
+		}
+	})
 }
 
 // Every answer to the leave heartbeat, read by the machine: which ones end the leave (and how), and

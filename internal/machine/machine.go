@@ -86,9 +86,9 @@ type Config struct {
 	// RequestTimeout (request.timeout.ms) is the Timeout of every network action: the most one
 	// request (with its coordinator look-up) may take. 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
-	// LeaveBudget bounds the leave: every attempt at the leave heartbeat, and the backoff between
-	// them, end within it from the first attempt. 0 means DefaultLeaveBudget or RequestTimeout,
-	// whichever is shorter.
+	// LeaveBudget bounds the leave: the wait for a heartbeat still out, every attempt at the leave
+	// heartbeat and the backoff between them end within it from the revocation's end. 0 means
+	// DefaultLeaveBudget or RequestTimeout, whichever is shorter.
 	LeaveBudget time.Duration
 }
 

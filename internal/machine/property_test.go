@@ -234,7 +234,8 @@ type propDriver struct {
 	leaveAttempts int        // leave heartbeats since the member entered LEAVING
 	leaveRetry    bool       // the last leave heartbeat failed in a way that may pass: another may go
 	leaveSkipped  bool       // no coordinator was known when the member left: no leave heartbeat
-	leaveStarted  time.Time  // the first leave heartbeat's send, from which the leave budget runs
+	leaveStarted  time.Time  // when the member entered LEAVING, from which the leave budget runs
+	leaveAwait    bool       // the leave waits for the answer to the heartbeat out when the member entered LEAVING
 	reached       bool       // the last heartbeat answered came from a coordinator (not 15/16, not a failure)
 	closeMode     *CloseMode // the Close that started the leave
 	leaveStopHB   bool       // fenced or fatal while leaving: no heartbeat may follow
@@ -439,9 +440,12 @@ func (d *propDriver) transitioned(from, to State) {
 		d.ackDue, d.collectAt = false, time.Time{}
 	case Leaving:
 		// The leave heartbeat goes only to a coordinator the member knows: one that answered the
-		// last heartbeat, or the one a heartbeat still out went to.
+		// last heartbeat. A heartbeat still out is waited for (a leave sent beside it could reach
+		// the broker first), and its answer decides.
 		d.leaveAttempts, d.leaveRetry = 0, false
 		d.leaveSkipped = !d.reached && !d.inFlight
+		d.leaveAwait = d.inFlight
+		d.leaveStarted = d.now
 	}
 	if from == PrepareLeaving {
 		// The leave's callback returned (or there was none): the application holds nothing now.
@@ -541,6 +545,9 @@ func (d *propDriver) leaveSent(a SendLeave) {
 	if d.state != Leaving {
 		d.failf("SendLeave in state %s", d.state)
 	}
+	if d.inFlight {
+		d.failf("a leave heartbeat while heartbeat #%d is out: it could reach the broker first", d.hbSeq)
+	}
 	d.leaves++
 	d.leaveAttempts++
 	if d.leaveAttempts > 1 && !d.leaveRetry {
@@ -548,9 +555,6 @@ func (d *propDriver) leaveSent(a SendLeave) {
 	}
 	if d.leaveSkipped {
 		d.failf("a leave heartbeat though no coordinator was known")
-	}
-	if d.leaveAttempts == 1 {
-		d.leaveStarted = d.now
 	}
 	if budget := d.leaveStarted.Add(DefaultLeaveBudget).Sub(d.now); a.Timeout <= 0 || a.Timeout > budget || a.Timeout > DefaultRequestTimeout {
 		d.failf("leave heartbeat %d with timeout %v; %v of the leave budget is left", d.leaves, a.Timeout, budget)
@@ -646,7 +650,10 @@ func (d *propDriver) stoppedWith(err error) {
 	if d.leaveFenced && d.leaves > 0 {
 		d.failf("fenced while leaving, yet a leave heartbeat was sent")
 	}
-	if d.closeMode != nil && !d.forced && !d.leaveFenced && !d.leaveOpen && !d.leaveSkipped && d.leaves == 0 &&
+	if d.leaveAwait && !d.forced && d.now.Before(d.leaveStarted.Add(DefaultLeaveBudget)) {
+		d.failf("the leave was given up waiting for the heartbeat out %v before its budget ended", d.leaveStarted.Add(DefaultLeaveBudget).Sub(d.now))
+	}
+	if d.closeMode != nil && !d.forced && !d.leaveFenced && !d.leaveOpen && !d.leaveSkipped && !d.leaveAwait && d.leaves == 0 &&
 		(d.static || *d.closeMode != CloseRemainInGroup) {
 		d.failf("left (mode %s, static=%v) without a leave heartbeat", *d.closeMode, d.static)
 	}
@@ -685,7 +692,7 @@ func (d *propDriver) afterStep() {
 	if d.state == Fatal && d.pending == nil && d.describes == 0 {
 		d.failf("invariant 6: FATAL with nothing outstanding, but no Stopped")
 	}
-	if d.state == Leaving && d.leaves == 0 {
+	if d.state == Leaving && d.leaves == 0 && !d.leaveAwait {
 		d.failf("LEAVING without a leave heartbeat")
 	}
 	if at := d.guardDeadline(); !at.IsZero() && !d.now.Before(at) {
@@ -831,6 +838,10 @@ func (d *propDriver) fedOutcome(c errClass, r *kmsg.StreamsGroupHeartbeatRespons
 	}
 	d.inFlight = false
 	d.reached = r != nil && r.ErrorCode != 15 && r.ErrorCode != 16
+	if d.state == Leaving && d.leaveAwait && !d.stopped {
+		d.leaveAwait = false
+		d.leaveSkipped = !d.reached
+	}
 	d.quietSince = d.now
 	if !success {
 		d.needFull = true // invariant 4

@@ -426,12 +426,17 @@ var scenarios = []struct {
 		h.start()
 		h.mustSend()
 		h.close(CloseDefault)
+		// The leave waits for the join's answer: sent beside it, it could reach the broker first,
+		// and the join would then put the member back in the group.
+		if len(h.leaves) != 0 {
+			h.t.Fatal("the leave went while the join heartbeat was out")
+		}
+		h.answer(resp(1, active("0_0"))) // the join answered: the member may be registered
 		if len(h.leaves) != 1 || h.leaves[0].Request.MemberEpoch != heartbeat.EpochLeave {
 			h.t.Fatal("a joining member that may be registered must still send a leave")
 		}
-		h.answer(resp(1, active("0_0"))) // the join answer arrives after the leave: ignored
 		if len(h.invokes) != 0 {
-			h.t.Fatal("an answer after the leave started a reconciliation")
+			h.t.Fatal("an answer while leaving started a reconciliation")
 		}
 	}},
 
