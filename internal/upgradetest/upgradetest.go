@@ -506,9 +506,19 @@ func (r *run) tool(args ...string) (string, string) {
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		r.t.Fatalf("streams-groups %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+		r.t.Fatalf("streams-groups %s: %v\n%s%s\nthe group's members now:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String(), r.membersNow())
 	}
 	return stdout.String(), stderr.String()
+}
+
+// membersNow is the group's members as the tool describes them, for a failure's description: a
+// member still listed after its clean stop did not leave.
+func (r *run) membersNow() string {
+	out, err := exec.Command(r.env.Tool, "--bootstrap-server="+r.env.Bootstrap, "--describe", "--group", r.app, "--members", "--verbose").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("(describe failed: %v) %s", err, out)
+	}
+	return string(out)
 }
 
 // export saves the group's input positions to a file, as docs/upgrades.md does, and returns its path.
