@@ -91,13 +91,14 @@ func TestDiskFull(t *testing.T) {
 // happens next: no panic, no hang. It runs in a child process (diskFullChild); the store then
 // opens with the data of its last good checkpoint.
 func TestDiskFullPebbleCannotSurvive(t *testing.T) {
-	loc := newLoc(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDiskFullPebbleCannotSurvive$")
-	cmd.Env = append(os.Environ(), "SGPEBBLE_DISKFULL_DIR="+loc.Dir)
 	if os.Getenv("SGPEBBLE_DISKFULL_DIR") != "" {
+		// The child: it may exit without its test's cleanup, so it makes no directory of its own.
 		diskFullChild(t, os.Getenv("SGPEBBLE_DISKFULL_DIR"))
 		return
 	}
+	loc := newLoc(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDiskFullPebbleCannotSurvive$")
+	cmd.Env = append(os.Environ(), "SGPEBBLE_DISKFULL_DIR="+loc.Dir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err := cmd.Run()

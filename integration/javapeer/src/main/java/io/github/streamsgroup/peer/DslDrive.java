@@ -56,7 +56,8 @@ public final class DslDrive {
             props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
             props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
             props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
-            props.put(StreamsConfig.STATE_DIR_CONFIG, Files.createTempDirectory("dsldrive").toString());
+            Path stateDir = Files.createTempDirectory("dsldrive");
+            props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
             Topology topo = DslPrograms.build(program, t, props);
             try (TopologyTestDriver d = new TopologyTestDriver(topo, props)) {
                 Map<String, TestInputTopic<byte[], byte[]>> ins = new LinkedHashMap<>();
@@ -88,6 +89,17 @@ public final class DslDrive {
                         System.out.println(program + "\t" + topic + "\t" + show(r.key()) + "\t" + show(r.value()) + "\t" + r.timestamp());
                     }
                 }
+            } finally {
+                removeTree(stateDir); // one directory per program and run: nothing is left behind
+            }
+        }
+    }
+
+    /** Deletes dir and everything under it, deepest first. */
+    private static void removeTree(Path dir) throws IOException {
+        try (java.util.stream.Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
             }
         }
     }
