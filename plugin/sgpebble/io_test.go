@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/tasks"
 )
 
 // quietNew is New with Pebble's messages discarded (the damage tests make many).
@@ -129,8 +130,7 @@ func TestDiskFullPebbleCannotSurvive(t *testing.T) {
 func diskFullChild(t *testing.T, dir string) {
 	toggle := failWrites(syscall.ENOSPC)
 	k := New(withFS(errorfs.Wrap(vfs.Default, toggle)), Logger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
-	loc := newLoc(t)
-	loc.Dir = dir
+	loc := store.Location{ApplicationID: "app", Task: tasks.ID{Subtopology: "0", Partition: 1}, Store: "counts", Dir: dir}
 	e, err := k.Open(loc)
 	if err != nil {
 		t.Fatal(err)
