@@ -96,7 +96,7 @@ public final class DslDrive {
     }
 
     /** Deletes dir and everything under it, deepest first. */
-    private static void removeTree(Path dir) throws IOException {
+    static void removeTree(Path dir) throws IOException {
         try (java.util.stream.Stream<Path> walk = Files.walk(dir)) {
             for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(p);

@@ -5,6 +5,7 @@ import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -91,6 +92,8 @@ public final class DslPeer {
         "stream-stream-outer-join", "table-table-join", "session-count", "readme");
 
     private static final Map<String, KafkaStreams> STREAMS = new LinkedHashMap<>();
+    /** The state directory this process made for itself (no --state-dir), removed at close. */
+    private static Path ownStateDir;
     private static final Map<String, String> LAST_TASKS = new TreeMap<>();
     private static volatile boolean closed;
 
@@ -108,7 +111,8 @@ public final class DslPeer {
         String storeFormat = flags.getOrDefault("dsl-store-format", "DEFAULT");
         String stateDir = flags.get("state-dir");
         if (stateDir == null || stateDir.isEmpty()) {
-            stateDir = Files.createTempDirectory("dslpeer-state-").toString();
+            ownStateDir = Files.createTempDirectory("dslpeer-state-");
+            stateDir = ownStateDir.toString();
         }
 
         Map<String, String> apps = new LinkedHashMap<>(); // application.id -> construct
@@ -160,6 +164,7 @@ public final class DslPeer {
             for (KafkaStreams ks : STREAMS.values()) {
                 ks.close(Duration.ZERO);
             }
+            removeOwnStateDir();
             emit("CLOSED");
             System.exit(0);
         }
@@ -480,7 +485,20 @@ public final class DslPeer {
             }
         }
         pollTasks();
+        removeOwnStateDir();
         emit("CLOSED");
+    }
+
+    /** Removes the state directory this process made for itself, if it made one. */
+    private static void removeOwnStateDir() {
+        if (ownStateDir == null) {
+            return;
+        }
+        try {
+            DslDrive.removeTree(ownStateDir);
+        } catch (java.io.IOException e) {
+            System.err.println("removing " + ownStateDir + ": " + e);
+        }
     }
 
     private static void drain(InputStream in) {
