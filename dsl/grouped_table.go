@@ -32,7 +32,6 @@ type KGroupedTable[K, V any] struct {
 // Kafka Streams does. A selected key or value that is nil (of a type that has nil) is skipped.
 func GroupTableBy[K, V, KR, VR any](t *KTable[K, V], fn func(K, V) (KR, VR), g ...Grouped[KR, VR]) *KGroupedTable[KR, VR] {
 	b := t.b
-	t.unversioned("GroupTableBy")
 	var gr Grouped[KR, VR]
 	if len(g) > 0 {
 		gr = g[0]
@@ -56,6 +55,9 @@ func GroupTableBy[K, V, KR, VR any](t *KTable[K, V], fn func(K, V) (KR, VR), g .
 	}
 	out := newFanout[KR, change[VR]](b)
 	t.out.attach(func(c *stream.Context, md meta, k K, ch change[V]) error {
+		if t.outOfOrder(ch) {
+			return nil // Kafka Streams' KTableRepartitionMap skips it, uncounted
+		}
 		nk, nv, hasNew := pair(k, ch.new, ch.hasNew)
 		ok, ov, hasOld := pair(k, ch.old, ch.hasOld)
 		// As Kafka Streams' KTableRepartitionMap: one record when the key stays, else the removal

@@ -76,14 +76,17 @@ func streamTableJoin[K, V, VT, VR any](s *KStream[K, V], t *KTable[K, VT], fn fu
 	}
 	// Kafka Streams has the table kept in a store before it names the join node.
 	stores, get := t.valueGetter()
+	versioned := t.versionedGetter()
 	name := b.nameOr(jd.Name, prefix)
 	n := b.add(&node{name: name, kind: processorNode, reads: stores, relaxedJoin: left}, s.n)
 	var buf *joinBuffer[K, V]
 	switch {
 	case jd.GracePeriod < 0:
 		b.fail("%s %q: a negative grace period %v", op, name, jd.GracePeriod)
-	case jd.GracePeriod > 0 && t.ver == nil:
+	case jd.GracePeriod > 0 && versioned == nil:
 		b.fail("%s %q: a grace period needs a table kept in a versioned store (Materialized.HistoryRetention), as in Kafka Streams", op, name)
+	case versioned != nil && jd.GracePeriod > versioned.history:
+		b.fail("%s %q: the grace period %v is longer than the history retention %v of the versioned store it reads, as Kafka Streams refuses it", op, name, jd.GracePeriod, versioned.history)
 	case jd.GracePeriod > 0:
 		buf = newJoinBuffer(b, n, name+"-Buffer", jd.GracePeriod.Milliseconds(), orDefault(cmpSerde(jd.Key, s.ks)), orDefault(cmpSerde(jd.Value, s.vs)), op)
 	}
@@ -100,13 +103,11 @@ func streamTableJoin[K, V, VT, VR any](s *KStream[K, V], t *KTable[K, VT], fn fu
 		var err error
 		switch {
 		case md.nullKey:
-		case t.ver != nil:
+		case versioned != nil:
 			// A versioned table is read as of the record's time (Kafka Streams' KIP-914).
-			var at time.Time
-			if vt.v, at, found, err = t.ver.GetAsOf(c, k, recordTime(c, md)); err != nil {
+			if vt, found, err = versioned.get(c, k, recordTime(c, md)); err != nil {
 				return err
 			}
-			vt.at = at
 		default:
 			if vt, found, err = get(c, k); err != nil {
 				return err
@@ -193,9 +194,49 @@ func (t *KTable[K, V]) valueGetter() ([]string, func(*stream.Context, K) (stampe
 	return []string{t.store}, t.read
 }
 
+// asOfGetter reads a table as of a time, in the versioned store it is kept in or derives from
+// (Kafka Streams' versioned KTableValueGetter): get finds the value valid at a time, history is the
+// store's history retention.
+type asOfGetter[K, V any] struct {
+	get     func(c *stream.Context, k K, at time.Time) (stamped[V], bool, error)
+	history time.Duration
+}
+
+// versionedGetter is how a stream joined with t reads it as of each record's time: t's versioned
+// store, or the one a filter or mapping without a store of its own reads through; nil when t is
+// read by its latest values.
+func (t *KTable[K, V]) versionedGetter() *asOfGetter[K, V] {
+	switch {
+	case t.ver != nil:
+		ver := t.ver
+		return &asOfGetter[K, V]{history: ver.HistoryRetention(), get: func(c *stream.Context, k K, at time.Time) (stamped[V], bool, error) {
+			v, ts, ok, err := ver.GetAsOf(c, k, at)
+			return stamped[V]{v: v, at: ts}, ok, err
+		}}
+	case t.store == "" && t.asOf != nil:
+		return t.asOf()
+	}
+	return nil
+}
+
 // derivedGetter has f, derived from t without a store of its own, read t and compute its value
-// from t's: compute says what f holds for a key t holds v for (absent: false).
+// from t's: compute says what f holds for a key t holds v for (absent: false). Read as of a time,
+// f is read through t's versioned store if t has one.
 func derivedGetter[K, V, VR any](f *KTable[K, VR], t *KTable[K, V], compute func(k K, v V) (VR, bool)) {
+	f.asOf = func() *asOfGetter[K, VR] {
+		pg := t.versionedGetter()
+		if pg == nil {
+			return nil
+		}
+		return &asOfGetter[K, VR]{history: pg.history, get: func(c *stream.Context, k K, at time.Time) (stamped[VR], bool, error) {
+			v, ok, err := pg.get(c, k, at)
+			if err != nil || !ok {
+				return stamped[VR]{}, false, err
+			}
+			vr, ok := compute(k, v.v)
+			return stamped[VR]{v: vr, at: v.at}, ok, nil
+		}}
+	}
 	f.getter = func() ([]string, func(*stream.Context, K) (stamped[VR], bool, error)) {
 		stores, get := t.valueGetter()
 		return stores, func(c *stream.Context, k K) (stamped[VR], bool, error) {

@@ -87,7 +87,12 @@ var ErrBufferFull = errors.New("dsl: a suppression buffer exceeded its bounds")
 // record.
 func (t *KTable[K, V]) Suppress(s Suppressed) *KTable[K, V] {
 	b := t.b
-	t.unversioned("Suppress")
+	switch {
+	case t.ver != nil:
+		b.fail("Suppress: suppression is only supported for tables that are not versioned, as in Kafka Streams (the table is kept in the versioned store %q)", t.store)
+	case t.versioned:
+		b.fail("Suppress: suppression is only supported for tables that are not versioned, as in Kafka Streams (this one derives from a versioned table without a Materialized in between)")
+	}
 	name, store := s.name, s.name+"-store"
 	if s.name == "" {
 		name = b.newName("KTABLE-SUPPRESS-")

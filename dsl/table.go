@@ -24,7 +24,16 @@ type KTable[K, V any] struct {
 	storeKs serde.Serde[K]
 	kv      stream.KeyValueStore[K, stamped[V]] // the store, typed (set by Build)
 	// ver is the table's versioned store (Materialized.HistoryRetention), nil for another.
-	ver   *stream.VersionedStore[K, V]
+	ver *stream.VersionedStore[K, V]
+	// versioned: the table's updates follow versioned semantics (KIP-914), as Kafka Streams decides
+	// it: a table kept in a versioned store, and a filter or mapping of one that no Materialized
+	// breaks. An operation below such a table that must not see an update out of order (a join of
+	// tables, a regrouping) drops it.
+	versioned bool
+	// asOf reads a derived table without a store of its own as of a time, through a versioned table
+	// it derives from (nil when it does not): how a stream joined with it finds the value valid at
+	// each record's time.
+	asOf  func() *asOfGetter[K, V]
 	cache *tableCache[K, V] // the store's record cache (set by Build), if it has one
 	// sources are the source nodes the table comes from (Kafka Streams' subTopologySourceNodes).
 	sources []*node
@@ -55,6 +64,9 @@ type KTable[K, V any] struct {
 type change[V any] struct {
 	new, old       V
 	hasNew, hasOld bool
+	// notLatest: an update of a versioned table older than its key's latest version (Kafka Streams'
+	// Change.isLatest false), kept in the history; the old value is the latest one.
+	notLatest bool
 }
 
 // StoreName is the name of the table's store, for interactive queries (stream.App.Store); empty
@@ -111,12 +123,10 @@ func (t *KTable[K, V]) keepVersioned(store string, h time.Duration, op string) {
 	}})
 }
 
-// unversioned fails the program when t is kept in a versioned store: op is not supported on one.
-func (t *KTable[K, V]) unversioned(op string) {
-	if t.ver != nil {
-		t.b.fail("%s: the table in the versioned store %q can only be joined with a stream or turned into a stream (ToStream)", op, t.store)
-	}
-}
+// outOfOrder says whether an operation below t that keeps to versioned semantics drops update ch
+// (Kafka Streams' table-table joins, foreign-key joins and groupBy with useVersionedSemantics): an
+// update older than its key's latest version, from a table with versioned semantics.
+func (t *KTable[K, V]) outOfOrder(ch change[V]) bool { return t.versioned && ch.notLatest }
 
 // read is k's latest value: through the record cache if the table has one, else from the store.
 func (t *KTable[K, V]) read(c *stream.Context, k K) (stamped[V], bool, error) {
@@ -177,6 +187,7 @@ func sourceTable[K, V any](b *Builder, n *node, ks serde.Serde[K], vs serde.Serd
 			b.fail("%s: a versioned store (Materialized.HistoryRetention) needs a name", n.name)
 		} else {
 			t.keepVersioned(store, history[0], n.name)
+			t.versioned = true
 		}
 	case store != "":
 		t.keepIn(store, n.name, uncached)
@@ -242,6 +253,7 @@ func versionedUpdate[K, V any](t *KTable[K, V], c *stream.Context, md meta, k K,
 	if err != nil || !res.Put {
 		return err
 	}
+	ch.notLatest = !res.Latest
 	return t.out.emit(c, md, k, ch)
 }
 
@@ -340,7 +352,6 @@ func newTableSource[K, V any](b *Builder, op, topic string, c Consumed[K, V], m 
 // store or t can give them.
 func derived[K, V, VR any](t *KTable[K, V], op, prefix string, vr serde.Serde[VR], opts []TableOption) *KTable[K, VR] {
 	b := t.b
-	t.unversioned(op)
 	named, m, materialized := tableOptions[K, VR](b, op, opts)
 	// Kafka Streams keeps the result only in a store the user named; an unnamed Materialized takes
 	// a number before the node's, for compatibility.
@@ -356,8 +367,10 @@ func derived[K, V, VR any](t *KTable[K, V], op, prefix string, vr serde.Serde[VR
 		vs = vr
 	}
 	n := b.add(&node{name: name, kind: processorNode}, t.n)
+	// Any Materialized ends versioned semantics below, as Kafka Streams' maybeSetOutputVersioned
+	// does: the result is not kept in a versioned store (even when the Materialized keeps none).
 	f := &KTable[K, VR]{b: b, n: n, out: newFanout[K, change[VR]](b), ks: ks, vs: vs, sources: t.sources,
-		windowEnd: t.windowEnd, grace: t.grace}
+		windowEnd: t.windowEnd, grace: t.grace, versioned: t.versioned && !materialized}
 	if m.Name != "" {
 		f.keepIn(m.Name, op, m.CachingDisabled)
 	}
@@ -372,7 +385,8 @@ func derived[K, V, VR any](t *KTable[K, V], op, prefix string, vr serde.Serde[VR
 
 // emitDerived finishes a derived table's update of k: the old value from its store when it keeps
 // one (else what compute made of the parent's), the store written, the change handed on. With old
-// values sent, an update absent before and after is dropped (Kafka Streams' filter does so).
+// values sent, an update absent before and after is dropped when drop says so (Kafka Streams'
+// filter does so, except below a table with versioned semantics).
 func (f *KTable[K, V]) emitDerived(c *stream.Context, md meta, k K, ch change[V], drop bool) error {
 	if !f.sendOld {
 		ch.hasOld, ch.old = false, *new(V)
@@ -392,6 +406,7 @@ func (f *KTable[K, V]) emitDerived(c *stream.Context, md meta, k K, ch change[V]
 	if err := f.write(c, md, k, ch.new, ch.hasNew, recordTime(c, md)); err != nil {
 		return err
 	}
+	ch.notLatest = false // the latest in f's own store, as Kafka Streams' put there says
 	return f.forward(c, md, k, ch)
 }
 
@@ -421,7 +436,7 @@ func (t *KTable[K, V]) filter(pred func(K, V) bool, not bool, op string, opts []
 		if ch.hasOld && pred(k, ch.old) == not {
 			ch.hasOld, ch.old = false, *new(V)
 		}
-		return f.emitDerived(c, md, k, ch, true)
+		return f.emitDerived(c, md, k, ch, !t.versioned)
 	})
 	return f
 }
@@ -441,7 +456,7 @@ func MapTableValues[K, V, VR any](t *KTable[K, V], fn func(K, V) VR, opts ...Tab
 	}
 	derivedGetter(f, t, func(k K, v V) (VR, bool) { return mapped(k, v, true) })
 	t.out.attach(func(c *stream.Context, md meta, k K, ch change[V]) error {
-		var out change[VR]
+		out := change[VR]{notLatest: ch.notLatest}
 		out.new, out.hasNew = mapped(k, ch.new, ch.hasNew)
 		if f.sendOld && f.store == "" {
 			out.old, out.hasOld = mapped(k, ch.old, ch.hasOld)

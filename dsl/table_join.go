@@ -117,11 +117,19 @@ func joinTables[K, V, VO, VR any](t *KTable[K, V], other *KTable[K, VO], op stri
 	}
 	thisSide, otherSide := kind.sides()
 	t.out.attach(func(c *stream.Context, md meta, k K, ch change[V]) error {
+		if t.outOfOrder(ch) {
+			c.Dropped() // Kafka Streams' join processors skip and count it (KIP-914)
+			return nil
+		}
 		return joinUpdate(c, f, thisSide, md, k, ch, getOther, func(v V, hasV bool, vo VO, hasVO bool) (VR, bool) {
 			return joined(k, v, hasV, vo, hasVO)
 		})
 	})
 	other.out.attach(func(c *stream.Context, md meta, k K, ch change[VO]) error {
+		if other.outOfOrder(ch) {
+			c.Dropped()
+			return nil
+		}
 		return joinUpdate(c, f, otherSide, md, k, ch, getThis, func(vo VO, hasVO bool, v V, hasV bool) (VR, bool) {
 			return joined(k, v, hasV, vo, hasVO)
 		})
@@ -135,7 +143,7 @@ func joinTables[K, V, VO, VR any](t *KTable[K, V], other *KTable[K, VO], op stri
 }
 
 // joinable says whether op can join other with t: a table of the same Builder (else the program
-// fails); windowed and versioned tables fail the program too.
+// fails); windowed tables fail the program too.
 func joinable[K, V, KO, VO any](t *KTable[K, V], other *KTable[KO, VO], op string) bool {
 	if other == nil || other.b != t.b {
 		t.b.fail("%s needs a table of the same Builder", op)
@@ -144,8 +152,6 @@ func joinable[K, V, KO, VO any](t *KTable[K, V], other *KTable[KO, VO], op strin
 	if t.storeKs != nil || other.storeKs != nil {
 		t.b.fail("%s: windowed tables cannot be joined", op)
 	}
-	t.unversioned(op)
-	other.unversioned(op)
 	return true
 }
 

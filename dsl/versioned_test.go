@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/serde"
 )
 
@@ -113,11 +114,22 @@ func TestVersionedProgramErrors(t *testing.T) {
 		"a versioned store (Materialized.HistoryRetention) needs a name": func(b *Builder) {
 			Table(b, "prices", Consumed[string, string]{}, Materialized[string, string]{HistoryRetention: time.Minute}).ToStream().To("out", Produced[string, string]{})
 		},
-		"Filter: the table in the versioned store \"prices\" can only be joined with a stream": func(b *Builder) {
-			versioned(b).Filter(func(_, _ string) bool { return true }).ToStream().To("out", Produced[string, string]{})
+		"Suppress: suppression is only supported for tables that are not versioned, as in Kafka Streams (the table is kept in the versioned store \"prices\")": func(b *Builder) {
+			versioned(b).Suppress(UntilTimeLimit(time.Second, BufferConfig{})).ToStream().To("out", Produced[string, string]{})
 		},
-		"GroupTableBy: the table in the versioned store": func(b *Builder) {
-			GroupTableBy(versioned(b), func(k, v string) (string, string) { return v, k }).Count().ToStream().To("out", Produced[string, int64]{})
+		// Versioned semantics go through a filter or mapping without a Materialized.
+		"Suppress: suppression is only supported for tables that are not versioned, as in Kafka Streams (this one derives from a versioned table": func(b *Builder) {
+			MapTableValues(versioned(b).Filter(func(_, _ string) bool { return true }), func(_, v string) string { return v }).
+				Suppress(UntilTimeLimit(time.Second, BufferConfig{})).ToStream().To("out", Produced[string, string]{})
+		},
+		"the grace period 1m0.001s is longer than the history retention 1m0s of the versioned store it reads": func(b *Builder) {
+			Join(Stream(b, "in", Consumed[string, string]{}), versioned(b).Filter(func(_, _ string) bool { return true }),
+				func(_, v, _ string) string { return v }, Joined[string, string, string]{GracePeriod: time.Minute + time.Millisecond}).To("out", Produced[string, string]{})
+		},
+		// A table filtered into a store of its own is not versioned: its getter reads the latest.
+		"Join \"KSTREAM-JOIN-0000000004\": a grace period needs a table kept in a versioned store": func(b *Builder) {
+			Join(Stream(b, "in", Consumed[string, string]{}), versioned(b).Filter(func(_, _ string) bool { return true }, Materialized[string, string]{Name: "f"}),
+				func(_, v, _ string) string { return v }, Joined[string, string, string]{GracePeriod: time.Second}).To("out", Produced[string, string]{})
 		},
 		"Count: a versioned store (Materialized.HistoryRetention) keeps a table read from a topic": func(b *Builder) {
 			Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count(Materialized[string, int64]{Name: "c", HistoryRetention: time.Minute})
@@ -186,5 +198,31 @@ func TestJoinBufferEdges(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[0:false 2000:false 0:true 0:false 0:true]" {
 		t.Fatalf("buffer changelog (time:tombstone) %v", got)
+	}
+}
+
+// A Materialized below a versioned table ends its versioned semantics, as Kafka Streams'
+// maybeSetOutputVersioned does: what is below builds as below any other table (a suppression), and
+// its filter drops an update that is out of its result before and after.
+func TestMaterializedEndsVersionedSemantics(t *testing.T) {
+	program := func(b *Builder) {
+		prices := Table(b, "prices", Consumed[string, string]{}, Materialized[string, string]{Name: "prices", HistoryRetention: time.Minute})
+		kept := prices.Filter(func(_, v string) bool { return v != "x" }, Materialized[string, string]{Name: "kept"})
+		kept.Filter(func(_, v string) bool { return v != "y" }).ToStream().To("out", Produced[string, string]{})
+		kept.Suppress(UntilTimeLimit(time.Second, BufferConfig{})).ToStream().To("out2", Produced[string, string]{})
+	}
+	b := NewBuilder()
+	program(b)
+	if _, _, err := b.Build(config.Default("ops")); err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	d := run(t, program)
+	pipeRaw(t, d, "prices", []byte("a"), []byte("y"), 1000) // kept holds y; the filter below rejects it
+	pipeRaw(t, d, "prices", []byte("b"), []byte("x"), 1000) // kept rejects x: not in it before or after
+	pipeRaw(t, d, "prices", []byte("c"), []byte("z"), 1000)
+	// Below a versioned table without the Materialized, a and b would be deletions (see
+	// p-versioned-ops): a filter there drops nothing.
+	if got := readRaw(t, d, "out"); len(got) != 1 || got[0] != (rawRec{"c", "z", false, 1000}) {
+		t.Fatalf("out = %+v, want only c=z", got)
 	}
 }

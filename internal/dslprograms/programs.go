@@ -540,6 +540,30 @@ func init() {
 			To(t+"-out3", dsl.Produced[string, string]{})
 		prices.ToStream().To(t+"-out4", dsl.Produced[string, string]{})
 	}
+	Programs["p-versioned-ops"] = func(b *dsl.Builder, t string) {
+		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{},
+			dsl.Materialized[string, string]{Name: "prices", HistoryRetention: 30 * time.Second})
+		names := dsl.Table(b, t+"-in3", dsl.Consumed[string, string]{},
+			dsl.Materialized[string, string]{Name: "names", HistoryRetention: 30 * time.Second})
+		num := func(v string) int64 { n, _ := strconv.ParseInt(v, 10, 64); return n }
+		cheap := prices.Filter(func(_, v string) bool { return num(v) < 50 })
+		cheap.ToStream().To(t+"-out", dsl.Produced[string, string]{})
+		doubled := dsl.MapTableValues(cheap, func(_, v string) string { return strconv.FormatInt(num(v)*2, 10) })
+		dsl.JoinTables(doubled, names, func(_, p, n string) string { return n + "=" + p }).
+			ToStream().To(t+"-out2", dsl.Produced[string, string]{})
+		dsl.GroupTableBy(prices, func(_, v string) (string, string) {
+			if len(v) > 1 {
+				return "big", v
+			}
+			return "small", v
+		}).Count().ToStream().To(t+"-out3", dsl.Produced[string, int64]{})
+		dsl.Join(dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), doubled, func(_, o, p string) string { return o + "@" + p }).
+			To(t+"-out4", dsl.Produced[string, string]{})
+		dsl.JoinTables(prices.Filter(func(_, _ string) bool { return true }, dsl.Materialized[string, string]{Name: "kept"}), names,
+			func(_, p, n string) string { return n + "~" + p }).ToStream().To(t+"-out5", dsl.Produced[string, string]{})
+		dsl.JoinForeignKey(prices, names, func(_, v string) string { return "n" + v[:1] },
+			func(_, p, n string) string { return p + "/" + n }).ToStream().To(t+"-out6", dsl.Produced[string, string]{})
+	}
 	Programs["p-join-versioned-prices"] = func(b *dsl.Builder, t string) {
 		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{},
 			dsl.Materialized[string, string]{Name: "prices", HistoryRetention: 10 * time.Minute})

@@ -63,7 +63,7 @@ final class DslPrograms {
         "p-suppress-dedup", "p-join-streams-left-outer", "p-join-global", "p-join-global-named",
         "p-join-global-prices", "p-window-emit-final", "p-window-emit-final-hopping",
         "p-window-emit-final-retained", "p-sliding-emit-final", "p-fk-join", "p-fk-join-named",
-        "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices");
+        "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices", "p-versioned-ops");
 
     private DslPrograms() {
     }
@@ -738,6 +738,29 @@ final class DslPrograms {
                         Joined.<String, String, String>as("graced").withGracePeriod(Duration.ofSeconds(3)))
                     .to(t + "-out3");
                 prices.toStream().to(t + "-out4");
+                break;
+            }
+            case "p-versioned-ops": {
+                // Table operations on versioned tables (KIP-914): an update out of order is kept in
+                // the history and passed on by a filter (with the latest value as the old one; a
+                // rejected update is a deletion even for a key not in the result) and a mapping;
+                // joins of tables, foreign-key joins and a regrouping skip it. A stream joined with
+                // the mapped filter reads it as of each record's time. A Materialized filter ends
+                // the versioned semantics below it: its join skips only the other side's.
+                KTable<String, String> prices = b.table(t + "-in2",
+                    Materialized.as(Stores.persistentVersionedKeyValueStore("prices", Duration.ofSeconds(30))));
+                KTable<String, String> names = b.table(t + "-in3",
+                    Materialized.as(Stores.persistentVersionedKeyValueStore("names", Duration.ofSeconds(30))));
+                KTable<String, String> cheap = prices.filter((k, v) -> Long.parseLong(v) < 50);
+                cheap.toStream().to(t + "-out");
+                KTable<String, String> doubled = cheap.mapValues(v -> String.valueOf(Long.parseLong(v) * 2));
+                doubled.join(names, (p, n) -> n + "=" + p).toStream().to(t + "-out2");
+                prices.groupBy((k, v) -> KeyValue.pair(v.length() > 1 ? "big" : "small", v)).count()
+                    .toStream().to(t + "-out3", longs);
+                b.<String, String>stream(t + "-in").join(doubled, (o, p) -> o + "@" + p).to(t + "-out4");
+                prices.filter((k, v) -> true, Materialized.as("kept")).join(names, (p, n) -> n + "~" + p)
+                    .toStream().to(t + "-out5");
+                prices.join(names, v -> "n" + v.substring(0, 1), (p, n) -> p + "/" + n).toStream().to(t + "-out6");
                 break;
             }
             case "p-join-versioned-prices": {
