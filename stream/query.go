@@ -22,10 +22,17 @@ import (
 // ErrNotRunning is returned by queries before Run built the member, or after it returned.
 var ErrNotRunning = errors.New("stream: the application is not running")
 
-// Store returns read-only access to the store name across the active tasks this process holds now,
+// ErrStoreNotReady is returned by a query of a store whose tasks on this process are all restoring
+// (or restored and not started yet): their stores hold only part of their state, which Kafka
+// Streams does not show either (its InvalidStateStoreException). Query again once they run. While
+// some of the store's tasks run, a query reads those alone, and the keys of the others are absent.
+var ErrStoreNotReady = errors.New("stream: the store's tasks on this process are restoring; query it again once they run")
+
+// Store returns read-only access to the store name across the active tasks this process runs now,
 // in all its stream threads (Kafka Streams' interactive queries over local stores): a Get looks in each task's store, a
 // Range merges them in key order. Keys live in the task of their partition, so a key another
-// member holds is absent here (see KeyMetadata). Safe on any goroutine.
+// member holds is absent here (see KeyMetadata), and so is a key of a task still restoring (every
+// read is ErrStoreNotReady while all of the store's tasks are). Safe on any goroutine.
 func (a *App) Store(name string) (store.ReadOnly, error) {
 	if g := a.proc.global; g != nil && g.stores[name] != nil {
 		return globalQuery{a: a, s: g.stores[name]}, nil
@@ -106,23 +113,37 @@ type localStore struct {
 	name string
 }
 
-func (l localStore) stores() []*kvStore {
+// stores are the store's stores in the active tasks that run (not those restoring, whose state is
+// partial), in order of their partition; ErrStoreNotReady when only restoring ones have it.
+func (l localStore) stores() ([]*kvStore, error) {
 	var out []*kvStore
+	restoring := false
 	for _, th := range l.a.proc.all() {
-		th.mu.RLock()
+		th.mu.RLock() // the machine changes under th.mu's write lock only
 		for _, t := range th.tasks {
 			if s := t.stores[l.name]; s != nil && t.active {
-				out = append(out, s)
+				if th.mach.Running(t.id) {
+					out = append(out, s)
+				} else {
+					restoring = true
+				}
 			}
 		}
 		th.mu.RUnlock()
 	}
+	if len(out) == 0 && restoring {
+		return nil, fmt.Errorf("%w (store %q)", ErrStoreNotReady, l.name)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].task.id.Partition < out[j].task.id.Partition })
-	return out
+	return out, nil
 }
 
 func (l localStore) Get(key []byte) ([]byte, bool, error) {
-	for _, s := range l.stores() {
+	stores, err := l.stores()
+	if err != nil {
+		return nil, false, err
+	}
+	for _, s := range stores {
 		v, ok, err := s.committedGet(key)
 		if err != nil || ok {
 			return v, ok, err
@@ -132,8 +153,12 @@ func (l localStore) Get(key []byte) ([]byte, bool, error) {
 }
 
 func (l localStore) Range(lower, upper []byte) (store.Iterator, error) {
+	stores, err := l.stores()
+	if err != nil {
+		return nil, err
+	}
 	var its []store.Iterator
-	for _, s := range l.stores() {
+	for _, s := range stores {
 		it, err := s.committedRange(lower, upper)
 		if err != nil {
 			for _, o := range its {
@@ -151,8 +176,12 @@ func (l localStore) Prefix(prefix []byte) (store.Iterator, error) {
 }
 
 func (l localStore) ApproximateCount() (int64, error) {
+	stores, err := l.stores()
+	if err != nil {
+		return 0, err
+	}
 	var n int64
-	for _, s := range l.stores() {
+	for _, s := range stores {
 		c, err := s.ApproximateCount()
 		if err != nil {
 			return 0, err
@@ -277,7 +306,10 @@ func (a *App) localWindowStores(name string, session bool) ([]*kvStore, error) {
 	if !a.knownStore(name) {
 		return nil, fmt.Errorf("%w %q: no subtopology of the topology has it", ErrUnknownStore, name)
 	}
-	stores := localStore{a: a, name: name}.stores()
+	stores, err := localStore{a: a, name: name}.stores()
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range stores {
 		if s.win == nil || s.win.session != session {
 			kind := "window"

@@ -74,6 +74,40 @@ func TestLocalStoreAcrossActiveTasks(t *testing.T) {
 	}
 }
 
+// A task still restoring holds part of its state: queries leave it out, as Kafka Streams' do (its
+// stores are not handed out before the task runs), and while every task of the store restores, a
+// query is ErrStoreNotReady rather than an answer from partial state.
+func TestLocalStoreLeavesRestoringTasksOut(t *testing.T) {
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	a.produceErr.Store(&ProduceError{Err: errBoom})
+	restoring := restoringTask(t, a, tid("1", 0))
+	mustNotErr(t, restoring.stores["counts"].Put([]byte("a"), []byte("=a")))
+	st, err := a.Store("counts")
+	mustNotErr(t, err)
+	if _, _, err := st.Get([]byte("a")); !errors.Is(err, ErrStoreNotReady) {
+		t.Fatalf("Get while the only task restores: %v, want ErrStoreNotReady", err)
+	}
+	if _, err := st.Range(nil, nil); !errors.Is(err, ErrStoreNotReady) {
+		t.Fatalf("Range while the only task restores: %v, want ErrStoreNotReady", err)
+	}
+	if _, err := st.ApproximateCount(); !errors.Is(err, ErrStoreNotReady) {
+		t.Fatalf("ApproximateCount while the only task restores: %v, want ErrStoreNotReady", err)
+	}
+	mustNotErr(t, activeTask(t, a, tid("1", 1)).stores["counts"].Put([]byte("b"), []byte("=b")))
+	if _, ok, err := st.Get([]byte("a")); ok || err != nil {
+		t.Fatalf("Get of the restoring task's key beside a running task: %v %v, want absent", ok, err)
+	}
+	it, err := st.Range(nil, nil)
+	mustNotErr(t, err)
+	if got := drain(t, it); got != "[b]" {
+		t.Fatalf("Range: %s, want only the running task's key", got)
+	}
+	startRunning(t, a, tid("1", 0))
+	if v, ok, err := st.Get([]byte("a")); !ok || err != nil || string(v) != "=a" {
+		t.Fatalf("Get once the task runs: %q %v %v", v, ok, err)
+	}
+}
+
 func TestLocalStoreLooksInPartitionOrder(t *testing.T) {
 	a := queryApp(t)
 	// The same key in two tasks (it cannot happen with a partitioner; here it shows the order).

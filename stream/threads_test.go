@@ -225,7 +225,7 @@ func TestQueriesAndMetricsSpanTheThreads(t *testing.T) {
 	a, b := twoThreads(t, &fakeKind{})
 	activeTask(t, a, tid("1", 0))
 	activeTask(t, b, tid("1", 1))
-	if got := (localStore{a: a, name: "counts"}).stores(); len(got) != 2 || got[0].task.id != tid("1", 0) || got[1].task.id != tid("1", 1) {
+	if got, err := (localStore{a: a, name: "counts"}).stores(); err != nil || len(got) != 2 || got[0].task.id != tid("1", 0) || got[1].task.id != tid("1", 1) {
 		t.Errorf("stores %v", got)
 	}
 	a.metrics.processed.Add(3)
