@@ -70,7 +70,8 @@ fuzz:
 ## dsl-captures: regenerate dsl/testdata/kafkastreams-4.4.0.txt, the topologies Kafka Streams 4.4 sends for
 ## the programs of integration/javapeer DslPrograms.java (printed without a broker), and
 ## kafkastreams-4.4.0-outputs.txt, what they write for dsl/testdata/program-inputs.txt (TopologyTestDriver),
-## which the Go DSL's tests compare with. Needs Java 17 and Maven.
+## and kafkastreams-4.4.0-changelogs.txt, what they write to their stores' changelogs, which the Go DSL's
+## tests compare with. Needs Java 17 and Maven.
 .PHONY: dsl-captures
 dsl-captures:
 	cd integration/javapeer && mvn -B -q -Dstyle.color=never package -DskipTests && \
@@ -85,7 +86,11 @@ dsl-captures:
 	  '#   java -cp ... io.github.streamsgroup.peer.DslDrive dsl/testdata/program-inputs.txt' \
 	  '# Lines: program, topic, key, value, timestamp (ms); \N null, s: text, x: hex. Regenerate with: make dsl-captures'; \
 	  java -cp "target/classes:$$(cat target/classpath.txt)" io.github.streamsgroup.peer.DslDrive \
-	    ../../dsl/testdata/program-inputs.txt 2>/dev/null; } > ../../dsl/testdata/kafkastreams-4.4.0-outputs.txt
+	    ../../dsl/testdata/program-inputs.txt target/changelogs.txt 2>/dev/null; } > ../../dsl/testdata/kafkastreams-4.4.0-outputs.txt && \
+	{ printf '%s\n' '# Captured from Kafka Streams 4.4.0 (Java 17) with the outputs above: what each program writes to its' \
+	  '# stores'"'"' changelog topics, with the record headers (key=value, | between them). Lines: program, topic,' \
+	  '# key, value, timestamp (ms), headers. Regenerate with: make dsl-captures'; \
+	  cat target/changelogs.txt; } > ../../dsl/testdata/kafkastreams-4.4.0-changelogs.txt
 
 ## broker-start / broker-stop: a long-lived local broker for development (see integration/kafka/broker.sh)
 broker-start:

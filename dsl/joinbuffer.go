@@ -50,7 +50,7 @@ func newJoinBuffer[K, V any](b *Builder, n *node, store string, grace int64, ks 
 	}
 	jb := &joinBuffer[K, V]{store: store, grace: grace, ks: ks, vs: vs}
 	n.stores = append(n.stores, store)
-	b.declare(store, storeKind{decl: stream.StoreName(store),
+	b.declare(store, storeKind{decl: stream.BufferStore(store),
 		changelog: func(names topology.Names) topology.TopicInfo { return names.KeyValueChangelog(store) }})
 	n.init = func(c *stream.Context) error {
 		jb.tasks.Store(c.Task(), &joinBufferState{})

@@ -174,23 +174,32 @@ func streamStreamJoin[K, V, VO, VR any](s *KStream[K, V], other *KStream[K, VO],
 		jn.other = stream.Window(otherStore, span, ks, vos).RetainDuplicates()
 	})
 	tj.init = jn.times.start
+	// Each record with a key goes into its side's window store, as Kafka Streams' KStreamJoinWindow
+	// puts it: one without a value too, as a null (its changelog's tombstone, and a sequence number).
 	s.out.attach(func(c *stream.Context, md meta, k K, v V) error {
-		if !md.nullKey && !md.nullValue {
-			if err := jn.this.Put(c, k, recordTime(c, md).UnixMilli(), v); err != nil {
-				return err
-			}
+		if err := windowPut(c, jn.this, md, k, v); err != nil {
+			return err
 		}
 		return jn.left(c, md, k, v, leftOuter)
 	})
 	other.out.attach(func(c *stream.Context, md meta, k K, vo VO) error {
-		if !md.nullKey && !md.nullValue {
-			if err := jn.other.Put(c, k, recordTime(c, md).UnixMilli(), vo); err != nil {
-				return err
-			}
+		if err := windowPut(c, jn.other, md, k, vo); err != nil {
+			return err
 		}
 		return jn.right(c, md, k, vo, rightOuter)
 	})
 	return out
+}
+
+// windowPut puts a record with a key into a join's window store at its time: its value, or a null.
+func windowPut[K, V any](c *stream.Context, w stream.WindowStore[K, V], md meta, k K, v V) error {
+	switch {
+	case md.nullKey:
+		return nil
+	case md.nullValue:
+		return w.PutNull(c, k, recordTime(c, md).UnixMilli())
+	}
+	return w.Put(c, k, recordTime(c, md).UnixMilli(), v)
 }
 
 // streamJoin is the processing of a stream-stream join (Kafka Streams' KStreamKStreamJoinLeftSide

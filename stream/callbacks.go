@@ -200,6 +200,7 @@ func (a *App) openTask(ctx context.Context, id tasks.ID) (*task, error) {
 		s.acked.Store(-1) // none since the store was opened
 		if conn := a.connected[id.Subtopology]; conn != nil {
 			s.timestamped, s.headers, s.logHeaders = conn.timestamped[name], conn.headers[name], conn.logHeaders[name]
+			s.wallClock = conn.wallClock[name]
 			if w, ok := conn.windows[name]; ok {
 				s.timestamped = w.timestamped
 				s.win = newWindowState(w, kind.Persistent())

@@ -489,12 +489,22 @@ func (n RecordHeadersStore) Name() string { return string(n) }
 
 // SuppressionBufferStore names a key-value store kept as Kafka Streams keeps a suppression buffer's
 // changelog (its InMemoryTimeOrderedKeyValueChangeBuffer): every update's changelog record carries
-// the header v=3, which tells Kafka Streams the value's format, and a deletion's none. The values are
-// written as given (the DSL's Suppress writes Kafka Streams' buffer values). Give it to Connect.
+// the header v=3, which tells Kafka Streams the value's format, and a deletion's none; like a
+// BufferStore's, the records carry the wall clock of their write. The values are written as given
+// (the DSL's Suppress writes Kafka Streams' buffer values). Give it to Connect.
 type SuppressionBufferStore string
 
 // Name is the name.
 func (n SuppressionBufferStore) Name() string { return string(n) }
+
+// BufferStore names a key-value store kept as Kafka Streams keeps a time-ordered buffer's changelog
+// (a stream-table join's grace buffer, RocksDBTimeOrderedKeyValueBuffer): Kafka Streams sends its
+// records without a timestamp, so that its producer stamps them with the wall clock, and so they
+// carry the wall clock of their write here rather than the record's time. Give it to Connect.
+type BufferStore string
+
+// Name is the name.
+func (n BufferStore) Name() string { return string(n) }
 
 // suppressionBufferHeaders are the headers of a suppression buffer's changelog updates.
 var suppressionBufferHeaders = []kgo.RecordHeader{{Key: "v", Value: []byte{3}}}
@@ -511,7 +521,7 @@ func (n StoreName) Name() string { return string(n) }
 // stores. A Processor not connected may reach every store of its subtopology.
 func Connect(p Processor, stores ...Store) Processor {
 	c := &connected{Processor: p, stores: map[string]bool{}, timestamped: map[string]bool{}, headers: map[string]headerMode{},
-		windows: map[string]windowSpec{}, versioned: map[string]int64{}, logHeaders: map[string][]kgo.RecordHeader{}}
+		windows: map[string]windowSpec{}, versioned: map[string]int64{}, logHeaders: map[string][]kgo.RecordHeader{}, wallClock: map[string]bool{}}
 	c.flusher, _ = p.(Flusher)
 	for _, s := range stores {
 		c.names = append(c.names, s.Name())
@@ -535,6 +545,9 @@ func Connect(p Processor, stores ...Store) Processor {
 			c.timestamped[s.Name()], c.headers[s.Name()] = true, headersAlways
 		case SuppressionBufferStore:
 			c.logHeaders[s.Name()] = suppressionBufferHeaders
+			c.wallClock[s.Name()] = true
+		case BufferStore:
+			c.wallClock[s.Name()] = true
 		}
 	}
 	if in, ok := p.(Initializer); ok {
@@ -555,7 +568,10 @@ type connected struct {
 	// logHeaders are the headers of the changelog updates of the stores that have fixed ones
 	// (SuppressionBufferStore).
 	logHeaders map[string][]kgo.RecordHeader
-	flusher    Flusher // p, if it holds results back
+	// wallClock are the stores whose changelog records carry the wall clock of their write
+	// (SuppressionBufferStore, BufferStore).
+	wallClock map[string]bool
+	flusher   Flusher // p, if it holds results back
 }
 
 // Flush passes a connected Flusher's Flush on (nothing otherwise), so that a connected processor

@@ -74,6 +74,9 @@ type kvStore struct {
 	// headers says which changelog records carry the writing record's headers (TimestampedHeadersStore,
 	// RecordHeadersStore).
 	headers headerMode
+	// wallClock: the changelog records carry the wall clock of their write, not the record's time
+	// (a buffer's: SuppressionBufferStore, BufferStore).
+	wallClock bool
 	// logHeaders are the headers of each update's changelog record, if the store has fixed ones
 	// (SuppressionBufferStore).
 	logHeaders []kgo.RecordHeader
@@ -208,14 +211,16 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 		return fmt.Errorf("%w: %s is written with stream.Versioned's Put and Delete", ErrVersionedStore, s.name)
 	}
 	var start int64
+	expired := false
 	if s.win != nil {
 		var err error
 		if start, err = s.win.timeOf(key); err != nil {
 			return s.fail("write", err)
 		}
-		if s.win.observe(start); !s.win.live(start) {
-			return nil // expired already: Kafka Streams skips the write too
-		}
+		// A window expired already is not kept, but its write is logged all the same, as Kafka
+		// Streams' changelogging window and session stores log every write (a restore skips it).
+		s.win.observe(start)
+		expired = !s.win.live(start)
 	}
 	ts := s.task.ctx.ts
 	if s.timestamped && !del {
@@ -242,19 +247,32 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 			r.Value = local[8:]
 		}
 	}
-	ek := r.Key // the engine's key: a window store's leads with its segment
-	if s.win != nil {
-		ek = s.win.engineKey(r.Key, start)
-	}
-	if err := s.applyWrite(ek, local, del); err != nil {
-		return err
-	}
-	if s.win != nil {
-		if err := s.expire(); err != nil {
+	if !expired {
+		ek := r.Key // the engine's key: a window store's leads with its segment
+		if s.win != nil {
+			ek = s.win.engineKey(r.Key, start)
+		}
+		if err := s.applyWrite(ek, local, del); err != nil {
 			return err
+		}
+		if s.win != nil {
+			if err := s.expire(); err != nil {
+				return err
+			}
 		}
 	}
 	s.logWrite(r, ts, del)
+	return nil
+}
+
+// logTombstone writes a tombstone of key to the changelog alone: a deletion with nothing to delete
+// (WindowStore.PutNull in a store that retains duplicates).
+func (s *kvStore) logTombstone(key []byte) error {
+	if !s.task.active {
+		return s.fail("write", errors.New("the task is a standby here: only active tasks write"))
+	}
+	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition, Key: append(make([]byte, 0, len(key)), key...)}
+	s.logWrite(r, s.task.ctx.ts, true)
 	return nil
 }
 
@@ -280,6 +298,9 @@ func (s *kvStore) applyWrite(ek, local []byte, del bool) error {
 // logWrite writes r, a write of the store (del: a deletion), to its changelog, at ts with the
 // headers the store's changelog carries.
 func (s *kvStore) logWrite(r *kgo.Record, ts time.Time, del bool) {
+	if s.wallClock {
+		ts = s.app.now()
+	}
 	r.Timestamp = ts
 	if s.logHeaders != nil && !del {
 		r.Headers = s.logHeaders

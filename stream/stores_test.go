@@ -619,6 +619,36 @@ func TestSuppressionBufferStoreChangelogHeaders(t *testing.T) {
 	}
 }
 
+// A buffer's changelog records (SuppressionBufferStore, BufferStore) carry the wall clock of their
+// write, as Kafka Streams' producer stamps the buffer records it sends without a timestamp; other
+// stores' carry the record's time.
+func TestBufferStoresLogTheWallClock(t *testing.T) {
+	for _, c := range []struct {
+		decl Store
+		wall bool
+	}{{SuppressionBufferStore("counts"), true}, {BufferStore("counts"), true}, {StoreName("counts"), false}} {
+		a, tk, prod := windowTask(t, c.decl) // the record's time is 500 ms
+		st := tk.ctx.Store("counts")
+		mustNotErr(t, st.Put([]byte("k"), []byte("v")))
+		mustNotErr(t, st.Delete([]byte("k")))
+		want := time.UnixMilli(500)
+		if c.wall {
+			want = a.now()
+		}
+		for i, r := range prod.all() {
+			if !r.rec.Timestamp.Equal(want) {
+				t.Errorf("%T: record %d at %v, want %v", c.decl, i, r.rec.Timestamp, want)
+			}
+		}
+		if want.Equal(time.UnixMilli(500)) == c.wall {
+			t.Fatal("the test's clock is at the record's time: the case does not test what it says")
+		}
+	}
+	if BufferStore("x").Name() != "x" {
+		t.Error("Name")
+	}
+}
+
 // RecordMetadata is the record's topic, partition and offset while one is processed, and none in
 // Init or a punctuation.
 func TestRecordMetadata(t *testing.T) {

@@ -482,6 +482,31 @@ func (w WindowStore[K, V]) Put(c *Context, key K, start int64, value V) error {
 	return c.Store(w.name).Put(k, v)
 }
 
+// PutNull writes a null value for key's window starting at start, as Kafka Streams' put(key, null,
+// start) does: a deletion. In a store that retains duplicates there is nothing to delete: the store
+// is left as it is (its stream time too), but the write takes the next sequence number and its
+// changelog carries it as a tombstone, as Kafka Streams' changelogging layer logs it (a stream-stream
+// join puts each record without a value so).
+func (w WindowStore[K, V]) PutNull(c *Context, key K, start int64) error {
+	if !w.duplicates {
+		return w.Delete(c, key, start)
+	}
+	k, err := w.key(key, start)
+	if err != nil {
+		return err
+	}
+	st, err := w.windowStore(c)
+	if err != nil {
+		return err
+	}
+	if !st.win.duplicates {
+		return fmt.Errorf("stream: store %s does not retain duplicates: declare it with RetainDuplicates (stream.Connect)", w.name)
+	}
+	st.win.seq = (st.win.seq + 1) & 0x7fffffff
+	binary.BigEndian.PutUint32(k[len(k)-4:], uint32(st.win.seq))
+	return st.logTombstone(k)
+}
+
 // Get returns the value of key's window starting at start (Kafka Streams' fetch(key, time)), ok
 // false when absent or no longer kept.
 func (w WindowStore[K, V]) Get(c *Context, key K, start int64) (value V, ok bool, err error) {

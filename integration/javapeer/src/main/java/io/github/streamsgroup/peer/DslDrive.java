@@ -46,6 +46,10 @@ public final class DslDrive {
 
     public static void main(String[] args) throws IOException {
         Map<String, List<In>> sections = read(Path.of(args[0]));
+        // With a second argument, the records each program writes to its stores' changelogs go to
+        // that file (with their headers), so that the Go DSL's changelogs are compared with them.
+        java.io.PrintStream changelogs = args.length > 1
+            ? new java.io.PrintStream(Files.newOutputStream(Path.of(args[1])), true, StandardCharsets.UTF_8) : null;
         for (String program : DslPrograms.NAMES) {
             List<In> inputs = sections.getOrDefault(program, sections.get("default"));
             String app = "app-" + program;
@@ -81,6 +85,17 @@ public final class DslDrive {
                     topic.pipeInput(new TestRecord<>(in.key, in.value, Instant.ofEpochMilli(in.ts)));
                 }
                 for (String topic : new TreeSet<>(d.producedTopicNames())) {
+                    if (changelogs != null && topic.startsWith(app + "-") && topic.endsWith("-changelog")) {
+                        TestOutputTopic<byte[], byte[]> out = d.createOutputTopic(topic, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+                        for (TestRecord<byte[], byte[]> r : out.readRecordsToList()) {
+                            StringBuilder hs = new StringBuilder();
+                            for (org.apache.kafka.common.header.Header h : r.headers()) {
+                                hs.append(hs.length() == 0 ? "" : "|").append(h.key()).append('=').append(show(h.value()));
+                            }
+                            changelogs.println(program + "\t" + topic + "\t" + show(r.key()) + "\t" + show(r.value()) + "\t" + r.timestamp() + "\t" + hs);
+                        }
+                        continue;
+                    }
                     if (topic.startsWith(app + "-")) {
                         continue; // repartition and changelog topics
                     }
