@@ -454,23 +454,17 @@ func (w WindowStore[K, V]) key(key K, start int64) ([]byte, error) {
 }
 
 // Put sets the value of key's window starting at start (Unix ms) in c's task's store (and its
-// changelog). A window that is no longer kept (its start too old for the retention) is not written,
-// as Kafka Streams skips it.
+// changelog). A window that is no longer kept (its start too old for the retention) is not kept,
+// as Kafka Streams skips it, but its write is logged, as Kafka Streams' changelogging store logs it.
 func (w WindowStore[K, V]) Put(c *Context, key K, start int64, value V) error {
 	k, err := w.key(key, start)
 	if err != nil {
 		return err
 	}
 	if w.duplicates {
-		st, err := w.windowStore(c)
-		if err != nil {
+		if _, err := w.numbered(c, k); err != nil {
 			return err
 		}
-		if !st.win.duplicates {
-			return fmt.Errorf("stream: store %s does not retain duplicates: declare it with RetainDuplicates (stream.Connect)", w.name)
-		}
-		st.win.seq = (st.win.seq + 1) & 0x7fffffff
-		binary.BigEndian.PutUint32(k[len(k)-4:], uint32(st.win.seq))
 	}
 	v, err := w.vs.Encode(value)
 	if err != nil {
@@ -495,16 +489,26 @@ func (w WindowStore[K, V]) PutNull(c *Context, key K, start int64) error {
 	if err != nil {
 		return err
 	}
-	st, err := w.windowStore(c)
+	st, err := w.numbered(c, k)
 	if err != nil {
 		return err
 	}
+	return st.logTombstone(k)
+}
+
+// numbered gives the store key k of a store that retains duplicates the store's next sequence number
+// (Kafka Streams' seqnum), and returns c's task's store.
+func (w WindowStore[K, V]) numbered(c *Context, k []byte) (*kvStore, error) {
+	st, err := w.windowStore(c)
+	if err != nil {
+		return nil, err
+	}
 	if !st.win.duplicates {
-		return fmt.Errorf("stream: store %s does not retain duplicates: declare it with RetainDuplicates (stream.Connect)", w.name)
+		return nil, fmt.Errorf("stream: store %s does not retain duplicates: declare it with RetainDuplicates (stream.Connect)", w.name)
 	}
 	st.win.seq = (st.win.seq + 1) & 0x7fffffff
 	binary.BigEndian.PutUint32(k[len(k)-4:], uint32(st.win.seq))
-	return st.logTombstone(k)
+	return st, nil
 }
 
 // Get returns the value of key's window starting at start (Kafka Streams' fetch(key, time)), ok
