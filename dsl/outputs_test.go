@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/dsl"
 	"github.com/streamsgroup/streamsgroup/internal/dslprograms"
@@ -22,6 +24,7 @@ type input struct {
 	suffix     string
 	key, value []byte
 	ts         int64
+	headers    []kgo.RecordHeader
 }
 
 // readInputs reads testdata/program-inputs.txt: the records of each program by name ("default":
@@ -46,7 +49,7 @@ func readInputs(t *testing.T) map[string][]input {
 			continue
 		}
 		f := strings.Split(line, "\t")
-		if len(f) != 4 || names == nil {
+		if len(f) != 4 && len(f) != 5 || names == nil {
 			t.Fatalf("bad input line %q", line)
 		}
 		ts, err := strconv.ParseInt(f[3], 10, 64)
@@ -54,6 +57,12 @@ func readInputs(t *testing.T) map[string][]input {
 			t.Fatal(err)
 		}
 		in := input{suffix: f[0], key: nullable(f[1]), value: nullable(f[2]), ts: ts}
+		if len(f) == 5 { // headers: key=value, | between them
+			for _, h := range strings.Split(f[4], "|") {
+				k, v, _ := strings.Cut(h, "=")
+				in.headers = append(in.headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
+			}
+		}
 		for _, n := range names {
 			sections[n] = append(sections[n], in)
 		}
@@ -168,6 +177,7 @@ func TestProgramsOutputAsKafkaStreams(t *testing.T) {
 			b := dsl.NewBuilder()
 			build(b, prefix)
 			cfg := config.Default("app-" + program)
+			dslprograms.Configure(program, &cfg)
 			cfg.Runtime.StateStoreCacheMaxBytes = -1      // as DslDrive runs Kafka Streams (and streamtest's default)
 			cfg.Runtime.CommitInterval = time.Millisecond // each record settles at the next commit
 			topo, procs, err := b.Build(cfg)
@@ -193,7 +203,7 @@ func TestProgramsOutputAsKafkaStreams(t *testing.T) {
 				if !slices.Contains(reads, topic) {
 					continue
 				}
-				if err := d.Pipe(topic, in.key, in.value, time.UnixMilli(in.ts)); err != nil {
+				if err := d.Pipe(topic, in.key, in.value, time.UnixMilli(in.ts), in.headers...); err != nil {
 					t.Fatal(err)
 				}
 				if err := d.Settle(); err != nil {

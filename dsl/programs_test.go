@@ -56,7 +56,9 @@ func TestProgramsMatchKafkaStreams(t *testing.T) {
 			}
 			b := dsl.NewBuilder()
 			build(b, "t-"+program)
-			got, procs, err := b.Build(config.Default(app))
+			cfg := config.Default(app)
+			dslprograms.Configure(program, &cfg)
+			got, procs, err := b.Build(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,7 +35,9 @@ func TestDSLProgramsJoinKafkaStreamsGroups(t *testing.T) {
 		group, topics := prefix+"-"+p, prefix+"-"+p
 		db := dsl.NewBuilder()
 		dslprograms.Programs[p](db, topics)
-		topo, _, err := db.Build(baseConfig(b, group))
+		cfg := baseConfig(b, group)
+		dslprograms.Configure(p, &cfg)
+		topo, _, err := db.Build(cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}

@@ -10,11 +10,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/dsl"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/windowed"
 )
+
+// Configs holds what a program sets in its application's configuration, as its Java form sets its
+// properties (DslPrograms.build), by name; most set nothing.
+var Configs = map[string]func(cfg *config.Config){}
+
+// Configure applies program's settings (Configs) to cfg.
+func Configure(program string, cfg *config.Config) {
+	if set := Configs[program]; set != nil {
+		set(cfg)
+	}
+}
 
 // Programs are the Go forms of the programs by name; t is the program's topic prefix (it reads
 // <t>-in and <t>-in2, and writes <t>-out and the like).
@@ -540,6 +552,29 @@ func init() {
 			To(t+"-out3", dsl.Produced[string, string]{})
 		prices.ToStream().To(t+"-out4", dsl.Produced[string, string]{})
 	}
+	Programs["p-headers-format"] = func(b *dsl.Builder, t string) {
+		in := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{})
+		g := in.GroupByKey()
+		g.Count().ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+		dsl.WindowedBy(g, windowed.OfSizeAndGrace(10*time.Second, 5*time.Second)).Count().
+			ToStream().To(t+"-out2", dsl.Produced[windowed.Key[string], int64]{})
+		dsl.SessionWindowedBy(g, windowed.OfInactivityGapAndGrace(5*time.Second, 2*time.Second)).Count().
+			ToStream().To(t+"-out3", dsl.Produced[windowed.Key[string], int64]{})
+		customers := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{}, dsl.Materialized[string, string]{Name: "customers"})
+		customers.ToStream().To(t+"-out4", dsl.Produced[string, string]{})
+		orders := dsl.Table(b, t+"-in3", dsl.Consumed[string, string]{})
+		dsl.JoinForeignKey(orders, customers, func(_, o string) string {
+			c, _, found := strings.Cut(o, "|")
+			if !found {
+				return "" // no customer: the empty key, which no customer has
+			}
+			return c
+		}, func(_, o, c string) string { return o + "@" + c }).ToStream().To(t+"-out5", dsl.Produced[string, string]{})
+		dsl.JoinStreams(in, dsl.Stream(b, t+"-in4", dsl.Consumed[string, string]{}), func(_, a, c string) string { return a + "*" + c },
+			windowed.JoinOfTimeDifferenceWithNoGrace(5*time.Second)).
+			To(t+"-out6", dsl.Produced[string, string]{})
+	}
+	Configs["p-headers-format"] = func(cfg *config.Config) { cfg.Runtime.DSLStoreFormat = config.DSLStoreFormatHeaders }
 	Programs["p-versioned-ops"] = func(b *dsl.Builder, t string) {
 		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{},
 			dsl.Materialized[string, string]{Name: "prices", HistoryRetention: 30 * time.Second})

@@ -92,6 +92,7 @@ func main() {
 		}
 		b := dsl.NewBuilder()
 		build(b, *topics)
+		dslprograms.Configure(*program, &cfg)
 		topo, procs, err = b.Build(cfg)
 	}
 	if err != nil {

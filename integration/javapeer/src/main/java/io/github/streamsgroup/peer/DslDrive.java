@@ -41,7 +41,7 @@ public final class DslDrive {
     }
 
     /** One input record. */
-    private record In(String suffix, byte[] key, byte[] value, long ts) {
+    private record In(String suffix, byte[] key, byte[] value, long ts, org.apache.kafka.common.header.Headers headers) {
     }
 
     public static void main(String[] args) throws IOException {
@@ -82,7 +82,7 @@ public final class DslDrive {
                     }
                     TestInputTopic<byte[], byte[]> topic = ins.computeIfAbsent(in.suffix,
                         s -> d.createInputTopic(t + "-" + s, new ByteArraySerializer(), new ByteArraySerializer()));
-                    topic.pipeInput(new TestRecord<>(in.key, in.value, Instant.ofEpochMilli(in.ts)));
+                    topic.pipeInput(new TestRecord<>(in.key, in.value, in.headers, Instant.ofEpochMilli(in.ts)));
                 }
                 for (String topic : new TreeSet<>(d.producedTopicNames())) {
                     if (changelogs != null && topic.startsWith(app + "-") && topic.endsWith("-changelog")) {
@@ -134,10 +134,17 @@ public final class DslDrive {
                 continue;
             }
             String[] f = line.split("\t", -1);
-            if (f.length != 4 || cur == null) {
+            if (f.length != 4 && f.length != 5 || cur == null) {
                 throw new IllegalArgumentException("bad input line: " + line);
             }
-            cur.add(new In(f[0], bytes(f[1]), bytes(f[2]), Long.parseLong(f[3])));
+            org.apache.kafka.common.header.Headers headers = new org.apache.kafka.common.header.internals.RecordHeaders();
+            if (f.length == 5) { // headers: key=value, | between them
+                for (String h : f[4].split("\\|")) {
+                    int eq = h.indexOf('=');
+                    headers.add(h.substring(0, eq), h.substring(eq + 1).getBytes(StandardCharsets.UTF_8));
+                }
+            }
+            cur.add(new In(f[0], bytes(f[1]), bytes(f[2]), Long.parseLong(f[3]), headers));
         }
         return sections;
     }

@@ -63,7 +63,7 @@ final class DslPrograms {
         "p-suppress-dedup", "p-join-streams-left-outer", "p-join-global", "p-join-global-named",
         "p-join-global-prices", "p-window-emit-final", "p-window-emit-final-hopping",
         "p-window-emit-final-retained", "p-sliding-emit-final", "p-fk-join", "p-fk-join-named",
-        "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices", "p-versioned-ops");
+        "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices", "p-versioned-ops", "p-headers-format");
 
     private DslPrograms() {
     }
@@ -738,6 +738,28 @@ final class DslPrograms {
                         Joined.<String, String, String>as("graced").withGracePeriod(Duration.ofSeconds(3)))
                     .to(t + "-out3");
                 prices.toStream().to(t + "-out4");
+                break;
+            }
+            case "p-headers-format": {
+                // The DSL's stores in Kafka Streams 4.4's headers-aware format (dsl.store.format=
+                // HEADERS), over records with headers: a count, a windowed count, a session count,
+                // a table, a foreign-key join and a stream-stream join; their changelogs carry the
+                // headers as each store writes them.
+                props.put("dsl.store.format", "HEADERS");
+                KStream<String, String> in = b.stream(t + "-in");
+                KGroupedStream<String, String> g = in.groupByKey();
+                g.count().toStream().to(t + "-out", longs);
+                g.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5))).count()
+                    .toStream().to(t + "-out2", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
+                g.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2))).count()
+                    .toStream().to(t + "-out3", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+                KTable<String, String> customers = b.table(t + "-in2", Materialized.as("customers"));
+                customers.toStream().to(t + "-out4");
+                KTable<String, String> orders = b.table(t + "-in3");
+                orders.join(customers, DslPrograms::customerOf, (o, c) -> o + "@" + c).toStream().to(t + "-out5");
+                in.join(b.<String, String>stream(t + "-in4"), (a, c) -> a + "*" + c,
+                        JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(5)))
+                    .to(t + "-out6");
                 break;
             }
             case "p-versioned-ops": {
