@@ -135,8 +135,7 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 	// t's side: each update subscribes its row to its foreign key, and unsubscribes it from the one
 	// it had (Kafka Streams' SubscriptionSendProcessorSupplier).
 	t.out.attach(func(c *stream.Context, md meta, k K, ch change[V]) error {
-		if t.outOfOrder(ch) {
-			c.Dropped() // Kafka Streams skips and counts it (KIP-914)
+		if t.droppedOutOfOrder(c, ch) {
 			return nil
 		}
 		var oldFK, newFK []byte
@@ -278,8 +277,7 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 	// A foreign row's update answers every subscription to it (Kafka Streams'
 	// ForeignTableJoinProcessorSupplier).
 	other.out.attach(func(c *stream.Context, md meta, ko KO, ch change[VO]) error {
-		if other.outOfOrder(ch) {
-			c.Dropped()
+		if other.droppedOutOfOrder(c, ch) {
 			return nil
 		}
 		kb, err := other.ks.Encode(ko)

@@ -128,6 +128,16 @@ func (t *KTable[K, V]) keepVersioned(store string, h time.Duration, op string) {
 // update older than its key's latest version, from a table with versioned semantics.
 func (t *KTable[K, V]) outOfOrder(ch change[V]) bool { return t.versioned && ch.notLatest }
 
+// droppedOutOfOrder is outOfOrder for a join, which counts what it drops (Kafka Streams' join
+// processors skip it and record it as dropped).
+func (t *KTable[K, V]) droppedOutOfOrder(c *stream.Context, ch change[V]) bool {
+	if t.outOfOrder(ch) {
+		c.Dropped()
+		return true
+	}
+	return false
+}
+
 // read is k's latest value: through the record cache if the table has one, else from the store.
 func (t *KTable[K, V]) read(c *stream.Context, k K) (stamped[V], bool, error) {
 	if t.ver != nil {

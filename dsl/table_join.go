@@ -117,8 +117,7 @@ func joinTables[K, V, VO, VR any](t *KTable[K, V], other *KTable[K, VO], op stri
 	}
 	thisSide, otherSide := kind.sides()
 	t.out.attach(func(c *stream.Context, md meta, k K, ch change[V]) error {
-		if t.outOfOrder(ch) {
-			c.Dropped() // Kafka Streams' join processors skip and count it (KIP-914)
+		if t.droppedOutOfOrder(c, ch) {
 			return nil
 		}
 		return joinUpdate(c, f, thisSide, md, k, ch, getOther, func(v V, hasV bool, vo VO, hasVO bool) (VR, bool) {
@@ -126,8 +125,7 @@ func joinTables[K, V, VO, VR any](t *KTable[K, V], other *KTable[K, VO], op stri
 		})
 	})
 	other.out.attach(func(c *stream.Context, md meta, k K, ch change[VO]) error {
-		if other.outOfOrder(ch) {
-			c.Dropped()
+		if other.droppedOutOfOrder(c, ch) {
 			return nil
 		}
 		return joinUpdate(c, f, otherSide, md, k, ch, getThis, func(vo VO, hasVO bool, v V, hasV bool) (VR, bool) {

@@ -191,16 +191,19 @@ func (s *kvStore) ApproximateCount() (int64, error) {
 
 // Put implements store.KeyValue: the store, then the changelog. A nil value deletes the key, as
 // Kafka Streams' put(key, null) does (an empty value is a value).
-func (s *kvStore) Put(key, value []byte) error { return s.write(key, value, value == nil) }
+func (s *kvStore) Put(key, value []byte) error { return s.write(key, value, value == nil, false) }
 
 // Delete implements store.KeyValue: the store, then a tombstone in the changelog.
-func (s *kvStore) Delete(key []byte) error { return s.write(key, nil, true) }
+func (s *kvStore) Delete(key []byte) error { return s.write(key, nil, true, false) }
 
 // ErrNullKey is a store write with a nil key: Kafka Streams' stores refuse null keys too (a
 // compacted changelog cannot hold one). An empty key is a key.
 var ErrNullKey = errors.New("stream: a store key must not be nil (an empty key is allowed)")
 
-func (s *kvStore) write(key, value []byte, del bool) error {
+// write writes key (del: deletes it) into the store and its changelog. logOnly writes the changelog
+// alone: a write the store has nothing to keep of and whose time it does not see (WindowStore.PutNull
+// in a store that retains duplicates).
+func (s *kvStore) write(key, value []byte, del, logOnly bool) error {
 	if !s.task.active {
 		return s.fail("write", errors.New("the task is a standby here: only active tasks write"))
 	}
@@ -211,8 +214,8 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 		return fmt.Errorf("%w: %s is written with stream.Versioned's Put and Delete", ErrVersionedStore, s.name)
 	}
 	var start int64
-	expired := false
-	if s.win != nil {
+	keep := !logOnly
+	if s.win != nil && keep {
 		var err error
 		if start, err = s.win.timeOf(key); err != nil {
 			return s.fail("write", err)
@@ -220,7 +223,7 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 		// A window expired already is not kept, but its write is logged all the same, as Kafka
 		// Streams' changelogging window and session stores log every write (a restore skips it).
 		s.win.observe(start)
-		expired = !s.win.live(start)
+		keep = s.win.live(start)
 	}
 	ts := s.task.ctx.ts
 	if s.timestamped && !del {
@@ -247,7 +250,7 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 			r.Value = local[8:]
 		}
 	}
-	if !expired {
+	if keep {
 		ek := r.Key // the engine's key: a window store's leads with its segment
 		if s.win != nil {
 			ek = s.win.engineKey(r.Key, start)
@@ -262,17 +265,6 @@ func (s *kvStore) write(key, value []byte, del bool) error {
 		}
 	}
 	s.logWrite(r, ts, del)
-	return nil
-}
-
-// logTombstone writes a tombstone of key to the changelog alone: a deletion with nothing to delete
-// (WindowStore.PutNull in a store that retains duplicates).
-func (s *kvStore) logTombstone(key []byte) error {
-	if !s.task.active {
-		return s.fail("write", errors.New("the task is a standby here: only active tasks write"))
-	}
-	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition, Key: append(make([]byte, 0, len(key)), key...)}
-	s.logWrite(r, s.task.ctx.ts, true)
 	return nil
 }
 

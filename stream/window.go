@@ -493,7 +493,7 @@ func (w WindowStore[K, V]) PutNull(c *Context, key K, start int64) error {
 	if err != nil {
 		return err
 	}
-	return st.logTombstone(k)
+	return st.write(k, nil, true, true)
 }
 
 // numbered gives the store key k of a store that retains duplicates the store's next sequence number
