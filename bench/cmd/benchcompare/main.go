@@ -97,6 +97,7 @@ type env struct {
 	load          *loadRecorder
 	brokerIdle    float64         // broker CPU-seconds per second with no member
 	procOnly      map[string]bool // -proc: the processing scenarios to run (nil: all)
+	procApps      map[string]bool // -proc-apps: the throughput apps to run (nil: all)
 	partial       bool            // -only or -proc: fold into the results already in out
 	base          *Results        // those results, read at the first checkpoint
 	baseRead      bool            // base was looked for (it may not exist)
@@ -113,6 +114,7 @@ func main() {
 	readme := flag.Bool("readme", true, "a full run rewrites the generated part of docs/performance.md")
 	only := flag.String("only", os.Getenv("BENCH_PHASES"), "comma-separated phases to run (p2,p1,p3,sweep,groups,micro,processing); default all (also BENCH_PHASES)")
 	procRecords := flag.Int64("proc-records", 0, "override the input records (and restored changelog records) of the processing phase")
+	procApps := flag.String("proc-apps", os.Getenv("BENCH_APPS"), "comma-separated apps of the throughput scenario to run (e.g. hopping-dsl,session-dsl; implies -proc throughput); default all (also BENCH_APPS)")
 	procOnly := flag.String("proc", os.Getenv("BENCH_PROC"), "comma-separated scenarios of the processing phase to run ("+strings.Join(procScenarios, ",")+"); default all (also BENCH_PROC)")
 	reps := flag.Int("reps", 0, "override the repetitions of P1-P3")
 	sweep := flag.String("sweep", "", "override the members-per-process sizes of the sweep, e.g. 10,1000")
@@ -156,6 +158,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchcompare:", err)
 		os.Exit(2)
 	}
+	apps, err := procAppsOf(*procApps)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchcompare:", err)
+		os.Exit(2)
+	}
+	if apps != nil && scenarios == nil {
+		// Some apps only are the throughput scenario only, folded in as -proc throughput is.
+		scenarios = map[string]bool{"throughput": true}
+	}
 	started := time.Now()
 	phases := phasesOf(*only)
 	needBroker := len(phases) > 1 || !phases["micro"]
@@ -172,7 +183,7 @@ func main() {
 		killAll()
 		os.Exit(130)
 	}()
-	e.procOnly = scenarios
+	e.procOnly, e.procApps = scenarios, apps
 	// Some processing scenarios only are a partial run too: they are folded into the earlier
 	// results' processing section.
 	e.partial = *only != "" || scenarios != nil

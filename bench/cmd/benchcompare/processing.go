@@ -125,6 +125,26 @@ func procScenariosOf(list string) (map[string]bool, error) {
 	return out, nil
 }
 
+// procAppsOf parses -proc-apps: nil (every app) when empty.
+func procAppsOf(list string) (map[string]bool, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var ids []string
+	for _, v := range throughputVariants {
+		ids = append(ids, v.id)
+	}
+	out := map[string]bool{}
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(ids, f) {
+			return nil, fmt.Errorf("-proc-apps: %q is not one of %s", f, strings.Join(ids, ","))
+		}
+		out[f] = true
+	}
+	return out, nil
+}
+
 // procWants reports whether the processing scenario s runs.
 func (e *env) procWants(s string) bool { return e.procOnly == nil || e.procOnly[s] }
 
@@ -140,7 +160,17 @@ func (e *env) procLabel() string {
 			ran = append(ran, s)
 		}
 	}
-	return "processing(" + strings.Join(ran, ",") + ")"
+	label := strings.Join(ran, ",")
+	if e.procApps != nil {
+		var apps []string
+		for _, v := range throughputVariants {
+			if e.procApps[v.id] {
+				apps = append(apps, v.id)
+			}
+		}
+		label += ": " + strings.Join(apps, ",")
+	}
+	return "processing(" + label + ")"
 }
 
 func (e *env) processing(fail func(string, error)) *Processing {
@@ -191,29 +221,34 @@ func (e *env) processing(fail func(string, error)) *Processing {
 	return pr
 }
 
+// throughputVariants are the throughput scenario's apps, run on both sides, in order.
+var throughputVariants = []procVariant{
+	{"map", "stateless map (value upper-cased)", "map", "memory", alos, 0},
+	{"count-memory", "count, in-memory store", "count", "memory", alos, 0},
+	// The same count written with each side's DSL (groupByKey().count(), no record cache).
+	{"count-dsl", "count on the DSL, in-memory store", "dsl-count", "memory", alos, 0},
+	// And with the record cache on at Kafka's default size on both sides (statestore.cache.max.bytes).
+	{"count-dsl-cache", "count on the DSL, in-memory store, record cache (10 MiB)", "dsl-count-cache", "memory", alos, 0},
+	// Issue 28's DSL workloads, record cache off on both sides: a tumbling 1-minute count, a
+	// session count (5-minute gap), a stream-table join (each record with its key's previous value).
+	{"window-dsl", "tumbling 1-minute count on the DSL, in-memory window store", "dsl-window", "memory", alos, 0},
+	{"session-dsl", "session count (5-minute gap) on the DSL, in-memory session store", "dsl-session", "memory", alos, 0},
+	{"join-dsl", "stream-table join on the DSL (each record with its key's previous value), in-memory store", "dsl-join", "memory", alos, 0},
+	{"hopping-dsl", "hopping 1-minute count advancing by 10 s on the DSL, in-memory window store", "dsl-hopping", "memory", alos, 0},
+	{"stream-join-dsl", "stream-stream join on the DSL (the input with a mapped copy, within 1 ms), in-memory join stores", "dsl-stream-join", "memory", alos, 0},
+	{"count-persistent", "count, persistent store (Go: Pebble, Kafka Streams: RocksDB)", "count", "persistent", alos, 0},
+	{"count-memory-eos", "count, in-memory store, exactly_once_v2", "count", "memory", eos, 0},
+	// The same count on two stream threads (num.stream.threads=2) on each side: what a second
+	// thread buys on this machine, where the broker shares the CPUs.
+	{"count-memory-2t", "count, in-memory store, num.stream.threads=2", "count", "memory", alos, 2},
+}
+
 // throughputRuns measures the throughput apps side by side, and the bare consumer.
 func (e *env) throughputRuns(pr *Processing, add func(*Proc, error), fail func(string, error)) {
-	variants := []procVariant{
-		{"map", "stateless map (value upper-cased)", "map", "memory", alos, 0},
-		{"count-memory", "count, in-memory store", "count", "memory", alos, 0},
-		// The same count written with each side's DSL (groupByKey().count(), no record cache).
-		{"count-dsl", "count on the DSL, in-memory store", "dsl-count", "memory", alos, 0},
-		// And with the record cache on at Kafka's default size on both sides (statestore.cache.max.bytes).
-		{"count-dsl-cache", "count on the DSL, in-memory store, record cache (10 MiB)", "dsl-count-cache", "memory", alos, 0},
-		// Issue 28's DSL workloads, record cache off on both sides: a tumbling 1-minute count, a
-		// session count (5-minute gap), a stream-table join (each record with its key's previous value).
-		{"window-dsl", "tumbling 1-minute count on the DSL, in-memory window store", "dsl-window", "memory", alos, 0},
-		{"session-dsl", "session count (5-minute gap) on the DSL, in-memory session store", "dsl-session", "memory", alos, 0},
-		{"join-dsl", "stream-table join on the DSL (each record with its key's previous value), in-memory store", "dsl-join", "memory", alos, 0},
-		{"hopping-dsl", "hopping 1-minute count advancing by 10 s on the DSL, in-memory window store", "dsl-hopping", "memory", alos, 0},
-		{"stream-join-dsl", "stream-stream join on the DSL (the input with a mapped copy, within 1 ms), in-memory join stores", "dsl-stream-join", "memory", alos, 0},
-		{"count-persistent", "count, persistent store (Go: Pebble, Kafka Streams: RocksDB)", "count", "persistent", alos, 0},
-		{"count-memory-eos", "count, in-memory store, exactly_once_v2", "count", "memory", eos, 0},
-		// The same count on two stream threads (num.stream.threads=2) on each side: what a second
-		// thread buys on this machine, where the broker shares the CPUs.
-		{"count-memory-2t", "count, in-memory store, num.stream.threads=2", "count", "memory", alos, 2},
-	}
-	for i, v := range variants {
+	for i, v := range throughputVariants {
+		if e.procApps != nil && !e.procApps[v.id] {
+			continue
+		}
 		// Each pair reads a copy of the input written just before it: the Go runtime stops on input
 		// records more than 2 minutes old (their timestamps pass to what it produces, and kgo's
 		// delivery timeout counts from a record's timestamp), so one copy for every app would fail
@@ -231,6 +266,7 @@ func (e *env) throughputRuns(pr *Processing, add func(*Proc, error), fail func(s
 		rate := float64(e.ProcRecords) / time.Since(t).Seconds()
 		logf("processing: %d records over %d partitions produced in %v (%.0f records/s)", e.ProcRecords, e.ProcPartitions, time.Since(t).Round(time.Millisecond), rate)
 		if i == 0 {
+			// The bare consumer reads the first app's copy: the broker's own read limit.
 			pr.ProduceRate = rate
 			add(e.consumerRun(input))
 		}

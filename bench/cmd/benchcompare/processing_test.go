@@ -215,6 +215,24 @@ func TestProcScenariosOf(t *testing.T) {
 	}
 }
 
+func TestProcAppsOf(t *testing.T) {
+	if m, err := procAppsOf(" "); m != nil || err != nil {
+		t.Errorf("empty: %v, %v", m, err)
+	}
+	m, err := procAppsOf("session-dsl, hopping-dsl")
+	if err != nil || len(m) != 2 || !m["hopping-dsl"] || !m["session-dsl"] {
+		t.Errorf("two apps: %v, %v", m, err)
+	}
+	if _, err := procAppsOf("hopping-dsl,pipe"); err == nil {
+		t.Error("a Go-only baseline was accepted as a side-by-side app")
+	}
+	// Listed in the order the apps run, whatever the order given.
+	e := &env{procOnly: map[string]bool{"throughput": true}, procApps: m}
+	if l := e.procLabel(); l != "processing(throughput: session-dsl,hopping-dsl)" {
+		t.Errorf("label %q", l)
+	}
+}
+
 // allReady finds the line at which the last of the tasks became ready, counting each once.
 func TestAllReady(t *testing.T) {
 	m := procMarks{ready: []readyMark{{partition: 0}, {partition: 1, restored: 5}, {partition: 0}, {partition: 2, restored: 9}, {partition: 1}}}
