@@ -349,7 +349,10 @@ type App struct {
 	deliverBy      time.Time
 	deliverWrites  uint64
 	deliverCancels [2]context.CancelFunc
-	endpoints      atomic.Pointer[map[heartbeat.Endpoint]heartbeat.EndpointPartitions]
+	// deliverPrefixes are deliverCtx with a key prefix (tasks.WithKeyPrefix) by its length, made
+	// when first asked for and dropped when deliverCtx is renewed (keyPrefixContext).
+	deliverPrefixes []context.Context
+	endpoints       atomic.Pointer[map[heartbeat.Endpoint]heartbeat.EndpointPartitions]
 }
 
 // New builds an App for the member config cfg (Kafka keys: application.id, bootstrap.servers,
@@ -1053,8 +1056,30 @@ func (a *App) deliveryContext() context.Context {
 		var cancel context.CancelFunc
 		a.deliverCtx, cancel = context.WithDeadline(context.Background(), a.deliverBy)
 		a.deliverCancels = [2]context.CancelFunc{a.deliverCancels[1], cancel}
+		clear(a.deliverPrefixes)
 	}
 	return a.deliverCtx
+}
+
+// maxKeyPrefix bounds the key prefixes keyPrefixContext keeps a context for: inner keys of windowed
+// records (ids, names, words) are shorter; a longer one gets a context of its own per record.
+const maxKeyPrefix = 256
+
+// keyPrefixContext is deliveryContext placing a record by murmur2 of the first n bytes of its key
+// (tasks.WithKeyPrefix), one context per length for every write until the delivery context is
+// renewed, rather than one per record. Called with a.mu held, as deliveryContext.
+func (a *App) keyPrefixContext(n int) context.Context {
+	ctx := a.deliveryContext()
+	if n >= maxKeyPrefix {
+		return tasks.WithKeyPrefix(ctx, n)
+	}
+	if n >= len(a.deliverPrefixes) {
+		a.deliverPrefixes = append(a.deliverPrefixes, make([]context.Context, n+1-len(a.deliverPrefixes))...)
+	}
+	if a.deliverPrefixes[n] == nil {
+		a.deliverPrefixes[n] = tasks.WithKeyPrefix(ctx, n)
+	}
+	return a.deliverPrefixes[n]
 }
 
 // releaseDelivery releases the delivery contexts when Run returns (every write is done then).

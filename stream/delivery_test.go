@@ -64,3 +64,40 @@ func TestDeliveryTimeoutIsConfigured(t *testing.T) {
 	}
 	a.releaseDelivery()
 }
+
+// The contexts that place a record by its key's prefix are the delivery context's: one per prefix
+// length while it lasts (no context per record), and new ones, with its deadline, once it is
+// renewed, so a record sent after the renewal does not go out with a released context.
+func TestKeyPrefixContextsFollowTheDeliveryContext(t *testing.T) {
+	const deliveryTimeout = 2 * time.Minute // Kafka's default
+	a, _ := newTestApp(t, testConfig(), testProcs())
+	defer a.releaseDelivery()
+	four := a.keyPrefixContext(4)
+	if a.keyPrefixContext(4) != four || a.keyPrefixContext(3) == four {
+		t.Fatal("want one context per prefix length")
+	}
+	if dl, _ := four.Deadline(); dl != a.deliverBy {
+		t.Fatalf("deadline %v, want the delivery context's %v", dl, a.deliverBy)
+	}
+	// Renewed twice: the first delivery context is released.
+	for range 2 {
+		a.deliverBy = time.Now().Add(deliveryTimeout/2 - time.Second)
+		a.deliverWrites = deliveryLook - 1
+		a.deliveryContext()
+	}
+	if four.Err() == nil {
+		t.Fatal("the first delivery context was not released: the test proves nothing")
+	}
+	renewed := a.keyPrefixContext(4)
+	if renewed.Err() != nil {
+		t.Fatalf("after the delivery context was renewed, a record went out with a released one: %v", renewed.Err())
+	}
+	if dl, _ := renewed.Deadline(); dl != a.deliverBy {
+		t.Fatalf("deadline %v, want the renewed delivery context's %v", dl, a.deliverBy)
+	}
+	// A prefix too long to keep a context for gets one of its own, still the delivery context's.
+	long := a.keyPrefixContext(maxKeyPrefix)
+	if long == a.keyPrefixContext(maxKeyPrefix) || long.Err() != nil {
+		t.Fatal("a long prefix's context was kept, or released")
+	}
+}

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -283,8 +284,15 @@ func (c *Context) SendBy(topic string, ts time.Time, partitionKey, key, value []
 	if err := c.sendable(topic); err != nil {
 		return err
 	}
-	c.app.produce(c.task.id, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: ts,
-		Context: tasks.WithPartitionKey(c.app.deliveryContext(), partitionKey)})
+	var ctx context.Context
+	if n := len(partitionKey); n <= len(key) && bytes.Equal(key[:n], partitionKey) {
+		// The partition key leads the key, as a windowed key's inner key does: a context shared
+		// by every record with a partition key of that length, not one made for this record.
+		ctx = c.app.keyPrefixContext(n)
+	} else {
+		ctx = tasks.WithPartitionKey(c.app.deliveryContext(), partitionKey)
+	}
+	c.app.produce(c.task.id, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: ts, Context: ctx})
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/store"
+	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/windowed"
 )
 
@@ -293,10 +294,24 @@ func TestSendByPlacesARecordByItsPartitionKey(t *testing.T) {
 	if !slices.Contains(own, 0) {
 		t.Fatal("the test's windowed keys all hash to the inner key's partition: it proves nothing")
 	}
+	// A partition key that does not lead the key places it all the same; and partition keys of
+	// other lengths and bytes between the records that share one.
+	mustNotErr(t, c.SendBy("out", c.ts, []byte("word"), []byte("key-of-its-own"), nil))
+	mustNotErr(t, c.SendBy("out", c.ts, []byte("k"), []byte("k\x00\x00"), nil)) // "k" goes to 0 of 8
+	mustNotErr(t, c.SendBy("out", c.ts, []byte("wore"), []byte("word\x00"), nil))
 	flush(t, a)
 	recs := prod.all()
-	if len(recs) != 7 {
+	if len(recs) != 10 {
 		t.Fatalf("%d records", len(recs))
+	}
+	wore, ownKey := int32(tasks.KeyPartition([]byte("wore"), 2)), int32(tasks.KeyPartition([]byte("word\x00"), 2))
+	if wore == ownKey {
+		t.Fatal("\"wore\" and the key it places hash alike: the test proves nothing")
+	}
+	for i, want := range []int32{1, 0, wore} {
+		if r := recs[7+i]; r.rec.Partition != want {
+			t.Errorf("record %q went to %d, want its partition key's %d", r.rec.Key, r.rec.Partition, want)
+		}
 	}
 	for _, r := range recs[:6] {
 		// murmur2("word") goes to 3 of 8 partitions (Kafka's default partitioner), so to 1 of 2.
