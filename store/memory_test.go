@@ -135,3 +135,84 @@ func TestMemoryKeepsOwnedWrites(t *testing.T) {
 		}
 	}
 }
+
+// A write of a key the store holds replaces its value in place, with no allocation, except while an
+// iterator's snapshot may share the entry: then it copies, and once the iterator is done (drained
+// or closed, closed again after draining too) it is in place again.
+func TestMemoryRewritesInPlaceOutsideSnapshots(t *testing.T) {
+	e, _ := store.Memory.Open(store.Location{ApplicationID: "app", Store: "s"})
+	defer e.Close()
+	var b store.Batch
+	for i := range 200 { // more than an iterator reads under the lock: it takes a snapshot
+		b.Put([]byte(fmt.Sprintf("k%03d", i)), []byte("v"))
+	}
+	if err := e.Apply(&b, -1); err != nil {
+		t.Fatal(err)
+	}
+	key, val := []byte("k150"), []byte("owned")
+	rewrite := func() float64 {
+		return testing.AllocsPerRun(20, func() {
+			b.Reset()
+			b.PutOwned(key, val)
+			if err := e.Apply(&b, -1); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if n := rewrite(); n != 0 {
+		t.Fatalf("a rewrite with no iterator open allocated %v times", n)
+	}
+	it, err := e.Iterate(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it.Next()
+	if n := rewrite(); n == 0 {
+		t.Fatal("a rewrite under an open snapshot changed the entry it shares in place")
+	}
+	for it.Next() {
+	}
+	if n := rewrite(); n != 0 {
+		t.Fatalf("a rewrite after the iterator was drained allocated %v times", n)
+	}
+	it.Close()
+	if n := rewrite(); n != 0 {
+		t.Fatalf("a rewrite after the drained iterator was closed allocated %v times", n)
+	}
+	it, _ = e.Iterate(nil, nil)
+	it.Next()
+	it.Close()
+	if n := rewrite(); n != 0 {
+		t.Fatalf("a rewrite after an iterator was closed early allocated %v times", n)
+	}
+}
+
+// An iterator closed twice, or used after Close, does not touch the iterator opened after it
+// (which may walk with the state the first one gave back).
+func TestMemoryIteratorAfterClose(t *testing.T) {
+	e, _ := store.Memory.Open(store.Location{ApplicationID: "app", Store: "s"})
+	defer e.Close()
+	var b store.Batch
+	b.Put([]byte("a"), []byte("1"))
+	b.Put([]byte("b"), []byte("2"))
+	if err := e.Apply(&b, -1); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := e.Iterate(nil, nil)
+	if !first.Next() {
+		t.Fatal("empty")
+	}
+	first.Close()
+	second, _ := e.Iterate(nil, nil)
+	if first.Close() != nil || first.Next() || first.Key() != nil || first.Value() != nil {
+		t.Fatal("a closed iterator still walks")
+	}
+	var got []string
+	for second.Next() {
+		got = append(got, string(second.Key())+"="+string(second.Value()))
+	}
+	second.Close()
+	if fmt.Sprint(got) != "[a=1 b=2]" {
+		t.Fatalf("the iterator opened after a closed one walked %v", got)
+	}
+}

@@ -29,6 +29,7 @@ func Run(t *testing.T, kind store.Kind, newLoc func(t *testing.T) store.Location
 	t.Run("Bounds", s.testBounds)
 	t.Run("ManyKeys", s.testManyKeys)
 	t.Run("IterateSnapshot", s.testIterateSnapshot)
+	t.Run("IterateSnapshotOfManyKeys", s.testIterateSnapshotOfManyKeys)
 	t.Run("BatchOrderAndAtomicity", s.testBatch)
 	t.Run("DeleteRange", s.testDeleteRange)
 	t.Run("Position", s.testPosition)
@@ -424,6 +425,70 @@ func (s *suite) testIterateSnapshot(t *testing.T) {
 	}
 	put(t, e, "b\x00", "new", "bz", "new")
 	wantScan(t, drain(t, it), []kv{{"b", "again"}, {"bb", "new"}})
+}
+
+// An iterator over more keys than an engine reads at once keeps its snapshot to the end, however
+// the keys it has still to return are rewritten, deleted or range-deleted meanwhile, and two
+// iterators open at once keep theirs; once they are closed, writes are seen as before.
+func (s *suite) testIterateSnapshotOfManyKeys(t *testing.T) {
+	e, _ := s.fresh(t)
+	const n = 500
+	var bt store.Batch
+	var want []kv
+	for i := range n {
+		k, v := fmt.Sprintf("k%04d", i), fmt.Sprintf("v%d", i)
+		bt.Put(b(k), b(v))
+		want = append(want, kv{k, v})
+	}
+	apply(t, e, &bt, -1)
+	first, err := e.Iterate(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Next() {
+		t.Fatal("snapshot is empty")
+	}
+	got := []kv{{string(first.Key()), string(first.Value())}}
+	rewrite := func(round int) {
+		var bt store.Batch
+		for i := range n {
+			bt.Put(b(fmt.Sprintf("k%04d", i)), b(fmt.Sprintf("r%d-%d", round, i)))
+		}
+		apply(t, e, &bt, -1)
+	}
+	rewrite(1)
+	second, err := e.Iterate(b("k0100"), b("k0400"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewrite(2)
+	bt.Reset()
+	bt.Delete(b("k0300"))
+	bt.DeleteRange(b("k0350"), b("k0450"))
+	bt.Put(b("k0200x"), b("new"))
+	apply(t, e, &bt, -1)
+	got = append(got, drain(t, first)...)
+	wantScan(t, got, want)
+	var wantSecond []kv
+	for i := 100; i < 400; i++ {
+		wantSecond = append(wantSecond, kv{fmt.Sprintf("k%04d", i), fmt.Sprintf("r1-%d", i)})
+	}
+	wantScan(t, drain(t, second), wantSecond)
+
+	// What the iterators did not see is there: the deletes, and the writes before them.
+	wantGet(t, e, "k0300", nil)
+	wantGet(t, e, "k0400", nil)
+	wantGet(t, e, "k0299", some("r2-299"))
+	wantCount(t, s, e, n-101+1)
+
+	// Both closed: a write is seen by Get and by the next iterator.
+	rewrite(3)
+	wantGet(t, e, "k0001", some("r3-1"))
+	wantGet(t, e, "k0400", some("r3-400"))
+	all := scan(t, e, nil, nil)
+	if len(all) != n+1 || all[201] != (kv{"k0200x", "new"}) || all[n] != (kv{"k0499", "r3-499"}) {
+		t.Fatalf("after the iterators closed: %d keys, %v, last %v; want %d, k0200x=new, k0499=r3-499", len(all), all[201], all[len(all)-1], n+1)
+	}
 }
 
 func (s *suite) testBatch(t *testing.T) {
