@@ -42,21 +42,30 @@ func (s *kvStore) findSessions(k []byte, earliestEnd, latestStart int64, fn func
 
 // findSessionsAs is findSessions as a processor reads (query false) or as a query does (what was
 // committed, as of the last commit).
+// sessionKeysEnd follows a key's bytes in the bound above all of its sessions' keys (the key, 8
+// bytes of end, 8 of start; the 17th byte puts it above a longer key's too).
+var sessionKeysEnd = bytes.Repeat([]byte{0xff}, 17)
+
 func (s *kvStore) findSessionsAs(query bool, k []byte, earliestEnd, latestStart int64, fn func(w windowed.Window, value []byte) bool) error {
 	observed := s.observedAs(query)
 	from := max(earliestEnd, 0, observed-s.win.retention+1)
 	last := lastSegment(observed, s.win.span, math.MaxInt64)
+	var bounds []byte // one buffer for the bounds of every segment: the engine keeps neither
 	for seg := from / s.win.span; seg <= last; seg++ {
 		next, ok, err := s.segmentFrom(query, seg, last)
 		if err != nil || !ok || next > last {
 			return err
 		}
 		seg = next
-		lo := segmentKey(k, seg)
 		// k's sessions in the segment, and those of longer keys with k as their prefix, which the
 		// loop skips: every key that starts with the segment and k sorts below k and 17 bytes of 0xff.
-		hi := append(segmentKey(k, seg), bytes.Repeat([]byte{0xff}, 17)...)
-		it, err := s.rangeAs(query, lo, hi)
+		if bounds == nil {
+			bounds = make([]byte, 0, segmentKeyLen+len(k)+len(sessionKeysEnd))
+		}
+		bounds = appendSegmentKey(bounds[:0], k, seg)
+		n := len(bounds)
+		bounds = append(bounds, sessionKeysEnd...)
+		it, err := s.rangeAs(query, bounds[:n:n], bounds)
 		if err != nil {
 			return err
 		}

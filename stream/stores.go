@@ -234,27 +234,34 @@ func (s *kvStore) write(key, value []byte, del, logOnly bool) error {
 	}
 	// The record keeps its own copies (the caller may reuse its buffers), in one allocation, an
 	// empty key as an empty key: a nil one would be a null key, which the compacted changelog
-	// refuses. The store keeps the same bytes (nobody changes them: the client only reads them).
-	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition}
-	if del {
-		r.Key = append(make([]byte, 0, len(key)), key...)
+	// refuses. The store keeps the same bytes (nobody changes them: the client only reads them),
+	// and a window store's key in the engine leads with its segment, which the allocation holds
+	// too, in front of the changelog key.
+	pre := 0
+	if keep && s.win != nil {
+		pre = segmentKeyLen
 	}
+	size := pre + len(key)
+	if !del {
+		size += len(value)
+	}
+	buf := make([]byte, size)
+	if pre > 0 {
+		binary.BigEndian.PutUint64(buf, uint64(start/s.win.span))
+	}
+	n := pre + copy(buf[pre:], key)
+	r := &kgo.Record{Topic: s.changelog.Topic, Partition: s.changelog.Partition, Key: buf[pre:n:n]}
 	var local []byte // the value the store keeps: for a timestamped store, the changelog's after its timestamp
 	if !del {
-		buf := make([]byte, len(key)+len(value))
-		n := copy(buf, key)
-		copy(buf[n:], value)
-		r.Key, local = buf[:n:n], buf[n:]
+		local = buf[n:]
+		copy(local, value)
 		r.Value = local
 		if s.timestamped {
 			r.Value = local[8:]
 		}
 	}
 	if keep {
-		ek := r.Key // the engine's key: a window store's leads with its segment
-		if s.win != nil {
-			ek = s.win.engineKey(r.Key, start)
-		}
+		ek := buf[:n:n] // the engine's key: a window store's leads with its segment
 		if err := s.applyWrite(ek, local, del); err != nil {
 			return err
 		}

@@ -78,6 +78,8 @@ type windowState struct {
 	committedObserved, committedBelow int64
 	// queried is committedObserved for queries, which read on other goroutines.
 	queried atomic.Int64
+	// getKey is the scratch buffer of the engine keys the task's reads look up (windowKey).
+	getKey []byte
 }
 
 // newWindowState is the state of a store declared as spec, persistent or in memory.
@@ -136,9 +138,13 @@ func (w *windowState) engineKey(k []byte, start int64) []byte { return segmentKe
 
 // segmentKey is the engine's key of window store key k in segment seg.
 func segmentKey(k []byte, seg int64) []byte {
-	ek := make([]byte, 0, segmentKeyLen+len(k))
-	ek = binary.BigEndian.AppendUint64(ek, uint64(seg))
-	return append(ek, k...)
+	return appendSegmentKey(make([]byte, 0, segmentKeyLen+len(k)), k, seg)
+}
+
+// appendSegmentKey appends segmentKey(k, seg) to dst.
+func appendSegmentKey(dst, k []byte, seg int64) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(seg))
+	return append(dst, k...)
 }
 
 // observe records a window start written or restored.
@@ -197,7 +203,10 @@ func (s *kvStore) windowKey(k []byte, committed bool) (ek []byte, live bool, err
 	if committed {
 		return s.win.engineKey(k, start), liveAt(s.win.queried.Load(), s.win.retention, start), nil
 	}
-	return s.win.engineKey(k, start), s.win.live(start), nil
+	// The task's own reads (its thread alone) build the key in the store's scratch buffer: the
+	// engine keeps no reference to it, and a windowed aggregation reads once per window per record.
+	s.win.getKey = appendSegmentKey(s.win.getKey[:0], k, start/s.win.span)
+	return s.win.getKey, s.win.live(start), nil
 }
 
 // errWindowRange refuses a key-ordered range over a window store: its keys are ordered by segment.
@@ -226,11 +235,17 @@ func (s *kvStore) fetchAs(query bool, k []byte, from, to int64, fn func(start in
 		}
 		seg = next
 		first := seg * span
-		lo := segmentKey(windowed.AppendStoreKey(nil, k, max(from, first), 0), seg)
-		// The greatest key of k in the segment is its last start there with the greatest sequence
-		// number; the bound after it is that key with a zero byte appended.
-		hi := append(segmentKey(windowed.AppendStoreKey(nil, k, min(to, first+span-1), -1), seg), 0)
-		it, err := s.rangeAs(query, lo, hi)
+		// Both bounds in one buffer (the engine keeps neither): the segment, k, its first start
+		// in the segment with the least sequence number; then the greatest key of k in the
+		// segment, its last start there with the greatest sequence number, and a zero byte after
+		// it, which makes it the bound after that key.
+		bounds := make([]byte, 0, 2*(segmentKeyLen+len(k)+12)+1)
+		bounds = binary.BigEndian.AppendUint64(bounds, uint64(seg))
+		bounds = windowed.AppendStoreKey(bounds, k, max(from, first), 0)
+		n := len(bounds)
+		bounds = binary.BigEndian.AppendUint64(bounds, uint64(seg))
+		bounds = append(windowed.AppendStoreKey(bounds, k, min(to, first+span-1), -1), 0)
+		it, err := s.rangeAs(query, bounds[:n:n], bounds[n:])
 		if err != nil {
 			return err
 		}
