@@ -218,12 +218,33 @@ func (a *windowAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, v
 // inner key, the window start, sequence number 0), by which the table keeps its windows; decoding
 // gives the window its size.
 func windowStoreKeys[K any](ks serde.Serde[K], size int64) serde.Serde[windowed.Key[K]] {
-	return storeKeySerde[K]{inner: ks, size: size}
+	s := storeKeySerde[K]{inner: ks, size: size}
+	s.app, _ = ks.(serde.Appender[K])
+	return s
 }
 
 type storeKeySerde[K any] struct {
 	inner serde.Serde[K]
+	app   serde.Appender[K] // inner, when it appends
 	size  int64
+}
+
+// AppendEncode implements serde.Appender: the store reads and writes each window of a record
+// with the key encoded into its scratch buffer rather than a new one.
+func (s storeKeySerde[K]) AppendEncode(dst []byte, k windowed.Key[K]) ([]byte, error) {
+	if s.app == nil {
+		b, err := s.inner.Encode(k.Key)
+		if err != nil {
+			return dst, err
+		}
+		return windowed.AppendStoreKey(dst, b, k.Window.Start, 0), nil
+	}
+	n := len(dst)
+	dst, err := s.app.AppendEncode(dst, k.Key)
+	if err != nil {
+		return dst[:n], err
+	}
+	return windowed.AppendStoreKey(dst, nil, k.Window.Start, 0), nil
 }
 
 func (s storeKeySerde[K]) Encode(k windowed.Key[K]) ([]byte, error) {

@@ -381,6 +381,34 @@ func TestWindowStoreKeySerde(t *testing.T) {
 	if _, err := windowStoreKeys(failing{}, 1000).Encode(k); err == nil {
 		t.Fatal("an inner key that does not encode was encoded")
 	}
+	// Appended after what a buffer holds, the same bytes, whether the inner serde appends
+	// (serde.String) or only encodes (plainString); an inner key that does not encode appends
+	// nothing.
+	want := append([]byte("xy"), windowed.AppendStoreKey(nil, []byte("ab"), 5000, 0)...)
+	for _, sd := range []serde.Serde[windowed.Key[string]]{s, windowStoreKeys[string](plainString{}, 1000)} {
+		got, err := sd.(serde.Appender[windowed.Key[string]]).AppendEncode([]byte("xy"), k)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("AppendEncode = %x %v, want %x", got, err, want)
+		}
+	}
+	for _, sd := range []serde.Serde[windowed.Key[string]]{windowStoreKeys[string](failing{}, 1000), windowStoreKeys[string](failingAppender{}, 1000)} {
+		if got, err := sd.(serde.Appender[windowed.Key[string]]).AppendEncode([]byte("xy"), k); err == nil || string(got) != "xy" {
+			t.Fatalf("an inner key that does not encode: %q %v", got, err)
+		}
+	}
+}
+
+// plainString is serde.String without AppendEncode.
+type plainString struct{}
+
+func (plainString) Encode(v string) ([]byte, error) { return []byte(v), nil }
+func (plainString) Decode(b []byte) (string, error) { return string(b), nil }
+
+// failingAppender appends a byte, then fails.
+type failingAppender struct{ failing }
+
+func (failingAppender) AppendEncode(dst []byte, _ string) ([]byte, error) {
+	return append(dst, 'z'), errors.New("no")
 }
 
 type failing struct{}
