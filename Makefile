@@ -127,7 +127,8 @@ test: alloc-guard
 ## there: processing is the stream runtime vs Kafka Streams (map, count in memory / Pebble vs
 ## RocksDB, exactly_once_v2, restore, failover with standbys, restore after an unclean stop);
 ## BENCH_PROC=unclean (or any of throughput,restore,failover,unclean) runs some of its scenarios only
-## and keeps the others' figures. See bench/README.md.
+## and keeps the others' figures; BENCH_APPS=hopping-dsl (or a list) some throughput apps only. See
+## bench/README.md.
 .PHONY: bench-compare
 bench-compare:
 	scripts/with-broker.sh $(GO) run ./bench/cmd/benchcompare $(if $(BENCH_QUICK),-quick) $(BENCH_FLAGS)

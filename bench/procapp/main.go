@@ -272,7 +272,14 @@ func main() {
 			fail(err)
 		}
 		proc = dslMarked{inner: procs["0"], mark: mark}
-		opts = append(opts, stream.WithStores(store.Memory))
+		switch {
+		case *kind == "memory":
+			opts = append(opts, stream.WithStores(store.Memory))
+		case *kind == "pebble" && *mode == "dsl-window":
+			opts = append(opts, stream.WithStores(sgpebble.New()))
+		default:
+			fail(fmt.Errorf("-store %q with -mode %s: memory (or pebble with dsl-window)", *kind, *mode))
+		}
 		dslStores = decl
 	default:
 		fail(fmt.Errorf("-mode %q: map, count, dsl-count, dsl-count-cache, dsl-window, dsl-hopping, dsl-session, dsl-join, dsl-stream-join or consume", *mode))

@@ -241,6 +241,9 @@ var throughputVariants = []procVariant{
 	// The same count on two stream threads (num.stream.threads=2) on each side: what a second
 	// thread buys on this machine, where the broker shares the CPUs.
 	{"count-memory-2t", "count, in-memory store, num.stream.threads=2", "count", "memory", alos, 2},
+	// The tumbling count on each side's persistent window store: Pebble's segments against
+	// RocksDB's (last, so that the apps before keep their order of sides).
+	{"window-dsl-persistent", "tumbling 1-minute count on the DSL, persistent window store (Go: Pebble, Kafka Streams: RocksDB)", "dsl-window", "persistent", alos, 0},
 }
 
 // throughputRuns measures the throughput apps side by side, and the bare consumer.
@@ -305,7 +308,7 @@ func sideBySide(pr *Processing, ids []string, minRatio float64) []Goal {
 }
 
 // issue28Workloads are the DSL workloads of issue 28 (windows and joins).
-var issue28Workloads = []string{"window-dsl", "hopping-dsl", "session-dsl", "join-dsl", "stream-join-dsl"}
+var issue28Workloads = []string{"window-dsl", "window-dsl-persistent", "hopping-dsl", "session-dsl", "join-dsl", "stream-join-dsl"}
 
 // baselines are the Go-only apps of the throughput scenario that measure what the runtime itself
 // costs: the same count written by hand on the pieces (membership, consume, commit; a map per task

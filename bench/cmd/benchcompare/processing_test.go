@@ -196,6 +196,23 @@ func TestMergeProcessingScenarios(t *testing.T) {
 	}
 }
 
+// A part measured on another machine says so where it is listed; one on the same machine does not.
+func TestMergeNamesAnotherMachine(t *testing.T) {
+	old := &Results{Machine: Machine{NProc: 2, CPUModel: "AMD EPYC"}}
+	same := merge(old, &Results{Date: "d1", Ran: []string{"micro"}, Machine: Machine{NProc: 2, CPUModel: "AMD EPYC"}})
+	other := merge(same, &Results{Date: "d2", Ran: []string{"micro"}, Machine: Machine{NProc: 2, CPUModel: "Intel Xeon"}})
+	more := merge(same, &Results{Date: "d3", Ran: []string{"micro"}, Machine: Machine{NProc: 4, CPUModel: "AMD EPYC"}})
+	if got := strings.Join(other.Updated, "; "); got != "d1: micro; d2: micro (on 2 CPUs, Intel Xeon)" {
+		t.Errorf("updated %q", got)
+	}
+	if got := more.Updated[1]; got != "d3: micro (on 4 CPUs, AMD EPYC)" {
+		t.Errorf("updated %q", got)
+	}
+	if other.Machine.CPUModel != "AMD EPYC" {
+		t.Error("the earlier run's machine was replaced")
+	}
+}
+
 func TestProcScenariosOf(t *testing.T) {
 	if m, err := procScenariosOf(""); m != nil || err != nil {
 		t.Errorf("empty: %v, %v", m, err)

@@ -72,7 +72,13 @@ func readResults(path string) (*Results, error) {
 // stay the earlier run's; Updated says when and what was measured again.
 func merge(old, part *Results) *Results {
 	out := *old
-	out.Updated = append(out.Updated, fmt.Sprintf("%s: %s", part.Date, strings.Join(part.Ran, ",")))
+	updated := fmt.Sprintf("%s: %s", part.Date, strings.Join(part.Ran, ","))
+	if m := part.Machine; m.CPUModel != "" && (m.CPUModel != old.Machine.CPUModel || m.NProc != old.Machine.NProc) {
+		// Measured on another machine than the earlier run's: the figures of each run compare the
+		// two sides on one machine, but not with the other runs'.
+		updated += fmt.Sprintf(" (on %d CPUs, %s)", m.NProc, m.CPUModel)
+	}
+	out.Updated = append(out.Updated, updated)
 	for _, f := range part.Figures {
 		if i := slices.IndexFunc(out.Figures, func(g *Figure) bool { return g.ID == f.ID }); i >= 0 {
 			out.Figures[i] = f

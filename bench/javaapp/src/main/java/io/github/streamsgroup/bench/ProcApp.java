@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -38,13 +39,14 @@ import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * The Kafka Streams side of the processing phase of bench-compare: the apps bench/procapp runs on
  * the Go runtime, with the same topics and serdes, in one KafkaStreams with one stream thread.
  *
  * <p>Flags ({@code --name=value}): {@code --bootstrap}, {@code --app}, {@code --input}, {@code
- * --output}, {@code --mode=map|count|dsl-count|dsl-count-cache|dsl-window|dsl-hopping|dsl-session|dsl-join|dsl-stream-join}, {@code --store=memory|rocksdb} (count), {@code
+ * --output}, {@code --mode=map|count|dsl-count|dsl-count-cache|dsl-window|dsl-hopping|dsl-session|dsl-join|dsl-stream-join}, {@code --store=memory|rocksdb} (count, dsl-window), {@code
  * --guarantee=at_least_once|exactly_once_v2}, optional {@code --commit-ms}, {@code --state-dir},
  * {@code --expect-restore}, {@code --threads} (num.stream.threads, default 1).
  *
@@ -151,14 +153,17 @@ public final class ProcApp {
                 break;
             }
             case "dsl-window": {
-                // A tumbling 1-minute count, as bench/procapp -mode dsl-window, without the cache.
+                // A tumbling 1-minute count, as bench/procapp -mode dsl-window, without the cache, in
+                // memory or (--store=rocksdb) in the DSL's default persistent window store.
                 StreamsBuilder builder = new StreamsBuilder();
+                Materialized<String, Long, WindowStore<Bytes, byte[]>> counts = flags.getOrDefault("store", "memory").equals("rocksdb")
+                    ? Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("counts")
+                    : Materialized.<String, Long>as(Stores.inMemoryWindowStore("counts", Duration.ofMinutes(1), Duration.ofMinutes(1), false));
                 builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()))
                     .peek((k, v) -> mark(0))
                     .groupByKey(Grouped.with(Serdes.String(), Serdes.ByteArray()))
                     .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
-                    .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("counts", Duration.ofMinutes(1), Duration.ofMinutes(1), false))
-                        .withCachingDisabled())
+                    .count(counts.withCachingDisabled())
                     .toStream().to(output, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 60_000L), Serdes.Long()));
                 topology = builder.build();
                 break;
