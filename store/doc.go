@@ -8,8 +8,8 @@
 // the task arrives, as a standby follows an active task, or after the store was lost. Each
 // Engine records its changelog position so that a restore starts where the data ends.
 //
-// Kinds: Memory (this package) keeps the data in a hash map until its first Iterate and in a
-// sorted tree from then on; it is empty at every Open and restored in full. Pebble (the module
+// Kinds: Memory (this package) keeps the data in a hash map, and from its first Iterate on in a
+// sorted tree beside it; it is empty at every Open and restored in full. Pebble (the module
 // plugin/sgpebble) keeps it on disk under state.dir, with the position written atomically with the
 // data, so a restart restores only the changelog's tail.
 // Package storetest is the contract suite every Kind passes.
