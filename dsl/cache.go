@@ -3,6 +3,7 @@ package dsl
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,7 @@ const entryOverhead = 64
 type recordCache struct {
 	perThread atomic.Int64 // each thread's share of statestore.cache.max.bytes (0: no cache)
 	policy    atomic.Int32 // processing.exception.handler, for a failure below a flushed update
+	headers   atomic.Bool  // dsl.store.format=HEADERS
 	used      sync.Map     // stream thread index → *int64, the bytes its entries hold (its thread only)
 }
 
@@ -47,6 +49,7 @@ func (rc *recordCache) on() bool { return rc.perThread.Load() > 0 }
 func (rc *recordCache) configure(cfg config.Config) {
 	rc.perThread.Store(cfg.Runtime.CacheBytes() / int64(cfg.Runtime.Threads()))
 	rc.policy.Store(int32(cfg.Runtime.OnProcessingError))
+	rc.headers.Store(cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders)
 }
 
 // usedBy is the counter of the bytes thread's entries hold.
@@ -72,6 +75,12 @@ type tableCache[K, V any] struct {
 	t     *KTable[K, V]
 	ss    stampedSerde[V]
 	tasks sync.Map // owner → *cached[K, V]
+	// group, if set, is the part of an entry's key by which its entries are also found (a session
+	// store's: the inner key, which Kafka Streams' caching session store ranges over).
+	group func(key string) string
+	// flushMeta, if set, is the record context an update is handed on with when written, in place
+	// of the entry's own (a session's: its end as the timestamp).
+	flushMeta func(e *entry[K, V]) meta
 }
 
 // owner is who uses a set of entries: one task on one stream thread (a task that moves to another
@@ -85,8 +94,9 @@ type owner struct {
 // their last update (dirty ones only).
 type cached[K, V any] struct {
 	m       map[string]*entry[K, V]
-	lru     order[K, V] // every entry, the least recently used first
-	dirties order[K, V] // the dirty entries, the least recently updated first
+	groups  map[string][]*entry[K, V] // the entries by tableCache.group, when it is set
+	lru     order[K, V]               // every entry, the least recently used first
+	dirties order[K, V]               // the dirty entries, the least recently updated first
 	size    int64
 	used    *int64 // the thread's bytes
 	scratch []byte // the key being looked up, encoded
@@ -114,8 +124,47 @@ func (tc *tableCache[K, V]) of(c *stream.Context) *cached[K, V] {
 		return e.(*cached[K, V])
 	}
 	cs := &cached[K, V]{m: map[string]*entry[K, V]{}, dirties: order[K, V]{dirty: true}, used: tc.rc.usedBy(o.thread)}
+	if tc.group != nil {
+		cs.groups = map[string][]*entry[K, V]{}
+	}
 	tc.tasks.Store(o, cs)
 	return cs
+}
+
+// add puts e, new, into cs.
+func (tc *tableCache[K, V]) add(cs *cached[K, V], e *entry[K, V]) {
+	cs.m[e.key] = e
+	if tc.group != nil {
+		g := tc.group(e.key)
+		cs.groups[g] = append(cs.groups[g], e)
+	}
+}
+
+// drop takes e out of cs, and its bytes off the thread's.
+func (tc *tableCache[K, V]) drop(cs *cached[K, V], e *entry[K, V]) {
+	cs.lru.remove(e)
+	delete(cs.m, e.key)
+	cs.resize(e, 0)
+	if tc.group != nil {
+		g := tc.group(e.key)
+		rest := slices.DeleteFunc(cs.groups[g], func(o *entry[K, V]) bool { return o == e })
+		if len(rest) == 0 {
+			delete(cs.groups, g)
+		} else {
+			cs.groups[g] = rest
+		}
+	}
+}
+
+// grouped calls fn with each entry of c's task whose key's group is g (tableCache.group).
+func (tc *tableCache[K, V]) grouped(c *stream.Context, g string, fn func(e *entry[K, V])) {
+	v, ok := tc.tasks.Load(owner{thread: c.Thread(), task: c.Task()})
+	if !ok {
+		return
+	}
+	for _, e := range v.(*cached[K, V]).groups[g] {
+		fn(e)
+	}
 }
 
 // keyBytes encodes k into the owner's scratch.
@@ -153,7 +202,7 @@ func (tc *tableCache[K, V]) get(c *stream.Context, k K) (stamped[V], bool, error
 		return stamped[V]{}, false, err
 	}
 	e := &entry[K, V]{key: string(kb), k: k, v: s.v, vb: bytes.Clone(raw), has: true, at: s.at}
-	cs.m[e.key] = e
+	tc.add(cs, e)
 	cs.resize(e, int64(len(e.key)+len(e.vb))+entryOverhead)
 	cs.lru.push(e)
 	return stamped[V]{v: tc.copied(s.v), at: s.at}, true, tc.evict(c, cs)
@@ -184,7 +233,7 @@ func (tc *tableCache[K, V]) put(c *stream.Context, md meta, k K, v V, has bool, 
 	e := cs.m[string(kb)]
 	if e == nil {
 		e = &entry[K, V]{key: string(kb)}
-		cs.m[e.key] = e
+		tc.add(cs, e)
 	} else {
 		cs.lru.remove(e)
 		if e.dirty {
@@ -217,9 +266,7 @@ func (tc *tableCache[K, V]) evict(c *stream.Context, cs *cached[K, V]) error {
 				return err
 			}
 		}
-		cs.lru.remove(e)
-		delete(cs.m, e.key)
-		cs.resize(e, 0)
+		tc.drop(cs, e)
 	}
 	return nil
 }
@@ -246,9 +293,7 @@ func (tc *tableCache[K, V]) flushOwner(c *stream.Context, cs *cached[K, V]) erro
 		}
 		cs.undirty(e)
 		if !e.has {
-			cs.lru.remove(e)
-			delete(cs.m, e.key)
-			cs.resize(e, 0)
+			tc.drop(cs, e)
 		}
 	}
 	return nil
@@ -303,7 +348,11 @@ func (tc *tableCache[K, V]) write(c *stream.Context, e *entry[K, V]) error {
 	if t.sendOld && ok {
 		ch.old, ch.hasOld = old.v, true
 	}
-	return t.out.emit(c, meta{at: e.at}, e.k, ch)
+	md := meta{at: e.at}
+	if tc.flushMeta != nil {
+		md = tc.flushMeta(e)
+	}
+	return t.out.emit(c, md, e.k, ch)
 }
 
 // resize sets e's size to size, counting the difference against the thread's bytes.

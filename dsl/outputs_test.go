@@ -177,9 +177,9 @@ func TestProgramsOutputAsKafkaStreams(t *testing.T) {
 			b := dsl.NewBuilder()
 			build(b, prefix)
 			cfg := config.Default("app-" + program)
+			cfg.Runtime.StateStoreCacheMaxBytes = -1 // as DslDrive runs Kafka Streams (and streamtest's default), unless the program sets it
 			dslprograms.Configure(program, &cfg)
-			cfg.Runtime.StateStoreCacheMaxBytes = -1      // as DslDrive runs Kafka Streams (and streamtest's default)
-			cfg.Runtime.CommitInterval = time.Millisecond // each record settles at the next commit
+			cfg.Runtime.CommitInterval = time.Millisecond // each record settles at the next commit, as TopologyTestDriver commits after each
 			topo, procs, err := b.Build(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -223,7 +223,12 @@ func TestProgramsOutputAsKafkaStreams(t *testing.T) {
 				}
 				var got []string
 				for _, r := range raws {
-					got = append(got, fmt.Sprintf("%s\t%s\t%d", show(r.Key), show(r.Value), r.Timestamp.UnixMilli()))
+					line := fmt.Sprintf("%s\t%s\t%d", show(r.Key), show(r.Value), r.Timestamp.UnixMilli())
+					// The headers follow when the record has any, as DslDrive prints them.
+					for i, h := range r.Headers {
+						line += map[bool]string{true: "\t", false: "|"}[i == 0] + h.Key + "=" + show(h.Value)
+					}
+					got = append(got, line)
 				}
 				if w := want[program][topic]; !slices.Equal(got, w) {
 					t.Errorf("%s:\n go:\n  %s\n kafka streams:\n  %s", topic, strings.Join(got, "\n  "), strings.Join(w, "\n  "))

@@ -1,6 +1,9 @@
 package dsl
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -107,8 +110,7 @@ func sessionAggregate[K, V, VA any](w *SessionWindowedKStream[K, V], prefix stri
 		sks = windowed.SessionKeySerde(ks)
 	}
 	// The table's store is a session store of plain values (Kafka Streams' session stores keep no
-	// timestamp), read and written directly: session aggregations do not go through the record cache
-	// (see docs/dsl.md).
+	// timestamp), through the record cache unless CachingDisabled (see sessionCache).
 	t := &KTable[windowed.Key[K], VA]{b: b, n: n, out: newFanout[windowed.Key[K], change[VA]](b), ks: sks, vs: vas,
 		sources: g.sourcesFrom(parent), store: store, storeKs: sks}
 	t.enableOld = func(bool) bool {
@@ -120,24 +122,37 @@ func sessionAggregate[K, V, VA any](w *SessionWindowedKStream[K, V], prefix stri
 	if ks == nil || vas == nil {
 		b.fail("the session store %q of %s needs serdes for %s and %s (Materialized)", store, name, typeName[K](), typeName[VA]())
 	}
-	agg := &sessionAggregation[K, V, VA]{t: t, sw: w.sw, folds: folds, isNil: nilCheck[VA]()}
+	agg := &sessionAggregation[K, V, VA]{t: t, sw: w.sw, folds: folds, isNil: nilCheck[VA](), ks: ks}
 	n.onBuild = append(n.onBuild, func() {
 		agg.store = stream.Session(store, time.Duration(retention)*time.Millisecond, ks, vas)
-		t.kv = stream.KeyValue(store, sks, serde.Serde[stamped[VA]](plainStamped[VA]{vas}))
+		ps := newPlainSerde(store, vas)
+		t.kv = stream.KeyValue(store, sks, serde.Serde[stamped[VA]](ps))
+		if !m.CachingDisabled {
+			t.cache = sessionCache(b.rc(), t, ps)
+			n.flushers = append(n.flushers, flusher{flush: t.cache.flush, discard: t.cache.discard})
+		}
 	})
 	n.init = agg.times.start
 	in.attach(agg.process)
 	return t
 }
 
-// plainStamped keeps a stamped value as its value alone (a session store's), read back without a
-// timestamp.
-type plainStamped[V any] struct{ inner serde.Serde[V] }
-
-func (s plainStamped[V]) Encode(x stamped[V]) ([]byte, error) { return s.inner.Encode(x.v) }
-func (s plainStamped[V]) Decode(b []byte) (stamped[V], error) {
-	v, err := s.inner.Decode(b)
-	return stamped[V]{v: v}, err
+// sessionCache is the record cache of a session table (Kafka Streams' CachingSessionStore): its
+// entries are found by their inner key too, which a find of the key's sessions reads with the store
+// (sessionAggregation.find), and an update is handed on when written with its session's end as
+// its timestamp, with the headers of the record that made it in the DEFAULT store format and none
+// in the HEADERS format (Kafka Streams' SessionCacheFlushListener and its WithHeader form; the
+// store's changelog record takes the record's own timestamp, as uncached).
+func sessionCache[K, VA any](rc *recordCache, t *KTable[windowed.Key[K], VA], ps stampedSerde[VA]) *tableCache[windowed.Key[K], VA] {
+	return &tableCache[windowed.Key[K], VA]{rc: rc, t: t, ss: ps,
+		// A session key is the inner key, then the session's end and start (8 bytes each).
+		group: func(key string) string { return key[:len(key)-16] },
+		flushMeta: func(e *entry[windowed.Key[K], VA]) meta {
+			m := meta{at: time.UnixMilli(e.k.Window.End)}
+			m.ownHeaders = rc.headers.Load()
+			return m
+		},
+	}
 }
 
 // sessionAggregation is the processing of a session aggregation (Kafka Streams'
@@ -148,7 +163,59 @@ type sessionAggregation[K, V, VA any] struct {
 	folds *sessionFolds[K, V, VA]
 	store stream.SessionStore[K, VA]
 	times streamTimes
-	isNil func(VA) bool // VA's nil test, if it has one
+	isNil func(VA) bool  // VA's nil test, if it has one
+	ks    serde.Serde[K] // the inner keys', by which a key's cached sessions are found
+}
+
+// find calls fn with k's sessions that end at earliestEnd or later and start at latestStart or
+// earlier, in the order of their end, then start: the store's, with the record cache's entries of
+// the task over them (a cached session replaces the stored one of its window, a cached deletion
+// hides it, and cached sessions are not held to the store's retention), as Kafka Streams' caching
+// session store merges them.
+func (a *sessionAggregation[K, V, VA]) find(c *stream.Context, k K, earliestEnd, latestStart int64, fn func(windowed.Window, VA)) error {
+	if !a.t.cached() {
+		return a.store.FindSessions(c, k, earliestEnd, latestStart, func(w windowed.Window, v VA) bool {
+			fn(w, v)
+			return true
+		})
+	}
+	type session struct {
+		w   windowed.Window
+		v   VA
+		has bool
+	}
+	var all []session
+	if err := a.store.FindSessions(c, k, earliestEnd, latestStart, func(w windowed.Window, v VA) bool {
+		all = append(all, session{w, v, true})
+		return true
+	}); err != nil {
+		return err
+	}
+	kb, err := a.ks.Encode(k)
+	if err != nil {
+		return fmt.Errorf("dsl: encoding a key of store %s: %w", a.t.store, err)
+	}
+	a.t.cache.grouped(c, string(kb), func(e *entry[windowed.Key[K], VA]) {
+		w := e.k.Window
+		if w.End < earliestEnd || w.Start > latestStart {
+			return
+		}
+		s := session{w, a.t.cache.copied(e.v), e.has}
+		if i := slices.IndexFunc(all, func(o session) bool { return o.w == w }); i >= 0 {
+			all[i] = s
+		} else {
+			all = append(all, s)
+		}
+	})
+	slices.SortFunc(all, func(x, y session) int {
+		return cmp.Or(cmp.Compare(x.w.End, y.w.End), cmp.Compare(x.w.Start, y.w.Start))
+	})
+	for _, s := range all {
+		if s.has {
+			fn(s.w, s.v)
+		}
+	}
+	return nil
 }
 
 func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, v V) error {
@@ -172,7 +239,7 @@ func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 	}
 	start := windowed.Window{Start: ts, End: ts}
 	mw := start
-	err := a.store.FindSessions(c, k, ts-a.sw.Gap(), ts+a.sw.Gap(), func(w windowed.Window, sv VA) bool {
+	err := a.find(c, k, ts-a.sw.Gap(), ts+a.sw.Gap(), func(w windowed.Window, sv VA) {
 		merged = append(merged, session{w, sv})
 		if has {
 			agg = a.folds.merge(k, agg, sv)
@@ -180,7 +247,6 @@ func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 			agg, has = sv, true
 		}
 		mw = windowed.Window{Start: min(mw.Start, w.Start), End: max(mw.End, w.End)}
-		return true
 	})
 	if err != nil {
 		return err
@@ -192,7 +258,8 @@ func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 	if mw != start {
 		for _, s := range merged {
 			sk := windowed.Key[K]{Key: k, Window: s.w}
-			if err := a.t.kv.Delete(c, sk); err != nil {
+			var none VA
+			if err := a.t.write(c, md, sk, none, false, recordTime(c, md)); err != nil {
 				return err
 			}
 			ch := change[VA]{}
@@ -214,12 +281,7 @@ func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 	// nil of its type: Kafka Streams writes (deletes) and hands the null on.
 	ch.hasNew = (has || !md.nullValue) && (a.isNil == nil || !a.isNil(ch.new))
 	sk := windowed.Key[K]{Key: k, Window: mw}
-	if ch.hasNew {
-		err = a.t.kv.Put(c, sk, stamped[VA]{v: ch.new})
-	} else {
-		err = a.t.kv.Delete(c, sk)
-	}
-	if err != nil {
+	if err := a.t.write(c, md, sk, ch.new, ch.hasNew, recordTime(c, md)); err != nil {
 		return err
 	}
 	return a.t.forward(c, sessionMeta(mw), sk, ch)

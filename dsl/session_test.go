@@ -3,10 +3,14 @@ package dsl
 import (
 	"encoding/binary"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/serde"
+	"github.com/streamsgroup/streamsgroup/streamtest"
 	"github.com/streamsgroup/streamsgroup/windowed"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -84,8 +88,8 @@ func TestSessionProgramErrors(t *testing.T) {
 	}
 }
 
-// A session's updates carry no headers: Kafka Streams' session aggregation forwards new records,
-// not the input's (uncached, as this one always is).
+// A session's updates carry no headers without the record cache: Kafka Streams' uncached session
+// aggregation forwards new records, not the input's (with the cache, see below).
 func TestSessionUpdatesCarryNoHeaders(t *testing.T) {
 	d := run(t, func(b *Builder) {
 		SessionWindowedBy(Stream(b, "in", Consumed[string, string]{}).GroupByKey(), windowed.OfInactivityGapWithNoGrace(time.Second)).Count().
@@ -100,5 +104,181 @@ func TestSessionUpdatesCarryNoHeaders(t *testing.T) {
 	}
 	if len(raws) != 1 || len(raws[0].Headers) != 0 {
 		t.Fatalf("outputs %+v, want one without headers", raws)
+	}
+}
+
+// burst forwards, for each input record, one record per field of its value ("<ms>:<header>"), at
+// that time and with header h set to that header: several updates of a table within one process
+// call, so within one commit of the record cache.
+func burst(c ProcessorContext[string, string], r Record[string, string]) error {
+	for _, f := range strings.Fields(r.Value) {
+		ms, h, _ := strings.Cut(f, ":")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil {
+			return err
+		}
+		if err := c.Forward(Record[string, string]{Key: r.Key, Value: f, Timestamp: time.UnixMilli(n),
+			Headers: []kgo.RecordHeader{{Key: "h", Value: []byte(h)}}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sessionUpdate is an update of a session table read from its output or changelog: its session,
+// its value (-1 or "": deleted), its timestamp and header h.
+type sessionUpdate[V comparable] struct {
+	key        string
+	start, end int64
+	v          V
+	ts         int64
+	h          string
+}
+
+func readSessions[V comparable](t *testing.T, d *streamtest.Driver, topic string, vs serde.Serde[V], deleted V) []sessionUpdate[V] {
+	t.Helper()
+	raws, err := d.ReadRaw(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []sessionUpdate[V]
+	for _, r := range raws {
+		k, w, err := windowed.SplitSessionKey(r.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := deleted
+		if r.Value != nil {
+			if v, err = vs.Decode(r.Value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var h string
+		for _, rh := range r.Headers {
+			if rh.Key == "h" {
+				h = string(rh.Value)
+			}
+		}
+		got = append(got, sessionUpdate[V]{string(k), w.Start, w.End, v, r.Timestamp.UnixMilli(), h})
+	}
+	return got
+}
+
+// With the record cache, a session table writes at each commit the latest update of each session
+// key, in the order of their last update (Kafka Streams' CachingSessionStore): a session created
+// and merged away within one commit is neither written nor handed on; a find reads the cached
+// sessions over the stored ones (a cached deletion hides a stored session, which so is not merged
+// twice); an update is handed on with its session's end as its timestamp and, in the DEFAULT store
+// format, the headers of the record that made it (none in the HEADERS format); the changelog record
+// takes that record's time. The expected updates are worked out by hand from those rules.
+func TestSessionCacheWritesEachSessionsLatestUpdate(t *testing.T) {
+	for _, format := range []config.DSLStoreFormat{config.DSLStoreFormatDefault, config.DSLStoreFormatHeaders} {
+		t.Run(string(format), func(t *testing.T) {
+			cfg := config.Default("ops")
+			cfg.Runtime.StateStoreCacheMaxBytes = config.DefaultStateStoreCacheMaxBytes
+			cfg.Runtime.DSLStoreFormat = format
+			d := start(t, cfg, func(b *Builder) {
+				in := Process[string, string, string, string](Stream(b, "in", Consumed[string, string]{}), ProcessorFunc[string, string, string, string](burst))
+				// A grace of a minute: no record here is late.
+				SessionWindowedBy(in.GroupByKey(), windowed.OfInactivityGapAndGrace(10*time.Second, time.Minute)).
+					Reduce(func(agg, v string) string { return agg + "+" + v }, Materialized[string, string]{Name: "s"}).
+					ToStream().To("out", Produced[windowed.Key[string], string]{})
+			})
+			defer func() {
+				if err := d.Close(); err != nil {
+					t.Errorf("the application failed: %v", err)
+				}
+			}()
+			commit := func(key, value string) {
+				t.Helper()
+				pipeRaw(t, d, "in", []byte(key), []byte(value), 0)
+			}
+			// One commit: a@1000 makes [1000,1000], a@2000 merges it away into [1000,2000]; only the
+			// latter is written. b@20000 and b@0 are two sessions, both written, b's in the order of
+			// their last update.
+			commit("a", "1000:1 2000:2")
+			commit("b", "20000:3 0:4")
+			// Next commit: a@5000 merges the stored [1000,2000] into [1000,5000]; a@6000 then finds
+			// the stored [1000,2000] deleted in the cache and [1000,5000] cached, and merges only the
+			// latter into [1000,6000]: the cached [1000,5000] is deleted before it was ever written.
+			commit("a", "5000:5 6000:6")
+			// b@10000 bridges b's two sessions, merged in the order of their end.
+			commit("b", "10000:7")
+			// d@0, a session only the cache holds, and the stored d@20000 are bridged by d@10000 in
+			// the order of their end (the cached one first); the cached one is deleted unwritten.
+			commit("d", "20000:10")
+			commit("d", "0:11 10000:12")
+			// c@0, cached and written (clean), is not within the gap of c@100000.
+			commit("c", "0:8")
+			commit("c", "100000:9")
+			hdr := func(h string) string {
+				if format == config.DSLStoreFormatHeaders {
+					return ""
+				}
+				return h
+			}
+			want := []sessionUpdate[string]{
+				{"a", 1000, 2000, "1000:1+2000:2", 2000, hdr("2")},
+				{"b", 20000, 20000, "20000:3", 20000, hdr("3")},
+				{"b", 0, 0, "0:4", 0, hdr("4")},
+				{"a", 1000, 2000, "", 2000, hdr("5")},
+				{"a", 1000, 6000, "1000:1+2000:2+5000:5+6000:6", 6000, hdr("6")},
+				{"b", 0, 0, "", 0, hdr("7")},
+				{"b", 20000, 20000, "", 20000, hdr("7")},
+				{"b", 0, 20000, "0:4+20000:3+10000:7", 20000, hdr("7")},
+				{"d", 20000, 20000, "20000:10", 20000, hdr("10")},
+				{"d", 20000, 20000, "", 20000, hdr("12")},
+				{"d", 0, 20000, "0:11+20000:10+10000:12", 20000, hdr("12")},
+				{"c", 0, 0, "0:8", 0, hdr("8")},
+				{"c", 100000, 100000, "100000:9", 100000, hdr("9")},
+			}
+			if got := readSessions(t, d, "out", serde.String, ""); !slices.Equal(got, want) {
+				t.Fatalf("updates\n got %v\nwant %v", got, want)
+			}
+			// The changelog: the same writes, each at the time of the record that made it.
+			var log []sessionUpdate[string]
+			for _, u := range readSessions(t, d, "ops-s-changelog", serde.String, "") {
+				u.h = ""
+				log = append(log, u)
+			}
+			wantLog := []sessionUpdate[string]{
+				{"a", 1000, 2000, "1000:1+2000:2", 2000, ""},
+				{"b", 20000, 20000, "20000:3", 20000, ""},
+				{"b", 0, 0, "0:4", 0, ""},
+				{"a", 1000, 2000, "", 5000, ""},
+				{"a", 1000, 6000, "1000:1+2000:2+5000:5+6000:6", 6000, ""},
+				{"b", 0, 0, "", 10000, ""},
+				{"b", 20000, 20000, "", 10000, ""},
+				{"b", 0, 20000, "0:4+20000:3+10000:7", 10000, ""},
+				{"d", 20000, 20000, "20000:10", 20000, ""},
+				{"d", 20000, 20000, "", 10000, ""},
+				{"d", 0, 20000, "0:11+20000:10+10000:12", 10000, ""},
+				{"c", 0, 0, "0:8", 0, ""},
+				{"c", 100000, 100000, "100000:9", 100000, ""},
+			}
+			if !slices.Equal(log, wantLog) {
+				t.Fatalf("changelog\n got %v\nwant %v", log, wantLog)
+			}
+		})
+	}
+}
+
+// A cache's entries leave their group with the cache (written deletions, evictions), so that a
+// find never reads an entry the cache no longer holds.
+func TestCacheGroupsFollowTheEntries(t *testing.T) {
+	tc := &tableCache[string, string]{group: func(key string) string { return key[:1] }}
+	cs := &cached[string, string]{m: map[string]*entry[string, string]{}, groups: map[string][]*entry[string, string]{}, used: new(int64)}
+	a1, a2, b1 := &entry[string, string]{key: "a1"}, &entry[string, string]{key: "a2"}, &entry[string, string]{key: "b1"}
+	for _, e := range []*entry[string, string]{a1, a2, b1} {
+		tc.add(cs, e)
+		cs.lru.push(e)
+	}
+	tc.drop(cs, a1)
+	if g := cs.groups["a"]; len(g) != 1 || g[0] != a2 || cs.m["a1"] != nil {
+		t.Fatalf("after a1 left: group a %v, a1 in the map %v", g, cs.m["a1"] != nil)
+	}
+	tc.drop(cs, a2)
+	if _, ok := cs.groups["a"]; ok || len(cs.groups["b"]) != 1 || len(cs.m) != 1 {
+		t.Fatalf("after a2 left: groups %v, %d entries", cs.groups, len(cs.m))
 	}
 }

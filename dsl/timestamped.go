@@ -48,6 +48,9 @@ type stampedSerde[V any] struct {
 	// bytes: V is []byte, whose decoded values are copied out of the store's bytes (an aggregator
 	// changing its aggregate in place must not change the store under the changelog write).
 	bytes bool
+	// plain: the store keeps the value alone, read back without a timestamp (a session store's:
+	// Kafka Streams' session stores keep none).
+	plain bool
 }
 
 func newStampedSerde[V any](store string, inner serde.Serde[V]) stampedSerde[V] {
@@ -55,10 +58,19 @@ func newStampedSerde[V any](store string, inner serde.Serde[V]) stampedSerde[V] 
 	return stampedSerde[V]{store: store, inner: inner, app: app, bytes: reflect.TypeFor[V]() == reflect.TypeFor[[]byte]()}
 }
 
+// newPlainSerde is the serde of a store that keeps values without their timestamp.
+func newPlainSerde[V any](store string, inner serde.Serde[V]) stampedSerde[V] {
+	s := newStampedSerde(store, inner)
+	s.plain = true
+	return s
+}
+
 func (s stampedSerde[V]) Encode(x stamped[V]) ([]byte, error) { return s.AppendEncode(nil, x) }
 
 func (s stampedSerde[V]) AppendEncode(dst []byte, x stamped[V]) ([]byte, error) {
-	dst = binary.BigEndian.AppendUint64(dst, uint64(x.at.UnixMilli()))
+	if !s.plain {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(x.at.UnixMilli()))
+	}
 	if s.app != nil {
 		return s.app.AppendEncode(dst, x.v)
 	}
@@ -70,9 +82,13 @@ func (s stampedSerde[V]) AppendEncode(dst []byte, x stamped[V]) ([]byte, error) 
 }
 
 func (s stampedSerde[V]) Decode(b []byte) (stamped[V], error) {
-	at, vb, err := splitTimestamp(s.store, b)
-	if err != nil {
-		return stamped[V]{}, err
+	var at time.Time
+	vb := b
+	if !s.plain {
+		var err error
+		if at, vb, err = splitTimestamp(s.store, b); err != nil {
+			return stamped[V]{}, err
+		}
 	}
 	v, err := s.inner.Decode(vb)
 	if err != nil {

@@ -259,7 +259,7 @@ func main() {
 				stream.Window[[]byte, []byte]("j-other-join-store", 2*time.Millisecond, nil, nil).RetainDuplicates().WithRecordHeaders()}
 		case "dsl-session":
 			dsl.SessionWindowedBy(in.GroupByKey(), windowed.OfInactivityGapWithNoGrace(5*time.Minute)).
-				Count(dsl.Materialized[string, int64]{Name: "counts"}).
+				Count(dsl.Materialized[string, int64]{Name: "counts", CachingDisabled: true}).
 				ToStream().To(*output, dsl.Produced[windowed.Key[string], int64]{})
 			decl = []stream.Store{stream.Session[[]byte, []byte]("counts", 5*time.Minute, nil, nil)}
 		default:

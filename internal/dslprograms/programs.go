@@ -679,6 +679,17 @@ func init() {
 			ToStream().Filter(func(_ windowed.Key[string], n int64) bool { return n != 0 }). // a deletion's count reads 0
 			To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
 	}
+	Programs["p-session-cache"] = func(b *dsl.Builder, t string) {
+		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		dsl.SessionWindowedBy(g, windowed.OfInactivityGapAndGrace(5*time.Second, 2*time.Second)).Count().
+			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
+		dsl.SessionWindowedBy(g, windowed.OfInactivityGapWithNoGrace(3*time.Second)).
+			Reduce(func(a, v string) string { return a + "+" + v }).
+			ToStream().To(t+"-out2", dsl.Produced[windowed.Key[string], string]{})
+	}
+	Configs["p-session-cache"] = func(cfg *config.Config) {
+		cfg.Runtime.StateStoreCacheMaxBytes = config.DefaultStateStoreCacheMaxBytes
+	}
 	Programs["p-session-reduce-aggregate"] = func(b *dsl.Builder, t string) {
 		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
 		dsl.SessionWindowedBy(g, windowed.OfInactivityGapWithNoGrace(3*time.Second)).

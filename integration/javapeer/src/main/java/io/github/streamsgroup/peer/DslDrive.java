@@ -101,7 +101,12 @@ public final class DslDrive {
                     }
                     TestOutputTopic<byte[], byte[]> out = d.createOutputTopic(topic, new ByteArrayDeserializer(), new ByteArrayDeserializer());
                     for (TestRecord<byte[], byte[]> r : out.readRecordsToList()) {
-                        System.out.println(program + "\t" + topic + "\t" + show(r.key()) + "\t" + show(r.value()) + "\t" + r.timestamp());
+                        // The headers follow when the record has any (key=value, | between them).
+                        StringBuilder hs = new StringBuilder();
+                        for (org.apache.kafka.common.header.Header h : r.headers()) {
+                            hs.append(hs.length() == 0 ? "\t" : "|").append(h.key()).append('=').append(show(h.value()));
+                        }
+                        System.out.println(program + "\t" + topic + "\t" + show(r.key()) + "\t" + show(r.value()) + "\t" + r.timestamp() + hs);
                     }
                 }
             } finally {

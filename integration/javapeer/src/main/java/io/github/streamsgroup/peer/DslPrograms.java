@@ -57,7 +57,7 @@ final class DslPrograms {
         "p-window-hopping-grace", "p-window-reduce-aggregate", "p-join-stream-table", "p-join-rekeyed",
         "p-join-prices", "p-join-tables", "p-join-tables-chained", "p-suppress-window-close",
         "p-suppress-time-limit", "p-join-copartition-edges", "p-join-keyless-regroup",
-        "p-session-count", "p-session-reduce-aggregate", "p-session-counts-only",
+        "p-session-count", "p-session-reduce-aggregate", "p-session-counts-only", "p-session-cache",
         "p-sliding", "p-join-streams", "p-join-streams-named", "p-join-streams-sum",
         "p-suppress-getter", "p-suppress-leftjoin-ts", "p-suppress-bytes", "p-session-suppress-regroup", "p-self-join",
         "p-suppress-dedup", "p-join-streams-left-outer", "p-join-global", "p-join-global-named",
@@ -654,6 +654,19 @@ final class DslPrograms {
                     .aggregate(() -> 0L, (k, v, agg) -> agg + (v == null ? 0 : v.length()), (k, a1, a2) -> a1 + a2, Named.as("lens"),
                         Materialized.with(Serdes.String(), Serdes.Long()))
                     .toStream().to(t + "-out2", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+                break;
+            }
+            case "p-session-cache": {
+                // The record cache on (statestore.cache.max.bytes at Kafka's default, where the
+                // driver runs without it): a session count and a session reduce, whose updates the
+                // cache's flush hands on with the headers of the record that made them.
+                props.put("statestore.cache.max.bytes", 10L * 1024 * 1024);
+                KGroupedStream<String, String> g = b.<String, String>stream(t + "-in").groupByKey();
+                g.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2))).count()
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+                g.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofSeconds(3)))
+                    .reduce((a, v) -> a + "+" + v)
+                    .toStream().to(t + "-out2", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
                 break;
             }
             case "p-session-counts-only": {
