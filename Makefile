@@ -82,9 +82,9 @@ dsl-captures:
 	  java -cp "target/classes:$$(cat target/classpath.txt)" io.github.streamsgroup.peer.DslPeer \
 	    --apps=programs@app --topics=t --print=true 2>/dev/null | sed -n 's/^TOPOLOGY //p'; } > ../../dsl/testdata/kafkastreams-4.4.0.txt && \
 	{ printf '%s\n' '# Captured from Kafka Streams 4.4.0 (Java 17): what each program of integration/javapeer DslPrograms.java' \
-	  '# writes for the records of program-inputs.txt, run in TopologyTestDriver with the record cache off, printed by' \
+	  '# writes for the records of program-inputs.txt, run in TopologyTestDriver with the record cache off unless the program sets it, printed by' \
 	  '#   java -cp ... io.github.streamsgroup.peer.DslDrive dsl/testdata/program-inputs.txt' \
-	  '# Lines: program, topic, key, value, timestamp (ms); \N null, s: text, x: hex. Regenerate with: make dsl-captures'; \
+	  '# Lines: program, topic, key, value, timestamp (ms), the headers if any; \N null, s: text, x: hex. Regenerate with: make dsl-captures'; \
 	  java -cp "target/classes:$$(cat target/classpath.txt)" io.github.streamsgroup.peer.DslDrive \
 	    ../../dsl/testdata/program-inputs.txt target/changelogs.txt 2>/dev/null; } > ../../dsl/testdata/kafkastreams-4.4.0-outputs.txt && \
 	{ printf '%s\n' '# Captured from Kafka Streams 4.4.0 (Java 17) with the outputs above: what each program writes to its' \
