@@ -1,7 +1,9 @@
 package dsl
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -96,18 +98,23 @@ func slidingAggregate[K, V, VA any](w *SlidingWindowedKStream[K, V], prefix stri
 		live++ // Kafka Streams' time-ordered window store (see windowedAggregate)
 	}
 	b.windowStore(store, retention, live)
-	// Sliding aggregations read the store by ranges of windows, which the record cache cannot
-	// answer: they write through it (see docs/dsl.md).
-	t := aggregateTable(b, n, windowedKeys(ks, d), vas, store, true, g.sourcesFrom(parent))
+	// Through the record cache, unless CachingDisabled, when every update is handed on (the final
+	// results are read from the store as they close, and written through).
+	t := aggregateTable(b, n, windowedKeys(ks, d), vas, store, m.CachingDisabled || final, g.sourcesFrom(parent))
 	if ks != nil {
 		t.storeKs = windowStoreKeys(ks, d)
 	}
 	t.windows = &windowQuery{ks: ks, size: d}
 	t.windowEnd, t.grace = func(k windowed.Key[K]) int64 { return k.Window.End }, w.sw.Grace()
-	agg := &slidingAggregation[K, V, VA]{t: t, d: d, grace: w.sw.Grace(), folds: folds}
+	agg := &slidingAggregation[K, V, VA]{t: t, d: d, grace: w.sw.Grace(), folds: folds, ks: ks}
 	n.onBuild = append(n.onBuild, func() {
 		if ks != nil && vas != nil {
 			agg.store = stream.Window(store, time.Duration(live)*time.Millisecond, ks, serde.Serde[stamped[VA]](newStampedSerde(store, vas)))
+		}
+		if t.cache != nil {
+			// A window store key is the inner key, then the window's start (8 bytes) and a
+			// sequence number (4): a fetch finds a key's cached windows by the inner key.
+			t.cache.group = func(key string) string { return key[:len(key)-12] }
 		}
 	})
 	if final {
@@ -138,6 +145,7 @@ type slidingAggregation[K, V, VA any] struct {
 	// final emits each window once, when it closes (OnWindowClose); nil when every update is
 	// handed on.
 	final *finalEmitter[K, VA]
+	ks    serde.Serde[K] // the inner keys', by which a key's cached windows are found
 }
 
 // start starts a task: its stream time unknown, its emit state from the processor metadata.
@@ -195,14 +203,42 @@ func (a *slidingAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 	return a.final.emit(c, md, r.close)
 }
 
-// fetch is the key's windows starting in [from, to], in order of their start.
+// fetch is the key's windows starting in [from, to], in order of their start: the store's, with
+// the record cache's entries of the task over them (a cached window replaces the stored one,
+// whatever its age), as Kafka Streams' caching window store merges them.
 func (a *slidingAggregation[K, V, VA]) fetch(r slidingRecord[K, V], from, to int64) ([]window[VA], error) {
 	var out []window[VA]
 	err := a.store.Fetch(r.c, r.k, from, to, func(start int64, s stamped[VA]) bool {
 		out = append(out, window[VA]{start: start, agg: slidingAgg[VA]{v: s.v, has: true, at: s.at.UnixMilli()}})
 		return true
 	})
-	return out, err
+	if err != nil || !a.t.cached() {
+		return out, err
+	}
+	kb, err := a.ks.Encode(r.k)
+	if err != nil {
+		return nil, fmt.Errorf("dsl: encoding a key of store %s: %w", a.t.store, err)
+	}
+	var hidden []int64 // starts of cached deletions
+	a.t.cache.grouped(r.c, string(kb), func(e *entry[windowed.Key[K], VA]) {
+		start := e.k.Window.Start
+		if start < from || start > to {
+			return
+		}
+		if !e.has {
+			hidden = append(hidden, start)
+			return
+		}
+		w := window[VA]{start: start, agg: slidingAgg[VA]{v: a.t.cache.copied(e.v), has: true, at: e.at.UnixMilli()}}
+		if i := slices.IndexFunc(out, func(o window[VA]) bool { return o.start == start }); i >= 0 {
+			out[i] = w
+		} else {
+			out = append(out, w)
+		}
+	})
+	out = slices.DeleteFunc(out, func(w window[VA]) bool { return slices.Contains(hidden, w.start) })
+	slices.SortFunc(out, func(x, y window[VA]) int { return cmp.Compare(x.start, y.start) })
+	return out, nil
 }
 
 // initial is a new window's aggregate before the record: init's, stamped with the record's time

@@ -711,6 +711,8 @@ func init() {
 			Reduce(func(a, v string) string { return a + "+" + v }, dsl.Named("slide"), dsl.Materialized[string, string]{Name: "slid"}).
 			ToStream().To(t+"-out2", dsl.Produced[windowed.Key[string], string]{})
 	}
+	Programs["p-sliding-cache"] = Programs["p-sliding"]
+	Configs["p-sliding-cache"] = Configs["p-session-cache"] // the record cache at Kafka's default size
 	Programs["p-sliding-emit-final"] = func(b *dsl.Builder, t string) {
 		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
 		dsl.SlidingWindowedBy(g, windowed.OfTimeDifferenceAndGrace(5*time.Second, 2*time.Second)).Emit(dsl.OnWindowClose).Count().

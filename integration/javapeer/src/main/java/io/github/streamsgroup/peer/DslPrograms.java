@@ -57,7 +57,7 @@ final class DslPrograms {
         "p-window-hopping-grace", "p-window-reduce-aggregate", "p-join-stream-table", "p-join-rekeyed",
         "p-join-prices", "p-join-tables", "p-join-tables-chained", "p-suppress-window-close",
         "p-suppress-time-limit", "p-join-copartition-edges", "p-join-keyless-regroup",
-        "p-session-count", "p-session-reduce-aggregate", "p-session-counts-only", "p-session-cache",
+        "p-session-count", "p-session-reduce-aggregate", "p-session-counts-only", "p-session-cache", "p-sliding-cache",
         "p-sliding", "p-join-streams", "p-join-streams-named", "p-join-streams-sum",
         "p-suppress-getter", "p-suppress-leftjoin-ts", "p-suppress-bytes", "p-session-suppress-regroup", "p-self-join",
         "p-suppress-dedup", "p-join-streams-left-outer", "p-join-global", "p-join-global-named",
@@ -679,6 +679,11 @@ final class DslPrograms {
                     .to(t + "-out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
                 break;
             }
+            case "p-sliding-cache":
+                // p-sliding with the record cache on (statestore.cache.max.bytes at Kafka's default,
+                // where the driver runs without it): the same program, read through the cache.
+                props.put("statestore.cache.max.bytes", 10L * 1024 * 1024);
+                // fall through
             case "p-sliding": {
                 // Sliding windows: a count (5 s apart, 2 s grace) and a reduce (3 s, no grace, named)
                 // that shows which records each window holds.
