@@ -105,7 +105,7 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 	}
 	in := newFanout[K, VR](b)
 	sources := append(append([]*node(nil), t.sources...), respSource)
-	f := sourceTable(b, result, ks, vs, m.Name, unkept, m.CachingDisabled, sources, in)
+	f := sourceTable(b, result, ks, vs, m.Name, unkept, m.CachingDisabled, sources, in, false, 0)
 	if b.built || fk == nil || fn == nil || t.ks == nil || t.vs == nil || other.ks == nil || other.vs == nil {
 		return f
 	}

@@ -28,7 +28,7 @@ type GlobalKTable[K, V any] struct {
 // since its topic is one, and no record cache. Kafka Streams keeps it with the Consumed serdes.
 func GlobalTable[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Materialized[K, V]) *GlobalKTable[K, V] {
 	ts := newTableSource(b, "GlobalTable", topic, c, m, true)
-	if ts.mat.HistoryRetention != 0 {
+	if on, _ := ts.mat.versioned(); on {
 		b.fail("GlobalTable(%q): a global table cannot be kept in a versioned store (Materialized.HistoryRetention), as in Kafka Streams", topic)
 	}
 	name := cmp.Or(ts.mat.Name, ts.generated) // a global table is always kept
@@ -52,7 +52,7 @@ func GlobalTable[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Mate
 	}
 	// Not cached: the global store is written as each record of its topic comes, which is what a
 	// join reads.
-	t := sourceTable(b, ts.n, ts.ks, ts.vs, name, "", true, []*node{ts.source}, ts.in)
+	t := sourceTable(b, ts.n, ts.ks, ts.vs, name, "", true, []*node{ts.source}, ts.in, false, 0)
 	return &GlobalKTable[K, V]{b: b, t: t}
 }
 

@@ -24,6 +24,10 @@ type Joined[K, V, VT any] struct {
 	// kept in a versioned store (Materialized.HistoryRetention); the records wait in the store
 	// <join name>-Buffer.
 	GracePeriod time.Duration
+	// WithGrace declares the grace buffer also when GracePeriod is 0 (Kafka Streams'
+	// withGracePeriod(Duration.ZERO)): each record in order goes through the buffer, and out at
+	// once; one before the stream time is joined at once. A GracePeriod above 0 implies it.
+	WithGrace bool
 }
 
 // Join joins each record of s with its key's latest value in t (Kafka Streams' KStream.join with a
@@ -83,11 +87,11 @@ func streamTableJoin[K, V, VT, VR any](s *KStream[K, V], t *KTable[K, VT], fn fu
 	switch {
 	case jd.GracePeriod < 0:
 		b.fail("%s %q: a negative grace period %v", op, name, jd.GracePeriod)
-	case jd.GracePeriod > 0 && versioned == nil:
+	case (jd.GracePeriod > 0 || jd.WithGrace) && versioned == nil:
 		b.fail("%s %q: a grace period needs a table kept in a versioned store (Materialized.HistoryRetention), as in Kafka Streams", op, name)
 	case versioned != nil && jd.GracePeriod > versioned.history:
 		b.fail("%s %q: the grace period %v is longer than the history retention %v of the versioned store it reads, as Kafka Streams refuses it", op, name, jd.GracePeriod, versioned.history)
-	case jd.GracePeriod > 0:
+	case jd.GracePeriod > 0 || jd.WithGrace:
 		buf = newJoinBuffer(b, n, name+"-Buffer", jd.GracePeriod.Milliseconds(), orDefault(cmpSerde(jd.Key, s.ks)), orDefault(cmpSerde(jd.Value, s.vs)), op)
 	}
 	ks := jd.Key

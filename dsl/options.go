@@ -51,6 +51,17 @@ type Materialized[K, V any] struct {
 	// joined with the table finds the value valid at each record's time, and a Joined.GracePeriod
 	// can hold records back. Such a table is joined with streams or turned into a stream only.
 	HistoryRetention time.Duration
+	// Versioned keeps the table in a versioned store also when HistoryRetention is 0: the latest
+	// value of each key only, no older version (Kafka Streams'
+	// Stores.persistentVersionedKeyValueStore(Name, Duration.ZERO)). A HistoryRetention above 0
+	// implies it.
+	Versioned bool
+}
+
+// versioned says whether m keeps its table in a versioned store, and for how long it keeps the
+// versions that are no longer the latest.
+func (m Materialized[K, V]) versioned() (bool, time.Duration) {
+	return m.Versioned || m.HistoryRetention != 0, m.HistoryRetention
 }
 
 // Repartitioned is how Repartition writes its topic (Kafka Streams' Repartitioned): serdes, its
@@ -81,7 +92,7 @@ func tableOptions[K, V any](b *Builder, op string, opts []TableOption) (named Na
 			named = o
 		case Materialized[K, V]:
 			m, materialized = o, true
-			if o.HistoryRetention != 0 && op != "ToTable" {
+			if on, _ := o.versioned(); on && op != "ToTable" {
 				b.fail("%s: a versioned store (Materialized.HistoryRetention) keeps a table read from a topic (Table, ToTable) only", op)
 			}
 		default:

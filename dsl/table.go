@@ -189,14 +189,14 @@ func (t *KTable[K, V]) ToStream(named ...Named) *KStream[K, V] {
 // when one is named, else it gets the generated one (unkept) only when an operation needs its old
 // values; in reads the records.
 func sourceTable[K, V any](b *Builder, n *node, ks serde.Serde[K], vs serde.Serde[V], store, unkept string, uncached bool, sources []*node, in *fanout[K, V],
-	history ...time.Duration) *KTable[K, V] {
+	versioned bool, history time.Duration) *KTable[K, V] {
 	t := &KTable[K, V]{b: b, n: n, out: newFanout[K, change[V]](b), ks: ks, vs: vs, sources: sources}
 	switch {
-	case len(history) > 0 && history[0] != 0:
+	case versioned:
 		if store == "" {
 			b.fail("%s: a versioned store (Materialized.HistoryRetention) needs a name", n.name)
 		} else {
-			t.keepVersioned(store, history[0], n.name)
+			t.keepVersioned(store, history, n.name)
 			t.versioned = true
 		}
 	case store != "":
@@ -302,7 +302,8 @@ func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 	if parent != s.n {
 		sources = []*node{parent}
 	}
-	return sourceTable(b, n, ks, vs, m.Name, unkept, m.CachingDisabled, sources, in, m.HistoryRetention)
+	on, h := m.versioned()
+	return sourceTable(b, n, ks, vs, m.Name, unkept, m.CachingDisabled, sources, in, on, h)
 }
 
 // Table reads topic as a table (Kafka Streams' StreamsBuilder.table): each record is its key's
@@ -315,7 +316,8 @@ func Table[K, V any](b *Builder, topic string, c Consumed[K, V], m ...Materializ
 	ts := newTableSource(b, "Table", topic, c, m, false)
 	ts.source.entry = sourceEntry(ts.in, ts.ks, ts.vs)
 	// Kafka Streams keeps the table with the Consumed serdes too: it overrides the Materialized ones.
-	return sourceTable(b, ts.n, ts.ks, ts.vs, ts.mat.Name, ts.generated, ts.mat.CachingDisabled, []*node{ts.source}, ts.in, ts.mat.HistoryRetention)
+	on, h := ts.mat.versioned()
+	return sourceTable(b, ts.n, ts.ks, ts.vs, ts.mat.Name, ts.generated, ts.mat.CachingDisabled, []*node{ts.source}, ts.in, on, h)
 }
 
 // tableSource is what a table read from a topic starts with (Table, GlobalTable): its serdes (the

@@ -145,6 +145,27 @@ func TestVersionedProgramErrors(t *testing.T) {
 	})
 }
 
+// The zero forms (Materialized.Versioned without a history, Joined.WithGrace without a grace) are
+// refused where their non-zero forms are.
+func TestZeroFormProgramErrors(t *testing.T) {
+	expectProgramErrors(t, map[string]func(b *Builder){
+		"a grace period needs a table kept in a versioned store": func(b *Builder) {
+			Join(Stream(b, "in", Consumed[string, string]{}), Table(b, "t", Consumed[string, string]{}),
+				func(_, v, _ string) string { return v }, Joined[string, string, string]{WithGrace: true}).To("out", Produced[string, string]{})
+		},
+		"a versioned store (Materialized.HistoryRetention) needs a name": func(b *Builder) {
+			Table(b, "prices", Consumed[string, string]{}, Materialized[string, string]{Versioned: true}).ToStream().To("out", Produced[string, string]{})
+		},
+		"Count: a versioned store (Materialized.HistoryRetention) keeps a table read from a topic": func(b *Builder) {
+			Stream(b, "in", Consumed[string, string]{}).GroupByKey().Count(Materialized[string, int64]{Name: "c", Versioned: true})
+		},
+		"a global table cannot be kept in a versioned store": func(b *Builder) {
+			GlobalTable(b, "g", Consumed[string, string]{}, Materialized[string, string]{Name: "g", Versioned: true})
+			Stream(b, "in", Consumed[string, string]{}).To("out", Produced[string, string]{})
+		},
+	})
+}
+
 // A record held is joined in its own context: a processor after the join sees its time, headers and
 // origin (topic and offset), not those of the record that released it.
 func TestJoinBufferJoinsInTheHeldRecordsContext(t *testing.T) {

@@ -539,6 +539,17 @@ func init() {
 			}).
 			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
 	}
+	Programs["p-zero-forms"] = func(b *dsl.Builder, t string) {
+		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{},
+			dsl.Materialized[string, string]{Name: "prices0", Versioned: true})
+		orders := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{})
+		at := func(_, o, p string) string { return o + "@" + p }
+		dsl.Join(orders, prices, at, dsl.Joined[string, string, string]{Name: "zero", WithGrace: true}).
+			To(t+"-out", dsl.Produced[string, string]{})
+		dsl.LeftJoin(orders, prices, func(_, o, p string, found bool) string { return o + "@" + orNull(p, found) }).
+			To(t+"-out2", dsl.Produced[string, string]{})
+		prices.ToStream().To(t+"-out3", dsl.Produced[string, string]{})
+	}
 	Programs["p-join-versioned"] = func(b *dsl.Builder, t string) {
 		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{},
 			dsl.Materialized[string, string]{Name: "prices", HistoryRetention: 30 * time.Second})

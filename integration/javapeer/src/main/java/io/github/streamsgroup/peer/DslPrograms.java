@@ -63,7 +63,7 @@ final class DslPrograms {
         "p-suppress-dedup", "p-join-streams-left-outer", "p-join-global", "p-join-global-named",
         "p-join-global-prices", "p-window-emit-final", "p-window-emit-final-hopping",
         "p-window-emit-final-retained", "p-sliding-emit-final", "p-fk-join", "p-fk-join-named",
-        "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices", "p-versioned-ops", "p-headers-format");
+        "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices", "p-versioned-ops", "p-headers-format", "p-zero-forms");
 
     private DslPrograms() {
     }
@@ -738,6 +738,21 @@ final class DslPrograms {
                 orders.join(prices, o -> o.substring(0, o.indexOf('#')),
                         (o, p) -> Long.parseLong(p) + Long.parseLong(o.substring(o.indexOf('#') + 1)))
                     .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-zero-forms": {
+                // The zero forms: a versioned table without history (Duration.ZERO: the latest
+                // value of each key only), a stream joined with it with a grace period of
+                // Duration.ZERO (its buffer declared, each record through it and out at once), and
+                // left-joined without one; the table's updates as a stream.
+                KTable<String, String> prices = b.table(t + "-in2",
+                    Materialized.as(Stores.persistentVersionedKeyValueStore("prices0", Duration.ZERO)));
+                KStream<String, String> orders = b.stream(t + "-in");
+                orders.join(prices, (o, p) -> o + "@" + p,
+                        Joined.<String, String, String>as("zero").withGracePeriod(Duration.ZERO))
+                    .to(t + "-out");
+                orders.leftJoin(prices, (o, p) -> o + "@" + p).to(t + "-out2");
+                prices.toStream().to(t + "-out3");
                 break;
             }
             case "p-join-versioned": {
