@@ -41,9 +41,6 @@ type storeKind struct {
 	// headersDecl, when set, is how the store is declared with dsl.store.format=HEADERS (Kafka
 	// Streams 4.4's headers-aware stores); decl is used otherwise.
 	headersDecl stream.Store
-	// notHeaders, when set, is what keeps the store, which dsl.store.format=HEADERS is refused for
-	// (Kafka Streams 4.4 writes more headers in its changelog than this builder does yet).
-	notHeaders string
 }
 
 // declare records how Build declares store.
@@ -236,18 +233,6 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 	}
 	if len(b.nodes) == 0 {
 		b.fail("the program reads no topic: start it with Stream")
-	}
-	if cfg.Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders {
-		var what []string
-		for _, k := range b.kinds {
-			if k.notHeaders != "" && !slices.Contains(what, k.notHeaders) {
-				what = append(what, k.notHeaders)
-			}
-		}
-		slices.Sort(what)
-		for _, w := range what {
-			b.fail("%s in the DEFAULT format only: set %s=DEFAULT", w, config.KeyDSLStoreFormat)
-		}
 	}
 	if len(b.errs) > 0 {
 		return nil, nil, &ProgramError{Problems: b.errs}

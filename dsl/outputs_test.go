@@ -94,10 +94,10 @@ func show(b []byte) string {
 }
 
 // suppressionBuffer says whether changelog lines are a suppression buffer's: its updates carry the
-// header v=3.
+// header v=3 first (then, under dsl.store.format=HEADERS, vh.prior and vh.old).
 func suppressionBuffer(lines []string) bool {
 	for _, l := range lines {
-		if strings.HasSuffix(l, "\tv=x:03") {
+		if strings.HasSuffix(l, "\tv=x:03") || strings.Contains(l, "\tv=x:03|vh.") {
 			return true
 		}
 	}

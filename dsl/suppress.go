@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/internal/streamhook"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -117,8 +119,8 @@ func (t *KTable[K, V]) Suppress(s Suppressed) *KTable[K, V] {
 	if !s.buffer.LoggingDisabled {
 		n.stores = []string{store}
 		b.declare(store, storeKind{decl: stream.SuppressionBufferStore(store),
-			changelog:  func(n topology.Names) topology.TopicInfo { return n.KeyValueChangelog(store) },
-			notHeaders: "Suppress keeps its buffer"})
+			headersDecl: stream.SuppressionBufferHeadersStore(store),
+			changelog:   func(n topology.Names) topology.TopicInfo { return n.KeyValueChangelog(store) }})
 	}
 	// Kafka Streams gives the suppressed table its parent's node as its source node.
 	f := &KTable[K, V]{b: b, n: n, out: newFanout[K, change[V]](b), ks: t.ks, vs: t.vs, sources: []*node{t.n},
@@ -169,8 +171,13 @@ type buffered struct {
 	// oldIsPrior: old equals prior (always so for a key's first update held), which Kafka Streams
 	// keeps and counts once.
 	oldIsPrior bool
-	ctx        recordContext
-	index      int // in the heap
+	// oldAt is the old value's headers and timestamp under dsl.store.format=HEADERS, as Kafka
+	// Streams 4.4 writes them in the header vh.old (valueHeaders): at a key's first update held
+	// none and -1, at a later one the previous update's record's. Nil: the first (also for an
+	// update read back from the store, which is logged again only once it is updated).
+	oldAt []byte
+	ctx   recordContext
+	index int // in the heap
 }
 
 // recordContext is the context of the record that made an update (Kafka Streams'
@@ -306,6 +313,7 @@ func (sp *suppression[K, V]) process(c *stream.Context, md meta, k K, ch change[
 	if e, ok := tb.byKey[string(kb)]; ok {
 		// Kafka Streams keeps a held key where it is: its first update's time, and the value before it.
 		tb.size -= e.sizeEstimate()
+		e.oldAt = valueHeaders(e.ctx.headers, e.ctx.ts)
 		e.old, e.new, e.oldIsPrior, e.ctx = oldB, newB, sameValue(e.prior, oldB), rc
 		tb.size += e.sizeEstimate()
 	} else {
@@ -418,19 +426,75 @@ func (sp *suppression[K, V]) flush(c *stream.Context) error {
 		return nil
 	}
 	st := c.Store(sp.store)
+	headers := c.Config().Runtime.DSLStoreFormat == config.DSLStoreFormatHeaders
 	for k := range tb.dirty {
+		e, ok := tb.byKey[k]
+		var hs []kgo.RecordHeader // under HEADERS, the changelog record's (see e.logHeaders)
+		if ok && headers {
+			hs = e.logHeaders()
+		}
+		restore := streamhook.As(c, c.Timestamp(), hs, streamhook.Origin{})
 		var err error
-		if e, ok := tb.byKey[k]; ok {
+		if ok {
 			err = st.Put(e.key, e.encode())
 		} else {
 			err = st.Delete([]byte(k))
 		}
+		restore()
 		if err != nil {
 			return err
 		}
 	}
 	clear(tb.dirty)
 	return nil
+}
+
+// noValueHeaders is valueHeaders of no headers and no timestamp (-1): a prior value's, and a held
+// key's first old value's.
+var noValueHeaders = valueHeaders(nil, -1)
+
+// logHeaders are the headers of e's changelog record under dsl.store.format=HEADERS, as Kafka
+// Streams 4.4's suppression buffer writes them: v=3 (the value's format, as without them), then
+// the prior value's headers and timestamp (vh.prior: always none and -1, as Kafka Streams keeps
+// them) unless the prior is null or is the old value with its headers and timestamp, then the old
+// value's (vh.old) unless it is null. The new value's are the record context's, in the value.
+func (e *buffered) logHeaders() []kgo.RecordHeader {
+	hs := []kgo.RecordHeader{{Key: "v", Value: []byte{3}}}
+	oldAt := e.oldAt
+	if oldAt == nil {
+		oldAt = noValueHeaders
+	}
+	if e.prior != nil && !(bytes.Equal(oldAt, noValueHeaders) && sameValue(e.prior, e.old)) {
+		hs = append(hs, kgo.RecordHeader{Key: "vh.prior", Value: noValueHeaders})
+	}
+	if e.old != nil {
+		hs = append(hs, kgo.RecordHeader{Key: "vh.old", Value: oldAt})
+	}
+	return hs
+}
+
+// valueHeaders is a value's headers and timestamp as Kafka Streams 4.4's headers-aware stores
+// prefix a value with them: the size of the headers' bytes (a zigzag varint), the headers (none:
+// nothing; else their count, then each key's length, key, value's length, -1 for null, and value,
+// all lengths zigzag varints), then the timestamp (8 bytes, big-endian).
+func valueHeaders(headers []kgo.RecordHeader, ts int64) []byte {
+	var hb []byte
+	if len(headers) > 0 {
+		hb = binary.AppendVarint(hb, int64(len(headers)))
+		for _, h := range headers {
+			hb = binary.AppendVarint(hb, int64(len(h.Key)))
+			hb = append(hb, h.Key...)
+			if h.Value == nil {
+				hb = binary.AppendVarint(hb, -1)
+				continue
+			}
+			hb = binary.AppendVarint(hb, int64(len(h.Value)))
+			hb = append(hb, h.Value...)
+		}
+	}
+	b := binary.AppendVarint(nil, int64(len(hb)))
+	b = append(b, hb...)
+	return binary.BigEndian.AppendUint64(b, uint64(ts))
 }
 
 // discard drops what the task's buffer took since the last commit: it is read from the store again

@@ -505,6 +505,16 @@ type SuppressionBufferStore string
 // Name is the name.
 func (n SuppressionBufferStore) Name() string { return string(n) }
 
+// SuppressionBufferHeadersStore is SuppressionBufferStore as Kafka Streams 4.4 keeps a suppression
+// buffer under dsl.store.format=HEADERS: each update's changelog record carries the headers of the
+// context it is written in, which the writer sets (the DSL's Suppress: v=3 and the prior and old
+// values' headers and timestamps, vh.prior and vh.old), and a deletion's none; the values and the
+// wall clock are as SuppressionBufferStore's. Give it to Connect.
+type SuppressionBufferHeadersStore string
+
+// Name is the name.
+func (n SuppressionBufferHeadersStore) Name() string { return string(n) }
+
 // BufferStore names a key-value store kept as Kafka Streams keeps a time-ordered buffer's changelog
 // (a stream-table join's grace buffer, RocksDBTimeOrderedKeyValueBuffer): Kafka Streams sends its
 // records without a timestamp, so that its producer stamps them with the wall clock, and so they
@@ -553,6 +563,9 @@ func Connect(p Processor, stores ...Store) Processor {
 			c.timestamped[s.Name()], c.headers[s.Name()] = true, headersAlways
 		case SuppressionBufferStore:
 			c.logHeaders[s.Name()] = suppressionBufferHeaders
+			c.wallClock[s.Name()] = true
+		case SuppressionBufferHeadersStore:
+			c.headers[s.Name()] = headersAlways
 			c.wallClock[s.Name()] = true
 		case BufferStore:
 			c.wallClock[s.Name()] = true

@@ -619,6 +619,39 @@ func TestSuppressionBufferStoreChangelogHeaders(t *testing.T) {
 	}
 }
 
+// A SuppressionBufferHeadersStore's changelog records carry the headers of the context they are
+// written in (the DSL's Suppress sets v=3 and the values' headers there), and the wall clock.
+func TestSuppressionBufferHeadersStoreChangelogHeaders(t *testing.T) {
+	a, tk, prod := windowTask(t, SuppressionBufferHeadersStore("counts"))
+	c := &tk.ctx
+	st := c.Store("counts")
+	hs := []kgo.RecordHeader{{Key: "v", Value: []byte{3}}, {Key: "vh.old", Value: []byte{0, 0xff}}}
+	restore := streamhook.As(c, time.UnixMilli(7), hs, streamhook.Origin{})
+	mustNotErr(t, st.Put([]byte("k"), []byte("v")))
+	restore()
+	restore = streamhook.As(c, time.UnixMilli(7), nil, streamhook.Origin{})
+	mustNotErr(t, st.Delete([]byte("k")))
+	restore()
+	recs := prod.all()
+	if len(recs) != 2 {
+		t.Fatalf("%d changelog records, want 2", len(recs))
+	}
+	if h := recs[0].rec.Headers; len(h) != 2 || h[0].Key != "v" || h[1].Key != "vh.old" || string(h[1].Value) != "\x00\xff" {
+		t.Errorf("the update's headers %v, want the context's", h)
+	}
+	if h := recs[1].rec.Headers; len(h) != 0 || !recs[1].nilValue {
+		t.Errorf("the deletion's headers %v (null value %v), want none", h, recs[1].nilValue)
+	}
+	for _, r := range recs {
+		if !r.rec.Timestamp.Equal(a.now()) {
+			t.Errorf("a record at %v, want the wall clock", r.rec.Timestamp)
+		}
+	}
+	if SuppressionBufferHeadersStore("x").Name() != "x" {
+		t.Error("Name")
+	}
+}
+
 // A buffer's changelog records (SuppressionBufferStore, BufferStore) carry the wall clock of their
 // write, as Kafka Streams' producer stamps the buffer records it sends without a timestamp; other
 // stores' carry the record's time.

@@ -643,6 +643,20 @@ func init() {
 			Suppress(dsl.UntilWindowCloses(dsl.BufferConfig{})).
 			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
 	}
+	Programs["p-suppress-headers"] = func(b *dsl.Builder, t string) {
+		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		g.Count().
+			Suppress(dsl.UntilTimeLimit(5*time.Second, dsl.BufferConfig{MaxRecords: 2}).WithName("limited")).
+			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+		dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{}, dsl.Materialized[string, string]{Name: "tbl"}).
+			Suppress(dsl.UntilTimeLimit(3*time.Second, dsl.BufferConfig{})).
+			ToStream().To(t+"-out2", dsl.Produced[string, string]{})
+		dsl.WindowedBy(g, windowed.OfSizeAndGrace(10*time.Second, 2*time.Second)).
+			Count(dsl.Materialized[string, int64]{Key: serde.String, Value: serde.Int64}).
+			Suppress(dsl.UntilWindowCloses(dsl.BufferConfig{})).
+			ToStream().To(t+"-out3", dsl.Produced[windowed.Key[string], int64]{})
+	}
+	Configs["p-suppress-headers"] = func(cfg *config.Config) { cfg.Runtime.DSLStoreFormat = config.DSLStoreFormatHeaders }
 	Programs["p-suppress-time-limit"] = func(b *dsl.Builder, t string) {
 		dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey().Count().
 			Suppress(dsl.UntilTimeLimit(5*time.Second, dsl.BufferConfig{MaxRecords: 2}).WithName("limited")).

@@ -63,7 +63,7 @@ final class DslPrograms {
         "p-suppress-dedup", "p-join-streams-left-outer", "p-join-global", "p-join-global-named",
         "p-join-global-prices", "p-window-emit-final", "p-window-emit-final-hopping",
         "p-window-emit-final-retained", "p-sliding-emit-final", "p-fk-join", "p-fk-join-named",
-        "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices", "p-versioned-ops", "p-headers-format", "p-zero-forms");
+        "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices", "p-versioned-ops", "p-headers-format", "p-zero-forms", "p-suppress-headers");
 
     private DslPrograms() {
     }
@@ -596,6 +596,25 @@ final class DslPrograms {
                     .count(Materialized.with(Serdes.String(), Serdes.Long()))
                     .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
                     .toStream().to(t + "-out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
+                break;
+            }
+            case "p-suppress-headers": {
+                // Suppression in the headers-aware store format (dsl.store.format=HEADERS), over
+                // records with headers: a count held 5 s, at most two keys, and a table's updates
+                // and deletions held 3 s, both logged (their buffers' changelogs carry the prior and
+                // old values' headers and timestamps); a windowed count's final results.
+                props.put("dsl.store.format", "HEADERS");
+                KGroupedStream<String, String> g = b.<String, String>stream(t + "-in").groupByKey();
+                g.count()
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(5), Suppressed.BufferConfig.maxRecords(2)).withName("limited"))
+                    .toStream().to(t + "-out", longs);
+                b.<String, String>table(t + "-in2", Materialized.as("tbl"))
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(3), Suppressed.BufferConfig.unbounded()))
+                    .toStream().to(t + "-out2");
+                g.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2)))
+                    .count(Materialized.with(Serdes.String(), Serdes.Long()))
+                    .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                    .toStream().to(t + "-out3", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
                 break;
             }
             case "p-suppress-time-limit": {
