@@ -15,6 +15,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/tasks"
+	"github.com/streamsgroup/streamsgroup/windowed"
 )
 
 // The record cache (Kafka Streams' ThreadCache, NamedCache and CachingKeyValueStore,
@@ -410,4 +411,42 @@ func (o *order[K, V]) remove(e *entry[K, V]) {
 		o.tail = l.prev
 	}
 	*l = links[K, V]{}
+}
+
+// timedWindow is a window of a key (a session or a sliding window) with its value and timestamp.
+type timedWindow[V any] struct {
+	w  windowed.Window
+	v  V
+	at time.Time
+}
+
+// cachedOver is k's windows read from t's store (stored), with the record cache's entries of c's
+// task over them, as Kafka Streams' caching session and window stores merge them: a cached window
+// for which in holds replaces the stored one of the same window, a cached deletion hides it, and
+// cached windows are not held to the store's retention. The result is in the order of order.
+func cachedOver[K, V any](c *stream.Context, t *KTable[windowed.Key[K], V], ks serde.Serde[K], k K, stored []timedWindow[V],
+	in func(windowed.Window) bool, order func(a, b windowed.Window) int) ([]timedWindow[V], error) {
+	kb, err := ks.Encode(k)
+	if err != nil {
+		return nil, fmt.Errorf("dsl: encoding a key of store %s: %w", t.store, err)
+	}
+	var hidden []windowed.Window // the cached deletions
+	t.cache.grouped(c, string(kb), func(e *entry[windowed.Key[K], V]) {
+		w := e.k.Window
+		switch {
+		case !in(w):
+		case !e.has:
+			hidden = append(hidden, w)
+		default:
+			tw := timedWindow[V]{w: w, v: t.cache.copied(e.v), at: e.at}
+			if i := slices.IndexFunc(stored, func(o timedWindow[V]) bool { return o.w == w }); i >= 0 {
+				stored[i] = tw
+			} else {
+				stored = append(stored, tw)
+			}
+		}
+	})
+	stored = slices.DeleteFunc(stored, func(tw timedWindow[V]) bool { return slices.Contains(hidden, tw.w) })
+	slices.SortFunc(stored, func(x, y timedWindow[V]) int { return order(x.w, y.w) })
+	return stored, nil
 }

@@ -2,8 +2,6 @@ package dsl
 
 import (
 	"cmp"
-	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -179,43 +177,22 @@ func (a *sessionAggregation[K, V, VA]) find(c *stream.Context, k K, earliestEnd,
 			return true
 		})
 	}
-	type session struct {
-		w   windowed.Window
-		v   VA
-		has bool
-	}
-	var all []session
+	var stored []timedWindow[VA]
 	if err := a.store.FindSessions(c, k, earliestEnd, latestStart, func(w windowed.Window, v VA) bool {
-		all = append(all, session{w, v, true})
+		stored = append(stored, timedWindow[VA]{w: w, v: v})
 		return true
 	}); err != nil {
 		return err
 	}
-	kb, err := a.ks.Encode(k)
-	if err != nil {
-		return fmt.Errorf("dsl: encoding a key of store %s: %w", a.t.store, err)
-	}
-	a.t.cache.grouped(c, string(kb), func(e *entry[windowed.Key[K], VA]) {
-		w := e.k.Window
-		if w.End < earliestEnd || w.Start > latestStart {
-			return
-		}
-		s := session{w, a.t.cache.copied(e.v), e.has}
-		if i := slices.IndexFunc(all, func(o session) bool { return o.w == w }); i >= 0 {
-			all[i] = s
-		} else {
-			all = append(all, s)
-		}
-	})
-	slices.SortFunc(all, func(x, y session) int {
-		return cmp.Or(cmp.Compare(x.w.End, y.w.End), cmp.Compare(x.w.Start, y.w.Start))
-	})
+	all, err := cachedOver(c, a.t, a.ks, k, stored,
+		func(w windowed.Window) bool { return w.End >= earliestEnd && w.Start <= latestStart },
+		func(x, y windowed.Window) int {
+			return cmp.Or(cmp.Compare(x.End, y.End), cmp.Compare(x.Start, y.Start))
+		})
 	for _, s := range all {
-		if s.has {
-			fn(s.w, s.v)
-		}
+		fn(s.w, s.v)
 	}
-	return nil
+	return err
 }
 
 func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, v V) error {

@@ -3,7 +3,6 @@ package dsl
 import (
 	"cmp"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -207,37 +206,23 @@ func (a *slidingAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 // the record cache's entries of the task over them (a cached window replaces the stored one,
 // whatever its age), as Kafka Streams' caching window store merges them.
 func (a *slidingAggregation[K, V, VA]) fetch(r slidingRecord[K, V], from, to int64) ([]window[VA], error) {
-	var out []window[VA]
+	var stored []timedWindow[VA]
 	err := a.store.Fetch(r.c, r.k, from, to, func(start int64, s stamped[VA]) bool {
-		out = append(out, window[VA]{start: start, agg: slidingAgg[VA]{v: s.v, has: true, at: s.at.UnixMilli()}})
+		stored = append(stored, timedWindow[VA]{w: windowed.Window{Start: start, End: start + a.d}, v: s.v, at: s.at})
 		return true
 	})
-	if err != nil || !a.t.cached() {
-		return out, err
+	if err == nil && a.t.cached() {
+		stored, err = cachedOver(r.c, a.t, a.ks, r.k, stored,
+			func(w windowed.Window) bool { return w.Start >= from && w.Start <= to },
+			func(x, y windowed.Window) int { return cmp.Compare(x.Start, y.Start) })
 	}
-	kb, err := a.ks.Encode(r.k)
 	if err != nil {
-		return nil, fmt.Errorf("dsl: encoding a key of store %s: %w", a.t.store, err)
+		return nil, err
 	}
-	var hidden []int64 // starts of cached deletions
-	a.t.cache.grouped(r.c, string(kb), func(e *entry[windowed.Key[K], VA]) {
-		start := e.k.Window.Start
-		if start < from || start > to {
-			return
-		}
-		if !e.has {
-			hidden = append(hidden, start)
-			return
-		}
-		w := window[VA]{start: start, agg: slidingAgg[VA]{v: a.t.cache.copied(e.v), has: true, at: e.at.UnixMilli()}}
-		if i := slices.IndexFunc(out, func(o window[VA]) bool { return o.start == start }); i >= 0 {
-			out[i] = w
-		} else {
-			out = append(out, w)
-		}
-	})
-	out = slices.DeleteFunc(out, func(w window[VA]) bool { return slices.Contains(hidden, w.start) })
-	slices.SortFunc(out, func(x, y window[VA]) int { return cmp.Compare(x.start, y.start) })
+	out := make([]window[VA], len(stored))
+	for i, tw := range stored {
+		out[i] = window[VA]{start: tw.w.Start, agg: slidingAgg[VA]{v: tw.v, has: true, at: tw.at.UnixMilli()}}
+	}
 	return out, nil
 }
 
