@@ -18,7 +18,8 @@ import (
 // make; a row leaving either table, or a foreign key that leaves other, deletes the result. fk's
 // result is no foreign key when it is the nil of its type (the row then joins nothing). fn's
 // result is a deletion when it is the nil of its type. opts: Named (TableJoined.as: the join's
-// nodes, internal topics and store are named <name>-…) and Materialized[K, VR] to keep the result
+// nodes, internal topics and store are named <name>-…), or a TableJoined[K, KO] with its
+// partitioners for tables a custom partitioner wrote, and Materialized[K, VR] to keep the result
 // in a store.
 //
 // The tables need not be co-partitioned: each row of t subscribes to its foreign key through the
@@ -41,6 +42,27 @@ func LeftJoinForeignKey[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO,
 	return foreignKeyJoin(t, other, "LeftJoinForeignKey", true, fk, fn, opts)
 }
 
+// fkPartition is the partition of topic part places a foreign-key join's record with key k on,
+// chosen false when part leaves it to the default; anything but one partition of the topic is an
+// error (Kafka Streams' "should be a singleton set").
+func fkPartition[KK any](c *stream.Context, topic string, part StreamPartitioner[KK, struct{}], k KK, headers []kgo.RecordHeader) (p int32, chosen bool, err error) {
+	n, err := c.PartitionCount(topic)
+	if err != nil {
+		return 0, false, fmt.Errorf("dsl: placing a record on %s: %w", topic, err)
+	}
+	ps, ok := part(topic, k, struct{}{}, headers, n)
+	if !ok {
+		return 0, false, nil
+	}
+	if len(ps) != 1 {
+		return 0, false, fmt.Errorf("%w: %d partitions of %s for a foreign-key join's record, which goes to exactly one", ErrPartition, len(ps), topic)
+	}
+	if err := partitionsIn(topic, ps, n); err != nil {
+		return 0, false, err
+	}
+	return ps[0], true, nil
+}
+
 // foreignKeyJoin adds a foreign-key join (Kafka Streams' KTableImpl.doJoinOnForeignKey), its nodes
 // named and numbered as there: on t's side the subscription sender and the response resolver, on
 // other's the subscription receiver and the two joins that answer (a new subscription, a changed
@@ -48,7 +70,17 @@ func LeftJoinForeignKey[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO,
 func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO], op string, left bool,
 	fk func(K, V) KO, fn func(k K, v V, vo VO, found bool) VR, opts []TableOption) *KTable[K, VR] {
 	b := t.b
-	named, m, _ := tableOptions[K, VR](b, op, opts)
+	var tj TableJoined[K, KO]
+	rest := make([]TableOption, 0, len(opts))
+	for _, o := range opts {
+		if j, ok := o.(TableJoined[K, KO]); ok {
+			tj = j
+			rest = append(rest, Named(j.Name))
+			continue
+		}
+		rest = append(rest, o)
+	}
+	named, m, _ := tableOptions[K, VR](b, op, rest)
 	if !joinable(t, other, op) {
 		return &KTable[K, VR]{b: b, n: t.n, out: newFanout[K, change[VR]](b)}
 	}
@@ -111,17 +143,17 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 	}
 
 	fkNil := nilCheck[KO]()
-	// fkOf is the serialized foreign key of a row (nil: none).
-	fkOf := func(k K, v V) ([]byte, error) {
+	// fkOf is the foreign key of a row and its bytes (nil: none).
+	fkOf := func(k K, v V) (KO, []byte, error) {
 		ko := fk(k, v)
 		if fkNil != nil && fkNil(ko) {
-			return nil, nil
+			return ko, nil, nil
 		}
 		kb, err := other.ks.Encode(ko)
 		if err != nil {
-			return nil, fmt.Errorf("dsl: encoding the foreign key of %s: %w", sendName, err)
+			return ko, nil, fmt.Errorf("dsl: encoding the foreign key of %s: %w", sendName, err)
 		}
-		return kb, nil
+		return ko, kb, nil
 	}
 	// hashOf is the hash of a row's value, by which its answers are matched to it.
 	hashOf := func(v V) (valueHash, error) {
@@ -138,15 +170,16 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 		if t.droppedOutOfOrder(c, ch) {
 			return nil
 		}
+		var oldKO, newKO KO
 		var oldFK, newFK []byte
 		var err error
 		if ch.hasOld {
-			if oldFK, err = fkOf(k, ch.old); err != nil {
+			if oldKO, oldFK, err = fkOf(k, ch.old); err != nil {
 				return err
 			}
 		}
 		if ch.hasNew {
-			if newFK, err = fkOf(k, ch.new); err != nil {
+			if newKO, newFK, err = fkOf(k, ch.new); err != nil {
 				return err
 			}
 		}
@@ -154,7 +187,7 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 		// them (an update that sends none encodes nothing).
 		var pk []byte
 		var hash valueHash
-		subscribe := func(to []byte, instr fkInstruction) error {
+		subscribe := func(ko KO, to []byte, instr fkInstruction) error {
 			if pk == nil {
 				if pk, err = t.ks.Encode(k); err != nil {
 					return fmt.Errorf("dsl: encoding a key of the table joined by %s: %w", sendName, err)
@@ -172,7 +205,19 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 			// subtopology is co-partitioned (Kafka Streams takes the record's, the same but in a
 			// punctuation, where it has none).
 			v := encodeSubscription(subscription{version: subscriptionVersion, hash: hash, instr: instr, pk: pk, partition: c.Task().Partition})
-			return c.SendAt(subSink.sendTo, recordTime(c, md), to, v, md.headersOf(c)...)
+			headers := md.headersOf(c)
+			if tj.OtherPartitioner != nil {
+				// Placed with the other table's row, as its custom partitioner placed it (Kafka
+				// Streams' SubscriptionSinkPartitioner).
+				p, chosen, err := fkPartition(c, subSink.sendTo, tj.OtherPartitioner, ko, headers)
+				if err != nil {
+					return err
+				}
+				if chosen {
+					return c.SendTo(subSink.sendTo, p, recordTime(c, md), to, v, headers...)
+				}
+			}
+			return c.SendAt(subSink.sendTo, recordTime(c, md), to, v, headers...)
 		}
 		changed := ch.hasOld && oldFK != nil && (newFK == nil || string(newFK) != string(oldFK))
 		if left {
@@ -180,33 +225,33 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 				return nil
 			}
 			if changed {
-				if err := subscribe(oldFK, deleteNoPropagate); err != nil {
+				if err := subscribe(oldKO, oldFK, deleteNoPropagate); err != nil {
 					return err
 				}
 			}
 			// Every update asks for an answer, a deletion and a row without a foreign key too (their
 			// subscription, without a key, keeps nothing): the result always follows t.
-			return subscribe(newFK, propagateNullIfNoFK)
+			return subscribe(newKO, newFK, propagateNullIfNoFK)
 		}
 		switch {
 		case !ch.hasNew:
 			if oldFK != nil {
-				return subscribe(oldFK, deleteAndPropagate)
+				return subscribe(oldKO, oldFK, deleteAndPropagate)
 			}
 		case newFK == nil:
 			c.Dropped() // Kafka Streams skips and counts a row without a foreign key
 			if oldFK != nil {
-				return subscribe(oldFK, deleteAndPropagate)
+				return subscribe(oldKO, oldFK, deleteAndPropagate)
 			}
 		case changed:
-			if err := subscribe(oldFK, deleteNoPropagate); err != nil {
+			if err := subscribe(oldKO, oldFK, deleteNoPropagate); err != nil {
 				return err
 			}
-			return subscribe(newFK, propagateNullIfNoFK)
+			return subscribe(newKO, newFK, propagateNullIfNoFK)
 		default:
 			// A new row, or one whose foreign key stayed: an answer only if it joins (had it not
 			// joined before, with the same key, there is no result to delete).
-			return subscribe(newFK, propagateOnlyIfFK)
+			return subscribe(newKO, newFK, propagateOnlyIfFK)
 		}
 		return nil
 	})
@@ -215,6 +260,22 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 	// (Kafka Streams' SubscriptionReceiveProcessorSupplier and SubscriptionJoinProcessorSupplier).
 	answer := func(c *stream.Context, at time.Time, headers []kgo.RecordHeader, s subscription, value []byte) error {
 		r := encodeResponse(response{hash: s.hash, value: value})
+		if tj.Partitioner != nil {
+			// Placed as the left table's custom partitioner places its row's key, not on the
+			// partition the subscription names (Kafka Streams' ForeignResponseSinkPartitioner).
+			pk, err := t.ks.Decode(s.pk)
+			if err != nil {
+				return fmt.Errorf("dsl: decoding a key of the table joined by %s: %w", sendName, err)
+			}
+			p, chosen, err := fkPartition(c, respSink.sendTo, tj.Partitioner, pk, headers)
+			if err != nil {
+				return err
+			}
+			if chosen {
+				return c.SendTo(respSink.sendTo, p, at, s.pk, r, headers...)
+			}
+			return c.SendAt(respSink.sendTo, at, s.pk, r, headers...) // left to the default: by key
+		}
 		if s.version > 0 {
 			return c.SendTo(respSink.sendTo, s.partition, at, s.pk, r, headers...)
 		}

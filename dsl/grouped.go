@@ -74,7 +74,7 @@ func (g *KGroupedStream[K, V]) input(store string) (*node, *fanout[K, V]) {
 		return g.source, g.fromRep
 	}
 	sink, source := b.repartition(prefix, 0, g.s.n)
-	g.s.out.attach(repartitionTo(sink, g.ks, g.vs))
+	g.s.out.attach(repartitionTo(sink, g.ks, g.vs, nil))
 	out := newFanout[K, V](b)
 	source.entry = sourceEntry(out, g.ks, g.vs)
 	g.source, g.fromRep = source, out

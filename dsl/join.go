@@ -177,7 +177,7 @@ func (s *KStream[K, V]) repartitionForJoin(ks serde.Serde[K], vs serde.Serde[V],
 		return &r
 	}
 	sink, source := b.repartition(prefix, 0, s.n)
-	s.out.attach(repartitionTo(sink, ks, vs))
+	s.out.attach(repartitionTo(sink, ks, vs, nil))
 	r := &KStream[K, V]{b: b, n: source, out: newFanout[K, V](b), ks: ks, vs: vs, sources: []*node{source}}
 	source.entry = sourceEntry(r.out, ks, vs)
 	s.joinRep = r

@@ -3,8 +3,19 @@ package dsl
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/streamsgroup/streamsgroup/serde"
 )
+
+// A StreamPartitioner chooses the partitions of topic a record goes to (Kafka Streams'
+// StreamPartitioner.partitions, its form with headers): some of the numPartitions the topic has,
+// which the runtime asks the cluster for (as Kafka Streams asks its producer). ok false leaves the
+// record to Kafka's default partitioning, by murmur2 of its key (Optional.empty()); ok with no
+// partitions drops it, logged nowhere but counted as a dropped record (an empty set); several
+// partitions write it to each, in their order (a multicast). value is V's zero value for a record
+// without one (Java's null). A partition outside [0, numPartitions) is a processing error.
+type StreamPartitioner[K, V any] func(topic string, key K, value V, headers []kgo.RecordHeader, numPartitions int) (partitions []int32, ok bool)
 
 // Consumed is how a source topic is read (Kafka Streams' Consumed): its serdes, and the source
 // node's name (Consumed.as); empty fields take the defaults.
@@ -20,6 +31,9 @@ type Produced[K, V any] struct {
 	Key   serde.Serde[K]
 	Value serde.Serde[V]
 	Name  string
+	// Partitioner places each record (Produced.streamPartitioner); nil: by its key, a windowed key
+	// by its inner key (Kafka Streams' WindowedStreamPartitioner).
+	Partitioner StreamPartitioner[K, V]
 }
 
 // Grouped is how a stream is grouped (Kafka Streams' Grouped): the serdes of the repartition topic
@@ -65,13 +79,40 @@ func (m Materialized[K, V]) versioned() (bool, time.Duration) {
 }
 
 // Repartitioned is how Repartition writes its topic (Kafka Streams' Repartitioned): serdes, its
-// name (Repartitioned.as) and a fixed partition count (0: as many as the input has).
+// name (Repartitioned.as), a fixed partition count (0: as many as the input has) and a
+// partitioner (Repartitioned.streamPartitioner; nil: by the whole key, a windowed one too, as in
+// Kafka Streams).
 type Repartitioned[K, V any] struct {
-	Key        serde.Serde[K]
-	Value      serde.Serde[V]
-	Name       string
-	Partitions int32
+	Key         serde.Serde[K]
+	Value       serde.Serde[V]
+	Name        string
+	Partitions  int32
+	Partitioner StreamPartitioner[K, V]
 }
+
+// TableJoined is how a foreign-key join places the records of its internal topics, and names its
+// nodes (Kafka Streams' TableJoined), for tables whose topics a custom partitioner wrote: Kafka
+// Streams' foreign-key join assumes each table is partitioned as Kafka's default partitioner
+// places its keys, unless told otherwise. Given to JoinForeignKey and LeftJoinForeignKey as a
+// TableOption.
+type TableJoined[K, KO any] struct {
+	// Name names the join's nodes, internal topics and store as Named does (TableJoined.as).
+	Name string
+	// Partitioner is how the left table's topic is partitioned: it places each answer on the
+	// partition of the row that asked, given the row's key (TableJoined.partitioner); nil: the
+	// partition the row was read from.
+	Partitioner StreamPartitioner[K, struct{}]
+	// OtherPartitioner is how the other table's topic is partitioned: it places each subscription
+	// with the row of the other table it asks for, given that row's key
+	// (TableJoined.otherPartitioner); nil: by the key, as Kafka's default partitioner.
+	//
+	// Either partitioner must choose one partition or leave the choice (ok false); a foreign-key
+	// join cannot drop or copy its records, and any other choice is a processing error, as in
+	// Kafka Streams.
+	OtherPartitioner StreamPartitioner[KO, struct{}]
+}
+
+func (TableJoined[K, KO]) tableOption() {}
 
 // Named names an operation's processor node (Kafka Streams' Named.as); empty: a generated name.
 type Named string

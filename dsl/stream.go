@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -190,15 +191,21 @@ func (s *KStream[K, V]) To(topic string, p Produced[K, V]) {
 		s.b.fail("To(%q) needs Produced serdes for %s and %s", topic, typeName[K](), typeName[V]())
 	}
 	n := s.b.add(&node{name: s.b.nameOr(p.Name, "KSTREAM-SINK-"), kind: sinkNode, topic: topic}, s.n)
-	s.out.attach(sendTo(n, ks, vs, true))
+	s.out.attach(sendTo(n, ks, vs, true, p.Partitioner))
 }
 
-// sendTo writes each record to n's topic, named once Build knows it. sink says n is a sink of To
-// (Kafka Streams' StreamSinkNode), which places a windowed key by its inner key; a repartition's
-// sink places it by the whole key, as Kafka Streams' does.
-func sendTo[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V], sink bool) func(*stream.Context, meta, K, V) error {
+// sendTo writes each record to n's topic, named once Build knows it, placed by part if given. sink
+// says n is a sink of To (Kafka Streams' StreamSinkNode), which places a windowed key by its inner
+// key unless part places it; a repartition's sink places it by the whole key, as Kafka Streams'
+// does.
+func sendTo[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V], sink bool, part StreamPartitioner[K, V]) func(*stream.Context, meta, K, V) error {
 	var out stream.Topic[K, V]
 	n.onBuild = append(n.onBuild, func() { out = stream.Output(n.sendTo, ks, vs) })
+	if part != nil {
+		return func(c *stream.Context, m meta, k K, v V) error {
+			return sendPartitioned(c, out, part, ks, vs, m, k, v)
+		}
+	}
 	if pk, ok := ks.(serde.PartitionKeyer[K]); ok && sink {
 		return func(c *stream.Context, m meta, k K, v V) error {
 			return sendByInnerKey(c, out.Name(), pk, ks, vs, m, k, v)
@@ -218,21 +225,9 @@ func sendByInnerKey[K, V any](c *stream.Context, topic string, pk serde.Partitio
 	if err != nil {
 		return fmt.Errorf("dsl: encoding a key for %s: %w", topic, err)
 	}
-	kb, err := ks.Encode(k)
+	kb, vb, err := encodeRecord(topic, ks, vs, m, k, v)
 	if err != nil {
-		return fmt.Errorf("dsl: encoding a key for %s: %w", topic, err)
-	}
-	if kb == nil {
-		kb = []byte{}
-	}
-	var vb []byte
-	if !m.nullValue {
-		if vb, err = vs.Encode(v); err != nil {
-			return fmt.Errorf("dsl: encoding a value for %s: %w", topic, err)
-		}
-		if vb == nil {
-			vb = []byte{}
-		}
+		return err
 	}
 	return c.SendBy(topic, recordTime(c, m), p, kb, vb, m.headersOf(c)...)
 }
@@ -240,8 +235,8 @@ func sendByInnerKey[K, V any](c *stream.Context, topic string, pk serde.Partitio
 // repartitionTo writes each record with a key to the repartition topic of sink (Kafka Streams'
 // filter before a repartition drops those without), and those without one too when a left join
 // below takes them (sink.keepNullKeys).
-func repartitionTo[K, V any](sink *node, ks serde.Serde[K], vs serde.Serde[V]) func(*stream.Context, meta, K, V) error {
-	send := sendTo(sink, ks, vs, false)
+func repartitionTo[K, V any](sink *node, ks serde.Serde[K], vs serde.Serde[V], part StreamPartitioner[K, V]) func(*stream.Context, meta, K, V) error {
+	send := sendTo(sink, ks, vs, false, part)
 	return func(c *stream.Context, m meta, k K, v V) error {
 		if m.nullKey && !sink.keepNullKeys {
 			return nil
@@ -260,11 +255,22 @@ func send[K, V any](c *stream.Context, out stream.Topic[K, V], ks serde.Serde[K]
 		}
 		return out.SendAt(c, m.at, k, v, m.headersOf(c)...)
 	}
-	var kb, vb []byte
-	var err error
+	kb, vb, err := encodeRecord(out.Name(), ks, vs, m, k, v)
+	if err != nil {
+		return err
+	}
+	if !m.at.IsZero() {
+		return c.SendAt(out.Name(), m.at, kb, vb, m.headersOf(c)...)
+	}
+	return c.Send(out.Name(), kb, vb, m.headersOf(c)...)
+}
+
+// encodeRecord encodes a record for topic: nil for a null key or value, an empty slice for an
+// empty one.
+func encodeRecord[K, V any](topic string, ks serde.Serde[K], vs serde.Serde[V], m meta, k K, v V) (kb, vb []byte, err error) {
 	if !m.nullKey {
 		if kb, err = ks.Encode(k); err != nil {
-			return fmt.Errorf("dsl: encoding a key for %s: %w", out.Name(), err)
+			return nil, nil, fmt.Errorf("dsl: encoding a key for %s: %w", topic, err)
 		}
 		if kb == nil {
 			kb = []byte{}
@@ -272,16 +278,60 @@ func send[K, V any](c *stream.Context, out stream.Topic[K, V], ks serde.Serde[K]
 	}
 	if !m.nullValue {
 		if vb, err = vs.Encode(v); err != nil {
-			return fmt.Errorf("dsl: encoding a value for %s: %w", out.Name(), err)
+			return nil, nil, fmt.Errorf("dsl: encoding a value for %s: %w", topic, err)
 		}
 		if vb == nil {
 			vb = []byte{}
 		}
 	}
-	if !m.at.IsZero() {
-		return c.SendAt(out.Name(), m.at, kb, vb, m.headersOf(c)...)
+	return kb, vb, nil
+}
+
+// sendPartitioned writes a record to out on the partitions part chooses among those out's topic
+// has, as Kafka Streams' record collector applies a StreamPartitioner: by key when part leaves the
+// choice, nowhere (a dropped record) when it chooses none, to each partition when it chooses
+// several.
+func sendPartitioned[K, V any](c *stream.Context, out stream.Topic[K, V], part StreamPartitioner[K, V], ks serde.Serde[K], vs serde.Serde[V], m meta, k K, v V) error {
+	topic := out.Name()
+	n, err := c.PartitionCount(topic)
+	if err != nil {
+		return fmt.Errorf("dsl: placing a record on %s: %w", topic, err)
 	}
-	return c.Send(out.Name(), kb, vb, m.headersOf(c)...)
+	ps, ok := part(topic, k, v, m.headersOf(c), n)
+	if !ok {
+		return send(c, out, ks, vs, m, k, v)
+	}
+	if len(ps) == 0 {
+		c.Dropped()
+		return nil
+	}
+	if err := partitionsIn(topic, ps, n); err != nil {
+		return err
+	}
+	kb, vb, err := encodeRecord(topic, ks, vs, m, k, v)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := c.SendTo(topic, p, recordTime(c, m), kb, vb, m.headersOf(c)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ErrPartition is returned (wrapped) when a StreamPartitioner chooses a partition its topic does
+// not have, or, in a foreign-key join, other than one partition.
+var ErrPartition = errors.New("dsl: a StreamPartitioner chose partitions the record cannot go to")
+
+// partitionsIn checks that ps are partitions of a topic of n.
+func partitionsIn(topic string, ps []int32, n int) error {
+	for _, p := range ps {
+		if p < 0 || int(p) >= n {
+			return fmt.Errorf("%w: partition %d of %s, which has %d", ErrPartition, p, topic, n)
+		}
+	}
+	return nil
 }
 
 // MapValues changes each value with fn (Kafka Streams' mapValues); the key stays, so no
@@ -393,7 +443,7 @@ func (s *KStream[K, V]) Repartition(r Repartitioned[K, V]) *KStream[K, V] {
 		s.b.fail("Repartition %q: the partition count %d is negative", name, r.Partitions)
 	}
 	sink, source := s.b.repartition(name, r.Partitions, s.n)
-	s.out.attach(repartitionTo(sink, ks, vs))
+	s.out.attach(repartitionTo(sink, ks, vs, r.Partitioner))
 	c := &KStream[K, V]{b: s.b, n: source, out: newFanout[K, V](s.b), ks: ks, vs: vs, sources: []*node{source}}
 	source.entry = sourceEntry(c.out, ks, vs)
 	return c

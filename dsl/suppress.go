@@ -34,7 +34,9 @@ const (
 // is unbounded (BufferConfig.unbounded()).
 type BufferConfig struct {
 	// MaxRecords and MaxBytes bound the keys it holds and their size as Kafka Streams estimates it
-	// (0: no bound).
+	// (0: no bound). A negative bound is a bound of none, Kafka Streams' maxRecords(0) and
+	// maxBytes(0) (which the zero value cannot say): the buffer holds no update past the record
+	// that brought it, which it emits at once (EmitEarlyWhenFull) or fails on (ShutDownWhenFull).
 	MaxRecords, MaxBytes int64
 	// WhenFull is what it does beyond a bound.
 	WhenFull BufferFull
@@ -43,7 +45,13 @@ type BufferConfig struct {
 	LoggingDisabled bool
 }
 
-func (bc BufferConfig) bounded() bool { return bc.MaxRecords > 0 || bc.MaxBytes > 0 }
+func (bc BufferConfig) bounded() bool { return bc.MaxRecords != 0 || bc.MaxBytes != 0 }
+
+// over says whether a buffer holding records keys in size bytes is beyond bc's bounds.
+func (bc BufferConfig) over(records int, size int64) bool {
+	return bc.MaxRecords != 0 && int64(records) > max(bc.MaxRecords, 0) ||
+		bc.MaxBytes != 0 && size > max(bc.MaxBytes, 0)
+}
 
 // Suppressed is how Suppress holds a table's updates back (Kafka Streams' Suppressed): made by
 // UntilWindowCloses or UntilTimeLimit, named with WithName.
@@ -331,16 +339,13 @@ func (sp *suppression[K, V]) process(c *stream.Context, md meta, k K, ch change[
 			return err
 		}
 	}
-	over := func() bool {
-		return sp.config.MaxRecords > 0 && int64(len(tb.order)) > sp.config.MaxRecords ||
-			sp.config.MaxBytes > 0 && tb.size > sp.config.MaxBytes
-	}
+	over := func() bool { return sp.config.over(len(tb.order), tb.size) }
 	if !over() {
 		return nil
 	}
 	if sp.config.WhenFull == ShutDownWhenFull {
 		return fmt.Errorf("%w: %d records of %d and %d bytes of %d held (ShutDownWhenFull)", ErrBufferFull,
-			len(tb.order), sp.config.MaxRecords, tb.size, sp.config.MaxBytes)
+			len(tb.order), max(sp.config.MaxRecords, 0), tb.size, max(sp.config.MaxBytes, 0))
 	}
 	for over() {
 		if err := sp.emit(c, tb); err != nil {

@@ -104,6 +104,53 @@ func TestSuppressBufferThatShutsDownWhenFull(t *testing.T) {
 	}
 }
 
+// A buffer bound to no record (Kafka Streams' maxRecords(0), a negative bound here) holds nothing
+// past the record that brought it: each update goes on at once, with its own timestamp, deletions
+// too; its changelog, written at commits, has only deletions of the keys it held (none is held when
+// it commits). Shutting down when full, it fails on the first record.
+func TestSuppressBufferOfNoRecords(t *testing.T) {
+	for _, bc := range []BufferConfig{{MaxRecords: -1}, {MaxBytes: -1}} {
+		d := run(t, func(b *Builder) {
+			Table(b, "in", Consumed[string, string]{}).
+				Suppress(UntilTimeLimit(time.Hour, bc).WithName("none")).
+				ToStream().To("out", Produced[string, string]{})
+		})
+		pipeRaw(t, d, "in", []byte("a"), []byte("1"), 0)
+		pipeRaw(t, d, "in", []byte("a"), []byte("2"), 500)
+		pipeRaw(t, d, "in", []byte("b"), []byte("1"), 600)
+		pipeRaw(t, d, "in", []byte("a"), nil, 700)
+		want := []rawRec{{k: "a", v: "1", ts: 0}, {k: "a", v: "2", ts: 500}, {k: "b", v: "1", ts: 600}, {k: "a", null: true, ts: 700}}
+		if got := readRaw(t, d, "out"); !slices.Equal(got, want) {
+			t.Fatalf("%+v: got %v, want %v", bc, got, want)
+		}
+		logged := readRaw(t, d, "ops-none-store-changelog")
+		keys := map[string]bool{}
+		for _, r := range logged {
+			if !r.null {
+				t.Fatalf("%+v: the changelog holds a value: %v", bc, logged)
+			}
+			keys[r.k] = true
+		}
+		if len(keys) != 2 || !keys["a"] || !keys["b"] {
+			t.Fatalf("%+v: the changelog's deletions %v, want some of a and of b", bc, logged)
+		}
+	}
+
+	d := start(t, config.Default("ops"), func(b *Builder) {
+		Table(b, "in", Consumed[string, string]{}).
+			Suppress(UntilTimeLimit(time.Hour, BufferConfig{MaxRecords: -1, WhenFull: ShutDownWhenFull})).
+			ToStream().To("out", Produced[string, string]{})
+	})
+	if err := d.Pipe("in", []byte("a"), []byte("1"), time.UnixMilli(0)); err != nil {
+		t.Fatal(err)
+	}
+	err := d.Settle()
+	d.Close()
+	if !errors.Is(err, ErrBufferFull) || !strings.Contains(err.Error(), "1 records of 0") {
+		t.Fatalf("the application ended with %v, want ErrBufferFull with 1 records of 0", err)
+	}
+}
+
 // The buffer's changelog value is Kafka Streams' format v3, written here byte by byte from its
 // BufferValue and ProcessorRecordContext serializers.
 func TestSuppressionBufferFormat(t *testing.T) {

@@ -292,7 +292,7 @@ func (s *KStream[K, V]) ToTable(opts ...TableOption) *KTable[K, V] {
 			b.fail("the repartition before ToTable %q needs serdes for %s and %s", name, typeName[K](), typeName[V]())
 		}
 		sink, source := b.repartition(name, 0, s.n)
-		s.out.attach(repartitionTo(sink, ks, vs))
+		s.out.attach(repartitionTo(sink, ks, vs, nil))
 		in = newFanout[K, V](b)
 		source.entry = sourceEntry(in, ks, vs)
 		parent = source

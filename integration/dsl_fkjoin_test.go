@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsgroup/streamsgroup/internal/dslprograms"
 )
 
 // fkOrders is the state of p-fk-join-prices' two tables as the test writes them, from which the
@@ -82,6 +84,50 @@ func TestDSLForeignKeyJoinMixedGroup(t *testing.T) {
 		}
 		return map[string][]*kgo.Record{"-in": orders, "-in2": prices}
 	}, o.want, false, 1)
+}
+
+// The foreign-key join of TestDSLForeignKeyJoinMixedGroup over tables written as a custom
+// partitioner places them (p-fk-join-partitioned: by the number each key ends with, modulo the
+// partitions), which the join is told through TableJoined's partitioners, its results written so
+// too (Produced's): Kafka Streams and the Go member must agree on where each subscription, each
+// answer and each result goes. Kafka's default partitioner would place a subscription for item0,
+// item1 or item2 on another partition than its price's, where no answer comes from. Every order's
+// last result must be its item's latest price plus its quantity, and every result must be on the
+// partition of its order's number.
+func TestDSLForeignKeyJoinPartitionedMixedGroup(t *testing.T) {
+	base := time.Now().Add(-5 * time.Minute).UnixMilli()
+	o := newFKOrders()
+	byNumber := func(r *kgo.Record) *kgo.Record {
+		r.Partition = int32(dslprograms.TrailingNumber(string(r.Key)) % 2)
+		return r
+	}
+	topics := mixedGroupRecords(t, "p-fk-join-partitioned", func(phase int) map[string][]*kgo.Record {
+		at := func(ms int) time.Time { return time.UnixMilli(base + int64(phase*20000+ms)) }
+		var prices, orders []*kgo.Record
+		for i := range int64(6) {
+			prices = append(prices, byNumber(o.setPrice(i, int64(phase)*100+i*10, at(int(i)))))
+		}
+		for j := range 12 {
+			k := fmt.Sprintf("o%d", j)
+			switch {
+			case phase == 1:
+				orders = append(orders, byNumber(o.setOrder(k, int64(j%6), 1, at(1000+j))))
+			case j%3 == phase-2:
+				orders = append(orders, byNumber(o.setOrder(k, int64((j+phase)%6), int64(phase), at(1000+j))))
+			}
+		}
+		return map[string][]*kgo.Record{"-in": orders, "-in2": prices}
+	}, o.want, false, 3)
+	results := 0
+	readCommitted(t, clientsOf(t, Get(t)), topics+"-out", func(r *kgo.Record) {
+		results++
+		if want := int32(dslprograms.TrailingNumber(string(r.Key)) % 3); r.Partition != want {
+			t.Errorf("the result of %s is on partition %d, want %d", r.Key, r.Partition, want)
+		}
+	})
+	if results < len(o.order) {
+		t.Fatalf("%d results for %d orders", results, len(o.order))
+	}
 }
 
 // The foreign-key join of TestDSLForeignKeyJoinMixedGroup under exactly_once_v2, the Go member

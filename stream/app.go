@@ -352,6 +352,9 @@ type App struct {
 	// deliverPrefixes are deliverCtx with a key prefix (tasks.WithKeyPrefix) by its length, made
 	// when first asked for and dropped when deliverCtx is renewed (keyPrefixContext).
 	deliverPrefixes []context.Context
+	// partitionCounts are the partition counts of the topics a StreamPartitioner chose among
+	// (PartitionCount), with when each was learned.
+	partitionCounts map[string]partitionCount
 	endpoints       atomic.Pointer[map[heartbeat.Endpoint]heartbeat.EndpointPartitions]
 }
 

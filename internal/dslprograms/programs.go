@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/dsl"
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -539,6 +541,17 @@ func init() {
 			}).
 			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
 	}
+	Programs["p-fk-join-partitioned"] = func(b *dsl.Builder, t string) {
+		orders := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{})
+		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{})
+		dsl.JoinForeignKey(orders, prices, func(_, o string) string { return o[:strings.IndexByte(o, '#')] },
+			func(_, o, p string) int64 {
+				price, _ := strconv.ParseInt(p, 10, 64)
+				qty, _ := strconv.ParseInt(o[strings.IndexByte(o, '#')+1:], 10, 64)
+				return price + qty
+			}, dsl.TableJoined[string, string]{Partitioner: ByTrailingNumber[struct{}], OtherPartitioner: ByTrailingNumber[struct{}]}).
+			ToStream().To(t+"-out", dsl.Produced[string, int64]{Partitioner: ByTrailingNumber[int64]})
+	}
 	Programs["p-zero-forms"] = func(b *dsl.Builder, t string) {
 		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{},
 			dsl.Materialized[string, string]{Name: "prices0", Versioned: true})
@@ -657,6 +670,17 @@ func init() {
 			ToStream().To(t+"-out3", dsl.Produced[windowed.Key[string], int64]{})
 	}
 	Configs["p-suppress-headers"] = func(cfg *config.Config) { cfg.Runtime.DSLStoreFormat = config.DSLStoreFormatHeaders }
+	Programs["p-suppress-zero"] = func(b *dsl.Builder, t string) {
+		dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey().Count().
+			Suppress(dsl.UntilTimeLimit(5*time.Second, dsl.BufferConfig{MaxRecords: -1}).WithName("none")).
+			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
+		dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{}).
+			Suppress(dsl.UntilTimeLimit(3*time.Second, dsl.BufferConfig{MaxBytes: -1})).
+			ToStream().To(t+"-out2", dsl.Produced[string, string]{})
+		dsl.Table(b, t+"-in3", dsl.Consumed[string, string]{}).
+			Suppress(dsl.UntilTimeLimit(3*time.Second, dsl.BufferConfig{MaxRecords: -1, WhenFull: dsl.ShutDownWhenFull})).
+			ToStream().To(t+"-out3", dsl.Produced[string, string]{})
+	}
 	Programs["p-suppress-time-limit"] = func(b *dsl.Builder, t string) {
 		dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey().Count().
 			Suppress(dsl.UntilTimeLimit(5*time.Second, dsl.BufferConfig{MaxRecords: 2}).WithName("limited")).
@@ -843,4 +867,20 @@ func init() {
 			dsl.StreamJoined[string, string, string]{Name: "outer", StoreName: "oj"}).
 			To(t+"-out2", dsl.Produced[string, string]{})
 	}
+}
+
+// TrailingNumber is the number key ends with ("o12" is 12; none is 0).
+func TrailingNumber(key string) int {
+	i := len(key)
+	for i > 0 && key[i-1] >= '0' && key[i-1] <= '9' {
+		i--
+	}
+	n, _ := strconv.Atoi(key[i:])
+	return n
+}
+
+// ByTrailingNumber places a key on the partition its trailing number names, modulo the partitions:
+// a custom partitioner, as p-fk-join-partitioned's Java twin has.
+func ByTrailingNumber[V any](_ string, key string, _ V, _ []kgo.RecordHeader, n int) ([]int32, bool) {
+	return []int32{int32(TrailingNumber(key) % n)}, true
 }

@@ -4,13 +4,16 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
 
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.processor.StreamPartitioner;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
@@ -63,7 +66,8 @@ final class DslPrograms {
         "p-suppress-dedup", "p-join-streams-left-outer", "p-join-global", "p-join-global-named",
         "p-join-global-prices", "p-window-emit-final", "p-window-emit-final-hopping",
         "p-window-emit-final-retained", "p-sliding-emit-final", "p-fk-join", "p-fk-join-named",
-        "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices", "p-versioned-ops", "p-headers-format", "p-zero-forms", "p-suppress-headers");
+        "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices", "p-versioned-ops", "p-headers-format", "p-zero-forms", "p-suppress-headers",
+        "p-suppress-zero", "p-fk-join-partitioned");
 
     private DslPrograms() {
     }
@@ -72,6 +76,21 @@ final class DslPrograms {
     private static String customerOf(String order) {
         int i = order.indexOf('|');
         return i < 0 ? null : order.substring(0, i);
+    }
+
+    /** The number a key ends with ("o12" is 12; none is 0). */
+    private static int trailingNumber(String key) {
+        int i = key.length();
+        while (i > 0 && Character.isDigit(key.charAt(i - 1))) {
+            i--;
+        }
+        return i == key.length() ? 0 : Integer.parseInt(key.substring(i));
+    }
+
+    /** Places a key on the partition its trailing number names, modulo the partitions. */
+    @SuppressWarnings("deprecation") // the four-argument partitions is still the one to implement
+    private static <V> StreamPartitioner<String, V> byTrailingNumber() {
+        return (topic, key, value, n) -> Optional.of(Set.of(trailingNumber(key) % n));
     }
 
     static Topology build(String program, String t, Properties props) {
@@ -617,6 +636,22 @@ final class DslPrograms {
                     .toStream().to(t + "-out3", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
                 break;
             }
+            case "p-suppress-zero": {
+                // Buffers of no capacity: a count's updates each emitted at once (maxRecords(0),
+                // emit early; the changelog has only tombstones), a table's through maxBytes(0)
+                // under a name, and a table that shuts down when full on its first record (in3,
+                // given no records).
+                b.<String, String>stream(t + "-in").groupByKey().count()
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(5), Suppressed.BufferConfig.maxRecords(0)).withName("none"))
+                    .toStream().to(t + "-out", longs);
+                b.<String, String>table(t + "-in2")
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(3), Suppressed.BufferConfig.maxBytes(0).emitEarlyWhenFull()))
+                    .toStream().to(t + "-out2");
+                b.<String, String>table(t + "-in3")
+                    .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(3), Suppressed.BufferConfig.maxRecords(0).shutDownWhenFull()))
+                    .toStream().to(t + "-out3");
+                break;
+            }
             case "p-suppress-time-limit": {
                 // A count's latest value once 5 s passed since its first held update, at most two
                 // keys held (the earliest emitted early); a table's updates, deletions included, 3 s
@@ -757,6 +792,18 @@ final class DslPrograms {
                 orders.join(prices, o -> o.substring(0, o.indexOf('#')),
                         (o, p) -> Long.parseLong(p) + Long.parseLong(o.substring(o.indexOf('#') + 1)))
                     .toStream().to(t + "-out", longs);
+                break;
+            }
+            case "p-fk-join-partitioned": {
+                // p-fk-join-prices over tables written partitioned by the number each key ends
+                // with, not by its hash, which the join is told (TableJoined's partitioners); its
+                // results are written so too (Produced's).
+                KTable<String, String> orders = b.table(t + "-in");
+                KTable<String, String> prices = b.table(t + "-in2");
+                orders.join(prices, o -> o.substring(0, o.indexOf('#')),
+                        (o, p) -> Long.parseLong(p) + Long.parseLong(o.substring(o.indexOf('#') + 1)),
+                        TableJoined.with(byTrailingNumber(), byTrailingNumber()))
+                    .toStream().to(t + "-out", Produced.with(Serdes.String(), Serdes.Long()).withStreamPartitioner(byTrailingNumber()));
                 break;
             }
             case "p-zero-forms": {
