@@ -54,7 +54,7 @@ func fkPartition[KK any](c *stream.Context, topic string, part StreamPartitioner
 	if !ok {
 		return 0, false, nil
 	}
-	if len(ps) != 1 {
+	if ps = distinct(ps); len(ps) != 1 {
 		return 0, false, fmt.Errorf("%w: %d partitions of %s for a foreign-key join's record, which goes to exactly one", ErrPartition, len(ps), topic)
 	}
 	if err := partitionsIn(topic, ps, n); err != nil {
@@ -75,7 +75,13 @@ func foreignKeyJoin[K, V, KO, VO, VR any](t *KTable[K, V], other *KTable[KO, VO]
 	for _, o := range opts {
 		if j, ok := o.(TableJoined[K, KO]); ok {
 			tj = j
-			rest = append(rest, Named(j.Name))
+			if j.Name != "" {
+				rest = append(rest, Named(j.Name))
+			}
+			continue
+		}
+		if _, ok := o.(interface{ tableJoined() }); ok {
+			b.fail("%s: the option %T is not a TableJoined[%s, %s], of the tables' key types", op, o, typeName[K](), typeName[KO]())
 			continue
 		}
 		rest = append(rest, o)

@@ -12,9 +12,10 @@ import (
 // StreamPartitioner.partitions, its form with headers): some of the numPartitions the topic has,
 // which the runtime asks the cluster for (as Kafka Streams asks its producer). ok false leaves the
 // record to Kafka's default partitioning, by murmur2 of its key (Optional.empty()); ok with no
-// partitions drops it, logged nowhere but counted as a dropped record (an empty set); several
-// partitions write it to each, in their order (a multicast). value is V's zero value for a record
-// without one (Java's null). A partition outside [0, numPartitions) is a processing error.
+// partitions drops it, counted as a dropped record (an empty set); several partitions write it to
+// each, in their order, once each (a multicast to a set). key and value are K's and V's zero values
+// for a record without one (Java's null). A partition outside [0, numPartitions) is a processing
+// error.
 type StreamPartitioner[K, V any] func(topic string, key K, value V, headers []kgo.RecordHeader, numPartitions int) (partitions []int32, ok bool)
 
 // Consumed is how a source topic is read (Kafka Streams' Consumed): its serdes, and the source
@@ -113,6 +114,7 @@ type TableJoined[K, KO any] struct {
 }
 
 func (TableJoined[K, KO]) tableOption() {}
+func (TableJoined[K, KO]) tableJoined() {}
 
 // Named names an operation's processor node (Kafka Streams' Named.as); empty: a generated name.
 type Named string

@@ -3,6 +3,7 @@ package dsl
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -308,6 +309,7 @@ func sendPartitioned[K, V any](c *stream.Context, out stream.Topic[K, V], part S
 	if err := partitionsIn(topic, ps, n); err != nil {
 		return err
 	}
+	ps = distinct(ps)
 	kb, vb, err := encodeRecord(topic, ks, vs, m, k, v)
 	if err != nil {
 		return err
@@ -323,6 +325,23 @@ func sendPartitioned[K, V any](c *stream.Context, out stream.Topic[K, V], part S
 // ErrPartition is returned (wrapped) when a StreamPartitioner chooses a partition its topic does
 // not have, or, in a foreign-key join, other than one partition.
 var ErrPartition = errors.New("dsl: a StreamPartitioner chose partitions the record cannot go to")
+
+// distinct is ps without repeats, in the order of their first places: Kafka Streams' partitioner
+// answers a set, so a partition chosen twice gets the record once.
+func distinct(ps []int32) []int32 {
+	for i := 1; i < len(ps); i++ {
+		if slices.Contains(ps[:i], ps[i]) {
+			out := slices.Clone(ps[:i])
+			for _, p := range ps[i+1:] {
+				if !slices.Contains(out, p) {
+					out = append(out, p)
+				}
+			}
+			return out
+		}
+	}
+	return ps
+}
 
 // partitionsIn checks that ps are partitions of a topic of n.
 func partitionsIn(topic string, ps []int32, n int) error {
@@ -488,6 +507,9 @@ func (s *KStream[K, V]) ToFunc(fn func(K, V) string, p Produced[K, V]) {
 		topic := fn(k, v)
 		if topic == "" {
 			return fmt.Errorf("dsl: the topic function of %s named no topic", n.name)
+		}
+		if p.Partitioner != nil {
+			return sendPartitioned(c, stream.Output(topic, ks, vs), p.Partitioner, ks, vs, m, k, v)
 		}
 		if byInner {
 			return sendByInnerKey(c, topic, pk, ks, vs, m, k, v)

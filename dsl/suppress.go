@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf16"
@@ -46,6 +47,14 @@ type BufferConfig struct {
 }
 
 func (bc BufferConfig) bounded() bool { return bc.MaxRecords != 0 || bc.MaxBytes != 0 }
+
+// bound prints a BufferConfig bound: a number, or "no bound" for 0.
+func bound(n int64) string {
+	if n == 0 {
+		return "no bound"
+	}
+	return strconv.FormatInt(max(n, 0), 10)
+}
 
 // over says whether a buffer holding records keys in size bytes is beyond bc's bounds.
 func (bc BufferConfig) over(records int, size int64) bool {
@@ -344,8 +353,8 @@ func (sp *suppression[K, V]) process(c *stream.Context, md meta, k K, ch change[
 		return nil
 	}
 	if sp.config.WhenFull == ShutDownWhenFull {
-		return fmt.Errorf("%w: %d records of %d and %d bytes of %d held (ShutDownWhenFull)", ErrBufferFull,
-			len(tb.order), max(sp.config.MaxRecords, 0), tb.size, max(sp.config.MaxBytes, 0))
+		return fmt.Errorf("%w: %d records of %s and %d bytes of %s held (ShutDownWhenFull)", ErrBufferFull,
+			len(tb.order), bound(sp.config.MaxRecords), tb.size, bound(sp.config.MaxBytes))
 	}
 	for over() {
 		if err := sp.emit(c, tb); err != nil {

@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,15 +119,44 @@ func TestDSLForeignKeyJoinPartitionedMixedGroup(t *testing.T) {
 		}
 		return map[string][]*kgo.Record{"-in": orders, "-in2": prices}
 	}, o.want, false, 3)
-	results := 0
-	readCommitted(t, clientsOf(t, Get(t)), topics+"-out", func(r *kgo.Record) {
-		results++
-		if want := int32(dslprograms.TrailingNumber(string(r.Key)) % 3); r.Partition != want {
-			t.Errorf("the result of %s is on partition %d, want %d", r.Key, r.Partition, want)
+	// The results went through the repartition topic on the partition after their number's (of
+	// 2, as many as the join's inputs), then to the output on their number's (of 3), those of
+	// o0, o5 and o10 to every partition.
+	repartitioned := 0
+	readCommitted(t, clientsOf(t, Get(t)), strings.TrimSuffix(topics, "-p-fk-join-partitioned")+"-app-rekeyed-repartition", func(r *kgo.Record) {
+		repartitioned++
+		if want := int32(dslprograms.TrailingNumber(string(r.Key))+1) % 2; r.Partition != want {
+			t.Errorf("the result of %s is on partition %d of the repartition topic, want %d", r.Key, r.Partition, want)
 		}
 	})
-	if results < len(o.order) {
-		t.Fatalf("%d results for %d orders", results, len(o.order))
+	on := map[string]map[int32]int{}
+	readCommitted(t, clientsOf(t, Get(t)), topics+"-out", func(r *kgo.Record) {
+		k := string(r.Key)
+		if on[k] == nil {
+			on[k] = map[int32]int{}
+		}
+		on[k][r.Partition]++
+	})
+	if repartitioned < len(o.order) || len(on) != len(o.order) {
+		t.Fatalf("%d results repartitioned, results of %d orders written, for %d orders", repartitioned, len(on), len(o.order))
+	}
+	for k, parts := range on {
+		n := dslprograms.TrailingNumber(k)
+		want := map[int32]bool{int32(n % 3): true}
+		if n%5 == 0 {
+			want = map[int32]bool{0: true, 1: true, 2: true}
+		}
+		for p, count := range parts {
+			if !want[p] {
+				t.Errorf("a result of %s is on partition %d, want %v", k, p, want)
+			}
+			if n%5 == 0 && count != parts[0] {
+				t.Errorf("%s's results on partitions %v: every partition must have each", k, parts)
+			}
+		}
+		if len(parts) != len(want) {
+			t.Errorf("%s's results are on partitions %v, want %v", k, parts, want)
+		}
 	}
 }
 

@@ -328,6 +328,13 @@ func (b *Broker) SetStreamsFeature(t testing.TB, level int16) {
 	}
 }
 
+// testBrokerGroupDefaults are the streams group settings the test broker is started with
+// (integration/kafka/broker.sh) that SetGroupConfig pins on a group (see there).
+var testBrokerGroupDefaults = map[string]string{
+	"streams.heartbeat.interval.ms": "500",
+	"streams.session.timeout.ms":    "6000",
+}
+
 // SetGroupConfig sets a dynamic group config (e.g. streams.num.standby.replicas) with
 // IncrementalAlterConfigs on resource type GROUP.
 func (b *Broker) SetGroupConfig(t testing.TB, group, key, value string) {
@@ -341,6 +348,19 @@ func (b *Broker) SetGroupConfig(t testing.TB, group, key, value string) {
 	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 	cfg.Name, cfg.Value = key, &value
 	res.Configs = append(res.Configs, cfg)
+	if strings.HasPrefix(key, "streams.") {
+		// Kafka 4.2 gives a group with any group config of its own the built-in defaults of the
+		// others, not the broker's: a 5 s heartbeat interval and a 45 s session instead of the test
+		// broker's 500 ms and 6 s (integration/kafka/broker.sh), which made each rebalance of
+		// such a group seconds slower there than on 4.3 and later. They are pinned to the broker's.
+		for k, v := range testBrokerGroupDefaults {
+			if k != key {
+				c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = k, kmsg.StringPtr(v)
+				res.Configs = append(res.Configs, c)
+			}
+		}
+	}
 	req.Resources = append(req.Resources, res)
 	resp, err := req.RequestWith(ctx, b.Client(t))
 	if err == nil && len(resp.Resources) > 0 {

@@ -23,20 +23,41 @@ type partitionCount struct {
 
 // PartitionCount is the number of partitions of topic, as Kafka Streams' record collector asks the
 // producer for it before a StreamPartitioner chooses among them. The count is asked of the cluster
-// the first time and kept for five minutes (the producer's metadata.max.age.ms); a topic the cluster
-// does not know is an error, as there ("This can happen when the topic does not exist"), unless the
-// client creates topics as it writes them (kgo.AllowAutoTopicCreation), when asking creates it.
+// the first time and kept for five minutes (the producer's metadata.max.age.ms). An answer that
+// may change (the topic not known yet, its leader moving) is asked again, with the member's
+// backoff, for up to request.timeout.ms, as the producer waits for metadata; then, or on any other
+// error, PartitionCount fails (Kafka Streams: "This can happen if the topic does not exist").
+// Asking creates the topic if the client creates topics as it writes them
+// (kgo.AllowAutoTopicCreation).
 func (c *Context) PartitionCount(topic string) (int, error) {
 	a := c.app
 	now := time.Now()
-	if pc, ok := a.partitionCounts[topic]; ok && now.Sub(pc.at) < partitionCountAge {
+	pc, known := a.partitionCounts[topic]
+	if known && now.Sub(pc.at) < partitionCountAge {
 		return pc.n, nil
 	}
 	ctx, cancel := context.WithTimeout(a.runCtx, a.cfg.RequestTimeout)
 	defer cancel()
-	n, err := askPartitionCount(ctx, a.cl, topic)
-	if err != nil {
-		return 0, fmt.Errorf("stream: the partitions of %s for task %s: %w", topic, c.task.id, err)
+	var n int
+	for attempt := 0; ; attempt++ {
+		var err error
+		if n, err = askPartitionCount(ctx, a.cl, topic); err == nil {
+			break
+		}
+		if !kerr.IsRetriable(err) {
+			return 0, fmt.Errorf("stream: the partitions of %s for task %s: %w", topic, c.task.id, err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("stream: the partitions of %s for task %s, not known within request.timeout.ms (%v); the topic may not exist: %w",
+				topic, c.task.id, a.cfg.RequestTimeout, err)
+		case <-time.After(a.backoff.Delay(attempt)):
+		}
+	}
+	if known && n > pc.n {
+		// The topic grew: the producer's view of it may be older than this answer, and would
+		// refuse a record placed on a new partition until it refreshes.
+		a.cl.ForceMetadataRefresh()
 	}
 	if a.partitionCounts == nil {
 		a.partitionCounts = map[string]partitionCount{}
@@ -62,10 +83,10 @@ func askPartitionCount(ctx context.Context, cl *kgo.Client, topic string) (int, 
 			continue
 		}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			return 0, fmt.Errorf("the topic may not exist: %w", err)
+			return 0, err
 		}
 		if len(t.Partitions) == 0 {
-			return 0, fmt.Errorf("the cluster knows no partition of it")
+			return 0, kerr.UnknownTopicOrPartition // a topic being created: asked again
 		}
 		return len(t.Partitions), nil
 	}

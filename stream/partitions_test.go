@@ -13,8 +13,8 @@ import (
 )
 
 // A topic's partition count is asked of the cluster once and kept for the producer's
-// metadata.max.age.ms (five minutes), then asked again; a topic the cluster does not know is an
-// error that says so.
+// metadata.max.age.ms (five minutes), then asked again; a topic the cluster does not know is asked
+// about again until request.timeout.ms, then an error that says it may not exist.
 func TestPartitionCountIsAskedAndKept(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "out"))
 	if err != nil {
@@ -31,7 +31,9 @@ func TestPartitionCountIsAskedAndKept(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	a, _ := newTestApp(t, testConfig(), testProcs())
+	cfg := testConfig()
+	cfg.RequestTimeout = 300 * time.Millisecond // how long an unknown topic is asked about
+	a, _ := newTestApp(t, cfg, testProcs())
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +64,20 @@ func TestPartitionCountIsAskedAndKept(t *testing.T) {
 		t.Fatal("the count asked again is not kept from now")
 	}
 
+	var askedNope atomic.Int32
+	c.ControlKey(int16(kmsg.Metadata), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		for _, rt := range r.(*kmsg.MetadataRequest).Topics {
+			if rt.Topic != nil && *rt.Topic == "nope" {
+				askedNope.Add(1)
+			}
+		}
+		return nil, nil, false
+	})
 	_, err = ctx.PartitionCount("nope")
+	if n := askedNope.Load(); n < 2 {
+		t.Fatalf("an unknown topic was asked about %d times, want again after a backoff", n)
+	}
 	if err == nil || !strings.Contains(err.Error(), "nope") || !strings.Contains(err.Error(), "may not exist") || !strings.Contains(err.Error(), "0_1") {
 		t.Fatalf("an unknown topic: %v, want an error naming it, the task, and that it may not exist", err)
 	}

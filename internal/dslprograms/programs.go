@@ -550,7 +550,11 @@ func init() {
 				qty, _ := strconv.ParseInt(o[strings.IndexByte(o, '#')+1:], 10, 64)
 				return price + qty
 			}, dsl.TableJoined[string, string]{Partitioner: ByTrailingNumber[struct{}], OtherPartitioner: ByTrailingNumber[struct{}]}).
-			ToStream().To(t+"-out", dsl.Produced[string, int64]{Partitioner: ByTrailingNumber[int64]})
+			ToStream().
+			Repartition(dsl.Repartitioned[string, int64]{Name: "rekeyed", Partitioner: func(_, k string, _ int64, _ []kgo.RecordHeader, n int) ([]int32, bool) {
+				return []int32{int32((TrailingNumber(k) + 1) % n)}, true
+			}}).
+			To(t+"-out", dsl.Produced[string, int64]{Partitioner: FivesEverywhere})
 	}
 	Programs["p-zero-forms"] = func(b *dsl.Builder, t string) {
 		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{},
@@ -883,4 +887,17 @@ func TrailingNumber(key string) int {
 // a custom partitioner, as p-fk-join-partitioned's Java twin has.
 func ByTrailingNumber[V any](_ string, key string, _ V, _ []kgo.RecordHeader, n int) ([]int32, bool) {
 	return []int32{int32(TrailingNumber(key) % n)}, true
+}
+
+// FivesEverywhere places a key whose number is a multiple of 5 on every partition, any other by
+// its number (ByTrailingNumber).
+func FivesEverywhere(topic string, key string, v int64, h []kgo.RecordHeader, n int) ([]int32, bool) {
+	if TrailingNumber(key)%5 != 0 {
+		return ByTrailingNumber(topic, key, v, h, n)
+	}
+	all := make([]int32, n)
+	for i := range all {
+		all[i] = int32(i)
+	}
+	return all, true
 }

@@ -7,6 +7,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
@@ -91,6 +93,20 @@ final class DslPrograms {
     @SuppressWarnings("deprecation") // the four-argument partitions is still the one to implement
     private static <V> StreamPartitioner<String, V> byTrailingNumber() {
         return (topic, key, value, n) -> Optional.of(Set.of(trailingNumber(key) % n));
+    }
+
+    /** Places a key on the partition after the one its trailing number names, modulo the partitions. */
+    @SuppressWarnings("deprecation")
+    private static <V> StreamPartitioner<String, V> byNextNumber() {
+        return (topic, key, value, n) -> Optional.of(Set.of((trailingNumber(key) + 1) % n));
+    }
+
+    /** Places a key whose number is a multiple of 5 on every partition, any other by its number. */
+    @SuppressWarnings("deprecation")
+    private static <V> StreamPartitioner<String, V> fivesEverywhere() {
+        return (topic, key, value, n) -> trailingNumber(key) % 5 == 0
+            ? Optional.of(IntStream.range(0, n).boxed().collect(Collectors.toSet()))
+            : Optional.of(Set.of(trailingNumber(key) % n));
     }
 
     static Topology build(String program, String t, Properties props) {
@@ -797,13 +813,17 @@ final class DslPrograms {
             case "p-fk-join-partitioned": {
                 // p-fk-join-prices over tables written partitioned by the number each key ends
                 // with, not by its hash, which the join is told (TableJoined's partitioners); its
-                // results are written so too (Produced's).
+                // results repartitioned on the partition after their number's (Repartitioned's),
+                // then written by their number, those of multiples of 5 to every partition
+                // (Produced's).
                 KTable<String, String> orders = b.table(t + "-in");
                 KTable<String, String> prices = b.table(t + "-in2");
                 orders.join(prices, o -> o.substring(0, o.indexOf('#')),
                         (o, p) -> Long.parseLong(p) + Long.parseLong(o.substring(o.indexOf('#') + 1)),
                         TableJoined.with(byTrailingNumber(), byTrailingNumber()))
-                    .toStream().to(t + "-out", Produced.with(Serdes.String(), Serdes.Long()).withStreamPartitioner(byTrailingNumber()));
+                    .toStream()
+                    .repartition(Repartitioned.with(Serdes.String(), Serdes.Long()).withName("rekeyed").withStreamPartitioner(byNextNumber()))
+                    .to(t + "-out", Produced.with(Serdes.String(), Serdes.Long()).withStreamPartitioner(fivesEverywhere()));
                 break;
             }
             case "p-zero-forms": {
