@@ -210,7 +210,7 @@ func brTrySetGroupConfig(t *testing.T, b *Broker, group, key, value string) erro
 	res.ResourceName = group
 	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 	cfg.Name, cfg.Value = key, &value
-	res.Configs = append(res.Configs, cfg)
+	res.Configs = append(append(res.Configs, cfg), pinnedGroupConfigs(key)...)
 	req.Resources = append(req.Resources, res)
 	resp, err := req.RequestWith(ctx, b.Client(t))
 	if err != nil {

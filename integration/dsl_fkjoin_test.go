@@ -179,7 +179,7 @@ func TestDSLForeignKeyJoinMixedGroupExactlyOnce(t *testing.T) {
 			in["-in"] = append(in["-in"], o.setOrder(k, int64((j/25+phase)%5), o.order[k][1]+1, time.UnixMilli(next)))
 		}
 		return in
-	}, func() map[string]int64 { return maps.Clone(o.want()) }, false, 0)
+	}, func() map[string]int64 { return maps.Clone(o.want()) }, nil, 0)
 }
 
 // Quantities priced as of their time by a versioned table, held for a 5 s grace

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -377,18 +378,20 @@ func mixedGroupOn(t *testing.T, program string, produce func(phase int) map[stri
 
 // mixedOnEveryLine are the mixed Go/Java groups that also run against Kafka 4.2 and 4.3: one of each
 // construct the windows-and-joins issue names (a windowed count with suppression, a session
-// aggregate, a stream-table, a stream-stream and a foreign-key join) under at-least-once, and the
-// foreign-key join (the one with the most internal topics) under exactly-once with the Go member
-// killed. The others run against 4.4 only, for make test's time: what they add is the DSL and the
-// exactly-once runtime, which do not depend on the broker's version (each of the other exactly-once
-// mixed groups took 14 s on 4.3 and 32 s on 4.2).
+// aggregate, a stream-table, a stream-stream and a foreign-key join), under at-least-once and under
+// exactly-once with the Go member killed. The others run against 4.4 only, for make test's time:
+// what they add is the DSL and the runtime, which do not depend on the broker's version.
 var mixedOnEveryLine = map[string]bool{
-	"TestDSLSuppressMixedGroup":                  true,
-	"TestDSLSessionMixedGroup":                   true,
-	"TestDSLStreamTableJoinMixedGroup":           true,
-	"TestDSLStreamStreamJoinMixedGroup":          true,
-	"TestDSLForeignKeyJoinMixedGroup":            true,
-	"TestDSLForeignKeyJoinMixedGroupExactlyOnce": true,
+	"TestDSLSuppressMixedGroup":                    true,
+	"TestDSLSessionMixedGroup":                     true,
+	"TestDSLStreamTableJoinMixedGroup":             true,
+	"TestDSLStreamStreamJoinMixedGroup":            true,
+	"TestDSLForeignKeyJoinMixedGroup":              true,
+	"TestDSLSuppressMixedGroupExactlyOnce":         true,
+	"TestDSLSessionMixedGroupExactlyOnce":          true,
+	"TestDSLStreamTableJoinMixedGroupExactlyOnce":  true,
+	"TestDSLStreamStreamJoinMixedGroupExactlyOnce": true,
+	"TestDSLForeignKeyJoinMixedGroupExactlyOnce":   true,
 }
 
 // skipMixedBefore44 skips a mixed Go/Java group against a broker older than Kafka 4.4 unless it is
@@ -519,12 +522,9 @@ func TestDSLWordCountMixedGroupExactlyOnce(t *testing.T) {
 			kvs = append(kvs, [2]string{fmt.Sprintf("line-%d-%d", phase, i), strings.Join(ws, " ")})
 		}
 		return map[string][][2]string{"-in": kvs}
-	}, func() map[string]int64 { return maps.Clone(want) }, true, 0)
+	}, func() map[string]int64 { return maps.Clone(want) }, checkCountedOnce, 0)
 }
 
-// The tumbling window count (p-window-tumbling-count) under exactly_once_v2 with the Go member
-// killed while the input flows, as the word count above: a window's update processed twice, or
-// lost, in either runtime or across the hand-overs would break its counts 1…n.
 // The stream-table join of a Kafka Streams member and a Go member under exactly_once_v2, the Go
 // member killed while quantities flow: prices (all 0) are written once, first; each key's
 // quantities are 1, 2, 3…, so read_committed its joined outputs must be 1…n once each — none
@@ -549,7 +549,7 @@ func TestDSLStreamTableJoinMixedGroupExactlyOnce(t *testing.T) {
 			in["-in"] = append(in["-in"], &kgo.Record{Key: []byte(k), Value: []byte(fmt.Sprint(want[k])), Timestamp: time.UnixMilli(next)})
 		}
 		return in
-	}, func() map[string]int64 { return maps.Clone(want) }, true, 0)
+	}, func() map[string]int64 { return maps.Clone(want) }, checkCountedOnce, 0)
 }
 
 // Session counts by a Kafka Streams member and a Go member under exactly_once_v2, the Go member
@@ -578,9 +578,12 @@ func TestDSLSessionMixedGroupExactlyOnce(t *testing.T) {
 			want[string(windowed.AppendSessionKey(nil, []byte(k), windowed.Window{Start: first, End: last}))] = c
 		}
 		return map[string][]*kgo.Record{"-in": recs}
-	}, func() map[string]int64 { return maps.Clone(want) }, false, 0)
+	}, func() map[string]int64 { return maps.Clone(want) }, nil, 0)
 }
 
+// The tumbling window count (p-window-tumbling-count) under exactly_once_v2 with the Go member
+// killed while the input flows, as the word count above: a window's update processed twice, or
+// lost, in either runtime or across the hand-overs would break its counts 1…n.
 func TestDSLWindowedCountMixedGroupExactlyOnce(t *testing.T) {
 	base := time.Now().Add(-10*time.Minute).UnixMilli() / 10000 * 10000 // recent, aligned
 	next := base
@@ -594,7 +597,66 @@ func TestDSLWindowedCountMixedGroupExactlyOnce(t *testing.T) {
 			want[string(windowed.AppendTimeKey(nil, []byte(k), next/10000*10000))]++
 		}
 		return map[string][]*kgo.Record{"-in": recs}
-	}, func() map[string]int64 { return maps.Clone(want) }, true, 0)
+	}, func() map[string]int64 { return maps.Clone(want) }, checkCountedOnce, 0)
+}
+
+// The tumbling window count with suppression (p-suppress-window-close: 10 s windows, 2 s grace,
+// each window's final count only) under exactly_once_v2 with the Go member killed while the input
+// flows. Each key's records come 1.25 s apart in time, so each window of a key counts 8 of them and
+// closes as the next windows fill, across the phases and the hand-overs. Read with read_committed,
+// every window closed (its end plus the grace at or before the last record's time) must be emitted
+// once, with its count, and no other: a final count emitted twice (the buffer's changelog and the
+// output not committed together), lost, or emitted early would show.
+func TestDSLSuppressMixedGroupExactlyOnce(t *testing.T) {
+	base := time.Now().Add(-30*time.Minute).UnixMilli() / 10000 * 10000 // recent, aligned
+	next := base
+	counts := map[int64]map[string]int64{} // window start → key → count
+	want := map[string]int64{}
+	mixedGroupExactlyOnceRecords(t, "p-suppress-window-close", func(phase, n int) map[string][]*kgo.Record {
+		var recs []*kgo.Record
+		for i := range n {
+			next += 250 // increasing: no record is late
+			k := fmt.Sprintf("k%d", i%5)
+			recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(next)})
+			start := next / 10000 * 10000
+			if counts[start] == nil {
+				counts[start] = map[string]int64{}
+			}
+			counts[start][k]++
+		}
+		clear(want)
+		for start, byKey := range counts {
+			if start+10000+2000 > next { // not closed yet: held
+				continue
+			}
+			for k, c := range byKey {
+				want[string(windowed.AppendTimeKey(nil, []byte(k), start))] = c
+			}
+		}
+		return map[string][]*kgo.Record{"-in": recs}
+	}, func() map[string]int64 { return maps.Clone(want) }, checkEmittedOnce, 0)
+}
+
+// A stream-stream join (p-join-streams-sum: the sum of two records' numbers within 3 s) under
+// exactly_once_v2 with the Go member killed while the input flows. Each pair has a key of its own, a
+// left record (0) and a right one (1) a few milliseconds apart, written to the two inputs: whichever
+// comes second joins the first, kept in the join's window store (and restored from its changelog by
+// the runtime that took the task over). Read with read_committed, every pair's key must have one
+// output, 1: none twice, none lost.
+func TestDSLStreamStreamJoinMixedGroupExactlyOnce(t *testing.T) {
+	next := time.Now().Add(-10 * time.Minute).UnixMilli()
+	want := map[string]int64{}
+	mixedGroupExactlyOnceRecords(t, "p-join-streams-sum", func(phase, n int) map[string][]*kgo.Record {
+		in := map[string][]*kgo.Record{}
+		for i := range n / 2 {
+			next += 2
+			k := fmt.Sprintf("pair%d-%d", phase, i)
+			in["-in"] = append(in["-in"], &kgo.Record{Key: []byte(k), Value: []byte("0"), Timestamp: time.UnixMilli(next)})
+			in["-in2"] = append(in["-in2"], &kgo.Record{Key: []byte(k), Value: []byte("1"), Timestamp: time.UnixMilli(next + 1)})
+			want[k] = 1
+		}
+		return in
+	}, func() map[string]int64 { return maps.Clone(want) }, checkCountedOnce, 0)
 }
 
 // The table regrouped and counted (p-table-groupby-count) under exactly_once_v2 with the Go member
@@ -620,7 +682,7 @@ func TestDSLTableAggregateMixedGroupExactlyOnce(t *testing.T) {
 			want[r]++
 		}
 		return want
-	}, false, 0)
+	}, nil, 0)
 }
 
 // The cogroup of two streams (p-cogroup) under exactly_once_v2 with the Go member killed, with the
@@ -630,7 +692,7 @@ func TestDSLTableAggregateMixedGroupExactlyOnce(t *testing.T) {
 func TestDSLCogroupMixedGroupExactlyOnceCached(t *testing.T) {
 	net := map[string]int64{}
 	mixedGroupExactlyOnce(t, "p-cogroup", func(phase, n int) map[string][][2]string { return cogroupInput(net, 13, phase, n) },
-		func() map[string]int64 { return maps.Clone(net) }, false, config.DefaultStateStoreCacheMaxBytes)
+		func() map[string]int64 { return maps.Clone(net) }, nil, config.DefaultStateStoreCacheMaxBytes)
 }
 
 // mixedGroupExactlyOnce runs program as one application of a Kafka Streams member and a Go member
@@ -638,10 +700,10 @@ func TestDSLCogroupMixedGroupExactlyOnceCached(t *testing.T) {
 // (0: the cache off): both with the tasks split; the Go member killed (SIGKILL) while the input
 // flows, Kafka Streams taking its tasks; the Go member back on its state.dir; Kafka Streams gone.
 // produce gives a phase's n records by input suffix. After each phase every key's last
-// read_committed output (a Long) must be want's; countedOnce also requires each key's outputs to be
-// 1…n once each.
+// read_committed output (a Long) must be want's; check, if given, then checks every key's outputs
+// (checkCountedOnce, checkEmittedOnce).
 func mixedGroupExactlyOnce(t *testing.T, program string, produce func(phase, n int) map[string][][2]string, want func() map[string]int64,
-	countedOnce bool, cacheBytes int64) {
+	check outputCheck, cacheBytes int64) {
 	mixedGroupExactlyOnceRecords(t, program, func(phase, n int) map[string][]*kgo.Record {
 		recs := map[string][]*kgo.Record{}
 		for suffix, kvs := range produce(phase, n) {
@@ -650,13 +712,38 @@ func mixedGroupExactlyOnce(t *testing.T, program string, produce func(phase, n i
 			}
 		}
 		return recs
-	}, want, countedOnce, cacheBytes)
+	}, want, check, cacheBytes)
+}
+
+// outputCheck checks the outputs of an exactly-once group, each key's in order, against the last
+// output wanted of each.
+type outputCheck func(t *testing.T, got map[string][]int64, want map[string]int64)
+
+// checkEmittedOnce fails the test unless every key wanted was output once, its value wanted, and no
+// other key was: a suppression's final results, none emitted twice and none early.
+func checkEmittedOnce(t *testing.T, got map[string][]int64, want map[string]int64) {
+	t.Helper()
+	var bad []string
+	for k, n := range want {
+		if s := got[k]; len(s) != 1 || s[0] != n {
+			bad = append(bad, fmt.Sprintf("%q: emitted %v, want %d once", k, s, n))
+		}
+	}
+	for k, s := range got {
+		if _, ok := want[k]; !ok {
+			bad = append(bad, fmt.Sprintf("%q: emitted %v, want nothing", k, s))
+		}
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		t.Fatalf("the final results are not each emitted once:\n%s", strings.Join(bad, "\n"))
+	}
 }
 
 // mixedGroupExactlyOnceRecords is mixedGroupExactlyOnce with the records given whole (their
 // timestamps), written in order to partition 0 of each input; prefill as for mixedGroupRecords.
 func mixedGroupExactlyOnceRecords(t *testing.T, program string, produce func(phase, n int) map[string][]*kgo.Record, want func() map[string]int64,
-	countedOnce bool, cacheBytes int64, prefill ...map[string][]*kgo.Record) {
+	check outputCheck, cacheBytes int64, prefill ...map[string][]*kgo.Record) {
 	b := Get(t)
 	skipMixedBefore44(t, b)
 	prefix := Name(t, "dsleos")
@@ -745,8 +832,8 @@ func mixedGroupExactlyOnceRecords(t *testing.T, program string, produce func(pha
 	})
 	send(4, 60)
 	Eventually(t, settle, done)
-	if countedOnce {
-		checkCountedOnce(t, readCommittedCounts(t, clientsOf(t, b), topics+"-out"), want())
+	if check != nil {
+		check(t, readCommittedCounts(t, clientsOf(t, b), topics+"-out"), want())
 	}
 	if exit := goMember.stop(t); exit != "ok" {
 		t.Fatalf("the Go member did not stop cleanly: %q", exit)
@@ -864,7 +951,7 @@ func TestDSLGlobalTableJoinMixedGroupExactlyOnce(t *testing.T) {
 			in["-in"] = append(in["-in"], &kgo.Record{Key: []byte(k), Value: []byte(fmt.Sprint(want[k])), Timestamp: time.UnixMilli(next)})
 		}
 		return in
-	}, func() map[string]int64 { return maps.Clone(want) }, true, 0, map[string][]*kgo.Record{"-in2": prices})
+	}, func() map[string]int64 { return maps.Clone(want) }, checkCountedOnce, 0, map[string][]*kgo.Record{"-in2": prices})
 }
 
 // globalPrices are the prices of TestDSLGlobalTableJoinMixedGroup: item0…item5 on both partitions

@@ -31,6 +31,7 @@ func TestDSLProgramsJoinKafkaStreamsGroups(t *testing.T) {
 	}
 	sort.Strings(names)
 	apps, topos := map[string]string{}, map[string]*topology.Topology{}
+	var inputs, outputs []string // created at once, in two requests
 	for _, p := range names {
 		group, topics := prefix+"-"+p, prefix+"-"+p
 		db := dsl.NewBuilder()
@@ -43,15 +44,13 @@ func TestDSLProgramsJoinKafkaStreamsGroups(t *testing.T) {
 		}
 		topos[group], apps[group] = topo, p
 		for _, s := range topo.Subtopologies() { // the program's inputs, however many it reads
-			for _, in := range s.SourceTopics {
-				b.CreateTopic(t, in, partitions)
-			}
+			inputs = append(inputs, s.SourceTopics...)
 		}
 		for _, g := range topo.GlobalStores() { // and its global tables' topics, which no task reads
-			b.CreateTopic(t, g.Topic, partitions)
+			inputs = append(inputs, g.Topic)
 		}
 		for _, out := range []string{"-out", "-out2", "-out3", "-rest", "-out-0", "-out-1"} {
-			b.CreateTopic(t, topics+out, 1)
+			outputs = append(outputs, topics+out)
 		}
 		b.DeleteGroupAtEnd(t, group)
 		var internal []string
@@ -62,6 +61,9 @@ func TestDSLProgramsJoinKafkaStreamsGroups(t *testing.T) {
 		}
 		deleteTopicsAtEnd(t, b, internal...)
 	}
+	slices.Sort(inputs)
+	b.CreateTopics(t, partitions, slices.Compact(inputs)...)
+	b.CreateTopics(t, 1, outputs...)
 	start := time.Now()
 	peer := startDSLPeer(t, b, prefix, apps)
 	for _, p := range names {

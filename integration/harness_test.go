@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -179,6 +181,32 @@ func (b *Broker) CreateTopic(t testing.TB, name string, partitions int32) {
 	})
 }
 
+// CreateTopics is CreateTopic for many topics of one partition count, in one request (and one
+// deletion when the test ends): a test that creates hundreds spends seconds less.
+func (b *Broker) CreateTopics(t testing.TB, partitions int32, names ...string) {
+	t.Helper()
+	if len(names) == 0 {
+		return
+	}
+	adm := b.Admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resps, err := adm.CreateTopics(ctx, partitions, 1, nil, names...)
+	if err != nil {
+		t.Fatalf("creating %d topics: %v", len(names), err)
+	}
+	for _, r := range resps.Sorted() {
+		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			t.Fatalf("creating topic %s: %v", r.Topic, r.Err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_, _ = adm.DeleteTopics(ctx, names...)
+	})
+}
+
 // StreamsHeartbeatMaxVersion asks the broker which StreamsGroupHeartbeat versions it supports. Tests
 // use it as a capability check: v1 comes with the 4.4 features (static membership, warm-up tasks,
 // task offsets); a version string is never consulted.
@@ -329,10 +357,32 @@ func (b *Broker) SetStreamsFeature(t testing.TB, level int16) {
 }
 
 // testBrokerGroupDefaults are the streams group settings the test broker is started with
-// (integration/kafka/broker.sh) that SetGroupConfig pins on a group (see there).
+// (integration/kafka/broker.sh) that a test setting a group config pins on the group too
+// (pinnedGroupConfigs).
 var testBrokerGroupDefaults = map[string]string{
 	"streams.heartbeat.interval.ms": "500",
 	"streams.session.timeout.ms":    "6000",
+}
+
+// pinnedGroupConfigs are the settings to send with a test's change of the group config key: Kafka
+// 4.2 gives a group with any streams group config of its own the built-in defaults of the others,
+// not the broker's — a 5 s heartbeat interval and a 45 s session instead of the test broker's 500 ms
+// and 6 s — which made each rebalance of such a group seconds slower there than on 4.3 and later.
+// So the broker's values of the others (testBrokerGroupDefaults) are set with it: the same values,
+// a no-op on 4.3 and later.
+func pinnedGroupConfigs(key string) []kmsg.IncrementalAlterConfigsRequestResourceConfig {
+	if !strings.HasPrefix(key, "streams.") {
+		return nil
+	}
+	var pins []kmsg.IncrementalAlterConfigsRequestResourceConfig
+	for _, k := range slices.Sorted(maps.Keys(testBrokerGroupDefaults)) {
+		if k != key {
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = k, kmsg.StringPtr(testBrokerGroupDefaults[k])
+			pins = append(pins, c)
+		}
+	}
+	return pins
 }
 
 // SetGroupConfig sets a dynamic group config (e.g. streams.num.standby.replicas) with
@@ -348,19 +398,7 @@ func (b *Broker) SetGroupConfig(t testing.TB, group, key, value string) {
 	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 	cfg.Name, cfg.Value = key, &value
 	res.Configs = append(res.Configs, cfg)
-	if strings.HasPrefix(key, "streams.") {
-		// Kafka 4.2 gives a group with any group config of its own the built-in defaults of the
-		// others, not the broker's: a 5 s heartbeat interval and a 45 s session instead of the test
-		// broker's 500 ms and 6 s (integration/kafka/broker.sh), which made each rebalance of
-		// such a group seconds slower there than on 4.3 and later. They are pinned to the broker's.
-		for k, v := range testBrokerGroupDefaults {
-			if k != key {
-				c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-				c.Name, c.Value = k, kmsg.StringPtr(v)
-				res.Configs = append(res.Configs, c)
-			}
-		}
-	}
+	res.Configs = append(res.Configs, pinnedGroupConfigs(key)...)
 	req.Resources = append(req.Resources, res)
 	resp, err := req.RequestWith(ctx, b.Client(t))
 	if err == nil && len(resp.Resources) > 0 {
