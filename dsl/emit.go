@@ -43,15 +43,22 @@ func checkEmit(b *Builder, e EmitStrategy) {
 // kept in the task's processor metadata under the store's name, so that the task's next owner, Go
 // or Java, goes on from it instead of emitting the windows still in the store again.
 type finalEmitter[K, VA any] struct {
+	emitGate
 	t       *KTable[windowed.Key[K], VA]
-	store   string
 	ks      serde.Serde[K]
 	windows stream.WindowStore[K, stamped[VA]]
 	size    int64 // a window's end minus its start
 	// bounds are the window starts to read for close time close after the last emitted one (-1:
 	// none), inclusive, and whether to read them at all (the windows' kind's rules).
 	bounds func(last, close int64) (lower, upper int64, fetch bool)
-	emits  sync.Map // tasks.ID → *emitState (the processor is shared by the stream threads)
+}
+
+// emitGate is what window and session aggregations that emit final results share: each task's
+// last emitted close time, kept in its processor metadata under the store's name, and the
+// wall-clock throttle of their looks.
+type emitGate struct {
+	store string
+	emits sync.Map // tasks.ID → *emitState (the processor is shared by the stream threads)
 }
 
 // emitState is one task's progress: the last window close time it emitted up to (-1: none), and
@@ -60,11 +67,43 @@ type emitState struct {
 	last, next int64
 }
 
+// start starts c's task from the close time its processor metadata holds.
+func (g *emitGate) start(c *stream.Context) {
+	last, ok := streamhook.ProcessorMetadata(c, g.store)
+	if !ok {
+		last = -1
+	}
+	g.emits.Store(c.Task(), &emitState{last: last})
+}
+
+// due is c's task's state when it may look for what closed by closeTime: the throttle lets it (and
+// is then set for the next look, whatever the answer), and the close time moved since the last
+// emit (Kafka Streams' shouldEmitFinal).
+func (g *emitGate) due(c *stream.Context, closeTime int64) (*emitState, bool) {
+	p, ok := g.emits.Load(c.Task())
+	if !ok {
+		p, _ = g.emits.LoadOrStore(c.Task(), &emitState{last: -1})
+	}
+	st := p.(*emitState)
+	now := c.CurrentSystemTime().UnixMilli()
+	if now < st.next {
+		return st, false
+	}
+	st.next = now + c.Config().Runtime.WindowedEmitEvery()
+	return st, st.last < 0 || st.last < closeTime
+}
+
+// emitted records that c's task emitted what closed by closeTime.
+func (g *emitGate) emitted(c *stream.Context, st *emitState, closeTime int64) {
+	st.last = closeTime
+	streamhook.SetProcessorMetadata(c, g.store, closeTime)
+}
+
 // newFinalEmitter makes the emitter of t, kept in store (read with windows live ms, its keys ks and
 // its values vas once built).
 func newFinalEmitter[K, VA any](b *Builder, n *node, t *KTable[windowed.Key[K], VA], store string, live, size int64,
 	ks serde.Serde[K], vas serde.Serde[VA], bounds func(last, close int64) (lower, upper int64, fetch bool)) *finalEmitter[K, VA] {
-	e := &finalEmitter[K, VA]{t: t, store: store, ks: ks, size: size, bounds: bounds}
+	e := &finalEmitter[K, VA]{emitGate: emitGate{store: store}, t: t, ks: ks, size: size, bounds: bounds}
 	if ks != nil && vas != nil {
 		n.onBuild = append(n.onBuild, func() {
 			e.windows = stream.Window(store, time.Duration(live)*time.Millisecond, ks, serde.Serde[stamped[VA]](newStampedSerde(store, vas)))
@@ -73,29 +112,11 @@ func newFinalEmitter[K, VA any](b *Builder, n *node, t *KTable[windowed.Key[K], 
 	return e
 }
 
-// start starts c's task from the close time its processor metadata holds.
-func (e *finalEmitter[K, VA]) start(c *stream.Context) {
-	last, ok := streamhook.ProcessorMetadata(c, e.store)
-	if !ok {
-		last = -1
-	}
-	e.emits.Store(c.Task(), &emitState{last: last})
-}
-
 // emit emits what closed by closeTime (Kafka Streams' maybeForwardFinalResult).
 func (e *finalEmitter[K, VA]) emit(c *stream.Context, md meta, closeTime int64) error {
-	p, ok := e.emits.Load(c.Task())
-	if !ok {
-		p, _ = e.emits.LoadOrStore(c.Task(), &emitState{last: -1})
-	}
-	st := p.(*emitState)
-	now := c.CurrentSystemTime().UnixMilli()
-	if now < st.next {
+	st, due := e.due(c, closeTime)
+	if !due {
 		return nil
-	}
-	st.next = now + c.Config().Runtime.WindowedEmitEvery()
-	if st.last >= 0 && st.last >= closeTime {
-		return nil // the close time has not moved
 	}
 	lower, upper, fetch := e.bounds(st.last, closeTime)
 	if upper < 0 || !fetch {
@@ -112,8 +133,7 @@ func (e *finalEmitter[K, VA]) emit(c *stream.Context, md meta, closeTime int64) 
 			return err
 		}
 	}
-	st.last = closeTime
-	streamhook.SetProcessorMetadata(c, e.store, closeTime)
+	e.emitted(c, st, closeTime)
 	return nil
 }
 
@@ -166,4 +186,41 @@ func (e *finalEmitter[K, VA]) closed(c *stream.Context, lower, upper int64) ([]c
 		return cmp.Or(cmp.Compare(a.start, b.start), bytes.Compare(a.kb, b.kb))
 	})
 	return out, nil
+}
+
+// sessionEmitter emits the sessions of a session aggregation once each, when they close (Kafka
+// Streams' KStreamSessionWindowAggregate under ON_WINDOW_CLOSE): after each record with a key, when
+// the gate lets it, the sessions that end in [the last emitted close time (0 at first), the close
+// time - 1] are read from the store by end (stream.SessionStore.FindSessionsEnding: the store is
+// time-ordered, so a session is read until its interval of ends expires) and each is handed on with
+// its aggregate, its end as its timestamp and the current record's headers.
+type sessionEmitter[K, VA any] struct {
+	emitGate
+	t        *KTable[windowed.Key[K], VA]
+	sessions stream.SessionStore[K, VA]
+}
+
+// emit emits what closed by closeTime (Kafka Streams' maybeForwardFinalResult of sessions).
+func (e *sessionEmitter[K, VA]) emit(c *stream.Context, md meta, closeTime int64) error {
+	st, due := e.due(c, closeTime)
+	upper := closeTime - 1 // a session's end is in it
+	if !due || upper < 0 {
+		return nil
+	}
+	lower := max(0, st.last)
+	if upper < lower {
+		return nil
+	}
+	headers := md.headersOf(c)
+	var ferr error
+	err := e.sessions.FindSessionsEnding(c, lower, upper, func(k K, w windowed.Window, v VA) bool {
+		ferr = e.t.out.emit(c, meta{at: time.UnixMilli(w.End), headers: headers, ownHeaders: true},
+			windowed.Key[K]{Key: k, Window: w}, change[VA]{new: v, hasNew: true})
+		return ferr == nil
+	})
+	if err = errors.Join(err, ferr); err != nil {
+		return err
+	}
+	e.emitted(c, st, closeTime)
+	return nil
 }

@@ -17,8 +17,9 @@ import (
 // table keyed by windowed.Key (the window is the session, both ends included), kept in a session
 // store whose changelog Kafka Streams reads.
 type SessionWindowedKStream[K, V any] struct {
-	g  *KGroupedStream[K, V]
-	sw windowed.SessionWindows
+	g    *KGroupedStream[K, V]
+	sw   windowed.SessionWindows
+	emit EmitStrategy
 }
 
 // SessionWindowedBy groups the records of g into sessions (Kafka Streams' windowedBy(SessionWindows)):
@@ -29,6 +30,17 @@ func SessionWindowedBy[K, V any](g *KGroupedStream[K, V], sw windowed.SessionWin
 		g.s.b.fail("SessionWindowedBy: %w", err)
 	}
 	return &SessionWindowedKStream[K, V]{g: g, sw: sw}
+}
+
+// Emit sets when the aggregations of w hand their results on (Kafka Streams'
+// SessionWindowedKStream.emitStrategy): OnWindowUpdate (the default) hands on every update, a merged
+// session's removal too; OnWindowClose hands on each session once, with its final aggregate, once
+// the stream time is past its end plus the gap and the grace. Emitting final results, the sessions
+// stay out of the record cache, as in Kafka Streams.
+func (w *SessionWindowedKStream[K, V]) Emit(e EmitStrategy) *SessionWindowedKStream[K, V] {
+	checkEmit(w.g.s.b, e)
+	w.emit = e
+	return w
 }
 
 // Count counts the records of each key's sessions (Kafka Streams' count), a record with a null value
@@ -97,7 +109,13 @@ func sessionAggregate[K, V, VA any](w *SessionWindowedKStream[K, V], prefix stri
 	}
 	parent, in := g.input(store)
 	n := b.add(&node{name: name, kind: processorNode, stores: []string{store}}, parent)
+	final := w.emit == OnWindowClose
 	decl := stream.Session[[]byte, []byte](store, time.Duration(retention)*time.Millisecond, nil, nil)
+	if final {
+		// Kafka Streams keeps the sessions of an aggregation that emits final results in its
+		// time-ordered session store, which expires them by whole intervals of their ends.
+		decl = decl.TimeOrdered()
+	}
 	b.declare(store, storeKind{
 		decl:        decl,
 		headersDecl: decl.WithHeaders(),
@@ -121,16 +139,28 @@ func sessionAggregate[K, V, VA any](w *SessionWindowedKStream[K, V], prefix stri
 		b.fail("the session store %q of %s needs serdes for %s and %s (Materialized)", store, name, typeName[K](), typeName[VA]())
 	}
 	agg := &sessionAggregation[K, V, VA]{t: t, sw: w.sw, folds: folds, isNil: nilCheck[VA](), ks: ks}
+	if final {
+		agg.final = &sessionEmitter[K, VA]{emitGate: emitGate{store: store}, t: t}
+	}
 	n.onBuild = append(n.onBuild, func() {
 		agg.store = stream.Session(store, time.Duration(retention)*time.Millisecond, ks, vas)
+		if final {
+			agg.store = agg.store.TimeOrdered()
+			agg.final.sessions = agg.store
+		}
 		ps := newPlainSerde(store, vas)
 		t.kv = stream.KeyValue(store, sks, serde.Serde[stamped[VA]](ps))
-		if !m.CachingDisabled {
+		if !m.CachingDisabled && !final {
 			t.cache = sessionCache(b.rc(), t, ps)
 			n.flushers = append(n.flushers, flusher{flush: t.cache.flush, discard: t.cache.discard})
 		}
 	})
-	n.init = agg.times.start
+	n.init = func(c *stream.Context) error {
+		if agg.final != nil {
+			agg.final.start(c)
+		}
+		return agg.times.start(c)
+	}
 	in.attach(agg.process)
 	return t
 }
@@ -163,6 +193,9 @@ type sessionAggregation[K, V, VA any] struct {
 	times streamTimes
 	isNil func(VA) bool  // VA's nil test, if it has one
 	ks    serde.Serde[K] // the inner keys', by which a key's cached sessions are found
+	// final emits each session once, when it closes (OnWindowClose); nil when every update is
+	// handed on.
+	final *sessionEmitter[K, VA]
 }
 
 // find calls fn with k's sessions that end at earliestEnd or later and start at latestStart or
@@ -230,7 +263,7 @@ func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 	}
 	if mw.End < closeTime {
 		c.Dropped() // Kafka Streams logs and counts a record too late for its session, and skips it
-		return nil
+		return a.emitFinal(c, md, closeTime)
 	}
 	if mw != start {
 		for _, s := range merged {
@@ -238,6 +271,9 @@ func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 			var none VA
 			if err := a.t.write(c, md, sk, none, false, recordTime(c, md)); err != nil {
 				return err
+			}
+			if a.final != nil {
+				continue // nothing is handed on before the session closes
 			}
 			ch := change[VA]{}
 			if a.t.sendOld {
@@ -261,7 +297,19 @@ func (a *sessionAggregation[K, V, VA]) process(c *stream.Context, md meta, k K, 
 	if err := a.t.write(c, md, sk, ch.new, ch.hasNew, recordTime(c, md)); err != nil {
 		return err
 	}
+	if a.final != nil {
+		return a.emitFinal(c, md, closeTime)
+	}
 	return a.t.forward(c, sessionMeta(mw), sk, ch)
+}
+
+// emitFinal emits the sessions closed by closeTime, when the aggregation emits final results
+// (Kafka Streams' maybeForwardFinalResult, after every record with a key, too late or not).
+func (a *sessionAggregation[K, V, VA]) emitFinal(c *stream.Context, md meta, closeTime int64) error {
+	if a.final == nil {
+		return nil
+	}
+	return a.final.emit(c, md, closeTime)
 }
 
 // sessionMeta is the record context of a session's update: its end as the timestamp, and no

@@ -282,3 +282,42 @@ func TestCacheGroupsFollowTheEntries(t *testing.T) {
 		t.Fatalf("after a2 left: groups %v, %d entries", cs.groups, len(cs.m))
 	}
 }
+
+// A session aggregation that emits final results (Kafka Streams' SessionWindowedKStream with
+// EmitStrategy.onWindowClose) hands nothing on as sessions change, and each session once when the
+// stream time passes its end plus the gap and the grace: after each record with a key (a late one
+// too), the sessions that ended since the last emit and before that close time, in order of end,
+// then start, then key, each with its count, its end as its timestamp and the headers of the record
+// that closed it. The expected outputs are worked out by hand from those rules (gap 5 s, grace 2 s:
+// a session closes 7 s after its end).
+func TestSessionEmitFinal(t *testing.T) {
+	d := run(t, func(b *Builder) {
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		SessionWindowedBy(g, windowed.OfInactivityGapAndGrace(5*time.Second, 2*time.Second)).Emit(OnWindowClose).Count().
+			ToStream().To("out", Produced[windowed.Key[string], int64]{})
+	})
+	h := func(v string) []kgo.RecordHeader { return []kgo.RecordHeader{{Key: "h", Value: []byte(v)}} }
+	pipeRaw(t, d, "in", []byte("a"), []byte("x"), 1000)
+	pipeRaw(t, d, "in", []byte("b"), []byte("x"), 1500)
+	pipeRaw(t, d, "in", []byte("a"), []byte("x"), 3000) // a's session grows to [1 s, 3 s]
+	pipeRaw(t, d, "in", []byte("c"), []byte("x"), 3000)
+	if got := readSessions(t, d, "out", serde.Int64, -1); len(got) != 0 {
+		t.Fatalf("handed on before any session closed: %v", got)
+	}
+	pipeRaw(t, d, "in", []byte("b"), []byte("x"), 9000, h("2")...)  // closes ends before 2 s: b's first
+	pipeRaw(t, d, "in", []byte("a"), []byte("x"), 12000)            // closes ends before 5 s: a's and c's, both ending at 3 s
+	pipeRaw(t, d, "in", nil, []byte("x"), 30000)                    // no key: dropped, looks for nothing
+	pipeRaw(t, d, "in", []byte("a"), []byte("x"), 2500)             // too late (its session ends before 5 s): dropped
+	pipeRaw(t, d, "in", []byte("b"), []byte("x"), 20000, h("3")...) // closes ends before 13 s: b's and a's second
+	want := []sessionUpdate[int64]{
+		{"b", 1500, 1500, 1, 1500, "2"},
+		{"a", 1000, 3000, 2, 3000, ""}, {"c", 3000, 3000, 1, 3000, ""},
+		{"b", 9000, 9000, 1, 9000, "3"}, {"a", 12000, 12000, 1, 12000, "3"},
+	}
+	if got := readSessions(t, d, "out", serde.Int64, -1); !slices.Equal(got, want) {
+		t.Fatalf("emitted\n got %v\nwant %v", got, want)
+	}
+	if n := d.App().Metrics().Dropped; n != 2 {
+		t.Fatalf("dropped-records-total %d, want 2 (the record without a key and the late one)", n)
+	}
+}

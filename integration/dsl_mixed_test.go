@@ -416,7 +416,7 @@ func mixedGroupRecords(t *testing.T, program string, produce func(phase int) map
 	group := prefix + "-app"
 	b.CreateTopic(t, topics+"-in", 2)
 	b.CreateTopic(t, topics+"-in2", 2)
-	b.CreateTopic(t, topics+"-out", outPartitions)
+	b.CreateTopics(t, outPartitions, topics+"-out", topics+"-out2") // a program's second output, if it has one, is not checked
 	b.DeleteGroupAtEnd(t, group)
 	writePrefill(t, b, topics, prefill)
 	build := func(db *dsl.Builder) { dslprograms.Programs[program](db, topics) }
@@ -874,22 +874,51 @@ func TestDSLWindowEmitFinalMixedGroup(t *testing.T) {
 		}
 		return map[string][]*kgo.Record{"-in": recs}
 	}, func() map[string]int64 { return maps.Clone(want) }, false, 1)
-	got := readCommittedCounts(t, clientsOf(t, Get(t)), topics+"-out")
-	var bad []string
-	for k, n := range want {
-		if s := got[k]; len(s) != 1 || s[0] != n {
-			bad = append(bad, fmt.Sprintf("window %x: emitted %v, want %d once", k, s, n))
+	checkEmittedOnce(t, readCommittedCounts(t, clientsOf(t, Get(t)), topics+"-out"), want)
+}
+
+// Final session counts (EmitStrategy.onWindowClose, p-session-emit-final: a 5 s gap, 2 s grace) by a
+// Kafka Streams member and a Go member in one group, tasks moving Java → Go → Java. Each phase
+// closes the sessions it opened but one per key, which closes in the next phase, on the other
+// runtime. A closed session stays in the time-ordered session store until its minute of ends
+// expires, so only the last emitted close time, committed in Kafka Streams' processor metadata,
+// keeps the next owner from emitting it again: every session must be emitted once, with its final
+// count, whichever runtime wrote the metadata and whichever read it.
+func TestDSLSessionEmitFinalMixedGroup(t *testing.T) {
+	// A minute's start: the three phases' sessions stay in one interval of the store's.
+	base := time.Now().Add(-10*time.Minute).UnixMilli() / 60000 * 60000
+	want := map[string]int64{}
+	session := func(k string, start, end int64) string {
+		return string(windowed.AppendSessionKey(nil, []byte(k), windowed.Window{Start: start, End: end}))
+	}
+	topics := mixedGroupRecords(t, "p-session-emit-final", func(phase int) map[string][]*kgo.Record {
+		t0 := base + int64(phase-1)*15000
+		var recs []*kgo.Record
+		add := func(k string, ts int64) {
+			recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(ts)})
 		}
-	}
-	for k, s := range got {
-		if _, ok := want[k]; !ok {
-			bad = append(bad, fmt.Sprintf("window %x: emitted %v, not closed", k, s))
+		for i := range 5 { // a session [t0, t0+2 s] of two records per key; the second also closes the last phase's open ones
+			add(fmt.Sprintf("k%d", i), t0)
 		}
-	}
-	if len(bad) > 0 {
-		slices.Sort(bad)
-		t.Fatalf("final counts:\n%s", strings.Join(bad, "\n"))
-	}
+		for i := range 5 {
+			add(fmt.Sprintf("k%d", i), t0+2000)
+		}
+		for i := range 5 { // one record per key at t0+9 s, open when the phase ends
+			add(fmt.Sprintf("s%d", i), t0+9000)
+		}
+		add("tick", t0+10000) // close time t0+3 s: the k sessions closed, the s ones not
+		for i := range 5 {
+			want[session(fmt.Sprintf("k%d", i), t0, t0+2000)] = 2
+			if phase > 1 {
+				want[session(fmt.Sprintf("s%d", i), t0-6000, t0-6000)] = 1
+			}
+		}
+		if phase > 1 {
+			want[session("tick", t0-5000, t0-5000)] = 1
+		}
+		return map[string][]*kgo.Record{"-in": recs}
+	}, func() map[string]int64 { return maps.Clone(want) }, false, 1)
+	checkEmittedOnce(t, readCommittedCounts(t, clientsOf(t, Get(t)), topics+"-out"), want)
 }
 
 // writePrefill writes the records of prefill to the topics of their suffixes (under prefix topics).

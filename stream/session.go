@@ -89,11 +89,12 @@ func (s *kvStore) findSessionsAs(query bool, k []byte, earliestEnd, latestStart 
 // key and session, kept for a retention period after the session's end (see Session). Declare it
 // once and give it to Connect with the processor that uses it.
 type SessionStore[K, V any] struct {
-	name      string
-	retention int64
-	headers   bool
-	ks        serde.Serde[K]
-	vs        serde.Serde[V]
+	name        string
+	retention   int64
+	headers     bool
+	timeOrdered bool
+	ks          serde.Serde[K]
+	vs          serde.Serde[V]
 }
 
 // Session declares typed access to the session store name (its changelog is
@@ -107,7 +108,7 @@ func Session[K, V any](name string, retention time.Duration, ks serde.Serde[K], 
 func (s SessionStore[K, V]) Name() string { return s.name }
 
 func (s SessionStore[K, V]) spec() windowSpec {
-	return windowSpec{retention: s.retention, session: true, headers: s.headers}
+	return windowSpec{retention: s.retention, session: true, headers: s.headers, timeOrdered: s.timeOrdered}
 }
 
 // WithHeaders returns the declaration of a session store whose changelog is written as Kafka
@@ -117,6 +118,58 @@ func (s SessionStore[K, V]) spec() windowSpec {
 func (s SessionStore[K, V]) WithHeaders() SessionStore[K, V] {
 	s.headers = true
 	return s
+}
+
+// TimeOrdered returns the declaration of a session store that expires as Kafka Streams'
+// time-ordered session store does (RocksDbTimeOrderedSessionBytesStoreSupplier, where a session
+// aggregation that emits its final results keeps its sessions): sessions expire by whole intervals
+// of their ends, half the retention and at least a minute long, once the newest end written minus
+// the retention is past the interval. FindSessionsEnding reads every session of the intervals kept,
+// so a session that ended more than the retention ago is read until its interval expires; a key's
+// FindSessions, as on any session store, reads only those that ended within the retention. The
+// changelog is the same.
+func (s SessionStore[K, V]) TimeOrdered() SessionStore[K, V] {
+	s.timeOrdered = true
+	return s
+}
+
+// FindSessionsEnding calls fn for every session kept in c's task's store, whatever its key, that ends
+// in [earliestEnd, latestEnd] (Unix ms), in order of their end, then start, then their keys' bytes
+// (Kafka Streams' findSessions(earliestSessionEndTime, latestSessionEndTime) on its time-ordered
+// session store, what a session aggregation that emits its final results reads), until fn returns
+// false. See TimeOrdered for which sessions are kept.
+func (s SessionStore[K, V]) FindSessionsEnding(c *Context, earliestEnd, latestEnd int64, fn func(key K, w windowed.Window, value V) bool) error {
+	st, err := s.sessionStore(c)
+	if err != nil {
+		return err
+	}
+	var derr error
+	err = st.findSessionsEnding(earliestEnd, latestEnd, func(kb []byte, w windowed.Window, raw []byte) bool {
+		k, err := s.ks.Decode(kb)
+		if err != nil {
+			derr = fmt.Errorf("stream: a key in store %s: %w", s.name, err)
+			return false
+		}
+		v, err := s.vs.Decode(raw)
+		if err != nil {
+			derr = fmt.Errorf("stream: a value in store %s: %w", s.name, err)
+			return false
+		}
+		return fn(k, w, v)
+	})
+	return errors.Join(err, derr)
+}
+
+// sessionStore is c's task's store of s, which must be a session store.
+func (s SessionStore[K, V]) sessionStore(c *Context) (*kvStore, error) {
+	st, ok := c.Store(s.name).(*kvStore)
+	if !ok || st.win == nil || !st.win.session {
+		if u, isUnknown := c.Store(s.name).(unknownStore); isUnknown {
+			return nil, u.err()
+		}
+		return nil, fmt.Errorf("stream: store %s is not a session store: connect its processor with the stream.Session declaring it (stream.Connect)", s.name)
+	}
+	return st, nil
 }
 
 // key is the session store key of key and w.
@@ -175,12 +228,9 @@ func (s SessionStore[K, V]) FindSessions(c *Context, key K, earliestEnd, latestS
 	if err != nil {
 		return fmt.Errorf("stream: encoding a key of store %s: %w", s.name, err)
 	}
-	st, ok := c.Store(s.name).(*kvStore)
-	if !ok || st.win == nil || !st.win.session {
-		if u, isUnknown := c.Store(s.name).(unknownStore); isUnknown {
-			return u.err()
-		}
-		return fmt.Errorf("stream: store %s is not a session store: connect its processor with the stream.Session declaring it (stream.Connect)", s.name)
+	st, err := s.sessionStore(c)
+	if err != nil {
+		return err
 	}
 	var derr error
 	err = st.findSessions(k, earliestEnd, latestStart, func(w windowed.Window, raw []byte) bool {

@@ -139,3 +139,80 @@ func TestSessionStoreFindsAcrossSegments(t *testing.T) {
 		t.Fatalf("FindSessions = %s", got)
 	}
 }
+
+// A time-ordered session store (Kafka Streams' RocksDbTimeOrderedSessionBytesStoreSupplier) keeps
+// whole intervals of session ends — half the retention, at least a minute — while the newest end
+// minus the retention is in them or after, and reads every session of them by end, then start, then
+// key: what a session aggregation that emits final results finds to emit, sessions past their
+// retention included until their interval expires. A key's FindSessions still reads only those
+// within the retention. Expected sets are worked out from those rules.
+func TestTimeOrderedSessionStoreKeepsWholeIntervals(t *testing.T) {
+	ordered := Session("counts", 10*time.Millisecond, serde.String, serde.Int64).TimeOrdered()
+	a, tk, _ := windowTask(t, ordered)
+	c := &tk.ctx
+	ending := func(from, to int64) string {
+		t.Helper()
+		var out []string
+		mustNotErr(t, ordered.FindSessionsEnding(c, from, to, func(k string, w windowed.Window, v int64) bool {
+			out = append(out, fmt.Sprintf("%s{%d %d}=%d", k, w.Start, w.End, v))
+			return true
+		}))
+		return fmt.Sprint(out)
+	}
+	mustNotErr(t, ordered.Put(c, "b", sess(100, 200), 1))
+	mustNotErr(t, ordered.Put(c, "a", sess(150, 200), 2))
+	mustNotErr(t, ordered.Put(c, "a", sess(50, 200), 3))
+	mustNotErr(t, ordered.Put(c, "c", sess(300, 300), 4))
+	mustNotErr(t, ordered.Put(c, "b", sess(59_000, 59_990), 5))
+	flush(t, a)
+	// Newest end 59,990, retention 10: every end from 59,980 on is within the retention, and the
+	// interval [0, 60,000) holds 59,980, so all of it is kept.
+	if got := ending(0, 1<<62); got != "[a{50 200}=3 b{100 200}=1 a{150 200}=2 c{300 300}=4 b{59000 59990}=5]" {
+		t.Fatalf("FindSessionsEnding(all) = %s", got)
+	}
+	if got := ending(200, 299); got != "[a{50 200}=3 b{100 200}=1 a{150 200}=2]" {
+		t.Fatalf("FindSessionsEnding(200, 299) = %s: the bounds are inclusive", got)
+	}
+	var byKey []string
+	mustNotErr(t, ordered.FindSessions(c, "a", 0, 1<<62, func(w windowed.Window, v int64) bool {
+		byKey = append(byKey, fmt.Sprint(w.Start, w.End))
+		return true
+	}))
+	if len(byKey) != 0 {
+		t.Fatalf("FindSessions(a) = %v: a's sessions ended more than the retention ago", byKey)
+	}
+	// Newest end 60,009: 59,999 is in [0, 60,000), still kept. Newest end 60,010: 60,000 is in the
+	// next interval, and the first expires whole.
+	mustNotErr(t, ordered.Put(c, "d", sess(60_009, 60_009), 6))
+	flush(t, a)
+	if got := ending(0, 1<<62); got != "[a{50 200}=3 b{100 200}=1 a{150 200}=2 c{300 300}=4 b{59000 59990}=5 d{60009 60009}=6]" {
+		t.Fatalf("newest end 60,009: FindSessionsEnding(all) = %s", got)
+	}
+	mustNotErr(t, ordered.Put(c, "d", sess(60_010, 60_010), 7))
+	flush(t, a)
+	if got := ending(0, 1<<62); got != "[d{60009 60009}=6 d{60010 60010}=7]" {
+		t.Fatalf("newest end 60,010: FindSessionsEnding(all) = %s", got)
+	}
+	// A session of an expired interval is not written.
+	mustNotErr(t, ordered.Put(c, "e", sess(59_999, 59_999), 8))
+	if got := ending(0, 1<<62); got != "[d{60009 60009}=6 d{60010 60010}=7]" {
+		t.Fatalf("after a write to an expired interval: FindSessionsEnding(all) = %s", got)
+	}
+	// A longer retention: intervals of half of it.
+	long := Session("counts", 200*time.Second, serde.String, serde.Int64).TimeOrdered()
+	a2, tk2, _ := windowTask(t, long)
+	c2 := &tk2.ctx
+	for i, end := range []int64{10_000, 99_999, 100_000, 310_000} {
+		mustNotErr(t, long.Put(c2, "k", sess(end, end), int64(i)))
+	}
+	flush(t, a2)
+	// Newest end 310,000 minus 200,000 is 110,000, in [100,000, 200,000): the interval before it went.
+	var ends []int64
+	mustNotErr(t, long.FindSessionsEnding(c2, 0, 1<<62, func(_ string, w windowed.Window, _ int64) bool {
+		ends = append(ends, w.End)
+		return true
+	}))
+	if fmt.Sprint(ends) != "[100000 310000]" {
+		t.Fatalf("retention 200 s: ends kept %v, want [100000 310000]", ends)
+	}
+}

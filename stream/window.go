@@ -52,6 +52,9 @@ type windowSpec struct {
 	// recordHeaders: every changelog record carries the headers of the record that wrote it (a
 	// store that keeps each record's headers with its value, as a stream-stream join's).
 	recordHeaders bool
+	// timeOrdered: a session store that expires as Kafka Streams' time-ordered session store
+	// (SessionStore.TimeOrdered).
+	timeOrdered bool
 }
 
 // windowState is a window store's view of time. Under exactly-once what the open transaction
@@ -69,6 +72,10 @@ type windowState struct {
 	seq int32
 	// duplicates: the store retains duplicates (windowSpec).
 	duplicates bool
+	// interval, when not 0, is the segment interval of Kafka Streams' time-ordered session store
+	// (SessionStore.TimeOrdered): times expire by whole intervals, those before the interval that
+	// holds the newest time minus the retention (liveFrom).
+	interval int64
 	// observed is the newest window start written or restored (Kafka Streams' observedStreamTime of
 	// the store), -1 before any.
 	observed int64
@@ -87,6 +94,9 @@ func newWindowState(spec windowSpec, persistent bool) *windowState {
 	w := &windowState{retention: spec.retention, session: spec.session, duplicates: spec.duplicates, span: windowSegmentMs}
 	if !persistent && spec.retention > 0 && spec.retention < windowSegmentMs {
 		w.span = spec.retention
+	}
+	if spec.timeOrdered {
+		w.interval = max(spec.retention/2, timeOrderedMinInterval)
 	}
 	w.reset()
 	return w
@@ -152,16 +162,39 @@ func (w *windowState) observe(start int64) { w.observed = max(w.observed, start)
 
 // live says whether the window starting at start is kept: after the newest start minus the
 // retention (Kafka Streams' in-memory window store; its RocksDB store hides the others from reads).
-func (w *windowState) live(start int64) bool { return liveAt(w.observed, w.retention, start) }
+// A time-ordered session store (interval set) keeps the whole intervals from liveFrom.
+func (w *windowState) live(start int64) bool {
+	if w.interval > 0 {
+		return start >= w.liveFrom()
+	}
+	return liveAt(w.observed, w.retention, start)
+}
 
 func liveAt(observed, retention, start int64) bool {
 	return observed < 0 || start > observed-retention
+}
+
+// timeOrderedMinInterval is the shortest segment interval of Kafka Streams' time-ordered session
+// store (RocksDbTimeOrderedSessionBytesStoreSupplier: half the retention, at least a minute).
+const timeOrderedMinInterval = 60_000
+
+// liveFrom is the oldest time a store of whole-interval expiry (interval set) keeps: the start of the
+// interval that holds the newest time minus the retention, as Kafka Streams' segmented stores drop
+// the segments before it (the integer division truncates, as Java's does).
+func (w *windowState) liveFrom() int64 {
+	if w.observed < 0 {
+		return 0
+	}
+	return (w.observed - w.retention) / w.interval * w.interval
 }
 
 // expiry is the range deletion of the segments that hold no live window any more, and whether one
 // is due (the newest start moved past a segment since the last one).
 func (w *windowState) expiry() (upper []byte, due bool) {
 	minLive := w.observed - w.retention + 1
+	if w.interval > 0 {
+		minLive = w.liveFrom()
+	}
 	if w.observed < 0 || minLive <= 0 {
 		return nil, false
 	}
@@ -304,6 +337,58 @@ func (s *kvStore) fetchAll(from, to int64, fn func(key []byte, start int64, valu
 		})
 		for _, e := range es {
 			if !fn(e.key, e.start, e.value) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// findSessionsEnding calls fn for every session of the store, whatever its key, that ends in
+// [earliestEnd, latestEnd] and is kept, in order of end, then start, then key bytes (Kafka Streams'
+// findSessions(earliestSessionEndTime, latestSessionEndTime) on its time-ordered session store,
+// what a session aggregation that emits its final results reads), with the engine's view merged
+// with the open transaction's writes. A time-ordered store keeps every session of its live
+// intervals (liveFrom); another, those that end after the newest end minus the retention.
+func (s *kvStore) findSessionsEnding(earliestEnd, latestEnd int64, fn func(key []byte, w windowed.Window, value []byte) bool) error {
+	from := max(earliestEnd, 0)
+	if s.win.interval > 0 {
+		from = max(from, s.win.liveFrom())
+	} else {
+		from = max(from, s.win.observed-s.win.retention+1)
+	}
+	last := lastSegment(s.win.observed, s.win.span, latestEnd)
+	type entry struct {
+		key, value []byte
+		w          windowed.Window
+	}
+	for seg := from / s.win.span; from <= latestEnd && seg <= last; seg++ {
+		next, ok, err := s.segmentFrom(false, seg, last)
+		if err != nil || !ok || next > last {
+			return err
+		}
+		seg = next
+		lo := binary.BigEndian.AppendUint64(nil, uint64(seg))
+		it, err := s.engineRange(lo, binary.BigEndian.AppendUint64(nil, uint64(seg+1)))
+		if err != nil {
+			return err
+		}
+		var es []entry
+		for it.Next() {
+			key, w, err := windowed.SplitSessionKey(it.Key()[segmentKeyLen:])
+			if err != nil || w.End < from || w.End > latestEnd {
+				continue
+			}
+			es = append(es, entry{key: bytes.Clone(key), value: bytes.Clone(it.Value()), w: w})
+		}
+		if err := errors.Join(it.Err(), it.Close()); err != nil {
+			return s.fail("find sessions", err)
+		}
+		slices.SortFunc(es, func(a, b entry) int {
+			return cmp.Or(cmp.Compare(a.w.End, b.w.End), cmp.Compare(a.w.Start, b.w.Start), bytes.Compare(a.key, b.key))
+		})
+		for _, e := range es {
+			if !fn(e.key, e.w, e.value) {
 				return nil
 			}
 		}

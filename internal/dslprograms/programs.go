@@ -721,6 +721,14 @@ func init() {
 }
 
 func init() {
+	Programs["p-session-emit-final"] = func(b *dsl.Builder, t string) {
+		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
+		dsl.SessionWindowedBy(g, windowed.OfInactivityGapAndGrace(5*time.Second, 2*time.Second)).Emit(dsl.OnWindowClose).Count().
+			ToStream().To(t+"-out", dsl.Produced[windowed.Key[string], int64]{})
+		dsl.SessionWindowedBy(g, windowed.OfInactivityGapAndGrace(3*time.Second, 0)).Emit(dsl.OnWindowClose).
+			Reduce(func(a, v string) string { return a + "+" + v }, dsl.Named("joined"), dsl.Materialized[string, string]{Name: "joined-store"}).
+			ToStream().To(t+"-out2", dsl.Produced[windowed.Key[string], string]{})
+	}
 	Programs["p-session-count"] = func(b *dsl.Builder, t string) {
 		g := dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}).GroupByKey()
 		dsl.SessionWindowedBy(g, windowed.OfInactivityGapAndGrace(5*time.Second, 2*time.Second)).Count().

@@ -69,7 +69,7 @@ final class DslPrograms {
         "p-join-global-prices", "p-window-emit-final", "p-window-emit-final-hopping",
         "p-window-emit-final-retained", "p-sliding-emit-final", "p-fk-join", "p-fk-join-named",
         "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices", "p-versioned-ops", "p-headers-format", "p-zero-forms", "p-suppress-headers",
-        "p-suppress-zero", "p-fk-join-partitioned");
+        "p-suppress-zero", "p-fk-join-partitioned", "p-session-emit-final");
 
     private DslPrograms() {
     }
@@ -702,6 +702,23 @@ final class DslPrograms {
                 r.toTable().groupBy((k, v) -> KeyValue.pair(v, k)).count().toStream()
                     .leftJoin(b.<String, String>table(t + "-in2"), (n, u) -> n + "/" + u)
                     .to(t + "-out");
+                break;
+            }
+            case "p-session-emit-final": {
+                // Session aggregations that emit final results: a count (5 s gap, 2 s grace) and a
+                // named reduce (3 s gap, no grace), each session once when the stream time passes
+                // its end plus the gap and the grace, in order of end, then start, then key, with
+                // the headers of the record that closed it; merges, late records, a record without
+                // a key, and a session whose interval of ends expired before it was emitted.
+                KGroupedStream<String, String> g = b.<String, String>stream(t + "-in").groupByKey();
+                g.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+                    .emitStrategy(EmitStrategy.onWindowClose())
+                    .count()
+                    .toStream().to(t + "-out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+                g.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ZERO))
+                    .emitStrategy(EmitStrategy.onWindowClose())
+                    .reduce((a, v) -> a + "+" + v, Named.as("joined"), Materialized.as("joined-store"))
+                    .toStream().to(t + "-out2", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
                 break;
             }
             case "p-session-count": {
