@@ -173,6 +173,9 @@ func TestTimeOrderedSessionStoreKeepsWholeIntervals(t *testing.T) {
 	if got := ending(200, 299); got != "[a{50 200}=3 b{100 200}=1 a{150 200}=2]" {
 		t.Fatalf("FindSessionsEnding(200, 299) = %s: the bounds are inclusive", got)
 	}
+	if got := ending(201, 1<<62); got != "[c{300 300}=4 b{59000 59990}=5]" {
+		t.Fatalf("FindSessionsEnding(201, …) = %s", got)
+	}
 	var byKey []string
 	mustNotErr(t, ordered.FindSessions(c, "a", 0, 1<<62, func(w windowed.Window, v int64) bool {
 		byKey = append(byKey, fmt.Sprint(w.Start, w.End))
@@ -193,10 +196,11 @@ func TestTimeOrderedSessionStoreKeepsWholeIntervals(t *testing.T) {
 	if got := ending(0, 1<<62); got != "[d{60009 60009}=6 d{60010 60010}=7]" {
 		t.Fatalf("newest end 60,010: FindSessionsEnding(all) = %s", got)
 	}
-	// A session of an expired interval is not written.
+	// A session of an expired interval is not written; one at the live interval's start is.
 	mustNotErr(t, ordered.Put(c, "e", sess(59_999, 59_999), 8))
-	if got := ending(0, 1<<62); got != "[d{60009 60009}=6 d{60010 60010}=7]" {
-		t.Fatalf("after a write to an expired interval: FindSessionsEnding(all) = %s", got)
+	mustNotErr(t, ordered.Put(c, "f", sess(60_000, 60_000), 9))
+	if got := ending(0, 1<<62); got != "[f{60000 60000}=9 d{60009 60009}=6 d{60010 60010}=7]" {
+		t.Fatalf("after writes to an expired and a live interval: FindSessionsEnding(all) = %s", got)
 	}
 	// A longer retention: intervals of half of it.
 	long := Session("counts", 200*time.Second, serde.String, serde.Int64).TimeOrdered()
