@@ -207,10 +207,9 @@ func (e *sessionEmitter[K, VA]) emit(c *stream.Context, md meta, closeTime int64
 	if !due || upper < 0 {
 		return nil
 	}
+	// From the last close time (its sessions were after the last range), which is before this
+	// one when due: the range is never empty (Kafka Streams' shouldRangeFetch always holds here).
 	lower := max(0, st.last)
-	if upper < lower {
-		return nil
-	}
 	headers := md.headersOf(c)
 	var ferr error
 	err := e.sessions.FindSessionsEnding(c, lower, upper, func(k K, w windowed.Window, v VA) bool {

@@ -321,3 +321,34 @@ func TestSessionEmitFinal(t *testing.T) {
 		t.Fatalf("dropped-records-total %d, want 2 (the record without a key and the late one)", n)
 	}
 }
+
+// The look for closed sessions is throttled by wall-clock time (Kafka Streams'
+// __emit.interval.ms.kstreams.windowed.aggregation__), and a late record looks too: once the
+// interval passed, the late record that comes next emits what closed while the looks were held.
+func TestSessionEmitFinalLateRecordLooks(t *testing.T) {
+	cfg := config.Default("ops")
+	cfg.Runtime.WindowedEmitInterval = time.Hour
+	d := start(t, cfg, func(b *Builder) {
+		g := Stream(b, "in", Consumed[string, string]{}).GroupByKey()
+		SessionWindowedBy(g, windowed.OfInactivityGapAndGrace(5*time.Second, 2*time.Second)).Emit(OnWindowClose).Count().
+			ToStream().To("out", Produced[windowed.Key[string], int64]{})
+	})
+	defer func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("the application failed: %v", err)
+		}
+	}()
+	pipeRaw(t, d, "in", []byte("a"), []byte("x"), 1000)  // looks (nothing closed yet); the next look in an hour
+	pipeRaw(t, d, "in", []byte("a"), []byte("x"), 20000) // [1 s] closed by 13 s, but the look is held
+	if got := readSessions(t, d, "out", serde.Int64, -1); len(got) != 0 {
+		t.Fatalf("emitted within the interval: %v", got)
+	}
+	if err := d.AdvanceWallClock(2 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	pipeRaw(t, d, "in", []byte("a"), []byte("x"), 5000, kgo.RecordHeader{Key: "h", Value: []byte("late")}) // too late: dropped, but looks
+	want := []sessionUpdate[int64]{{"a", 1000, 1000, 1, 1000, "late"}}
+	if got := readSessions(t, d, "out", serde.Int64, -1); !slices.Equal(got, want) {
+		t.Fatalf("emitted %v, want %v", got, want)
+	}
+}
