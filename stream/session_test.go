@@ -184,6 +184,12 @@ func TestTimeOrderedSessionStoreKeepsWholeIntervals(t *testing.T) {
 	if len(byKey) != 0 {
 		t.Fatalf("FindSessions(a) = %v: a's sessions ended more than the retention ago", byKey)
 	}
+	if v, ok, err := ordered.Get(c, "a", sess(50, 200)); ok || err != nil {
+		t.Fatalf("Get(a, 50..200) = %d %v %v: it ended more than the retention ago", v, ok, err)
+	}
+	if v, ok, err := ordered.Get(c, "b", sess(59_000, 59_990)); !ok || v != 5 || err != nil {
+		t.Fatalf("Get(b, 59000..59990) = %d %v %v, want 5", v, ok, err)
+	}
 	// Newest end 60,009: 59,999 is in [0, 60,000), still kept. Newest end 60,010: 60,000 is in the
 	// next interval, and the first expires whole.
 	mustNotErr(t, ordered.Put(c, "d", sess(60_009, 60_009), 6))

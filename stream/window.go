@@ -239,7 +239,10 @@ func (s *kvStore) windowKey(k []byte, committed bool) (ek []byte, live bool, err
 	// The task's own reads (its thread alone) build the key in the store's scratch buffer: the
 	// engine keeps no reference to it, and a windowed aggregation reads once per window per record.
 	s.win.getKey = appendSegmentKey(s.win.getKey[:0], k, start/s.win.span)
-	return s.win.getKey, s.win.live(start), nil
+	// A read finds a window or session within the retention, in a time-ordered session store too,
+	// which keeps (and writes) whole intervals but reads a key's sessions by the retention, as
+	// Kafka Streams' fetchSession does.
+	return s.win.getKey, liveAt(s.win.observed, s.win.retention, start), nil
 }
 
 // errWindowRange refuses a key-ordered range over a window store: its keys are ordered by segment.
