@@ -753,7 +753,7 @@ func mixedGroupExactlyOnceRecords(t *testing.T, program string, produce func(pha
 	b.CreateTopic(t, topics+"-out", 1)
 	b.DeleteGroupAtEnd(t, group)
 	writePrefill(t, b, topics, prefill)
-	groupSession(t, b, group, 6000) // a killed member's tasks move within seconds
+	groupSession(t, b, group, 4000) // a killed member's tasks move within seconds, as the other exactly-once tests
 	warmTransactions(t, b)
 	db := dsl.NewBuilder()
 	dslprograms.Programs[program](db, topics)
