@@ -145,14 +145,9 @@ func (s SessionStore[K, V]) FindSessionsEnding(c *Context, earliestEnd, latestEn
 	}
 	var derr error
 	err = st.findSessionsEnding(earliestEnd, latestEnd, func(kb []byte, w windowed.Window, raw []byte) bool {
-		k, err := s.ks.Decode(kb)
-		if err != nil {
-			derr = fmt.Errorf("stream: a key in store %s: %w", s.name, err)
-			return false
-		}
-		v, err := s.vs.Decode(raw)
-		if err != nil {
-			derr = fmt.Errorf("stream: a value in store %s: %w", s.name, err)
+		var k K
+		var v V
+		if k, v, derr = decodeEntry(s.name, s.ks, s.vs, kb, raw); derr != nil {
 			return false
 		}
 		return fn(k, w, v)

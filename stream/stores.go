@@ -615,6 +615,17 @@ func (s KeyValueStore[K, V]) Range(c *Context, from, to K, fn func(key K, value 
 	return s.each(c.Store(s.name), lo, hi, fn)
 }
 
+// decodeEntry decodes a key and a value read from store name, an error saying which failed.
+func decodeEntry[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], kb, vb []byte) (k K, v V, err error) {
+	if k, err = ks.Decode(kb); err != nil {
+		return k, v, fmt.Errorf("stream: a key in store %s: %w", name, err)
+	}
+	if v, err = vs.Decode(vb); err != nil {
+		return k, v, fmt.Errorf("stream: a value in store %s: %w", name, err)
+	}
+	return k, v, nil
+}
+
 func (s KeyValueStore[K, V]) each(st store.ReadOnly, lo, hi []byte, fn func(K, V) bool) error {
 	it, err := st.Range(lo, hi)
 	if err != nil {
@@ -622,13 +633,9 @@ func (s KeyValueStore[K, V]) each(st store.ReadOnly, lo, hi []byte, fn func(K, V
 	}
 	defer it.Close()
 	for it.Next() {
-		k, err := s.ks.Decode(it.Key())
+		k, v, err := decodeEntry(s.name, s.ks, s.vs, it.Key(), it.Value())
 		if err != nil {
-			return fmt.Errorf("stream: a key in store %s: %w", s.name, err)
-		}
-		v, err := s.vs.Decode(it.Value())
-		if err != nil {
-			return fmt.Errorf("stream: a value in store %s: %w", s.name, err)
+			return err
 		}
 		if !fn(k, v) {
 			break

@@ -304,47 +304,23 @@ func (s *kvStore) fetchAs(query bool, k []byte, from, to int64, fn func(start in
 // fetchAll calls fn for every live window of the store whose start is in [from, to], in order of
 // their start, then key bytes, then sequence number (Kafka Streams' fetchAll(timeFrom, timeTo) on
 // its time-ordered window store), with the engine's view merged with the open transaction's
-// writes. Each segment's entries are read, then sorted: a segment is keyed by window key first.
+// writes.
 func (s *kvStore) fetchAll(from, to int64, fn func(key []byte, start int64, value []byte) bool) error {
 	from = max(from, 0, s.win.observed-s.win.retention+1)
-	last := lastSegment(s.win.observed, s.win.span, to)
 	type entry struct {
 		key, value []byte
 		start      int64
 		seq        int32
 	}
-	for seg := from / s.win.span; from <= to && seg <= last; seg++ {
-		next, ok, err := s.segmentFrom(false, seg, last)
-		if err != nil || !ok || next > last {
-			return err
+	return scanSorted(s, from, to, "fetch", func(k, v []byte) (entry, bool) {
+		key, start, seq, err := windowed.SplitStoreKey(k)
+		if err != nil || start < from || start > to {
+			return entry{}, false
 		}
-		seg = next
-		lo := binary.BigEndian.AppendUint64(nil, uint64(seg))
-		it, err := s.engineRange(lo, binary.BigEndian.AppendUint64(nil, uint64(seg+1)))
-		if err != nil {
-			return err
-		}
-		var es []entry
-		for it.Next() {
-			key, start, seq, err := windowed.SplitStoreKey(it.Key()[segmentKeyLen:])
-			if err != nil || start < from || start > to {
-				continue
-			}
-			es = append(es, entry{key: bytes.Clone(key), value: bytes.Clone(it.Value()), start: start, seq: seq})
-		}
-		if err := errors.Join(it.Err(), it.Close()); err != nil {
-			return s.fail("fetch", err)
-		}
-		slices.SortFunc(es, func(a, b entry) int {
-			return cmp.Or(cmp.Compare(a.start, b.start), bytes.Compare(a.key, b.key), cmp.Compare(a.seq, b.seq))
-		})
-		for _, e := range es {
-			if !fn(e.key, e.start, e.value) {
-				return nil
-			}
-		}
-	}
-	return nil
+		return entry{key: bytes.Clone(key), value: bytes.Clone(v), start: start, seq: seq}, true
+	}, func(a, b entry) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), bytes.Compare(a.key, b.key), cmp.Compare(a.seq, b.seq))
+	}, func(e entry) bool { return fn(e.key, e.start, e.value) })
 }
 
 // findSessionsEnding calls fn for every session of the store, whatever its key, that ends in
@@ -360,12 +336,28 @@ func (s *kvStore) findSessionsEnding(earliestEnd, latestEnd int64, fn func(key [
 	} else {
 		from = max(from, s.win.observed-s.win.retention+1)
 	}
-	last := lastSegment(s.win.observed, s.win.span, latestEnd)
 	type entry struct {
 		key, value []byte
 		w          windowed.Window
 	}
-	for seg := from / s.win.span; from <= latestEnd && seg <= last; seg++ {
+	return scanSorted(s, from, latestEnd, "find sessions", func(k, v []byte) (entry, bool) {
+		key, w, err := windowed.SplitSessionKey(k)
+		if err != nil || w.End < from || w.End > latestEnd {
+			return entry{}, false
+		}
+		return entry{key: bytes.Clone(key), value: bytes.Clone(v), w: w}, true
+	}, func(a, b entry) int {
+		return cmp.Or(cmp.Compare(a.w.End, b.w.End), cmp.Compare(a.w.Start, b.w.Start), bytes.Compare(a.key, b.key))
+	}, func(e entry) bool { return fn(e.key, e.w, e.value) })
+}
+
+// scanSorted reads the segments of s holding times [from, to], segment by segment: entryOf picks
+// (and copies) the entries wanted from each store key (without its segment) and value, and fn gets
+// them in order, sorted within their segment (a segment is keyed by key first, not by time), until
+// it returns false. Reads of time across keys (fetchAll, findSessionsEnding) share it.
+func scanSorted[E any](s *kvStore, from, to int64, op string, entryOf func(key, value []byte) (E, bool), order func(a, b E) int, fn func(E) bool) error {
+	last := lastSegment(s.win.observed, s.win.span, to)
+	for seg := from / s.win.span; from <= to && seg <= last; seg++ {
 		next, ok, err := s.segmentFrom(false, seg, last)
 		if err != nil || !ok || next > last {
 			return err
@@ -376,22 +368,18 @@ func (s *kvStore) findSessionsEnding(earliestEnd, latestEnd int64, fn func(key [
 		if err != nil {
 			return err
 		}
-		var es []entry
+		var es []E
 		for it.Next() {
-			key, w, err := windowed.SplitSessionKey(it.Key()[segmentKeyLen:])
-			if err != nil || w.End < from || w.End > latestEnd {
-				continue
+			if e, ok := entryOf(it.Key()[segmentKeyLen:], it.Value()); ok {
+				es = append(es, e)
 			}
-			es = append(es, entry{key: bytes.Clone(key), value: bytes.Clone(it.Value()), w: w})
 		}
 		if err := errors.Join(it.Err(), it.Close()); err != nil {
-			return s.fail("find sessions", err)
+			return s.fail(op, err)
 		}
-		slices.SortFunc(es, func(a, b entry) int {
-			return cmp.Or(cmp.Compare(a.w.End, b.w.End), cmp.Compare(a.w.Start, b.w.Start), bytes.Compare(a.key, b.key))
-		})
+		slices.SortFunc(es, order)
 		for _, e := range es {
-			if !fn(e.key, e.w, e.value) {
+			if !fn(e) {
 				return nil
 			}
 		}
@@ -673,14 +661,9 @@ func (w WindowStore[K, V]) FetchAll(c *Context, from, to int64, fn func(key K, s
 	}
 	var derr error
 	err = st.fetchAll(from, to, func(kb []byte, start int64, raw []byte) bool {
-		k, err := w.ks.Decode(kb)
-		if err != nil {
-			derr = fmt.Errorf("stream: a key in store %s: %w", w.name, err)
-			return false
-		}
-		v, err := w.vs.Decode(raw)
-		if err != nil {
-			derr = fmt.Errorf("stream: a value in store %s: %w", w.name, err)
+		var k K
+		var v V
+		if k, v, derr = decodeEntry(w.name, w.ks, w.vs, kb, raw); derr != nil {
 			return false
 		}
 		return fn(k, start, v)

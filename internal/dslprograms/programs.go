@@ -533,23 +533,13 @@ func init() {
 	Programs["p-fk-join-prices"] = func(b *dsl.Builder, t string) {
 		orders := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{})
 		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{})
-		dsl.JoinForeignKey(orders, prices, func(_, o string) string { return o[:strings.IndexByte(o, '#')] },
-			func(_, o, p string) int64 {
-				price, _ := strconv.ParseInt(p, 10, 64)
-				qty, _ := strconv.ParseInt(o[strings.IndexByte(o, '#')+1:], 10, 64)
-				return price + qty
-			}).
+		dsl.JoinForeignKey(orders, prices, orderedItem, pricePlusQuantity).
 			ToStream().To(t+"-out", dsl.Produced[string, int64]{})
 	}
 	Programs["p-fk-join-partitioned"] = func(b *dsl.Builder, t string) {
 		orders := dsl.Table(b, t+"-in", dsl.Consumed[string, string]{})
 		prices := dsl.Table(b, t+"-in2", dsl.Consumed[string, string]{})
-		dsl.JoinForeignKey(orders, prices, func(_, o string) string { return o[:strings.IndexByte(o, '#')] },
-			func(_, o, p string) int64 {
-				price, _ := strconv.ParseInt(p, 10, 64)
-				qty, _ := strconv.ParseInt(o[strings.IndexByte(o, '#')+1:], 10, 64)
-				return price + qty
-			}, dsl.TableJoined[string, string]{Partitioner: ByTrailingNumber[struct{}], OtherPartitioner: ByTrailingNumber[struct{}]}).
+		dsl.JoinForeignKey(orders, prices, orderedItem, pricePlusQuantity, dsl.TableJoined[string, string]{Partitioner: ByTrailingNumber[struct{}], OtherPartitioner: ByTrailingNumber[struct{}]}).
 			ToStream().
 			Repartition(dsl.Repartitioned[string, int64]{Name: "rekeyed", Partitioner: func(_, k string, _ int64, _ []kgo.RecordHeader, n int) ([]int32, bool) {
 				return []int32{int32((TrailingNumber(k) + 1) % n)}, true
@@ -908,4 +898,14 @@ func FivesEverywhere(topic string, key string, v int64, h []kgo.RecordHeader, n 
 		all[i] = int32(i)
 	}
 	return all, true
+}
+
+// orderedItem is the item of an order "item#quantity": p-fk-join-prices' foreign key.
+func orderedItem(_, order string) string { return order[:strings.IndexByte(order, '#')] }
+
+// pricePlusQuantity is an order's item price plus its quantity: p-fk-join-prices' result.
+func pricePlusQuantity(_, order, price string) int64 {
+	p, _ := strconv.ParseInt(price, 10, 64)
+	qty, _ := strconv.ParseInt(order[strings.IndexByte(order, '#')+1:], 10, 64)
+	return p + qty
 }
