@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/streamsgroup/streamsgroup/internal/stableoffsets"
 )
 
 // Errors of the offset operations, for errors.Is. Each comes wrapped with the group, topic or
@@ -324,7 +326,9 @@ func (c *Client) plan(ctx context.Context, g *Group, r Reset) ([]NewOffset, erro
 	clamp := func(p tp, o int64) int64 { return min(max(o, start[p]), end[p]) }
 	var committed kadm.OffsetResponses
 	if r.Kind == ToCurrent || r.Kind == ShiftBy {
-		committed, err = adm.FetchOffsets(ctx, g.ID)
+		// Stable offsets: right after an exactly-once member stopped, its last commit's markers may
+		// still be on their way, and the previous commit would be taken for the current position.
+		committed, err = stableoffsets.Fetch(ctx, adm, g.ID)
 		if err != nil {
 			return nil, fmt.Errorf("fetching the committed offsets of %q: %w", g.ID, err)
 		}

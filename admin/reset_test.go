@@ -24,6 +24,7 @@ import (
 // repartition topic, a changelog, and a changelog named like another application's. DeleteGroups is
 // answered with deleteCode for every group asked, and the groups asked are kept in order.
 type fakeApp struct {
+	c          *kfake.Cluster
 	adm        *Client
 	cl         *kgo.Client
 	state      atomic.Value // string
@@ -53,7 +54,7 @@ func newFakeApp(t *testing.T) *fakeApp {
 	if err := kfakestreams.Advertise(ctx, c, 1, 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeApp{}
+	f := &fakeApp{c: c}
 	f.state.Store("Empty")
 	c.ControlKey(int16(kmsg.StreamsGroupDescribe), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
@@ -221,6 +222,64 @@ func endOffsets(t *testing.T, f *fakeApp) map[string]int64 {
 	out := map[string]int64{}
 	l.Each(func(o kadm.ListedOffset) { out[fmt.Sprintf("%s-%d", o.Topic, o.Partition)] = o.Offset })
 	return out
+}
+
+// --to-current and --shift-by start from the group's settled offsets: while an exactly-once
+// member's last commit is still pending (its markers on their way), the broker answers the previous
+// commit to a plain fetch and UNSTABLE_OFFSET_COMMIT to one requiring stable offsets; the plan
+// waits for the settled commit rather than taking the previous one.
+func TestResetFromCurrentWaitsForPendingCommits(t *testing.T) {
+	f := newFakeApp(t)
+	f.commit(t, map[string]map[int32]int64{tIn: {0: 5, 1: 6}})
+	topics, err := kadm.NewClient(f.cl).ListTopics(ctx(t), tIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := topics[tIn].ID
+	for _, tc := range []struct {
+		name string
+		r    Reset
+		want string
+	}{
+		{"current", Reset{Kind: ToCurrent, Topics: []TopicPartitions{{Topic: tIn, Partitions: []int32{0, 1}}}}, "in-0=5 in-1=6 "},
+		{"shift", Reset{Kind: ShiftBy, Offset: 1, Topics: []TopicPartitions{{Topic: tIn, Partitions: []int32{0, 1}}}}, "in-0=6 in-1=7 "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pendingAnswers atomic.Int32
+			f.c.ControlKey(int16(kmsg.OffsetFetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				r := req.(*kmsg.OffsetFetchRequest)
+				if r.RequireStable && pendingAnswers.Load() == 2 {
+					return nil, nil, false // settled: the cluster's own answer (control ends)
+				}
+				f.c.KeepControl()
+				resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+				g := kmsg.NewOffsetFetchResponseGroup()
+				g.Group = r.Groups[0].Group
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic, rt.TopicID = tIn, id
+				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch = 0, 3, -1 // the previous commit
+				if r.RequireStable {
+					pendingAnswers.Add(1)
+					rp.Offset, rp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+				g.Topics = append(g.Topics, rt)
+				resp.Groups = append(resp.Groups, g)
+				return resp, nil, true
+			})
+			p, err := f.adm.PlanReset(ctx(t), "app", tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := planString(p); got != tc.want {
+				t.Errorf("plan %q while a commit was pending; want %q (the settled commit)", got, tc.want)
+			}
+			if n := pendingAnswers.Load(); n != 2 {
+				t.Errorf("%d fetches answered pending; want the plan to ask until settled (2)", n)
+			}
+		})
+	}
 }
 
 func TestResetByTimestamp(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/integration/hanging"
+	"github.com/streamsgroup/streamsgroup/internal/stableoffsets"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/topology"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -184,7 +185,7 @@ func (s *rtSetup) committedInput(t *testing.T, adm *kadm.Client) map[int32]int64
 	Eventually(t, settle, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		committed, err := adm.FetchOffsets(ctx, s.group)
+		committed, err := stableoffsets.Fetch(ctx, adm, s.group)
 		if err != nil {
 			return false, err.Error()
 		}

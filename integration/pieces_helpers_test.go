@@ -22,6 +22,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/consume"
 	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/internal/stableoffsets"
 	"github.com/streamsgroup/streamsgroup/internal/transport"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/taskoffsets"
@@ -608,7 +609,7 @@ func committedInputs(t *testing.T, b *Broker, group, topic string) map[int32]int
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fetched, err := b.Admin(t).FetchOffsets(ctx, group)
+	fetched, err := stableoffsets.Fetch(ctx, b.Admin(t), group)
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		t.Fatalf("fetching %s's offsets: %v", group, err)
 	}

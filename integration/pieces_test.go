@@ -17,6 +17,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/commit"
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/consume"
+	"github.com/streamsgroup/streamsgroup/internal/stableoffsets"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -173,7 +174,7 @@ func TestPiecesRestoreBeforeProcess(t *testing.T) {
 	adm := s.b.Admin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	committed, err := adm.FetchOffsets(ctx, s.group)
+	committed, err := stableoffsets.Fetch(ctx, adm, s.group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +259,7 @@ func committedAt(t *testing.T, b *Broker, group, topic string, partition int32) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	offs, err := b.Admin(t).FetchOffsets(ctx, group)
+	offs, err := stableoffsets.Fetch(ctx, b.Admin(t), group)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/commit"
+	"github.com/streamsgroup/streamsgroup/internal/stableoffsets"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 )
@@ -100,7 +101,7 @@ func committedMetadata(t *testing.T, s *rtSetup, p int32) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	offs, err := s.b.Admin(t).FetchOffsets(ctx, s.group)
+	offs, err := stableoffsets.Fetch(ctx, s.b.Admin(t), s.group)
 	if err != nil {
 		t.Fatal(err)
 	}

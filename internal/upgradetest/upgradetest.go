@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/internal/stableoffsets"
 	"github.com/streamsgroup/streamsgroup/serde"
 	"github.com/streamsgroup/streamsgroup/stream"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -466,7 +467,7 @@ func (r *run) lastRound() {
 func (r *run) committed() map[int32]int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fetched, err := r.adm.FetchOffsets(ctx, r.app)
+	fetched, err := stableoffsets.Fetch(ctx, r.adm, r.app)
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		r.t.Fatalf("fetching the group's offsets: %v", err)
 	}

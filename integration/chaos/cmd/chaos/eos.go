@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/integration/chaos"
+	"github.com/streamsgroup/streamsgroup/internal/stableoffsets"
 	"github.com/streamsgroup/streamsgroup/serde"
 )
 
@@ -201,7 +202,7 @@ func (d *driver) settled(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	committed, err := d.broker.adm.FetchOffsets(cctx, d.cfg.Group)
+	committed, err := stableoffsets.Fetch(cctx, d.broker.adm, d.cfg.Group)
 	if err != nil {
 		return false
 	}
