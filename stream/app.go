@@ -24,6 +24,7 @@ import (
 	"github.com/streamsgroup/streamsgroup/config"
 	"github.com/streamsgroup/streamsgroup/consume"
 	"github.com/streamsgroup/streamsgroup/heartbeat"
+	"github.com/streamsgroup/streamsgroup/internal/consumerclose"
 	sm "github.com/streamsgroup/streamsgroup/internal/streammachine"
 	"github.com/streamsgroup/streamsgroup/membership"
 	"github.com/streamsgroup/streamsgroup/store"
@@ -861,13 +862,13 @@ func (a *App) runThread() error {
 			p.Close()
 		}
 		if a.cl != nil {
-			a.cl.Close()
+			consumerclose.Close(a.cl)
 		}
 		a.fail(err)
 		a.setState(PendingError)
 		return err
 	}
-	defer a.cl.Close()
+	defer consumerclose.Close(a.cl)
 	defer func() {
 		if p := a.pcl.Load(); p != a.cl {
 			p.Close()

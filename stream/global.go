@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/internal/consumerclose"
 	"github.com/streamsgroup/streamsgroup/store"
 	"github.com/streamsgroup/streamsgroup/tasks"
 	"github.com/streamsgroup/streamsgroup/topology"
@@ -350,7 +351,7 @@ func (g *globalState) stop() error {
 
 func (g *globalState) close() error {
 	if g.cl != nil {
-		g.cl.Close()
+		consumerclose.Close(g.cl)
 		g.cl = nil
 	}
 	var errs []error

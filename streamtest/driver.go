@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamsgroup/streamsgroup/config"
+	"github.com/streamsgroup/streamsgroup/internal/consumerclose"
 	"github.com/streamsgroup/streamsgroup/internal/kfakestreams"
 	"github.com/streamsgroup/streamsgroup/internal/streamhook"
 	"github.com/streamsgroup/streamsgroup/serde"
@@ -259,7 +260,7 @@ func (d *Driver) ReadRaw(topic string) ([]Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
+	defer consumerclose.Close(cl)
 	var out []Raw
 	for from < end.Offset {
 		fs := cl.PollFetches(ctx)
