@@ -21,8 +21,11 @@ type Builder struct {
 	nodes []*node // in the order Kafka Streams writes them into its topology
 	errs  []error // what the program got wrong, reported by Build
 	built bool
-	// stores are the stores added with AddStore, and whether a processor uses them.
+	// stores are the stores added with AddStore, and whether a processor uses them, and those
+	// added with AddGlobalStore (always used).
 	stores map[string]bool
+	// globals are the stores added with AddGlobalStore, which Process must not name.
+	globals map[string]bool
 	// copartitions are the copartition groups the program registers, each as its sides' source
 	// nodes (the side whose method registered it first), in the order they were registered.
 	copartitions [][][]*node

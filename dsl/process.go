@@ -32,6 +32,9 @@ type ProcessorContext[K, V any] struct {
 // Forward hands r to the operations after the processor (Kafka Streams' ProcessorContext.forward);
 // a zero Timestamp is the current record's (or punctuation's).
 func (c ProcessorContext[K, V]) Forward(r Record[K, V]) error {
+	if c.out == nil {
+		return stream.ErrGlobalContext // a global store's processor: nothing to forward to
+	}
 	m := meta{nullKey: r.NullKey, nullValue: r.NullValue, at: r.Timestamp, headers: r.Headers, ownHeaders: true}
 	// What is downstream runs in the forwarded record's context, as Kafka Streams' forward sets the
 	// record context: its time and headers (a store's changelog, a Send, a processor's Context see

@@ -472,6 +472,11 @@ func (s *KStream[K, V]) Repartition(r Repartitioned[K, V]) *KStream[K, V] {
 // error.
 func (b *Builder) useStores(stores []string) {
 	for _, st := range stores {
+		if b.globals[st] {
+			// Kafka Streams refuses to connect a global store to a processor: every processor reads it.
+			b.fail("Process names the global store %q: every processor reads a global store without naming it", st)
+			continue
+		}
 		if _, ok := b.stores[st]; !ok {
 			b.fail("Process uses the store %q, which was not added with AddStore", st)
 			continue

@@ -983,6 +983,58 @@ func TestDSLGlobalTableJoinMixedGroupExactlyOnce(t *testing.T) {
 	}, func() map[string]int64 { return maps.Clone(want) }, checkCountedOnce, 0, map[string][]*kgo.Record{"-in2": prices})
 }
 
+// A global store kept by a processor of the program's own (p-global-store-prices, AddGlobalStore
+// and Kafka Streams' addGlobalStore: each key's highest price, a null value deleting it, a record
+// without a key kept under "nokey") by a Kafka Streams member and a Go member in one group, tasks
+// moving Java → Go → Java. The prices are written before either member starts, so each runtime
+// builds its store by restoring the topic through the processor: a price that fell later in the
+// topic keeps the higher one, a deleted price is gone, and the record without a key is never handed
+// to the processor (Kafka Streams 4.4's restore skips such records), so "nokey" has no price.
+// Every quantity gets its key's price plus the quantity (-1 without a price) on either runtime.
+func TestDSLGlobalStoreMixedGroup(t *testing.T) {
+	base := time.Now().Add(-5 * time.Minute).UnixMilli()
+	price := map[string]int64{}
+	var prices []*kgo.Record
+	write := func(k string, p int64, partition int32) {
+		var v []byte
+		if p >= 0 {
+			v = []byte(fmt.Sprint(p))
+		}
+		var key []byte
+		if k != "" {
+			key = []byte(k)
+		}
+		prices = append(prices, &kgo.Record{Key: key, Value: v, Partition: partition, Timestamp: time.UnixMilli(base + int64(len(prices)))})
+	}
+	for i := range 6 {
+		k := fmt.Sprintf("item%d", i)
+		price[k] = int64(100 + i)
+		write(k, price[k], int32(i%2))
+	}
+	write("item1", 500, 1) // rises: the highest
+	price["item1"] = 500
+	write("item3", 50, 1) // falls: the processor keeps 103
+	write("item4", -1, 0) // deleted
+	price["item4"] = -1
+	write("", 7, 0) // no key: skipped by the restore, on both runtimes
+	price["nokey"] = -1
+	price["none"] = -1 // never priced
+	want := map[string]int64{}
+	mixedGroupRecords(t, "p-global-store-prices", func(phase int) map[string][]*kgo.Record {
+		var qtys []*kgo.Record
+		for i, k := range slices.Sorted(maps.Keys(price)) {
+			q := int64(phase*10 + i)
+			qtys = append(qtys, &kgo.Record{Key: []byte(k), Value: []byte(fmt.Sprint(q)), Partition: int32(i % 2),
+				Timestamp: time.UnixMilli(base + int64(phase*20000+i))})
+			want[k] = price[k] + q
+			if price[k] < 0 {
+				want[k] = -1
+			}
+		}
+		return map[string][]*kgo.Record{"-in": qtys}
+	}, func() map[string]int64 { return maps.Clone(want) }, false, 1, map[string][]*kgo.Record{"-in2": prices})
+}
+
 // globalPrices are the prices of TestDSLGlobalTableJoinMixedGroup: item0…item5 on both partitions
 // of the topic, one of them updated and one deleted later in the topic, and "none" never priced.
 func globalPrices(base int64) ([]*kgo.Record, map[string]int64) {

@@ -909,3 +909,52 @@ func pricePlusQuantity(_, order, price string) int64 {
 	qty, _ := strconv.ParseInt(order[strings.IndexByte(order, '#')+1:], 10, 64)
 	return p + qty
 }
+
+// highestPrice keeps each key's highest price in the global store "prices" (p-global-store-prices):
+// a null value deletes the key's price, and a record without a key is kept under "nokey" (Kafka
+// Streams' restore never hands the processor such a record; later ones reach it).
+type highestPrice struct{}
+
+var prices = stream.KeyValue("prices", serde.String, serde.String)
+
+func (highestPrice) Process(c dsl.ProcessorContext[dsl.Void, dsl.Void], r dsl.Record[string, string]) error {
+	k := r.Key
+	if r.NullKey {
+		k = "nokey"
+	}
+	if r.NullValue {
+		return prices.Delete(c.Context, k)
+	}
+	old, ok, err := prices.Get(c.Context, k)
+	if err != nil || (ok && mustInt(old) >= mustInt(r.Value)) {
+		return err
+	}
+	return prices.Put(c.Context, k, r.Value)
+}
+
+// pricedQuantity gives each quantity its key's price from the global store "prices" plus the
+// quantity, or -1 without a price (p-global-store-prices).
+type pricedQuantity struct{}
+
+func (pricedQuantity) Process(c dsl.ProcessorContext[string, int64], r dsl.Record[string, string]) error {
+	p, ok := "", false
+	if !r.NullKey && !r.NullValue {
+		var err error
+		if p, ok, err = prices.Get(c.Context, r.Key); err != nil {
+			return err
+		}
+	}
+	out := dsl.Record[string, int64]{Key: r.Key, NullKey: r.NullKey, Value: -1, Headers: r.Headers} // Java's withValue keeps them
+	if ok {
+		out.Value = mustInt(p) + mustInt(r.Value)
+	}
+	return c.Forward(out)
+}
+
+func init() {
+	Programs["p-global-store-prices"] = func(b *dsl.Builder, t string) {
+		dsl.AddGlobalStore(b, "prices", t+"-in2", dsl.Consumed[string, string]{}, highestPrice{})
+		dsl.ProcessValues[string, string, int64](dsl.Stream(b, t+"-in", dsl.Consumed[string, string]{}), pricedQuantity{}).
+			To(t+"-out", dsl.Produced[string, int64]{})
+	}
+}

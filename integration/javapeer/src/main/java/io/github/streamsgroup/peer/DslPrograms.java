@@ -69,7 +69,7 @@ final class DslPrograms {
         "p-join-global-prices", "p-window-emit-final", "p-window-emit-final-hopping",
         "p-window-emit-final-retained", "p-sliding-emit-final", "p-fk-join", "p-fk-join-named",
         "p-fk-join-prices", "p-join-versioned", "p-join-versioned-prices", "p-versioned-ops", "p-headers-format", "p-zero-forms", "p-suppress-headers",
-        "p-suppress-zero", "p-fk-join-partitioned", "p-session-emit-final");
+        "p-suppress-zero", "p-fk-join-partitioned", "p-session-emit-final", "p-global-store-prices");
 
     private DslPrograms() {
     }
@@ -702,6 +702,54 @@ final class DslPrograms {
                 r.toTable().groupBy((k, v) -> KeyValue.pair(v, k)).count().toStream()
                     .leftJoin(b.<String, String>table(t + "-in2"), (n, u) -> n + "/" + u)
                     .to(t + "-out");
+                break;
+            }
+            case "p-global-store-prices": {
+                // A global store kept by a processor of its own (addGlobalStore): each key's highest
+                // price, a null value deleting it, a record without a key kept under "nokey" (the
+                // restore never hands the processor such a record; later ones reach it). Quantities
+                // look their key's price up in it: price plus quantity, -1 without one.
+                b.addGlobalStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("prices"), Serdes.String(), Serdes.String()),
+                    t + "-in2", Consumed.with(Serdes.String(), Serdes.String()),
+                    () -> new org.apache.kafka.streams.processor.api.Processor<String, String, Void, Void>() {
+                        private org.apache.kafka.streams.state.KeyValueStore<String, String> prices;
+
+                        @Override
+                        public void init(org.apache.kafka.streams.processor.api.ProcessorContext<Void, Void> c) {
+                            prices = c.getStateStore("prices");
+                        }
+
+                        @Override
+                        public void process(org.apache.kafka.streams.processor.api.Record<String, String> r) {
+                            String k = r.key() == null ? "nokey" : r.key();
+                            if (r.value() == null) {
+                                prices.delete(k);
+                                return;
+                            }
+                            String old = prices.get(k);
+                            if (old == null || Long.parseLong(old) < Long.parseLong(r.value())) {
+                                prices.put(k, r.value());
+                            }
+                        }
+                    });
+                b.<String, String>stream(t + "-in")
+                    .processValues(() -> new org.apache.kafka.streams.processor.api.FixedKeyProcessor<String, String, Long>() {
+                        private org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, Long> ctx;
+                        private org.apache.kafka.streams.state.KeyValueStore<String, String> prices;
+
+                        @Override
+                        public void init(org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, Long> c) {
+                            ctx = c;
+                            prices = c.getStateStore("prices");
+                        }
+
+                        @Override
+                        public void process(org.apache.kafka.streams.processor.api.FixedKeyRecord<String, String> r) {
+                            String p = r.key() == null || r.value() == null ? null : prices.get(r.key());
+                            ctx.forward(r.withValue(p == null ? -1L : Long.parseLong(p) + Long.parseLong(r.value())));
+                        }
+                    })
+                    .to(t + "-out", longs);
                 break;
             }
             case "p-session-emit-final": {
