@@ -227,6 +227,16 @@ func (b *Builder) Build(cfg config.Config) (*topology.Topology, stream.Processor
 			b.fail("the store %q added with AddStore is used by no Process", st)
 		}
 	}
+	// Kafka Streams refuses a global store named as another store when it builds: only the global
+	// store's own node keeps a store of its name.
+	keeping := map[string]int{}
+	for _, n := range b.nodes {
+		for _, st := range n.stores {
+			if keeping[st]++; keeping[st] == 2 && b.globals[st] {
+				b.fail("the global store %q has the name of another store", st)
+			}
+		}
+	}
 	seen := map[string]bool{}
 	for _, n := range b.nodes {
 		if seen[n.name] {

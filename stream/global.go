@@ -151,14 +151,8 @@ func (g *globalState) start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	for _, sub := range slices.Sorted(maps.Keys(g.tasks)) {
-		if in, ok := a.procs[sub].(Initializer); ok {
-			t := g.tasks[sub]
-			t.ctx = Context{app: a, task: t, ts: a.now()}
-			if err := in.Init(&t.ctx); err != nil {
-				return fmt.Errorf("stream: the processor of global subtopology %q failed to start: %w", sub, err)
-			}
-		}
+	if err := g.init("restore"); err != nil {
+		return err
 	}
 	assign := map[string]map[int32]kgo.Offset{}
 	for tp, start := range starts {
@@ -183,9 +177,32 @@ func (g *globalState) start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// Restored: what comes from here on is processed as it comes (and no longer restored), also
+	// the records a fetch already holds for the goroutine that follows the topics.
+	g.restoring.Store(false)
 	a.log.Info("global stores restored", "stores", g.names(), "took", a.now().Sub(started).Round(time.Millisecond))
+	if err := g.init("keep the stores current"); err != nil {
+		return err
+	}
 	g.done = make(chan struct{})
 	go g.follow(ctx)
+	return nil
+}
+
+// init starts the processor of each global subtopology that is an Initializer, for phase. It runs
+// twice, as Kafka Streams starts two processors of a global store: one before the restore (which
+// restores through it) and one after it (which keeps the store current, and sees it restored).
+func (g *globalState) init(phase string) error {
+	a := g.app
+	for _, sub := range slices.Sorted(maps.Keys(g.tasks)) {
+		if in, ok := a.procs[sub].(Initializer); ok {
+			t := g.tasks[sub]
+			t.ctx = Context{app: a, task: t, ts: a.now()}
+			if err := in.Init(&t.ctx); err != nil {
+				return fmt.Errorf("stream: the processor of global subtopology %q failed to start (%s): %w", sub, phase, err)
+			}
+		}
+	}
 	return nil
 }
 

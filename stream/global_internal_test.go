@@ -3,7 +3,9 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -174,6 +176,84 @@ func TestGlobalProcessorInitFails(t *testing.T) {
 	if err := a.proc.global.start(ctx); !errors.Is(err, errInit) || !strings.Contains(err.Error(), `global subtopology "0" failed to start`) {
 		t.Fatalf("start: %v, want the Init's error", err)
 	}
+}
+
+// A global store's processor is started twice, as Kafka Streams starts one processor to restore the
+// store and another to keep it current: before the restore (the store empty) and after it (the store
+// restored, Restoring false). A failure of either start stops the start with its error.
+func TestGlobalProcessorStartsBeforeAndAfterTheRestore(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "users-in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("users-in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	produceGlobal(t, cl, "a", "1")
+	cfg := config.Default("global")
+	cfg.BootstrapServers = c.ListenAddrs()
+	topo, err := topology.MustNew(topology.Subtopology{ID: "1", SourceTopics: []string{"in"}}).
+		WithGlobalStores(topology.GlobalStore{Subtopology: "0", Name: "users", Topic: "users-in"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, failAt := range []int{0, 1, 2} {
+		p := &initSees{failAt: failAt}
+		p.Processor = ProcessorFunc(func(c *Context, r *Record) error { return c.Store("users").Put(r.Key, r.Value) })
+		nop := ProcessorFunc(func(*Context, *Record) error { return nil })
+		a, err := New(cfg, topo, Processors{"0": p, "1": nop}, WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound, not an assertion
+		err = a.proc.global.start(ctx)
+		switch {
+		case failAt == 0 && err != nil:
+			t.Fatalf("start: %v", err)
+		case failAt > 0 && (!errors.Is(err, errInitSees) || !strings.Contains(err.Error(), `global subtopology "0" failed to start`)):
+			t.Fatalf("start with the start %d failing: %v, want its error", failAt, err)
+		}
+		if err == nil {
+			a.proc.global.stop()
+		}
+		cancel()
+		want := []string{"store a absent, restoring false", "store a=1, restoring false"}
+		if failAt == 1 {
+			want = want[:1]
+		}
+		if !slices.Equal(p.seen, want) {
+			t.Errorf("with the start %d failing, the starts saw %q, want %q", failAt, p.seen, want)
+		}
+	}
+}
+
+var errInitSees = errors.New("init fails")
+
+// initSees records what each of its Inits sees of the store "users"; the Init numbered failAt
+// (from 1) fails.
+type initSees struct {
+	Processor
+	failAt int
+	seen   []string
+}
+
+func (p *initSees) Init(c *Context) error {
+	v, ok, err := c.Store("users").Get([]byte("a"))
+	if err != nil {
+		return err
+	}
+	what := "store a absent"
+	if ok {
+		what = "store a=" + string(v)
+	}
+	p.seen = append(p.seen, fmt.Sprintf("%s, restoring %v", what, streamhook.Restoring(c)))
+	if len(p.seen) == p.failAt {
+		return errInitSees
+	}
+	return nil
 }
 
 type initFails struct {

@@ -40,7 +40,8 @@ type Processor interface {
 
 // Initializer is a Processor that wants to know when one of its tasks starts processing (after its
 // stores are restored, before its first record): schedule punctuations there, as in Kafka Streams'
-// Processor.init.
+// Processor.init. A global store's processor is started twice, before the restore of its store and
+// after it, as Kafka Streams starts one processor for each.
 type Initializer interface {
 	Init(c *Context) error
 }
