@@ -142,6 +142,9 @@ func resetRows(out string, groups ...string) string {
 // then each tool executes one, and the committed offsets are compared.
 func TestCLIResetOffsetsAgreesWithKafkasTool(t *testing.T) {
 	b := Get(t)
+	if b.StreamsHeartbeatMaxVersion(t) < 1 {
+		t.Skip("runs on the Kafka 4.4 line only, for make test's time: Kafka's tool of the newest line is the reference, and the offsets both tools read and commit do not depend on the broker's line")
+	}
 	app := newStatefulApp(t, b)
 	bs := "--bootstrap-server=" + b.Bootstrap
 	dir := t.TempDir()
