@@ -216,10 +216,10 @@ func TestGlobalProcessorStartsBeforeAndAfterTheRestore(t *testing.T) {
 		case failAt > 0 && (!errors.Is(err, errInitSees) || !strings.Contains(err.Error(), `global subtopology "0" failed to start`)):
 			t.Fatalf("start with the start %d failing: %v, want its error", failAt, err)
 		}
+		cancel() // the keeping goroutine ends with the context
 		if err == nil {
 			a.proc.global.stop()
 		}
-		cancel()
 		want := []string{"store a absent, restoring false", "store a=1, restoring false"}
 		if failAt == 1 {
 			want = want[:1]
