@@ -89,9 +89,7 @@ func TestCLIDeleteGroupsLikeKafkasTool(t *testing.T) {
 // (TestCLIValidationOfTheOffsetOptions).
 func TestCLIDeleteOffsetsLikeKafkasTool(t *testing.T) {
 	b := Get(t)
-	if b.StreamsHeartbeatMaxVersion(t) < 1 {
-		t.Skip("runs on the Kafka 4.4 line only, for make test's time: Kafka's tool of the newest line is the reference, and the offsets both tools read and commit do not depend on the broker's line")
-	}
+	newestLineOnly(t, "Kafka's tool of the newest line is the reference, and the offsets both tools read and commit do not depend on the broker's line")
 	bs := "--bootstrap-server=" + b.Bootstrap
 	unknown := Name(t, "unknown-topic")
 	run := func(kafka bool, args ...string) (string, int) {

@@ -54,6 +54,7 @@ type failoverEnv struct {
 // TestCoordinatorFailover starts one 3-node cluster for its subtests (a cluster costs three JVMs and
 // tens of seconds; the shared broker is not touched) and stops it at the end.
 func TestCoordinatorFailover(t *testing.T) {
+	newestLineOnly(t, "a 3-node cluster costs three JVMs; the member finds a moved coordinator through FindCoordinator and NOT_COORDINATOR, which every line answers alike")
 	c := startCluster(t, 3)
 	cl := c.Client(t)
 	e := &failoverEnv{c: c, cl: cl, adm: kadm.NewClient(cl)}

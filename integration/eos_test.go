@@ -294,6 +294,7 @@ func TestEOSPausedPastSessionZombieFenced(t *testing.T) {
 // guard). When the network is back a rejoins and the group splits again; the output and the stores
 // are exact.
 func TestEOSNetworkCutPastSession(t *testing.T) {
+	newestLineOnly(t, "the session guard that gives the tasks up and aborts is the member's own, and every line expires a session alike")
 	s := newEOSSetup(t, 4)
 	session := groupSession(t, s.b, s.group, 4000)
 	p := newResetProxy(t, s.b.Bootstrap)
@@ -337,6 +338,7 @@ func TestEOSNetworkCutPastSession(t *testing.T) {
 // group coordinator moves to another node (a preferred-leader election of its __consumer_offsets
 // partition, as an operator moves it); the output and the stores are exact.
 func TestEOSCoordinatorMoved(t *testing.T) {
+	newestLineOnly(t, "a 3-node cluster costs three JVMs; TestCoordinatorFailover and the at-least-once tests show the move on the newest line, and the transactions are the same on every line")
 	c := startCluster(t, 3)
 	cl := c.Client(t)
 	adm := kadm.NewClient(cl)
@@ -370,6 +372,7 @@ func TestEOSCoordinatorMoved(t *testing.T) {
 // (transaction.state.log.replication.factor=3 on one node) cannot run transactions. An
 // exactly-once App's Run returns a *stream.TxnError saying so, within a bound, and does not hang.
 func TestEOSClusterWithoutTransactions(t *testing.T) {
+	newestLineOnly(t, "it starts a broker of its own; a cluster that cannot create __transaction_state refuses transactions alike on every line")
 	d := brmDedicatedBroker(t, "transaction.state.log.replication.factor=3")
 	s := &rtSetup{b: d, group: Name(t, "app"), input: Name(t, "in"), output: Name(t, "out"), all: taskRange("0", 1)}
 	s.topo = javaCompatibleTopology(s.group, s.input, rtCounts.Name())
