@@ -465,12 +465,3 @@ func TestCLIValidationOfTheOffsetOptions(t *testing.T) {
 		}
 	}
 }
-
-// newestLineOnly skips t unless the broker is of the Kafka 4.4 line (StreamsGroupHeartbeat v1), for
-// make test's time: why says what the test checks that does not depend on the broker's line.
-func newestLineOnly(t *testing.T, why string) {
-	t.Helper()
-	if Get(t).StreamsHeartbeatMaxVersion(t) < 1 {
-		t.Skip("runs on the Kafka 4.4 line only, for make test's time: " + why)
-	}
-}

@@ -428,3 +428,12 @@ func (b *Broker) SetGroupConfig(t testing.TB, group, key, value string) {
 		return false, fmt.Sprintf("%s of group %s not %s yet", key, group, value)
 	})
 }
+
+// newestLineOnly skips t unless the broker is of the Kafka 4.4 line (StreamsGroupHeartbeat v1), for
+// make test's time: why says what the test checks that does not depend on the broker's line.
+func newestLineOnly(t *testing.T, why string) {
+	t.Helper()
+	if Get(t).StreamsHeartbeatMaxVersion(t) < 1 {
+		t.Skip("runs on the Kafka 4.4 line only, for make test's time: " + why)
+	}
+}

@@ -33,7 +33,10 @@ type globalRun struct {
 	cl     *kgo.Client
 }
 
-func startGlobalOnly(t *testing.T, seed []string, prep func(cl *kgo.Client, adm *kadm.Client)) (*globalRun, error) {
+// globalSetup starts a fake cluster with the topics seed, and returns a client writing to
+// "users-in", and the configuration and topology of an application whose global store "users"
+// (subtopology 0) is kept from "users-in" and whose subtopology 1 reads "in".
+func globalSetup(t *testing.T, seed []string) (*kgo.Client, config.Config, *topology.Topology) {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, seed...))
 	if err != nil {
@@ -45,7 +48,6 @@ func startGlobalOnly(t *testing.T, seed []string, prep func(cl *kgo.Client, adm 
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	prep(cl, kadm.NewClient(cl))
 	cfg := config.Default("global")
 	cfg.BootstrapServers = c.ListenAddrs()
 	topo, err := topology.MustNew(topology.Subtopology{ID: "1", SourceTopics: []string{"in"}}).
@@ -53,6 +55,13 @@ func startGlobalOnly(t *testing.T, seed []string, prep func(cl *kgo.Client, adm 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cl, cfg, topo
+}
+
+func startGlobalOnly(t *testing.T, seed []string, prep func(cl *kgo.Client, adm *kadm.Client)) (*globalRun, error) {
+	t.Helper()
+	cl, cfg, topo := globalSetup(t, seed)
+	prep(cl, kadm.NewClient(cl))
 	r := &globalRun{cl: cl}
 	keep := ProcessorFunc(func(c *Context, rec *Record) error {
 		r.mu.Lock()
@@ -62,6 +71,7 @@ func startGlobalOnly(t *testing.T, seed []string, prep func(cl *kgo.Client, adm 
 		return c.Store("users").Put(rec.Key, rec.Value)
 	})
 	nop := ProcessorFunc(func(*Context, *Record) error { return nil })
+	var err error
 	if r.a, err = New(cfg, topo, Processors{"0": keep, "1": nop}, WithLogger(slog.New(slog.DiscardHandler))); err != nil {
 		t.Fatal(err)
 	}
@@ -153,18 +163,7 @@ func TestGlobalTopicMissing(t *testing.T) {
 
 // A global store's processor whose Init fails stops the start with its error.
 func TestGlobalProcessorInitFails(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "users-in"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	cfg := config.Default("global")
-	cfg.BootstrapServers = c.ListenAddrs()
-	topo, err := topology.MustNew(topology.Subtopology{ID: "1", SourceTopics: []string{"in"}}).
-		WithGlobalStores(topology.GlobalStore{Subtopology: "0", Name: "users", Topic: "users-in"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cfg, topo := globalSetup(t, []string{"in", "users-in"})
 	errInit := errors.New("no")
 	nop := ProcessorFunc(func(*Context, *Record) error { return nil })
 	a, err := New(cfg, topo, Processors{"0": initFails{nop, errInit}, "1": nop}, WithLogger(slog.New(slog.DiscardHandler)))
@@ -182,24 +181,8 @@ func TestGlobalProcessorInitFails(t *testing.T) {
 // store and another to keep it current: before the restore (the store empty) and after it (the store
 // restored, Restoring false). A failure of either start stops the start with its error.
 func TestGlobalProcessorStartsBeforeAndAfterTheRestore(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "users-in"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("users-in"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	cl, cfg, topo := globalSetup(t, []string{"in", "users-in"})
 	produceGlobal(t, cl, "a", "1")
-	cfg := config.Default("global")
-	cfg.BootstrapServers = c.ListenAddrs()
-	topo, err := topology.MustNew(topology.Subtopology{ID: "1", SourceTopics: []string{"in"}}).
-		WithGlobalStores(topology.GlobalStore{Subtopology: "0", Name: "users", Topic: "users-in"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, failAt := range []int{0, 1, 2} {
 		p := &initSees{failAt: failAt}
 		p.Processor = ProcessorFunc(func(c *Context, r *Record) error { return c.Store("users").Put(r.Key, r.Value) })
